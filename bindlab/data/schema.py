@@ -1,0 +1,223 @@
+"""Interchange formats (DESIGN.md, "Data formats") as dataclasses, with validating JSONL readers and writers.
+
+A reader never drops data silently: a malformed line either refuses the file (``strict=True``) or is skipped
+and reported in :class:`LoadReport` with its line number and reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROLES = ("preserve", "attr_swap", "obj_swap", "joint_swap", "replace")
+SUBSETS = ("independent", "nested")
+
+
+class DataError(ValueError):
+    """A problem with an input file; the message names the file, the line and what is wrong."""
+
+
+Binding = tuple[str, str]  # (attribute, object)
+
+
+@dataclass
+class Item:
+    """One query or candidate: its caption, optional image (path relative to the JSONL folder), bindings."""
+
+    text: str
+    bindings: list[Binding]
+    image: str | None = None
+    role: str | None = None  # candidates only
+    gen_text: str | None = None  # generation form (instantiated attributes), used to render images
+
+    def binding_set(self) -> frozenset[Binding]:
+        return frozenset(self.bindings)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"text": self.text, "image": self.image, "bindings": [list(b) for b in self.bindings]}
+        if self.role is not None:
+            d = {"role": self.role, **d}
+        if self.gen_text is not None:
+            d["gen_text"] = self.gen_text
+        return d
+
+
+@dataclass
+class MCQ:
+    """A SABER-style 4-way question (DESIGN.md MCQ format)."""
+
+    id: str
+    n_objects: int
+    subset: str
+    query: Item
+    candidates: list[Item]
+    answer: int
+    chain_id: str | None = None
+    chain_pos: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the attribute realisations
+
+    def to_json(self) -> dict[str, Any]:
+        d = {
+            "id": self.id,
+            "n_objects": self.n_objects,
+            "subset": self.subset,
+            "chain_id": self.chain_id,
+            "chain_pos": self.chain_pos,
+            "query": self.query.to_json(),
+            "candidates": [c.to_json() for c in self.candidates],
+            "answer": self.answer,
+        }
+        d.update(self.extra)
+        return d
+
+
+def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected an object, got {type(obj).__name__}")
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise DataError(f"{where}: 'text' is missing or empty")
+    raw = obj.get("bindings", [])
+    if not isinstance(raw, list) or not all(isinstance(b, (list, tuple)) and len(b) == 2 for b in raw):
+        raise DataError(f"{where}: 'bindings' must be a list of [attribute, object] pairs")
+    role = obj.get("role")
+    if is_candidate and role is not None and role not in ROLES:
+        raise DataError(f"{where}: role {role!r} is not one of {ROLES}")
+    image = obj.get("image")
+    if image is not None and not isinstance(image, str):
+        raise DataError(f"{where}: 'image' must be a relative path or null")
+    return Item(text=text, bindings=[(str(a), str(o)) for a, o in raw], image=image, role=role,
+                gen_text=obj.get("gen_text"))
+
+
+def mcq_from_json(obj: Any, where: str = "question") -> MCQ:
+    """Build and validate one :class:`MCQ` from parsed JSON. Raises :class:`DataError` naming the problem."""
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    missing = [k for k in ("id", "query", "candidates", "answer") if k not in obj]
+    if missing:
+        raise DataError(f"{where}: missing field(s) {missing}")
+    cands = obj["candidates"]
+    if not isinstance(cands, list) or len(cands) != 4:
+        n = len(cands) if isinstance(cands, list) else type(cands).__name__
+        raise DataError(f"{where}: a question needs exactly 4 candidates, got {n}")
+    answer = obj["answer"]
+    if not isinstance(answer, int) or isinstance(answer, bool) or not 0 <= answer < 4:
+        raise DataError(f"{where}: answer index {answer!r} is out of range 0..3")
+    subset = obj.get("subset", "independent")
+    if subset not in SUBSETS:
+        raise DataError(f"{where}: subset {subset!r} is not one of {SUBSETS}")
+    query = _item_from_json(obj["query"], f"{where} query", False)
+    candidates = [_item_from_json(c, f"{where} candidate {i}", True) for i, c in enumerate(cands)]
+    known = {"id", "n_objects", "subset", "chain_id", "chain_pos", "query", "candidates", "answer"}
+    n_objects = obj.get("n_objects", len(query.bindings))
+    if not isinstance(n_objects, int) or n_objects < 1:
+        raise DataError(f"{where}: n_objects {n_objects!r} must be a positive integer")
+    return MCQ(
+        id=str(obj["id"]),
+        n_objects=n_objects,
+        subset=subset,
+        chain_id=obj.get("chain_id"),
+        chain_pos=obj.get("chain_pos"),
+        query=query,
+        candidates=candidates,
+        answer=answer,
+        extra={k: v for k, v in obj.items() if k not in known},
+    )
+
+
+@dataclass
+class LoadReport:
+    """What a reader kept and what it skipped (line number -> reason)."""
+
+    path: str
+    n_lines: int = 0
+    n_loaded: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        s = f"{self.path}: loaded {self.n_loaded} of {self.n_loaded + len(self.skipped)} items"
+        if self.skipped:
+            first = "; ".join(f"line {n}: {r}" for n, r in self.skipped[:3])
+            s += f", skipped {len(self.skipped)} ({first}{' ...' if len(self.skipped) > 3 else ''})"
+        return s
+
+
+def read_jsonl(path: str | Path) -> list[tuple[int, Any]]:
+    """(line number, parsed object) for each non-blank line. Malformed JSON raises :class:`DataError` with the line."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: file not found")
+    if p.is_dir():
+        raise DataError(f"{p} is a folder; give the .jsonl file inside it (e.g. {p / 'mcq.jsonl'})")
+    out = []
+    with p.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append((n, json.loads(line)))
+            except json.JSONDecodeError as e:
+                out.append((n, DataError(f"{p}:{n}: not valid JSON ({e.msg} at column {e.colno})")))
+    return out
+
+
+def load_mcqs(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadReport]:
+    """Read an MCQ JSONL file.
+
+    Args:
+        path: the ``mcq.jsonl`` file.
+        strict: refuse the whole file on the first bad line (default); otherwise skip bad lines and report them.
+
+    Returns:
+        The questions and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when
+        ids repeat, or when nothing could be loaded.
+    """
+    report = LoadReport(str(path))
+    questions: list[MCQ] = []
+    seen: set[str] = set()
+    for n, obj in read_jsonl(path):
+        report.n_lines += 1
+        try:
+            if isinstance(obj, DataError):
+                raise obj
+            q = mcq_from_json(obj, f"{path}:{n}")
+            if q.id in seen:
+                raise DataError(f"{path}:{n}: duplicate question id {q.id!r}")
+            seen.add(q.id)
+            questions.append(q)
+        except DataError as e:
+            if strict:
+                raise DataError(f"{e} (refusing the file; fix the line or load with strict=False / --skip-bad)") from None
+            report.skipped.append((n, str(e).split(": ", 1)[-1]))
+    report.n_loaded = len(questions)
+    if not questions:
+        raise DataError(f"{path}: no valid questions ({report.summary()})")
+    return questions, report
+
+
+def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Write rows as JSONL atomically (temp file then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(p)
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes (dataset hash for provenance)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+__all__ = ["MCQ", "Item", "DataError", "LoadReport", "load_mcqs", "mcq_from_json", "write_jsonl", "read_jsonl",
+           "file_sha256", "asdict"]

@@ -1,0 +1,163 @@
+"""The one :class:`Encoder` protocol, encoder ids, and the registry of backends.
+
+An encoder id is ``backend:name[@revision]`` (``minilm`` and ``bow`` are short aliases). The id is parsed once,
+here, by :func:`parse_encoder_id`; each backend module registers a *loader* with :func:`register_backend` and
+imports its heavy dependencies inside that loader, so importing bindlab stays cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+# Short names users type, expanded before parsing.
+ALIASES: dict[str, str] = {
+    "minilm": "st:all-MiniLM-L6-v2",
+    "bow": "bow:words",
+}
+
+
+class EncoderError(ValueError):
+    """A user-facing problem with an encoder id or with loading/running an encoder; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class EncoderId:
+    """A parsed encoder id: ``backend:name[@revision]``."""
+
+    backend: str
+    name: str
+    revision: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.name}" + (f"@{self.revision}" if self.revision else "")
+
+
+def parse_encoder_id(text: str) -> EncoderId:
+    """Parse ``backend:name[@revision]`` (or an alias such as ``minilm``) into an :class:`EncoderId`.
+
+    Local paths may contain ``@``; the revision is only what follows the *last* ``@`` when no ``/`` follows it.
+    """
+    raw = (text or "").strip()
+    if not raw:
+        raise EncoderError("empty encoder id; use backend:name, e.g. 'minilm', 'bow' or 'hf:openai/clip-vit-base-patch32'")
+    raw = ALIASES.get(raw, raw)
+    if ":" not in raw:
+        raise EncoderError(
+            f"encoder id {text!r} has no backend; use backend:name with a backend from {sorted(_BACKENDS)} "
+            f"or an alias from {sorted(ALIASES)}"
+        )
+    backend, name = raw.split(":", 1)
+    revision = None
+    if "@" in name and "/" not in name.rsplit("@", 1)[1]:
+        name, revision = name.rsplit("@", 1)
+        revision = revision or None
+    if not name:
+        raise EncoderError(f"encoder id {text!r} has an empty name after '{backend}:'")
+    return EncoderId(backend, name, revision)
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What every backend provides. Embeddings are float32 numpy arrays, rows L2-normalised.
+
+    Attributes:
+        id: the canonical encoder id string.
+        modalities: subset of ``{"text", "image"}``.
+        fingerprint: id + revision/weights hash; changes whenever the embeddings could change.
+    """
+
+    id: str
+    modalities: frozenset[str]
+    fingerprint: str
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:  # (n, d) float32
+        ...
+
+    def embed_images(self, images: list[Any]) -> np.ndarray:  # (n, d) float32; images are PIL.Image
+        ...
+
+
+Loader = Callable[[EncoderId, dict[str, Any]], Encoder]
+_BACKENDS: dict[str, Loader] = {}
+_BACKEND_DOCS: dict[str, str] = {}
+
+
+def register_backend(name: str, loader: Loader, doc: str = "") -> None:
+    """Register a backend loader; a second registration of the same name is refused loudly."""
+    if name in _BACKENDS:
+        raise ValueError(f"encoder backend {name!r} is already registered")
+    _BACKENDS[name] = loader
+    _BACKEND_DOCS[name] = doc
+
+
+def backends() -> dict[str, str]:
+    """Registered backend names with one-line descriptions."""
+    _ensure_builtin_backends()
+    return dict(_BACKEND_DOCS)
+
+
+def load_encoder(encoder_id: str, **options: Any) -> Encoder:
+    """Load an encoder by id. Options (``device``, ``batch_size``, ...) are passed to the backend loader.
+
+    Raises:
+        EncoderError: unknown backend, unknown name, or a load failure, with a message that says what to do.
+    """
+    _ensure_builtin_backends()
+    eid = parse_encoder_id(encoder_id)
+    if eid.backend not in _BACKENDS:
+        raise EncoderError(
+            f"unknown encoder backend {eid.backend!r} in {encoder_id!r}; known backends: {sorted(_BACKENDS)}"
+        )
+    return _BACKENDS[eid.backend](eid, options)
+
+
+def _ensure_builtin_backends() -> None:
+    # Importing the backend modules registers them; their heavy imports happen inside their loaders.
+    from bindlab.encoders import bow, sentence  # noqa: F401
+
+
+def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Row-wise L2 normalisation; rows of zeros stay zero. (n, d) -> (n, d) float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, eps)).astype(np.float32)
+
+
+def check_texts(texts: list[str], encoder_id: str) -> list[str]:
+    """Validate text inputs: a list of non-empty strings. Raises :class:`EncoderError` naming the bad item."""
+    if isinstance(texts, str):
+        raise EncoderError(f"{encoder_id}: embed_texts expects a list of strings, got one string")
+    out = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise EncoderError(f"{encoder_id}: text #{i} is {type(t).__name__}, not a string")
+        if not t.strip():
+            raise EncoderError(f"{encoder_id}: text #{i} is empty; give a caption with at least one word")
+        out.append(t)
+    return out
+
+
+def hash_files(paths: list[str]) -> str:
+    """Short sha256 over the contents of weight files (for fingerprints)."""
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+class TextOnlyMixin:
+    """For encoders without an image tower: asking for images is a clear error, not a crash."""
+
+    id: str
+
+    def embed_images(self, images: list[Any]) -> np.ndarray:
+        raise EncoderError(
+            f"{self.id} is a text-only encoder and cannot embed images; pick an image+text encoder "
+            "(e.g. toy:clip, hf:openai/clip-vit-base-patch32) for the ti/it/ii pairings"
+        )

