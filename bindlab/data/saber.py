@@ -18,12 +18,13 @@ draws from its own RNG seeded by (seed, question key), so a subset of sizes gene
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
-from itertools import permutations
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
-from bindlab.data.schema import MCQ, Item
+from bindlab.data.schema import MCQ, Item, write_jsonl
 from bindlab.data.vocab import ATTRIBUTES, OBJECTS, Attribute, caption
 
 Pair = tuple[str, str]  # (attribute name, object)
@@ -221,3 +222,16 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
             q = _question(f"n{n:02d}-chain-{c:03d}", query, q_forms, vocab, rng, "nested", f"chain-{c:03d}", pos)
             by_size[n].append(q)
     return [q for n in sizes for q in by_size[n]]
+
+
+def write_benchmark(out_dir: str | Path, questions: Sequence[MCQ], settings: dict[str, Any]) -> Path:
+    """Write ``out_dir/mcq.jsonl`` and ``out_dir/meta.json`` (generator settings and version). Returns the JSONL path."""
+    from bindlab.config import __version__
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "mcq.jsonl"
+    write_jsonl(path, [q.to_json() for q in questions])
+    meta = {"generator": "saber", "bindlab_version": __version__, "n_questions": len(questions), **settings}
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    return path

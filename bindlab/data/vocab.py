@@ -158,7 +158,7 @@ OBJECTS: tuple[str, ...] = (
 ATTRIBUTE_BY_NAME: dict[str, Attribute] = {a.name: a for a in ATTRIBUTES}
 
 # Words whose first letter misleads a spelling rule about the sound (checked by pronunciation, not spelling).
-_VOWEL_SOUND_CONSONANT_LETTER = ("hour", "honest", "honou", "honor", "heir", "herb")
+_VOWEL_SOUND_CONSONANT_LETTER = ("hour", "honest", "honou", "honor", "heir", "x-")  # "an x-ray": letter name
 _CONSONANT_SOUND_VOWEL_LETTER = ("uni", "use", "usu", "uten", "ukulele", "uro", "euro", "eu", "one", "once", "ewe")
 
 

@@ -1,0 +1,70 @@
+"""MCQ file validation: every bad line is named by line number; nothing is dropped silently."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bindlab.data.saber import generate_saber
+from bindlab.data.schema import DataError, load_mcqs
+
+
+def _write(tmp_path, lines):
+    p = tmp_path / "mcq.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+@pytest.fixture
+def good_lines():
+    return [json.dumps(q.to_json()) for q in generate_saber(per_size=2, sizes=[2, 3], seed=0)]
+
+
+def _mutate(line, fn):
+    obj = json.loads(line)
+    fn(obj)
+    return json.dumps(obj)
+
+
+@pytest.mark.parametrize("mutation,message", [
+    (lambda o: o["candidates"].pop(), "exactly 4 candidates, got 3"),
+    (lambda o: o.__setitem__("answer", 7), "answer index 7 is out of range"),
+    (lambda o: o["query"].__setitem__("text", "  "), "'text' is missing or empty"),
+    (lambda o: o.pop("query"), "missing field"),
+    (lambda o: o["candidates"][1].__setitem__("role", "wild"), "role 'wild'"),
+    (lambda o: o.__setitem__("subset", "other"), "subset 'other'"),
+])
+def test_bad_question_refuses_file_naming_the_line(tmp_path, good_lines, mutation, message):
+    lines = list(good_lines)
+    lines[2] = _mutate(lines[2], mutation)
+    p = _write(tmp_path, lines)
+    with pytest.raises(DataError, match=message) as e:
+        load_mcqs(p)
+    assert f"{p}:3" in str(e.value)
+
+
+def test_malformed_json_is_named_and_can_be_skipped(tmp_path, good_lines):
+    lines = list(good_lines)
+    lines.insert(1, '{"id": "broken", ')
+    p = _write(tmp_path, lines)
+    with pytest.raises(DataError, match=r"mcq.jsonl:2: not valid JSON"):
+        load_mcqs(p)
+    qs, report = load_mcqs(p, strict=False)
+    assert len(qs) == len(good_lines)
+    assert report.skipped[0][0] == 2
+    assert "skipped 1" in report.summary()
+
+
+def test_duplicate_ids_and_empty_files(tmp_path, good_lines):
+    p = _write(tmp_path, [good_lines[0], good_lines[0]])
+    with pytest.raises(DataError, match="duplicate question id"):
+        load_mcqs(p)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(DataError, match="no valid questions"):
+        load_mcqs(empty)
+    with pytest.raises(DataError, match="file not found"):
+        load_mcqs(tmp_path / "missing.jsonl")
+    with pytest.raises(DataError, match="is a folder"):
+        load_mcqs(tmp_path)
