@@ -117,7 +117,7 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
 
 def _ensure_builtin_backends() -> None:
     # Importing the backend modules registers them; their heavy imports happen inside their loaders.
-    from bindlab.encoders import bow, sentence  # noqa: F401
+    from bindlab.encoders import bow, hf, open_clip_backend, qwen3vl, sentence  # noqa: F401
 
 
 def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:

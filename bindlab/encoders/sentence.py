@@ -53,37 +53,57 @@ class SentenceEncoder(TextOnlyMixin):
 
     def __init__(self, eid: EncoderId, folder: str | Path | None, device: str = "auto", batch_size: int = 64,
                  max_seq_length: int | None = None) -> None:
-        import torch
+        self.id = str(eid)
+        self.eid = eid
+        self.device = device  # resolved when the weights load, so a cached run never imports torch
+        self.batch_size = int(batch_size)
+        self.source = str(folder) if folder else eid.name
+        cfg = _read_json(Path(self.source) / "sentence_bert_config.json") if folder else {}
+        pool = _read_json(Path(self.source) / "1_Pooling" / "config.json") if folder else {}
+        self.max_seq_length = int(max_seq_length or cfg.get("max_seq_length") or 256)
+        self.pooling = "cls" if pool.get("pooling_mode_cls_token") else "mean"
+        weights = fingerprint_for_folder(self.source) if folder else (eid.revision or "main")
+        self.fingerprint = f"{self.id}|{weights}|pool={self.pooling}|max={self.max_seq_length}"
+        self.last_truncated = 0
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    # Weights load on first use, so a fully cached run never pays for them.
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._load_weights()
+        return self._model
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            self._load_weights()
+        return self._tokenizer
+
+    def _load_weights(self) -> None:
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
         from bindlab.config import resolve_device
 
-        self.id = str(eid)
-        self.device = resolve_device(device)
-        self.batch_size = int(batch_size)
-        src = str(folder) if folder else eid.name
+        self.device = resolve_device(self.device)
+        hf_logging.disable_progress_bar()
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(src, revision=eid.revision)
-            self.model = AutoModel.from_pretrained(src, revision=eid.revision, use_safetensors=True,
-                                                   attn_implementation="eager")
+            tokenizer = AutoTokenizer.from_pretrained(self.source, revision=self.eid.revision)
+            model = AutoModel.from_pretrained(self.source, revision=self.eid.revision, use_safetensors=True,
+                                              attn_implementation="eager")
         except (OSError, ValueError) as e:
-            raise hub_load_error(self.id, src, e) from None
-        self.model.eval().to(self.device)
-        self._torch = torch
-        cfg = _read_json(Path(src) / "sentence_bert_config.json") if folder else {}
-        pool = _read_json(Path(src) / "1_Pooling" / "config.json") if folder else {}
-        self.max_seq_length = int(max_seq_length or cfg.get("max_seq_length") or 256)
-        self.pooling = "cls" if pool.get("pooling_mode_cls_token") else "mean"
-        self.fingerprint = f"{self.id}|{fingerprint_for_folder(src) if folder else eid.revision or 'main'}" \
-                           f"|pool={self.pooling}|max={self.max_seq_length}"
-        self.last_truncated = 0
+            raise hub_load_error(self.id, self.source, e) from None
+        self._tokenizer, self._model = tokenizer, model.eval().to(self.device)
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """Embed texts; (n,) -> (n, 384) for MiniLM. Texts over ``max_seq_length`` tokens are truncated and counted."""
         texts = check_texts(texts, self.id)
         if not texts:
             return np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
-        torch = self._torch
+        import torch
+
         order = np.argsort([-len(t) for t in texts], kind="stable")  # longest first, like sentence-transformers
         out = np.empty((len(texts), self.model.config.hidden_size), dtype=np.float32)
         self.last_truncated = 0
@@ -101,6 +121,28 @@ class SentenceEncoder(TextOnlyMixin):
             log.warning("%s: %d text(s) reached the %d-token limit and were truncated", self.id,
                         self.last_truncated, self.max_seq_length)
         return l2_normalize(out)
+
+    def attention_access(self) -> Any:
+        """Per-layer attention of the (bidirectional) transformer, one caption at a time; see attention_access.py."""
+        from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, hf_layer_maps, spans_from_offsets
+
+        def encode(text: str) -> EncodedText:
+            check_texts([text], self.id)
+            enc = self.tokenizer([text], truncation=True, max_length=self.max_seq_length, return_tensors="pt",
+                                 return_offsets_mapping=True, return_special_tokens_mask=True)
+            spans = spans_from_offsets(enc.pop("offset_mapping")[0].tolist(), enc.pop("special_tokens_mask")[0].tolist(),
+                                       0, len(text))
+            ids = enc["input_ids"][0].tolist()
+            first = next((i for i, sp in enumerate(spans) if sp is not None), 0)
+            inputs = {k: v.to(self.device) for k, v in enc.items()}
+            return EncodedText(text, inputs, self.tokenizer.convert_ids_to_tokens(ids), spans, first,
+                               len(ids) >= self.max_seq_length)
+
+        cfg = self.model.config
+        return TextAttentionAccess(self.id, self.tokenizer, cfg.num_hidden_layers, cfg.num_attention_heads, causal=False,
+                                   encode=encode,
+                                   layer_maps=hf_layer_maps(self.model, lambda e: self.model(**e.inputs,
+                                                                                             output_attentions=True)))
 
     def pool(self, hidden: Any, mask: Any) -> Any:
         """Pool token states ``(b, s, h)`` with mask ``(b, s)`` into ``(b, h)``."""
