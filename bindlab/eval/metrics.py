@@ -6,6 +6,8 @@ and ``sklearn.metrics``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 TIE_TOL = 1e-6  # scores within this of the top score are tied
@@ -33,7 +35,12 @@ def mcq_credit(scores: np.ndarray, answer: np.ndarray, tol: float = TIE_TOL) -> 
     return np.where(np.isnan(scores).any(axis=1), 0.0, credit)
 
 
-def average_precision(scores: np.ndarray, positives: np.ndarray) -> np.ndarray:
+def rank_order(scores: np.ndarray) -> np.ndarray:
+    """Indices that sort each row by descending score, ties in gallery order. ``(q, n)`` -> ``(q, n)``."""
+    return np.argsort(-np.atleast_2d(np.asarray(scores, dtype=np.float64)), axis=1, kind="stable")
+
+
+def average_precision(scores: np.ndarray, positives: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Average precision per query, equal to ``sklearn.metrics.average_precision_score`` row by row.
 
     Tied scores are handled as sklearn does: items with equal scores form one threshold, so precision at that
@@ -42,6 +49,7 @@ def average_precision(scores: np.ndarray, positives: np.ndarray) -> np.ndarray:
     Args:
         scores: ``(q, n)`` similarity of each query to each gallery item (higher = more relevant).
         positives: ``(q, n)`` boolean relevance.
+        order: optional precomputed :func:`rank_order` of ``scores`` (sorting is the expensive part).
 
     Returns:
         ``(q,)`` AP; NaN for a query without positives.
@@ -51,7 +59,7 @@ def average_precision(scores: np.ndarray, positives: np.ndarray) -> np.ndarray:
     if scores.shape != positives.shape:
         raise ValueError(f"scores {scores.shape} and positives {positives.shape} must have the same shape")
     q, n = scores.shape
-    order = np.argsort(-scores, axis=1, kind="stable")  # (q, n)
+    order = rank_order(scores) if order is None else order  # (q, n)
     s_sorted = np.take_along_axis(scores, order, axis=1)
     p_sorted = np.take_along_axis(positives, order, axis=1).astype(np.float64)
     tp = np.cumsum(p_sorted, axis=1)  # (q, n)
@@ -69,13 +77,26 @@ def average_precision(scores: np.ndarray, positives: np.ndarray) -> np.ndarray:
     return np.where(n_pos > 0, ap, np.nan)
 
 
-def recall_at_k(scores: np.ndarray, positives: np.ndarray, k: int) -> np.ndarray:
-    """1 if any positive is among the top ``k`` by score (stable order on ties), else 0. ``(q,)``."""
+def recall_at_k(scores: np.ndarray, positives: np.ndarray, k: int, order: np.ndarray | None = None) -> np.ndarray:
+    """Expected recall@k per query under random tie-breaking: P(a positive is among the top ``k``). ``(q,)``.
+
+    Items scoring above the k-th score are in; among the items tied *at* the k-th score, the remaining slots
+    are filled uniformly at random, so a pure bag-of-words (swaps tie exactly) gets chance credit, not luck.
+    """
     scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     positives = np.atleast_2d(np.asarray(positives, dtype=bool))
     k = min(k, scores.shape[1])
-    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(positives, top, axis=1).any(axis=1).astype(np.float64)
+    order = rank_order(scores) if order is None else order
+    kth = np.take_along_axis(scores, order[:, k - 1 : k], axis=1)  # (q, 1) the k-th best score
+    above = scores > kth
+    tied = scores == kth
+    pos_above = (positives & above).sum(1)
+    n_tied, pos_tied = tied.sum(1), (positives & tied).sum(1)
+    slots = k - above.sum(1)  # how many of the tied items make the cut
+    out = (pos_above > 0).astype(np.float64)
+    for i in np.flatnonzero((pos_above == 0) & (pos_tied > 0)):
+        out[i] = 1.0 - math.comb(int(n_tied[i] - pos_tied[i]), int(slots[i])) / math.comb(int(n_tied[i]), int(slots[i]))
+    return out
 
 
 def bootstrap_ci(values: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0,

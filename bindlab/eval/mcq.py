@@ -1,0 +1,121 @@
+"""SABER MCQ evaluation: embed questions once per modality, score every pairing, aggregate by N and subset.
+
+A pairing ``XY`` puts the query in modality X and the candidates in modality Y (t = text, i = image).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from bindlab.data.schema import MCQ, DataError
+from bindlab.encoders.base import Encoder, EncoderError
+from bindlab.encoders.service import embed_image_files, embed_texts
+from bindlab.eval.metrics import bootstrap_ci, mcq_credit
+
+PAIRINGS: dict[str, tuple[str, str]] = {
+    "tt": ("text", "text"),
+    "ti": ("text", "image"),
+    "it": ("image", "text"),
+    "ii": ("image", "image"),
+}
+
+Progress = Callable[[float, str], None]
+
+
+def parse_pairings(spec: str | Sequence[str]) -> list[str]:
+    """``"tt,ti"`` -> ``["tt", "ti"]``; raises ValueError listing the valid pairings."""
+    parts = [p.strip().lower() for p in (spec.split(",") if isinstance(spec, str) else spec) if p.strip()]
+    bad = [p for p in parts if p not in PAIRINGS]
+    if bad or not parts:
+        raise ValueError(f"unknown pairing(s) {bad or spec!r}; choose from {list(PAIRINGS)} (comma-separated)")
+    return list(dict.fromkeys(parts))
+
+
+def embed_questions(questions: Sequence[MCQ], root: str | Path, encoder: Encoder,
+                    modality: str) -> tuple[np.ndarray, np.ndarray]:
+    """Embed every query and candidate of ``questions`` in one modality, in one cached batch.
+
+    Returns:
+        ``(queries (q, d), candidates (q, 4, d))``.
+    """
+    items = [it for q in questions for it in (q.query, *q.candidates)]
+    if modality == "text":
+        vecs = embed_texts(encoder, [it.text for it in items])
+    elif modality == "image":
+        missing = [q.id for q in questions for it in (q.query, *q.candidates) if not it.image]
+        if missing:
+            raise DataError(f"{len(missing)} question(s) have no images (first: {missing[0]}); "
+                            "generate with --images or use the tt pairing")
+        vecs = embed_image_files(encoder, [Path(root) / it.image for it in items])
+    else:
+        raise ValueError(f"unknown modality {modality!r}")
+    vecs = vecs.reshape(len(questions), 5, -1)
+    return vecs[:, 0], vecs[:, 1:]
+
+
+def score_mcq(queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Cosine scores of unit vectors: ``(q, d)`` x ``(q, 4, d)`` -> ``(q, 4)``."""
+    return np.einsum("qd,qkd->qk", queries, candidates)
+
+
+def summarize(credit: np.ndarray, questions: Sequence[MCQ]) -> dict[str, Any]:
+    """Accuracy overall, by number of objects and by subset, with a bootstrap 95 % interval."""
+    by_n: dict[str, list[float]] = defaultdict(list)
+    by_subset: dict[str, list[float]] = defaultdict(list)
+    for c, q in zip(credit, questions):
+        by_n[str(q.n_objects)].append(float(c))
+        by_subset[q.subset].append(float(c))
+    lo, hi = bootstrap_ci(credit)
+    return {
+        "accuracy": float(np.mean(credit)),
+        "ci95": [lo, hi],
+        "by_n": {k: float(np.mean(v)) for k, v in sorted(by_n.items(), key=lambda kv: int(kv[0]))},
+        "by_subset": {k: float(np.mean(v)) for k, v in sorted(by_subset.items())},
+        "n": int(len(credit)),
+        "chance": 0.25,
+    }
+
+
+def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, pairings: Sequence[str] = ("tt",),
+                 progress: Progress | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Score MCQs in each pairing.
+
+    Args:
+        questions: validated questions.
+        root: folder that image paths are relative to.
+        encoder: any :class:`Encoder` with the modalities the pairings need.
+        pairings: subset of :data:`PAIRINGS`.
+        progress: optional ``(fraction, message)`` callback.
+
+    Returns:
+        ``({pairing: summary}, per-item rows)``; per-item rows carry id, pairing, scores, answer, credit.
+    """
+    needed = {m for p in pairings for m in PAIRINGS[p]}
+    lacking = needed - set(encoder.modalities)
+    if lacking:
+        raise EncoderError(f"{encoder.id} cannot embed {sorted(lacking)}; pairings {list(pairings)} need "
+                           f"{sorted(needed)} (this encoder has {sorted(encoder.modalities)})")
+    emb: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for i, m in enumerate(sorted(needed, reverse=True)):  # text first: it is the fast one
+        if progress:
+            progress(i / max(len(needed), 1), f"embedding {m}s with {encoder.id}")
+        emb[m] = embed_questions(questions, root, encoder, m)
+    answer = np.array([q.answer for q in questions])
+    results: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for p in pairings:
+        qm, cm = PAIRINGS[p]
+        scores = score_mcq(emb[qm][0], emb[cm][1])
+        credit = mcq_credit(scores, answer)
+        results[p] = summarize(credit, questions)
+        for q, s, c in zip(questions, scores, credit):
+            rows.append({"id": q.id, "pairing": p, "n_objects": q.n_objects, "subset": q.subset,
+                         "roles": [x.role for x in q.candidates], "scores": [float(v) for v in s],
+                         "answer": q.answer, "predicted": int(np.argmax(s)), "credit": float(c)})
+    if progress:
+        progress(1.0, "done")
+    return results, rows
