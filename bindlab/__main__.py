@@ -1,0 +1,7 @@
+"""Entry point for ``python -m bindlab``."""
+
+import sys
+
+from bindlab.cli import main
+
+sys.exit(main())

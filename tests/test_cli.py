@@ -1,0 +1,74 @@
+"""The CLI as a user runs it: real subprocesses, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "bindlab", *args], capture_output=True, text=True, timeout=600,
+                       env={**os.environ})
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_generate_eval_round_trip(tmp_path):
+    out = tmp_path / "s"
+    p = run("generate", "saber", "--out", str(out), "--per-size", "4", "--sizes", "2-4", "--seed", "5")
+    assert "generated 12 questions" in p.stdout
+    lines = (out / "mcq.jsonl").read_text().splitlines()
+    assert len(lines) == 12
+    assert json.loads((out / "meta.json").read_text())["seed"] == 5
+
+    res = tmp_path / "r.json"
+    items = tmp_path / "items.jsonl"
+    run("eval", "mcq", "--data", str(out / "mcq.jsonl"), "--model", "bow", "--out", str(res), "--per-item", str(items))
+    r = json.loads(res.read_text())
+    tt = r["pairings"]["tt"]
+    assert tt["by_n"] == {"2": pytest.approx(1 / 3), "3": pytest.approx(0.25), "4": pytest.approx(0.25)}
+    assert 0 <= tt["accuracy"] <= 1 and tt["n"] == 12
+    prov = r["provenance"]
+    assert prov["encoder"]["id"] == "bow:words" and prov["seed"] == 5 and len(prov["dataset"]["sha256"]) == 64
+    rows = [json.loads(x) for x in items.read_text().splitlines()]
+    assert len(rows) == 12 and {"id", "scores", "answer", "credit"} <= set(rows[0])
+
+    rres = tmp_path / "rr.json"
+    run("eval", "retrieval", "--data", str(out / "mcq.jsonl"), "--model", "bow", "--out", str(rres))
+    rr = json.loads(rres.read_text())["pairings"]["tt"]
+    assert set(rr["map"]) == {"all", "independent", "nested"}
+    assert all(0 <= v <= 1 for v in (rr["r@1"], rr["r@5"], rr["map"]["all"]))
+    assert set(rr["containment"]) >= {"subset_outranks_exact", "superset_outranks_exact", "own_question_top4"}
+
+
+def test_user_errors_are_one_line_not_tracebacks(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n')
+    for args, msg in [
+        (("eval", "mcq", "--data", str(bad), "--model", "bow"), "bad.jsonl:1: missing field"),
+        (("eval", "mcq", "--data", str(tmp_path / "none.jsonl"), "--model", "bow"), "file not found"),
+        (("eval", "mcq", "--data", str(bad), "--model", "nope:x"), "unknown encoder backend"),
+        (("generate", "saber", "--out", str(tmp_path / "o"), "--sizes", "1-3"), "between 2 and 20"),
+    ]:
+        p = run(*args, check=False)
+        assert p.returncode == 2
+        assert msg in p.stderr
+        assert "Traceback" not in p.stderr
+
+
+def test_models_lists_presets_and_why():
+    p = run("models")
+    assert "minilm" in p.stdout and "bow" in p.stdout
+    assert "hf:openai/clip-vit-base-patch32" in p.stdout
+    assert "hub unreachable" in p.stdout  # tests run with HF_HUB_OFFLINE=1
+
+
+def test_every_command_has_help():
+    for args in (("--help",), ("generate", "saber", "--help"), ("eval", "mcq", "--help"),
+                 ("eval", "retrieval", "--help"), ("models", "--help"), ("bench", "--help")):
+        assert "usage" in run(*args).stdout

@@ -1,0 +1,52 @@
+"""Browse tab in a real browser: the page loads, the default benchmark is scored, a question can be picked."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.ui
+
+
+def test_browse_select_question_and_read_score(app_url, page):
+    page.goto(app_url)
+    # The page-load event scores the embedded default with MiniLM; wait for the first question to show.
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
+    assert "accuracy" in page.inner_text("#bl-summary")
+
+    # Pick another question through the dropdown, as a user would.
+    page.click("#bl-question input")
+    page.click("[role='option'][aria-label='n02-ind-003']")
+    page.wait_for_function(
+        "() => document.querySelector('#bl-question-html') && "
+        "document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')", timeout=60_000)
+
+    text = page.inner_text("#bl-question-html")
+    scores = [float(s) for s in re.findall(r"score (-?\d\.\d{4})", text)]
+    assert len(scores) == 4 and all(-1 <= s <= 1 for s in scores)
+    assert "N=2" in text
+    # The margin shown is the preserve score minus the best other score, read off the same page.
+    answer = page.locator("#bl-question-html .bl-card.answer .bl-score").inner_text()
+    preserve = float(re.search(r"score (-?\d\.\d{4})", answer).group(1))
+    others = list(scores)
+    others.remove(preserve)
+    assert float(page.inner_text("#bl-margin")) == pytest.approx(preserve - max(others), abs=2e-4)
+    screenshot(page, "browse")
+
+
+def test_unknown_model_shows_a_message_and_app_keeps_working(app_url, page):
+    page.goto(app_url)
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
+    page.fill("#bl-model input", "nope:model")
+    page.keyboard.press("Enter")
+    page.click("#bl-score-btn")
+    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    # still usable: back to bow, score again
+    page.fill("#bl-model input", "bow")
+    page.keyboard.press("Enter")
+    page.click("#bl-score-btn")
+    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
+                           timeout=60_000)
