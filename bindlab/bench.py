@@ -92,14 +92,27 @@ def bench_retrieval(per_size: int = 200) -> dict[str, Any]:
     return {"queries": len(questions), "gallery": 4 * len(questions), "warm_retrieval_eval_s": round(t, 3)}
 
 
-def run_bench(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
-    """All benchmark sections; ``quick`` uses a 20-per-size benchmark instead of the full 200."""
+# Each section is (name, function(quick, model) -> dict); features add theirs here.
+SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
+    ("eval_mcq_pipeline", lambda quick, model: bench_eval_pipeline(model=model, per_size=20 if quick else 200)),
+    ("retrieval", lambda quick, model: bench_retrieval(per_size=20 if quick else 200)),
+]
+
+
+def run_bench(quick: bool = False, model: str = "minilm", only: list[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark sections (all, or those named in ``only``); ``quick`` uses smaller workloads."""
     import torch
 
-    per_size = 20 if quick else 200
-    return {
+    out: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(),
                     "torch_threads": torch.get_num_threads(), "cuda": torch.cuda.is_available()},
-        "eval_mcq_pipeline": bench_eval_pipeline(model=model, per_size=per_size),
-        "retrieval": bench_retrieval(per_size=per_size),
     }
+    names = [n for n, _ in SECTIONS]
+    unknown = sorted(set(only or []) - set(names))
+    if unknown:
+        raise ValueError(f"unknown bench section(s) {unknown}; choose from {names}")
+    for name, fn in SECTIONS:
+        if only and name not in only:
+            continue
+        out[name] = fn(quick, model)
+    return out

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -111,12 +112,21 @@ def cmd_models(a: argparse.Namespace) -> None:
 def cmd_bench(a: argparse.Namespace) -> None:
     from bindlab.bench import run_bench
 
-    result = run_bench(quick=a.quick, model=a.model)
+    result = run_bench(quick=a.quick, model=a.model, only=a.only.split(",") if a.only else None)
     print(json.dumps(result, indent=2))
     _write_json(a.out, result)
 
 
 # --- parser ------------------------------------------------------------------------------------------------------
+@dataclass
+class Groups:
+    """Where commands attach: top-level commands, ``generate <kind>`` and ``eval <kind>``."""
+
+    top: Any
+    generate: Any
+    eval: Any
+
+
 def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, help="MCQ JSONL file (e.g. DIR/mcq.jsonl)")
     p.add_argument("--model", required=True, help="encoder id, e.g. minilm, bow, hf:openai/clip-vit-base-patch32")
@@ -129,36 +139,53 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bindlab", description="bindlab: attribute–object binding lab bench")
-    parser.add_argument("--version", action="version", version=f"bindlab {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _add_saber(g: Groups) -> None:
+    p = g.generate.add_parser("saber", help="SABER-style 4-way binding MCQs -> DIR/mcq.jsonl")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--per-size", type=int, default=200, help="questions per scene size (half independent, half nested)")
+    p.add_argument("--sizes", default="2-10", help="scene sizes, e.g. 2-10 or 2,3,5")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_generate_saber)
 
-    gen = sub.add_parser("generate", help="generate a benchmark").add_subparsers(dest="what", required=True, metavar="KIND")
-    g = gen.add_parser("saber", help="SABER-style 4-way binding MCQs -> DIR/mcq.jsonl")
-    g.add_argument("--out", required=True, help="output folder")
-    g.add_argument("--per-size", type=int, default=200, help="questions per scene size (half independent, half nested)")
-    g.add_argument("--sizes", default="2-10", help="scene sizes, e.g. 2-10 or 2,3,5")
-    g.add_argument("--seed", type=int, default=0)
-    g.set_defaults(func=cmd_generate_saber)
-
-    ev = sub.add_parser("eval", help="score an encoder on a benchmark").add_subparsers(dest="what", required=True, metavar="KIND")
-    m = ev.add_parser("mcq", help="4-way MCQ accuracy (tie-aware) by N and subset")
+    m = g.eval.add_parser("mcq", help="4-way MCQ accuracy (tie-aware) by N and subset")
     _eval_args(m)
     m.set_defaults(func=cmd_eval_mcq)
-    r = ev.add_parser("retrieval", help="pooled-gallery retrieval: mAP, R@1, R@5, containment diagnostics")
+    r = g.eval.add_parser("retrieval", help="pooled-gallery retrieval: mAP, R@1, R@5, containment diagnostics")
     _eval_args(r)
     r.set_defaults(func=cmd_eval_retrieval)
 
-    mo = sub.add_parser("models", help="list known encoder ids and whether they load here")
+
+def _add_models_and_bench(g: Groups) -> None:
+    mo = g.top.add_parser("models", help="list known encoder ids and whether they load here")
     mo.add_argument("--out")
     mo.set_defaults(func=cmd_models)
 
-    b = sub.add_parser("bench", help="measure pipeline overhead, cache speedup and throughput (JSON)")
+    b = g.top.add_parser("bench", help="measure pipeline overhead, cache speedup and throughput (JSON)")
     b.add_argument("--quick", action="store_true", help="smaller workloads (seconds instead of minutes)")
     b.add_argument("--model", default="minilm", help="text encoder to benchmark")
+    b.add_argument("--only", help="comma-separated section names (default: all)")
     b.add_argument("--out")
     b.set_defaults(func=cmd_bench)
+
+
+# Each feature adds its commands with one function here; the order is the order of --help.
+COMMAND_GROUPS: list[Callable[[Groups], None]] = [
+    _add_saber,
+    _add_models_and_bench,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bindlab", description="bindlab: attribute–object binding lab bench")
+    parser.add_argument("--version", action="version", version=f"bindlab {__version__}")
+    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    gen = top.add_parser("generate", help="generate a benchmark or dataset").add_subparsers(
+        dest="what", required=True, metavar="KIND")
+    ev = top.add_parser("eval", help="score an encoder on a benchmark").add_subparsers(
+        dest="what", required=True, metavar="KIND")
+    groups = Groups(top, gen, ev)
+    for add in COMMAND_GROUPS:
+        add(groups)
     return parser
 
 

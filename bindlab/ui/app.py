@@ -1,6 +1,9 @@
-"""The Gradio app: one tab module per tab, wired here. ``build_app()`` is the factory app.py launches."""
+"""The Gradio app: one module per tab under ``bindlab.ui``, listed in :data:`TABS`; ``build_app()`` is the factory."""
 
 from __future__ import annotations
+
+import os
+from typing import Any, Callable
 
 import gradio as gr
 
@@ -11,25 +14,37 @@ Does an embedding keep *a red cube and a blue sphere* apart from *a blue cube an
 Everything here runs offline on the embedded default (a generated mini benchmark, the bundled MiniLM text encoder
 and a bag-of-words baseline); point it at your own files and encoders when you have them."""
 
+# (tab label, tab id, builder). A builder lays out its tab inside the current Blocks and may return a dict
+# {"event_fn", "inputs", "outputs"} to run when the page loads.
+TABS: list[tuple[str, str, Callable[[], Any]]] = [
+    ("Browse", "browse", browse.build_tab),
+]
+
+# Extra CSS of each tab module, joined into the page's stylesheet.
+CSS = "\n".join([browse.CSS])
+
 
 def build_app() -> gr.Blocks:
     """Build the Blocks app (nothing heavy happens here; models load on first use)."""
     with gr.Blocks(title="bindlab") as demo:
         gr.Markdown(INTRO)
+        on_load = []
         with gr.Tabs():
-            with gr.Tab("Browse", id="browse"):
-                on_load = browse.build_tab()
-        demo.load(on_load["event_fn"], on_load["inputs"], on_load["outputs"], api_name=False)
+            for label, tab_id, build in TABS:
+                with gr.Tab(label, id=tab_id):
+                    hook = build()
+                    if hook:
+                        on_load.append(hook)
+        for hook in on_load:
+            demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False)
     return demo
 
 
-def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | None = None, **kwargs) -> gr.Blocks:
+def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | None = None, **kwargs: Any) -> gr.Blocks:
     """Queue and launch the app. Host/port default to the environment (a Space sets them), else 127.0.0.1:7860."""
-    import os
-
     demo = demo or build_app()
     demo.queue(default_concurrency_limit=2)
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
-    demo.launch(server_name=host, server_port=port, css=browse.CSS, show_error=True, **kwargs)
+    demo.launch(server_name=host, server_port=port, css=CSS, show_error=True, **kwargs)
     return demo
