@@ -15,20 +15,40 @@ import numpy as np
 
 from bindlab.config import home
 from bindlab.data.schema import MCQ, load_mcqs
-from bindlab.eval.mcq import PAIRINGS, evaluate_mcq
+from bindlab.eval.mcq import PAIRINGS, embed_questions, score_mcq, summarize
+from bindlab.eval.metrics import mcq_credit
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
+DEFAULT_IMAGE_SIZE = 128
 
 
-def default_dataset() -> Path:
-    """The embedded default: a mini SABER benchmark (20 per size, N = 2..10, seed 0), generated on first use."""
+def default_dataset(images: bool = False, progress: Any = None) -> Path:
+    """The embedded default mini SABER benchmark (20 per size, N = 2..10, seed 0), generated on first use.
+
+    With ``images`` it is the image version: renderable vocabulary, query and candidate images at 128 px.
+    """
     from bindlab.data.saber import generate_saber, write_benchmark
 
-    path = home() / "default" / "saber-mini" / "mcq.jsonl"
-    if not path.exists():
-        qs = generate_saber(per_size=DEFAULT_SETTINGS["per_size"], sizes=DEFAULT_SETTINGS["sizes"],
-                            seed=DEFAULT_SETTINGS["seed"])
-        write_benchmark(path.parent, qs, DEFAULT_SETTINGS)
+    name = "saber-mini-images" if images else "saber-mini"
+    path = home() / "default" / name / "mcq.jsonl"
+    if path.exists():
+        return path
+    with _LOCK:  # two visitors opening the page at once render the default only once
+        if path.exists():
+            return path
+        kwargs: dict[str, Any] = dict(per_size=DEFAULT_SETTINGS["per_size"], sizes=DEFAULT_SETTINGS["sizes"],
+                                      seed=DEFAULT_SETTINGS["seed"])
+        if images:
+            from bindlab.data.render import RENDER_VOCAB
+            from bindlab.data.saber_images import render_mcq_images
+
+            qs = generate_saber(**kwargs, vocab=RENDER_VOCAB)
+            render_mcq_images(qs, path.parent, size=DEFAULT_IMAGE_SIZE, workers=2,
+                              progress=(lambda d, t: progress(d / t, f"rendering default images {d}/{t}"))
+                              if progress else None)
+        else:
+            qs = generate_saber(**kwargs)
+        write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images})
     return path
 
 
@@ -43,6 +63,8 @@ class ScoredSet:
     scores: np.ndarray  # (q, 4)
     credit: np.ndarray  # (q,)
     summary: dict[str, Any]
+    queries: np.ndarray  # (q, d) query embeddings in the pairing's query modality
+    gallery: np.ndarray  # (q*4, d) all candidates in the pairing's candidate modality (retrieval gallery)
 
     def index(self, qid: str) -> int:
         for i, q in enumerate(self.questions):
@@ -54,6 +76,34 @@ class ScoredSet:
 _SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}
 _ENCODERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+
+
+IMAGE_MODELS = ("toy:clip", "toy:shared")  # the bundled image+text encoders, preferred in this order
+
+
+def needs_images(pairing: str) -> bool:
+    return "image" in PAIRINGS[pairing]
+
+
+def default_model(pairing: str) -> str:
+    """MiniLM for text–text; for pairings with images, the first bundled image+text model that is installed."""
+    if not needs_images(pairing):
+        return "minilm"
+    from bindlab.config import repo_root
+
+    for m in IMAGE_MODELS:
+        if (repo_root() / "assets" / m.replace(":", "-")).is_dir():
+            return m
+    raise ValueError(f"pairing {pairing!r} needs an image+text encoder and no bundled toy model is installed "
+                     f"(assets/toy-clip); type an encoder id such as hf:/path/to/clip")
+
+
+def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) -> tuple[str, str]:
+    """Fill the defaults of the Browse inputs: the embedded benchmark (with images when the pairing needs them)
+    and, when no model is given, :func:`default_model`."""
+    model = (model or "").strip() or default_model(pairing)
+    data = (data or "").strip() or str(default_dataset(images=needs_images(pairing), progress=progress))
+    return data, model
 
 
 def get_encoder(model: str) -> Any:
@@ -79,10 +129,16 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
         return _SCORED[key]
     questions, _ = load_mcqs(p)
     encoder = get_encoder(model)
-    results, rows = evaluate_mcq(questions, p.parent, encoder, [pairing], progress=progress)
-    scores = np.array([r["scores"] for r in rows])
-    credit = np.array([r["credit"] for r in rows])
-    s = ScoredSet(p, encoder.id, pairing, questions, scores, credit, results[pairing])
+    qm, cm = PAIRINGS[pairing]
+    emb = {}
+    for m in dict.fromkeys((cm, qm)):
+        if progress:
+            progress(0.1, f"embedding {m}s with {encoder.id}")
+        emb[m] = embed_questions(questions, p.parent, encoder, m)
+    scores = score_mcq(emb[qm][0], emb[cm][1])
+    credit = mcq_credit(scores, np.array([q.answer for q in questions]))
+    gallery = emb[cm][1].reshape(-1, emb[cm][1].shape[-1])
+    s = ScoredSet(p, encoder.id, pairing, questions, scores, credit, summarize(credit, questions), emb[qm][0], gallery)
     _SCORED[key] = s
     return s
 
@@ -117,16 +173,18 @@ def question_view(s: ScoredSet, qid: str) -> dict[str, Any]:
     qset = q.query.binding_set()
     ranks = np.argsort(-scores, kind="stable").argsort() + 1
     cands = []
+    root = s.path.parent
     for k, c in enumerate(q.candidates):
         cands.append({
-            "role": c.role, "text": c.text, "bindings": c.bindings, "image": c.image,
+            "role": c.role, "text": c.text, "bindings": c.bindings, "image": str(root / c.image) if c.image else None,
             "kept": [tuple(b) in qset for b in c.bindings],
             "score": float(scores[k]), "is_answer": k == q.answer, "rank": int(ranks[k]),
         })
     others = np.delete(scores, q.answer)
     return {
         "id": q.id, "n_objects": q.n_objects, "subset": q.subset, "chain_id": q.chain_id,
-        "query": {"text": q.query.text, "bindings": q.query.bindings, "image": q.query.image},
+        "query": {"text": q.query.text, "bindings": q.query.bindings,
+                  "image": str(root / q.query.image) if q.query.image else None},
         "candidates": cands,
         "margin": float(scores[q.answer] - others.max()),
         "credit": float(s.credit[i]),
@@ -142,4 +200,26 @@ def accuracy_table(s: ScoredSet) -> list[dict[str, Any]]:
             sel = [c for q, c in zip(s.questions, s.credit) if q.n_objects == n and subset in ("all", q.subset)]
             if sel:
                 rows.append({"n_objects": n, "subset": subset, "accuracy": float(np.mean(sel)), "n": len(sel)})
+    return rows
+
+
+def retrieval_topk(s: ScoredSet, qid: str, k: int = 8) -> list[dict[str, Any]]:
+    """The top-``k`` gallery items (all candidates of all questions) for one query, best first.
+
+    Each row: rank, question id, candidate index, role, caption, image path, score, and whether it is a positive
+    (holds every query binding) and the query's own exact match.
+    """
+    i = s.index(qid)
+    scores = s.gallery @ s.queries[i]  # (q*4,)
+    top = np.argsort(-scores, kind="stable")[: max(1, int(k))]
+    qset = s.questions[i].query.binding_set()
+    rows = []
+    for rank, g in enumerate(top, start=1):
+        owner, c = divmod(int(g), 4)
+        cand = s.questions[owner].candidates[c]
+        rows.append({
+            "rank": rank, "question": s.questions[owner].id, "candidate": c, "role": cand.role, "text": cand.text,
+            "image": str(s.path.parent / cand.image) if cand.image else None, "score": float(scores[g]),
+            "positive": qset <= cand.binding_set(), "exact": owner == i and c == s.questions[i].answer,
+        })
     return rows

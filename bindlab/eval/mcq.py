@@ -11,7 +11,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from bindlab.data.schema import MCQ, DataError
+from bindlab.data.saber_images import require_images
+from bindlab.data.schema import MCQ
 from bindlab.encoders.base import Encoder, EncoderError
 from bindlab.encoders.service import embed_image_files, embed_texts
 from bindlab.eval.metrics import bootstrap_ci, mcq_credit
@@ -46,10 +47,7 @@ def embed_questions(questions: Sequence[MCQ], root: str | Path, encoder: Encoder
     if modality == "text":
         vecs = embed_texts(encoder, [it.text for it in items])
     elif modality == "image":
-        missing = [q.id for q in questions for it in (q.query, *q.candidates) if not it.image]
-        if missing:
-            raise DataError(f"{len(missing)} question(s) have no images (first: {missing[0]}); "
-                            "generate with --images or use the tt pairing")
+        require_images(questions, root)  # names every missing file before any model runs
         vecs = embed_image_files(encoder, [Path(root) / it.image for it in items])
     else:
         raise ValueError(f"unknown modality {modality!r}")

@@ -13,7 +13,7 @@ from bindlab import figures
 from bindlab.eval import browse
 from bindlab.ui.common import friendly
 
-MODEL_CHOICES = ["minilm", "bow"]
+MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared"]
 ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
                "joint_swap": "joint swap", "replace": "replace one"}
 
@@ -71,50 +71,75 @@ def summary_md(s: browse.ScoredSet) -> str:
             f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance 0.25) · {by_sub}")
 
 
+def gallery_items(view: dict[str, Any]) -> list[tuple[str, str]]:
+    """(image path, caption) for the query and candidates that have images, for a gr.Gallery."""
+    items = []
+    if view["query"]["image"]:
+        items.append((view["query"]["image"], "query"))
+    for k, c in enumerate(view["candidates"]):
+        if c["image"]:
+            mark = " ✓" if c["is_answer"] else ""
+            items.append((c["image"], f"{k + 1}. {c['role']}{mark} · {c['score']:.3f}"))
+    return items
+
+
+def topk_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([{"rank": r["rank"], "question": r["question"], "role": r["role"], "caption": r["text"],
+                          "score": round(r["score"], 4), "positive": "✓" if r["positive"] else "",
+                          "exact match": "✓" if r["exact"] else ""} for r in rows])
+
+
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
+def _scored(data: str, model: str, pairing: str, progress: Any = None) -> browse.ScoredSet:
+    data, model = browse.resolve_inputs(data, model, pairing, progress)
+    return browse.scored_set(data, model, pairing, progress=progress)
+
+
 @friendly
-def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str,
+def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
           progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    data = (data or "").strip() or str(browse.default_dataset())
-    s = browse.scored_set(data, (model or "").strip(), pairing, progress=lambda f, m: progress(f, desc=m))
+    s = _scored(data, model, pairing, lambda f, m: progress(f, desc=m))
     ids = browse.filter_ids(s, n_objects, subset, outcome)
     first = ids[0] if ids else None
     fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
-    q_html, frame = _show(s, first)
-    return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match", q_html, frame)
+    return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match",
+            *_show(s, first, k))
 
 
 @friendly
-def refilter(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str) -> tuple[Any, ...]:
-    s = browse.scored_set((data or "").strip() or str(browse.default_dataset()), model, pairing)
+def refilter(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int) -> tuple[Any, ...]:
+    s = _scored(data, model, pairing)
     ids = browse.filter_ids(s, n_objects, subset, outcome)
     first = ids[0] if ids else None
-    q_html, frame = _show(s, first)
-    return gr.update(choices=ids, value=first), f"{len(ids)} questions match", q_html, frame
+    return (gr.update(choices=ids, value=first), f"{len(ids)} questions match", *_show(s, first, k))
 
 
 @friendly
-def show_question(data: str, model: str, pairing: str, qid: str) -> tuple[str, pd.DataFrame]:
-    s = browse.scored_set((data or "").strip() or str(browse.default_dataset()), model, pairing)
-    return _show(s, qid)
+def show_question(data: str, model: str, pairing: str, qid: str, k: int) -> tuple[Any, ...]:
+    return _show(_scored(data, model, pairing), qid, k)
 
 
-def _show(s: browse.ScoredSet, qid: str | None) -> tuple[str, pd.DataFrame]:
+def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
     if not qid:
-        return "<p>No question matches these filters.</p>", pd.DataFrame()
+        return "<p>No question matches these filters.</p>", pd.DataFrame(), [], pd.DataFrame(), []
     view = browse.question_view(s, qid)
-    return question_html(view), candidates_frame(view)
+    top = browse.retrieval_topk(s, qid, k)
+    top_images = [(r["image"], f"#{r['rank']} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
+                  for r in top if r["image"]]
+    return question_html(view), candidates_frame(view), gallery_items(view), topk_frame(top), top_images
 
 
 def build_tab() -> dict[str, Any]:
     """Lay out the Browse tab inside the current ``gr.Blocks``; returns what the page-load event needs."""
     gr.Markdown("Browse SABER-style binding questions: one query, four candidates — only **preserve** keeps every "
-                "attribute on its own object. Green phrases are query bindings, red ones are broken.")
+                "attribute on its own object. Green phrases are query bindings, red ones are broken. Pairings put "
+                "the query in one modality and the candidates in another (t = text, i = image).")
     with gr.Row():
         data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark)", value="", scale=3, elem_id="bl-data")
-        model = gr.Dropdown(MODEL_CHOICES, value="minilm", label="Encoder id", allow_custom_value=True, scale=2,
-                            elem_id="bl-model")
-        pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="Pairing (query→candidates)", scale=2)
+        model = gr.Dropdown(MODEL_CHOICES, value="minilm", label="Encoder id (empty = default for the pairing)",
+                            allow_custom_value=True, scale=2, elem_id="bl-model")
+        pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="Pairing (query→candidates)", scale=2,
+                           elem_id="bl-pairing")
         run = gr.Button("Score", variant="primary", scale=1, elem_id="bl-score-btn")
     summary = gr.Markdown(elem_id="bl-summary")
     with gr.Row():
@@ -126,15 +151,37 @@ def build_tab() -> dict[str, Any]:
             question = gr.Dropdown([], label="Question", elem_id="bl-question")
             count = gr.Markdown()
             q_html = gr.HTML(elem_id="bl-question-html")
+            images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
+                                elem_id="bl-images")
             table = gr.Dataframe(label="Candidates", interactive=False, elem_id="bl-candidates")
         with gr.Column(scale=2):
             chart = gr.Plot(label="Accuracy by number of objects", elem_id="bl-chart")
+            k = gr.Slider(1, 20, value=8, step=1, label="Retrieval: top-k of the pooled gallery for this query")
+            top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
+                                     elem_id="bl-topk")
+            top_images = gr.Gallery(label="Top-k images", columns=4, height=220, object_fit="contain",
+                                    elem_id="bl-topk-images")
 
     source = [data, model, pairing]
     filters = [n_objects, subset, outcome]
-    run.click(score, source + filters, [summary, chart, question, count, q_html, table], api_name="browse_score")
+    shown = [q_html, table, images, top_table, top_images]
+    score_outputs = [summary, chart, question, count, *shown]
+    run.click(score, source + filters + [k], score_outputs, api_name="browse_score")
+    pairing.change(_pairing_model, [model, pairing], [model], api_name=False).then(
+        score, source + filters + [k], score_outputs, api_name=False)
     for f in filters:
-        f.change(refilter, source + filters, [question, count, q_html, table], api_name=False)
-    question.change(show_question, source + [question], [q_html, table], api_name="browse_question")
+        f.change(refilter, source + filters + [k], [question, count, *shown], api_name=False)
+    question.change(show_question, source + [question, k], shown, api_name="browse_question")
+    k.release(show_question, source + [question, k], shown, api_name=False)
     # Score the embedded default as soon as a visitor opens the page.
-    return {"event_fn": score, "inputs": source + filters, "outputs": [summary, chart, question, count, q_html, table]}
+    return {"event_fn": score, "inputs": source + filters + [k], "outputs": score_outputs}
+
+
+def _pairing_model(model: str, pairing: str) -> Any:
+    """Switching to an image pairing with a text-only model selected picks the default image model instead."""
+    if browse.needs_images(pairing) and (model or "").strip() in ("minilm", "bow", ""):
+        try:
+            return browse.default_model(pairing)
+        except ValueError:
+            return model
+    return model

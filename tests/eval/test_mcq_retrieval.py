@@ -127,3 +127,42 @@ def test_parse_pairings():
     assert parse_pairings("tt, ii") == ["tt", "ii"]
     with pytest.raises(ValueError, match="choose from"):
         parse_pairings("tx")
+
+
+class FixedImageTextEncoder(FixedEncoder):
+    """Text vectors by caption, image vectors by file name (for hand-computed four-pairing expectations)."""
+
+    modalities = frozenset({"text", "image"})
+    id = "test:fixed-it"
+    fingerprint = "test:fixed-it:v1"
+
+    def __init__(self, table, image_table):
+        super().__init__(table)
+        self.image_table = {k: np.asarray(v, np.float32) / np.linalg.norm(v) for k, v in image_table.items()}
+
+    def embed_images(self, paths):
+        from pathlib import Path
+
+        return np.stack([self.image_table[Path(p).stem] for p in paths])
+
+
+def test_four_pairings_on_a_hand_built_fixture(tmp_path):
+    from PIL import Image
+
+    rb, bb = [("red", "cube"), ("blue", "ball")], [("blue", "cube"), ("red", "ball")]
+    names = ["Q", "P", "S", "O", "R"]
+    for i, n in enumerate(names):  # distinct file contents (the cache keys images by content)
+        Image.new("RGB", (4, 4), (i * 40, 0, 0)).save(tmp_path / f"{n}.png")
+    q = MCQ(id="q", n_objects=2, subset="independent", query=Item("Q", rb, image="Q.png"),
+            candidates=[Item("P", rb, image="P.png", role="preserve"), Item("S", bb, image="S.png", role="attr_swap"),
+                        Item("O", bb, image="O.png", role="obj_swap"),
+                        Item("R", [("red", "cube"), ("green", "ball")], image="R.png", role="replace")], answer=0)
+    text = {"Q": [1, 0, 0], "P": [1, 0.1, 0], "S": [0, 1, 0], "O": [0, 0, 1], "R": [0, 1, 1]}
+    image = {"Q": [0, 1, 0], "P": [0, 0, 1], "S": [0, 1, 0.2], "O": [1, 0, 0], "R": [0.5, 0.5, 0]}
+    enc = FixedImageTextEncoder(text, image)
+    res, rows = evaluate_mcq([q], tmp_path, enc, ["tt", "ti", "it", "ii"])
+    # tt: text Q is closest to text P -> right. ti: text Q vs images: O ([1,0,0]) wins -> wrong.
+    # it: image Q ([0,1,0]) vs texts: S ([0,1,0]) wins -> wrong. ii: image Q vs images: S wins -> wrong.
+    assert {p: res[p]["accuracy"] for p in res} == {"tt": 1.0, "ti": 0.0, "it": 0.0, "ii": 0.0}
+    by_pairing = {r["pairing"]: r["predicted"] for r in rows}
+    assert by_pairing == {"tt": 0, "ti": 2, "it": 1, "ii": 1}

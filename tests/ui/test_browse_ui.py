@@ -50,3 +50,38 @@ def test_unknown_model_shows_a_message_and_app_keeps_working(app_url, page):
     page.click("#bl-score-btn")
     page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
                            timeout=60_000)
+
+
+@pytest.fixture(scope="module")
+def image_benchmark(tmp_path_factory):
+    """A small image benchmark and a tiny random CLIP (an image+text encoder that needs no hub)."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.saber_images import render_mcq_images
+    from bindlab.encoders.tiny import build_tiny
+
+    out = tmp_path_factory.mktemp("browse-images")
+    qs = generate_saber(per_size=2, sizes=[2, 3, 4], seed=1, vocab=RENDER_VOCAB)
+    render_mcq_images(qs, out, size=96, workers=1)
+    path = write_benchmark(out, qs, {"seed": 1})
+    model = build_tiny("hf-clip", tmp_path_factory.mktemp("tiny-clip"))
+    return path, model
+
+
+def test_images_load_in_an_image_pairing(app_url, page, image_benchmark):
+    path, model = image_benchmark
+    page.goto(app_url)
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
+    page.fill("#bl-data textarea, #bl-data input", str(path))
+    page.fill("#bl-model input", model)
+    page.keyboard.press("Enter")
+    page.click("#bl-pairing label:has-text('ti')")
+    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('pairing ti')",
+                           timeout=120_000)
+    page.wait_for_function(
+        "() => { const imgs = document.querySelectorAll('#bl-images img');"
+        " return imgs.length === 5 && Array.from(imgs).every(i => i.complete && i.naturalWidth > 0); }",
+        timeout=60_000)
+    assert page.locator("#bl-topk-images img").count() >= 1
+    assert "positive" in page.inner_text("#bl-topk")
+    screenshot(page, "browse-images")
