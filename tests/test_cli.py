@@ -72,3 +72,29 @@ def test_every_command_has_help():
     for args in (("--help",), ("generate", "saber", "--help"), ("eval", "mcq", "--help"),
                  ("eval", "retrieval", "--help"), ("models", "--help"), ("bench", "--help")):
         assert "usage" in run(*args).stdout
+
+
+def test_image_benchmark_end_to_end_with_a_tiny_image_text_encoder(tmp_path):
+    """generate saber --images, then eval mcq and retrieval in all four pairings with a tiny random CLIP."""
+    from bindlab.encoders.tiny import build_tiny
+
+    model = build_tiny("hf-clip", tmp_path / "tiny-clip")
+    out = tmp_path / "s"
+    p = run("generate", "saber", "--images", "--per-size", "2", "--sizes", "2-3", "--size", "64", "--out", str(out))
+    assert "rendered 20 new images" in p.stdout
+    p = run("generate", "saber", "--images", "--per-size", "2", "--sizes", "2-3", "--size", "64", "--out", str(out))
+    assert "rendered 0 new images (20 already there)" in p.stdout  # resumable
+    res = tmp_path / "r.json"
+    p = run("eval", "mcq", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "tt,ti,it,ii",
+            "--out", str(res))
+    r = json.loads(res.read_text())["pairings"]
+    assert set(r) == {"tt", "ti", "it", "ii"}
+    assert all(0 <= r[k]["accuracy"] <= 1 and r[k]["n"] == 4 for k in r)
+    rr = tmp_path / "rr.json"
+    run("eval", "retrieval", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "ti,ii", "--out", str(rr))
+    assert set(json.loads(rr.read_text())["pairings"]) == {"ti", "ii"}
+    # a missing image is named with its path, not a crash inside the model
+    victim = out / "images" / "n02-ind-000" / "c1.png"
+    victim.unlink()
+    p = run("eval", "mcq", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "ti", check=False)
+    assert p.returncode == 2 and str(victim) in p.stderr

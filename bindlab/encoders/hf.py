@@ -57,7 +57,11 @@ def resolve_source(eid: EncoderId) -> tuple[str, bool]:
 
 def common_setup(eid: EncoderId, options: dict[str, Any], half_ok: bool = True) -> tuple[str, Any, bool]:
     """(device, torch dtype, trust_remote_code) from the options, with errors that name the encoder."""
+    from transformers.utils import logging as hf_logging
+
     from bindlab.config import resolve_device
+
+    hf_logging.disable_progress_bar()  # one "Loading weights" bar per load is noise in CLI output and logs
 
     try:
         device = resolve_device(options.get("device", "auto"))
