@@ -311,6 +311,26 @@ def render_scene(objects: list[ObjectSpec], size: int = 256, seed: int = 0, cont
     return (image, masks) if return_masks else image
 
 
+def render_slots(objects: list[ObjectSpec | None], slots: list[Slot], size: int = 256, seed: int = 0,
+                 context: SceneContext | None = None) -> tuple[Image.Image, list[np.ndarray | None]]:
+    """Render objects into given slots (``None`` leaves a slot empty); never flips.
+
+    Single-edit pairs use this: base and foil share the slots of one :func:`scene_layout`, so adding, removing or
+    moving an object changes only the pixels of the discs involved. Object ``i`` draws from the same texture RNG
+    as in :func:`render_scene` (keyed by seed, slot index and spec).
+
+    Returns:
+        The RGB image (size, size) and one (size, size) bool mask per slot (``None`` for an empty slot).
+    """
+    if len(objects) != len(slots):
+        raise ValueError(f"{len(objects)} objects for {len(slots)} slots; give one object (or None) per slot")
+    ctx = context or SceneContext()
+    canvas = _background(size, ctx)
+    masks = [None if obj is None else _draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
+             for i, (obj, slot) in enumerate(zip(objects, slots))]
+    return Image.fromarray(_finish(canvas, ctx, seed), "RGB"), masks
+
+
 def render_single(spec: ObjectSpec, size: int = 96, seed: int = 0, context: SceneContext | None = None) -> Image.Image:
     """One centred object filling most of the image (a factor-grid cell: shape x attribute x context).
 

@@ -10,6 +10,7 @@ attribute's instantiated generation form (``"white and orange striped"``, ``"dar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,7 +23,11 @@ COLOURS: dict[str, RGB] = {
     "red": (215, 35, 35), "orange": (250, 135, 15), "yellow": (250, 220, 30), "green": (35, 160, 55),
     "blue": (35, 85, 225), "purple": (135, 45, 185), "pink": (250, 125, 185), "white": (245, 245, 245),
     "black": (22, 22, 22),
+    # Five more hues complete the 12-hue wheel of factor grids (FactorAtlas); SABER still samples from PALETTE.
+    "lime": (150, 215, 30), "teal": (20, 140, 130), "cyan": (30, 200, 230), "indigo": (70, 40, 150),
+    "magenta": (220, 30, 170),
 }
+HEX_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")  # a colour slot also takes "#rrggbb" (e.g. a darker shade of a hue)
 WHITE: RGB = (255.0, 255.0, 255.0)
 
 
@@ -141,8 +146,15 @@ def _period(f: Field, base: float, min_px: float = 7.0) -> float:
     return max(base, min_px / f.px)
 
 
+def colour_rgb(name: str) -> RGB:
+    """RGB of a colour word from :data:`COLOURS` or of a ``"#rrggbb"`` string."""
+    if HEX_COLOUR.fullmatch(name):
+        return tuple(float(int(name[i:i + 2], 16)) for i in (1, 3, 5))  # type: ignore[return-value]
+    return COLOURS[name]
+
+
 def _c(look: Look, i: int) -> RGB:
-    return COLOURS[look.colours[i]]
+    return colour_rgb(look.colours[i])
 
 
 # ---------------------------------------------------------------------------------------------- colours
@@ -441,11 +453,12 @@ def parse_form(attr: Attribute, form: str = "") -> Look:
         return Look(attr.name, (), found[0])
     if n == 0:
         return Look(attr.name)
-    colours = tuple(w for w in words if w in PALETTE)
+    colours = tuple(w for w in words if w in COLOURS or HEX_COLOUR.fullmatch(w))
     if not words:
         colours = _DEFAULT_COLOURS.get(attr.name, ("red", "blue")[:n])
     if len(colours) != n or len(set(colours)) != n:
-        raise ValueError(f"form {form!r} of {attr.name!r} needs {n} distinct colour(s) from {list(PALETTE)}")
+        raise ValueError(f"form {form!r} of {attr.name!r} needs {n} distinct colour(s) from {list(COLOURS)} "
+                         "or '#rrggbb'")
     return Look(attr.name, colours)
 
 

@@ -49,32 +49,48 @@ def average_precision(scores: np.ndarray, positives: np.ndarray, order: np.ndarr
     Args:
         scores: ``(q, n)`` similarity of each query to each gallery item (higher = more relevant).
         positives: ``(q, n)`` boolean relevance.
-        order: optional precomputed :func:`rank_order` of ``scores`` (sorting is the expensive part).
+        order: optional precomputed :func:`rank_order` of ``scores``; when given, it replaces the sort.
 
     Returns:
-        ``(q,)`` AP; NaN for a query without positives.
+        ``(q,)`` AP; NaN for a query without positives or with a NaN score.
     """
     scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     positives = np.atleast_2d(np.asarray(positives, dtype=bool))
     if scores.shape != positives.shape:
         raise ValueError(f"scores {scores.shape} and positives {positives.shape} must have the same shape")
-    q, n = scores.shape
-    order = rank_order(scores) if order is None else order  # (q, n)
-    s_sorted = np.take_along_axis(scores, order, axis=1)
-    p_sorted = np.take_along_axis(positives, order, axis=1).astype(np.float64)
-    tp = np.cumsum(p_sorted, axis=1)  # (q, n)
-    # The last index of each run of equal scores is a threshold; precision/recall are read only there.
-    last_of_run = np.ones((q, n), dtype=bool)
-    last_of_run[:, :-1] = s_sorted[:, 1:] != s_sorted[:, :-1]
-    n_pos = p_sorted.sum(axis=1)
-    precision = tp / np.arange(1, n + 1)
-    # Recall increment between consecutive thresholds = positives inside the run / n_pos.
-    tp_at = np.where(last_of_run, tp, 0.0)
-    prev_tp = np.maximum.accumulate(np.concatenate([np.zeros((q, 1)), tp_at[:, :-1]], axis=1), axis=1)
-    gain = np.where(last_of_run, tp - prev_tp, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ap = (gain * precision).sum(axis=1) / n_pos
-    return np.where(n_pos > 0, ap, np.nan)
+    ascending = None if order is None else np.take_along_axis(scores, order, axis=1)[:, ::-1]
+    return average_precision_columns(scores.T, [np.flatnonzero(p) for p in positives], ascending)
+
+
+def average_precision_columns(scores: np.ndarray, pos_index: list[np.ndarray] | tuple[np.ndarray, ...],
+                              ascending: np.ndarray | None = None) -> np.ndarray:
+    """AP of each column of ``scores`` with the positives given as row indices (the fast kernel of AP).
+
+    AP = mean over positives i of TP(score >= s_i) / N(score >= s_i): items tied with a positive count as
+    retrieved with it, exactly as one sklearn threshold per distinct score. One sort per column plus a
+    ``searchsorted`` of the positives (no argsort, no gather of the whole gallery), so the alpha slider can
+    score 12 values over a 23,040-image gallery in a few milliseconds.
+
+    Args:
+        scores: ``(n, k)`` scores of ``n`` gallery items for ``k`` queries.
+        pos_index: ``k`` integer arrays, the rows that are positive for each column.
+        ascending: optional ``(k, n)`` each column's scores sorted ascending (skips the sort).
+
+    Returns:
+        ``(k,)`` AP; NaN for a column without positives or with a NaN score.
+    """
+    st = np.ascontiguousarray(np.asarray(scores, dtype=np.float64).T)  # (k, n)
+    n = st.shape[1]
+    srt = np.sort(st, axis=1) if ascending is None else ascending  # ascending; NaNs go last with np.sort
+    out = np.full(st.shape[0], np.nan)
+    for v, pos in enumerate(pos_index):
+        if len(pos) == 0 or np.isnan(st[v]).any():
+            continue
+        ps = np.sort(st[v, pos])
+        n_ge = n - np.searchsorted(srt[v], ps, side="left")  # items scoring >= each positive
+        tp_ge = len(ps) - np.searchsorted(ps, ps, side="left")  # positives scoring >= each positive
+        out[v] = np.mean(tp_ge / n_ge)
+    return out
 
 
 def recall_at_k(scores: np.ndarray, positives: np.ndarray, k: int, order: np.ndarray | None = None) -> np.ndarray:

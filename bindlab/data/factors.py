@@ -1,0 +1,388 @@
+"""FactorAtlas-style factor grids: shape x hue x pattern x nuisance context x replica, fully crossed.
+
+A grid is a folder of PNG files plus ``index.csv`` (DESIGN.md: ``image, shape, hue, pattern, context, replica``)
+and ``meta.json`` (the :class:`FactorGridSpec` and the context splits). Every semantic cell (shape, hue, pattern)
+appears once in every nuisance realisation (context, replica), and the nuisance of a realisation is the same for
+every cell (nuisance-matched), so the factors are balanced against everything else.
+
+- **shape**: silhouettes from the renderer (:data:`bindlab.data.render.RENDER_SHAPES`).
+- **hue**: a 12-hue wheel (red ... pink, as in the paper); every pattern is drawn *in* the hue.
+- **pattern**: ten surface looks that all take the hue: six two-tone patterns drawn in the hue and a darker shade
+  of it (striped, polka-dot, checkered, zigzag, plaid, swirled) and four one-colour looks (glittery, glowing,
+  neon, outlined). The renderer has no hue-parametrised "plain" look, so plain is not one of them.
+- **context**: :func:`bindlab.data.render.context_from_index` (pose, scale, viewpoint shear/tilt, background,
+  light direction, brightness/contrast, noise); a **replica** (the paper's renderer seed) jitters pose, scale,
+  shear and light of its context and reseeds noise and texture details.
+
+Splits are by context (paper: calibration 0-3, validation 4-5, test 6-11; both replicas of a context in the same
+split). Rendering is resumable: a valid PNG already on disk is kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import multiprocessing
+import os
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bindlab.data.render import (
+    RENDER_SHAPES,
+    ObjectSpec,
+    SceneContext,
+    _is_valid_png,
+    context_from_index,
+    render_single,
+)
+from bindlab.data.schema import DataError
+from bindlab.data.textures import COLOURS
+
+FACTORS: tuple[str, ...] = ("shape", "hue", "pattern")
+SHAPES: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "pyramid", "torus", "star", "heart")
+HUES: tuple[str, ...] = ("red", "orange", "yellow", "lime", "green", "teal", "cyan", "blue", "indigo", "purple",
+                         "magenta", "pink")
+TWO_TONE: tuple[str, ...] = ("striped", "polka-dot", "checkered", "zigzag", "plaid", "swirled")
+ONE_COLOUR: tuple[str, ...] = ("glittery", "glowing", "neon", "outlined")
+PATTERNS: tuple[str, ...] = TWO_TONE + ONE_COLOUR
+SPLITS: tuple[str, ...] = ("calibration", "validation", "test")
+INDEX_COLUMNS: tuple[str, ...] = ("image", "shape", "hue", "pattern", "context", "replica")
+SHADE = 0.45  # the second tone of a two-tone pattern: the hue scaled towards black by this factor
+
+
+def default_splits(n_contexts: int) -> dict[str, list[int]]:
+    """Context ids per split: a third (rounded up) calibration, a sixth (at least 1) validation, the rest test.
+
+    For 12 contexts this is the paper's 0-3 / 4-5 / 6-11.
+    """
+    if n_contexts < 3:
+        raise ValueError(f"a factor grid needs at least 3 contexts (calibration, validation, test), got {n_contexts}")
+    n_cal = math.ceil(n_contexts / 3)
+    n_val = max(1, round(n_contexts / 6))
+    if n_cal + n_val >= n_contexts:
+        n_cal = n_contexts - n_val - 1
+    ids = list(range(n_contexts))
+    return {"calibration": ids[:n_cal], "validation": ids[n_cal:n_cal + n_val], "test": ids[n_cal + n_val:]}
+
+
+def _check_values(kind: str, values: Sequence[str], valid: Sequence[str]) -> None:
+    if len(values) < 2:
+        raise ValueError(f"a factor grid needs at least 2 {kind}s, got {list(values)}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"duplicate {kind}s in {list(values)}")
+    bad = [v for v in values if v not in valid]
+    if bad:
+        raise ValueError(f"unknown {kind}(s) {bad}; valid {kind}s: {', '.join(valid)}")
+
+
+@dataclass(frozen=True)
+class FactorGridSpec:
+    """What to render. The default is the paper's size: 8 x 12 x 10 x 12 x 2 = 23,040 images."""
+
+    shapes: tuple[str, ...] = SHAPES  # silhouettes, from RENDER_SHAPES
+    hues: tuple[str, ...] = HUES  # colour words, from textures.COLOURS
+    patterns: tuple[str, ...] = PATTERNS  # looks drawn in the hue, from PATTERNS
+    n_contexts: int = 12  # nuisance contexts 0..n-1 (context_from_index(i, n_contexts))
+    replicas: int = 2  # renderer seeds per context
+    size: int = 96  # image side in pixels
+    seed: int = 0  # fixes replica jitter, noise and texture details
+
+    def __post_init__(self) -> None:
+        for name in ("shapes", "hues", "patterns"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        _check_values("shape", self.shapes, RENDER_SHAPES)
+        _check_values("hue", self.hues, tuple(COLOURS))
+        _check_values("pattern", self.patterns, PATTERNS)
+        default_splits(self.n_contexts)  # validates n_contexts
+        if self.replicas < 1:
+            raise ValueError(f"replicas must be >= 1, got {self.replicas}")
+        if self.size < 32:
+            raise ValueError(f"size must be at least 32 px, got {self.size}")
+
+    @property
+    def n_images(self) -> int:
+        return len(self.shapes) * len(self.hues) * len(self.patterns) * self.n_contexts * self.replicas
+
+    def values(self, factor: str) -> tuple[str, ...]:
+        """The vocabulary of ``factor`` (``shape``, ``hue`` or ``pattern``) in grid order."""
+        if factor not in FACTORS:
+            raise ValueError(f"unknown factor {factor!r}; choose one of {FACTORS}")
+        return {"shape": self.shapes, "hue": self.hues, "pattern": self.patterns}[factor]
+
+    def to_json(self) -> dict:
+        """JSON-ready (lists, not tuples), as stored in ``meta.json``."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+
+def _pick(arg: str | None, default: tuple[str, ...], kind: str) -> tuple[str, ...]:
+    """A CLI factor argument: empty = all defaults, ``N`` = the first N defaults, else a comma-separated list."""
+    if not arg:
+        return default
+    arg = arg.strip()
+    if arg.isdigit():
+        n = int(arg)
+        if not 2 <= n <= len(default):
+            raise ValueError(f"--{kind}s {n}: choose 2..{len(default)} (or a comma-separated list)")
+        return default[:n]
+    return tuple(v.strip() for v in arg.split(",") if v.strip())
+
+
+def spec_from_args(shapes: str | None = None, hues: str | None = None, patterns: str | None = None,
+                   contexts: int = 12, replicas: int = 2, size: int = 96, seed: int = 0) -> FactorGridSpec:
+    """Build a spec from CLI-style arguments (each factor: empty, a count of defaults, or a comma list)."""
+    return FactorGridSpec(_pick(shapes, SHAPES, "shape"), _pick(hues, HUES, "hue"),
+                          _pick(patterns, PATTERNS, "pattern"), contexts, replicas, size, seed)
+
+
+# ---------------------------------------------------------------------------------------------- one cell
+def _shade(hue: str) -> str:
+    r, g, b = (int(round(c * SHADE)) for c in COLOURS[hue])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def object_spec(shape: str, hue: str, pattern: str) -> ObjectSpec:
+    """The renderer object of one semantic cell: ``pattern`` drawn in ``hue`` (two-tone: hue + darker shade)."""
+    if pattern in TWO_TONE:
+        return ObjectSpec(shape, pattern, f"{hue} and {_shade(hue)} {pattern}")
+    if pattern in ONE_COLOUR:
+        return ObjectSpec(shape, pattern, f"{hue} {pattern}")
+    raise ValueError(f"unknown pattern {pattern!r}; valid patterns: {', '.join(PATTERNS)}")
+
+
+def realisation(context: int, replica: int, n_contexts: int, seed: int = 0) -> tuple[SceneContext, int]:
+    """The nuisance of one (context, replica): a jittered copy of the context and the render seed.
+
+    The same for every semantic cell, so the grid is nuisance-matched.
+    """
+    base = context_from_index(context, n_contexts)
+    rng = np.random.default_rng([seed, context, replica, 7])
+    ctx = dataclasses.replace(
+        base, name=f"{base.name}-r{replica}",
+        rotation=base.rotation + float(rng.uniform(-20, 20)),
+        light_angle=(base.light_angle + float(rng.uniform(-25, 25))) % 360.0,
+        scale=float(np.clip(base.scale * rng.uniform(0.9, 1.0), 0.5, 1.0)),
+        shear=float(np.clip(base.shear + rng.uniform(-0.08, 0.08), -0.5, 0.5)))
+    return ctx, zlib.crc32(f"{seed}|{context}|{replica}".encode())
+
+
+def render_cell(shape: str, hue: str, pattern: str, context: int, replica: int, spec: FactorGridSpec):
+    """Render one grid image (PIL RGB, ``spec.size`` square)."""
+    ctx, render_seed = realisation(context, replica, spec.n_contexts, spec.seed)
+    return render_single(object_spec(shape, hue, pattern), spec.size, render_seed, ctx)
+
+
+# ---------------------------------------------------------------------------------------------- index
+@dataclass(frozen=True)
+class FactorRow:
+    """One line of ``index.csv``."""
+
+    image: str  # path relative to the grid folder
+    shape: str
+    hue: str
+    pattern: str
+    context: int
+    replica: int
+
+
+def grid_rows(spec: FactorGridSpec) -> list[FactorRow]:
+    """Every image of the grid in a fixed order (context, replica, shape, hue, pattern)."""
+    return [FactorRow(f"images/c{c:02d}/r{r}/{s}-{h}-{p}.png", s, h, p, c, r)
+            for c in range(spec.n_contexts) for r in range(spec.replicas)
+            for s in spec.shapes for h in spec.hues for p in spec.patterns]
+
+
+def write_index(path: str | os.PathLike, rows: Sequence[FactorRow]) -> Path:
+    """Write ``index.csv`` atomically."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(INDEX_COLUMNS)
+        for r in rows:
+            w.writerow([r.image, r.shape, r.hue, r.pattern, r.context, r.replica])
+    os.replace(tmp, p)
+    return p
+
+
+@dataclass(frozen=True)
+class FactorIndex:
+    """A loaded grid: one row per image, with its labels, context split and context-replica group."""
+
+    root: Path  # the grid folder
+    rows: tuple[FactorRow, ...]
+    splits: dict[str, list[int]]  # context ids per split
+    meta: dict = field(default_factory=dict)  # meta.json (empty if absent)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def paths(self) -> list[Path]:
+        return [self.root / r.image for r in self.rows]
+
+    def labels(self, factor: str) -> np.ndarray:
+        """``(n,)`` string labels of ``factor``."""
+        if factor not in FACTORS:
+            raise ValueError(f"unknown factor {factor!r}; choose one of {FACTORS}")
+        return np.array([getattr(r, factor) for r in self.rows])
+
+    def values(self, factor: str) -> list[str]:
+        """The vocabulary of ``factor``: grid order from meta.json when known, else first appearance."""
+        spec = self.meta.get("spec", {})
+        key = {"shape": "shapes", "hue": "hues", "pattern": "patterns"}[factor]
+        if spec.get(key):
+            return list(spec[key])
+        return list(dict.fromkeys(self.labels(factor).tolist()))
+
+    def masks(self) -> dict[str, np.ndarray]:
+        """``(n,)`` boolean mask per split, from each image's context."""
+        ctx = np.array([r.context for r in self.rows])
+        return {s: np.isin(ctx, self.splits[s]) for s in SPLITS}
+
+    def groups(self) -> np.ndarray:
+        """``(n,)`` context-replica group of each image (``"c03-r1"``), for cluster bootstraps."""
+        return np.array([f"c{r.context:02d}-r{r.replica}" for r in self.rows])
+
+
+def _parse_row(rec: dict[str, str], line: int, path: Path) -> FactorRow:
+    missing = [c for c in INDEX_COLUMNS if not (rec.get(c) or "").strip()]
+    if missing:
+        raise DataError(f"{path}:{line}: empty or missing {missing}")
+    try:
+        context, replica = int(rec["context"]), int(rec["replica"])
+    except ValueError:
+        raise DataError(f"{path}:{line}: context and replica must be integers, got "
+                        f"{rec['context']!r}, {rec['replica']!r}") from None
+    return FactorRow(rec["image"].strip(), rec["shape"].strip(), rec["hue"].strip(), rec["pattern"].strip(),
+                     context, replica)
+
+
+def load_index(folder: str | os.PathLike, check_images: bool = True) -> FactorIndex:
+    """Read and validate ``folder/index.csv`` (and ``meta.json`` when present).
+
+    Checks the header, every row's fields, duplicate images, that every split has images, that every factor has
+    at least two values and, with ``check_images``, that every image file exists (missing ones are named).
+
+    Raises:
+        DataError: with the file, line and what is wrong.
+    """
+    root = Path(folder).expanduser()
+    path = root / "index.csv" if root.is_dir() or not root.suffix else root
+    root = path.parent
+    if not path.is_file():
+        raise DataError(f"{path} does not exist; make a grid with `python -m bindlab generate factors --out DIR`")
+    meta: dict = {}
+    if (root / "meta.json").is_file():
+        try:
+            meta = json.loads((root / "meta.json").read_text())
+        except json.JSONDecodeError as e:
+            raise DataError(f"{root / 'meta.json'} is not valid JSON ({e})") from None
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        absent = [c for c in INDEX_COLUMNS if c not in header]
+        if absent:
+            raise DataError(f"{path}: header {header} lacks columns {absent}; need {list(INDEX_COLUMNS)}")
+        rows = tuple(_parse_row(rec, i, path) for i, rec in enumerate(reader, start=2))
+    if not rows:
+        raise DataError(f"{path} has no rows")
+    seen: set[str] = set()
+    dupes = [r.image for r in rows if r.image in seen or seen.add(r.image)]
+    if dupes:
+        raise DataError(f"{path}: duplicate images {dupes[:3]} ({len(dupes)} in all)")
+    contexts = sorted({r.context for r in rows})
+    splits = meta.get("splits") or default_splits(max(contexts) + 1)
+    for s in SPLITS:
+        if not any(r.context in splits.get(s, []) for r in rows):
+            raise DataError(f"{path}: no images in the {s} split (contexts {splits.get(s)}); "
+                            f"contexts present: {contexts}")
+    for factor in FACTORS:
+        if len({getattr(r, factor) for r in rows}) < 2:
+            raise DataError(f"{path}: factor {factor!r} has fewer than 2 values")
+    if check_images:
+        missing = [str(root / r.image) for r in rows if not (root / r.image).is_file()]
+        if missing:
+            raise DataError(f"{len(missing)} of {len(rows)} images listed in {path} are missing, e.g. "
+                            f"{missing[:3]}; re-run `python -m bindlab generate factors` on the folder to finish it")
+    return FactorIndex(root, rows, {s: list(splits[s]) for s in SPLITS}, meta)
+
+
+# ---------------------------------------------------------------------------------------------- generation
+def _render_job(job: tuple[str, str, str, str, int, int, FactorGridSpec]) -> str:
+    path, shape, hue, pattern, context, replica, spec = job
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    render_cell(shape, hue, pattern, context, replica, spec).save(tmp, format="PNG")
+    os.replace(tmp, target)  # atomic: a killed run leaves no half-written PNG under the real name
+    return path
+
+
+def generate_grid(out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2,
+                  progress: Callable[[int, int], None] | None = None) -> tuple[FactorIndex, int]:
+    """Render the grid into ``out`` (resumable) and write ``index.csv`` and ``meta.json``.
+
+    A folder holding a different grid (another ``meta.json`` spec) is refused rather than mixed.
+
+    Args:
+        out: output folder (created if missing).
+        spec: what to render.
+        workers: rendering processes (in this process when ``<= 1``).
+        progress: called as ``progress(done, total)`` after each rendered image.
+
+    Returns:
+        ``(index, n_rendered)``; ``n_rendered`` is 0 when every image was already there.
+    """
+    root = Path(out).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    meta_path = root / "meta.json"
+    meta = {"kind": "factor-grid", "spec": spec.to_json(), "splits": default_splits(spec.n_contexts),
+            "seed": spec.seed, "n_images": spec.n_images}
+    if meta_path.is_file():
+        try:
+            old = json.loads(meta_path.read_text()).get("spec")
+        except json.JSONDecodeError:
+            old = None
+        if old is not None and old != meta["spec"]:
+            raise ValueError(f"{root} holds a different factor grid ({old}); choose an empty folder")
+    meta_path.write_text(json.dumps(meta, indent=2))
+    rows = grid_rows(spec)
+    jobs = [(str(root / r.image), r.shape, r.hue, r.pattern, r.context, r.replica, spec) for r in rows
+            if not _is_valid_png(root / r.image)]
+    total = len(jobs)
+    if workers <= 1 or total <= 1:
+        for done, _ in enumerate(map(_render_job, jobs), 1):
+            if progress:
+                progress(done, total)
+    else:
+        with multiprocessing.get_context().Pool(min(workers, total)) as pool:
+            for done, _ in enumerate(pool.imap_unordered(_render_job, jobs, chunksize=8), 1):
+                if progress:
+                    progress(done, total)
+    write_index(root / "index.csv", rows)
+    return load_index(root), total
+
+
+# The app's default grid: the full vocabulary under 4 contexts x 1 replica at the toy models' 64 px (3,840 images;
+# calibration 0-1, validation 2, test 3). Rendered once under $BINDLAB_HOME on first use.
+DEFAULT_GRID = FactorGridSpec(n_contexts=4, replicas=1, size=64)
+
+
+def default_grid(progress: Callable[[int, int], None] | None = None) -> Path:
+    """The folder of the default grid, rendering (or finishing) it first when needed."""
+    from bindlab.config import home
+
+    root = home() / "factor-grid-default"
+    if (root / "index.csv").is_file():
+        try:
+            load_index(root)
+            return root
+        except DataError:
+            pass  # incomplete: render the rest
+    generate_grid(root, DEFAULT_GRID, workers=2, progress=progress)
+    return root

@@ -1,0 +1,160 @@
+"""Grounding tab: matched visual grounding on a factor grid, with a slider on alpha.
+
+Pick a grid, an image+text encoder and a factor, then *Load*: image embeddings are computed once (cached) and the
+factor's state is built. Every slider move then only does vector maths: the margin curve M(alpha) with the current
+point and alpha*, per-value test AP native vs grounded, macro-mAP, the top-8 test images of the grounded query and
+a 2-D view of q, q'(alpha) and d.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+from PIL import Image
+
+from bindlab.analysis import grounding_session as gs
+from bindlab.data.factors import FACTORS, default_grid
+from bindlab.ui import grounding_figures as gf
+from bindlab.ui.common import friendly
+
+MODEL_CHOICES = ["toy:clip", "toy:shared"]
+CSS = """
+#gd-summary .gd-num {font-family: monospace; font-weight: bold}
+"""
+
+
+def _data_path(data: str, progress: gr.Progress | None = None) -> str:
+    data = (data or "").strip()
+    if data:
+        return data
+    report = (lambda done, total: progress(done / max(total, 1), desc=f"rendering the default grid {done}/{total}")
+              ) if progress is not None else None
+    return str(default_grid(report))
+
+
+def _session(key: dict[str, Any] | None, progress: gr.Progress | None = None) -> gs.GroundingSession:
+    if not key:
+        raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
+    report = (lambda f, m: progress(f, desc=m)) if progress is not None else None
+    return gs.open_session(key["data"], key["model"], progress=report)
+
+
+def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | None) -> str:
+    """One line of headline numbers (ids let tests read them)."""
+    v = view["value_index"]
+    pick = f" · validation α = <span id='gd-chosen' class='gd-num'>{chosen:.2f}</span>" if chosen is not None else ""
+    return (f"<div id='gd-summary-line'><b>{model}</b> · factor <b>{factor}</b> · α = "
+            f"<span id='gd-alpha-shown' class='gd-num'>{view['alpha']:.2f}</span>{pick}<br>"
+            f"test macro-mAP native <span id='gd-map-native' class='gd-num'>{view['map_native']:.4f}</span> → "
+            f"grounded <span id='gd-map-grounded' class='gd-num'>{view['map_grounded']:.4f}</span> · top-1 "
+            f"{view['top1_native']:.3f} → {view['top1_grounded']:.3f}<br>"
+            f"value <b>{view['value']}</b>: AP {view['ap_native'][v]:.3f} → "
+            f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.4f}</span>, α* = "
+            f"{view['alpha_star'][v]:.2f}, top-8 precision {view['top_precision']:.3f}</div>")
+
+
+def _render(key: dict[str, Any], value: str, alpha: float) -> tuple[Any, ...]:
+    session = _session(key)
+    view = gs.slider_view(session, key["factor"], value, float(alpha))
+    v = view["value_index"]
+    chosen = key.get("chosen")
+    return (summary_html(view, key["factor"], session.encoder.id if session.encoder else key["model"], chosen),
+            gf.margin_curve(view["curve"]["alphas"], view["curve"]["margin"], view["alpha"],
+                            view["alpha_star"][v], chosen, value),
+            gf.ap_bars(view["values"], view["ap_native"], view["ap_grounded"], view["alpha"], value),
+            gf.grounding_plane(view["plane"], value, view["alpha"]),
+            [(_thumbnail(t["path"]), f"{t['label']} · {t['score']:.3f}" + (" ✓" if t["hit"] else ""))
+             for t in view["top"]])
+
+
+def _thumbnail(path: str) -> Image.Image:
+    # PIL images rather than paths: Gradio only serves files under the working or temp directory, and grids
+    # usually live elsewhere ($BINDLAB_HOME, a data disk).
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+# --- callbacks: validate, call the backend, format ------------------------------------------------------------
+@friendly
+def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    if factor not in FACTORS:
+        raise ValueError(f"choose a factor from {FACTORS}")
+    model = (model or "").strip()
+    if not model:
+        raise ValueError("enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+    key = {"data": _data_path(data, progress), "model": model, "factor": factor, "chosen": None}
+    session = _session(key, progress)
+    progress(0.95, desc=f"building the {factor} state")
+    values = session.state(factor).values.tolist()
+    return (key, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha), pd.DataFrame())
+
+
+@friendly
+def move(key: dict[str, Any] | None, value: str, alpha: float) -> tuple[Any, ...]:
+    if not key or not value:
+        raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
+    return _render(key, value, alpha)
+
+
+@friendly
+def select_alpha(key: dict[str, Any] | None) -> tuple[dict[str, Any], Any, str]:
+    session = _session(key)
+    sel = session.state(key["factor"]).select_alpha()
+    key = {**key, "chosen": sel.value}
+    note = (f"Validation (contexts {session.index.splits['validation']}) picks α = **{sel.value:.2f}** "
+            f"(validation macro-mAP {sel.macro_map:.4f}, top-1 {sel.top1:.3f}); test contexts untouched.")
+    return key, gr.update(value=sel.value), note
+
+
+@friendly
+def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[pd.DataFrame, str]:
+    session = _session(key)
+    progress(0.1, desc="selecting α, λ and the selective gate on validation, then scoring test")
+    audit = session.audit(key["factor"])
+    d = audit.to_dict()
+    rows = [{"readout": name, "macro-mAP": round(r["macro_map"], 4), "top-1": round(r["top1"], 4)}
+            for name, r in d["test"].items() if r is not None]
+    kept = "all" if audit.gate is None else f"{int(audit.gate.ground.sum())}/{len(audit.gate.ground)}"
+    note = (f"Controls on test: α = {d['alpha']:.2f}, λ = {d['lambda']:.4f} (both from validation); selective "
+            f"grounding keeps {kept} values. Mismatched = each query grounded with every other value's direction.")
+    return pd.DataFrame(rows), note
+
+
+def build_tab() -> None:
+    """Lay out the Grounding tab inside the current ``gr.Blocks``."""
+    gr.Markdown("**Matched visual grounding** (FactorAtlas): move each value's text query along its image "
+                "direction, q′(α) = norm(q + α·d), and watch test retrieval change. Empty grid = a default "
+                "grid rendered once under $BINDLAB_HOME (3,840 images); the encoder must embed images and text.")
+    with gr.Row():
+        data = gr.Textbox(label="Factor grid folder (empty = default grid)", value="", scale=3, elem_id="gd-data")
+        model = gr.Dropdown(MODEL_CHOICES, value="toy:clip", label="Encoder id", allow_custom_value=True, scale=2,
+                            elem_id="gd-model")
+        factor = gr.Radio(list(FACTORS), value="pattern", label="Factor", scale=2, elem_id="gd-factor")
+        load_btn = gr.Button("Load", variant="primary", scale=1, elem_id="gd-load")
+    with gr.Row():
+        value = gr.Dropdown([], label="Value", scale=1, elem_id="gd-value")
+        alpha = gr.Slider(0, 8, value=1.0, step=0.05, label="α (grounding strength)", scale=3, elem_id="gd-alpha")
+        select_btn = gr.Button("Select α on validation", scale=1, elem_id="gd-select")
+        controls_btn = gr.Button("Run controls", scale=1, elem_id="gd-controls")
+    key = gr.State(None)
+    summary = gr.HTML(elem_id="gd-summary")
+    note = gr.Markdown(elem_id="gd-note")
+    with gr.Row():
+        margin = gr.Plot(label="Margin curve", elem_id="gd-margin")
+        bars = gr.Plot(label="AP per value", elem_id="gd-ap")
+    with gr.Row():
+        with gr.Column(scale=1):
+            gallery = gr.Gallery(label="Top-8 test images, grounded query", columns=4, height=360,
+                                 elem_id="gd-gallery")
+            controls = gr.Dataframe(label="Controls (test)", interactive=False, elem_id="gd-controls-table")
+        plane = gr.Plot(label="2-D view", elem_id="gd-plane")
+
+    view = [summary, margin, bars, plane, gallery]
+    load_btn.click(load, [data, model, factor, alpha], [key, value, *view, controls], api_name="grounding_load")
+    alpha.change(move, [key, value, alpha], view, api_name="grounding_alpha", trigger_mode="always_last",
+                 show_progress="hidden")
+    value.change(move, [key, value, alpha], view, api_name="grounding_value", show_progress="hidden")
+    select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha")
+    controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls")

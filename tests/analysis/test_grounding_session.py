@@ -1,0 +1,134 @@
+"""Grounding on a factor grid end to end: tiny grid, tiny random CLIP, the real CLI, validation-only selection."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bindlab.analysis import grounding_session as gs
+from bindlab.analysis.grounding import ALPHA_GRID, ground
+from bindlab.cli import main
+from bindlab.data.factors import FACTORS, load_index
+
+GRID_ARGS = ["--shapes", "3", "--hues", "4", "--patterns", "3", "--contexts", "3", "--replicas", "2", "--size", "32",
+             "--workers", "1"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("ground")
+    model = build_tiny("hf-clip", root / "tiny-clip")
+    assert main(["generate", "factors", "--out", str(root / "grid"), *GRID_ARGS]) == 0
+    return root, model
+
+
+def _ground(root, model, out, *extra):
+    gs.clear_sessions()
+    assert main(["ground", "--data", str(root / "grid"), "--model", model, "--out", str(out), "--n-boot", "100",
+                 *extra]) == 0
+    return json.loads(out.read_text())
+
+
+def test_cli_reports_native_and_grounded_for_all_factors(setup, capsys):
+    root, model = setup
+    res = _ground(root, model, root / "res.json")
+    assert sorted(res["factors"]) == sorted(FACTORS)
+    assert res["provenance"]["encoder"]["id"] == model and res["provenance"]["dataset"]["sha256"]
+    for f, r in res["factors"].items():
+        k = {"shape": 3, "hue": 4, "pattern": 3}[f]
+        assert len(r["values"]) == len(r["per_value"]) == k
+        assert r["alpha_source"] == "validation" and r["alpha"] == r["validation"]["alpha"]
+        assert np.isclose(ALPHA_GRID, r["alpha"]).any()
+        for side in ("native", "grounded"):
+            t = r["test"][side]
+            assert 0 <= t["macro_map"] <= 1 and 0 <= t["top1"] <= 1
+            assert t["macro_map"] == pytest.approx(np.mean([row[f"ap_{side}"] for row in r["per_value"]]))
+        assert r["n_images"] == {"calibration": 72, "validation": 72, "test": 72}
+        assert set(r["controls"]["test"]) >= {"native", "grounded", "attraction", "mismatched", "image_prototype"}
+        assert r["controls"]["test"]["grounded"]["macro_map"] == pytest.approx(r["test"]["grounded"]["macro_map"])
+    out = capsys.readouterr().out
+    assert all(f"{model} {f}" in out for f in FACTORS) and "macro-mAP" in out
+
+
+def test_alpha_is_chosen_on_validation_only(setup, tmp_path):
+    """Replacing every test image changes the test readout but none of the choices made on validation."""
+    root, model = setup
+    clean = _ground(root, model, tmp_path / "clean.json", "--factor", "hue")["factors"]["hue"]
+    grid = tmp_path / "grid"
+    import shutil
+
+    shutil.copytree(root / "grid", grid)
+    index = load_index(grid)
+    rng = np.random.default_rng(0)
+    for r in index.rows:
+        if r.context in index.splits["test"]:
+            Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(grid / r.image)
+    gs.clear_sessions()
+    assert main(["ground", "--data", str(grid), "--model", model, "--factor", "hue", "--n-boot", "100",
+                 "--out", str(tmp_path / "tampered.json")]) == 0
+    tampered = json.loads((tmp_path / "tampered.json").read_text())["factors"]["hue"]
+    assert tampered["validation"] == clean["validation"]
+    for key in ("alpha", "lambda", "validation", "gate"):
+        assert tampered["controls"][key] == clean["controls"][key]
+    assert tampered["test"]["native"] != clean["test"]["native"]  # the test split really changed
+
+
+def test_selection_never_reads_test_embeddings(setup):
+    """NaN in every test embedding leaves the validation choices finite and unchanged (backend level)."""
+    root, model = setup
+    gs.clear_sessions()
+    session = gs.open_session(root / "grid", model)
+    poisoned = session.embeddings.copy()
+    poisoned[session.masks["test"]] = np.nan
+    other = gs.GroundingSession(session.index, poisoned, session.embed_texts)
+    for f in FACTORS:
+        a, b = session.audit(f, n_boot=50), other.audit(f, n_boot=50)
+        assert b.alpha.value == a.alpha.value and b.lam.value == a.lam.value
+        assert np.array_equal(b.gate.ground, a.gate.ground)
+        assert other.state(f).select_alpha().value == session.state(f).select_alpha().value
+        assert np.isnan(b.native.ap).all()  # ...while the test readout did see the poison
+
+
+def test_fixed_alpha_and_slider_view(setup, tmp_path):
+    root, model = setup
+    r = _ground(root, model, tmp_path / "fixed.json", "--factor", "pattern", "--alpha", "2.5", "--no-controls")
+    r = r["factors"]["pattern"]
+    assert r["alpha"] == 2.5 and r["alpha_source"] == "fixed" and "controls" not in r
+    session = gs.open_session(root / "grid", model)
+    state = session.state("pattern")
+    view = gs.slider_view(session, "pattern", "polka-dot", 2.5)
+    assert view["ap_grounded"] == pytest.approx([row["ap_grounded"] for row in r["per_value"]])
+    scores = [t["score"] for t in view["top"]]
+    assert len(scores) == gs.TOP_K and scores == sorted(scores, reverse=True)
+    # the top-8 scores are the cosines of the explicitly grounded query with those images' embeddings
+    v = view["value_index"]
+    q2 = ground(state.queries[v], state.directions.directions[v], 2.5)
+    rows = {str(session.index.root / row.image): i for i, row in enumerate(session.index.rows)}
+    emb = session.embeddings / np.linalg.norm(session.embeddings, axis=1, keepdims=True)
+    assert [emb[rows[t["path"]]] @ q2 for t in view["top"]] == pytest.approx(scores, abs=1e-5)
+    # the 2-D view is an exact projection: q'(alpha) in the plane equals the grounded query's coordinates
+    d = state.directions.directions[v]
+    q_perp = state.queries[v] - state.c[v] * d
+    q_perp /= np.linalg.norm(q_perp)
+    assert view["plane"]["q_alpha"] == pytest.approx([q2 @ d, q2 @ q_perp], abs=1e-9)
+    assert view["curve"]["margin"][0] == pytest.approx(view["margin_native"][v])
+    with pytest.raises(ValueError, match="not a pattern"):
+        gs.slider_view(session, "pattern", "blob", 1.0)
+
+
+def test_user_errors_are_one_line(setup, capsys):
+    root, model = setup
+    assert main(["ground", "--data", str(root / "grid"), "--model", model, "--alpha", "lots"]) == 2
+    assert "--alpha must be 'auto' or a number" in capsys.readouterr().err
+    assert main(["ground", "--data", str(root / "grid"), "--model", model, "--factor", "size"]) == 2
+    assert "choose from shape, hue, pattern" in capsys.readouterr().err
+    assert main(["ground", "--data", str(root / "nowhere"), "--model", model]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    gs.clear_sessions()
+    assert main(["ground", "--data", str(root / "grid"), "--model", "bow"]) == 2
+    assert "image" in capsys.readouterr().err
