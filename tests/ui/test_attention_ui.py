@@ -1,0 +1,67 @@
+"""Attention tab in a real browser: margins per layer on MiniLM draw a curve with its band; a caption's heatmap
+shows with the binding cells outlined; free text with marked bindings works; a malformed binding is a message."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.ui
+
+PLOT = "document.querySelector('#{id} .js-plotly-plot')"
+
+
+def _traces(page, elem_id: str) -> list[dict]:
+    """The plotly traces drawn in a gr.Plot: name, number of points and y values."""
+    return page.evaluate(f"() => {{ const gd = {PLOT.format(id=elem_id)}; return gd ? gd.data.map(t => "
+                         "({name: t.name, n: (t.y || []).length, y: t.y, type: t.type, fill: t.fill || null})) : []; }")
+
+
+def test_attention_curve_heatmap_and_free_text(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("tab", name="Attention").click()
+    page.fill("#at-limit input", "8")
+    page.click("#at-run")
+    page.wait_for_function("() => document.querySelector('#at-summary').innerText.includes('captions')",
+                           timeout=180_000)
+    summary = page.inner_text("#at-summary")
+    assert "st:all-MiniLM-L6-v2" in summary and "8 captions (0 skipped)" in summary and "6 layers" in summary
+
+    # The curve: one line of 6 layers (MiniLM has 6 blocks) and its interval band around it.
+    page.wait_for_function(f"() => {PLOT.format(id='at-curve')} && {PLOT.format(id='at-curve')}.data.length >= 2",
+                           timeout=60_000)
+    traces = _traces(page, "at-curve")
+    line = next(t for t in traces if t["name"] == "st:all-MiniLM-L6-v2")
+    band = next(t for t in traces if t["fill"] == "toself")
+    assert line["n"] == 6 and band["n"] == 12
+    upper, lower = band["y"][:6], band["y"][6:][::-1]
+    assert all(lo - 1e-9 <= m <= hi + 1e-9 for lo, m, hi in zip(lower, line["y"], upper, strict=True))
+    peak = float(re.search(r"peak margin ([+-]\d\.\d{4})", summary).group(1))
+    assert peak == pytest.approx(max(line["y"]), abs=1e-4)
+
+    # Computing margins selects the first caption and draws its heatmap with the binding cells outlined.
+    page.wait_for_selector("#at-caption-margin", timeout=60_000)
+    heat = _traces(page, "at-heatmap")
+    assert heat and heat[0]["type"] == "heatmap"
+    n_shapes = page.evaluate(f"() => ({PLOT.format(id='at-heatmap')}.layout.shapes || []).length")
+    assert n_shapes == 4  # N=2: two objects x (own + other attribute)
+
+    # Free text with bindings marked by the user.
+    page.fill("#at-text textarea, #at-text input", "a polka-dot teddy-bear, a red cube, and a striped yo-yo")
+    page.fill("#at-bindings textarea, #at-bindings input", "polka-dot:teddy-bear, red:cube, striped:yo-yo")
+    page.click("#at-text-btn")
+    page.wait_for_function("() => document.querySelector('#at-caption-info').innerText.includes('teddy-bear')",
+                           timeout=60_000)
+    info = page.inner_text("#at-caption-info")
+    assert "polka-dot:teddy-bear" in info and len(re.findall(r"L\d: [+-]\d\.\d{4}", info)) == 6
+    page.wait_for_function(f"() => ({PLOT.format(id='at-heatmap')}.layout.shapes || []).length == 9",
+                           timeout=60_000)  # 3 objects x (1 own + 2 other)
+    screenshot(page, "attention")
+
+    # A malformed binding is a readable message and the tab keeps working.
+    page.fill("#at-bindings textarea, #at-bindings input", "red cube")
+    page.click("#at-text-btn")
+    page.wait_for_selector("text=is not attribute:object", timeout=60_000)
