@@ -1,0 +1,123 @@
+"""Adapters for published pairwise binding benchmarks, keyed by the ``"adapter"`` name of a data manifest.
+
+A manifest (``data_manifests/<name>.json``) says where a benchmark lives — a local path in its published format
+and, when there is one, its hub dataset — plus adapter, license and citation. :func:`load_benchmark` reads it
+and returns the items; :mod:`bindlab.eval.benchmarks` scores them with the benchmark's native metric.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from bindlab.data.adapters import aro, colorswap, sugarcrepe, sugarcrepe_pp, winoground
+from bindlab.data.schema import DataError
+
+ADAPTERS: dict[str, ModuleType] = {
+    "winoground": winoground,
+    "colorswap": colorswap,
+    "sugarcrepe": sugarcrepe,
+    "sugarcrepe_pp": sugarcrepe_pp,
+    "aro_vg_attribution": aro,
+}
+
+
+def manifests_dir() -> Path:
+    from bindlab.config import repo_root
+
+    return repo_root() / "data_manifests"
+
+
+def list_manifests() -> dict[str, dict[str, Any]]:
+    """All manifests in ``data_manifests/`` by name."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(manifests_dir().glob("*.json"))}
+
+
+def load_manifest(name_or_path: str) -> dict[str, Any]:
+    """A manifest by name (``sugarcrepe_pp``) or path; checks that its adapter exists."""
+    p = Path(name_or_path).expanduser()
+    if not (p.suffix == ".json" and p.exists()):
+        p = manifests_dir() / f"{name_or_path}.json"
+    if not p.exists():
+        raise DataError(f"unknown benchmark {name_or_path!r}; known: {sorted(list_manifests())} "
+                        "(or give a manifest .json path)")
+    try:
+        m = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise DataError(f"manifest {p} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    if m.get("adapter") not in ADAPTERS:
+        raise DataError(f"manifest {p}: adapter {m.get('adapter')!r} is not one of {sorted(ADAPTERS)}")
+    m["_path"] = str(p)
+    return m
+
+
+def local_path(manifest: dict[str, Any], data: str | None = None) -> Path:
+    """The local copy: ``data`` if given, else the manifest's ``source.local`` (relative to the repo root)."""
+    from bindlab.config import repo_root
+
+    raw = data or (manifest.get("source") or {}).get("local")
+    if not raw:
+        raise DataError(f"{manifest['name']}: no local copy configured; pass --data PATH")
+    p = Path(raw).expanduser()
+    return p if p.is_absolute() else (repo_root() / p).resolve()
+
+
+@dataclass
+class Benchmark:
+    """Loaded items of one benchmark and where they came from."""
+
+    name: str
+    adapter: str
+    kind: str  # "pairs" | "choice"
+    items: list[Any]
+    source: str
+    manifest: dict[str, Any]
+
+
+def load_benchmark(name_or_path: str, data: str | None = None, split: str | None = None, limit: int = 0,
+                   images: str | None = None, source: str = "auto") -> Benchmark:
+    """Load a benchmark's items.
+
+    Args:
+        name_or_path: manifest name or path.
+        data: local copy overriding the manifest's path.
+        split: split name(s), comma-separated, or None/"all".
+        limit: at most this many items (per split for multi-split benchmarks); 0 = all.
+        images: image folder override (COCO val2017 for SugarCrepe / SugarCrepe++; VG images for ARO).
+        source: ``local``, ``hub`` or ``auto`` (local when it exists, else the hub).
+    """
+    if source not in ("auto", "local", "hub"):
+        raise ValueError(f"unknown source {source!r}; choose auto, local or hub")
+    m = load_manifest(name_or_path)
+    mod = ADAPTERS[m["adapter"]]
+    hub = (m.get("source") or {}).get("hub")
+    path = None
+    try:
+        path = local_path(m, data)
+    except DataError:
+        if source == "local":
+            raise
+    if source == "hub" or (source == "auto" and (path is None or not path.exists()) and not data):
+        if not hub or not hasattr(mod, "load_hub"):
+            where = f" (looked for {path})" if path else ""
+            raise DataError(f"{m['name']}: no local copy found{where} and no hub loader for it; download the "
+                            f"published files ({m.get('url', 'see the manifest')}) and pass --data PATH")
+        from bindlab.config import home
+
+        items = mod.load_hub(hub, home() / "hub_images" / m["name"], split, limit)
+        src = f"hub:{hub['dataset']}"
+    else:
+        if not path.exists():
+            raise DataError(f"{m['name']}: local copy {path} not found; download the published files "
+                            f"({m.get('url', 'see the manifest')}) there or pass --data PATH")
+        if images is None and (m.get("source") or {}).get("images"):
+            default = local_path({"name": m["name"], "source": {"local": m["source"]["images"]}})
+            images = str(default) if default.is_dir() else None  # text-only use when the images are absent
+        items = mod.load_local(path, split=split, limit=limit, images=images)
+        src = str(path)
+    if not items:
+        raise DataError(f"{m['name']}: no items loaded from {src}")
+    return Benchmark(m["name"], m["adapter"], mod.KIND, items, src, m)

@@ -1,0 +1,131 @@
+"""The Pairs format (DESIGN.md, "Data formats"): CompoSET / Winoground-style 2x2 items, with a validating reader.
+
+One JSON object per line::
+
+    {"id", "scene_id", "edit_type", "edit_category",
+     "base": {"image": relpath, "captions": {"short", "medium", "long"}},
+     "foil": {"image": relpath, "captions": {...}}}
+
+A file may carry one caption level only (e.g. Winoground's single caption per image is stored as ``"short"``).
+Extra keys (``pixels_changed``, ``edit``, ...) are kept in :attr:`PairItem.extra`. Like the MCQ reader, a bad line
+either refuses the file (``strict``) or is skipped and reported with its line number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bindlab.data.schema import DataError, LoadReport, read_jsonl
+
+VERBOSITIES: tuple[str, ...] = ("short", "medium", "long")
+
+
+@dataclass
+class PairSide:
+    """One side of a pair: its image (path relative to the JSONL folder) and caption(s) by verbosity level."""
+
+    image: str
+    captions: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "captions": dict(self.captions)}
+
+
+@dataclass
+class PairItem:
+    """A base image-caption pair and its foil, differing by one labelled edit."""
+
+    id: str
+    scene_id: str
+    edit_type: str
+    edit_category: str
+    base: PairSide
+    foil: PairSide
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def levels(self) -> list[str]:
+        """Verbosity levels present on both sides, in :data:`VERBOSITIES` order."""
+        return [v for v in VERBOSITIES if v in self.base.captions and v in self.foil.captions]
+
+    def to_json(self) -> dict[str, Any]:
+        d = {"id": self.id, "scene_id": self.scene_id, "edit_type": self.edit_type,
+             "edit_category": self.edit_category, "base": self.base.to_json(), "foil": self.foil.to_json()}
+        d.update(self.extra)
+        return d
+
+
+def _side(obj: Any, where: str) -> PairSide:
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected an object with 'image' and 'captions', got {type(obj).__name__}")
+    image = obj.get("image")
+    if not isinstance(image, str) or not image.strip():
+        raise DataError(f"{where}: 'image' must be a relative image path")
+    caps = obj.get("captions")
+    if not isinstance(caps, dict) or not caps:
+        raise DataError(f"{where}: 'captions' must be an object with at least one of {list(VERBOSITIES)}")
+    bad = [k for k in caps if k not in VERBOSITIES]
+    if bad:
+        raise DataError(f"{where}: unknown caption level(s) {bad}; use {list(VERBOSITIES)}")
+    for k, v in caps.items():
+        if not isinstance(v, str) or not v.strip():
+            raise DataError(f"{where}: caption {k!r} is missing or empty")
+    return PairSide(image=image, captions={k: caps[k] for k in VERBOSITIES if k in caps})
+
+
+def pair_from_json(obj: Any, where: str = "pair") -> PairItem:
+    """Build and validate one :class:`PairItem`. Raises :class:`DataError` naming the problem."""
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    missing = [k for k in ("id", "base", "foil") if k not in obj]
+    if missing:
+        raise DataError(f"{where}: missing field(s) {missing}")
+    base, foil = _side(obj["base"], f"{where} base"), _side(obj["foil"], f"{where} foil")
+    if not set(base.captions) & set(foil.captions):
+        raise DataError(f"{where}: base and foil share no caption level (base {sorted(base.captions)}, "
+                        f"foil {sorted(foil.captions)})")
+    known = {"id", "scene_id", "edit_type", "edit_category", "base", "foil"}
+    return PairItem(
+        id=str(obj["id"]),
+        scene_id=str(obj.get("scene_id", obj["id"])),
+        edit_type=str(obj.get("edit_type") or "unlabelled"),
+        edit_category=str(obj.get("edit_category") or "unlabelled"),
+        base=base,
+        foil=foil,
+        extra={k: v for k, v in obj.items() if k not in known},
+    )
+
+
+def load_pairs(path: str | Path, strict: bool = True) -> tuple[list[PairItem], LoadReport]:
+    """Read a Pairs JSONL file.
+
+    Args:
+        path: the ``pairs.jsonl`` file.
+        strict: refuse the whole file on the first bad line (default); otherwise skip bad lines and report them.
+
+    Returns:
+        The pairs and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when ids
+        repeat, or when nothing could be loaded.
+    """
+    report = LoadReport(str(path))
+    pairs: list[PairItem] = []
+    seen: set[str] = set()
+    for n, obj in read_jsonl(path):
+        report.n_lines += 1
+        try:
+            if isinstance(obj, DataError):
+                raise obj
+            p = pair_from_json(obj, f"{path}:{n}")
+            if p.id in seen:
+                raise DataError(f"{path}:{n}: duplicate pair id {p.id!r}")
+            seen.add(p.id)
+            pairs.append(p)
+        except DataError as e:
+            if strict:
+                raise DataError(f"{e} (refusing the file; fix the line or load with strict=False / --skip-bad)") from None
+            report.skipped.append((n, str(e).split(": ", 1)[-1]))
+    report.n_loaded = len(pairs)
+    if not pairs:
+        raise DataError(f"{path}: no valid pairs ({report.summary()})")
+    return pairs, report

@@ -1,0 +1,165 @@
+"""Pairs tab: CompoSET-style base/foil pairs with their 2x2 score matrix, filters and a per-edit-type chart."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+
+from bindlab import figures
+from bindlab.eval import pairs_view
+from bindlab.eval.pairs import by_edit_type_rows
+from bindlab.ui.common import friendly
+
+DEFAULT_MODEL = "toy:clip"
+CSS = """
+.bl-mat {border-collapse: collapse; margin: 6px 0}
+.bl-mat td, .bl-mat th {border: 1px solid #ccc; padding: 4px 10px; font-family: monospace; text-align: center}
+.bl-mat td.own {background: #eef6ee; font-weight: bold}
+.bl-pass {color: #2ca02c; font-weight: bold}
+.bl-fail {color: #c0392b; font-weight: bold}
+"""
+
+
+def _mark(ok: bool) -> str:
+    return '<span class="bl-pass">pass</span>' if ok else '<span class="bl-fail">fail</span>'
+
+
+def matrix_html(view: dict[str, Any]) -> str:
+    """The 2x2 matrix (rows = captions, columns = images) and which conditions pass."""
+    s = view["scores"]
+    cap = {0: html.escape(view["base"]["caption"]), 1: html.escape(view["foil"]["caption"])}
+    rows = "".join(
+        f'<tr><th>c{c} {"base" if c == 0 else "foil"}: {cap[c]}</th>'
+        + "".join(f'<td class="{"own" if c == i else ""}" data-cell="c{c}_i{i}">{s[f"c{c}_i{i}"]:.4f}</td>' for i in (0, 1))
+        + "</tr>" for c in (0, 1))
+    px = view.get("pixels_changed")
+    extra = (f" · pixels changed {px:.3f}" if isinstance(px, (int, float)) else "") + (
+        f" · image cosine {view['image_cosine']:.4f}" if view.get("image_cosine") is not None else "")
+    return (f'<div class="bl-pair-card"><p><b>{html.escape(view["id"])}</b> · scene {html.escape(view["scene_id"])} · '
+            f'{html.escape(view["edit_type"])} ({html.escape(view["edit_category"])}) · {html.escape(view["verbosity"])}'
+            f'{extra}<br><i>{html.escape(str(view["edit"]))}</i></p>'
+            f'<table class="bl-mat"><tr><th></th><th>i0 base image</th><th>i1 foil image</th></tr>{rows}</table>'
+            f'<p>I2T {_mark(view["i2t"])} · T2I {_mark(view["t2i"])} · Group <span class="bl-pair-group">'
+            f'{_mark(view["group"])}</span> · margin <b class="bl-pair-margin">{view["margin"]:+.4f}</b></p></div>')
+
+
+def summary_md(s: pairs_view.ScoredPairs) -> str:
+    o, sp = s.summary["overall"], s.summary["scene_edit_split"]["counts"]
+    c = s.summary["controls"]
+    return (f"**{s.model}** · {len(s.pairs)} pairs · levels {', '.join(s.summary['levels'])} · "
+            f"I2T **{o['i2t']:.3f}** · T2I **{o['t2i']:.3f}** · Group **{o['group']:.3f}** "
+            f"(95% CI {o['group_ci95'][0]:.3f}–{o['group_ci95'][1]:.3f}; chance 0.25 / 0.25 / 0.167) · "
+            f"scenes: {sp['scene_hard_only']} scene-hard only, {sp['edit_hard_only']} edit-hard only, {sp['both']} both · "
+            f"within-pair image cosine {c['within_pair_image_cosine']['mean']:.4f} vs across scenes "
+            f"{c['across_scene_image_cosine']:.4f}")
+
+
+def _data(data: str) -> str:
+    return (data or "").strip() or str(pairs_view.default_pairs_dataset())
+
+
+def _show(s: pairs_view.ScoredPairs, pid: str | None, level: str | None) -> tuple[Any, ...]:
+    if not pid:
+        return None, "", None, "", "<p>No pair matches these filters.</p>"
+    v = pairs_view.pair_view(s, pid, level)
+    return v["base"]["image"], v["base"]["caption"], v["foil"]["image"], v["foil"]["caption"], matrix_html(v)
+
+
+# --- callbacks: validate, call the backend, format ------------------------------------------------------------
+@friendly
+def score(data: str, model: str, verbosity: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    model = (model or "").strip()
+    if not model:
+        raise ValueError("give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+    s = pairs_view.scored_pairs(_data(data), model, verbosity, progress=lambda f, m: progress(f, desc=m))
+    opts = filter_options_updates(s)
+    ids = pairs_view.filter_pairs(s, verbosity=opts["level"])
+    first = ids[0] if ids else None
+    fig = figures.pairs_by_edit_type(by_edit_type_rows(s.summary), title=f"{s.model}: 2x2 scores by edit type")
+    return (summary_md(s), fig, *opts["updates"], gr.update(choices=ids, value=first), f"{len(ids)} pairs match",
+            *_show(s, first, opts["level"]))
+
+
+def filter_options_updates(s: pairs_view.ScoredPairs) -> dict[str, Any]:
+    o = pairs_view.filter_options(s)
+    level = o["verbosity"][0]
+    return {"level": level, "updates": [gr.update(choices=o["edit_type"], value="all"),
+                                        gr.update(choices=o["category"], value="all"),
+                                        gr.update(choices=o["scene"], value="all"),
+                                        gr.update(choices=o["verbosity"], value=level),
+                                        gr.update(value="all")]}
+
+
+@friendly
+def refilter(data: str, model: str, verbosity: str, edit_type: str, category: str, scene: str, level: str,
+             outcome: str) -> tuple[Any, ...]:
+    s = pairs_view.scored_pairs(_data(data), (model or "").strip(), verbosity)
+    ids = pairs_view.filter_pairs(s, edit_type, category, scene, level, outcome)
+    first = ids[0] if ids else None
+    return (gr.update(choices=ids, value=first), f"{len(ids)} pairs match", *_show(s, first, level))
+
+
+@friendly
+def show_pair(data: str, model: str, verbosity: str, level: str, pid: str) -> tuple[Any, ...]:
+    s = pairs_view.scored_pairs(_data(data), (model or "").strip(), verbosity)
+    return _show(s, pid, level)
+
+
+@friendly
+def check_default_model() -> str:
+    """Page-load note: whether the default model loads here (no scoring happens until *Score*)."""
+    from bindlab.eval.browse import get_encoder
+
+    try:
+        get_encoder(DEFAULT_MODEL)
+    except ValueError as e:
+        return (f"The default model **{DEFAULT_MODEL}** cannot be loaded here ({e}). Enter another image+text "
+                "encoder id (e.g. `hf:/path/to/clip`) and press *Score*.")
+    return f"Default model **{DEFAULT_MODEL}** is available; press *Score* to score the pairs."
+
+
+def build_tab() -> dict[str, Any]:
+    """Lay out the Pairs tab inside the current ``gr.Blocks``; returns what the page-load event needs."""
+    gr.Markdown("Same-scene pairs that differ by **one** edit (CompoSET-style). Each pair is scored Winoground-style: "
+                "I2T passes when each image prefers its own caption, T2I when each caption prefers its own image, "
+                "Group when both do (ties fail). Chance: 25 % / 25 % / 16.7 %.")
+    with gr.Row():
+        data = gr.Textbox(label="Pairs file (empty = embedded mini CompoSET set)", value="", scale=3, elem_id="bl-pairs-data")
+        model = gr.Dropdown([DEFAULT_MODEL, "toy:shared"], value=DEFAULT_MODEL, label="Image+text encoder id",
+                            allow_custom_value=True, scale=2, elem_id="bl-pairs-model")
+        verbosity = gr.Radio(["all", "short", "medium", "long"], value="all", label="Caption levels to score", scale=2)
+        run = gr.Button("Score", variant="primary", scale=1, elem_id="bl-pairs-score-btn")
+    summary = gr.Markdown(elem_id="bl-pairs-summary")
+    with gr.Row():
+        edit_type = gr.Dropdown(["all"], value="all", label="Edit type", elem_id="bl-pairs-edit-type")
+        category = gr.Dropdown(["all"], value="all", label="Category", elem_id="bl-pairs-category")
+        scene = gr.Dropdown(["all"], value="all", label="Scene", elem_id="bl-pairs-scene")
+        level = gr.Dropdown(["short", "medium", "long"], value="short", label="Verbosity shown", elem_id="bl-pairs-level")
+        outcome = gr.Radio(list(pairs_view.OUTCOMES), value="all", label="Outcome", elem_id="bl-pairs-outcome")
+    with gr.Row():
+        with gr.Column(scale=3):
+            pair = gr.Dropdown([], label="Pair", elem_id="bl-pairs-pair")
+            count = gr.Markdown(elem_id="bl-pairs-count")
+            with gr.Row():
+                with gr.Column():
+                    base_img = gr.Image(label="Base image (i0)", type="filepath", interactive=False, height=256,
+                                        elem_id="bl-pairs-base-img")
+                    base_cap = gr.Textbox(label="Base caption (c0)", interactive=False, elem_id="bl-pairs-base-cap")
+                with gr.Column():
+                    foil_img = gr.Image(label="Foil image (i1)", type="filepath", interactive=False, height=256,
+                                        elem_id="bl-pairs-foil-img")
+                    foil_cap = gr.Textbox(label="Foil caption (c1)", interactive=False, elem_id="bl-pairs-foil-cap")
+            matrix = gr.HTML(elem_id="bl-pairs-matrix")
+        with gr.Column(scale=2):
+            chart = gr.Plot(label="Scores by edit type", elem_id="bl-pairs-chart")
+
+    view = [base_img, base_cap, foil_img, foil_cap, matrix]
+    source = [data, model, verbosity]
+    filters = [edit_type, category, scene, level, outcome]
+    run.click(score, source, [summary, chart, *filters, pair, count, *view], api_name="pairs_score")
+    for k, f in enumerate(filters):
+        f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}")
+    pair.input(show_pair, source + [level, pair], view, api_name="pairs_show")
+    return {"event_fn": check_default_model, "inputs": [], "outputs": [summary]}

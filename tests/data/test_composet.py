@@ -1,0 +1,128 @@
+"""CompoSET-style generator: single controlled edits, the taxonomy, caption levels, and generate + eval end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bindlab.data.composet import EDIT_TYPES, candidate_edits, generate_composet, make_scene
+from bindlab.data.pairs_schema import VERBOSITIES, load_pairs
+from bindlab.data.schema import DataError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory):
+    out = tmp_path_factory.mktemp("composet")
+    path = generate_composet(out, scenes=3, foils_per_scene=15, seed=5, size=96, workers=1)
+    return path, load_pairs(path)[0]
+
+
+def test_each_scene_has_many_foils_with_one_labelled_edit(small_set):
+    path, pairs = small_set
+    meta = json.loads((path.parent / "meta.json").read_text())
+    by_scene: dict[str, int] = {}
+    for p in pairs:
+        by_scene[p.scene_id] = by_scene.get(p.scene_id, 0) + 1
+        assert EDIT_TYPES[p.edit_type] == p.edit_category
+        assert 4 <= p.extra["n_objects"] <= 10
+    assert len(by_scene) == 3 and all(n >= 15 for n in by_scene.values()) and meta["discarded_foils"] == 0
+    assert len({p.edit_type for p in pairs}) >= 10  # round robin spreads foils over the taxonomy
+    assert {p.edit_category for p in pairs} == {"attribute", "count", "spatial", "state_presence"}
+
+
+def test_edit_phrase_is_identical_at_every_verbosity_and_context_is_shared(small_set):
+    _, pairs = small_set
+    for p in pairs:
+        assert p.levels() == list(VERBOSITIES)
+        ph = p.extra["edit_phrase"]
+        for lv in VERBOSITIES:
+            b, f = p.base.captions[lv], p.foil.captions[lv]
+            assert b.lower().startswith(ph["base"].lower()) and f.lower().startswith(ph["foil"].lower())
+            assert b[len(ph["base"]):] == f[len(ph["foil"]):]  # the rest of the caption is the same on both sides
+        assert len(p.base.captions["short"]) < len(p.base.captions["long"]) or p.extra["n_objects"] <= 2
+
+
+def test_foil_differs_from_base_only_inside_the_edit_and_pixel_share_is_recorded(small_set):
+    path, pairs = small_set
+    for p in pairs[:20]:
+        a = np.asarray(Image.open(path.parent / p.base.image))
+        b = np.asarray(Image.open(path.parent / p.foil.image))
+        changed = (a != b).any(axis=2)
+        assert changed.mean() == pytest.approx(p.extra["pixels_changed"], abs=1e-6)
+        assert 0 < changed.mean() < 0.25  # a controlled edit, not a new scene
+
+
+def test_generation_is_deterministic_for_a_seed(tmp_path):
+    a = generate_composet(tmp_path / "a", scenes=1, foils_per_scene=15, seed=2, size=64, workers=1)
+    b = generate_composet(tmp_path / "b", scenes=1, foils_per_scene=15, seed=2, size=64, workers=1)
+    assert a.read_text() == b.read_text()
+    assert (a.parent / "images/s000/f03.png").read_bytes() == (b.parent / "images/s000/f03.png").read_bytes()
+
+
+def test_every_scene_allows_more_than_enough_edits():
+    import random
+
+    for k in range(20):
+        scene = make_scene(k, random.Random(k), 256, 0)
+        n = sum(len(v) for v in candidate_edits(scene).values())
+        assert n >= 22, (k, n)
+
+
+def test_bad_arguments_and_bad_lines_are_clear(tmp_path):
+    with pytest.raises(ValueError, match="at least 15"):
+        generate_composet(tmp_path, scenes=1, foils_per_scene=5)
+    bad = tmp_path / "pairs.jsonl"
+    bad.write_text('{"id": "a", "base": {"image": "x.png", "captions": {"short": "a cube"}}, '
+                   '"foil": {"image": "y.png", "captions": {"short": "a cone"}}}\n{"id": "b", "base": 3}\n')
+    with pytest.raises(DataError, match=r"pairs.jsonl:2: missing field\(s\) \['foil'\]"):
+        load_pairs(bad)
+    pairs, report = load_pairs(bad, strict=False)
+    assert len(pairs) == 1 and report.skipped[0][0] == 2
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bindlab", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_generate_and_eval_pairs_end_to_end_with_a_tiny_clip(tmp_path):
+    from bindlab.encoders.tiny import build_tiny
+
+    model = build_tiny("hf-clip", tmp_path / "tiny-clip")
+    r = _run("generate", "composet", "--out", str(tmp_path / "cs"), "--scenes", "2", "--foils-per-scene", "15",
+             "--size", "64", "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    assert "pixels changed per pair" in r.stdout
+    data = tmp_path / "cs" / "pairs.jsonl"
+    r = _run("eval", "pairs", "--data", str(data), "--model", model, "--verbosity", "all", "--out",
+             str(tmp_path / "res.json"), "--per-item", str(tmp_path / "items.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert "edit type" in r.stdout and "scene-hard / edit-hard split" in r.stdout
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert res["levels"] == ["short", "medium", "long"] and res["overall"]["n"] == 90
+    assert set(res["by_category"]) == {"attribute", "count", "spatial", "state_presence"}
+    assert res["overall"]["chance"]["group"] == pytest.approx(1 / 6)
+    assert res["provenance"]["encoder"]["id"] == model and res["provenance"]["dataset"]["sha256"]
+    assert 0.9 < res["controls"]["within_pair_image_cosine"]["mean"] <= 1.0 + 1e-6
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 90
+    for row in rows:  # the per-item verdicts follow from the per-item scores
+        s = row["scores"]
+        i2t = s["c0_i0"] > s["c1_i0"] and s["c1_i1"] > s["c0_i1"]
+        t2i = s["c0_i0"] > s["c0_i1"] and s["c1_i1"] > s["c1_i0"]
+        assert (row["i2t"], row["t2i"], row["group"]) == (i2t, t2i, i2t and t2i)
+    by_type = res["by_edit_type"]
+    assert sum(v["n"] for v in by_type.values()) == 90
+    assert res["by_verbosity"]["short"]["group"] == pytest.approx(
+        np.mean([r["group"] for r in rows if r["verbosity"] == "short"]))
+    # a text-only model is refused with one clear line
+    r = _run("eval", "pairs", "--data", str(data), "--model", "bow")
+    assert r.returncode == 2 and "image+text encoder" in r.stderr

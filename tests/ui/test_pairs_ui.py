@@ -1,0 +1,75 @@
+"""Pairs tab in a real browser: score a generated pairs file with a tiny CLIP, read the 2x2 matrix, filter."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.ui
+
+
+@pytest.fixture(scope="module")
+def pairs_setup(tmp_path_factory):
+    from bindlab.data.composet import generate_composet
+    from bindlab.encoders.tiny import build_tiny
+
+    d = tmp_path_factory.mktemp("pairs-ui")
+    path = generate_composet(d / "cs", scenes=2, foils_per_scene=15, seed=1, size=96, workers=1)
+    return str(path), build_tiny("hf-clip", d / "clip")
+
+
+def _matrix(page) -> dict[str, float]:
+    return {c: float(page.inner_text(f"#bl-pairs-matrix td[data-cell='{c}']"))
+            for c in ("c0_i0", "c0_i1", "c1_i0", "c1_i1")}
+
+
+def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
+    data, model = pairs_setup
+    page.goto(app_url)
+    page.get_by_role("tab", name="Pairs").click()
+    page.wait_for_function("() => document.querySelector('#bl-pairs-summary').innerText.includes('toy:clip')",
+                           timeout=120_000)  # the page-load note about the default model
+    page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
+    page.fill("#bl-pairs-model input", model)
+    page.keyboard.press("Enter")
+    page.click("#bl-pairs-score-btn")
+    page.wait_for_selector("#bl-pairs-matrix td[data-cell='c0_i0']", timeout=180_000)
+    assert "Group" in page.inner_text("#bl-pairs-summary")
+    assert "30 pairs match" in page.inner_text("#bl-pairs-count")
+    page.wait_for_selector("#bl-pairs-base-img img", timeout=60_000)
+    page.wait_for_selector("#bl-pairs-foil-img img", timeout=60_000)
+
+    # the pass/fail marks shown follow the 2x2 definitions applied to the scores shown (ties fail)
+    s = _matrix(page)
+    text = page.inner_text("#bl-pairs-matrix")
+    i2t = s["c0_i0"] > s["c1_i0"] and s["c1_i1"] > s["c0_i1"]
+    t2i = s["c0_i0"] > s["c0_i1"] and s["c1_i1"] > s["c1_i0"]
+    assert re.search(r"I2T (pass|fail)", text).group(1) == ("pass" if i2t else "fail")
+    assert re.search(r"T2I (pass|fail)", text).group(1) == ("pass" if t2i else "fail")
+    margin = min(s["c0_i0"] - s["c1_i0"], s["c1_i1"] - s["c0_i1"], s["c0_i0"] - s["c0_i1"], s["c1_i1"] - s["c1_i0"])
+    assert float(page.inner_text("#bl-pairs-matrix .bl-pair-margin")) == pytest.approx(margin, abs=2e-4)
+
+    # filter by edit type, as a user would: every listed pair now has that edit type
+    page.click("#bl-pairs-edit-type input")
+    page.click("[role='option'][aria-label='modify_color']")
+    page.wait_for_function("() => document.querySelector('#bl-pairs-matrix').innerText.includes('modify_color')",
+                           timeout=60_000)
+    n = int(re.search(r"(\d+) pairs match", page.inner_text("#bl-pairs-count")).group(1))
+    assert 0 < n < 30
+    # the foil caption differs from the base caption (one edit), both visible
+    base_cap = page.input_value("#bl-pairs-base-cap textarea, #bl-pairs-base-cap input")
+    foil_cap = page.input_value("#bl-pairs-foil-cap textarea, #bl-pairs-foil-cap input")
+    assert base_cap and foil_cap and base_cap != foil_cap
+    assert page.locator("#bl-pairs-chart .js-plotly-plot, #bl-pairs-chart .plotly").count() > 0
+    screenshot(page, "pairs")
+
+
+def test_pairs_tab_bad_file_shows_message(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("tab", name="Pairs").click()
+    page.fill("#bl-pairs-data textarea, #bl-pairs-data input", "/nonexistent/pairs.jsonl")
+    page.click("#bl-pairs-score-btn")
+    page.wait_for_selector("text=file not found", timeout=60_000)
