@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.schema import DataError, LoadReport, read_jsonl
+from bindlab.data.schema import DataError, LoadReport, load_records
 
 VERBOSITIES: tuple[str, ...] = ("short", "medium", "long")
 
@@ -98,34 +98,5 @@ def pair_from_json(obj: Any, where: str = "pair") -> PairItem:
 
 
 def load_pairs(path: str | Path, strict: bool = True) -> tuple[list[PairItem], LoadReport]:
-    """Read a Pairs JSONL file.
-
-    Args:
-        path: the ``pairs.jsonl`` file.
-        strict: refuse the whole file on the first bad line (default); otherwise skip bad lines and report them.
-
-    Returns:
-        The pairs and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when ids
-        repeat, or when nothing could be loaded.
-    """
-    report = LoadReport(str(path))
-    pairs: list[PairItem] = []
-    seen: set[str] = set()
-    for n, obj in read_jsonl(path):
-        report.n_lines += 1
-        try:
-            if isinstance(obj, DataError):
-                raise obj
-            p = pair_from_json(obj, f"{path}:{n}")
-            if p.id in seen:
-                raise DataError(f"{path}:{n}: duplicate pair id {p.id!r}")
-            seen.add(p.id)
-            pairs.append(p)
-        except DataError as e:
-            if strict:
-                raise DataError(f"{e} (refusing the file; fix the line or load with strict=False / --skip-bad)") from None
-            report.skipped.append((n, str(e).split(": ", 1)[-1]))
-    report.n_loaded = len(pairs)
-    if not pairs:
-        raise DataError(f"{path}: no valid pairs ({report.summary()})")
-    return pairs, report
+    """Read a Pairs JSONL file (see :func:`bindlab.data.schema.load_records` for the error rules)."""
+    return load_records(path, pair_from_json, "pair", strict)

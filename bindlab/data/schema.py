@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,38 +166,46 @@ def read_jsonl(path: str | Path) -> list[tuple[int, Any]]:
     return out
 
 
-def load_mcqs(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadReport]:
-    """Read an MCQ JSONL file.
+def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
+                 strict: bool = True) -> tuple[list[Any], LoadReport]:
+    """Read a JSONL file of records with unique ``id`` fields, validating each line with ``parse``.
 
     Args:
-        path: the ``mcq.jsonl`` file.
+        path: the JSONL file.
+        parse: ``(parsed JSON, "file:line") -> record``; raises :class:`DataError` for a bad line.
+        kind: what a record is called in messages ("question", "pair").
         strict: refuse the whole file on the first bad line (default); otherwise skip bad lines and report them.
 
     Returns:
-        The questions and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when
-        ids repeat, or when nothing could be loaded.
+        The records and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when ids
+        repeat, or when nothing could be loaded.
     """
     report = LoadReport(str(path))
-    questions: list[MCQ] = []
+    records: list[Any] = []
     seen: set[str] = set()
     for n, obj in read_jsonl(path):
         report.n_lines += 1
         try:
             if isinstance(obj, DataError):
                 raise obj
-            q = mcq_from_json(obj, f"{path}:{n}")
-            if q.id in seen:
-                raise DataError(f"{path}:{n}: duplicate question id {q.id!r}")
-            seen.add(q.id)
-            questions.append(q)
+            rec = parse(obj, f"{path}:{n}")
+            if rec.id in seen:
+                raise DataError(f"{path}:{n}: duplicate {kind} id {rec.id!r}")
+            seen.add(rec.id)
+            records.append(rec)
         except DataError as e:
             if strict:
                 raise DataError(f"{e} (refusing the file; fix the line or load with strict=False / --skip-bad)") from None
             report.skipped.append((n, str(e).split(": ", 1)[-1]))
-    report.n_loaded = len(questions)
-    if not questions:
-        raise DataError(f"{path}: no valid questions ({report.summary()})")
-    return questions, report
+    report.n_loaded = len(records)
+    if not records:
+        raise DataError(f"{path}: no valid {kind}s ({report.summary()})")
+    return records, report
+
+
+def load_mcqs(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadReport]:
+    """Read an MCQ JSONL file (see :func:`load_records` for the error rules)."""
+    return load_records(path, mcq_from_json, "question", strict)
 
 
 def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
