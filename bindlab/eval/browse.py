@@ -75,6 +75,7 @@ class ScoredSet:
 
 _SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}
 _ENCODERS: dict[str, Any] = {}
+_KEY_LOCKS: dict[tuple[str, float, str, str], threading.Lock] = {}
 _LOCK = threading.Lock()
 
 
@@ -125,8 +126,15 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
     if not p.exists():
         raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate saber --out DIR'")
     key = (str(p.resolve()), p.stat().st_mtime, model, pairing)
-    if key in _SCORED:
-        return _SCORED[key]
+    with _LOCK:
+        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with key_lock:  # two visitors asking for the same set at once: the second waits for the first's result
+        if key not in _SCORED:
+            _SCORED[key] = _score_set(p, model, pairing, progress)
+    return _SCORED[key]
+
+
+def _score_set(p: Path, model: str, pairing: str, progress: Any = None) -> ScoredSet:
     questions, _ = load_mcqs(p)
     encoder = get_encoder(model)
     qm, cm = PAIRINGS[pairing]
@@ -138,9 +146,7 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
     scores = score_mcq(emb[qm][0], emb[cm][1])
     credit = mcq_credit(scores, np.array([q.answer for q in questions]))
     gallery = emb[cm][1].reshape(-1, emb[cm][1].shape[-1])
-    s = ScoredSet(p, encoder.id, pairing, questions, scores, credit, summarize(credit, questions), emb[qm][0], gallery)
-    _SCORED[key] = s
-    return s
+    return ScoredSet(p, encoder.id, pairing, questions, scores, credit, summarize(credit, questions), emb[qm][0], gallery)
 
 
 def filter_ids(s: ScoredSet, n_objects: str = "all", subset: str = "all", outcome: str = "all") -> list[str]:
