@@ -1,0 +1,107 @@
+"""The process side of a job: ``python -m bindlab jobs _run DIR`` runs the job's config and reports on disk.
+
+Progress goes to ``progress.json`` (phase, step, total, loss, rate, ETA; rewritten atomically, at most a few times
+a second) and ``metrics.jsonl`` (one line per step and per evaluation). SIGTERM sets the training
+:class:`~bindlab.train.finetune.Control` flag: the loop saves a checkpoint and stops at the next step boundary.
+On exit the runner records the final state and promotes the queue, so the next queued job starts without any
+daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bindlab.jobs.manager import JobManager, read_json, tail, write_json_atomic
+from bindlab.train.finetune import Callback, Control, FinetuneConfig, Stopped, TrainState, train
+
+
+class JobReporter(Callback):
+    """Writes progress.json and metrics.jsonl, and a line to the log every ``log_every`` steps."""
+
+    def __init__(self, job_dir: Path, min_interval_s: float = 0.25, log_every: int = 10) -> None:
+        self.dir = job_dir
+        self.min_interval_s = min_interval_s
+        self.log_every = log_every
+        self._last = 0.0
+        self._metrics = open(job_dir / "metrics.jsonl", "a", buffering=1)
+        self._t0 = time.time()
+        self._step0 = 0
+        self._t_step0 = time.time()
+
+    def _progress(self, s: TrainState, force: bool = False) -> None:
+        now = time.time()
+        if not force and now - self._last < self.min_interval_s:
+            return
+        self._last = now
+        done = s.step - self._step0
+        rate = done / max(now - self._t_step0, 1e-9) if done else 0.0  # steps/s since training (re)started
+        eta = (s.total_steps - s.step) / rate if rate else None
+        write_json_atomic(self.dir / "progress.json", {
+            "phase": s.phase, "step": s.step, "total_steps": s.total_steps, "epoch": s.epoch,
+            "loss": None if s.loss != s.loss else round(s.loss, 6), "triplets_seen": s.triplets_seen,
+            "fraction": round(s.step / s.total_steps, 4) if s.total_steps else 0.0,
+            "steps_per_s": round(rate, 4), "eta_s": None if eta is None else round(eta, 1),
+            "elapsed_s": round(now - self._t0, 1), "updated": now})
+
+    def on_phase(self, s: TrainState) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] phase {s.phase}", flush=True)
+        self._progress(s, force=True)
+
+    def on_train_start(self, s: TrainState) -> None:
+        self._step0, self._t_step0 = s.step, time.time()
+        print(f"training {s.total_steps} steps (from step {s.step}), batch {s.config.batch_size}", flush=True)
+        self._progress(s, force=True)
+
+    def on_step_end(self, s: TrainState) -> None:
+        self._metrics.write(json.dumps({"step": s.step, "loss": round(s.loss, 6), "t": round(time.time(), 3)}) + "\n")
+        if s.step % self.log_every == 0 or s.step == s.total_steps:
+            print(f"step {s.step}/{s.total_steps} loss {s.loss:.4f}", flush=True)
+        self._progress(s, force=s.step == s.total_steps)
+
+    def on_eval(self, s: TrainState, metrics: dict[str, Any]) -> None:
+        self._metrics.write(json.dumps(metrics) + "\n")
+        print(f"eval step {metrics['step']}: val triplet accuracy {metrics['val_acc']:.3f}", flush=True)
+
+    def on_checkpoint(self, s: TrainState, path: Path) -> None:
+        self._progress(s, force=True)
+
+    def on_train_end(self, s: TrainState, result: dict[str, Any]) -> None:
+        self._progress(s, force=True)
+        print(f"done: LiNeS a = {result['lines']['a']} ({result['lines']['chosen_on']}), "
+              f"{result['triplets_per_s']} triplets/s", flush=True)
+        self._metrics.close()
+
+
+def run_job(job_dir: str | Path) -> int:
+    """Run the job in ``job_dir`` in this process; returns the process exit code (0 done or cancelled, 1 failed)."""
+    d = Path(job_dir).resolve()
+    manager = JobManager(d.parent)
+    status = read_json(d / "status.json", {}) or {}
+    control = Control()
+
+    def on_term(signum: int, frame: Any) -> None:  # noqa: ARG001
+        print("SIGTERM received: stopping at the next step boundary", flush=True)
+        control.stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        cfg = FinetuneConfig.from_dict(read_json(d / "config.json", {}))
+        result = train(cfg, d, [JobReporter(d)], control, resume=bool(status.get("resume")))
+    except Stopped as e:
+        manager.finish(d, "cancelled", f"{e}; last checkpoint kept")
+        return 0
+    except BaseException as e:  # noqa: BLE001 - every failure must reach status.json
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        manager.finish(d, "failed", f"{type(e).__name__}: {e}", log_tail=tail(d / "log.txt", 20))
+        return 1
+    if result:  # rank 0 only
+        manager.finish(d, "done", f"finished {result['steps']} steps; LiNeS a = {result['lines']['a']}")
+    return 0

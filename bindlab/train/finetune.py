@@ -1,0 +1,564 @@
+"""Text-only binding finetuning (SABER section 4, appendix B): LoRA + hinge triplet loss, then LiNeS.
+
+Read top to bottom: :class:`FinetuneConfig` (what a job asks for), the loss maths
+(:func:`compute_loss_from_embeddings`, pure), evaluation (:func:`triplet_accuracy`, :func:`forgetting_control`),
+the :class:`Callback` events, and :func:`train`, the loop. The loop knows nothing about jobs, files of progress or
+cancellation: those are callbacks (``bindlab/jobs/runner.py``) and a :class:`Control` flag that a signal handler
+sets. Callbacks observe; they never change the training state.
+
+Outputs written to ``out_dir``: ``adapter_unscaled.safetensors`` (the trained LoRA), ``adapter_lines.safetensors``
+(the LiNeS-scaled one, the default ``lora:<job_id>``), ``lines.json`` (a, factors, the validation grid),
+``result.json`` (before/after metrics with provenance), ``checkpoints/last.pt`` (resumable).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindlab.train.lines import check_a, lines_factors, scale_lora_state
+
+LINES_GRID: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 1.0)
+DEFAULT_LINES_A = 0.1  # DESIGN.md: when there is nothing to choose on
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Configuration
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FinetuneConfig:
+    """One finetuning run. The same keys work on the command line (``--lora-rank``) and in ``--config job.json``."""
+
+    model: str  # base encoder id (minilm, st:/folder, toy:shared, hf:…, qwen3vl:…)
+    data: str  # triplets folder (holding triplets.jsonl) or file
+    epochs: int = 1  # passes over the train split
+    max_steps: int = 0  # stop after this many optimizer steps (0 = no cap)
+    batch_size: int = 16  # triplets per step (across all processes)
+    lr: float = 5e-5  # AdamW learning rate (constant)
+    weight_decay: float = 0.01  # AdamW weight decay
+    margin: float = 0.05  # hinge margin gamma
+    lora_rank: int = 4  # LoRA r
+    lora_alpha: float = 4.0  # LoRA alpha (update scale alpha / r)
+    lora_dropout: float = 0.0  # LoRA dropout
+    lines_a: str | float = "auto"  # LiNeS a: a number in [0, 1], or "auto" = chosen on validation
+    forget_weight: float = 1.0  # auto a maximises val gain - forget_weight * drift
+    seed: int = 0  # shuffling (and LoRA init through torch's seed)
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    eval_every: int = 0  # steps between validation evaluations for the live curve (0 = about 10 per run, -1 = never)
+    eval_rows: int = 400  # rows per split used by evaluations (0 = all)
+    checkpoint_every: int = 0  # steps between checkpoints (0 = at every evaluation and at the end)
+    evaluate: bool = True  # baseline + final evaluation and the LiNeS grid (off only for throughput benches)
+    num_processes: int = 1  # >1: the job runs under `accelerate launch --num_processes N` (data parallel)
+    heavy: bool = True  # counts against the one-GPU-heavy-job-at-a-time limit of the job manager
+    debug: dict = field(default_factory=dict)  # tests only: {"fail_at_step": k, "sleep_per_step": s}
+
+    def __post_init__(self) -> None:
+        if not str(self.model).strip():
+            raise ValueError("finetune needs a base model id (--model), e.g. minilm or toy:shared")
+        if not str(self.data).strip():
+            raise ValueError("finetune needs a triplets folder (--data); make one with "
+                             "'python -m bindlab generate triplets --out DIR'")
+        for name, lo in (("epochs", 1), ("batch_size", 1), ("lora_rank", 1), ("num_processes", 1)):
+            if int(getattr(self, name)) < lo:
+                raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
+        for name in ("max_steps", "eval_rows", "checkpoint_every"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if int(self.eval_every) < -1:
+            raise ValueError(f"eval_every must be -1 (never), 0 (auto) or a number of steps, got {self.eval_every}")
+        if not float(self.lr) > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if float(self.weight_decay) < 0 or float(self.margin) < 0 or float(self.forget_weight) < 0:
+            raise ValueError("weight_decay, margin and forget_weight must be >= 0")
+        if str(self.lines_a).strip().lower() != "auto":
+            self.lines_a = check_a(self.lines_a)
+        if not isinstance(self.debug, dict):
+            raise ValueError("debug must be a JSON object")
+        self.data = str(Path(self.data).expanduser().resolve())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FinetuneConfig":
+        """Build from a dict (``job.json``); unknown keys are refused with the list of valid ones."""
+        if not isinstance(d, dict):
+            raise ValueError("a finetune config must be a JSON object")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown finetune setting(s) {unknown}; valid: {sorted(names)}")
+        missing = [k for k in ("model", "data") if k not in d]
+        if missing:
+            raise ValueError(f"finetune config lacks {missing}")
+        types = {f.name: f.type for f in fields(cls)}
+        clean: dict[str, Any] = {}
+        for k, v in d.items():
+            t = str(types[k])
+            try:
+                if t == "int":
+                    clean[k] = int(v)
+                elif t == "float":
+                    clean[k] = float(v)
+                elif t == "bool":
+                    clean[k] = v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes")
+                else:
+                    clean[k] = v
+            except (TypeError, ValueError):
+                raise ValueError(f"finetune setting {k}={v!r} is not a valid {t}") from None
+        return cls(**clean)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Loss and metrics (pure)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def compute_loss_from_embeddings(q: Any, p: Any, n: Any, margin: float = 0.05) -> Any:
+    """Hinge triplet loss on cosine: ``mean_i max(0, margin - cos(q_i, p_i) + cos(q_i, n_i))``.
+
+    Args:
+        q, p, n: query, positive and negative embeddings, torch tensors ``(b, d)`` (need not be normalised).
+        margin: the hinge margin gamma.
+
+    Returns:
+        Scalar tensor.
+    """
+    import torch.nn.functional as F
+
+    cos_p = F.cosine_similarity(q, p, dim=-1)  # (b,)
+    cos_n = F.cosine_similarity(q, n, dim=-1)  # (b,)
+    return (margin - cos_p + cos_n).clamp(min=0).mean()
+
+
+def triplet_accuracy(q: np.ndarray, p: np.ndarray, n: np.ndarray) -> float:
+    """Share of triplets with ``cos(q, p) > cos(q, n)`` (chance 0.5). Inputs ``(m, d)`` unit rows."""
+    if len(q) == 0:
+        return float("nan")
+    return float(np.mean(np.einsum("md,md->m", q, p) > np.einsum("md,md->m", q, n)))
+
+
+def similarity_drift(base: np.ndarray, new: np.ndarray) -> float:
+    """Mean absolute change of the pairwise cosine similarities of the same sentences (off-diagonal).
+
+    Args:
+        base, new: ``(m, d)`` unit rows from the base and the finetuned model (same sentences, same order).
+    """
+    sb, sn = base @ base.T, new @ new.T  # (m, m)
+    off = ~np.eye(len(base), dtype=bool)
+    return float(np.mean(np.abs(sn - sb)[off]))
+
+
+def paraphrase_r1(emb: np.ndarray) -> float:
+    """Paraphrase retrieval R@1 over sentences stored as adjacent pairs ``[s0, p0, s1, p1, ...]`` ``(2k, d)``."""
+    s = emb @ emb.T
+    np.fill_diagonal(s, -np.inf)
+    partner = np.arange(len(emb)) ^ 1
+    return float(np.mean(np.argmax(s, axis=1) == partner))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Evaluation
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _texts_accuracy(embed: Any, rows: Sequence[dict]) -> float:
+    if not rows:
+        return float("nan")
+    m = len(rows)
+    vecs = embed([r["query"] for r in rows] + [r["positive"] for r in rows] + [r["negative"] for r in rows])
+    return triplet_accuracy(vecs[:m], vecs[m:2 * m], vecs[2 * m:])
+
+
+def evaluate_triplets(embed: Any, splits: dict[str, list[dict]]) -> dict[str, float]:
+    """Triplet accuracy per split, and per construction in the held-out split. ``embed``: ``list[str] -> (n, d)``."""
+    out: dict[str, float] = {}
+    for name, rows in splits.items():
+        if name == "train" or not rows:
+            continue
+        out[name] = _texts_accuracy(embed, rows)
+        if name == "heldout":
+            for c in sorted({r["construction"] for r in rows}):
+                out[f"heldout:{c}"] = _texts_accuracy(embed, [r for r in rows if r["construction"] == c])
+    return out
+
+
+def single_object_set(n: int = 40, seed: int = 0) -> list[tuple[str, Any]]:
+    """``n`` (caption, rendered image) single objects with distinct (attribute, shape) pairs."""
+    from bindlab.data.render import RENDER_VOCAB, ObjectSpec, render_single
+    from bindlab.data.vocab import article
+
+    rng = random.Random(seed)
+    pairs = [(a.name, o) for a in RENDER_VOCAB.attributes for o in RENDER_VOCAB.objects]
+    rng.shuffle(pairs)
+    return [(f"{article(a)} {a} {o}", render_single(ObjectSpec(o, a), size=96, seed=i)) for i, (a, o) in
+            enumerate(pairs[:n])]
+
+
+def forgetting_reference(encoder: Any, with_images: bool) -> dict[str, np.ndarray]:
+    """Base-model embeddings the forgetting control compares against (general sentences; single objects)."""
+    from bindlab.train.general_sentences import general_sentences
+
+    ref = {"general": encoder.embed_texts(general_sentences())}
+    if with_images:
+        items = single_object_set()
+        ref["single_text"] = encoder.embed_texts([t for t, _ in items])
+        ref["single_image"] = encoder.embed_images([im for _, im in items])
+    return ref
+
+
+def forgetting_control(encoder: Any, ref: dict[str, np.ndarray]) -> dict[str, float]:
+    """Drift of the general-sentence similarity structure from the base model, paraphrase R@1, and (image models)
+    single-object text->image R@1 over a rendered gallery."""
+    from bindlab.train.general_sentences import general_sentences
+
+    now = encoder.embed_texts(general_sentences())
+    out = {"drift": similarity_drift(ref["general"], now), "paraphrase_r1": paraphrase_r1(now)}
+    if "single_image" in ref:
+        items = single_object_set()
+        t = encoder.embed_texts([c for c, _ in items])
+        i = encoder.embed_images([im for _, im in items])
+        out["single_object_t2i_r1"] = float(np.mean(np.argmax(t @ i.T, axis=1) == np.arange(len(items))))
+    return out
+
+
+def choose_lines_a(grid: list[dict[str, Any]], base_val: float, forget_weight: float) -> float:
+    """Pick LiNeS ``a`` from evaluated grid points ``{"a", "val", "drift"}``: maximise
+    ``(val - base_val) - forget_weight * drift``; ties go to the smaller drift, then the smaller a."""
+    if not grid:
+        return DEFAULT_LINES_A
+    best = max(grid, key=lambda g: ((g["val"] - base_val) - forget_weight * g["drift"], -g["drift"], -g["a"]))
+    return float(best["a"])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Callbacks and control
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainState:
+    """What callbacks see. Read-only for them."""
+
+    config: FinetuneConfig
+    out_dir: Path
+    phase: str = "loading"  # loading | baseline | training | lines | final | done
+    step: int = 0
+    total_steps: int = 0
+    epoch: int = 0
+    loss: float = float("nan")
+    triplets_seen: int = 0
+    train_seconds: float = 0.0  # time inside training steps (no evaluation)
+    started: float = field(default_factory=time.time)
+    history: list[dict[str, Any]] = field(default_factory=list)  # eval events
+
+
+class Callback:
+    """No-op event hooks; subclass and override what you need."""
+
+    def on_phase(self, state: TrainState) -> None: ...
+    def on_train_start(self, state: TrainState) -> None: ...
+    def on_step_end(self, state: TrainState) -> None: ...
+    def on_eval(self, state: TrainState, metrics: dict[str, Any]) -> None: ...
+    def on_checkpoint(self, state: TrainState, path: Path) -> None: ...
+    def on_train_end(self, state: TrainState, result: dict[str, Any]) -> None: ...
+
+
+class Control:
+    """Set ``stop`` (e.g. from a SIGTERM handler) to end training at the next step boundary, with a checkpoint."""
+
+    stop: bool = False
+
+
+class Stopped(Exception):
+    """Training ended early because :class:`Control` asked it to (the last checkpoint is on disk)."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The loop
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def load_splits(data: str, eval_rows: int, seed: int) -> dict[str, list[dict]]:
+    """Triplet rows by split; evaluation splits capped at ``eval_rows`` (a fixed, seeded sample)."""
+    from bindlab.data.triplets import SPLITS, load_triplets
+
+    rows = load_triplets(data)
+    splits = {s: [r for r in rows if r["split"] == s] for s in SPLITS}
+    if not splits["train"]:
+        raise ValueError(f"{data}: no rows in the train split; generate triplets with "
+                         "'python -m bindlab generate triplets --out DIR --n 4000'")
+    if eval_rows:
+        rng = random.Random(f"eval-{seed}")
+        for s in ("val", "test", "heldout"):
+            if len(splits[s]) > eval_rows:
+                splits[s] = rng.sample(splits[s], eval_rows)
+    return splits
+
+
+def batch_order(n_rows: int, epoch: int, seed: int) -> list[int]:
+    """The row order of an epoch: a permutation fixed by (seed, epoch), so a resumed run sees the same batches."""
+    order = list(range(n_rows))
+    random.Random(f"bindlab-ft-{seed}-{epoch}").shuffle(order)
+    return order
+
+
+def plan_steps(n_train: int, cfg: FinetuneConfig) -> int:
+    """Total optimizer steps: ``epochs * ceil(n_train / batch_size)``, capped by ``max_steps``."""
+    total = cfg.epochs * math.ceil(n_train / cfg.batch_size)
+    return min(total, cfg.max_steps) if cfg.max_steps else total
+
+
+class _Dist:
+    """Data parallelism under ``accelerate launch``: rank, world size, gradient averaging; trivial in one process."""
+
+    def __init__(self) -> None:
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.accelerator = None
+        if self.world > 1:
+            from accelerate import Accelerator
+
+            self.accelerator = Accelerator()
+            self.rank = self.accelerator.process_index
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def device(self) -> str | None:
+        return str(self.accelerator.device) if self.accelerator else None
+
+    def shard(self, items: list[Any]) -> list[Any]:
+        return items[self.rank :: self.world]
+
+    def average_grads(self, params: list[Any]) -> None:
+        if self.accelerator is None:
+            return
+        import torch.distributed as dist
+
+        for p in params:
+            if p.grad is not None:
+                dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+
+    def barrier(self) -> None:
+        if self.accelerator is not None:
+            self.accelerator.wait_for_everyone()
+
+
+def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback] = (), control: Control | None = None,
+          resume: bool = False) -> dict[str, Any]:
+    """Finetune ``cfg.model`` on ``cfg.data``; write adapters, LiNeS choice and results into ``out_dir``.
+
+    Args:
+        cfg: the run's settings.
+        out_dir: the job folder (``checkpoints/`` and outputs go here).
+        callbacks: event observers (progress, logging).
+        control: cancellation flag, checked after every step.
+        resume: continue from ``checkpoints/last.pt`` when it exists.
+
+    Returns:
+        The result dict also written to ``result.json``.
+
+    Raises:
+        Stopped: when ``control.stop`` was set (a checkpoint was saved first).
+    """
+    import torch
+
+    from bindlab.encoders.base import load_encoder
+    from bindlab.train.towers import LoraSettings, inject_lora, lora_state, text_tower
+
+    out = Path(out_dir)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    control = control or Control()
+    dist = _Dist()
+    cbs = list(callbacks) if dist.main else []
+    state = TrainState(cfg, out)
+
+    def emit(event: str, *args: Any) -> None:
+        for cb in cbs:
+            getattr(cb, event)(state, *args)
+
+    def phase(name: str) -> None:
+        state.phase = name
+        emit("on_phase")
+
+    phase("loading")
+    torch.manual_seed(cfg.seed)
+    splits = load_splits(cfg.data, cfg.eval_rows, cfg.seed)
+    encoder = load_encoder(cfg.model, device=dist.device or cfg.device)
+    tower = text_tower(encoder)
+    with_images = "image" in encoder.modalities
+    lora = LoraSettings(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout)
+    params = inject_lora(tower, lora)  # B = 0: the model is still exactly the base model
+    tower.module.eval()  # no dropout anywhere but LoRA's own (0 by default)
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    train_rows = splits["train"]
+    state.total_steps = plan_steps(len(train_rows), cfg)
+    eval_every = cfg.eval_every if cfg.eval_every else max(1, state.total_steps // 10)
+    ckpt_every = cfg.checkpoint_every or (eval_every if eval_every > 0 else state.total_steps)
+    ckpt = out / "checkpoints" / "last.pt"
+    curve_rows = splits["val"][:200]
+
+    def embed(texts: list[str]) -> np.ndarray:
+        # In-process and uncached on purpose: the weights change under the same base fingerprint.
+        return encoder.embed_texts(texts)
+
+    baseline: dict[str, Any] = {}
+    if resume and ckpt.exists():
+        saved = torch.load(ckpt, map_location="cpu", weights_only=False)
+        from bindlab.train.towers import load_lora_state
+
+        load_lora_state(tower, saved["lora"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state.step, state.triplets_seen = saved["step"], saved["triplets_seen"]
+        state.history, baseline = saved["history"], saved["baseline"]
+        state.train_seconds = saved.get("train_seconds", 0.0)
+    ref = None
+    if cfg.evaluate and dist.main:
+        ref_path = out / "checkpoints" / "reference.npz"
+        if not baseline:
+            phase("baseline")
+            baseline = {"triplets": evaluate_triplets(embed, splits), "curve_val": _texts_accuracy(embed, curve_rows)}
+            ref = forgetting_reference(encoder, with_images)
+            np.savez(ref_path, **ref)
+            baseline["forgetting"] = forgetting_control(encoder, ref)
+            state.history.append({"step": 0, "val_acc": baseline["curve_val"]})
+            emit("on_eval", {"step": 0, "val_acc": baseline["curve_val"]})
+        else:
+            ref = dict(np.load(ref_path))
+    dist.barrier()
+
+    def save_checkpoint() -> None:
+        if not dist.main:
+            return
+        tmp = ckpt.with_suffix(".tmp")
+        torch.save({"step": state.step, "triplets_seen": state.triplets_seen, "lora": lora_state(tower),
+                    "optimizer": optimizer.state_dict(), "history": state.history, "baseline": baseline,
+                    "train_seconds": state.train_seconds, "config": cfg.to_dict()}, tmp)
+        tmp.replace(ckpt)
+        emit("on_checkpoint", ckpt)
+
+    phase("training")
+    emit("on_train_start")
+    steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
+    fail_at = int(cfg.debug.get("fail_at_step", 0) or 0)
+    sleep = float(cfg.debug.get("sleep_per_step", 0) or 0)
+    while state.step < state.total_steps:
+        if control.stop:
+            save_checkpoint()
+            raise Stopped(f"stopped at step {state.step}")
+        state.epoch, pos = divmod(state.step, steps_per_epoch)
+        order = batch_order(len(train_rows), state.epoch, cfg.seed)
+        batch = [train_rows[i] for i in order[pos * cfg.batch_size : (pos + 1) * cfg.batch_size]]
+        t0 = time.perf_counter()
+        loss = train_step(tower, optimizer, params, dist.shard(batch), cfg.margin, dist)
+        if sleep:
+            time.sleep(sleep)
+        state.train_seconds += time.perf_counter() - t0
+        state.step += 1
+        state.loss = loss
+        state.triplets_seen += len(batch)
+        if fail_at and state.step >= fail_at:
+            raise RuntimeError(f"injected failure at step {state.step} (debug.fail_at_step)")
+        emit("on_step_end")
+        if cfg.evaluate and eval_every > 0 and state.step % eval_every == 0 and state.step < state.total_steps and dist.main:
+            m = {"step": state.step, "val_acc": _texts_accuracy(embed, curve_rows)}
+            state.history.append(m)
+            emit("on_eval", m)
+        if state.step % ckpt_every == 0 and state.step < state.total_steps:
+            save_checkpoint()
+        if eval_every > 0 and state.step % eval_every == 0:
+            dist.barrier()
+    save_checkpoint()
+    if not dist.main:
+        return {}
+    return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase)
+
+
+def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict], margin: float, dist: Any = None) -> float:
+    """One optimizer step on a batch of triplet rows; returns the loss. (b, d) embeddings per role."""
+    texts = [r["query"] for r in batch] + [r["positive"] for r in batch] + [r["negative"] for r in batch]
+    emb = tower.forward(texts)  # (3b, d), one forward for all three roles
+    b = len(batch)
+    loss = compute_loss_from_embeddings(emb[:b], emb[b : 2 * b], emb[2 * b :], margin)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if dist is not None:
+        dist.average_grads(params)
+    optimizer.step()
+    return float(loss.detach())
+
+
+def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tower: Any, splits: dict[str, list[dict]],
+            baseline: dict[str, Any], ref: dict[str, np.ndarray] | None, emit: Any, phase: Any) -> dict[str, Any]:
+    """After training: save the unscaled adapter, choose and apply LiNeS, evaluate, write result.json."""
+    from bindlab.provenance import provenance
+    from bindlab.train.towers import load_lora_state, lora_state, save_adapter
+
+    unscaled = lora_state(tower)
+    save_adapter(out / "adapter_unscaled.safetensors", unscaled)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return encoder.embed_texts(texts)
+
+    grid: list[dict[str, Any]] = []
+    if cfg.evaluate and str(cfg.lines_a) == "auto" and splits["val"]:
+        phase("lines")
+        for a in LINES_GRID:
+            load_lora_state(tower, scale_lora_state(unscaled, tower.n_blocks, a))
+            grid.append({"a": a, "val": _texts_accuracy(embed, splits["val"]),
+                         "drift": forgetting_control(encoder, ref)["drift"]})
+        a = choose_lines_a(grid, baseline["triplets"]["val"], cfg.forget_weight)
+    else:
+        a = DEFAULT_LINES_A if str(cfg.lines_a) == "auto" else float(cfg.lines_a)
+    scaled = scale_lora_state(unscaled, tower.n_blocks, a)
+    save_adapter(out / "adapter_lines.safetensors", scaled)
+    lines = {"a": a, "n_blocks": tower.n_blocks, "factors": [round(float(f), 6) for f in lines_factors(tower.n_blocks, a)],
+             "chosen_on": "validation" if grid else ("given" if str(cfg.lines_a) != "auto" else "default"),
+             "grid": grid, "forget_weight": cfg.forget_weight}
+    (out / "lines.json").write_text(json.dumps(lines, indent=2))
+
+    result: dict[str, Any] = {"steps": state.step, "triplets_seen": state.triplets_seen,
+                              "train_seconds": round(state.train_seconds, 3),
+                              "triplets_per_s": round(state.triplets_seen / max(state.train_seconds, 1e-9), 2),
+                              "lines": lines, "family": tower.family}
+    if cfg.evaluate:
+        phase("final")
+        after: dict[str, Any] = {"base": baseline}
+        for name, st in (("unscaled", unscaled), ("lines", scaled)):
+            load_lora_state(tower, st)
+            after[name] = {"triplets": evaluate_triplets(embed, splits), "forgetting": forgetting_control(encoder, ref)}
+        result["eval"] = after
+        result["eval_rows"] = {s: len(r) for s, r in splits.items()}
+    load_lora_state(tower, scaled)
+    result["provenance"] = provenance(Path(cfg.data) / "triplets.jsonl" if Path(cfg.data).is_dir() else cfg.data,
+                                      encoder, {**cfg.to_dict(), "kind": "finetune"}, cfg.seed)
+    (out / "result.json").write_text(json.dumps(result, indent=2))
+    state.phase = "done"
+    emit("on_train_end", result)
+    return result
+
+
+def default_triplets(n: int = 4000, seed: int = 0) -> Path:
+    """A generated triplets folder under ``$BINDLAB_HOME/data`` (made on first use, a few seconds)."""
+    from bindlab.config import home
+    from bindlab.data.triplets import generate_triplets, write_triplets
+
+    out = home() / "data" / f"triplets-{n}-s{seed}"
+    if not (out / "triplets.jsonl").is_file():
+        rows, stats = generate_triplets(n, seed=seed)
+        write_triplets(out, rows, stats)
+    return out

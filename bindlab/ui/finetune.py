@@ -1,0 +1,191 @@
+"""Finetune tab: launch a LoRA + LiNeS binding finetune as a background job, follow it live, cancel or resume it,
+and compare base vs finetuned on the same MCQs once it is done.
+
+Jobs are subprocesses managed by :class:`bindlab.jobs.manager.JobManager`; this tab only reads their state from
+disk on a ``gr.Timer``, so the page never blocks and a restarted app finds its jobs again.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from bindlab import figures
+from bindlab.ui.common import friendly
+
+CSS = """
+.ft-bar {background:#eee; border-radius:6px; height:18px; width:100%; overflow:hidden}
+.ft-bar > div {background:#2ca02c; height:100%}
+.ft-state-failed {color:#c0392b; font-weight:bold}
+.ft-state-done {color:#2ca02c; font-weight:bold}
+"""
+
+JOB_COLUMNS = ["id", "model id", "base", "state", "step", "message"]
+
+
+def _manager() -> Any:
+    from bindlab.jobs.manager import JobManager
+
+    return JobManager()
+
+
+def jobs_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per job, newest first."""
+    rows = [{"id": j["id"], "model id": j["model_id"], "base": j["base_model"], "state": j["state"],
+             "step": f"{j['progress'].get('step', 0)}/{j['progress'].get('total_steps', '?')}" if j["progress"] else "",
+             "message": j.get("message", "")} for j in reversed(jobs)]
+    return pd.DataFrame(rows, columns=JOB_COLUMNS)
+
+
+def progress_html(status: dict[str, Any], progress: dict[str, Any]) -> str:
+    """A progress bar with step, phase, loss and ETA."""
+    frac = float(progress.get("fraction") or 0.0)
+    if status.get("state") == "done":
+        frac = 1.0
+    eta = progress.get("eta_s")
+    eta_txt = f" · ETA {eta:.0f} s" if eta is not None and status.get("state") == "running" else ""
+    loss = progress.get("loss")
+    loss_txt = f" · loss {loss:.4f}" if loss is not None else ""
+    return (f'<div class="ft-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
+            f'<p id="ft-progress-text">step {progress.get("step", 0)}/{progress.get("total_steps", "?")} · '
+            f'{100 * frac:.0f}% · phase {html.escape(str(progress.get("phase", "-")))}{loss_txt}{eta_txt}</p>')
+
+
+def md_table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of dict rows (same keys)."""
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    out = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    out += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def status_md(info: dict[str, Any]) -> str:
+    st = info["status"]
+    lines = [f"**{st['id']}** → model `{st['model_id']}` (base `{st['base_model']}`): "
+             f"<span class='ft-state-{st['state']}' id='ft-state'>{st['state']}</span> — {html.escape(st.get('message', ''))}"]
+    res = info.get("result")
+    if res and res.get("eval"):
+        from bindlab.train.compare import result_rows
+
+        lines.append(f"LiNeS a = **{res['lines']['a']}** ({res['lines']['chosen_on']}); "
+                     f"{res['triplets_per_s']} triplets/s")
+        lines.append(md_table(result_rows(res)))
+    if st["state"] == "failed":
+        lines.append("**Log tail**\n```\n" + (st.get("log_tail") or info.get("log_tail", "")) + "\n```")
+    return "\n\n".join(lines)
+
+
+# --- callbacks -----------------------------------------------------------------------------------------------
+@friendly
+def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: float, lr: float, rank: float,
+           lines_a: str) -> tuple[Any, str]:
+    from bindlab.train.finetune import default_triplets
+
+    if not (model or "").strip():
+        raise ValueError("give a base model id, e.g. minilm or toy:shared")
+    cfg = {"model": model.strip(), "data": (data or "").strip() or str(default_triplets()), "epochs": int(epochs),
+           "max_steps": int(max_steps or 0), "batch_size": int(batch_size), "lr": float(lr), "lora_rank": int(rank),
+           "lines_a": (lines_a or "auto").strip()}
+    job_id = _manager().submit(cfg)
+    return gr.update(choices=[j["id"] for j in _manager().list()], value=job_id), \
+        f"Started job **{job_id}**; it will produce `lora:{job_id}`."
+
+
+@friendly
+def poll(job_id: str) -> tuple[Any, ...]:
+    m = _manager()
+    jobs = m.list()
+    ids = [j["id"] for j in reversed(jobs)]
+    if not job_id:
+        return ("No job selected.", progress_html({}, {}), figures.message_figure("no job selected"),
+                jobs_frame(jobs), gr.update(choices=ids))
+    info = m.show(job_id, log_lines=15)
+    return (status_md(info), progress_html(info["status"], info["progress"]),
+            figures.training_curves(info["metrics"], title=f"{job_id}: loss and validation triplet accuracy"),
+            jobs_frame(jobs), gr.update(choices=ids))
+
+
+@friendly
+def cancel(job_id: str) -> str:
+    if not job_id:
+        raise ValueError("select a job to cancel")
+    st = _manager().cancel(job_id)
+    return f"{st['id']}: {st['state']} ({st['message']})"
+
+
+@friendly
+def resume(job_id: str) -> str:
+    if not job_id:
+        raise ValueError("select a cancelled or failed job to resume")
+    st = _manager().resume(job_id)
+    return f"{st['id']}: {st['state']} ({st['message']})"
+
+
+@friendly
+def compare(job_id: str, mcq: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    from bindlab.eval.browse import default_dataset
+    from bindlab.train.compare import compare_job, mcq_table, result_rows
+
+    if not job_id:
+        raise ValueError("select a finished job to compare")
+    path = (mcq or "").strip() or str(default_dataset())
+    res = compare_job(job_id, path, progress=lambda f, msg: progress(f, desc=msg))
+    table = pd.DataFrame(mcq_table(res))
+    head = (f"Base `{res['models']['base']}` vs `{res['models']['unscaled']}` (no LiNeS) vs `{res['models']['lines']}` "
+            f"(LiNeS a = {(res.get('lines') or {}).get('a')}) on {path}")
+    return head, table, pd.DataFrame(result_rows({"eval": {}}) if not res["triplets"] else res["triplets"]), \
+        figures.compare_by_n(mcq_table(res))
+
+
+def build_tab() -> None:
+    """Lay out the Finetune tab inside the current ``gr.Blocks``."""
+    gr.Markdown("Text-only binding finetune (SABER §4): LoRA on the text attention projections, hinge loss on "
+                "triplets whose hard negative differs only in its bindings, then LiNeS rescales the update layer by "
+                "layer. Jobs run in the background; this page polls them.")
+    with gr.Row():
+        model = gr.Textbox(value="minilm", label="Base model id", elem_id="ft-model", scale=2)
+        data = gr.Textbox(value="", label="Triplets folder (empty = generate 4,000 rows)", elem_id="ft-data", scale=3)
+        lines_a = gr.Textbox(value="auto", label="LiNeS a (auto = chosen on validation)", elem_id="ft-lines-a")
+    with gr.Row():
+        epochs = gr.Number(value=1, precision=0, minimum=1, label="Epochs", elem_id="ft-epochs")
+        max_steps = gr.Number(value=0, precision=0, minimum=0, label="Max steps (0 = no cap)", elem_id="ft-max-steps")
+        batch = gr.Number(value=16, precision=0, minimum=1, label="Batch (triplets)", elem_id="ft-batch")
+        lr = gr.Number(value=5e-5, label="Learning rate", elem_id="ft-lr")
+        rank = gr.Number(value=4, precision=0, minimum=1, label="LoRA rank", elem_id="ft-rank")
+        start = gr.Button("Launch finetune", variant="primary", elem_id="ft-launch")
+    message = gr.Markdown(elem_id="ft-message")
+    with gr.Row():
+        job = gr.Dropdown([], label="Job", allow_custom_value=True, elem_id="ft-job", scale=3)
+        stop = gr.Button("Cancel", elem_id="ft-cancel")
+        again = gr.Button("Resume", elem_id="ft-resume")
+    status = gr.Markdown(elem_id="ft-status")
+    bar = gr.HTML(elem_id="ft-progress")
+    curves = gr.Plot(label="Loss and validation triplet accuracy", elem_id="ft-curves")
+    jobs = gr.Dataframe(headers=JOB_COLUMNS, label="All jobs", interactive=False, elem_id="ft-jobs")
+    gr.Markdown("### Before vs after")
+    with gr.Row():
+        mcq = gr.Textbox(value="", label="MCQ file (empty = embedded mini benchmark)", elem_id="ft-mcq", scale=3)
+        cmp_btn = gr.Button("Compare base vs finetuned", elem_id="ft-compare-btn")
+    cmp_head = gr.Markdown(elem_id="ft-compare-head")
+    with gr.Row():
+        cmp_table = gr.Dataframe(headers=["pairing", "N", "base", "unscaled", "lines"], label="MCQ accuracy per pairing and N",
+                                 interactive=False, elem_id="ft-compare")
+        cmp_fig = gr.Plot(label="Accuracy by N", elem_id="ft-compare-fig")
+    trip_table = gr.Dataframe(headers=["model", "triplet_test", "triplet_heldout", "drift", "paraphrase_r1"],
+                              label="Triplet accuracy and forgetting control", interactive=False,
+                              elem_id="ft-compare-triplets")
+    timer = gr.Timer(2.0)
+
+    polled = [status, bar, curves, jobs, job]
+    start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a], [job, message],
+                api_name="ft_launch").then(poll, [job], polled, api_name=False)
+    timer.tick(poll, [job], polled, api_name="ft_poll", show_progress="hidden")
+    job.change(poll, [job], polled, api_name=False)
+    stop.click(cancel, [job], [message], api_name="ft_cancel").then(poll, [job], polled, api_name=False)
+    again.click(resume, [job], [message], api_name="ft_resume").then(poll, [job], polled, api_name=False)
+    cmp_btn.click(compare, [job, mcq], [cmp_head, cmp_table, trip_table, cmp_fig], api_name="ft_compare")

@@ -1,0 +1,158 @@
+"""The job manager with real subprocesses on a tiny random encoder: a 2-step job runs and reports progress, its
+``lora:`` model loads; cancel stops the process group within seconds and keeps the checkpoint; the queue runs one
+heavy job at a time; a new manager (an app restart) sees everything; resume continues from the checkpoint;
+crashing jobs are reported failed with their log tail."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bindlab.jobs.manager import JobManager, group_alive, read_json
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("ft")
+    model = build_tiny("st", root / "st")
+    rows, stats = generate_triplets(120, seed=0)
+    write_triplets(root / "trip", rows, stats)
+    return model, str(root / "trip")
+
+
+def _cfg(tiny, **kw):
+    return {"model": tiny[0], "data": tiny[1], "batch_size": 4, "eval_rows": 8, "device": "cpu", **kw}
+
+
+def _wait_progress(d: Path, step: int, timeout: float = 240) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pr = read_json(d / "progress.json", {}) or {}
+        if pr.get("step", 0) >= step:
+            return pr
+        st = read_json(d / "status.json", {})
+        assert st["state"] in ("queued", "running"), (st, (d / "log.txt").read_text()[-2000:])
+        time.sleep(0.2)
+    raise AssertionError(f"no progress to step {step} in {timeout}s: {(d / 'log.txt').read_text()[-2000:]}")
+
+
+def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny, tmp_path):
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.service import embed_texts
+    from bindlab.train.lines import scale_lora_state
+    from bindlab.train.towers import read_adapter
+
+    m = JobManager(tmp_path / "jobs")
+    job = m.submit(_cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5))
+    st = m.wait(job, timeout=300)
+    d = m.job_dir(job)
+    assert st["state"] == "done", m.log_tail(job)
+    pr = read_json(d / "progress.json")
+    assert (pr["step"], pr["total_steps"], pr["fraction"], pr["phase"]) == (2, 2, 1.0, "done")
+    metrics = m.metrics(job)
+    assert [e["step"] for e in metrics if "loss" in e] == [1, 2]
+    assert [e["step"] for e in metrics if "val_acc" in e][0] == 0  # baseline point of the curve
+    res = read_json(d / "result.json")
+    assert set(res["eval"]) == {"base", "unscaled", "lines"}
+    for split in ("test", "heldout", "heldout:deferred_bind_anaphoric", "heldout:deferred_bind_respective"):
+        assert 0.0 <= res["eval"]["lines"]["triplets"][split] <= 1.0
+    assert res["eval"]["base"]["forgetting"]["drift"] == 0.0
+    assert res["provenance"]["encoder"]["id"] == tiny[0]
+
+    # The saved LiNeS adapter is the unscaled one scaled by the formula (2 blocks: factors 0.5 and 1).
+    lines = read_json(d / "lines.json")
+    assert lines["a"] == 0.5 and lines["factors"] == [0.5, 1.0] and lines["chosen_on"] == "given"
+    raw, scaled = read_adapter(d / "adapter_unscaled.safetensors"), read_adapter(d / "adapter_lines.safetensors")
+    for k, v in scale_lora_state(raw, 2, 0.5).items():
+        assert torch.allclose(scaled[k], v)
+
+    # lora:<job> loads (by job folder here; by id under $BINDLAB_HOME/jobs) and embeds through the cache.
+    texts = ["a red cube and a blue sphere", "a blue cube and a red sphere"]
+    base = load_encoder(tiny[0], device="cpu")
+    ft = load_encoder(f"lora:{d}", device="cpu")
+    raw_enc = load_encoder(f"lora:{d}/unscaled", device="cpu")
+    e0, e1, e2 = (embed_texts(e, texts) for e in (base, ft, raw_enc))
+    assert e1.shape == e0.shape and np.allclose(np.linalg.norm(e1, axis=1), 1, atol=1e-5)
+    assert not np.allclose(e0, e1, atol=1e-6) and not np.allclose(e1, e2, atol=1e-6)
+    assert len({base.fingerprint, ft.fingerprint, raw_enc.fingerprint}) == 3
+
+    # A restarted app (a new manager on the same root) still sees the job.
+    again = {j["id"]: j for j in JobManager(tmp_path / "jobs").list()}
+    assert again[job]["state"] == "done" and again[job]["model_id"] == f"lora:{job}"
+
+
+def test_cancel_queue_restart_and_resume(tiny, tmp_path):
+    root = tmp_path / "jobs"
+    m = JobManager(root, max_heavy=1)
+    slow = m.submit(_cfg(tiny, max_steps=6, evaluate=False, checkpoint_every=1, debug={"sleep_per_step": 1.0}))
+    quick = m.submit(_cfg(tiny, max_steps=1, evaluate=False))
+    states = {j["id"]: j["state"] for j in m.list()}
+    assert states == {slow: "running", quick: "queued"}  # one heavy job at a time
+
+    d = m.job_dir(slow)
+    _wait_progress(d, 2)
+    pgid = read_json(d / "status.json")["pgid"]
+    t0 = time.time()
+    st = m.cancel(slow)
+    assert time.time() - t0 < 10 and not group_alive(pgid)
+    assert st["state"] == "cancelled" and "checkpoint kept" in st["message"]
+    ckpt = torch.load(d / "checkpoints" / "last.pt", map_location="cpu", weights_only=False)
+    assert ckpt["step"] >= 2
+
+    # The freed slot went to the queued job; a new manager (the app restarted) sees both and cancels the second.
+    m2 = JobManager(root, max_heavy=1)
+    states = {j["id"]: j["state"] for j in m2.list()}
+    assert states == {slow: "cancelled", quick: "running"}
+    assert m2.cancel(quick)["state"] == "cancelled"
+
+    # Resume continues from the checkpoint, not from step 0.
+    m2.resume(slow)
+    st = m2.wait(slow, timeout=300)
+    assert st["state"] == "done", m2.log_tail(slow)
+    assert f"(from step {ckpt['step']})" in m2.log_tail(slow, 200)
+    res = read_json(d / "result.json")
+    assert res["steps"] == 6 and res["triplets_seen"] == 6 * 4
+    losses = [e["step"] for e in m2.metrics(slow) if "loss" in e]
+    assert losses[-1] == 6 and sorted(set(losses)) == list(range(1, 7))
+
+
+def test_crashing_jobs_are_reported_failed_with_their_log(tiny, tmp_path):
+    m = JobManager(tmp_path / "jobs")
+    bad = m.submit(_cfg(tiny, max_steps=3, evaluate=False, debug={"fail_at_step": 1}))
+    st = m.wait(bad, timeout=300)
+    assert st["state"] == "failed" and "injected failure" in st["message"]
+    assert "RuntimeError: injected failure" in st["log_tail"]
+
+    # A process that dies without a word (killed, segfault, OOM) is noticed by the manager.
+    killed = m.submit(_cfg(tiny, max_steps=50, evaluate=False, debug={"sleep_per_step": 1.0}))
+    _wait_progress(m.job_dir(killed), 1)
+    os.kill(read_json(m.job_dir(killed) / "status.json")["pid"], signal.SIGKILL)
+    st = m.wait(killed, timeout=30)
+    assert st["state"] == "failed" and "without reporting" in st["message"]
+    assert "step" in st["log_tail"] or "training" in st["log_tail"]
+
+
+def test_submit_refuses_bad_input_before_starting(tiny, tmp_path):
+    from bindlab.encoders.base import EncoderError
+
+    m = JobManager(tmp_path / "jobs")
+    with pytest.raises(FileNotFoundError, match="generate triplets"):
+        m.submit(_cfg(tiny, data=str(tmp_path / "nothing")))
+    with pytest.raises(EncoderError, match="no backend"):
+        m.submit(_cfg(tiny, model="nobackend"))
+    with pytest.raises(ValueError, match="unknown finetune setting"):
+        m.submit(_cfg(tiny, learning_rate=1))
+    with pytest.raises(KeyError, match="no job"):
+        m.show("20990101-000000-beef")
+    assert m.list() == []
+    assert json.loads(json.dumps(m.list())) == []

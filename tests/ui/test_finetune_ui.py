@@ -1,0 +1,59 @@
+"""Finetune tab in a real browser: launch a tiny 2-step job, watch the polled progress reach done, see the curve."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.ui
+
+
+@pytest.fixture(scope="module")
+def tiny_job_inputs(tmp_path_factory):
+    from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("ft-ui")
+    model = build_tiny("st", root / "st")
+    rows, stats = generate_triplets(80, seed=0)
+    write_triplets(root / "trip", rows, stats)
+    return model, str(root / "trip")
+
+
+def _fill(page, elem_id: str, value: str) -> None:
+    box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    box.fill(value)
+    box.press("Tab")
+
+
+def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs):
+    model, data = tiny_job_inputs
+    page.goto(app_url)
+    page.get_by_role("tab", name="Finetune").click()
+    _fill(page, "ft-model", model)
+    _fill(page, "ft-data", data)
+    _fill(page, "ft-max-steps", "2")
+    _fill(page, "ft-batch", "4")
+    page.click("#ft-launch")
+    page.wait_for_selector("#ft-message :text('Started job')", timeout=60_000)
+    job_id = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
+    assert f"lora:{job_id}" in page.inner_text("#ft-message")
+
+    # The timer polls the job; the page shows its state, then the progress bar at 100 % and the result table.
+    page.wait_for_function("() => { const s = document.querySelector('#ft-state');"
+                           " return s && s.innerText === 'done'; }", timeout=300_000)
+    assert "step 2/2" in page.inner_text("#ft-progress")
+    assert "100%" in page.inner_text("#ft-progress")
+    status = page.inner_text("#ft-status")
+    assert "LiNeS a =" in status and "unscaled" in status
+    assert job_id in page.inner_text("#ft-jobs")
+    screenshot(page, "finetune")
+
+
+def test_bad_launch_shows_a_message(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("tab", name="Finetune").click()
+    _fill(page, "ft-data", "/nonexistent/triplets")
+    page.click("#ft-launch")
+    page.wait_for_selector("text=no triplets at", timeout=60_000)
