@@ -1,0 +1,199 @@
+"""``toy:`` — the toy vision–language models bindlab trains itself (``bindlab.train.toy_train``).
+
+``toy:clip`` and ``toy:shared`` load the shipped folders ``assets/toy-clip/`` and ``assets/toy-shared/``;
+``toy:/path/to/folder`` loads any folder written by ``python -m bindlab train toy``. A folder holds
+``model.safetensors``, ``config.json`` (:class:`bindlab.train.toy_models.ToyConfig`) and ``vocab.json`` (the
+word-level tokenizer). No hub, no network: these are the offline default for everything visual.
+
+Images: converted by :func:`bindlab.encoders.images.load_images`, centre-cropped to a square, resized to the
+model's side (area averaging when shrinking, bicubic when enlarging). Texts: lower-cased words, punctuation
+dropped, unknown words -> ``[UNK]``, ``[BOS] words [EOS]``, pooled at ``[EOS]``. Both L2-normalised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
+from bindlab.encoders.weights import fingerprint_for_folder
+
+log = logging.getLogger(__name__)
+
+SHIPPED = {"clip": "toy-clip", "shared": "toy-shared"}  # name -> folder under assets/
+
+
+def shipped_folder(name: str) -> Path:
+    """``assets/<folder>`` of a shipped toy model."""
+    from bindlab.config import repo_root
+
+    return repo_root() / "assets" / SHIPPED[name]
+
+
+class ToyEncoder:
+    """A toy model behind the :class:`~bindlab.encoders.base.Encoder` protocol; weights load on first use."""
+
+    modalities = frozenset({"text", "image"})
+
+    def __init__(self, eid: EncoderId, folder: Path, device: str = "cpu", batch_size: int = 256) -> None:
+        from bindlab.encoders.runtime import check_batch_size
+        from bindlab.train.toy_data import WordTokenizer
+
+        self.id = str(eid)
+        self.folder = folder
+        for f in ("model.safetensors", "config.json", "vocab.json"):
+            if not (folder / f).is_file():
+                raise EncoderError(f"{self.id}: {folder} has no {f}; a toy model folder needs model.safetensors, "
+                                   "config.json and vocab.json (train one with 'python -m bindlab train toy')")
+        self.fingerprint = f"{self.id}|{fingerprint_for_folder(folder)}"
+        self.batch_size = check_batch_size(batch_size)
+        self.device_option = device
+        self.config = json.loads((folder / "config.json").read_text())
+        self.tokenizer = WordTokenizer.load(folder / "vocab.json")
+        self._model: Any = None
+        self.last_truncated = 0  # texts cut at the model's length in the last embed_texts call
+        self.last_image_notes: list[str] = []  # conversions (downscales) in the last embed_images call
+
+    @property
+    def model(self) -> Any:
+        """The torch module (:class:`bindlab.train.toy_models.ToyModel`), in eval mode, loaded on first use."""
+        if self._model is None:
+            from safetensors.torch import load_file
+
+            from bindlab.config import resolve_device
+            from bindlab.train.toy_models import ToyConfig, build_model
+
+            try:
+                model = build_model(ToyConfig(**self.config))
+                model.load_state_dict(load_file(str(self.folder / "model.safetensors")))
+            except (RuntimeError, TypeError, ValueError, OSError) as e:
+                raise EncoderError(f"{self.id}: could not load {self.folder} ({type(e).__name__}: {e})") from None
+            self.device = resolve_device(self.device_option)
+            self._model = model.to(self.device).eval()
+        return self._model
+
+    @property
+    def image_size(self) -> int:
+        return int(self.config["image_size"])
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        """Texts -> (n, embed_dim) float32, L2-normalised."""
+        import torch
+
+        texts = check_texts(texts, self.id)
+        model = self.model
+        out = np.zeros((len(texts), model.cfg.embed_dim), dtype=np.float32)
+        with torch.inference_mode():
+            for s in range(0, len(texts), self.batch_size):
+                ids = torch.from_numpy(self.tokenizer.batch(texts[s : s + self.batch_size])).to(self.device)
+                out[s : s + len(ids)] = model.encode_text(ids).float().cpu().numpy()
+        self.last_truncated = sum(self.tokenizer.encode(t)[2] for t in texts)
+        if self.last_truncated:
+            log.warning("%s: %d text(s) were longer than %d words and were truncated", self.id,
+                        self.last_truncated, self.tokenizer.max_len - 2)
+        return l2_normalize(out)
+
+    def pixels(self, images: list[Any]) -> np.ndarray:
+        """Images (PIL, paths or uint8 arrays) -> (n, 3, s, s) float32 in [0, 1] at the model's side ``s``."""
+        from bindlab.encoders.images import load_images
+
+        rgb, self.last_image_notes = load_images(images, self.id)
+        return np.stack([_square(img, self.image_size) for img in rgb]) if rgb else np.zeros((0, 3, 1, 1), np.float32)
+
+    def embed_images(self, images: list[Any]) -> np.ndarray:
+        """Images -> (n, embed_dim) float32, L2-normalised."""
+        import torch
+
+        px = self.pixels(images)
+        model = self.model
+        out = np.zeros((len(px), model.cfg.embed_dim), dtype=np.float32)
+        with torch.inference_mode():
+            for s in range(0, len(px), self.batch_size):
+                batch = torch.from_numpy(px[s : s + self.batch_size]).to(self.device)
+                out[s : s + len(batch)] = model.encode_image(batch).float().cpu().numpy()
+        return l2_normalize(out)
+
+    def attention_access(self) -> Any:
+        """Per-layer attention of the causal text transformer (for toy:shared: the blocks images use too)."""
+        import torch
+
+        from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess
+
+        def encode(text: str) -> EncodedText:
+            check_texts([text], self.id)
+            ids, spans, truncated = self.tokenizer.encode(text)
+            inputs = {"input_ids": torch.tensor([ids], device=self.device if self._model is not None else "cpu")}
+            return EncodedText(text, inputs, self.tokenizer.tokens(ids), spans, 1, truncated)
+
+        def layer_maps(enc: EncodedText):
+            model = self.model
+            with torch.inference_mode():
+                maps = model.text_attentions(enc.inputs["input_ids"].to(self.device))
+            for m in maps:  # per layer: (1, heads, seq, seq)
+                yield m[0].float().cpu().numpy()
+
+        cfg = self.config
+        layers = cfg["text_layers"] if cfg["arch"] == "clip" else cfg["layers"]
+        return TextAttentionAccess(self.id, self.tokenizer, int(layers), int(cfg["heads"]), causal=True,
+                                   encode=encode, layer_maps=layer_maps)
+
+
+def build_random(folder: str | Path, arch: str = "clip", width: int = 32, layers: int = 2, heads: int = 2,
+                 seed: int = 0) -> str:
+    """A randomly initialised toy model folder (for protocol tests, like :mod:`bindlab.encoders.tiny`).
+
+    Returns:
+        The id that loads it, ``toy:/abs/folder``.
+    """
+    import torch
+
+    from bindlab.train.toy_data import WordTokenizer
+    from bindlab.train.toy_models import ToyConfig, build_model
+    from bindlab.train.toy_train import save_model
+
+    folder = Path(folder).expanduser().resolve()
+    tok = WordTokenizer.build()
+    cfg = ToyConfig(arch=arch, width=width, layers=layers, text_layers=layers, heads=heads, embed_dim=width // 2,
+                    vocab_size=len(tok), image_size=32, patch_size=8, max_text_len=tok.max_len)
+    torch.manual_seed(seed)
+    save_model(folder, build_model(cfg), tok, {"random": True, "seed": seed})
+    return f"toy:{folder}"
+
+
+def _square(img: Any, side: int) -> np.ndarray:
+    """Centre-crop to a square and resize to ``side``: (3, side, side) float32 in [0, 1]."""
+    from PIL import Image
+
+    w, h = img.size
+    if w != h:
+        m = min(w, h)
+        left, top = (w - m) // 2, (h - m) // 2
+        img = img.crop((left, top, left + m, top + m))
+    if img.size[0] != side:
+        shrink = img.size[0] > side
+        img = img.resize((side, side), Image.Resampling.BOX if shrink else Image.Resampling.BICUBIC)
+    return np.asarray(img, dtype=np.float32).transpose(2, 0, 1) / 255.0
+
+
+def _load(eid: EncoderId, options: dict[str, Any]) -> ToyEncoder:
+    name = eid.name
+    if name in SHIPPED:
+        folder = shipped_folder(name)
+        if not folder.is_dir():
+            raise EncoderError(f"toy:{name}: the shipped folder {folder} is missing; reinstall bindlab with its "
+                               f"assets or train one with 'python -m bindlab train toy --arch {name} --out DIR'")
+    else:
+        folder = Path(name).expanduser()
+        if not folder.is_dir():
+            raise EncoderError(f"toy:{name}: not a shipped toy model ({', '.join('toy:' + k for k in SHIPPED)}) "
+                               "and not an existing folder; give toy:clip, toy:shared or toy:/path/to/trained/folder")
+        folder = folder.resolve()
+    device = options.get("device", "cpu") or "cpu"
+    return ToyEncoder(eid, folder, device=device, batch_size=options.get("batch_size", 256) or 256)
+
+
+register_backend("toy", _load, "bindlab's own toy vision-language models (toy:clip, toy:shared, toy:/folder)")

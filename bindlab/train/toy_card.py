@@ -1,0 +1,158 @@
+"""Model cards (``README.md``) for trained toy models, written from ``training.json`` and measured evaluations."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from bindlab.train import toy_data
+
+_ARCH_TEXT = {
+    "clip": ("CLIP-style dual encoder. Image tower: a conv stem (two stride-2 3x3 convs, then a stride-{k} conv) "
+             "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
+             "transformer blocks with full attention, mean pooling, linear projection to {d}. Text tower: word "
+             "embeddings + learned positions, {T} causal pre-norm blocks, pooled at the final [EOS] token, linear "
+             "projection to {d}. The towers share nothing."),
+    "shared": ("MLLM-style embedder. Modality-specific input embeddings only (the same conv patch stem as toy:clip "
+               "for the {s}x{s} image -> {p} tokens; a word table for text), then the **same** {L} pre-norm "
+               "transformer blocks, final norm and projection to {d} for both modalities: image tokens attend to "
+               "each other fully and are mean-pooled, text attends causally and is pooled at [EOS]. A text-only "
+               "LoRA on the attention q/k/v/o projections therefore changes the modules images use too."),
+}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _render_text(training: dict[str, Any]) -> str:
+    r = training.get("render_seconds", 0.0)
+    return f"+{r / 60:.1f} min rendering the pool" if r >= 5 else "the rendered pool came from the cache"
+
+
+def _schedule_lines(training: dict[str, Any]) -> list[str]:
+    sched = training.get("schedule") or []
+    if len(sched) < 2:
+        return []
+    parts = "; then ".join(f"from step {a} a cosine schedule ending at step {b}" for a, b in sched)
+    return [f"- schedule as run: {parts} (the run was stopped with `touch OUT/STOP` and resumed with a larger "
+            "`--steps`, which stretches the remaining cosine decay; a from-scratch run with the final `--steps` "
+            "follows one schedule throughout)"]
+
+
+def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
+              notes: list[str] | tuple[str, ...] = ()) -> str:
+    """The model card in Markdown."""
+    m = training["model_config"]
+    t = training["train_config"]
+    arch = _ARCH_TEXT[m["arch"]].format(k=m["patch_size"] // 4, s=m["image_size"], p=m["num_patches"]
+                                        if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
+                                        w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"])
+    so = evaluation["single_object"]
+    lines = [
+        f"# {name} — a toy vision–language model trained by bindlab",
+        "",
+        f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`). Trained from scratch on "
+        "procedurally rendered scenes (bindlab.data.render) with bindlab's own code; no pretrained weights, no hub.",
+        "",
+        "## Architecture",
+        "",
+        arch,
+        "",
+        f"- parameters: {training['parameters']:,}; width {m['width']}, {m['heads']} heads, MLP x{m['mlp_ratio']}, "
+        f"embedding size {m['embed_dim']}, image {m['image_size']} px with {m['patch_size']} px patches, "
+        f"text up to {m['max_text_len']} tokens",
+        f"- tokenizer: word level ({m['vocab_size']} entries: [PAD] [UNK] [BOS] [EOS] + the renderable vocabulary and "
+        "caption words), lower-cased, punctuation dropped, one token per word (word alignment for attention "
+        "analysis is exact); unknown words -> [UNK]",
+        "- attention projections are `nn.Linear` modules `q_proj`, `k_proj`, `v_proj`, `o_proj` (peft/LoRA targets); "
+        "per-head attention maps via `encoder.attention_access()`",
+        "",
+        "## Training data (recipe in `bindlab/train/toy_data.py`, fixed seed)",
+        "",
+        f"- {t['pool_size']:,} scenes rendered once at {m['image_size']} px (seed {t['seed']}): 1–4 objects "
+        f"(shares {toy_data.N_OBJECT_WEIGHTS}), distinct shapes and attributes from the renderable vocabulary "
+        "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); random "
+        "horizontal flips.",
+        "- captions drawn afresh at every use: pairs in random order, templates such as 'a photo of ...', "
+        "'there is ...', '... next to ...', '... on a grey background'; attributes by name, or in "
+        f"{_pct(toy_data.P_FORM)} of mentions by their generation form.",
+        f"- **pattern attributes (striped, polka-dot, checkered, zigzag, plaid, swirled, camouflage, leopard-print) are "
+        f"named in only {_pct(toy_data.P_PATTERN_NAMED)} of their mentions**; otherwise the object is mentioned bare "
+        "('a cube'): a distinction visible in the pixels but rarely put into words (the FactorAtlas situation).",
+        "",
+        "## Training",
+        "",
+        f"- symmetric contrastive (InfoNCE) loss, learnable temperature (final {training['temperature']:.4f}); AdamW "
+        f"(lr {t['lr']}, betas 0.9/0.98, weight decay {t['weight_decay']}), {t['warmup']} warm-up steps then cosine; "
+        f"batch {t['batch_size']}; gradient clipping at 1.0",
+        f"- {training['steps']} steps, **{training['train_seconds'] / 60:.1f} min training wall time** "
+        f"({_render_text(training)}) with {t['threads']} torch thread(s) on a "
+        "2-core CPU shared with other jobs; final loss "
+        f"{training['final_loss']:.3f} (chance level ln {t['batch_size']} = "
+        f"{math.log(t['batch_size']):.3f})",
+        *_schedule_lines(training),
+        *[f"- {n}" for n in notes],
+        f"- reproduce: `{command}`",
+        "",
+        "## Measured results",
+        "",
+        f"Single object, held-out renders ({so['n']} shape x attribute combinations, one image each, seeds disjoint "
+        f"from training; caption 'a <attribute> <shape>'):",
+        "",
+        "| measure | value | chance |",
+        "|---|---|---|",
+        f"| text -> image top-1 (gallery of {so['n']}) | {so['t2i_top1']:.3f} | {so['chance']['top1']:.4f} |",
+        f"| image -> text top-1 | {so['i2t_top1']:.3f} | {so['chance']['top1']:.4f} |",
+        f"| top text has the right attribute | {so['i2t_attribute']:.3f} | {so['chance']['attribute']:.3f} |",
+        f"| top text has the right shape | {so['i2t_shape']:.3f} | {so['chance']['shape']:.3f} |",
+        "",
+        "Attribute accuracy of the top text by attribute category: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items()) + ".",
+        "",
+    ]
+    small = evaluation.get("single_object_samples") or []
+    if small:
+        lines += ["Smaller galleries (random samples of distinct combinations): " + "; ".join(
+            f"{r['n']} images, sample seed {r['seed']}: text -> image top-1 {r['t2i_top1']:.3f} "
+            f"(chance {r['chance']['top1']:.3f})" for r in small) + ".", ""]
+    mcq = evaluation.get("mcq")
+    if mcq:
+        pairs = mcq["pairings"]
+        sizes = [str(n) for n in mcq["sizes"]]
+        lines += [
+            f"SABER-style 4-way MCQs on the renderable vocabulary ({mcq['per_size']} questions per N, half independent, "
+            f"half nested chains, seed {mcq['seed']}; images rendered at {mcq['render_size']} px and resized by the "
+            "encoder); accuracy with fractional tie credit. Chance is 0.25.",
+            "",
+            "| pairing | all | " + " | ".join(f"N={n}" for n in sizes) + " |",
+            "|---|---|" + "---|" * len(sizes),
+        ]
+        for p, r in pairs.items():
+            lines.append(f"| {p} | {r['accuracy']:.3f} | " + " | ".join(f"{r['by_n'].get(n, float('nan')):.3f}"
+                                                                        for n in sizes) + " |")
+        lines += ["| chance | 0.250 | " + " | ".join("0.250" for _ in sizes) + " |", ""]
+    lines += [
+        "tt = text query vs text candidates, ti = text query vs image candidates, it = image query vs text "
+        "candidates, ii = image vs image. Figures are what was measured (`python -m bindlab eval toy --model "
+        f"{name} --out eval.json`), whatever they show; `eval.json` next to this card holds them with provenance.",
+        "",
+        "## Limits",
+        "",
+        "A toy: 64 px images, a closed world of 28 shapes and 36 attributes, a word-level vocabulary of about a hundred "
+        "words. It exists to make binding experiments runnable offline in minutes, not to recognise real photos.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_card(folder: str | Path, name: str, evaluation: dict[str, Any], command: str,
+               notes: list[str] | tuple[str, ...] = ()) -> Path:
+    """Write ``folder/README.md`` from ``folder/training.json``, ``evaluation`` and extra training ``notes``."""
+    folder = Path(folder)
+    training = json.loads((folder / "training.json").read_text())
+    path = folder / "README.md"
+    path.write_text(card_text(name, training, evaluation, command, notes))
+    return path

@@ -1,0 +1,139 @@
+"""Evaluation of an image+text encoder on the renderer's world (the toy models' model-card figures).
+
+- **Single-object retrieval** on held-out renders (seeds the training pool never uses): every shape x attribute
+  combination (or a random sample of them), one image each, caption ``"a <attribute> <shape>"``. Text->image
+  top-1 over the gallery of those images (chance 1/M), image->text top-1, and whether the top text gets the
+  *attribute* and the *shape* right (does the model know attributes and objects? chance about 1/36 and 1/28),
+  attribute accuracy per attribute category (patterns are the rarely-named ones in training).
+- **SABER MCQs with images**: ``generate_saber(vocab=RENDER_VOCAB)`` for N = 2..10, images rendered with
+  :func:`bindlab.data.saber_images.render_mcq_images`, scored by :func:`bindlab.eval.mcq.evaluate_mcq` in all
+  four pairings (chance 0.25).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindlab.data.render import RENDER_VOCAB
+from bindlab.data.vocab import with_article
+from bindlab.encoders.base import Encoder, EncoderError
+from bindlab.train.toy_data import EVAL_SEED_OFFSET, render_many
+
+MCQ_SIZES = tuple(range(2, 11))
+EVAL_RENDER_SIZE = 64  # side of the single-object renders (the toy models' input side)
+MCQ_RENDER_SIZE = 128  # side of the MCQ images (encoders resize to their own input side)
+
+
+def single_object_set(sample: int = 0, seed: int = 0) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """Held-out single objects: ``(shape, attribute, form)`` per item and its caption ``"a <attr> <shape>"``.
+
+    Args:
+        sample: number of distinct shape x attribute combinations (0 = all of them).
+        seed: picks the sample and each attribute's instantiation.
+    """
+    rng = random.Random(f"toy-eval-single:{seed}")
+    combos = [(s, a) for s in RENDER_VOCAB.objects for a in RENDER_VOCAB.attributes]
+    if sample:
+        if not 2 <= sample <= len(combos):
+            raise ValueError(f"sample must be between 2 and {len(combos)} (0 = all), got {sample}")
+        combos = rng.sample(combos, sample)
+    items = [(s, a.name, a.instantiate(rng)) for s, a in combos]
+    return items, [with_article(f"{a} {s}") for s, a, _ in items]
+
+
+def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """Retrieval figures from unit embeddings ``img`` (M, d) and ``txt`` (M, d) where row i of each match.
+
+    Returns:
+        t2i/i2t top-1, attribute/shape accuracy of the top text, attribute accuracy by category, chance levels.
+    """
+    sim = img @ txt.T  # (M images, M texts)
+    m = len(items)
+    t2i = sim.argmax(0)  # best image per text
+    i2t = sim.argmax(1)  # best text per image
+    idx = np.arange(m)
+    attr_ok = np.array([items[j][1] == items[i][1] for i, j in enumerate(i2t)])
+    shape_ok = np.array([items[j][0] == items[i][0] for i, j in enumerate(i2t)])
+    cats = {a.name: a.category for a in RENDER_VOCAB.attributes}
+    by_cat: dict[str, list[bool]] = defaultdict(list)
+    for i, ok in enumerate(attr_ok):
+        by_cat[cats[items[i][1]]].append(bool(ok))
+    n_attr = len({a for _, a, _ in items})
+    n_shape = len({s for s, _, _ in items})
+    return {
+        "n": m,
+        "t2i_top1": float((t2i == idx).mean()),
+        "i2t_top1": float((i2t == idx).mean()),
+        "i2t_attribute": float(attr_ok.mean()),
+        "i2t_shape": float(shape_ok.mean()),
+        "i2t_attribute_by_category": {k: float(np.mean(v)) for k, v in sorted(by_cat.items())},
+        "chance": {"top1": 1 / m, "attribute": 1 / n_attr, "shape": 1 / n_shape},
+    }
+
+
+def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE,
+                            workers: int = 2) -> dict[str, Any]:
+    """Render held-out single objects, embed them and their captions, score retrieval (see module docstring)."""
+    if not {"text", "image"} <= set(encoder.modalities):
+        raise EncoderError(f"{encoder.id} needs both text and images for this evaluation")
+    items, captions = single_object_set(sample, seed)
+    seeds = [EVAL_SEED_OFFSET + seed * 10_000 + i for i in range(len(items))]
+    pixels = render_many([[it] for it in items], seeds, size, workers)
+    img = encoder.embed_images(list(pixels))
+    txt = encoder.embed_texts(captions)
+    return {**single_object_scores(img, txt, items), "render_size": size}
+
+
+def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, folder: str | Path | None = None,
+                       size: int = MCQ_RENDER_SIZE, workers: int = 2) -> dict[str, Any]:
+    """SABER MCQs on the renderable vocabulary, N = 2..10, in all four pairings.
+
+    Args:
+        folder: where the benchmark and its images go (reused when already rendered); default
+            ``$BINDLAB_HOME/toy-eval/saber-render-<per_size>-seed<seed>-<size>px``.
+    """
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.saber_images import render_mcq_images
+    from bindlab.eval.mcq import evaluate_mcq
+
+    questions = generate_saber(per_size=per_size, sizes=MCQ_SIZES, seed=seed, vocab=RENDER_VOCAB)
+
+    def run(root: Path) -> dict[str, Any]:
+        render_mcq_images(questions, root, size=size, workers=workers, seed=seed)
+        write_benchmark(root, questions, {"seed": seed, "per_size": per_size, "sizes": list(MCQ_SIZES),
+                                          "vocab": "render", "images": size})
+        results, _ = evaluate_mcq(questions, root, encoder, ["tt", "ti", "it", "ii"])
+        return results
+
+    if folder is None:  # cached: every model evaluated with these settings reuses the rendered images
+        from bindlab.config import home
+
+        folder = home() / "toy-eval" / f"saber-render-{per_size}-seed{seed}-{size}px"
+    res = run(Path(folder))
+    return {"per_size": per_size, "sizes": list(MCQ_SIZES), "seed": seed, "render_size": size, "pairings": res}
+
+
+def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
+                 mcq_folder: str | Path | None = None) -> dict[str, Any]:
+    """Both evaluations; ``per_size=0`` skips the MCQs."""
+    out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed)}
+    if per_size:
+        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder)
+    return out
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """Human summary of :func:`evaluate_toy` output."""
+    s = result["single_object"]
+    lines = [f"single object (M={s['n']}): text->image top-1 {s['t2i_top1']:.3f} (chance {s['chance']['top1']:.3f}), "
+             f"image->text top-1 {s['i2t_top1']:.3f}; top text has the right attribute {s['i2t_attribute']:.3f} "
+             f"(chance {s['chance']['attribute']:.3f}), shape {s['i2t_shape']:.3f} (chance {s['chance']['shape']:.3f})"]
+    for p, r in result.get("mcq", {}).get("pairings", {}).items():
+        by_n = " ".join(f"{n}:{v:.2f}" for n, v in r["by_n"].items())
+        lines.append(f"MCQ {p}: {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
+    return lines

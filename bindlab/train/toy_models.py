@@ -1,0 +1,270 @@
+"""The two toy vision–language models bindlab trains itself, in plain torch (read it top to bottom).
+
+- :class:`ToyCLIP` (``toy:clip``) — a CLIP-style dual encoder: a small ViT over the image and a separate small
+  causal text transformer over word tokens; each tower has its own blocks and projection into a shared space.
+- :class:`ToyShared` (``toy:shared``) — an MLLM-style embedder: modality-specific *input* embeddings (a patch
+  projection for images, a word table for text), then the **same** transformer blocks, final norm and projection
+  for both. Text attends causally and is pooled at its last token (``[EOS]``); image patches attend to each
+  other fully and are mean-pooled. A text-only LoRA update of ``q_proj``/``k_proj``/``v_proj``/``o_proj`` therefore
+  changes the modules every image goes through too.
+
+Attention projections are ``nn.Linear`` modules named ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj`` (peft can target
+them), and every :class:`Attention` can return its per-head weights for analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ARCHS = ("clip", "shared")
+
+
+@dataclass
+class ToyConfig:
+    """Architecture of a toy model (saved as ``config.json`` next to the weights)."""
+
+    arch: str = "clip"  # "clip" (two towers) or "shared" (one set of blocks for both modalities)
+    image_size: int = 64  # input side in pixels (images are resized to this)
+    patch_size: int = 8  # ViT patch side; image_size // patch_size patches per side
+    width: int = 128  # hidden size of every block
+    heads: int = 4  # attention heads
+    layers: int = 4  # blocks per tower (clip) or shared blocks (shared)
+    text_layers: int = 4  # text-tower blocks (clip only; the shared model has one stack)
+    mlp_ratio: int = 4  # MLP hidden = mlp_ratio * width
+    embed_dim: int = 128  # joint embedding size
+    vocab_size: int = 128  # word-level vocabulary size (set from the tokenizer)
+    max_text_len: int = 48  # text positions, [BOS] and [EOS] included
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise ValueError(f"unknown toy arch {self.arch!r}; choose one of {ARCHS}")
+        if self.image_size % self.patch_size:
+            raise ValueError(f"image_size {self.image_size} must be a multiple of patch_size {self.patch_size}")
+        if self.patch_size % 4 or self.patch_size < 4:
+            raise ValueError(f"patch_size {self.patch_size} must be a multiple of 4 (the conv stem halves twice)")
+        if self.width % self.heads:
+            raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
+
+    @property
+    def num_patches(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention with named q/k/v/o projections."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.q_proj = nn.Linear(width, width)
+        self.k_proj = nn.Linear(width, width)
+        self.v_proj = nn.Linear(width, width)
+        self.o_proj = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (b, s, w); mask: bool (b or 1, 1, s, s), True = may attend. Returns (out (b, s, w), weights | None)."""
+        b, s, w = x.shape
+        h = self.heads
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, s, h, w // h).transpose(1, 2)  # (b, h, s, w/h)
+
+        q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+        if need_weights:  # the explicit path, so the weights can be returned
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(w // h)  # (b, h, s, s)
+            if mask is not None:
+                att = att.masked_fill(~mask, float("-inf"))
+            weights = att.softmax(-1)
+            y = weights @ v
+        else:
+            weights = None
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        y = y.transpose(1, 2).reshape(b, s, w)  # (b, s, w)
+        return self.o_proj(y), weights
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: x + attn(ln(x)); x + mlp(ln(x))."""
+
+    def __init__(self, width: int, heads: int, mlp_ratio: int) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = Attention(width, heads)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(), nn.Linear(mlp_ratio * width, width))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        a, weights = self.attn(self.ln_1(x), mask, need_weights)
+        x = x + a
+        return x + self.mlp(self.ln_2(x)), weights
+
+
+def text_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """Causal mask that also hides padding keys: ids (b, s) -> bool (b, 1, s, s); True = may attend.
+
+    Padding sits on the right, so every real token still sees itself and the earlier real tokens.
+    """
+    s = ids.shape[1]
+    causal = torch.ones(s, s, dtype=torch.bool, device=ids.device).tril()  # (s, s)
+    keys = (ids != pad_id)[:, None, None, :]  # (b, 1, 1, s)
+    return causal[None, None] & keys
+
+
+def last_token_index(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """Index of the last non-padding token ([EOS]) per row: (b, s) -> (b,)."""
+    return (ids != pad_id).sum(1) - 1
+
+
+class PatchEmbed(nn.Module):
+    """Image (b, 3, H, W) in [0, 1] -> patch tokens (b, P, w) with learned positions.
+
+    A small convolutional stem (two stride-2 3x3 convs, then a stride-(patch/4) conv: a "hybrid ViT" stem) makes
+    each token a patch_size x patch_size cell: cheap on a CPU, and it lets 16 px patches still see texture.
+    """
+
+    def __init__(self, cfg: ToyConfig) -> None:
+        super().__init__()
+        c = cfg.width // 4
+        k = cfg.patch_size // 4
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, c, 3, stride=2, padding=1), nn.GELU(),  # (b, c, H/2, W/2)
+            nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.GELU(),  # (b, 2c, H/4, W/4)
+            nn.Conv2d(2 * c, cfg.width, k, stride=k),  # (b, w, H/p, W/p)
+        )
+        self.pos = nn.Parameter(torch.randn(cfg.num_patches, cfg.width) * 0.02)
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        x = self.stem((pixels - 0.5) / 0.25)  # (b, w, H/p, W/p)
+        return x.flatten(2).transpose(1, 2) + self.pos  # (b, P, w)
+
+
+class WordEmbed(nn.Module):
+    """Word ids (b, s) -> token vectors (b, s, w) with learned positions."""
+
+    def __init__(self, cfg: ToyConfig) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(cfg.vocab_size, cfg.width)
+        self.pos = nn.Parameter(torch.randn(cfg.max_text_len, cfg.width) * 0.02)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.tok(ids) + self.pos[: ids.shape[1]]
+
+
+class Stack(nn.Module):
+    """A stack of blocks with a final norm; can return per-layer attention weights."""
+
+    def __init__(self, cfg: ToyConfig, layers: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(cfg.width, cfg.heads, cfg.mlp_ratio) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(cfg.width)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
+                ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """x (b, s, w) -> (normed states (b, s, w), [per-layer weights (b, h, s, s)] if need_weights)."""
+        maps = []
+        for block in self.blocks:
+            x, w = block(x, mask, need_weights)
+            if need_weights:
+                maps.append(w)
+        return self.ln_f(x), maps
+
+
+class ToyModel(nn.Module):
+    """Shared API of both toy models: ``encode_image``, ``encode_text``, ``text_attentions``, ``logit_scale``."""
+
+    cfg: ToyConfig
+    text_stack: Stack
+
+    def __init__(self, cfg: ToyConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))  # learnable temperature, CLIP init
+
+    def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        raise NotImplementedError
+
+    def encode_text(self, ids: torch.Tensor, normalize: bool = False) -> torch.Tensor:
+        """ids (b, s), right-padded with 0, each ending in [EOS] -> (b, embed_dim), pooled at [EOS]."""
+        states, _ = self._text_states(ids)
+        pooled = states[torch.arange(ids.shape[0], device=ids.device), last_token_index(ids)]  # (b, w)
+        out = self.text_proj(pooled)
+        return F.normalize(out, dim=-1) if normalize else out
+
+    def text_attentions(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """Per-layer attention weights of the text transformer: ids (b, s) -> [ (b, heads, s, s) ] x layers."""
+        return self._text_states(ids, need_weights=True)[1]
+
+
+class ToyCLIP(ToyModel):
+    """Two towers: ViT (mean-pooled patches) and causal text transformer (pooled at [EOS])."""
+
+    def __init__(self, cfg: ToyConfig) -> None:
+        super().__init__(cfg)
+        self.patch_embed = PatchEmbed(cfg)
+        self.vision = Stack(cfg, cfg.layers)
+        self.image_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
+        self.word_embed = WordEmbed(cfg)
+        self.text_stack = Stack(cfg, cfg.text_layers)
+        self.text_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
+
+    def encode_image(self, pixels: torch.Tensor, normalize: bool = False) -> torch.Tensor:
+        """pixels (b, 3, H, W) in [0, 1] -> (b, embed_dim)."""
+        states, _ = self.vision(self.patch_embed(pixels), None)  # (b, P, w), full attention
+        out = self.image_proj(states.mean(1))
+        return F.normalize(out, dim=-1) if normalize else out
+
+    def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        return self.text_stack(self.word_embed(ids), text_mask(ids), need_weights)
+
+
+class ToyShared(ToyModel):
+    """One stack for both modalities: only the input embeddings differ (patches vs words)."""
+
+    def __init__(self, cfg: ToyConfig) -> None:
+        super().__init__(cfg)
+        self.patch_embed = PatchEmbed(cfg)
+        self.word_embed = WordEmbed(cfg)
+        self.text_stack = Stack(cfg, cfg.layers)  # the shared blocks: images go through them too
+        self.proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)  # shared projection
+
+    @property
+    def text_proj(self) -> nn.Linear:  # the one projection serves both modalities
+        return self.proj
+
+    def encode_image(self, pixels: torch.Tensor, normalize: bool = False) -> torch.Tensor:
+        """pixels (b, 3, H, W) in [0, 1] -> (b, embed_dim), through the shared blocks with full attention."""
+        states, _ = self.text_stack(self.patch_embed(pixels), None)  # (b, P, w)
+        out = self.proj(states.mean(1))
+        return F.normalize(out, dim=-1) if normalize else out
+
+    def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        return self.text_stack(self.word_embed(ids), text_mask(ids), need_weights)
+
+
+def build_model(cfg: ToyConfig) -> ToyModel:
+    """The model class for ``cfg.arch``, randomly initialised (seed torch before calling for reproducibility)."""
+    return {"clip": ToyCLIP, "shared": ToyShared}[cfg.arch](cfg)
+
+
+def contrastive_loss(img: torch.Tensor, txt: torch.Tensor, logit_scale: torch.Tensor) -> torch.Tensor:
+    """Symmetric InfoNCE over a batch of matched pairs.
+
+    Args:
+        img: (b, d) image embeddings (any norm; normalised here).
+        txt: (b, d) text embeddings; row i matches image i.
+        logit_scale: log inverse temperature (clamped to at most log 100).
+    """
+    img, txt = F.normalize(img, dim=-1), F.normalize(txt, dim=-1)
+    logits = logit_scale.clamp(max=math.log(100)).exp() * img @ txt.t()  # (b, b)
+    target = torch.arange(img.shape[0], device=img.device)
+    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.t(), target))
