@@ -92,10 +92,302 @@ def bench_retrieval(per_size: int = 200) -> dict[str, Any]:
     return {"queries": len(questions), "gallery": 4 * len(questions), "warm_retrieval_eval_s": round(t, 3)}
 
 
+def bench_encoder_throughput(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
+    """Embedding throughput (items/s) of the text model and of every tiny random backend, texts and images."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.data.saber_images import item_specs
+    from bindlab.data.render import render_scene
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.throughput import embedding_throughput
+    from bindlab.encoders.tiny import BUILDERS, build_tiny
+
+    qs = generate_saber(per_size=4 if quick else 20, seed=0, vocab=RENDER_VOCAB)
+    texts = [it.text for q in qs for it in (q.query, *q.candidates)]
+    images = [render_scene(item_specs(q.query, q.extra["realisations"]), size=224, seed=i)
+              for i, q in enumerate(qs[: 16 if quick else 64])]
+    out: dict[str, Any] = {"texts": len(texts), "images": len(images), "models": {}}
+    out["models"][model] = embedding_throughput(load_encoder(model), texts)
+    with _temporary_home() as home:
+        for kind in sorted(BUILDERS):
+            enc = load_encoder(build_tiny(kind, home / f"tiny-{kind}"))
+            r = embedding_throughput(enc, texts, images)
+            out["models"][f"tiny {kind}"] = {"text_items_per_s": r["text"]["items_per_s"],
+                                             "image_items_per_s": (r["image"] or {}).get("items_per_s")}
+    return out
+
+
+def bench_render(quick: bool = False) -> dict[str, Any]:
+    """Scene rendering speed: SABER query images per second at 256 px with 2 worker processes (render_batch)."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.data.saber_images import render_mcq_images
+
+    qs = generate_saber(per_size=4 if quick else 20, seed=0, vocab=RENDER_VOCAB)
+    with tempfile.TemporaryDirectory() as d:
+        t, n = _timed(lambda: render_mcq_images(qs, d, size=256, workers=2))
+    return {"images": n, "seconds": round(t, 2), "images_per_s": round(n / t, 1), "size": 256, "workers": 2}
+
+
+def bench_image_eval(quick: bool = False) -> dict[str, Any]:
+    """``eval mcq`` over all four pairings with an image+text encoder (tiny random CLIP): cold vs warm cache,
+    and the overhead of the pipeline over the bare forward passes (texts + images) on the same inputs."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.saber_images import render_mcq_images
+    from bindlab.data.schema import load_mcqs
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.tiny import build_tiny
+    from bindlab.eval.mcq import evaluate_mcq
+
+    with _temporary_home() as home:
+        qs = generate_saber(per_size=4 if quick else 20, seed=0, vocab=RENDER_VOCAB)
+        render_mcq_images(qs, home / "saber", size=128, workers=2)
+        path = write_benchmark(home / "saber", qs, {"seed": 0})
+        enc = load_encoder(build_tiny("hf-clip", home / "tiny-clip"))
+        items = [it for q in qs for it in (q.query, *q.candidates)]
+        enc.embed_texts([items[0].text])
+        t_bare = _timed(lambda: (enc.embed_texts([it.text for it in items]),
+                                 enc.embed_images([str(path.parent / it.image) for it in items])))[0]
+
+        def pipeline() -> Any:
+            return evaluate_mcq(load_mcqs(path)[0], path.parent, enc, ["tt", "ti", "it", "ii"])
+
+        t_cold = _timed(pipeline)[0]
+        t_warm = min(_timed(pipeline)[0] for _ in range(3))
+    return {"questions": len(qs), "items_per_modality": len(items), "bare_forward_s": round(t_bare, 3),
+            "eval_cold_s": round(t_cold, 3), "eval_warm_s": round(t_warm, 4),
+            "pipeline_overhead": round(t_cold / t_bare, 3), "cache_speedup": round(t_cold / t_warm, 1)}
+
+
+def bench_grounding_slider(quick: bool = False) -> dict[str, Any]:
+    """Server-side time of one alpha-slider move: grounding + AP + top-1 for all 12 values of a factor over a
+    23,040-image test gallery at d = 1024 (random data; target median <= 30 ms)."""
+    from bindlab.analysis.grounding import bench_slider
+
+    res = bench_slider(n_images=23040, dim=1024, n_values=12, repeats=10 if quick else 40)
+    res["target"] = "median_ms <= 30"
+    for k in ("median_ms", "min_ms", "cpu_median_ms", "build_s"):
+        res[k] = round(res[k], 3)
+    return res
+
+
+def bench_attention(model: str = "minilm", n_captions: int = 1000) -> dict[str, Any]:
+    """Attention binding margins on SABER queries vs the bare attention forward on the same captions.
+
+    ``bare`` = tokenize + forward with attentions on + per-layer maps to numpy, one caption at a time (the
+    :class:`TextAttentionAccess` path the analysis itself reads); ``margins`` = the whole analysis (word alignment,
+    binding location, per-layer reduction, margins) plus the per-layer bootstrap summary. Target ratio <= 1.3.
+    """
+    import math
+
+    from bindlab.analysis.attention import Caption, attention_access, set_margins
+    from bindlab.data.saber import generate_saber
+    from bindlab.encoders.base import EncoderError, load_encoder
+
+    with _temporary_home():
+        qs = generate_saber(per_size=math.ceil(n_captions / 9), seed=0)
+        caps = [Caption(q.query.text, tuple(q.query.bindings), q.id) for q in qs][:n_captions]
+        try:
+            encoder = load_encoder(model)
+            access = attention_access(encoder)
+        except EncoderError as e:
+            return {"skipped": str(e)}
+
+        def bare() -> None:
+            for c in caps:
+                for _ in access.layer_maps(access.encode(c.text)):
+                    pass
+
+        def margins() -> Any:
+            r = set_margins(access, "queries", caps)
+            return r, r.summary()
+
+        set_margins(access, "warmup", caps[:20])  # load weights, warm up kernels
+        t_bare, t_marg = [], []
+        for _ in range(2):  # alternate, keep the best of two: the machine may be shared
+            t_bare.append(_timed(bare)[0])
+            t, (res, summary) = _timed(margins)
+            t_marg.append(t)
+    return {"model": encoder.id, "captions": len(caps), "layers": access.num_layers,
+            "bare_attention_forward_s": round(min(t_bare), 3), "margins_s": round(min(t_marg), 3),
+            "overhead": round(min(t_marg) / min(t_bare), 3), "targets": {"overhead": "<= 1.3"},
+            "captions_per_s": round(len(caps) / min(t_marg), 1), "skipped": len(res.skipped),
+            "margin_by_layer": summary["margin_mean"]}
+
+
+def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, batch_size: int = 16) -> dict[str, Any]:
+    """Finetune training throughput: the job runner's loop (with its progress/metrics callbacks) vs a bare peft loop
+    on the same batches, in triplets/s (target ratio >= 0.85); and job start latency through the JobManager.
+
+    ``quick`` trains a tiny random sentence encoder; otherwise ``model``.
+    """
+    import time as _time
+
+    import torch
+
+    from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.tiny import build_tiny
+    from bindlab.jobs.manager import JobManager, read_json
+    from bindlab.jobs.runner import JobReporter
+    from bindlab.train.finetune import Callback, FinetuneConfig, batch_order, load_splits, train, train_step
+    from bindlab.train.towers import LoraSettings, inject_lora, text_tower
+
+    steps = steps or (20 if quick else 40)
+    with _temporary_home() as home:
+        base = build_tiny("st", home / "tiny") if quick else model
+        rows, stats = generate_triplets(2 * steps * batch_size, seed=0)
+        data = home / "trip"
+        write_triplets(data, rows, stats)
+        cfg = FinetuneConfig(model=base, data=str(data), max_steps=steps, batch_size=batch_size, evaluate=False,
+                             device="cpu", eval_every=-1)
+
+        class Clock(Callback):
+            t0 = t1 = 0.0
+
+            def on_train_start(self, s: Any) -> None:
+                self.t0 = _time.perf_counter()
+
+            def on_step_end(self, s: Any) -> None:
+                self.t1 = _time.perf_counter()
+
+        job_dir = home / "bench-job"
+        job_dir.mkdir()
+        clock = Clock()
+        train(cfg, job_dir, [JobReporter(job_dir), clock])
+        runner_tps = steps * batch_size / (clock.t1 - clock.t0)
+
+        # the bare loop: same model, LoRA, optimizer and batches; nothing else
+        torch.manual_seed(cfg.seed)
+        enc = load_encoder(base, device="cpu")
+        tower = text_tower(enc)
+        params = inject_lora(tower, LoraSettings(cfg.lora_rank, cfg.lora_alpha, 0.0))
+        tower.module.eval()
+        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        train_rows = load_splits(str(data), 0, cfg.seed)["train"]
+        order = batch_order(len(train_rows), 0, cfg.seed)
+        t0 = _time.perf_counter()
+        for k in range(steps):
+            train_step(tower, opt, params, [train_rows[i] for i in order[k * batch_size:(k + 1) * batch_size]], cfg.margin)
+        bare_tps = steps * batch_size / (_time.perf_counter() - t0)
+
+        # job start latency: submit -> process running -> first training step
+        m = JobManager(home / "jobs")
+        t0 = _time.perf_counter()
+        job = m.submit({**cfg.to_dict(), "max_steps": 2})
+        t_submit = _time.perf_counter() - t0
+        first_step = None
+        while True:
+            pr = read_json(m.job_dir(job) / "progress.json", {}) or {}
+            if first_step is None and pr.get("step", 0) >= 1:
+                first_step = _time.perf_counter() - t0
+            if m.show(job, log_lines=0)["status"]["state"] in ("done", "failed", "cancelled"):
+                break
+            _time.sleep(0.05)
+        state = m.show(job, log_lines=0)["status"]["state"]
+    return {"model": base if not quick else "tiny st (random)", "steps": steps, "batch_size": batch_size,
+            "runner_triplets_per_s": round(runner_tps, 2), "bare_peft_triplets_per_s": round(bare_tps, 2),
+            "runner_vs_bare": round(runner_tps / bare_tps, 3), "target": {"runner_vs_bare": ">= 0.85"},
+            "job_submit_s": round(t_submit, 3), "job_first_step_s": None if first_step is None else round(first_step, 2),
+            "job_state": state}
+
+
+def bench_startup(quick: bool = False) -> dict[str, Any]:
+    """Seconds from ``python app.py`` to the server answering the page (target: first tab within 10 s)."""
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    from bindlab.config import repo_root
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=repo_root(), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while time.perf_counter() - t0 < 120:
+            if proc.poll() is not None:
+                return {"error": f"app.py exited with {proc.returncode}"}
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read()
+                return {"seconds_to_page": round(time.perf_counter() - t0, 2), "page_bytes": len(page),
+                        "target_s": 10}
+            except OSError:
+                time.sleep(0.1)
+        return {"error": "no answer within 120 s"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 # Each section is (name, function(quick, model) -> dict); features add theirs here.
+def bench_composet(quick: bool = False, workers: int = 2) -> dict[str, Any]:
+    """Wall time of ``generate composet`` (default: 80 scenes x 23 images at 256 px; quick: 8 scenes)."""
+    from bindlab.data.composet import generate_composet
+
+    scenes = 8 if quick else 80
+    with _temporary_home() as home:
+        t, path = _timed(lambda: generate_composet(home / "cs", scenes=scenes, foils_per_scene=22, workers=workers))
+        n = sum(1 for _ in path.open())
+    images = n + scenes
+    return {"scenes": scenes, "pairs": n, "images": images, "size": 256, "workers": workers,
+            "seconds": round(t, 2), "images_per_s": round(images / t, 1)}
+
+
+def bench_toy(quick: bool = False) -> dict[str, Any]:
+    """Toy models: embedding throughput (texts, 64 px images) and the time of one training step (batch 128)."""
+    import random
+
+    import torch
+
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.throughput import embedding_throughput
+    from bindlab.train.toy_data import WordTokenizer, make_caption, render_many, sample_scene
+    from bindlab.train.toy_models import contrastive_loss
+
+    rng = random.Random(0)
+    n = 64 if quick else 512
+    scenes = [sample_scene(rng) for _ in range(n)]
+    texts = [make_caption(sc, rng) for sc in scenes]
+    images = list(render_many(scenes, list(range(n)), 64, workers=1))
+    out: dict[str, Any] = {"threads": torch.get_num_threads()}
+    for eid in ("toy:clip", "toy:shared"):
+        with _temporary_home():
+            enc = load_encoder(eid)
+            tp = embedding_throughput(enc, texts, images)
+        model = enc.model
+        model.train()
+        px = torch.from_numpy(enc.pixels(images[:128]))
+        ids = torch.from_numpy(WordTokenizer.load(enc.folder / "vocab.json").batch(texts[:128]))
+        step_s = []
+        for _ in range(2 if quick else 4):
+            t, _ = _timed(lambda: contrastive_loss(model.encode_image(px), model.encode_text(ids),
+                                                   model.logit_scale).backward())
+            step_s.append(t)
+        model.zero_grad(set_to_none=True)
+        model.eval()
+        out[eid] = {"text_per_s": tp["text"]["items_per_s"], "image_per_s": (tp["image"] or {}).get("items_per_s"),
+                    "train_step_batch": len(px), "train_step_s": round(min(step_s), 3)}
+    return out
+
+
 SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("eval_mcq_pipeline", lambda quick, model: bench_eval_pipeline(model=model, per_size=20 if quick else 200)),
     ("retrieval", lambda quick, model: bench_retrieval(per_size=20 if quick else 200)),
+    ("grounding_slider", lambda quick, model: bench_grounding_slider(quick)),
+    ("encoder_throughput", bench_encoder_throughput),
+    ("render", lambda quick, model: bench_render(quick)),
+    ("image_eval", lambda quick, model: bench_image_eval(quick)),
+    ("startup", lambda quick, model: bench_startup(quick)),
+    ("attention", lambda quick, model: bench_attention(model=model, n_captions=100 if quick else 1000)),
+    ("finetune", lambda quick, model: bench_finetune(quick=quick, model=model)),
+    ("composet", lambda quick, model: bench_composet(quick)),
+    ("toy", lambda quick, model: bench_toy(quick)),
 ]
 
 

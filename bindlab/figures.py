@@ -40,3 +40,70 @@ def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by numb
     fig.update_layout(title=title, xaxis_title="number of objects (N)", yaxis_title="accuracy", yaxis_range=[0, 1.02],
                       height=360, margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))
     return fig
+
+
+def training_curves(metrics: list[dict[str, Any]], title: str = "training") -> go.Figure:
+    """Loss per step (left axis) and validation triplet accuracy (right axis, chance 0.5) of a finetune job.
+
+    Args:
+        metrics: ``{"step", "loss"}`` and ``{"step", "val_acc"}`` events, in order.
+    """
+    loss = [m for m in metrics if "loss" in m]
+    acc = [m for m in metrics if "val_acc" in m]
+    if not loss and not acc:
+        return message_figure("no training steps yet")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[m["step"] for m in loss], y=[m["loss"] for m in loss], mode="lines", name="hinge loss",
+                             line=dict(color="#1f77b4")))
+    fig.add_trace(go.Scatter(x=[m["step"] for m in acc], y=[m["val_acc"] for m in acc], mode="lines+markers",
+                             name="val triplet accuracy", yaxis="y2", line=dict(color="#2ca02c")))
+    fig.update_layout(title=title, xaxis_title="step", yaxis=dict(title="loss", rangemode="tozero"),
+                      yaxis2=dict(title="triplet accuracy", overlaying="y", side="right", range=[0, 1.02]),
+                      height=340, margin=dict(l=50, r=50, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", "unscaled", "lines"),
+                 chance: float = 0.25) -> go.Figure:
+    """MCQ accuracy vs N for several models side by side, one line per (model, pairing).
+
+    Args:
+        rows: ``{"pairing", "N", <label>: accuracy, ...}`` with ``N`` an int-like string or ``"all"``.
+    """
+    pts = [r for r in rows if r["N"] != "all"]
+    if not pts:
+        return message_figure("nothing to compare yet")
+    fig = go.Figure()
+    dash = {"base": "dot", "unscaled": "dash", "lines": "solid"}
+    for p in dict.fromkeys(r["pairing"] for r in pts):
+        sel = sorted((r for r in pts if r["pairing"] == p), key=lambda r: int(r["N"]))
+        for lab in labels:
+            fig.add_trace(go.Scatter(x=[int(r["N"]) for r in sel], y=[r[lab] for r in sel], mode="lines+markers",
+                                     name=f"{p} · {lab}", line=dict(dash=dash.get(lab, "solid"))))
+    fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
+    fig.update_layout(title="MCQ accuracy by N: base vs finetuned", xaxis_title="number of objects (N)",
+                      yaxis_title="accuracy", yaxis_range=[0, 1.02], height=360,
+                      margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by edit type") -> go.Figure:
+    """Grouped bars of I2T / T2I / Group per edit type, with the chance lines (25 %, 25 %, 16.7 %) dashed.
+
+    Args:
+        rows: ``{"edit_type", "n", "i2t", "t2i", "group"}`` dicts (``bindlab.eval.pairs.by_edit_type_rows``).
+    """
+    if not rows:
+        return message_figure("no pairs to summarise")
+    fig = go.Figure()
+    names = [r["edit_type"] for r in rows]
+    for key, label, colour in (("i2t", "I2T", "#1f77b4"), ("t2i", "T2I", "#ff7f0e"), ("group", "Group", "#2ca02c")):
+        fig.add_trace(go.Bar(x=names, y=[r[key] for r in rows], name=label, marker_color=colour,
+                             customdata=[r["n"] for r in rows],
+                             hovertemplate="%{x}: %{y:.3f} (n=%{customdata})<extra>" + label + "</extra>"))
+    fig.add_hline(y=0.25, line_dash="dash", line_color="grey", annotation_text="chance I2T/T2I 0.25")
+    fig.add_hline(y=1 / 6, line_dash="dot", line_color="#2ca02c", annotation_text="chance Group 0.167",
+                  annotation_position="bottom right")
+    fig.update_layout(title=title, barmode="group", yaxis_title="share of pairs passing", yaxis_range=[0, 1.02],
+                      height=400, margin=dict(l=50, r=20, t=50, b=110), legend=dict(orientation="h", y=1.08))
+    return fig

@@ -118,6 +118,8 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
 def _ensure_builtin_backends() -> None:
     # Importing the backend modules registers them; their heavy imports happen inside their loaders.
     from bindlab.encoders import bow, hf, open_clip_backend, qwen3vl, sentence  # noqa: F401
+    from bindlab.encoders import lora  # noqa: F401
+    from bindlab.encoders import toy  # noqa: F401
 
 
 def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:

@@ -48,6 +48,9 @@ PRESETS: tuple[Preset, ...] = (
     # MLLM embedders
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "Qwen3-VL-Embedding 2B (MLLM embedder)", "hub"),
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-8B", "Qwen3-VL-Embedding 8B (MLLM embedder)", "hub"),
+    # bindlab's own toy vision-language models (assets/, trained by `python -m bindlab train toy`)
+    Preset("toy:clip", "toy CLIP-style dual encoder trained on rendered scenes (assets/toy-clip)", "bundled"),
+    Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (assets/toy-shared)", "bundled"),
 )
 
 

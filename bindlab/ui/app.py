@@ -7,21 +7,31 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse
+from bindlab.ui import finetune as finetune_tab
+from bindlab.ui import grounding as grounding_tab
+from bindlab.ui import pairs as pairs_tab
 
 INTRO = """# bindlab — attribute–object binding lab
 Does an embedding keep *a red cube and a blue sphere* apart from *a blue cube and a red sphere*?
-Everything here runs offline on the embedded default (a generated mini benchmark, the bundled MiniLM text encoder
-and a bag-of-words baseline); point it at your own files and encoders when you have them."""
+Everything here runs offline on the embedded default (generated benchmarks, the bundled MiniLM text encoder, a
+bag-of-words baseline and bindlab's toy vision–language models); point it at your own files and encoders when you
+have them. Tabs: **Browse** SABER-style MCQs · **Pairs** single-edit 2x2 pairs · **Grounding** the α slider ·
+**Attention** binding margins per layer · **Finetune** text-only LoRA jobs."""
 
 # (tab label, tab id, builder). A builder lays out its tab inside the current Blocks and may return a dict
 # {"event_fn", "inputs", "outputs"} to run when the page loads.
 TABS: list[tuple[str, str, Callable[[], Any]]] = [
     ("Browse", "browse", browse.build_tab),
+    ("Pairs", "pairs", pairs_tab.build_tab),
+    ("Grounding", "grounding", grounding_tab.build_tab),
+    ("Attention", "attention", attention_tab.build_tab),
+    ("Finetune", "finetune", finetune_tab.build_tab),
 ]
 
 # Extra CSS of each tab module, joined into the page's stylesheet.
-CSS = "\n".join([browse.CSS])
+CSS = "\n".join([browse.CSS, grounding_tab.CSS, finetune_tab.CSS, pairs_tab.CSS, attention_tab.CSS])
 
 
 def build_app() -> gr.Blocks:
