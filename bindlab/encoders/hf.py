@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -84,33 +85,65 @@ def count_truncated(tokenizer: Any, texts: list[str], max_len: int) -> int:
     return sum(len(x) > max_len for x in ids)
 
 
+@dataclass
+class Checkpoint:
+    """A loaded transformers checkpoint: where it came from, its config, the model (eval, on device), its processor."""
+
+    src: str
+    local: bool
+    config: Any
+    model: Any
+    processor: Any
+    device: str
+    dtype: Any
+
+
+def load_checkpoint(eid: EncoderId, options: dict[str, Any], check_config: Callable[[Any, str], None],
+                    **processor_kwargs: Any) -> Checkpoint:
+    """Load config, model (safetensors only) and processor of an ``hf:``/``qwen3vl:`` id with clear errors.
+
+    Args:
+        check_config: ``(config, src)``; raises :class:`EncoderError` when the checkpoint is not of the kind the
+            backend loads (checked before the weights are read).
+        processor_kwargs: extra arguments for ``AutoProcessor.from_pretrained``.
+    """
+    from transformers import AutoConfig, AutoModel, AutoProcessor
+
+    src, local = resolve_source(eid)
+    device, dtype, trust = common_setup(eid, options)
+    try:
+        config = AutoConfig.from_pretrained(src, revision=eid.revision, trust_remote_code=trust)
+    except (OSError, ValueError) as e:
+        raise hub_load_error(str(eid), src, e) from None
+    check_config(config, src)
+    try:
+        model = AutoModel.from_pretrained(src, revision=eid.revision, use_safetensors=True, dtype=dtype,
+                                          trust_remote_code=trust)
+        processor = AutoProcessor.from_pretrained(src, revision=eid.revision, trust_remote_code=trust,
+                                                  **processor_kwargs)
+    except (OSError, ValueError, ImportError) as e:
+        raise hub_load_error(str(eid), src, e) from None
+    return Checkpoint(src, local, config, model.eval().to(device), processor, device, dtype)
+
+
 class HFDualEncoder:
     """A transformers CLIP / SigLIP / SigLIP2 model with its processor."""
 
     modalities = frozenset({"text", "image"})
 
     def __init__(self, eid: EncoderId, options: dict[str, Any]) -> None:
-        from transformers import AutoConfig, AutoModel, AutoProcessor
-
         self.id = str(eid)
-        src, local = resolve_source(eid)
-        self.device, self.dtype, trust = common_setup(eid, options)
-        try:
-            config = AutoConfig.from_pretrained(src, revision=eid.revision, trust_remote_code=trust)
-        except (OSError, ValueError) as e:
-            raise hub_load_error(self.id, src, e) from None
+
+        def check_family(config: Any, src: str) -> None:
+            if config.model_type not in FAMILIES:
+                hint = " — use qwen3vl:" + eid.name if config.model_type.startswith("qwen3_vl") else ""
+                raise EncoderError(f"{self.id}: hf: loads {', '.join(FAMILIES)} models; {src} is a "
+                                   f"{config.model_type!r} model{hint}")
+
+        ck = load_checkpoint(eid, options, check_family)
+        src, local, config = ck.src, ck.local, ck.config
         self.family = config.model_type
-        if self.family not in FAMILIES:
-            hint = " — use qwen3vl:" + eid.name if self.family.startswith("qwen3_vl") else ""
-            raise EncoderError(f"{self.id}: hf: loads {', '.join(FAMILIES)} models; {src} is a {self.family!r} "
-                               f"model{hint}")
-        try:
-            self.model = AutoModel.from_pretrained(src, revision=eid.revision, use_safetensors=True, dtype=self.dtype,
-                                                   trust_remote_code=trust)
-            self.processor = AutoProcessor.from_pretrained(src, revision=eid.revision, trust_remote_code=trust)
-        except (OSError, ValueError, ImportError) as e:
-            raise hub_load_error(self.id, src, e) from None
-        self.model.eval().to(self.device)
+        self.model, self.processor, self.device, self.dtype = ck.model, ck.processor, ck.device, ck.dtype
         self.tokenizer = self.processor.tokenizer
         if self.family != "clip":
             # SigLIP/SigLIP2 were trained on right-padded text pooled at the last position (big_vision); the

@@ -29,10 +29,9 @@ import numpy as np
 
 from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, hf_layer_maps, spans_from_offsets
 from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
-from bindlab.encoders.hf import common_setup, resolve_source, weights_fingerprint
+from bindlab.encoders.hf import load_checkpoint, weights_fingerprint
 from bindlab.encoders.images import MAX_SIDE, load_images
 from bindlab.encoders.runtime import BatchRunner, to_device
-from bindlab.encoders.weights import hub_load_error
 
 log = logging.getLogger(__name__)
 
@@ -93,26 +92,16 @@ class Qwen3VLEmbedder:
     modalities = frozenset({"text", "image"})
 
     def __init__(self, eid: EncoderId, options: dict[str, Any]) -> None:
-        from transformers import AutoConfig, AutoModel, AutoProcessor
-
         self.id = str(eid)
-        src, local = resolve_source(eid)
-        self.device, self.dtype, trust = common_setup(eid, options)
-        try:
-            config = AutoConfig.from_pretrained(src, revision=eid.revision, trust_remote_code=trust)
-        except (OSError, ValueError) as e:
-            raise hub_load_error(self.id, src, e) from None
-        if config.model_type != "qwen3_vl":
-            raise EncoderError(f"{self.id}: qwen3vl: loads Qwen3-VL(-Embedding) checkpoints (model_type 'qwen3_vl'); "
-                               f"{src} is {config.model_type!r}")
-        try:
-            self.model = AutoModel.from_pretrained(src, revision=eid.revision, use_safetensors=True, dtype=self.dtype,
-                                                   trust_remote_code=trust)
-            self.processor = AutoProcessor.from_pretrained(src, revision=eid.revision, trust_remote_code=trust,
-                                                           padding_side="right")
-        except (OSError, ValueError, ImportError) as e:
-            raise hub_load_error(self.id, src, e) from None
-        self.model.eval().to(self.device)
+
+        def check_qwen(config: Any, src: str) -> None:
+            if config.model_type != "qwen3_vl":
+                raise EncoderError(f"{self.id}: qwen3vl: loads Qwen3-VL(-Embedding) checkpoints (model_type "
+                                   f"'qwen3_vl'); {src} is {config.model_type!r}")
+
+        ck = load_checkpoint(eid, options, check_qwen, padding_side="right")
+        src, local, config = ck.src, ck.local, ck.config
+        self.model, self.processor, self.device, self.dtype = ck.model, ck.processor, ck.device, ck.dtype
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "right"
         self.instruction = format_instruction(options.get("instruction"))
