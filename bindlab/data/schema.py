@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -209,10 +210,10 @@ def load_mcqs(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadRep
 
 
 def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Write rows as JSONL atomically (temp file then rename)."""
+    """Write rows as JSONL atomically (a per-process temp file, then rename: concurrent writers never collide)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")

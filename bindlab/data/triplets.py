@@ -27,6 +27,7 @@ seed); every example of the two deferred_bind types is ``heldout``. Each example
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import string
@@ -850,7 +851,7 @@ def write_triplets(out_dir: str | Path, rows: list[dict], stats: dict[str, Any])
     out.mkdir(parents=True, exist_ok=True)
     paths = {"triplets": str(out / "triplets.jsonl"), "stats": str(out / "stats.json")}
     write_jsonl(paths["triplets"], rows)
-    tmp = out / "stats.json.tmp"
+    tmp = out / f".stats.json.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(paths["stats"])
     return paths

@@ -10,7 +10,7 @@ from typing import Any
 from bindlab.train import toy_data
 
 _ARCH_TEXT = {
-    "clip": ("CLIP-style dual encoder. Image tower: a conv stem (two stride-2 3x3 convs, then a stride-{k} conv) "
+    "clip": ("CLIP-style dual encoder. Image tower: a conv stem ({stem}) "
              "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
              "transformer blocks with full attention, mean pooling, linear projection to {d}. Text tower: word "
              "embeddings + learned positions, {T} causal pre-norm blocks, pooled at the final [EOS] token, linear "
@@ -25,6 +25,15 @@ _ARCH_TEXT = {
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
+
+
+def _stem_text(m: dict[str, Any]) -> str:
+    if m.get("stem", "light") == "deep":
+        stages = int(math.log2(m["patch_size"]))
+        return (f"{stages} stages of a stride-2 3x3 conv and a 3x3 conv, channels "
+                + ", ".join(str(min(m["width"], 16 * 2**i)) for i in range(stages))
+                + ", then a 1x1 conv and LayerNorm; each token's receptive field covers most of the image")
+    return f"two stride-2 3x3 convs, then a stride-{m['patch_size'] // 4} conv"
 
 
 def _render_text(training: dict[str, Any]) -> str:
@@ -47,7 +56,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
     """The model card in Markdown."""
     m = training["model_config"]
     t = training["train_config"]
-    arch = _ARCH_TEXT[m["arch"]].format(k=m["patch_size"] // 4, s=m["image_size"], p=m["num_patches"]
+    arch = _ARCH_TEXT[m["arch"]].format(stem=_stem_text(m), s=m["image_size"], p=m["num_patches"]
                                         if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
                                         w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"])
     so = evaluation["single_object"]
@@ -75,7 +84,11 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         f"- {t['pool_size']:,} scenes rendered once at {m['image_size']} px (seed {t['seed']}): 1–4 objects "
         f"(shares {toy_data.N_OBJECT_WEIGHTS}), distinct shapes and attributes from the renderable vocabulary "
         "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); random "
-        "horizontal flips.",
+        f"shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips.",
+        f"- batches: {_pct(t.get('hard_share', 0.0))} of each batch is *shape-hard groups* — {toy_data.HARD_GROUP} "
+        "single-object scenes sharing one attribute on different shapes, so only the shape tells their captions "
+        "apart (without them a random batch can be solved by attributes alone; shapes were barely learned); the "
+        "rest walks seeded epochs over the pool.",
         "- captions drawn afresh at every use: pairs in random order, templates such as 'a photo of ...', "
         "'there is ...', '... next to ...', '... on a grey background'; attributes by name, or in "
         f"{_pct(toy_data.P_FORM)} of mentions by their generation form.",
@@ -90,7 +103,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         f"batch {t['batch_size']}; gradient clipping at 1.0",
         f"- {training['steps']} steps, **{training['train_seconds'] / 60:.1f} min training wall time** "
         f"({_render_text(training)}) with {t['threads']} torch thread(s) on a "
-        "2-core CPU shared with other jobs; final loss "
+        "2-core CPU; final loss "
         f"{training['final_loss']:.3f} (chance level ln {t['batch_size']} = "
         f"{math.log(t['batch_size']):.3f})",
         *_schedule_lines(training),

@@ -39,6 +39,9 @@ N_OBJECT_WEIGHTS = {1: 0.35, 2: 0.25, 3: 0.2, 4: 0.2}  # share of scenes with 1.
 P_PATTERN_NAMED = 0.25  # a pattern attribute is named in this share of mentions (else: "a cube")
 P_FORM = 0.2  # share of named attributes written in their generation form ("white and orange striped")
 EVAL_SEED_OFFSET = 1_000_003  # held-out renders use seeds far from the training pool's
+HARD_SHARE = 0.5  # share of each batch made of shape-hard groups (see shape_hard_groups)
+HARD_GROUP = 4  # single-object scenes per group, all with the same attribute
+MAX_SHIFT = 6  # random translation of training images, in pixels (plus random horizontal flips)
 
 TEMPLATES: tuple[str, ...] = (
     "{list}",
@@ -237,13 +240,52 @@ def batch_indices(pool_size: int, batch_size: int, step: int, seed: int) -> np.n
     return np.asarray(out)
 
 
-def make_batch(pool: ScenePool, tokenizer: WordTokenizer, step: int, batch_size: int, seed: int
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Images (b, 3, s, s) float32 in [0, 1] (random horizontal flips) and caption ids (b, len) for one step."""
-    idx = batch_indices(len(pool.scenes), batch_size, step, seed)
+def shape_hard_groups(scenes: Sequence[Scene], n: int, step: int, seed: int, group: int = HARD_GROUP) -> list[int]:
+    """``n`` pool indices in groups of ``group`` single-object scenes that share their attribute (their shapes differ).
+
+    In a random batch two scenes rarely share an attribute, so the contrastive loss can be met by attributes alone
+    and shapes are barely learned (measured: shape accuracy 0.43 on the training renders themselves after 3,200
+    steps of random batches). Inside a group only the shape tells the captions apart.
+    """
+    by_attr: dict[str, list[int]] = {}
+    for i, sc in enumerate(scenes):
+        if len(sc) == 1:
+            by_attr.setdefault(sc[0][1], []).append(i)
+    attrs = sorted(a for a, idx in by_attr.items() if len(idx) >= group)
+    if not attrs or n < group:
+        return []
+    rng = np.random.default_rng([seed, step, 7])
+    out: list[int] = []
+    for a in rng.choice(attrs, size=n // group, replace=len(attrs) < n // group):
+        members = by_attr[str(a)]
+        out.extend(int(members[j]) for j in rng.choice(len(members), size=group, replace=False))
+    return out
+
+
+def shift(images: np.ndarray, offsets: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Translate each image (n, s, s, 3) by its (dy, dx) pixels, filling the uncovered border by edge replication
+    (scene backgrounds are smooth, so this adds no edges)."""
+    m = max((max(abs(dy), abs(dx)) for dy, dx in offsets), default=0)
+    if m == 0:
+        return images
+    s = images.shape[1]
+    padded = np.pad(images, ((0, 0), (m, m), (m, m), (0, 0)), mode="edge")
+    return np.stack([padded[i, m - dy : m - dy + s, m - dx : m - dx + s] for i, (dy, dx) in enumerate(offsets)])
+
+
+def make_batch(pool: ScenePool, tokenizer: WordTokenizer, step: int, batch_size: int, seed: int,
+               hard_share: float = HARD_SHARE) -> tuple[np.ndarray, np.ndarray]:
+    """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips) and caption ids (b, len).
+
+    ``hard_share`` of the batch is :func:`shape_hard_groups`; the rest walks seeded epochs over the pool.
+    """
+    hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
+    idx = np.concatenate([batch_indices(len(pool.scenes), batch_size - len(hard), step, seed),
+                          np.asarray(hard, dtype=np.int64)]).astype(np.int64)
     rng = random.Random(f"toy-batch:{seed}:{step}")
     caps = [make_caption(pool.scenes[i], rng) for i in idx]
-    imgs = pool.images[idx]  # (b, s, s, 3)
+    imgs = shift(pool.images[idx], [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT))
+                                    for _ in idx])  # (b, s, s, 3)
     flips = np.array([rng.random() < 0.5 for _ in idx])
     imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
     pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0  # (b, 3, s, s)

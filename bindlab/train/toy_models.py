@@ -39,6 +39,7 @@ class ToyConfig:
     embed_dim: int = 128  # joint embedding size
     vocab_size: int = 128  # word-level vocabulary size (set from the tokenizer)
     max_text_len: int = 48  # text positions, [BOS] and [EOS] included
+    stem: str = "light"  # convolutional stem of the patch embedding: "deep" or "light" (see PatchEmbed)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -47,6 +48,10 @@ class ToyConfig:
             raise ValueError(f"image_size {self.image_size} must be a multiple of patch_size {self.patch_size}")
         if self.patch_size % 4 or self.patch_size < 4:
             raise ValueError(f"patch_size {self.patch_size} must be a multiple of 4 (the conv stem halves twice)")
+        if self.stem not in ("deep", "light"):
+            raise ValueError(f"unknown stem {self.stem!r}; choose 'deep' or 'light'")
+        if self.stem == "deep" and self.patch_size & (self.patch_size - 1):
+            raise ValueError(f"the deep stem needs a power-of-two patch_size, got {self.patch_size}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
 
@@ -128,24 +133,42 @@ def last_token_index(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
 class PatchEmbed(nn.Module):
     """Image (b, 3, H, W) in [0, 1] -> patch tokens (b, P, w) with learned positions.
 
-    A small convolutional stem (two stride-2 3x3 convs, then a stride-(patch/4) conv: a "hybrid ViT" stem) makes
-    each token a patch_size x patch_size cell: cheap on a CPU, and it lets 16 px patches still see texture.
+    A convolutional stem makes each token a patch_size x patch_size cell (a "hybrid ViT": cheap on a CPU).
+    ``cfg.stem``:
+
+    - ``"deep"``: log2(patch_size) stages of [3x3 stride-2 conv, 3x3 conv], channels 16, 32, 64, … up to the width,
+      then a 1x1 conv to the width. Each token sees about 3 patches across, so a whole object (renders are
+      ~20 px at 64 px) lands in one token's receptive field and its silhouette can be read locally.
+    - ``"light"``: two stride-2 3x3 convs, then a stride-(patch/4) conv (receptive field about one patch).
     """
 
     def __init__(self, cfg: ToyConfig) -> None:
         super().__init__()
-        c = cfg.width // 4
-        k = cfg.patch_size // 4
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, c, 3, stride=2, padding=1), nn.GELU(),  # (b, c, H/2, W/2)
-            nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.GELU(),  # (b, 2c, H/4, W/4)
-            nn.Conv2d(2 * c, cfg.width, k, stride=k),  # (b, w, H/p, W/p)
-        )
+        if cfg.stem == "deep":
+            layers: list[nn.Module] = []
+            c_in = 3
+            for i in range(int(math.log2(cfg.patch_size))):
+                c_out = min(cfg.width, 16 * 2**i)
+                layers += [nn.Conv2d(c_in, c_out, 3, stride=2, padding=1), nn.GELU(),
+                           nn.Conv2d(c_out, c_out, 3, padding=1), nn.GELU()]  # (b, c_out, H/2^(i+1), W/2^(i+1))
+                c_in = c_out
+            layers.append(nn.Conv2d(c_in, cfg.width, 1))  # (b, w, H/p, W/p)
+            self.stem = nn.Sequential(*layers)
+            self.norm: nn.Module = nn.LayerNorm(cfg.width)  # tokens of a deep plain conv stack start tiny
+        else:
+            c = cfg.width // 4
+            k = cfg.patch_size // 4
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, c, 3, stride=2, padding=1), nn.GELU(),  # (b, c, H/2, W/2)
+                nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.GELU(),  # (b, 2c, H/4, W/4)
+                nn.Conv2d(2 * c, cfg.width, k, stride=k),  # (b, w, H/p, W/p)
+            )
+            self.norm = nn.Identity()
         self.pos = nn.Parameter(torch.randn(cfg.num_patches, cfg.width) * 0.02)
 
     def forward(self, pixels: torch.Tensor) -> torch.Tensor:
         x = self.stem((pixels - 0.5) / 0.25)  # (b, w, H/p, W/p)
-        return x.flatten(2).transpose(1, 2) + self.pos  # (b, P, w)
+        return self.norm(x.flatten(2).transpose(1, 2)) + self.pos  # (b, P, w)
 
 
 class WordEmbed(nn.Module):

@@ -30,8 +30,8 @@ from bindlab.train.toy_models import ARCHS, ToyConfig
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
-    "clip": dict(width=64, heads=4, layers=4, text_layers=3, embed_dim=64, image_size=64, patch_size=16),
-    "shared": dict(width=64, heads=4, layers=4, embed_dim=64, image_size=64, patch_size=16),
+    "clip": dict(width=64, heads=4, layers=4, text_layers=3, embed_dim=64, image_size=64, patch_size=16, stem="deep"),
+    "shared": dict(width=64, heads=4, layers=4, embed_dim=64, image_size=64, patch_size=16, stem="deep"),
 }
 
 
@@ -40,13 +40,14 @@ class TrainConfig:
     """Settings of one training run (recorded in ``training.json``)."""
 
     arch: str = "clip"  # "clip" or "shared"
-    steps: int = 3200  # optimizer steps (the shipped models)
+    steps: int = 6000  # optimizer steps (the shipped models)
     batch_size: int = 128  # scenes per step (in-batch negatives)
     lr: float = 1.5e-3  # peak learning rate (AdamW)
     warmup: int = 60  # linear warm-up steps, then cosine decay to 0
     weight_decay: float = 0.05
     seed: int = 0  # fixes init, pool, batch order and captions
     pool_size: int = 10000  # pre-rendered training scenes
+    hard_share: float = 0.5  # share of each batch in shape-hard groups (bindlab.train.toy_data.shape_hard_groups)
     checkpoint_every: int = 100  # steps between checkpoints
     threads: int = 1  # torch CPU threads; on a busy 2-core machine 1 thread ran ~10x faster than 2 (measured)
     render_workers: int = 2  # processes that render the pool
@@ -235,7 +236,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     model.train()
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
-        pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed)
+        pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share)
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
