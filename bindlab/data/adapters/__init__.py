@@ -87,7 +87,8 @@ def load_benchmark(name_or_path: str, data: str | None = None, split: str | None
         split: split name(s), comma-separated, or None/"all".
         limit: at most this many items (per split for multi-split benchmarks); 0 = all.
         images: image folder override (COCO val2017 for SugarCrepe / SugarCrepe++; VG images for ARO).
-        source: ``local``, ``hub`` or ``auto`` (local when it exists, else the hub).
+        source: ``local``, ``hub`` or ``auto`` (local when it exists, else the hub). Hub files come through
+            :func:`bindlab.data.adapters.hub.snapshot`: offline, only what the hub cache already holds.
     """
     if source not in ("auto", "local", "hub"):
         raise ValueError(f"unknown source {source!r}; choose auto, local or hub")
@@ -107,8 +108,8 @@ def load_benchmark(name_or_path: str, data: str | None = None, split: str | None
                             f"published files ({m.get('url', 'see the manifest')}) and pass --data PATH")
         from bindlab.config import home
 
-        items = mod.load_hub(hub, home() / "hub_images" / m["name"], split, limit)
-        src = f"hub:{hub['dataset']}"
+        items = mod.load_hub(hub, home() / "hub_images" / m["name"], split, limit, images=images)
+        src = f"hub:{hub['dataset']}" + (f"@{hub['revision']}" if hub.get("revision") else "")
     else:
         if not path.exists():
             raise DataError(f"{m['name']}: local copy {path} not found; download the published files "

@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmark adapters: item types, the bag-of-words validity check, hub rows.
+"""Shared pieces of the benchmark adapters: item types, the bag-of-words validity check, file readers.
 
 Adapters turn a published benchmark file into one of two item kinds:
 
@@ -93,41 +93,3 @@ def require(row: Any, keys: tuple[str, ...], where: str) -> dict[str, Any]:
         if isinstance(row[k], str) and not row[k].strip() and "caption" in k:
             raise DataError(f"{where}: field {k!r} is empty")
     return row
-
-
-def hub_rows(dataset: str, split: str, cache: Path, image_columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Rows of a hub dataset via ``datasets`` (when installed and the hub is reachable); PIL images in
-    ``image_columns`` are saved under ``cache`` and replaced by their file paths.
-
-    Raises:
-        DataError: hub offline, ``datasets`` missing, or the dataset cannot be loaded (message says what to do).
-    """
-    from bindlab.config import hub_offline
-
-    if hub_offline():
-        raise DataError(f"the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set), so {dataset} cannot be "
-                        "downloaded; use a local copy (--data PATH)")
-    try:
-        import datasets  # noqa: F401
-    except ImportError:
-        raise DataError(f"loading {dataset} from the hub needs the 'datasets' package (pip install datasets); "
-                        "or use a local copy (--data PATH)") from None
-    from datasets import load_dataset
-
-    try:
-        ds = load_dataset(dataset, split=split)
-    except Exception as e:  # noqa: BLE001 - any hub failure becomes one readable line
-        raise DataError(f"could not load {dataset} (split {split}) from the hub: {type(e).__name__}: {e}") from None
-    cache.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i, row in enumerate(ds):
-        row = dict(row)
-        for col in image_columns:
-            img = row.get(col)
-            if img is not None and not isinstance(img, str):
-                p = cache / f"{i:06d}_{col}.png"
-                if not p.exists():
-                    img.convert("RGB").save(p)
-                row[col] = str(p)
-        rows.append(row)
-    return rows

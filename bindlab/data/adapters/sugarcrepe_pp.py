@@ -6,6 +6,9 @@ Native metrics, per split:
 
 - ITT (image-to-text): correct when sim(I, P1) > sim(I, N) and sim(I, P2) > sim(I, N);
 - TOT (text-only): correct when cos(P1, P2) > cos(P1, N) and cos(P1, P2) > cos(P2, N).
+
+Hub copy (``Aman-J/SugarCrepe_pp``, the authors' upload): the same five files under ``data/``; COCO images are
+not on the hub, so hub items are text-only unless ``images`` points at a val2017 folder.
 """
 
 from __future__ import annotations
@@ -41,3 +44,14 @@ def load_local(path: Path, split: str | None = None, limit: int = 0, images: str
                                   positives=[row["caption"], row["caption2"]], negative=row["negative_caption"],
                                   group=s, extra={"filename": row["filename"]}))
     return out
+
+
+def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: int = 0,
+             images: str | Path | None = None, **_: Any) -> list[ChoiceItem]:
+    """Items from the hub repo's ``data/<split>.json`` files (text-only unless ``images`` is a COCO folder)."""
+    from bindlab.data.adapters.hub import hub_files
+
+    root, _files = hub_files(hub, tuple(f"data/{s}.json" for s in SPLITS), "sugarcrepe_pp")
+    if images:
+        images = Path(images).expanduser().resolve()
+    return load_local(root / "data", split=split, limit=limit, images=images)
