@@ -140,6 +140,55 @@ def margin_ratio(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, seed: 
             "ci_high": [_num(x) for x in hi]}
 
 
+def deep_layers(n_layers: int) -> list[int]:
+    """The last third of ``n_layers`` layers (at least one): where SABER sees the margin fade after finetuning."""
+    if n_layers < 1:
+        raise ValueError(f"need at least one layer, got {n_layers}")
+    return list(range(n_layers - max(1, n_layers // 3), n_layers))
+
+
+def margin_difference(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Paired difference ``other − base`` of two models' margins on the same captions, with bootstrap intervals.
+
+    Only captions valid (no NaN) for both models count. Per layer: mean of the per-caption differences and its
+    95 % percentile bootstrap interval; ``last``: the same at the last layer; ``deep``: per caption, the mean over
+    :func:`deep_layers` of the difference, then mean and interval over captions.
+
+    Args:
+        base, other: ``(n_captions, n_layers)`` margins (NaN = skipped caption).
+
+    Returns:
+        ``{"n_captions", "layers", "diff_mean", "ci_low", "ci_high", "last": {"layer", "mean", "ci_low",
+        "ci_high"}, "deep": {"layers", "mean", "ci_low", "ci_high"}}`` (None where undefined).
+
+    Raises:
+        ValueError: the two arrays differ in shape (e.g. different layer counts).
+    """
+    from bindlab.eval.metrics import bootstrap_ci
+
+    base, other = np.asarray(base, np.float64), np.asarray(other, np.float64)
+    if base.ndim != 2 or base.shape != other.shape:
+        raise ValueError(f"margins to compare must have the same shape (captions x layers); got {base.shape} and "
+                         f"{other.shape} — the two models need the same number of layers")
+    keep = ~(np.isnan(base).any(axis=1) | np.isnan(other).any(axis=1))
+    d = other[keep] - base[keep]  # (n_valid, layers): per-caption differences, paired
+    n_layers, deep = base.shape[1], deep_layers(base.shape[1])
+
+    def stat(v: np.ndarray) -> tuple[float | None, float | None, float | None]:
+        if not len(v):
+            return None, None, None
+        lo, hi = bootstrap_ci(v, n_boot=n_boot, seed=seed)
+        return _num(v.mean()), _num(lo), _num(hi)
+
+    per_layer = [stat(d[:, layer]) for layer in range(n_layers)]
+    last, deep_stat = stat(d[:, -1]), stat(d[:, deep].mean(axis=1))
+    return {"n_captions": int(len(d)), "layers": list(range(n_layers)),
+            "diff_mean": [s[0] for s in per_layer], "ci_low": [s[1] for s in per_layer],
+            "ci_high": [s[2] for s in per_layer],
+            "last": {"layer": n_layers - 1, "mean": last[0], "ci_low": last[1], "ci_high": last[2]},
+            "deep": {"layers": deep, "mean": deep_stat[0], "ci_low": deep_stat[1], "ci_high": deep_stat[2]}}
+
+
 def _valid_rows(margins: np.ndarray) -> np.ndarray:
     m = np.asarray(margins, dtype=np.float64)
     return m[~np.isnan(m).any(axis=1)] if m.ndim == 2 else m.reshape(0, 0)

@@ -87,8 +87,14 @@ class LoraEncoder:
         return self.base.embed_images(images)
 
     def attention_access(self) -> Any:
+        """The base's attention access, read with the adapter in place (the maps come from the adapted weights)."""
+        import dataclasses
+
         self._ready()
-        return self.base.attention_access()
+        get = getattr(self.base, "attention_access", None)
+        if get is None:
+            raise EncoderError(f"{self.id}: its base {self.base.id} has no text transformer to read attention from")
+        return dataclasses.replace(get(), encoder_id=self.id)
 
 
 def _load(eid: EncoderId, options: dict[str, Any]) -> LoraEncoder:

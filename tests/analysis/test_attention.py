@@ -340,3 +340,34 @@ def test_binding_cells_follow_the_direction_rule():
     # words: the0 cube1 is2 red3 and4 the5 ball6 is7 blue8
     assert binding_cells(lay) == [(3, 1, True), (6, 3, False), (8, 1, False), (8, 6, True)]
     assert binding_cells(lay, "earlier_to_later") == [(1, 3, True), (1, 8, False), (3, 6, False), (6, 8, True)]
+
+
+@pytest.mark.parametrize("n_layers,deep", [(1, [0]), (2, [1]), (3, [2]), (6, [4, 5]), (12, [8, 9, 10, 11])])
+def test_deep_layers_are_the_last_third(n_layers, deep):
+    from bindlab.analysis.attention import deep_layers
+
+    assert deep_layers(n_layers) == deep
+
+
+def test_margin_difference_is_paired_over_captions_valid_in_both():
+    from bindlab.analysis.attention import margin_difference
+    from bindlab.eval.metrics import bootstrap_ci
+
+    rng = np.random.default_rng(4)
+    base, other = rng.normal(size=(30, 6)), rng.normal(size=(30, 6))
+    base[3, 2], other[7, 0] = np.nan, np.nan  # skipped captions drop out of both sides
+    res = margin_difference(base, other, n_boot=300, seed=1)
+    keep = [i for i in range(30) if i not in (3, 7)]
+    d = other[keep] - base[keep]
+    assert res["n_captions"] == 28 and res["layers"] == list(range(6))
+    for layer in range(6):
+        assert res["diff_mean"][layer] == pytest.approx(np.mean([d[i, layer] for i in range(28)]), abs=1e-6)
+        lo, hi = bootstrap_ci(d[:, layer], n_boot=300, seed=1)
+        assert (res["ci_low"][layer], res["ci_high"][layer]) == pytest.approx((lo, hi), abs=1e-6)
+    assert res["last"]["mean"] == res["diff_mean"][-1] and res["last"]["layer"] == 5
+    assert res["deep"]["layers"] == [4, 5]
+    assert res["deep"]["mean"] == pytest.approx(np.mean([(d[i, 4] + d[i, 5]) / 2 for i in range(28)]), abs=1e-6)
+    same = margin_difference(base, base)
+    assert same["diff_mean"] == [0.0] * 6 and same["deep"]["ci_high"] == 0.0
+    with pytest.raises(ValueError, match="same number of layers"):
+        margin_difference(base, other[:, :4])
