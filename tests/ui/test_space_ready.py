@@ -1,0 +1,225 @@
+"""Hugging Face Space readiness, without a browser: the README header is a valid Space config, the app honours the
+host/port a Space sets and refuses oversized uploads, importing the app loads no model code, and GPU-bound
+callbacks get ZeroGPU's decorator exactly when the ``spaces`` package is there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+import yaml
+
+from tests.ui.conftest import ROOT, _free_port
+
+SPACE_COLORS = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}
+
+
+def _front_matter() -> tuple[dict, str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n"), "README.md must open with the Space's YAML header"
+    head, body = text[4:].split("\n---\n", 1)
+    return yaml.safe_load(head), body
+
+
+def test_readme_front_matter_is_a_gradio_space_config():
+    import gradio
+
+    meta, body = _front_matter()
+    for key in ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "python_version", "app_file",
+                "pinned", "short_description"):
+        assert key in meta, key
+    assert meta["sdk"] == "gradio" and meta["sdk_version"] == gradio.__version__
+    assert (ROOT / meta["app_file"]).is_file() and meta["app_file"] == "app.py"
+    assert {meta["colorFrom"], meta["colorTo"]} <= SPACE_COLORS
+    assert isinstance(meta["pinned"], bool) and len(meta["short_description"]) <= 60
+    assert str(meta["python_version"]).startswith("3.")
+    # Right after the header (and the title), the two commands: run the app, run the tests.
+    lines = [ln for ln in body.splitlines() if ln.strip()]
+    assert lines[0].startswith("# ") and lines[1] == "```bash"
+    assert "pip install -r requirements.txt && python app.py" in lines[2]
+    assert "pip install -r requirements.txt && python -m pytest" in lines[3] and lines[4] == "```"
+    assert "docs/deploy.md" in body and (ROOT / "docs" / "deploy.md").is_file()
+
+
+def _run_py(code: str, env: dict[str, str] | None = None, pythonpath: str | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter at the repo root; it prints one JSON line, returned parsed."""
+    env = {**os.environ, **(env or {})}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_app_loads_no_model_code_and_changes_nothing_off_zerogpu():
+    """As on a laptop or an ordinary Space (``spaces`` installed or not, no ZeroGPU): no model code imported, and
+    the GPU decorator hands callbacks back unchanged."""
+    out = _run_py("""
+        import json, sys
+        import bindlab.ui.app
+        from bindlab.ui import browse, gpu
+        heavy = ("torch", "transformers", "open_clip", "timm", "peft", "accelerate", "sentence_transformers",
+                 "safetensors.torch", "umap", "sklearn")
+        def f(x):
+            return x
+        print(json.dumps({"heavy": sorted(m for m in heavy if m in sys.modules), "same": gpu.gpu_task(45)(f) is f,
+                          "zerogpu": hasattr(browse.score, "zerogpu")}))
+    """, env={"SPACES_ZERO_GPU": ""})
+    assert out == {"heavy": [], "same": True, "zerogpu": False}
+
+
+def test_gpu_task_is_the_identity_without_spaces():
+    out = _run_py("""
+        import json, sys
+        sys.modules["spaces"] = None  # makes `import spaces` raise ImportError, as when it is not installed
+        from bindlab.ui import browse, gpu
+        def f(x):
+            return x
+        print(json.dumps({"same": gpu.gpu_task(30)(f) is f, "spaces": gpu.spaces_gpu() is not None,
+                          "score": browse.score.__name__, "zerogpu": hasattr(browse.score, "zerogpu"),
+                          "queue": gpu.GPU_QUEUE}))
+    """)
+    assert out == {"same": True, "spaces": False, "score": "score", "zerogpu": False,
+                   "queue": {"concurrency_id": "gpu", "concurrency_limit": 1}}
+
+
+# With the real `spaces` package in ZeroGPU mode (it decorates without contacting its device API); where it is not
+# installed, a stand-in module with the same decorator signature (GPU(task=None, *, duration=None)) is used.
+SPACES_STANDIN = '''
+import functools
+
+def GPU(task=None, *, duration=None, size=None):
+    if task is None:
+        return functools.partial(GPU, duration=duration, size=size)
+    @functools.wraps(task)
+    def wrapper(*a, **k):
+        return task(*a, **k)
+    wrapper.zerogpu = None
+    wrapper.duration = duration
+    return wrapper
+'''
+
+
+def test_gpu_task_applies_spaces_gpu_when_spaces_is_installed(tmp_path):
+    try:
+        import spaces  # noqa: F401
+
+        pythonpath, real = None, True
+    except ImportError:
+        (tmp_path / "spaces.py").write_text(SPACES_STANDIN)
+        pythonpath, real = str(tmp_path), False
+    out = _run_py("""
+        import json
+        import gradio  # as in the app: gradio first, then spaces through bindlab.ui.gpu
+        from bindlab.ui import attention, browse, gpu
+        def f(x):
+            return x + 1
+        g = gpu.gpu_task(45)(f)
+        # (not called: under ZeroGPU a call asks the device API for a GPU)
+        print(json.dumps({"wrapped": g is not f, "inner": getattr(g, "__wrapped__", None) is f,
+                          "zerogpu": hasattr(g, "zerogpu"), "score": hasattr(browse.score, "zerogpu"),
+                          "caption": hasattr(attention.show_caption, "zerogpu"), "name": browse.score.__name__}))
+    """, env={"SPACES_ZERO_GPU": "true", "SPACES_ZERO_DEVICE_API_URL": "http://127.0.0.1:9"}, pythonpath=pythonpath)
+    assert out["wrapped"] and out["inner"] and out["zerogpu"] and out["score"] and out["caption"], (real, out)
+    assert out["name"] == "score"
+
+
+def test_env_settings_are_validated(monkeypatch):
+    from bindlab.ui import gpu
+    from bindlab.ui.common import max_upload_bytes, max_upload_mb
+
+    monkeypatch.setenv("BINDLAB_MAX_UPLOAD_MB", "2.5")
+    assert max_upload_mb() == 2.5 and max_upload_bytes() == int(2.5 * 2**20)
+    for bad in ("0", "-1", "lots"):
+        monkeypatch.setenv("BINDLAB_MAX_UPLOAD_MB", bad)
+        with pytest.raises(ValueError, match="BINDLAB_MAX_UPLOAD_MB"):
+            max_upload_mb()
+    monkeypatch.setenv("BINDLAB_GPU_CONCURRENCY", "3")
+    assert gpu.gpu_concurrency() == 3
+    monkeypatch.setenv("BINDLAB_GPU_CONCURRENCY", "zero")
+    with pytest.raises(ValueError, match="BINDLAB_GPU_CONCURRENCY"):
+        gpu.gpu_concurrency()
+    with pytest.raises(ValueError, match="duration"):
+        gpu.gpu_task(0)
+
+
+def test_check_upload_refuses_a_file_over_the_limit(tmp_path, monkeypatch):
+    from bindlab.ui.common import check_upload
+
+    monkeypatch.setenv("BINDLAB_MAX_UPLOAD_MB", "1")
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    small.write_bytes(b"x" * 1000)
+    big.write_bytes(b"x" * (2 * 2**20))
+    assert check_upload(str(small)) == small
+    with pytest.raises(ValueError, match=r"big.jsonl is 2.0 MiB; uploads are limited to 1 MiB"):
+        check_upload(str(big))
+    with pytest.raises(ValueError, match="no file uploaded"):
+        check_upload(None)
+    with pytest.raises(ValueError, match="missing on the server"):
+        check_upload(str(tmp_path / "gone.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def space_app(tmp_path_factory):
+    """``python app.py`` started the way a Space starts it: host and port from the environment, 1 MiB uploads."""
+    port = _free_port()
+    home = tmp_path_factory.mktemp("space-home")
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "BINDLAB_MAX_UPLOAD_MB": "1", "BINDLAB_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False"}
+    log = open(home / "app.log", "w")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"app.py exited with {proc.returncode}: {(home / 'app.log').read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise RuntimeError("app.py did not answer on GRADIO_SERVER_PORT within 180 s") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _upload(url: str, size: int) -> tuple[int, str]:
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"data.jsonl\"\r\n"
+            f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
+    req = urllib.request.Request(f"{url}/gradio_api/upload", data=body, method="POST",
+                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_app_listens_on_the_port_from_the_environment(space_app):
+    with urllib.request.urlopen(space_app, timeout=10) as r:
+        assert r.status == 200 and "bindlab" in r.read().decode()
+
+
+def test_upload_over_the_limit_is_refused_with_a_clear_message(space_app):
+    status, text = _upload(space_app, 2 * 2**20)
+    assert status == 413 and "File size exceeded maximum allowed size of 1048576 bytes" in text
+    status, text = _upload(space_app, 100_000)
+    assert status == 200 and "data.jsonl" in text
