@@ -376,6 +376,24 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
     return out
 
 
+def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
+    """Map tab layouts on a text subset: PCA, UMAP on its first run in this process (numba compiles), UMAP again
+    with another seed (compiled, not cached) and UMAP read back from the layout cache."""
+    from bindlab.analysis.embedding_map import LayoutParams, build_map, cached_layout
+    from bindlab.data.saber import generate_saber, write_benchmark
+
+    with _temporary_home() as home:
+        path = write_benchmark(home / "saber", generate_saber(per_size=4 if quick else 20, seed=0), {"seed": 0})
+        data = build_map(path, model, limit=30 if quick else 120)
+        t_pca, _ = _timed(lambda: cached_layout(data, "pca"))
+        t_first, _ = _timed(lambda: cached_layout(data, "umap"))
+        t_second, _ = _timed(lambda: cached_layout(data, "umap", LayoutParams(seed=1)))
+        t_cached, (_, hit) = _timed(lambda: cached_layout(data, "umap"))
+    return {"model": data.model, "points": len(data.points), "pca_s": round(t_pca, 4),
+            "umap_first_s": round(t_first, 2), "umap_compiled_s": round(t_second, 2),
+            "umap_cached_s": round(t_cached, 4), "cache_hit": hit}
+
+
 SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("eval_mcq_pipeline", lambda quick, model: bench_eval_pipeline(model=model, per_size=20 if quick else 200)),
     ("retrieval", lambda quick, model: bench_retrieval(per_size=20 if quick else 200)),
@@ -388,6 +406,7 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("finetune", lambda quick, model: bench_finetune(quick=quick, model=model)),
     ("composet", lambda quick, model: bench_composet(quick)),
     ("toy", lambda quick, model: bench_toy(quick)),
+    ("embedding_map", lambda quick, model: bench_embedding_map(quick, model)),
 ]
 
 

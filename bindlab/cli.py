@@ -33,6 +33,33 @@ def _write_per_item(path: str | None, rows: list[dict[str, Any]]) -> None:
         print(f"wrote {len(rows)} per-item rows to {path}")
 
 
+def _export_formats(spec: str) -> list[str]:
+    from bindlab.exports import parse_formats
+
+    try:
+        return parse_formats(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _export_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--export", metavar="DIR", help="also write the results as files into DIR: tables as CSV + JSON "
+                                                   "(with provenance), figures as PNG + SVG + HTML, per-item JSONL")
+    p.add_argument("--export-formats", type=_export_formats, default="all",
+                   help="with --export: comma-separated subset of csv,json,jsonl,png,svg,html (default all)")
+
+
+def _write_export(a: argparse.Namespace, build: Callable[[], Any], prov: dict[str, Any]) -> None:
+    """``--export DIR``: write ``build()`` (a :class:`bindlab.exports.ResultView`) through :mod:`bindlab.exports`."""
+    if getattr(a, "export", None):
+        from bindlab.exports import write_view
+
+        w = write_view(build(), a.export, prov, a.export_formats)
+        print(f"exported {len(w.paths)} files to {a.export}")
+        for note in w.notes:
+            print(f"note: {note}", file=sys.stderr)
+
+
 # --- generate ----------------------------------------------------------------------------------------------------
 def cmd_generate_saber(a: argparse.Namespace) -> None:
     from bindlab.data.saber import generate_saber, parse_sizes, write_benchmark
@@ -95,6 +122,10 @@ def _eval(a: argparse.Namespace, evaluate: Callable, kind: str) -> None:
                   f"R@1 {r['r@1']:.3f} R@5 {r['r@5']:.3f}")
     _write_json(a.out, out)
     _write_per_item(a.per_item, rows)
+    from bindlab import exports
+
+    build = exports.mcq_export if kind == "mcq" else exports.retrieval_export
+    _write_export(a, lambda: build(results, rows), out["provenance"])
 
 
 def cmd_eval_mcq(a: argparse.Namespace) -> None:
@@ -151,6 +182,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--limit", type=int, default=0, help="evaluate only the first N questions")
     p.add_argument("--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file")
+    _export_args(p)
 
 
 def _add_saber(g: Groups) -> None:
@@ -216,6 +248,9 @@ def cmd_attention(a: argparse.Namespace) -> None:
     res["provenance"] = provenance(a.data, encoder, settings, a.seed)
     _write_json(a.out, res)
     _write_per_item(a.per_item, per_item_rows(runs))
+    from bindlab.exports import attention_export
+
+    _write_export(a, lambda: attention_export(res, per_item_rows(runs)), res["provenance"])
 
 
 def _fmt(x: float | None, spec: str = "+.4f") -> str:
@@ -235,6 +270,7 @@ def _add_attention(g: Groups) -> None:
     p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
     p.add_argument("--out", help="write results JSON here")
     p.add_argument("--per-item", help="write every caption's per-layer margins as JSONL here")
+    _export_args(p)
     p.set_defaults(func=cmd_attention)
 
 
@@ -360,9 +396,15 @@ def cmd_jobs(a: argparse.Namespace) -> None:
 
         if not a.data:
             raise ValueError("'jobs compare' needs --data MCQ.jsonl (e.g. from 'python -m bindlab generate saber')")
-        res = compare_job(a.job, a.data, pairings=a.pairings, limit=a.limit)
+        res = compare_job(a.job, a.data, pairings=a.pairings, limit=a.limit,
+                          attention_limit=None if a.no_attention else a.attention_limit)
         print(format_compare(res))
         _write_json(a.out, res)
+        from bindlab.exports import compare_export
+        from bindlab.train.compare import mcq_table
+
+        _write_export(a, lambda: compare_export(mcq_table(res), res["triplets"], manager.metrics(a.job),
+                                                res.get("attention")), res["provenance"])
 
 
 def _add_finetune(g: Groups) -> None:
@@ -401,8 +443,12 @@ def _add_finetune(g: Groups) -> None:
     j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on")
     j.add_argument("--pairings", default="auto", help="compare: tt,ti,it,ii or auto (all the model and data allow)")
     j.add_argument("--limit", type=int, default=0, help="compare: first N questions only")
+    j.add_argument("--attention-limit", type=int, default=200,
+                   help="compare: attention binding margins per layer on the first N query captions (0 = all)")
+    j.add_argument("--no-attention", action="store_true", help="compare: skip the attention margins")
     j.add_argument("--log", action="store_true", help="show: print the log tail")
     j.add_argument("--out", help="write JSON here")
+    _export_args(j)  # used by compare
     j.set_defaults(func=cmd_jobs)
 
 
@@ -454,9 +500,14 @@ def cmd_ground(a: argparse.Namespace) -> None:
                 f"{k} {v['macro_map']:.3f}" for k, v in c.items() if v is not None))
     settings = {"factors": factors, "alpha": a.alpha, "controls": not a.no_controls, "n_boot": a.n_boot,
                 "splits": session.index.splits, "seconds": round(time.perf_counter() - t, 3)}
-    _write_json(a.out, {"factors": results,
-                        "provenance": provenance(Path(a.data) / "index.csv" if Path(a.data).is_dir() else a.data,
-                                                 session.encoder, settings, a.seed)})
+    prov = provenance(Path(a.data) / "index.csv" if Path(a.data).is_dir() else a.data, session.encoder, settings,
+                      a.seed)
+    _write_json(a.out, {"factors": results, "provenance": prov})
+    from bindlab.analysis.grounding_session import ALPHA_GRID
+    from bindlab.exports import grounding_export
+
+    _write_export(a, lambda: grounding_export(results, {f: session.state(f).margin_curve(ALPHA_GRID) for f in factors}),
+                  prov)
 
 
 def _add_grounding(g: Groups) -> None:
@@ -482,6 +533,7 @@ def _add_grounding(g: Groups) -> None:
     q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the selective-grounding gate")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--out", help="write results JSON here")
+    _export_args(q)
     q.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
     q.add_argument("--batch-size", type=int, default=64)
     q.set_defaults(func=cmd_ground)
@@ -527,8 +579,12 @@ def cmd_eval_pairs(a: argparse.Namespace) -> None:
     print(f"within-pair image cosine {c['within_pair_image_cosine']['mean']:.4f} vs across scenes "
           f"{c['across_scene_image_cosine']:.4f}" + (f"; pixels changed {c['pixels_changed']['mean']:.3f}"
                                                     if c["pixels_changed"] else ""))
-    _write_json(a.out, {**summary, "provenance": provenance(a.data, encoder, settings, a.seed)})
+    prov = provenance(a.data, encoder, settings, a.seed)
+    _write_json(a.out, {**summary, "provenance": prov})
     _write_per_item(a.per_item, rows)
+    from bindlab.exports import pairs_export
+
+    _write_export(a, lambda: pairs_export(summary, rows, encoder.id), prov)
 
 
 def cmd_eval_benchmark(a: argparse.Namespace) -> None:
@@ -570,6 +626,7 @@ def _add_pairs(g: Groups) -> None:
     e.add_argument("--verbosity", default="all", help="caption level: short|medium|long|all")
     e.add_argument("--out", help="write results JSON here")
     e.add_argument("--per-item", help="write every pair's 2x2 scores as JSONL here")
+    _export_args(e)
     e.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
     e.add_argument("--batch-size", type=int, default=64)
     e.add_argument("--limit", type=int, default=0, help="score only the first N pairs")
@@ -600,8 +657,10 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
     from bindlab.train.toy_train import TqdmProgress, TrainConfig, train_toy
 
     model = {k: v for k, v in {"width": a.width, "layers": a.layers, "text_layers": a.layers, "heads": a.heads,
-                               "image_size": a.image_size, "embed_dim": a.width}.items() if v}
+                               "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem,
+                               "embed_dim": a.width}.items() if v}
     cfg = TrainConfig(arch=a.arch, steps=a.steps, batch_size=a.batch_size, seed=a.seed, pool_size=a.pool_size,
+                      hard_share=a.hard_share,
                       checkpoint_every=a.checkpoint_every, threads=a.threads, lr=a.lr, model=model,
                       warmup=min(60, max(1, a.steps // 10)))
     out = Path(a.out)
@@ -638,7 +697,7 @@ def cmd_eval_toy(a: argparse.Namespace) -> None:
         t = json.loads((Path(folder) / "training.json").read_text())["train_config"]
         command = (f"python -m bindlab train toy --arch {t['arch']} --out DIR --steps {t['steps']} --seed {t['seed']}"
                    f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
-        print(f"wrote {write_card(folder, a.model, result, command)}")
+        print(f"wrote {write_card(folder, a.model, result, command, a.note or [])}")
 
 
 def _add_toy(g: Groups) -> None:
@@ -646,7 +705,7 @@ def _add_toy(g: Groups) -> None:
     p = tr.add_parser("toy", help="train a toy vision-language model (toy:clip / toy:shared) on rendered scenes")
     p.add_argument("--arch", choices=["clip", "shared"], required=True, help="clip = two towers; shared = one stack")
     p.add_argument("--out", required=True, help="output folder (checkpoints; the final model loads as toy:/path)")
-    p.add_argument("--steps", type=int, default=3200, help="optimizer steps (3200 = the shipped models)")
+    p.add_argument("--steps", type=int, default=6000, help="optimizer steps (6000 = the shipped models)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=1.5e-3)
@@ -657,6 +716,10 @@ def _add_toy(g: Groups) -> None:
     p.add_argument("--layers", type=int, default=0, help="override the number of blocks")
     p.add_argument("--heads", type=int, default=0, help="override the number of attention heads")
     p.add_argument("--image-size", type=int, default=0, help="override the image side in pixels")
+    p.add_argument("--patch-size", type=int, default=0, help="override the ViT patch side in pixels (multiple of 4)")
+    p.add_argument("--stem", choices=["deep", "light"], help="override the convolutional stem")
+    p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
+                                                                  "(single objects sharing an attribute)")
     p.add_argument("--eval-sample", type=int, default=300, help="held-out single-object renders for the final "
                                                                  "evaluation (0 = skip it)")
     p.add_argument("--eval-per-size", type=int, default=10, help="MCQs per N = 2..10 in the final evaluation")
@@ -671,7 +734,60 @@ def _add_toy(g: Groups) -> None:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--out", help="write results JSON here")
     e.add_argument("--card", action="store_true", help="also write the model card README.md into the toy model's folder")
+    e.add_argument("--note", action="append", help="a line for the card's training section (repeatable), e.g. the "
+                                                   "machine's load during training")
     e.set_defaults(func=cmd_eval_toy)
+
+
+# --- map ---------------------------------------------------------------------------------------------------------
+def cmd_map(a: argparse.Namespace) -> None:
+    from bindlab.analysis.embedding_map import LayoutParams, build_map, cached_layout, layout_records, summary_line
+    from bindlab.analysis.map_figure import map_html
+    from bindlab.eval.browse import get_encoder
+    from bindlab.provenance import provenance
+
+    out = Path(a.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ValueError(f"--out {a.out!r} must be an .html file (the layout JSON is written next to it)")
+    params = LayoutParams(n_neighbors=a.n_neighbors, min_dist=a.min_dist, metric=a.metric, seed=a.seed)
+    t = time.perf_counter()
+    data = build_map(a.data, a.model, a.n_objects, a.limit, a.seed)
+    xy, hit = cached_layout(data, a.method, params)
+    print(summary_line(data) + f" | {a.method} layout {'from cache' if hit else 'computed'} "
+          f"in {time.perf_counter() - t:.1f}s")
+    for note in data.notes:
+        print(f"note: {note}")
+    title = f"{data.model} · {a.method.upper()} of {len(data.points)} points (circle = text, square = image)"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(map_html(data.points, xy, a.color, title, thumb_size=a.thumb_size), encoding="utf-8")
+    print(f"wrote {out}")
+    settings = {"kind": "map", "method": a.method, "params": vars(params), "n_objects": a.n_objects,
+                "limit": a.limit, "color": a.color, "modalities": data.modalities, "data_hash": data.data_hash,
+                "accuracy": data.accuracy}
+    _write_json(str(out.with_suffix(".json")), {"points": layout_records(data, xy), "notes": data.notes,
+                                                 "provenance": provenance(data.path, get_encoder(a.model),
+                                                                          settings, a.seed)})
+
+
+def _add_map(g: Groups) -> None:
+    from bindlab.analysis.embedding_map import COLOR_BY, DEFAULT_LIMIT, METHODS, METRICS
+
+    p = g.top.add_parser("map", help="UMAP/PCA map of the query and candidate embeddings of a SABER subset "
+                                     "-> standalone HTML (+ layout JSON)")
+    p.add_argument("--model", required=True, help="encoder id, e.g. minilm, bow, toy:clip (image points when it has images)")
+    p.add_argument("--data", default="", help="MCQ JSONL file (default: the embedded mini benchmark, with images "
+                                              "for image+text models)")
+    p.add_argument("--n-objects", default="all", help="numbers of objects to keep, e.g. 2,3 or 2-4 (default all)")
+    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="at most this many questions (seeded sample)")
+    p.add_argument("--method", choices=METHODS, default="umap", help="layout (UMAP layouts are cached on disk)")
+    p.add_argument("--color", choices=COLOR_BY, default="role", help="colour points by")
+    p.add_argument("--n-neighbors", type=int, default=15, help="UMAP neighbourhood size")
+    p.add_argument("--min-dist", type=float, default=0.1, help="UMAP minimum distance")
+    p.add_argument("--metric", choices=METRICS, default="cosine", help="UMAP distance")
+    p.add_argument("--seed", type=int, default=0, help="subset sampling and UMAP seed")
+    p.add_argument("--thumb-size", type=int, default=64, help="hover thumbnail side in pixels (0 = none)")
+    p.add_argument("--out", required=True, help="HTML file to write (map.html); the layout JSON goes next to it")
+    p.set_defaults(func=cmd_map)
 
 
 # Each feature adds its commands with one function here; the order is the order of --help.
@@ -683,6 +799,7 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
     _add_grounding,
     _add_pairs,
     _add_toy,
+    _add_map,
 ]
 
 

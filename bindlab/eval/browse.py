@@ -15,7 +15,7 @@ import numpy as np
 
 from bindlab.config import home
 from bindlab.data.schema import MCQ, load_mcqs
-from bindlab.eval.mcq import PAIRINGS, embed_questions, score_mcq, summarize
+from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, item_rows, score_mcq, summarize
 from bindlab.eval.metrics import mcq_credit
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
@@ -199,14 +199,12 @@ def question_view(s: ScoredSet, qid: str) -> dict[str, Any]:
 
 def accuracy_table(s: ScoredSet) -> list[dict[str, Any]]:
     """Rows ``{n_objects, subset, accuracy, n}`` for the accuracy-by-N chart (subset 'all' included)."""
-    rows = []
-    ns = sorted({q.n_objects for q in s.questions})
-    for subset in ("all", "independent", "nested"):
-        for n in ns:
-            sel = [c for q, c in zip(s.questions, s.credit) if q.n_objects == n and subset in ("all", q.subset)]
-            if sel:
-                rows.append({"n_objects": n, "subset": subset, "accuracy": float(np.mean(sel)), "n": len(sel)})
-    return rows
+    return accuracy_by_n([q.n_objects for q in s.questions], [q.subset for q in s.questions], s.credit)
+
+
+def item_rows_of(s: ScoredSet) -> list[dict[str, Any]]:
+    """The per-question rows of a scored set, as ``eval mcq --per-item`` writes them."""
+    return item_rows(s.questions, s.scores, s.credit, s.pairing)
 
 
 def retrieval_topk(s: ScoredSet, qid: str, k: int = 8) -> list[dict[str, Any]]:

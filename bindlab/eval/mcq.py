@@ -78,6 +78,31 @@ def summarize(credit: np.ndarray, questions: Sequence[MCQ]) -> dict[str, Any]:
     }
 
 
+def item_rows(questions: Sequence[MCQ], scores: np.ndarray, credit: np.ndarray, pairing: str) -> list[dict[str, Any]]:
+    """Per-question result rows (``eval mcq --per-item``, the Browse export): id, pairing, N, subset, roles, scores,
+    answer, predicted (argmax) and credit. ``scores`` is ``(q, 4)``, ``credit`` ``(q,)``."""
+    return [{"id": q.id, "pairing": pairing, "n_objects": q.n_objects, "subset": q.subset,
+             "roles": [x.role for x in q.candidates], "scores": [float(v) for v in s],
+             "answer": q.answer, "predicted": int(np.argmax(s)), "credit": float(c)}
+            for q, s, c in zip(questions, scores, credit, strict=True)]
+
+
+def accuracy_by_n(n_objects: Sequence[int], subsets: Sequence[str], credit: Sequence[float]) -> list[dict[str, Any]]:
+    """Rows ``{n_objects, subset, accuracy, n}`` per (subset, N), subset ``all`` first, for the accuracy-by-N chart.
+
+    Args:
+        n_objects, subsets, credit: one entry per question.
+    """
+    rows = []
+    ns = sorted(set(int(n) for n in n_objects))
+    for subset in ("all", "independent", "nested"):
+        for n in ns:
+            sel = [float(c) for k, s, c in zip(n_objects, subsets, credit, strict=True) if int(k) == n and subset in ("all", s)]
+            if sel:
+                rows.append({"n_objects": n, "subset": subset, "accuracy": float(np.mean(sel)), "n": len(sel)})
+    return rows
+
+
 def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, pairings: Sequence[str] = ("tt",),
                  progress: Progress | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score MCQs in each pairing.
@@ -110,10 +135,7 @@ def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, p
         scores = score_mcq(emb[qm][0], emb[cm][1])
         credit = mcq_credit(scores, answer)
         results[p] = summarize(credit, questions)
-        for q, s, c in zip(questions, scores, credit):
-            rows.append({"id": q.id, "pairing": p, "n_objects": q.n_objects, "subset": q.subset,
-                         "roles": [x.role for x in q.candidates], "scores": [float(v) for v in s],
-                         "answer": q.answer, "predicted": int(np.argmax(s)), "credit": float(c)})
+        rows.extend(item_rows(questions, scores, credit, p))
     if progress:
         progress(1.0, "done")
     return results, rows

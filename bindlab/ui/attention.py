@@ -12,6 +12,8 @@ from bindlab.analysis import attention as att
 from bindlab.eval.browse import default_dataset, get_encoder
 from bindlab.ui import attention_figures as figs
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 MODEL_CHOICES = ["minilm", "toy:clip", "toy:shared"]
 DIRECTION_CHOICES = [("later → earlier word (any model)", "later_to_earlier"),
@@ -27,17 +29,6 @@ caption: attention to its own attribute words minus attention to the other objec
 **later** word to the **earlier** one ("a red cube": cube → red; "the cube is red": red → cube), summed over the
 earlier word's sub-tokens and averaged over the later word's sub-tokens and the heads; then averaged over objects.
 Zero = no preference. The SABER paper finds this margin positive in early layers and fading in the last third."""
-
-
-def _curves(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """One curve per (model, caption set) from a :func:`~bindlab.analysis.attention.results_json` document."""
-    out = []
-    for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
-                                                        if "compare" in res else []):
-        for name, s in sets.items():
-            label = model if len(sets) == 1 else f"{model} · {name}"
-            out.append({"label": label, **s})
-    return out
 
 
 def _summary(res: dict[str, Any]) -> str:
@@ -66,6 +57,7 @@ def _caption_choices(sets: dict[str, list[att.Caption]]) -> tuple[list[tuple[str
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
+@gpu_task(duration=120)
 @friendly
 def compute(model: str, compare: str, data: str, limit: float, direction: str,
             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
@@ -87,11 +79,28 @@ def compute(model: str, compare: str, data: str, limit: float, direction: str,
     res = att.results_json(enc, runs, direction, cmp)
     layers = len(res["layers"])
     choices, stored = _caption_choices(sets)
-    fig = figs.margin_curves(_curves(res), title=f"Attention binding margin per layer ({path.name})")
+    fig = figs.margin_curves(figs.result_curves(res), title=f"Attention binding margin per layer ({path.name})")
+    from bindlab.provenance import provenance
+
+    result = {"res": res, "items": att.per_item_rows(runs),  # what the Download panel writes
+              "provenance": provenance(path, enc, {"direction": direction, "limit": n, "compare": compare or None})}
     return (_summary(res), fig, gr.update(choices=choices, value=choices[0][1] if choices else None), stored,
-            gr.update(maximum=max(layers - 1, 0), value=min(layers // 2, layers - 1)))
+            gr.update(maximum=max(layers - 1, 0), value=min(layers // 2, layers - 1)), result)
 
 
+@friendly
+def export(result: dict[str, Any] | None, model: str, direction: str, current: dict[str, Any] | None, layer: float,
+           formats: list[str]) -> tuple[list[str], str]:
+    """Download: margins per layer (and the ratio), per-caption margins, the curves and the heatmap on screen."""
+    from bindlab.exports import attention_export
+
+    if not result:
+        raise ValueError("press Compute margins first; the download holds the margins computed there")
+    heatmap = _caption_view(model, direction, current, layer)[0] if current else None
+    return deliver(attention_export(result["res"], result["items"], heatmap), result["provenance"], formats)
+
+
+@gpu_task(duration=30)
 @friendly
 def show_caption(model: str, direction: str, choice: str, layer: float, stored: list[dict[str, Any]]
                  ) -> tuple[Any, str, dict[str, Any] | None]:
@@ -101,6 +110,7 @@ def show_caption(model: str, direction: str, choice: str, layer: float, stored: 
     return (*_caption_view(model, direction, item, layer), item)
 
 
+@gpu_task(duration=30)
 @friendly
 def analyse_text(model: str, direction: str, text: str, bindings: str, layer: float
                  ) -> tuple[Any, str, dict[str, Any]]:
@@ -111,6 +121,7 @@ def analyse_text(model: str, direction: str, text: str, bindings: str, layer: fl
     return (*_caption_view(model, direction, item, layer), item)
 
 
+@gpu_task(duration=30)
 @friendly
 def redraw(model: str, direction: str, current: dict[str, Any] | None, layer: float) -> tuple[Any, str]:
     if not current:
@@ -158,6 +169,7 @@ def build_tab() -> None:
     summary = gr.Markdown(elem_id="at-summary")
     curve = gr.Plot(label="Binding margin per layer", elem_id="at-curve")
     stored = gr.State([])
+    result = gr.State(None)
     current = gr.State(None)
 
     gr.Markdown("### One caption: word × word attention")
@@ -176,10 +188,12 @@ def build_tab() -> None:
         with gr.Column(scale=2):
             info = gr.HTML(elem_id="at-caption-info")
 
-    run.click(compute, [model, compare, data, limit, direction], [summary, curve, caption, stored, layer],
-              api_name="attention_margins")
+    run.click(compute, [model, compare, data, limit, direction], [summary, curve, caption, stored, layer, result],
+              api_name="attention_margins", **GPU_QUEUE)
     caption.change(show_caption, [model, direction, caption, layer, stored], [heatmap, info, current],
-                   api_name="attention_caption")
-    layer.release(redraw, [model, direction, current, layer], [heatmap, info], api_name="attention_layer")
+                   api_name="attention_caption", **GPU_QUEUE)
+    layer.release(redraw, [model, direction, current, layer], [heatmap, info], api_name="attention_layer",
+                  **GPU_QUEUE)
     text_btn.click(analyse_text, [model, direction, text, bindings, layer], [heatmap, info, current],
-                   api_name="attention_text")
+                   api_name="attention_text", **GPU_QUEUE)
+    wire(export_panel("at", "margins"), export, [result, model, direction, current, layer], api_name="attention_export")

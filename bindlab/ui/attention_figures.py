@@ -16,6 +16,17 @@ def _rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def result_curves(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """One curve per (model, caption set) of a :func:`~bindlab.analysis.attention.results_json` document."""
+    out = []
+    for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
+                                                        if "compare" in res else []):
+        for name, s in sets.items():
+            label = model if len(sets) == 1 else f"{model} · {name}"
+            out.append({"label": label, **s})
+    return out
+
+
 def margin_curves(curves: Sequence[dict[str, Any]], title: str = "Attention binding margin per layer") -> go.Figure:
     """Line chart of the mean margin per layer, one line per curve, its 95 % interval as a shaded band.
 

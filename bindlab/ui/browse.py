@@ -12,6 +12,8 @@ import pandas as pd
 from bindlab import figures
 from bindlab.eval import browse
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared"]
 ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
@@ -95,6 +97,7 @@ def _scored(data: str, model: str, pairing: str, progress: Any = None) -> browse
     return browse.scored_set(data, model, pairing, progress=progress)
 
 
+@gpu_task(duration=120)
 @friendly
 def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
           progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
@@ -119,6 +122,18 @@ def show_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
     return _show(_scored(data, model, pairing), qid, k)
 
 
+@gpu_task(duration=120)
+@friendly
+def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tuple[Any, ...]:
+    """Score (memoised) and show one question chosen in another tab (Map); every question listed, no filters."""
+    s = _scored(data, model, pairing)
+    s.index(qid)  # KeyError naming the file when the question is not in it
+    ids = browse.filter_ids(s)
+    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
+    return (summary_md(s), fig, gr.update(choices=ids, value=qid), f"{len(ids)} questions match",
+            *_show(s, qid, k))
+
+
 def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
     if not qid:
         return "<p>No question matches these filters.</p>", pd.DataFrame(), [], pd.DataFrame(), []
@@ -127,6 +142,18 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
     top_images = [(r["image"], f"#{r['rank']} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
                   for r in top if r["image"]]
     return question_html(view), candidates_frame(view), gallery_items(view), topk_frame(top), top_images
+
+
+@friendly
+def export(data: str, model: str, pairing: str, formats: list[str]) -> tuple[list[str], str]:
+    """Download: the scores (summary, accuracy by N and subset, per-question), per-item JSONL and the chart."""
+    from bindlab.exports import mcq_export
+    from bindlab.provenance import provenance
+
+    s = _scored(data, model, pairing)
+    view = mcq_export({s.pairing: s.summary}, browse.item_rows_of(s))
+    return deliver(view, provenance(s.path, browse.get_encoder(model or s.model), {"kind": "mcq", "pairing": pairing}),
+                   formats)
 
 
 def build_tab() -> dict[str, Any]:
@@ -166,15 +193,19 @@ def build_tab() -> dict[str, Any]:
     filters = [n_objects, subset, outcome]
     shown = [q_html, table, images, top_table, top_images]
     score_outputs = [summary, chart, question, count, *shown]
-    run.click(score, source + filters + [k], score_outputs, api_name="browse_score")
-    pairing.change(_pairing_model, [model, pairing], [model], api_name=False).then(
-        score, source + filters + [k], score_outputs, api_name=False)
+    run.click(score, source + filters + [k], score_outputs, api_name="browse_score", **GPU_QUEUE)
+    pairing.input(_pairing_model, [model, pairing], [model], api_name=False).then(
+        score, source + filters + [k], score_outputs, api_name=False, **GPU_QUEUE)
     for f in filters:
-        f.change(refilter, source + filters + [k], [question, count, *shown], api_name=False)
+        f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False)
     question.change(show_question, source + [question, k], shown, api_name="browse_question")
     k.release(show_question, source + [question, k], shown, api_name=False)
+    wire(export_panel("bl", "scores"), export, source, api_name="browse_export")
     # Score the embedded default as soon as a visitor opens the page.
-    return {"event_fn": score, "inputs": source + filters + [k], "outputs": score_outputs}
+    # handles: what other tabs wire to (Map's "Open in Browse"); user edits above fire .input, so setting these
+    # from another tab does not re-score or re-filter behind its back.
+    return {"event_fn": score, "inputs": source + filters + [k], "outputs": score_outputs, "gpu": True,
+            "handles": {"source": source, "filters": filters, "k": k, "outputs": score_outputs}}
 
 
 def _pairing_model(model: str, pairing: str) -> Any:

@@ -15,6 +15,8 @@ import pandas as pd
 
 from bindlab import figures
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 CSS = """
 .ft-bar {background:#eee; border-radius:6px; height:18px; width:100%; overflow:hidden}
@@ -126,6 +128,7 @@ def resume(job_id: str) -> str:
     return f"{st['id']}: {st['state']} ({st['message']})"
 
 
+@gpu_task(duration=180)
 @friendly
 def compare(job_id: str, mcq: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     from bindlab.eval.browse import default_dataset
@@ -139,7 +142,64 @@ def compare(job_id: str, mcq: str, progress: gr.Progress = gr.Progress()) -> tup
     head = (f"Base `{res['models']['base']}` vs `{res['models']['unscaled']}` (no LiNeS) vs `{res['models']['lines']}` "
             f"(LiNeS a = {(res.get('lines') or {}).get('a')}) on {path}")
     return head, table, pd.DataFrame(result_rows({"eval": {}}) if not res["triplets"] else res["triplets"]), \
-        figures.compare_by_n(mcq_table(res))
+        figures.compare_by_n(mcq_table(res)), *attention_view(res.get("attention"))
+
+
+ATTENTION_COLUMNS = ["model", "captions", "last layer", "deep layers", "Δ last vs base", "Δ deep vs base"]
+
+
+def attention_view(section: dict[str, Any] | None) -> tuple[Any, pd.DataFrame]:
+    """The attention part of a compare: margin curves with bands (one per model) and one table row per model."""
+    from bindlab.train.compare_attention import attention_curves, attention_rows
+    from bindlab.ui.attention_figures import margin_curves
+
+    if not section:
+        return figures.message_figure("attention margins were not computed"), pd.DataFrame(columns=ATTENTION_COLUMNS)
+    rows = pd.DataFrame(attention_rows(section), columns=ATTENTION_COLUMNS)
+    if not section["available"]:
+        return figures.message_figure(section["note"]), rows
+    title = (f"Attention binding margin per layer: base vs finetuned ({section['n_captions']} "
+             f"{section['caption_set']})")
+    fig = margin_curves(attention_curves(section), title=title)
+    deep = next((d["deep"]["layers"] for d in section["diff"].values() if "deep" in d), None)
+    if deep:  # the layers the "deep" differences average over
+        fig.add_vrect(x0=deep[0] - 0.5, x1=deep[-1] + 0.5, fillcolor="grey", opacity=0.08, line_width=0,
+                      annotation_text="deep layers", annotation_position="top left")
+    return fig, rows
+
+
+def _shown_rows(table: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """The rows of a displayed table, without the blank rows of an empty ``gr.Dataframe``."""
+    if table is None or not len(table):
+        return []
+    return [r for r in table.to_dict(orient="records") if any(v not in ("", None) and v == v for v in r.values())]
+
+
+@friendly
+def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: pd.DataFrame | None,
+                   attention: pd.DataFrame | None, formats: list[str]) -> tuple[list[str], str]:
+    """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
+    figure and the job's training curves."""
+    from bindlab.eval.browse import default_dataset, get_encoder
+    from bindlab.exports import compare_export
+    from bindlab.provenance import provenance
+    from bindlab.train.compare import job_models
+
+    if not job_id:
+        raise ValueError("select a job first (its training curves download at any time; the before/after tables "
+                         "after Compare)")
+    info = _manager().show(job_id, log_lines=0)
+    st, rows = info["status"], _shown_rows(table)
+    view = compare_export(rows, _shown_rows(triplets), info["metrics"])
+    if _shown_rows(attention):
+        view.tables["attention"] = _shown_rows(attention)
+    if not view.tables:
+        raise ValueError(f"nothing to download yet for job {st['id']}: no training steps and no comparison")
+    encoder = get_encoder(st["model_id"]) if st["state"] == "done" else None
+    settings = {"kind": "finetune-compare", "job": st["id"], "models": job_models(st["id"], st["base_model"]),
+                "config": info.get("config")}
+    dataset = ((mcq or "").strip() or str(default_dataset())) if rows else None
+    return deliver(view, provenance(dataset, encoder, settings), formats)
 
 
 def build_tab() -> None:
@@ -179,6 +239,12 @@ def build_tab() -> None:
     trip_table = gr.Dataframe(headers=["model", "triplet_test", "triplet_heldout", "drift", "paraphrase_r1"],
                               label="Triplet accuracy and forgetting control", interactive=False,
                               elem_id="ft-compare-triplets")
+    with gr.Row():
+        att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
+        att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, elem_id="ft-compare-attention",
+                                 label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
+    wire(export_panel("ft", "comparison and curves"), export_compare, [job, mcq, cmp_table, trip_table, att_table],
+         api_name="ft_export")
     timer = gr.Timer(2.0)
 
     polled = [status, bar, curves, jobs, job]
@@ -188,4 +254,5 @@ def build_tab() -> None:
     job.change(poll, [job], polled, api_name=False)
     stop.click(cancel, [job], [message], api_name="ft_cancel").then(poll, [job], polled, api_name=False)
     again.click(resume, [job], [message], api_name="ft_resume").then(poll, [job], polled, api_name=False)
-    cmp_btn.click(compare, [job, mcq], [cmp_head, cmp_table, trip_table, cmp_fig], api_name="ft_compare")
+    cmp_btn.click(compare, [job, mcq], [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table],
+                  api_name="ft_compare", **GPU_QUEUE)

@@ -18,6 +18,8 @@ from bindlab.analysis import grounding_session as gs
 from bindlab.data.factors import FACTORS, default_grid
 from bindlab.ui import grounding_figures as gf
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 MODEL_CHOICES = ["toy:clip", "toy:shared"]
 CSS = """
@@ -77,6 +79,7 @@ def _thumbnail(path: str) -> Image.Image:
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
+@gpu_task(duration=180)
 @friendly
 def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     if factor not in FACTORS:
@@ -108,6 +111,7 @@ def select_alpha(key: dict[str, Any] | None) -> tuple[dict[str, Any], Any, str]:
     return key, gr.update(value=sel.value), note
 
 
+@gpu_task(duration=60)
 @friendly
 def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[pd.DataFrame, str]:
     session = _session(key)
@@ -120,6 +124,26 @@ def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress
     note = (f"Controls on test: α = {d['alpha']:.2f}, λ = {d['lambda']:.4f} (both from validation); selective "
             f"grounding keeps {kept} values. Mismatched = each query grounded with every other value's direction.")
     return pd.DataFrame(rows), note
+
+
+@friendly
+def export(key: dict[str, Any] | None, value: str, alpha: float, controls: pd.DataFrame | None,
+           formats: list[str]) -> tuple[list[str], str]:
+    """Download at the slider's α: summary, AP per value, margin curves of every value, the controls (if run),
+    and the figures on screen."""
+    from bindlab.exports import grounding_export
+    from bindlab.provenance import provenance
+
+    session = _session(key)
+    f, a = key["factor"], float(alpha)
+    ran_controls = controls is not None and len(controls) > 0 and "readout" in controls.columns
+    report = gs.factor_report(session, f, a, controls=ran_controls)  # controls: the tab's memoised audit
+    curves = {f: session.state(f).margin_curve(gs.ALPHA_GRID)}
+    shown = gs.slider_view(session, f, value, a) if value else None
+    settings = {"factor": f, "alpha": a, "value": value, "validation_alpha": key.get("chosen"),
+                "splits": session.index.splits}
+    return deliver(grounding_export({f: report}, curves, shown, key.get("chosen")),
+                   provenance(session.index.root / "index.csv", session.encoder, settings), formats)
 
 
 def build_tab() -> None:
@@ -152,9 +176,11 @@ def build_tab() -> None:
         plane = gr.Plot(label="2-D view", elem_id="gd-plane")
 
     view = [summary, margin, bars, plane, gallery]
-    load_btn.click(load, [data, model, factor, alpha], [key, value, *view, controls], api_name="grounding_load")
+    load_btn.click(load, [data, model, factor, alpha], [key, value, *view, controls], api_name="grounding_load",
+                   **GPU_QUEUE)
     alpha.change(move, [key, value, alpha], view, api_name="grounding_alpha", trigger_mode="always_last",
                  show_progress="hidden")
     value.change(move, [key, value, alpha], view, api_name="grounding_value", show_progress="hidden")
     select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha")
-    controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls")
+    controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls", **GPU_QUEUE)
+    wire(export_panel("gd", "results"), export, [key, value, alpha, controls], api_name="grounding_export")

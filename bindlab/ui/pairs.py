@@ -11,6 +11,8 @@ from bindlab import figures
 from bindlab.eval import pairs_view
 from bindlab.eval.pairs import by_edit_type_rows
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 DEFAULT_MODEL = "toy:clip"
 CSS = """
@@ -68,6 +70,7 @@ def _show(s: pairs_view.ScoredPairs, pid: str | None, level: str | None) -> tupl
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
+@gpu_task(duration=120)
 @friendly
 def score(data: str, model: str, verbosity: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     model = (model or "").strip()
@@ -120,6 +123,21 @@ def check_default_model() -> str:
     return f"Default model **{DEFAULT_MODEL}** is available; press *Score* to score the pairs."
 
 
+@friendly
+def export(data: str, model: str, verbosity: str, formats: list[str]) -> tuple[list[str], str]:
+    """Download: I2T / T2I / Group tables, the per-edit-type table and chart, per-pair JSONL."""
+    from bindlab.eval.browse import get_encoder
+    from bindlab.exports import pairs_export
+    from bindlab.provenance import provenance
+
+    model = (model or "").strip()
+    if not model:
+        raise ValueError("give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+    s = pairs_view.scored_pairs(_data(data), model, verbosity)
+    return deliver(pairs_export(s.summary, s.rows, s.model),
+                   provenance(s.path, get_encoder(model), {"kind": "pairs", "verbosity": verbosity}), formats)
+
+
 def build_tab() -> dict[str, Any]:
     """Lay out the Pairs tab inside the current ``gr.Blocks``; returns what the page-load event needs."""
     gr.Markdown("Same-scene pairs that differ by **one** edit (CompoSET-style). Each pair is scored Winoground-style: "
@@ -158,8 +176,9 @@ def build_tab() -> dict[str, Any]:
     view = [base_img, base_cap, foil_img, foil_cap, matrix]
     source = [data, model, verbosity]
     filters = [edit_type, category, scene, level, outcome]
-    run.click(score, source, [summary, chart, *filters, pair, count, *view], api_name="pairs_score")
+    run.click(score, source, [summary, chart, *filters, pair, count, *view], api_name="pairs_score", **GPU_QUEUE)
     for k, f in enumerate(filters):
         f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}")
     pair.input(show_pair, source + [level, pair], view, api_name="pairs_show")
+    wire(export_panel("bl-pairs", "scores"), export, source, api_name="pairs_export")
     return {"event_fn": check_default_model, "inputs": [], "outputs": [summary]}

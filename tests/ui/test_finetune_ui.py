@@ -21,13 +21,22 @@ def tiny_job_inputs(tmp_path_factory):
     return model, str(root / "trip")
 
 
+@pytest.fixture(scope="module")
+def small_mcq(tmp_path_factory):
+    """A few MCQs, so the compare step stays quick on a loaded 2-core machine."""
+    from bindlab.data.saber import generate_saber, write_benchmark
+
+    return str(write_benchmark(tmp_path_factory.mktemp("ft-ui-mcq"), generate_saber(per_size=2, sizes=range(2, 6)),
+                               {"per_size": 2}))
+
+
 def _fill(page, elem_id: str, value: str) -> None:
     box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
     box.fill(value)
     box.press("Tab")
 
 
-def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs):
+def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, small_mcq):
     model, data = tiny_job_inputs
     page.goto(app_url)
     page.get_by_role("tab", name="Finetune").click()
@@ -49,6 +58,15 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs):
     assert "LiNeS a =" in status and "unscaled" in status
     assert job_id in page.inner_text("#ft-jobs")
     screenshot(page, "finetune")
+
+    # Compare: the attention part shows one margin curve per model (base, unscaled, LiNeS) and a row per model.
+    _fill(page, "ft-mcq", small_mcq)
+    page.click("#ft-compare-btn")
+    page.wait_for_selector("#ft-compare-attention-fig .gtitle:has-text('base vs finetuned')", timeout=300_000)
+    legend = page.locator("#ft-compare-attention-fig .legendtext").all_text_contents()
+    assert [t.split(" ")[0] for t in legend] == ["base", "unscaled", "lines"]
+    rows = page.inner_text("#ft-compare-attention")
+    assert "unscaled" in rows and "lines" in rows and "[" in rows  # differences carry their 95 % interval
 
 
 def test_bad_launch_shows_a_message(app_url, page):

@@ -1,0 +1,306 @@
+"""Embedding map: a 2-D layout of the queries and candidates of a SABER subset, in every modality a model has.
+
+One *point* is one item (the query or one of the four candidates) of one question in one modality. Points carry
+the question id, the item's role (``query`` or the candidate's DESIGN.md role), the modality, N, whether the
+model answers that question correctly in that modality (text points: text→text, image points: image→image;
+correct = the preserve candidate scores strictly highest, so ties count as wrong), the caption and the image path.
+
+Layouts: PCA (numpy SVD, instant) and UMAP (umap-learn; its first run in a process compiles with numba). Both are
+cached on disk under ``home()/maps/`` keyed by model fingerprint + data fingerprint + method + params, so a map
+seen once reopens at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindlab.data.schema import MCQ
+
+QUERY = "query"
+METHODS = ("pca", "umap")
+COLOR_BY = ("role", "modality", "n", "correct")
+METRICS = ("cosine", "euclidean", "correlation", "manhattan")
+DEFAULT_LIMIT = 60
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class LayoutParams:
+    """UMAP settings. PCA ignores them, but they are part of every cache key (one key scheme for both)."""
+
+    n_neighbors: int = 15  # UMAP neighbourhood size (clipped to the number of points - 1)
+    min_dist: float = 0.1  # UMAP minimum distance between embedded points
+    metric: str = "cosine"  # distance in the embedding space
+    seed: int = 0  # UMAP random_state (also the subset sampling seed in build_map)
+
+    def __post_init__(self) -> None:
+        if int(self.n_neighbors) < 2:
+            raise ValueError(f"n_neighbors must be at least 2, got {self.n_neighbors}")
+        if not 0.0 <= float(self.min_dist) <= 1.0:
+            raise ValueError(f"min_dist must be between 0 and 1, got {self.min_dist}")
+        if self.metric not in METRICS:
+            raise ValueError(f"unknown metric {self.metric!r}; choose from {list(METRICS)}")
+
+
+@dataclass
+class MapData:
+    """The points of a map and their embeddings (before any layout)."""
+
+    path: Path  # the MCQ file
+    model: str  # encoder id as the encoder reports it
+    fingerprint: str  # encoder fingerprint (weights hash)
+    data_hash: str  # fingerprint of the file + the selected question ids + the modalities
+    modalities: list[str]
+    points: list[dict[str, Any]]
+    vectors: np.ndarray  # (p, d) unit vectors, one row per point
+    accuracy: dict[str, float] = field(default_factory=dict)  # modality -> share of questions answered correctly
+    notes: list[str] = field(default_factory=list)  # e.g. "image points left out: ..."
+
+    def question_ids(self) -> list[str]:
+        return list(dict.fromkeys(p["question"] for p in self.points))
+
+
+# --- subset and points (pure) --------------------------------------------------------------------------------------
+def parse_n_objects(spec: str | Sequence[int | str] | None) -> list[int] | None:
+    """``"2,3"`` / ``"2-4"`` / ``[2, 3]`` -> sorted N values; ``None``, ``""``, ``"all"`` or ``[]`` -> None (all N)."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        text = spec.strip().lower()
+        if text in ("", "all"):
+            return None
+        from bindlab.data.saber import parse_sizes
+
+        return parse_sizes(text)
+    try:
+        values = sorted({int(v) for v in spec})
+    except (TypeError, ValueError):
+        raise ValueError(f"numbers of objects {list(spec)!r} must be integers such as 2, 3") from None
+    return values or None
+
+
+def select_questions(questions: Sequence[MCQ], n_objects: Sequence[int] | None = None, limit: int = DEFAULT_LIMIT,
+                     seed: int = 0) -> list[MCQ]:
+    """A seeded random subset of at most ``limit`` questions with N in ``n_objects`` (all N when None).
+
+    The chosen questions keep their order in the file. Raises ValueError when nothing matches.
+    """
+    if int(limit) < 1:
+        raise ValueError(f"subset size must be at least 1, got {limit}")
+    wanted = set(n_objects or [])
+    pool = [q for q in questions if not wanted or q.n_objects in wanted]
+    if not pool:
+        have = sorted({q.n_objects for q in questions})
+        raise ValueError(f"no question has N in {list(n_objects or [])}; this file has N = {have}")
+    if len(pool) <= limit:
+        return list(pool)
+    keep = set(random.Random(seed).sample(range(len(pool)), int(limit)))
+    return [q for i, q in enumerate(pool) if i in keep]
+
+
+def full_credit(scores: np.ndarray, answers: np.ndarray) -> np.ndarray:
+    """``(q, 4)`` scores, ``(q,)`` answers -> ``(q,)`` bool: the preserve candidate scores strictly highest."""
+    from bindlab.eval.metrics import mcq_credit
+
+    return mcq_credit(scores, answers) >= 1.0
+
+
+def item_points(questions: Sequence[MCQ], root: str | Path, modality: str, correct: Sequence[bool]) -> list[dict[str, Any]]:
+    """One point per query and candidate of every question, in ``embed_questions`` order (query, then candidates).
+
+    Returns:
+        dicts ``{id, question, item (0 = query, 1..4 = candidate), role, modality, n_objects, subset, correct,
+        caption, image}``; ``id`` is ``"<question>/<modality>/<role>"`` (the candidate number is added when a
+        question repeats a role).
+    """
+    out = []
+    for q, ok in zip(questions, correct, strict=True):
+        seen: set[str] = set()
+        for k, it in enumerate((q.query, *q.candidates)):
+            role = QUERY if k == 0 else (it.role or f"candidate{k}")
+            tag = role if role not in seen else f"{role}{k}"
+            seen.add(role)
+            out.append({
+                "id": f"{q.id}/{modality}/{tag}", "question": q.id, "item": k, "role": role, "modality": modality,
+                "n_objects": q.n_objects, "subset": q.subset, "correct": bool(ok), "caption": it.text,
+                "image": str(Path(root) / it.image) if it.image else None,
+            })
+    return out
+
+
+def data_fingerprint(file_hash: str, question_ids: Sequence[str], modalities: Sequence[str]) -> str:
+    """Fingerprint of what a map is drawn from: the file's sha256, the chosen questions and the modalities."""
+    blob = json.dumps([file_hash, list(question_ids), list(modalities)])
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+# --- layouts (pure maths) ------------------------------------------------------------------------------------------
+def pca_2d(x: np.ndarray) -> np.ndarray:
+    """First two principal components of ``x`` ``(p, d)`` -> ``(p, 2)``, signs fixed so that each axis's largest
+    loading is positive (the layout does not flip between runs). Fewer than two usable directions give zeros."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or len(x) == 0:
+        raise ValueError(f"PCA needs a non-empty (points, dims) array, got shape {x.shape}")
+    centred = x - x.mean(axis=0, keepdims=True)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)  # vt: (min(p, d), d)
+    comps = np.zeros((2, x.shape[1]))
+    comps[: min(2, len(vt))] = vt[:2]
+    for c in comps:
+        if np.any(c):
+            c *= np.sign(c[np.argmax(np.abs(c))])
+    return (centred @ comps.T).astype(np.float32)
+
+
+def umap_2d(x: np.ndarray, params: LayoutParams = LayoutParams()) -> np.ndarray:
+    """UMAP of ``x`` ``(p, d)`` -> ``(p, 2)`` with ``params`` (deterministic for a seed; single-threaded)."""
+    x = np.asarray(x, dtype=np.float32)
+    if len(x) < 4:
+        raise ValueError(f"UMAP needs at least 4 points, got {len(x)}; choose PCA or a larger subset")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # umap's notes about n_jobs with a seed and about tiny graphs
+        import umap
+
+        reducer = umap.UMAP(n_components=2, n_neighbors=min(int(params.n_neighbors), len(x) - 1),
+                            min_dist=float(params.min_dist), metric=params.metric, random_state=int(params.seed),
+                            n_jobs=1, init="spectral" if len(x) > 10 else "random")
+        return np.asarray(reducer.fit_transform(x), dtype=np.float32)
+
+
+def compute_layout(x: np.ndarray, method: str, params: LayoutParams = LayoutParams()) -> np.ndarray:
+    """``method`` in :data:`METHODS` -> ``(p, 2)`` coordinates."""
+    if method == "pca":
+        return pca_2d(x)
+    if method == "umap":
+        return umap_2d(x, params)
+    raise ValueError(f"unknown map method {method!r}; choose from {list(METHODS)}")
+
+
+# --- disk cache ----------------------------------------------------------------------------------------------------
+def layout_key(fingerprint: str, data_hash: str, method: str, params: LayoutParams) -> str:
+    """Cache key of a layout: model fingerprint + data fingerprint + method + params."""
+    blob = json.dumps({"model": fingerprint, "data": data_hash, "method": method, "params": asdict(params)},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def cache_dir() -> Path:
+    """``home()/maps``: one ``.npy`` file per cached layout."""
+    from bindlab.config import home
+
+    d = home() / "maps"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def cached_layout(data: MapData, method: str, params: LayoutParams = LayoutParams(),
+                  folder: str | Path | None = None) -> tuple[np.ndarray, bool]:
+    """The ``(p, 2)`` layout of ``data`` by ``method``, from the disk cache when there.
+
+    Returns:
+        ``(layout, from_cache)``. A cached file that is unreadable or of the wrong shape is recomputed.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown map method {method!r}; choose from {list(METHODS)}")
+    path = Path(folder or cache_dir()) / f"{layout_key(data.fingerprint, data.data_hash, method, params)}.npy"
+    try:
+        xy = np.load(path, allow_pickle=False)
+        if xy.shape == (len(data.points), 2) and np.isfinite(xy).all():
+            return xy, True
+    except (OSError, ValueError):
+        pass
+    xy = compute_layout(data.vectors, method, params)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy.tmp")
+    with os.fdopen(fd, "wb") as f:
+        np.save(f, xy)
+    os.replace(tmp, path)  # atomic: a reader never sees a partial file
+    return xy, False
+
+
+# --- building a map from a file and a model ------------------------------------------------------------------------
+def resolve_data(data: str | Path | None, encoder: Any, progress: Progress | None = None) -> Path:
+    """The MCQ file to map: ``data`` when given, else the embedded default (with images when the model has them)."""
+    text = str(data or "").strip()
+    if text:
+        p = Path(text)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: MCQ file not found; generate one with "
+                                    "'python -m bindlab generate saber --out DIR [--images]'")
+        return p
+    from bindlab.eval.browse import default_dataset
+
+    return default_dataset(images="image" in encoder.modalities, progress=progress)
+
+
+def build_map(data: str | Path | None, model: str, n_objects: str | Sequence[int] | None = None,
+              limit: int = DEFAULT_LIMIT, seed: int = 0, progress: Progress | None = None) -> MapData:
+    """Embed a seeded subset of a SABER file with ``model`` (through the embedding cache) into map points.
+
+    Args:
+        data: MCQ JSONL path; empty = the Browse tab's embedded default (the image version for image models).
+        model: encoder id (``minilm``, ``bow``, ``toy:clip``, ...).
+        n_objects: N values to keep (``"2,3"``, ``[2, 3]``; None/"all" = every N).
+        limit: at most this many questions (seeded sample).
+        seed: sampling seed.
+        progress: optional ``(fraction, message)`` callback.
+
+    Returns:
+        :class:`MapData` with text points, and image points when the model embeds images and every chosen item
+        has an image file (otherwise a note says why they are left out).
+    """
+    from bindlab.data.saber_images import check_images
+    from bindlab.data.schema import file_sha256, load_mcqs
+    from bindlab.eval.browse import get_encoder
+    from bindlab.eval.mcq import embed_questions, score_mcq
+
+    encoder = get_encoder((model or "").strip() or "minilm")
+    path = resolve_data(data, encoder, progress)
+    questions, _ = load_mcqs(path)
+    chosen = select_questions(questions, parse_n_objects(n_objects), limit, seed)
+    modalities, notes = ["text"], []
+    if "image" in encoder.modalities:
+        problems = check_images(chosen, path.parent)
+        if problems:
+            notes.append(f"image points left out: {len(problems)} image problem(s), e.g. {problems[0]}")
+        else:
+            modalities.append("image")
+    else:
+        notes.append(f"{encoder.id} has no image tower: text points only")
+    answers = np.array([q.answer for q in chosen])
+    points, vectors, accuracy = [], [], {}
+    for i, m in enumerate(modalities):
+        if progress:
+            progress(i / (len(modalities) + 1), f"embedding {m}s of {len(chosen)} questions with {encoder.id}")
+        queries, cands = embed_questions(chosen, path.parent, encoder, m)  # (q, d), (q, 4, d)
+        correct = full_credit(score_mcq(queries, cands), answers)
+        accuracy[m] = float(np.mean(correct))
+        points += item_points(chosen, path.parent, m, correct)
+        vectors.append(np.concatenate([queries[:, None], cands], axis=1).reshape(-1, queries.shape[-1]))
+    data_hash = data_fingerprint(file_sha256(path), [q.id for q in chosen], modalities)
+    return MapData(path, encoder.id, encoder.fingerprint, data_hash, modalities, points,
+                   np.concatenate(vectors).astype(np.float32), accuracy, notes)
+
+
+def layout_records(data: MapData, xy: np.ndarray) -> list[dict[str, Any]]:
+    """Points with their coordinates ``x``, ``y`` (for the JSON next to an exported map)."""
+    return [{**p, "x": float(a), "y": float(b)} for p, (a, b) in zip(data.points, np.asarray(xy), strict=True)]
+
+
+def summary_line(data: MapData) -> str:
+    """One line: model, questions, points, modalities and accuracy per modality."""
+    acc = ", ".join(f"{m}→{m} {a:.2f}" for m, a in data.accuracy.items())
+    return (f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
+            f"({' + '.join(data.modalities)}); correct share {acc}")

@@ -1,0 +1,174 @@
+"""The embedding map as a plotly figure, and its standalone HTML export with image thumbnails on hover.
+
+``map_figure`` is pure (points + coordinates -> Figure). Plotly's hover label cannot show images, so the HTML
+export hides it and draws its own small hover box (caption, role, N, correctness and a base64 thumbnail) from a
+few lines of JavaScript; plotly.js itself is inlined, so the file opens offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+ROLE_COLOURS = {"query": "#222222", "preserve": "#2ca02c", "attr_swap": "#d62728", "obj_swap": "#1f77b4",
+                "joint_swap": "#9467bd", "replace": "#8c564b"}
+MODALITY_COLOURS = {"text": "#1f77b4", "image": "#ff7f0e"}
+CORRECT_COLOURS = {"correct": "#2ca02c", "wrong": "#d62728"}
+N_COLOURS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
+SYMBOLS = {"text": "circle", "image": "square"}
+COLOR_LABELS = {"role": "role", "modality": "modality", "n": "number of objects", "correct": "model correct"}
+
+
+def category(point: dict[str, Any], color_by: str) -> str:
+    """The legend group of a point under ``color_by`` (role | modality | n | correct)."""
+    if color_by == "role":
+        return point["role"]
+    if color_by == "modality":
+        return point["modality"]
+    if color_by == "n":
+        return f"N={point['n_objects']}"
+    if color_by == "correct":
+        return "correct" if point["correct"] else "wrong"
+    raise ValueError(f"unknown colour {color_by!r}; choose from {list(COLOR_LABELS)}")
+
+
+def _colour(cat: str, color_by: str, rank: int) -> str:
+    table = {"role": ROLE_COLOURS, "modality": MODALITY_COLOURS, "correct": CORRECT_COLOURS}.get(color_by, {})
+    return table.get(cat) or N_COLOURS[rank % len(N_COLOURS)]
+
+
+def _order(cats: Sequence[str], color_by: str) -> list[str]:
+    known = {"role": list(ROLE_COLOURS), "modality": list(MODALITY_COLOURS), "correct": list(CORRECT_COLOURS)}
+    if color_by == "n":
+        return sorted(set(cats), key=lambda c: int(c.split("=")[1]))
+    first = [c for c in known.get(color_by, []) if c in cats]
+    return first + sorted(set(cats) - set(first))
+
+
+def hover_caption(text: str, width: int = 60) -> str:
+    """A caption wrapped with ``<br>`` for plotly's hover label."""
+    return "<br>".join(textwrap.wrap(text, width)) or text
+
+
+def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
+               custom_hover: bool = False, height: int = 620) -> go.Figure:
+    """A scatter of map points, one trace per colour group; marker shape = modality (circle text, square image).
+
+    Args:
+        points: dicts from :func:`bindlab.analysis.embedding_map.item_points`.
+        xy: ``(p, 2)`` coordinates, one row per point.
+        color_by: ``role`` | ``modality`` | ``n`` | ``correct``.
+        custom_hover: hide plotly's hover label (the HTML export draws its own box with a thumbnail).
+
+    Each marker's ``customdata`` is ``[point id, question id, point index]``; clicks read the point id from it.
+    """
+    from bindlab.figures import message_figure
+
+    if not len(points):
+        return message_figure("no points to draw")
+    xy = np.asarray(xy)
+    cats = [category(p, color_by) for p in points]
+    fig = go.Figure()
+    for rank, cat in enumerate(_order(cats, color_by)):
+        idx = [i for i, c in enumerate(cats) if c == cat]
+        pts = [points[i] for i in idx]
+        fig.add_trace(go.Scatter(
+            x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=cat,
+            marker=dict(color=_colour(cat, color_by, rank), size=9, opacity=0.85,
+                        symbol=[SYMBOLS.get(p["modality"], "circle") for p in pts],
+                        line=dict(width=0.5, color="white")),
+            customdata=[[p["id"], p["question"], i] for p, i in zip(pts, idx, strict=True)],
+            text=[f"{hover_caption(p['caption'])}<br><i>{p['role']} · {p['modality']} · N={p['n_objects']} · "
+                  f"{'correct' if p['correct'] else 'wrong'}</i><br>{p['id']}" for p in pts],
+            hoverinfo="none" if custom_hover else "text",
+            hovertemplate=None if custom_hover else "%{text}<extra></extra>",
+        ))
+    fig.update_layout(title=title, height=height, legend_title_text=COLOR_LABELS.get(color_by, color_by),
+                      margin=dict(l=40, r=20, t=50, b=40), plot_bgcolor="#fafafa", hovermode="closest",
+                      xaxis=dict(showticklabels=False, title=""), yaxis=dict(showticklabels=False, title=""))
+    return fig
+
+
+# --- standalone HTML ------------------------------------------------------------------------------------------------
+def thumbnail_uri(path: str | Path, size: int = 64, quality: int = 70) -> str | None:
+    """A small JPEG ``data:`` URI of an image file (longest side ``size`` px), or None when it cannot be read."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im = im.convert("RGB")
+            im.thumbnail((size, size))
+            buf = io.BytesIO()
+            im.save(buf, format="JPEG", quality=quality)
+    except OSError:
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def thumbnails(points: Sequence[dict[str, Any]], size: int = 64) -> dict[str, Any]:
+    """Thumbnails for the points that have images, each image encoded once.
+
+    Returns:
+        ``{"images": [data URI, ...], "of_point": [index into images or -1, one per point]}``.
+    """
+    images: list[str] = []
+    where: dict[str, int] = {}
+    of_point = []
+    for p in points:
+        path = p.get("image")
+        if size <= 0 or not path:
+            of_point.append(-1)
+            continue
+        if path not in where:
+            uri = thumbnail_uri(path, size)
+            where[path] = len(images) if uri else -1
+            if uri:
+                images.append(uri)
+        of_point.append(where[path])
+    return {"images": images, "of_point": of_point}
+
+
+_HOVER_JS = """
+var gd = document.getElementById('bindlab-map');
+var data = __DATA__;
+var box = document.createElement('div');
+box.id = 'bl-hover-box';
+box.style.cssText = 'position:fixed;display:none;pointer-events:none;z-index:1000;background:#fff;' +
+  'border:1px solid #999;border-radius:6px;padding:6px 8px;max-width:320px;font:12px sans-serif;' +
+  'box-shadow:0 2px 6px rgba(0,0,0,.2)';
+document.body.appendChild(box);
+gd.on('plotly_hover', function (ev) {
+  var pt = ev.points[0], k = pt.customdata[2], p = data.points[k];
+  box.replaceChildren();
+  var t = data.thumbs.of_point[k];
+  if (t >= 0) { var img = document.createElement('img'); img.src = data.thumbs.images[t];
+    img.style.cssText = 'display:block;margin-bottom:4px;image-rendering:pixelated;width:96px'; box.appendChild(img); }
+  var cap = document.createElement('div'); cap.textContent = p.caption; box.appendChild(cap);
+  var meta = document.createElement('div'); meta.style.color = '#555';
+  meta.textContent = p.role + ' · ' + p.modality + ' · N=' + p.n + ' · ' + (p.correct ? 'correct' : 'wrong') +
+    ' · ' + p.id;
+  box.appendChild(meta);
+  var e = ev.event || {clientX: 0, clientY: 0};
+  box.style.left = (e.clientX + 14) + 'px'; box.style.top = (e.clientY + 14) + 'px'; box.style.display = 'block';
+});
+gd.on('plotly_unhover', function () { box.style.display = 'none'; });
+"""
+
+
+def map_html(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
+             thumb_size: int = 64) -> str:
+    """A standalone HTML page of the map: plotly.js inlined (works offline) and a hover box with thumbnails."""
+    fig = map_figure(points, xy, color_by, title, custom_hover=True)
+    data = {"points": [{"id": p["id"], "caption": p["caption"], "role": p["role"], "modality": p["modality"],
+                        "n": p["n_objects"], "correct": p["correct"]} for p in points],
+            "thumbs": thumbnails(points, thumb_size)}
+    script = _HOVER_JS.replace("__DATA__", json.dumps(data).replace("</", "<\\/"))
+    return fig.to_html(include_plotlyjs=True, full_html=True, div_id="bindlab-map", post_script=script)

@@ -1,0 +1,436 @@
+"""Exports: every result as files that open in the tools people use. The app's *Download* panels and the CLI's
+``--export DIR`` both write through here, so they produce the same files.
+
+Formats (``<stem>`` is ``<view>_<name>``, e.g. ``mcq_accuracy_by_n``):
+
+- ``<stem>.csv`` — a table: one header row, plain columns, no index, no comment lines, so ``pandas.read_csv``
+  reads it unchanged. Nested values are flattened: a dict becomes dotted columns (``scores.c0_i0``), a list
+  becomes JSON text. The CSV carries no provenance; its JSON twin does.
+- ``<stem>.json`` — the same table: ``{"provenance": {...}, "columns": [...], "rows": [{column: value}, ...]}``,
+  with the same (flattened) rows as the CSV; NaN is written as null.
+- ``<stem>.jsonl`` — per-item results, one JSON object per line, nested as the backend made them (the same rows as
+  ``--per-item``).
+- ``<stem>.png`` (2x scale), ``<stem>.svg`` — a figure as an image, rendered by kaleido in a headless
+  Chrome/Chromium: ``$BROWSER_PATH`` if set (kaleido's own variable), else ``chromium`` / ``google-chrome`` on the
+  PATH (Debian: ``apt-get install chromium``). Without one, the HTML is still written and a note says why the
+  images are missing.
+- ``<stem>.html`` — the interactive figure, standalone: plotly.js is inlined, so it opens offline.
+- ``provenance.json`` — in every export folder: the provenance record and the list of files written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TABLE_FORMATS = ("csv", "json")
+FIGURE_FORMATS = ("png", "svg", "html")
+ITEM_FORMATS = ("jsonl",)
+FORMATS = (*TABLE_FORMATS, *ITEM_FORMATS, *FIGURE_FORMATS)
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+IMAGE_TIMEOUT_S = 90  # per image, kaleido's own limit
+
+
+@dataclass
+class ResultView:
+    """What one results view exports.
+
+    Attributes:
+        name: file prefix, e.g. ``mcq``, ``pairs``.
+        tables: ``{name: DataFrame or list of dict rows}`` -> CSV + JSON.
+        figures: ``{name: plotly Figure}`` -> PNG + SVG + HTML.
+        items: ``{name: per-item rows}`` -> JSONL.
+    """
+
+    name: str
+    tables: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class Written:
+    """Files written, and notes on what could not be (e.g. PNG/SVG without a browser)."""
+
+    paths: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def extend(self, other: Written) -> None:
+        self.paths += other.paths
+        self.notes += other.notes
+
+
+# --- plain values -----------------------------------------------------------------------------------------------
+def _plain(v: Any) -> Any:
+    """JSON-ready copy: numpy scalars/arrays to Python, NaN/inf to None, paths and other objects to str."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):  # numpy scalar or array
+        return _plain(v.tolist())
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    return str(v)
+
+
+def flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One flat table row: nested dicts become dotted keys, lists become JSON text, values become plain."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten_row(v, key + "."))
+        elif isinstance(v, (list, tuple)) or (hasattr(v, "tolist") and getattr(v, "ndim", 0) > 0):
+            out[key] = json.dumps(_plain(v), ensure_ascii=False)
+        else:
+            out[key] = _plain(v)
+    return out
+
+
+def table_rows(table: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(columns, flat rows)`` of a DataFrame or a list of dict rows (columns in first-seen order)."""
+    if hasattr(table, "to_dict") and hasattr(table, "columns"):
+        table = table.to_dict(orient="records")
+    if not isinstance(table, (list, tuple)) or not all(isinstance(r, dict) for r in table):
+        raise ValueError(f"a table must be a pandas DataFrame or a list of dict rows, got {type(table).__name__}")
+    rows = [flatten_row(r) for r in table]
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return columns, rows
+
+
+# --- one way to write each kind ------------------------------------------------------------------------------
+def write_table(table: Any, path_stem: str | Path, provenance: dict[str, Any]) -> list[Path]:
+    """Write a table as ``<stem>.csv`` (plain columns) and ``<stem>.json`` (provenance + the same rows).
+
+    Args:
+        table: a DataFrame or a list of dict rows; nested values are flattened (see :func:`flatten_row`).
+        path_stem: path without suffix.
+        provenance: the :func:`bindlab.provenance.provenance` record of the result.
+
+    Returns:
+        ``[csv path, json path]``.
+    """
+    return _write_table(table, path_stem, provenance, TABLE_FORMATS)
+
+
+def _write_table(table: Any, path_stem: str | Path, provenance: dict[str, Any], formats: Iterable[str]) -> list[Path]:
+    import pandas as pd
+
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    columns, rows = table_rows(table)
+    out = []
+    if "csv" in formats:
+        csv = stem.with_name(stem.name + ".csv")
+        pd.DataFrame(rows, columns=columns).to_csv(csv, index=False)
+        out.append(csv)
+    if "json" in formats:
+        js = stem.with_name(stem.name + ".json")
+        js.write_text(json.dumps({"provenance": _plain(provenance), "columns": columns, "rows": rows}, indent=1,
+                                 ensure_ascii=False), encoding="utf-8")
+        out.append(js)
+    return out
+
+
+def write_jsonl(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Write per-item rows as JSONL (through :func:`bindlab.data.schema.write_jsonl`, atomically)."""
+    from bindlab.data.schema import write_jsonl as _write
+
+    _write(path, [_plain(r) for r in rows])
+    return Path(path)
+
+
+def write_figure(fig: Any, path_stem: str | Path, formats: Iterable[str] = FIGURE_FORMATS) -> Written:
+    """Write a plotly figure as ``<stem>.png``, ``<stem>.svg`` and standalone ``<stem>.html``.
+
+    Returns:
+        :class:`Written`; when PNG/SVG cannot be rendered (no Chromium, no kaleido) the HTML is still written and
+        ``notes`` says why.
+    """
+    return write_figures({Path(path_stem): fig}, formats)
+
+
+def write_figures(figures: dict[Path, Any], formats: Iterable[str] = FIGURE_FORMATS) -> Written:
+    """Write several figures (``{path stem: figure}``) with one browser start for all their PNG/SVG files."""
+    formats = [f for f in FIGURE_FORMATS if f in set(formats)]
+    out = Written()
+    images = []
+    for stem, fig in figures.items():
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        if "html" in formats:
+            html = stem.with_name(stem.name + ".html")
+            fig.write_html(html, include_plotlyjs=True, full_html=True, config={"displaylogo": False})
+            out.paths.append(html)
+        images += [(fig, stem.with_name(f"{stem.name}.{f}"), f) for f in formats if f in ("png", "svg")]
+    if images:
+        done, note = _render_images(images)
+        out.paths += done
+        if note:
+            out.notes.append(note)
+    return out
+
+
+def find_browser() -> str | None:
+    """The Chrome/Chromium that renders PNG/SVG: ``$BROWSER_PATH`` if set, else the first on the PATH."""
+    env = os.environ.get("BROWSER_PATH")
+    if env:
+        return env if Path(env).is_file() else None
+    for name in BROWSER_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _render_images(jobs: list[tuple[Any, Path, str]]) -> tuple[list[Path], str | None]:
+    """Render ``(figure, path, "png"|"svg")`` jobs in one kaleido session; ``(paths written, note or None)``."""
+    kinds = "/".join(sorted({f.upper() for _, _, f in jobs}, reverse=True))
+    try:
+        import kaleido
+    except ImportError:
+        return [], f"{kinds} not written: the kaleido package is missing (pip install kaleido); HTML written instead"
+    browser = find_browser()
+    if browser is None:
+        where = f"BROWSER_PATH={os.environ['BROWSER_PATH']!r} is not a file" if os.environ.get("BROWSER_PATH") else \
+            "no chromium or google-chrome on the PATH"
+        return [], (f"{kinds} not written: they need Chromium ({where}; on Debian: apt-get install chromium, or set "
+                    f"BROWSER_PATH); the interactive HTML was written instead")
+    specs = [{"fig": fig, "path": path, "opts": {"format": fmt, "scale": 2 if fmt == "png" else 1}}
+             for fig, path, fmt in jobs]
+    try:
+        # mathjax=False: the default loads MathJax from a CDN, and exports must work offline
+        kaleido.write_fig_from_object_sync(specs, kopts={"path": browser, "mathjax": False,
+                                                         "timeout": IMAGE_TIMEOUT_S})
+    except Exception as e:  # noqa: BLE001 - a failed render must not lose the tables already written
+        return [p for _, p, _ in jobs if p.is_file()], f"{kinds} not written: {browser} failed ({type(e).__name__}: {e})"
+    missing = [p.name for _, p, _ in jobs if not p.is_file()]
+    note = f"{kinds}: {', '.join(missing)} not written by {browser}" if missing else None
+    return [p for _, p, _ in jobs if p.is_file()], note
+
+
+def check_formats(formats: Iterable[str] | None) -> list[str]:
+    """The chosen formats in :data:`FORMATS` order; ``None`` = all. Raises ValueError naming the choices."""
+    if formats is None:
+        return list(FORMATS)
+    chosen = [str(f).strip().lower().lstrip(".") for f in formats if str(f).strip()]
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        raise ValueError(f"export formats {bad or '(none)'}: choose one or more of {', '.join(FORMATS)}")
+    return [f for f in FORMATS if f in chosen]
+
+
+def parse_formats(spec: str) -> list[str]:
+    """``"csv,png"`` or ``"all"`` -> a checked format list."""
+    return check_formats(None if spec.strip().lower() == "all" else spec.split(","))
+
+
+def new_export_dir(prefix: str = "bindlab-export-") -> Path:
+    """A fresh folder for one export request (two browser tabs never share one). It lives under the system temp
+    folder because Gradio serves downloads only from there or the working folder."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
+               formats: Iterable[str] | None = None) -> Written:
+    """Write every table, figure and item set of ``view`` into ``folder`` in the chosen formats.
+
+    Args:
+        view: what to write.
+        folder: output folder (created).
+        provenance: the result's provenance record; goes into each table's JSON and into ``provenance.json``.
+        formats: subset of :data:`FORMATS` (None = all).
+
+    Returns:
+        :class:`Written` with every path (``provenance.json`` last) and notes on what could not be written.
+    """
+    chosen = check_formats(formats)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = Written()
+    for name, table in view.tables.items():
+        out.paths += _write_table(table, folder / f"{view.name}_{name}", provenance, chosen)
+    if "jsonl" in chosen:
+        for name, rows in view.items.items():
+            out.paths.append(write_jsonl(rows, folder / f"{view.name}_{name}.jsonl"))
+    if view.figures and any(f in chosen for f in FIGURE_FORMATS):
+        out.extend(write_figures({folder / f"{view.name}_{k}": fig for k, fig in view.figures.items()}, chosen))
+    manifest = folder / "provenance.json"
+    manifest.write_text(json.dumps({"provenance": _plain(provenance), "view": view.name,
+                                    "files": [p.name for p in out.paths], "notes": out.notes}, indent=1,
+                                   ensure_ascii=False), encoding="utf-8")
+    out.paths.append(manifest)
+    return out
+
+
+# --- what each kind of result exports (shared by the app and the CLI) ---------------------------------------------
+def mcq_export(summaries: dict[str, dict[str, Any]], items: list[dict[str, Any]]) -> ResultView:
+    """MCQ accuracy (``eval mcq``, the Browse tab): per-pairing summary, accuracy by N and subset, per-question scores
+    with one column per candidate role, the accuracy-by-N chart per pairing, and the per-item rows."""
+    from bindlab import figures
+    from bindlab.data.schema import ROLES
+    from bindlab.eval.mcq import accuracy_by_n
+
+    summary = [{"pairing": p, "accuracy": s["accuracy"], "ci95_low": s["ci95"][0], "ci95_high": s["ci95"][1],
+                "n": s["n"], "chance": s.get("chance", 0.25),
+                **{f"accuracy_{k}": v for k, v in s.get("by_subset", {}).items()}} for p, s in summaries.items()]
+    by_n, figs = [], {}
+    for p in summaries:
+        sel = [r for r in items if r["pairing"] == p]
+        rows = accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel])
+        by_n += [{"pairing": p, **r} for r in rows]
+        figs["accuracy_by_n" if len(summaries) == 1 else f"accuracy_by_n_{p}"] = figures.accuracy_by_n(
+            rows, title=f"{p}: accuracy by number of objects")
+    roles = [role for role in ROLES if any(role in r["roles"] for r in items)]  # fixed column order
+    scores = []
+    for r in items:
+        by_role = dict(zip(r["roles"], r["scores"], strict=True))
+        scores.append({**{k: r[k] for k in ("id", "pairing", "n_objects", "subset", "answer", "predicted", "credit")},
+                       **{f"score_{role}": by_role.get(role) for role in roles}})
+    return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items})
+
+
+def retrieval_export(results: dict[str, dict[str, Any]], items: list[dict[str, Any]]) -> ResultView:
+    """Pooled-gallery retrieval (``eval retrieval``): per-pairing summary, mAP by N, per-query rows."""
+    summary = [{"pairing": p, **{k: v for k, v in r.items() if k != "map_by_n"}} for p, r in results.items()]
+    by_n = [{"pairing": p, "n_objects": int(n), "map": v} for p, r in results.items()
+            for n, v in r.get("map_by_n", {}).items()]
+    return ResultView("retrieval", {"summary": summary, "map_by_n": by_n, "queries": items}, {}, {"items": items})
+
+
+def _score_rows(group: str, blocks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    from bindlab.eval.pairs import METRICS
+
+    rows = []
+    for key, b in blocks.items():
+        row: dict[str, Any] = {"group_by": group, "key": key, "n": b["n"]}
+        for m in METRICS:
+            row[m] = b[m]
+            row[f"{m}_ci95_low"], row[f"{m}_ci95_high"] = b[f"{m}_ci95"]
+        rows.append(row)
+    return rows
+
+
+def pairs_export(summary: dict[str, Any], items: list[dict[str, Any]], model: str = "") -> ResultView:
+    """Winoground-style pairs (``eval pairs``, the Pairs tab): I2T / T2I / Group overall, by verbosity and category
+    with 95 % intervals, the per-edit-type table and bar chart, per-pair rows."""
+    from bindlab import figures
+    from bindlab.eval.pairs import by_edit_type_rows
+
+    scores = (_score_rows("overall", {"all": summary["overall"]})
+              + _score_rows("verbosity", summary.get("by_verbosity", {}))
+              + _score_rows("category", summary.get("by_category", {})))
+    edit = by_edit_type_rows(summary)
+    title = f"{model}: 2x2 scores by edit type" if model else "2x2 scores by edit type"
+    return ResultView("pairs", {"scores": scores, "by_edit_type": edit, "pairs": items},
+                      {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items})
+
+
+def grounding_export(reports: dict[str, dict[str, Any]], curves: dict[str, dict[str, Any]],
+                     shown: dict[str, Any] | None = None, chosen: float | None = None) -> ResultView:
+    """Matched visual grounding (``ground``, the Grounding tab).
+
+    Args:
+        reports: ``{factor: grounding_session.factor_report(...)}``.
+        curves: ``{factor: GroundingState.margin_curve(alphas)}`` (closed-form margins of every value).
+        shown: the tab's ``slider_view`` (adds the margin-curve and 2-D figures of the value on screen).
+        chosen: the validation alpha, if selected (marked on the margin curve).
+    """
+    from bindlab.ui import grounding_figures as gf
+
+    summary, per_value, margins, controls, figs = [], [], [], [], {}
+    for f, r in reports.items():
+        summary.append({"factor": f, "alpha": r["alpha"], "alpha_source": r["alpha_source"],
+                        "validation_alpha": r["validation"]["alpha"],
+                        "validation_macro_map": r["validation"]["macro_map"],
+                        "native_macro_map": r["test"]["native"]["macro_map"],
+                        "grounded_macro_map": r["test"]["grounded"]["macro_map"],
+                        "native_top1": r["test"]["native"]["top1"], "grounded_top1": r["test"]["grounded"]["top1"],
+                        **{f"n_{k}": v for k, v in r["n_images"].items()}})
+        per_value += [{"factor": f, **row} for row in r["per_value"]]
+        for readout, d in (r.get("controls") or {}).get("test", {}).items():
+            if d is not None:
+                controls.append({"factor": f, "readout": readout, "macro_map": d["macro_map"], "top1": d["top1"],
+                                 **{f"ap_{v}": ap for v, ap in zip(r["values"], d["ap"], strict=True)}})
+        figs[f"ap_{f}"] = gf.ap_bars(r["values"], [x["ap_native"] for x in r["per_value"]],
+                                     [x["ap_grounded"] for x in r["per_value"]], r["alpha"])
+    for f, c in curves.items():
+        margins += [{"factor": f, "value": v, "alpha": a, "margin": row[k]}
+                    for a, row in zip(c["alphas"], c["margins"], strict=True) for k, v in enumerate(c["values"])]
+    if shown is not None:
+        v = shown["value_index"]
+        figs["margin_curve"] = gf.margin_curve(shown["curve"]["alphas"], shown["curve"]["margin"], shown["alpha"],
+                                               shown["alpha_star"][v], chosen, shown["value"])
+        figs["plane"] = gf.grounding_plane(shown["plane"], shown["value"], shown["alpha"])
+    tables = {"summary": summary, "per_value": per_value, "margin_curves": margins}
+    if controls:
+        tables["controls"] = controls
+    return ResultView("grounding", tables, figs)
+
+
+def attention_export(res: dict[str, Any], items: list[dict[str, Any]], heatmap: Any = None) -> ResultView:
+    """Attention binding margins (``attention``, the Attention tab): per-layer margins with 95 % intervals per model
+    and caption set, the per-layer ratio with ``--compare``, per-caption margins, the curves figure (and the word x
+    word heatmap on screen, if given)."""
+    from bindlab.ui import attention_figures as af
+
+    margins = []
+    for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
+                                                        if "compare" in res else []):
+        for name, s in sets.items():
+            margins += [{"model": model, "set": name, "layer": layer, "margin_mean": s["margin_mean"][i],
+                         "ci_low": s["ci_low"][i], "ci_high": s["ci_high"][i], "n_captions": s["n_captions"]}
+                        for i, layer in enumerate(s["layers"])]
+    tables: dict[str, Any] = {"margins": margins}
+    if "compare" in res:
+        tables["ratio"] = []
+        for name, r in res["compare"]["ratio"].items():
+            ratio = r.get("ratio") or []  # absent when the two models' layer counts differ (r["note"] says so)
+            lo, hi = r.get("ci_low") or [None] * len(ratio), r.get("ci_high") or [None] * len(ratio)
+            tables["ratio"] += [{"model": res["compare"]["model"], "over": res["model"], "set": name, "layer": i,
+                                 "ratio": x, "ci_low": lo[i], "ci_high": hi[i], "n_captions": r.get("n_captions")}
+                                for i, x in enumerate(ratio)]
+    tables["captions"] = [{**{k: r[k] for k in ("set", "id", "text", "skipped")},
+                           "bindings": ", ".join(f"{a}:{o}" for a, o in r["bindings"]),
+                           **{f"margin_L{i}": m for i, m in enumerate(r["margins"] or [])}} for r in items]
+    figs = {"margins": af.margin_curves(af.result_curves(res), title=f"Attention binding margin per layer "
+                                                                     f"({res['direction']})")}
+    if heatmap is not None:
+        figs["heatmap"] = heatmap
+    return ResultView("attention", tables, figs, {"items": items})
+
+
+def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, Any]],
+                   metrics: list[dict[str, Any]] | None = None, attention: dict[str, Any] | None = None) -> ResultView:
+    """Base vs finetuned (``jobs compare``, the Finetune tab): MCQ accuracy per pairing and N, triplet accuracy and the
+    forgetting control, the accuracy-by-N figure, the training curves (if ``metrics``) and, when the compare has an
+    attention section, its per-model and per-layer tables and curves."""
+    from bindlab import figures
+
+    tables: dict[str, Any] = {}
+    figs: dict[str, Any] = {}
+    if mcq_rows:
+        tables["mcq"] = mcq_rows
+        figs["accuracy_by_n"] = figures.compare_by_n(mcq_rows)
+    if triplet_rows:
+        tables["triplets"] = triplet_rows
+    if metrics:
+        tables["training"] = metrics
+        figs["training"] = figures.training_curves(metrics, title="loss and validation triplet accuracy")
+    if attention and attention.get("available"):
+        from bindlab.train.compare_attention import attention_curves, attention_rows, per_layer_rows
+        from bindlab.ui.attention_figures import margin_curves
+
+        tables["attention"] = attention_rows(attention)
+        tables["attention_per_layer"] = per_layer_rows(attention)
+        figs["attention"] = margin_curves(attention_curves(attention), title="attention binding margin: base vs finetuned")
+    return ResultView("compare", tables, figs)

@@ -1,0 +1,201 @@
+"""Map tab: a PCA / UMAP map of the query and candidate embeddings of a SABER subset, both modalities in one plot.
+
+*Make map* embeds the subset and shows PCA at once (one event, in the GPU queue since it runs the encoder); a
+chained event then computes UMAP (CPU only, outside the GPU queue) and swaps it in. Clicking a point shows its
+caption and image beside the plot; *Open in Browse* switches to the Browse tab with that question selected. The map
+of each visitor lives in a ``gr.State``; the backend is :mod:`bindlab.analysis.embedding_map`.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+
+from bindlab.analysis import embedding_map as em
+from bindlab.analysis.map_figure import map_figure
+from bindlab.figures import message_figure
+from bindlab.ui.common import friendly
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+
+MODEL_CHOICES = ["toy:clip", "toy:shared", "minilm", "bow"]
+COLOR_CHOICES = [("role", "role"), ("modality", "modality"), ("number of objects", "n"), ("model correct", "correct")]
+METHOD_CHOICES = [("UMAP", "umap"), ("PCA", "pca")]
+PAIRING_OF = {"text": "tt", "image": "ii"}  # Browse pairing that shows a point of this modality
+
+CSS = """
+#map-detail .map-caption {font-size:1.05em; margin:4px 0}
+#map-detail .map-meta {color:#555}
+"""
+
+# Plotly click -> the Point textbox. gr.Plot has no click/select event (Gradio 6), so after every new figure this
+# attaches a plotly_click listener that writes the clicked point's id into #map-point and fires its input event.
+CLICK_JS = """
+() => {
+  let tries = 0;
+  const timer = setInterval(() => {
+    const gd = document.querySelector('#map-plot .js-plotly-plot');
+    if (gd && gd.on) {
+      if (gd.removeAllListeners) gd.removeAllListeners('plotly_click');
+      gd.on('plotly_click', (ev) => {
+        const p = ev && ev.points && ev.points[0];
+        const box = document.querySelector('#map-point textarea, #map-point input');
+        if (!p || !p.customdata || !box) return;
+        box.value = p.customdata[0];
+        box.dispatchEvent(new Event('input', {bubbles: true}));
+      });
+    }
+    if (++tries > 20) clearInterval(timer);
+  }, 300);
+}
+"""
+
+
+# --- formatting (no maths) ------------------------------------------------------------------------------------------
+def _figure(state: dict[str, Any] | None, color: str) -> Any:
+    if not state:
+        return message_figure("make a map first")
+    method = state["shown"]
+    title = f"{state['model']} · {method.upper()} of {len(state['points'])} points (circle = text, square = image)"
+    return map_figure(state["points"], state["layouts"][method], color, title)
+
+
+def _status(state: dict[str, Any], pending: str = "") -> str:
+    notes = "".join(f"<br>note: {html.escape(n)}" for n in state["notes"])
+    return f"**{html.escape(state['summary'])}** · showing **{state['shown'].upper()}**{pending}{notes}"
+
+
+def find_point(state: dict[str, Any] | None, text: str) -> dict[str, Any]:
+    """The point named by a point id (``question/modality/role``) or a question id (its query, first modality)."""
+    if not state:
+        raise ValueError("make a map first, then click a point")
+    key = (text or "").strip()
+    for p in state["points"]:
+        if p["id"] == key:
+            return p
+    for p in state["points"]:
+        if p["question"] == key:
+            return p
+    raise ValueError(f"no point or question {key!r} in this map (a point id looks like "
+                     f"{state['points'][0]['id']!r})")
+
+
+def point_markdown(p: dict[str, Any]) -> str:
+    verdict = "✓ answered correctly" if p["correct"] else "✗ answered wrongly"
+    return (f'<div class="map-caption">{html.escape(p["caption"])}</div>'
+            f'<div class="map-meta"><b>{html.escape(p["question"])}</b> · {p["role"]} · {p["modality"]} · '
+            f'N={p["n_objects"]} · {p["subset"]} · {verdict} ({p["modality"][0]}→{p["modality"][0]})</div>')
+
+
+def _thumbnail(path: str | None) -> Any:
+    if not path:
+        return None
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+# --- callbacks: validate, call the backend, format ------------------------------------------------------------------
+@gpu_task(duration=120)
+@friendly
+def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: float, color: str, method: str,
+             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    """Embed the subset and show its PCA map; the state keeps what the UMAP step and the point panel need."""
+    m = em.build_map(data, model, n_objects or None, int(limit or em.DEFAULT_LIMIT), int(seed or 0),
+                     progress=lambda f, msg: progress(f, desc=msg))
+    xy, _ = em.cached_layout(m, "pca")
+    state = {"map": m, "points": m.points, "layouts": {"pca": xy}, "shown": "pca", "model": m.model,
+             "path": str(m.path), "notes": m.notes, "summary": em.summary_line(m), "seed": int(seed or 0)}
+    pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""
+    return _figure(state, color), state, _status(state, pending)
+
+
+@friendly
+def add_umap(state: dict[str, Any] | None, color: str, method: str) -> tuple[Any, ...]:
+    """Chained after :func:`make_map`: compute (or read from the cache) the UMAP layout and show it."""
+    if not state or method != "umap":
+        return gr.update(), state, gr.update()
+    xy, hit = em.cached_layout(state["map"], "umap", em.LayoutParams(seed=state["seed"]))
+    state = {**state, "layouts": {**state["layouts"], "umap": xy}, "shown": "umap"}
+    return _figure(state, color), state, _status(state, " (from cache)" if hit else "")
+
+
+def recolor(state: dict[str, Any] | None, color: str) -> Any:
+    return _figure(state, color)
+
+
+@friendly
+def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str]:
+    """Image and description of the point named in the Point box; while it names none, say so (no error toast:
+    this runs on every change of the box, keystrokes included)."""
+    if not (text or "").strip():
+        return None, ""
+    try:
+        p = find_point(state, text)
+    except ValueError as e:
+        return None, html.escape(str(e))
+    return _thumbnail(p["image"]), point_markdown(p)
+
+
+@friendly
+def open_target(state: dict[str, Any] | None, text: str) -> tuple[Any, ...]:
+    """Switch to Browse with the map's file and model, the pairing of the point's modality and no filters."""
+    p = find_point(state, text)
+    return (gr.Tabs(selected="browse"), p["question"], state["path"], state["model"], PAIRING_OF[p["modality"]],
+            "all", "all", "all")
+
+
+def build_tab() -> dict[str, Any]:
+    """Lay out the Map tab; returns a ``wire`` hook that ``build_app`` calls with the Tabs and the Browse handles."""
+    gr.Markdown("A 2-D map of the embeddings of a SABER subset: every query and candidate, in text and (for "
+                "image+text models on an image benchmark) image form. Colour by role, modality, number of objects "
+                "or whether the model answers the question correctly. PCA shows at once, UMAP follows. Click a point "
+                "to see it, then open its question in Browse.")
+    with gr.Row():
+        data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark; with images for image models)", value="",
+                          scale=3, elem_id="map-data")
+        model = gr.Dropdown(MODEL_CHOICES, value="toy:clip", label="Encoder id", allow_custom_value=True, scale=2,
+                            elem_id="map-model")
+        n_objects = gr.Dropdown([str(n) for n in range(2, 11)], value=[], multiselect=True, scale=2,
+                                label="Number of objects (empty = all)", elem_id="map-n")
+        limit = gr.Number(em.DEFAULT_LIMIT, precision=0, minimum=1, maximum=2000, label="Questions (seeded sample)",
+                          scale=1, elem_id="map-limit")
+    with gr.Row():
+        color = gr.Radio(COLOR_CHOICES, value="role", label="Colour by", scale=3, elem_id="map-color")
+        method = gr.Radio(METHOD_CHOICES, value="umap", label="Layout (PCA shows at once while UMAP computes)", scale=2, elem_id="map-method")
+        seed = gr.Number(0, precision=0, label="Seed", scale=1, elem_id="map-seed")
+        run = gr.Button("Make map", variant="primary", scale=1, elem_id="map-run")
+    status = gr.Markdown(elem_id="map-status")
+    with gr.Row():
+        with gr.Column(scale=3):
+            plot = gr.Plot(label="Embedding map", elem_id="map-plot")
+        with gr.Column(scale=1):
+            point = gr.Textbox(label="Point (click one on the map, or type a point or question id)",
+                               elem_id="map-point")
+            thumb = gr.Image(label="Image of the point's item", type="pil", interactive=False, height=220,
+                             elem_id="map-thumb")
+            detail = gr.Markdown(elem_id="map-detail")
+            open_btn = gr.Button("Open in Browse", elem_id="map-open")
+    state = gr.State(None)
+    target = gr.State(None)  # the question id that Open in Browse hands over
+
+    run.click(make_map, [data, model, n_objects, limit, seed, color, method], [plot, state, status],
+              api_name="map_make", **GPU_QUEUE).success(add_umap, [state, color, method], [plot, state, status],
+                                                        api_name="map_umap")
+    color.change(recolor, [state, color], [plot], api_name="map_color")
+    plot.change(None, None, None, js=CLICK_JS, api_name=False)
+    # .change, not .input: the click bridge sets the box from JavaScript, which Gradio reports as a change only.
+    point.change(select_point, [state, point], [thumb, detail], api_name="map_point", trigger_mode="always_last")
+
+    def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
+        """Open in Browse: set Browse's inputs (no filters), switch tab, then select the question there."""
+        from bindlab.ui import browse as browse_tab
+
+        b = hooks["browse"]["handles"]
+        open_btn.click(open_target, [state, point], [tabs, target, *b["source"], *b["filters"]], api_name="map_open"
+                       ).success(browse_tab.open_question, [*b["source"], target, b["k"]], b["outputs"],
+                                 api_name=False, **GPU_QUEUE)
+
+    return {"wire": wire}

@@ -1,0 +1,474 @@
+"""Walkthrough tab: a seven-step teaching tour of binding failures, each step a paragraph, a live widget and a link
+to the full tab.
+
+The paragraphs say what to look for; every number on the page comes from :mod:`bindlab.walkthrough`, computed when
+the step's button is pressed. Callbacks validate, call the backend and format. The finetune step runs as a
+background job: the page polls it with a ``gr.Timer`` (active only while the job runs) and never blocks a request
+for it; the job id lives in per-session ``gr.State``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+from PIL import Image
+
+from bindlab import figures
+from bindlab import walkthrough as wt
+from bindlab.ui import attention_figures as att_figs
+from bindlab.ui import grounding_figures as gf
+from bindlab.ui.browse import question_html
+from bindlab.ui.common import friendly
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+
+CSS = """
+#wt-intro {font-size: 1.02em}
+.wt-step {border-left: 4px solid #1f77b4; padding-left: 12px; margin-top: 18px}
+.wt-num {font-family: monospace; font-weight: bold}
+.wt-bar {background:#eee; border-radius:6px; height:16px; width:100%; overflow:hidden}
+.wt-bar > div {background:#2ca02c; height:100%}
+"""
+
+INTRO = """## Walkthrough — binding failures in seven live steps
+Each step is a short paragraph and a button that computes its result **now**, on the embedded default (a generated
+mini benchmark, the bundled MiniLM text encoder, a bag-of-words baseline and bindlab's two toy vision–language
+models). Nothing here is pre-typed: the numbers you see are what this machine just measured. The first press of a
+step may take a while (a model loads, the image benchmark or the factor grid is rendered once); later presses reuse
+the cache. Start step 7's finetune early — it runs in the background while you go through the others. Each step has
+a button to its full tab."""
+
+PARAGRAPHS: dict[str, str] = {
+    "bow": """Every question has a query ("a red cube and a blue sphere") and four candidates: the **preserve**
+candidate keeps the query's bindings (pairs reordered), the **swaps** use exactly the same words with attributes or
+objects exchanged. A pure bag of words only sees *which* words occur, so it must give every swap exactly the score of
+the right answer: the best it can do is guess among the ties. Look at the share of exact ties and at the accuracy,
+which lands on the chance level of guessing.""",
+    "text": """A real sentence encoder reads word order, so the ties break — but by how much? Compare the gap
+between the right answer and its best swap with the gap between the right answer and a caption about other things.
+Look at the same example question as in step 1.""",
+    "images": """Binding is not only a text problem. The same kind of questions, rendered as images (each attribute
+stays inside its own object), scored by bindlab's two toy vision–language models trained on this renderer: a
+CLIP-style dual encoder (`toy:clip`) and an MLLM-style model whose image patches and words share one transformer
+(`toy:shared`). A query and its candidates can each be text or image: four pairings. Chance is one in four.""",
+    "objects": """The SABER paper finds that accuracy falls as scenes hold more objects. Pick a model and a pairing
+and see the accuracy at each number of objects N. The small benchmark has few questions per N, so read the 95 %
+intervals before reading a trend.""",
+    "grounding": """Can the *image* embeddings tell patterns apart even when the text query cannot? The toy models
+saw pattern words in only a quarter of their captions. Matched visual grounding builds, from calibration images, the
+direction d that separates one pattern's images from the others' and adds α·d to the text query. At α = 0 you see
+the words alone; sliding α up shows what the image embeddings already knew. Compare both with the image prototype
+(the mean image of the pattern, no words at all).""",
+    "attention": """Where do bindings get lost? For each object in a caption, the attention binding margin is the
+attention from the object to its own attribute minus that to the other objects' attributes (read from the later word
+to the earlier one), averaged over heads and objects, per layer. Zero means no preference. The paper sees it positive
+in early layers and fading in the last third. Look at where the margin peaks and what is left at the last layer.""",
+    "finetune": """Can binding be taught with text alone? This starts a small background job: a LoRA on the text
+attention projections of `toy:shared`, trained on triplets whose hard negative has the same words with other
+bindings (only two or three objects each), then LiNeS rescales the update layer by layer. Because `toy:shared`
+runs images through the same blocks, a text-only update can change image pairings too — a dual encoder's image tower
+would not move at all. When the job is done, the page scores base, finetuned and LiNeS models on the image benchmark
+in all four pairings. The learning rate is far above the paper's, so that a few minutes on a laptop move the toy.""",
+}
+
+STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · text → text", "bow|tt"),
+                 ("toy:clip · image → image", "toy:clip|ii"), ("toy:shared · image → image", "toy:shared|ii"),
+                 ("toy:clip · text → image", "toy:clip|ti"), ("toy:shared · text → image", "toy:shared|ti")]
+ATTENTION_MODELS = ["minilm", "toy:shared", "toy:clip"]
+PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image → text", "ii": "image → image"}
+TAB_LABELS = {s.tab: s.tab.capitalize() for s in wt.STEPS}
+
+
+def _num(x: float, digits: int = 3, signed: bool = False) -> str:
+    return f"<span class='wt-num'>{x:+.{digits}f}</span>" if signed else f"<span class='wt-num'>{x:.{digits}f}</span>"
+
+
+def _ci(ci: list[float]) -> str:
+    return f"95 % CI {ci[0]:.3f}–{ci[1]:.3f}"
+
+
+# --- formatting: backend dict -> Markdown / HTML / frames (pure) ------------------------------------------------
+def bow_md(r: dict[str, Any]) -> str:
+    by_n = r["by_n"]
+    n2 = by_n.get("2")
+    rest = [v for k, v in by_n.items() if k != "2"]
+    parts = [f"<div id='wt-bow-line'><b>{r['model']}</b> on {r['n_questions']} questions: "
+             f"<span id='wt-bow-ties'>{100 * r['tie_share']:.1f}</span> % of the {r['n_swaps']} swap candidates score "
+             f"exactly the same as the right answer · accuracy <span id='wt-bow-acc'>{r['accuracy']:.3f}</span> "
+             f"(chance {r['chance']:.2f})."]
+    if n2 is not None and rest:
+        span = _num(min(rest)) if min(rest) == max(rest) else f"{_num(min(rest))}–{_num(max(rest))}"
+        parts.append(f" At N = 2 accuracy is {_num(n2)}: the fourth candidate there replaces a word, which a bag of "
+                     f"words can see, leaving a three-way tie; for N ≥ 3 it is {span}.")
+    return "".join(parts) + "</div>"
+
+
+def text_md(r: dict[str, Any]) -> str:
+    return (f"<div id='wt-text-line'><b>{r['model']}</b> accuracy <span id='wt-text-acc'>{r['accuracy']:.3f}</span> "
+            f"({_ci(r['ci95'])}; chance {r['chance']:.2f}) · right on {100 * r['share_correct']:.1f} % of questions. "
+            f"The right answer and its best swap differ by a median of only "
+            f"<span id='wt-text-gap'>{r['median_abs_gap']:.4f}</span> in cosine, while a query scores "
+            f"{_num(r['median_preserve'])} with its answer and {_num(r['median_other'])} with another question's "
+            f"answer (medians).</div>")
+
+
+def images_frame(r: dict[str, Any]) -> pd.DataFrame:
+    rows = {}
+    for x in r["rows"]:
+        rows.setdefault(x["model"], {"model": x["model"]})[PAIRING_NAMES[x["pairing"]]] = round(x["accuracy"], 3)
+    return pd.DataFrame(list(rows.values()))
+
+
+def images_md(r: dict[str, Any]) -> str:
+    best = max(r["rows"], key=lambda x: x["accuracy"])
+    near = sum(abs(x["accuracy"] - r["chance"]) <= 0.05 for x in r["rows"])
+    return (f"<div id='wt-images-line'>{r['n_questions']} image questions · {near} of {len(r['rows'])} "
+            f"model–pairing combinations lie within 0.05 of chance ({r['chance']:.2f}); the best is "
+            f"<b>{best['model']} {PAIRING_NAMES[best['pairing']]}</b> at "
+            f"<span id='wt-images-best'>{best['accuracy']:.3f}"
+            f"</span> ({_ci(best['ci95'])}). Below: one question scored by {r['example_model']} "
+            f"{PAIRING_NAMES[r['example_pairing']]}.</div>")
+
+
+def objects_md(r: dict[str, Any]) -> str:
+    s, g = r["small"], r["large"]
+    overlap = s["ci95"][0] <= g["ci95"][1] and g["ci95"][0] <= s["ci95"][1]
+    verdict = ("the intervals overlap: on this small benchmark the difference is within the noise"
+               if overlap else "the intervals do not overlap")
+    span = lambda x: f"N = {x['sizes'][0]}–{x['sizes'][-1]}"  # noqa: E731
+    return (f"<div id='wt-objects-line'><b>{r['model']}</b> {PAIRING_NAMES[r['pairing']]}: {span(s)} "
+            f"<span id='wt-objects-small'>{s['accuracy']:.3f}</span> ({_ci(s['ci95'])}, {s['n']} questions) vs "
+            f"{span(g)} <span id='wt-objects-large'>{g['accuracy']:.3f}</span> ({_ci(g['ci95'])}, {g['n']} "
+            f"questions): change {_num(g['accuracy'] - s['accuracy'], signed=True)}; {verdict}.</div>")
+
+
+def grounding_md(r: dict[str, Any]) -> str:
+    gain = r["ap_grounded"] - r["ap_native"]
+    return (f"<div id='wt-grounding-line'><b>{r['model']}</b>, {r['factor']} <b>{html.escape(r['value'])}</b> at "
+            f"α = <span id='wt-grounding-alpha'>{r['alpha']:.2f}</span>: test AP of the text query "
+            f"<span id='wt-grounding-native'>{r['ap_native']:.3f}</span> → grounded "
+            f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True)}); over all "
+            f"{len(r['values'])} {r['factor']}s macro-mAP {_num(r['map_native'])} → {_num(r['map_grounded'])}. "
+            f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
+            f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
+            f"{_num(r['margin_native'], 4, True)} at α = 0 → {_num(r['margin_grounded'], 4, True)} now; it crosses "
+            f"zero at α* = {_num(r['alpha_star'], 2)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
+            f"({r['n_images'].get('test', 0)} test images.)</div>")
+
+
+def attention_md(r: dict[str, Any]) -> str:
+    if r["peak"] <= 0:
+        kept = "; no layer prefers the own attributes"
+    elif r["last"] <= 0:
+        kept = "; by the last layer the preference is gone"
+    else:
+        kept = f"; the last layer keeps {100 * r['last'] / r['peak']:.0f} % of the peak"
+    return (f"<div id='wt-attention-line'><b>{r['model']}</b> on {r['n_captions']} captions: margin "
+            f"{_num(r['first'], 4, True)} at layer 0, peak <span id='wt-attention-peak'>{r['peak']:+.4f}</span> at "
+            f"layer {r['peak_layer']}, <span id='wt-attention-last'>{r['last']:+.4f}</span> at the last layer "
+            f"({len(r['layers']) - 1}){kept}.</div>")
+
+
+def progress_html(st: dict[str, Any]) -> str:
+    frac = float(st.get("fraction") or 0.0)
+    eta = st.get("eta_s")
+    eta_txt = f" · ETA {eta:.0f} s" if eta is not None and st["state"] == "running" else ""
+    loss = st.get("loss")
+    loss_txt = f" · loss {loss:.4f}" if loss is not None else ""
+    return (f'<div class="wt-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
+            f"<p>job <b>{st['id']}</b> · <span id='wt-ft-state'>{st['state']}</span> · step {st['step']}/"
+            f"{st.get('total_steps') or '?'} · phase {html.escape(str(st.get('phase') or '-'))}{loss_txt}{eta_txt}"
+            f" · {html.escape(st.get('message') or '')}</p>")
+
+
+def finetune_frame(r: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"pairing": PAIRING_NAMES[x["pairing"]], "base": x["base"],
+                          "finetuned (no LiNeS)": x["unscaled"], "finetuned + LiNeS": x["lines"]} for x in r["rows"]])
+
+
+def finetune_md(r: dict[str, Any]) -> str:
+    rows = {x["pairing"]: x for x in r["rows"]}
+    moves = ", ".join(f"{PAIRING_NAMES[p]} {_num(x['base'])} → {_num(x['lines'])}" for p, x in rows.items())
+    trip = {t["model"]: t for t in r["triplets"]}
+    trip_txt = ""
+    if "base" in trip and "lines" in trip and "triplet_test" in trip["base"]:
+        trip_txt = (" Triplet accuracy on held-out toy triplets (chance 0.5): "
+                    f"{_num(trip['base']['triplet_test'])} → "
+                    f"{_num(trip['lines']['triplet_test'])}.")
+    d = r["image_drift"]
+    return (f"<div id='wt-ft-line'>Job <b>{r['job']}</b>: {r['steps']} steps in {r['train_seconds']:.0f} s of training "
+            f"(lr {r['lr']:g}); LiNeS a = {r['lines_a']}. MCQ accuracy base → LiNeS on {r['n_questions']} image "
+            f"questions: {moves}.{trip_txt} Image embeddings moved: mean 1 − cos(base, finetuned) = "
+            f"<span id='wt-ft-drift'>{d['mean_1_minus_cos']:.4f}</span> over {d['n_images']} query images "
+            f"(max {d['max_1_minus_cos']:.4f}).</div>")
+
+
+def _image(path: str | None) -> Image.Image | None:
+    # PIL images, not paths: Gradio serves only files under its working or temp folders
+    if not path:
+        return None
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+def example_gallery(view: dict[str, Any]) -> list[tuple[Image.Image, str]]:
+    items = [(_image(view["query"]["image"]), "query")] if view["query"]["image"] else []
+    for k, c in enumerate(view["candidates"]):
+        if c["image"]:
+            mark = " ✓" if c["is_answer"] else ""
+            items.append((_image(c["image"]), f"{k + 1}. {c['role']}{mark} · {c['score']:.3f}"))
+    return items
+
+
+# --- callbacks: validate, call the backend, format ------------------------------------------------------------
+def _report(progress: gr.Progress):
+    return lambda f, msg: progress(f, desc=msg)
+
+
+@friendly
+def run_bow() -> tuple[str, str]:
+    # outside the GPU queue: a bag of words is a word count, and step 1 should answer at once even while the
+    # Browse tab's page-load scoring holds the queue
+    r = wt.step_bag_of_words()
+    return bow_md(r), question_html(r["example"])
+
+
+@gpu_task(duration=120)
+@friendly
+def run_text(progress: gr.Progress = gr.Progress()) -> tuple[str, str]:
+    r = wt.step_text_encoder(progress=_report(progress))
+    return text_md(r), question_html(r["example"])
+
+
+@gpu_task(duration=300)
+@friendly
+def run_images(progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, list]:
+    r = wt.step_images(progress=_report(progress))
+    return images_md(r), images_frame(r), example_gallery(r["example"])
+
+
+@gpu_task(duration=120)
+@friendly
+def run_objects(choice: str, progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:
+    model, _, pairing = (choice or "").partition("|")
+    if not model or pairing not in PAIRING_NAMES:
+        raise ValueError(f"choose a model and pairing from the list ({[c for _, c in STEP_MODELS_N]})")
+    r = wt.step_objects(model=model, pairing=pairing, progress=_report(progress))
+    title = f"{r['model']} · {PAIRING_NAMES[pairing]}: accuracy by number of objects"
+    return objects_md(r), figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"])
+
+
+def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
+    v = r["values"].index(r["value"])
+    return (grounding_md(r),
+            gf.margin_curve(r["curve"]["alphas"], r["curve"]["margin"], r["alpha"], r["alpha_star"],
+                            r["alpha_validation"], r["value"]),
+            gf.ap_bars(r["values"], r["ap_native_all"], r["ap_grounded_all"], r["alpha"], r["values"][v]))
+
+
+@gpu_task(duration=300)
+@friendly
+def load_grounding(alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    r = wt.step_grounding(alpha=float(alpha), progress=_report(progress))
+    return (True, gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r))
+
+
+@friendly
+def move_grounding(loaded: bool, value: str, alpha: float) -> tuple[Any, ...]:
+    if not loaded:
+        raise ValueError("press 'Load the grid' first (it renders and embeds the default grid once)")
+    return _grounding_outputs(wt.step_grounding(alpha=float(alpha), value=value))
+
+
+@gpu_task(duration=300)
+@friendly
+def run_attention(model: str, progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:
+    model = (model or "").strip()
+    if not model:
+        raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)})")
+    r = wt.step_attention(model=model, progress=_report(progress))
+    fig = att_figs.margin_curves(att_figs.result_curves(r), title=f"Attention binding margin per layer: {r['model']}")
+    return attention_md(r), fig
+
+
+@friendly
+def start_finetune(job: str | None) -> tuple[str, str, Any, Any]:
+    if job:
+        st = wt.finetune_status(job)
+        if st["state"] in ("queued", "running"):
+            return job, f"Job **{job}** is still {st['state']}; it is followed below.", progress_html(st), \
+                gr.Timer(active=True)
+    job = wt.start_finetune()
+    st = wt.finetune_status(job)
+    return job, f"Started job **{job}** (`lora:{job}`) in the background.", progress_html(st), gr.Timer(active=True)
+
+
+@friendly
+def reuse_finetune() -> tuple[str, str, Any, Any]:
+    job = wt.latest_finished()
+    if not job:
+        raise ValueError("no finished walkthrough job yet; press 'Start the finetune'")
+    st = wt.finetune_status(job)
+    return job, f"Showing the finished job **{job}**.", progress_html(st), gr.Timer(active=True)
+
+
+def poll_finetune(job: str | None) -> tuple[Any, Any, Any]:
+    """Timer tick: the job's progress; stops the timer and hands the job id on (``finished``) once it is final."""
+    if not job:
+        return gr.update(), gr.Timer(active=False), gr.update()
+    try:
+        st = wt.finetune_status(job)
+    except (KeyError, OSError) as e:
+        return f"<p>Cannot read job {html.escape(job)}: {html.escape(str(e))}</p>", gr.Timer(active=False), gr.update()
+    text = progress_html(st)
+    if st["state"] == "failed":
+        text += f"<pre>{html.escape(st.get('log_tail') or '')}</pre>"
+    final = st["state"] in ("done", "failed", "cancelled")
+    return text, gr.Timer(active=not final), (job if st["done"] else gr.update())
+
+
+@friendly
+def check_finished(job: str | None) -> None:
+    """Outside the GPU queue, so a premature click is answered at once."""
+    if not job:
+        raise ValueError("start the finetune first (or show the last finished one)")
+    st = wt.finetune_status(job)
+    if not st["done"]:
+        raise ValueError(f"job {job} is {st['state']}; the before/after needs it done")
+
+
+@gpu_task(duration=300)
+@friendly
+def show_finetune(job: str | None, progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any]:
+    check_finished(job)
+    r = wt.step_finetune(job, progress=_report(progress))
+    return finetune_md(r), finetune_frame(r), figures.compare_by_n(r["by_n"])
+
+
+# --- layout ------------------------------------------------------------------------------------------------------
+def _step_header(step: wt.Step) -> None:
+    gr.Markdown(f"### {step.number} · {step.title}", elem_classes=["wt-step"])
+    gr.Markdown(PARAGRAPHS[step.key], elem_id=f"wt-{step.key}-text")
+
+
+def _link(step: wt.Step, links: list[tuple[gr.Button, str]]) -> None:
+    btn = gr.Button(f"Open the {TAB_LABELS[step.tab]} tab ›", size="sm", elem_id=f"wt-{step.key}-open", scale=0)
+    links.append((btn, step.tab))
+
+
+def build_tab() -> dict[str, Any]:
+    """Lay out the Walkthrough tab; returns the hook that wires its "open the full tab" buttons to the app's tabs."""
+    steps = {s.key: s for s in wt.STEPS}
+    links: list[tuple[gr.Button, str]] = []
+    gr.Markdown(INTRO, elem_id="wt-intro")
+
+    _step_header(steps["bow"])
+    with gr.Row():
+        bow_btn = gr.Button("Score with the bag of words", variant="primary",
+                            elem_id="wt-bow-run", scale=0, min_width=260)
+        _link(steps["bow"], links)
+    bow_out = gr.HTML(elem_id="wt-bow-result")
+    with gr.Accordion("Example question (bag of words)", open=False):
+        bow_q = gr.HTML(elem_id="wt-bow-question")
+
+    _step_header(steps["text"])
+    with gr.Row():
+        text_btn = gr.Button("Score with MiniLM", variant="primary", elem_id="wt-text-run", scale=0, min_width=260)
+        _link(steps["text"], links)
+    text_out = gr.HTML(elem_id="wt-text-result")
+    with gr.Accordion("The same example question (MiniLM)", open=False):
+        text_q = gr.HTML(elem_id="wt-text-question")
+
+    _step_header(steps["images"])
+    with gr.Row():
+        img_btn = gr.Button("Score the toy models in all four pairings", variant="primary",
+                            elem_id="wt-images-run", scale=0, min_width=260)
+        _link(steps["images"], links)
+    img_out = gr.HTML(elem_id="wt-images-result")
+    with gr.Row():
+        img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
+                                 interactive=False, elem_id="wt-images-table", scale=2)
+        img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
+                                 elem_id="wt-images-gallery", scale=3)
+
+    _step_header(steps["objects"])
+    with gr.Row():
+        obj_choice = gr.Dropdown(STEP_MODELS_N, value="minilm|tt", label="Model and pairing",
+                                 elem_id="wt-objects-model", scale=2)
+        obj_btn = gr.Button("Chart accuracy by N", variant="primary", elem_id="wt-objects-run", scale=0, min_width=260)
+        _link(steps["objects"], links)
+    obj_out = gr.HTML(elem_id="wt-objects-result")
+    obj_fig = gr.Plot(label="Accuracy by number of objects", elem_id="wt-objects-fig")
+
+    _step_header(steps["grounding"])
+    with gr.Row():
+        gr_btn = gr.Button("Load the grid", variant="primary", elem_id="wt-grounding-run", scale=0, min_width=260)
+        gr_value = gr.Dropdown([], label="Pattern", elem_id="wt-grounding-value", scale=1)
+        gr_alpha = gr.Slider(0.0, 8.0, value=0.0, step=0.05, label="α (grounding strength)",
+                             elem_id="wt-grounding-alpha-slider", scale=3)
+        _link(steps["grounding"], links)
+    gr_loaded = gr.State(False)
+    gr_out = gr.HTML(elem_id="wt-grounding-result")
+    with gr.Row():
+        gr_curve = gr.Plot(label="Margin M(α)", elem_id="wt-grounding-curve")
+        gr_bars = gr.Plot(label="Test AP per value: text query vs grounded", elem_id="wt-grounding-bars")
+
+    _step_header(steps["attention"])
+    with gr.Row():
+        at_model = gr.Dropdown(ATTENTION_MODELS, value="minilm", label="Model", elem_id="wt-attention-model", scale=1)
+        at_btn = gr.Button("Compute margins per layer", variant="primary",
+                           elem_id="wt-attention-run", scale=0, min_width=260)
+        _link(steps["attention"], links)
+    at_out = gr.HTML(elem_id="wt-attention-result")
+    at_fig = gr.Plot(label="Attention binding margin per layer", elem_id="wt-attention-fig")
+
+    _step_header(steps["finetune"])
+    with gr.Row():
+        ft_btn = gr.Button("Start the finetune", variant="primary", elem_id="wt-ft-run", scale=0, min_width=260)
+        ft_reuse = gr.Button("Show the last finished one", elem_id="wt-ft-reuse", scale=0)
+        ft_show = gr.Button("Before / after", elem_id="wt-ft-show", scale=0)
+        _link(steps["finetune"], links)
+    ft_msg = gr.Markdown(elem_id="wt-ft-message")
+    ft_progress = gr.HTML(elem_id="wt-ft-progress")
+    ft_out = gr.HTML(elem_id="wt-ft-result")
+    with gr.Row():
+        ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (no LiNeS)", "finetuned + LiNeS"],
+                                label="MCQ accuracy, all N (chance 0.25)", interactive=False, elem_id="wt-ft-table")
+        ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned", elem_id="wt-ft-fig")
+    ft_job = gr.State(None)  # this session's job id
+    ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
+    ft_timer = gr.Timer(2.0, active=False)
+
+    bow_btn.click(run_bow, None, [bow_out, bow_q], api_name="wt_bow")
+    text_btn.click(run_text, None, [text_out, text_q], api_name="wt_text", **GPU_QUEUE)
+    img_btn.click(run_images, None, [img_out, img_table, img_gallery], api_name="wt_images", **GPU_QUEUE)
+    obj_btn.click(run_objects, [obj_choice], [obj_out, obj_fig], api_name="wt_objects", **GPU_QUEUE)
+    gr_view = [gr_out, gr_curve, gr_bars]
+    gr_btn.click(load_grounding, [gr_alpha], [gr_loaded, gr_value, *gr_view], api_name="wt_grounding", **GPU_QUEUE)
+    gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha], gr_view, api_name="wt_grounding_alpha",
+                     trigger_mode="always_last")
+    gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha], gr_view, api_name=False,
+                   trigger_mode="always_last")
+    at_btn.click(run_attention, [at_model], [at_out, at_fig], api_name="wt_attention", **GPU_QUEUE)
+    ft_btn.click(start_finetune, [ft_job], [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune")
+    ft_reuse.click(reuse_finetune, None, [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune_reuse")
+    ft_timer.tick(poll_finetune, [ft_job], [ft_progress, ft_timer, ft_done], api_name="wt_finetune_poll",
+                  show_progress="hidden")
+    ft_done.change(show_finetune, [ft_done], [ft_out, ft_table, ft_fig], api_name=False, **GPU_QUEUE)
+    ft_show.click(check_finished, [ft_job], None, api_name=False).success(
+        show_finetune, [ft_job], [ft_out, ft_table, ft_fig], api_name="wt_finetune_result", **GPU_QUEUE)
+
+    def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
+        """Each "Open the … tab" button selects that tab (a button whose tab is not in the app is hidden)."""
+        from bindlab.ui.app import TABS
+
+        known = {tab_id for _, tab_id, _ in TABS}
+        for btn, tab_id in links:
+            if tab_id in known:
+                btn.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, api_name=False)
+            else:
+                btn.visible = False
+
+    return {"wire": wire}

@@ -1,0 +1,435 @@
+"""The Walkthrough: seven short steps that show binding failures live, for teaching (issue 10).
+
+Each ``step_*`` function computes what its step shows from the existing backend, on the embedded default (the mini
+SABER benchmark, the bundled MiniLM, the bag-of-words baseline, the toy vision–language models, the default factor
+grid), and returns plain data: numbers, rows, paths. Nothing is typed in; the tab (``bindlab/ui/walkthrough.py``)
+only formats what these return. Everything runs offline on a 2-core CPU; the costly parts (embeddings, rendered
+defaults) are cached by the backend, so a second visit to a step is fast.
+
+Steps:
+
+1. :func:`step_bag_of_words` — a pure bag of words scores every swap exactly like the right answer.
+2. :func:`step_text_encoder` — a real text encoder (MiniLM) nearly ties.
+3. :func:`step_images` — the toy image+text models, all four pairings.
+4. :func:`step_objects` — accuracy against the number of objects N.
+5. :func:`step_grounding` — the distinction is in the image embeddings; the words cannot reach it (the α slider).
+6. :func:`step_attention` — the attention binding margin per layer.
+7. :func:`start_finetune` / :func:`finetune_status` / :func:`step_finetune` — a few minutes of text-only LoRA on
+   ``toy:shared`` as a background job, then base vs finetuned in all four pairings (images included: the model's
+   blocks are shared by both modalities).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Progress = Callable[[float, str], None]
+
+SWAP_ROLES = ("attr_swap", "obj_swap", "joint_swap")  # candidates with the query's bag of words, other bindings
+IMAGE_MODELS = ("toy:clip", "toy:shared")
+GROUNDING_MODEL = "toy:clip"
+GROUNDING_FACTOR = "pattern"  # patterns are named in only a quarter of the toy models' captions (FactorAtlas)
+ATTENTION_MODEL = "minilm"
+FINETUNE_MODEL = "toy:shared"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the tour: its number, title and the id of the full tab that goes deeper."""
+
+    number: int
+    key: str
+    title: str
+    tab: str
+
+
+STEPS: tuple[Step, ...] = (
+    Step(1, "bow", "A pure bag of words cannot tell swaps apart", "browse"),
+    Step(2, "text", "A real text encoder nearly ties", "browse"),
+    Step(3, "images", "Images too: the toy models in all four pairings", "browse"),
+    Step(4, "objects", "More objects", "browse"),
+    Step(5, "grounding", "The distinction is in the image embeddings, but the words cannot reach it", "grounding"),
+    Step(6, "attention", "Attention and bindings, layer by layer", "attention"),
+    Step(7, "finetune", "A few minutes of text-only finetuning", "finetune"),
+)
+
+
+# ---------------------------------------------------------------------------------------------- shared helpers
+def _dataset(data: str | Path | None, images: bool = False, progress: Progress | None = None) -> Path:
+    """The given MCQ file, or the embedded default (with images when ``images``)."""
+    from bindlab.eval.browse import default_dataset
+
+    if data:
+        p = Path(data)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: MCQ file not found; leave it empty for the embedded default")
+        return p
+    report = (lambda f, msg: progress(f, msg)) if progress else None
+    return default_dataset(images=images, progress=report)
+
+
+def _role_scores(q: Any, scores: np.ndarray) -> dict[str, float]:
+    return {c.role: float(s) for c, s in zip(q.candidates, scores, strict=True)}
+
+
+def _example(s: Any, n_objects: int) -> dict[str, Any]:
+    """The first question with ``n_objects`` objects (else the first question), as :func:`question_view` shows it."""
+    from bindlab.eval.browse import question_view
+
+    q = next((q for q in s.questions if q.n_objects == n_objects), s.questions[0])
+    return question_view(s, q.id)
+
+
+def _swap_gaps(s: Any) -> np.ndarray:
+    """Per question: preserve score minus the best swap score (swaps = candidates with the same bag of words)."""
+    gaps = []
+    for q, sc in zip(s.questions, s.scores, strict=True):
+        roles = _role_scores(q, sc)
+        swaps = [roles[r] for r in SWAP_ROLES if r in roles]
+        gaps.append(roles["preserve"] - max(swaps))
+    return np.asarray(gaps)
+
+
+def _summary_numbers(s: Any) -> dict[str, Any]:
+    return {"model": s.model, "pairing": s.pairing, "n_questions": len(s.questions),
+            "accuracy": s.summary["accuracy"], "ci95": s.summary["ci95"], "by_n": s.summary["by_n"],
+            "chance": s.summary["chance"]}
+
+
+# ---------------------------------------------------------------------------------------------- step 1
+def step_bag_of_words(data: str | Path | None = None, example_n: int = 3) -> dict[str, Any]:
+    """Step 1: the ``bow`` baseline on the embedded benchmark, text query vs text candidates.
+
+    Returns:
+        ``{"model", "pairing", "n_questions", "accuracy", "ci95", "by_n", "chance", "tie_share", "n_swaps",
+        "example"}``: ``tie_share`` = share of (question, swap candidate) pairs whose score equals the preserve
+        candidate's exactly; ``example`` = one question's view (roles, texts, scores, ranks).
+    """
+    from bindlab.eval.browse import scored_set
+
+    s = scored_set(_dataset(data), "bow", "tt")
+    ties = [sc[k] == sc[q.answer] for q, sc in zip(s.questions, s.scores, strict=True)
+            for k, c in enumerate(q.candidates) if c.role in SWAP_ROLES]
+    return {**_summary_numbers(s), "tie_share": float(np.mean(ties)), "n_swaps": len(ties),
+            "example": _example(s, example_n)}
+
+
+# ---------------------------------------------------------------------------------------------- step 2
+def step_text_encoder(data: str | Path | None = None, model: str = "minilm", example_n: int = 3,
+                      progress: Progress | None = None) -> dict[str, Any]:
+    """Step 2: a real text encoder (default MiniLM) on the same questions.
+
+    Returns:
+        step 1's keys (no ties) plus ``median_abs_gap`` (median over questions of |preserve − best swap|),
+        ``share_correct`` (questions answered right with full credit), and the scale to compare it with:
+        ``median_preserve`` (median cosine of a query with its right answer) and ``median_other`` (median cosine
+        of a query with the right answer of another question: same kind of sentence, other words).
+    """
+    from bindlab.eval.browse import scored_set
+
+    path = _dataset(data)
+    if progress:
+        progress(0.05, f"embedding the questions with {model} (cached after the first time)")
+    s = scored_set(path, model, "tt")
+    gaps = _swap_gaps(s)
+    answers = np.array([q.answer for q in s.questions])
+    preserve_idx = np.arange(len(s.questions)) * 4 + answers  # rows of the gallery holding each right answer
+    other = np.roll(preserve_idx, 1)  # the previous question's right answer
+    other_scores = np.einsum("qd,qd->q", s.queries, s.gallery[other])
+    return {**_summary_numbers(s), "median_abs_gap": float(np.median(np.abs(gaps))),
+            "share_correct": float(np.mean(s.credit >= 1.0)),
+            "median_preserve": float(np.median(s.scores[np.arange(len(answers)), answers])),
+            "median_other": float(np.median(other_scores)), "example": _example(s, example_n)}
+
+
+# ---------------------------------------------------------------------------------------------- step 3
+def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_MODELS, example_n: int = 2,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """Step 3: the image version of the benchmark (rendered once), each toy model in all four pairings.
+
+    Returns:
+        ``{"rows": [{"model", "pairing", "query", "candidates", "accuracy", "ci95"}], "chance", "n_questions",
+        "example"}``; ``example`` is one question's view (image paths included) scored by the first model text→image.
+    """
+    from bindlab.data.schema import load_mcqs
+    from bindlab.eval.browse import get_encoder, scored_set
+    from bindlab.eval.mcq import PAIRINGS, evaluate_mcq
+
+    if progress:
+        progress(0.02, "the image benchmark (rendered on first use, a few minutes)")
+    path = _dataset(data, images=True, progress=progress)
+    questions, _ = load_mcqs(path)
+    rows = []
+    for i, m in enumerate(models):
+        if progress:
+            progress(0.5 + 0.5 * i / len(models), f"embedding texts and images with {m}")
+        res, _ = evaluate_mcq(questions, path.parent, get_encoder(m), list(PAIRINGS))
+        for p, summ in res.items():
+            rows.append({"model": m, "pairing": p, "query": PAIRINGS[p][0], "candidates": PAIRINGS[p][1],
+                         "accuracy": summ["accuracy"], "ci95": summ["ci95"]})
+    example = _example(scored_set(path, models[0], "ti"), example_n)
+    return {"rows": rows, "chance": 0.25, "n_questions": len(questions), "example": example,
+            "example_model": models[0], "example_pairing": "ti"}
+
+
+# ---------------------------------------------------------------------------------------------- step 4
+def step_objects(data: str | Path | None = None, model: str = "minilm", pairing: str = "tt",
+                 progress: Progress | None = None) -> dict[str, Any]:
+    """Step 4: accuracy by number of objects N for one model and pairing.
+
+    N = 2 is left out of the small/large comparison: its fourth candidate replaces a word, which even a bag of
+    words can see, so its chance level is 1/3, not 1/4.
+
+    Returns:
+        ``{"model", "pairing", "rows" (accuracy_table rows for the chart), "small": {"sizes", "accuracy",
+        "ci95", "n"}, "large": {…}, "chance", "per_size"}``; small = the three smallest N ≥ 3, large = the three
+        largest.
+    """
+    from bindlab.eval.browse import accuracy_table, needs_images, scored_set
+    from bindlab.eval.metrics import bootstrap_ci
+
+    if progress:
+        progress(0.05, f"scoring with {model} ({pairing})")
+    s = scored_set(_dataset(data, images=needs_images(pairing), progress=progress), model, pairing)
+    sizes = sorted({q.n_objects for q in s.questions if q.n_objects >= 3})
+    if len(sizes) < 2:
+        raise ValueError("step 4 needs questions with at least two sizes N >= 3")
+    k = min(3, len(sizes) // 2)
+
+    def group(ns: list[int]) -> dict[str, Any]:
+        c = np.array([cr for q, cr in zip(s.questions, s.credit, strict=True) if q.n_objects in ns])
+        lo, hi = bootstrap_ci(c)
+        return {"sizes": ns, "accuracy": float(c.mean()), "ci95": [lo, hi], "n": int(len(c))}
+
+    per_size = {int(n): sum(q.n_objects == int(n) for q in s.questions) for n in s.summary["by_n"]}
+    return {"model": s.model, "pairing": pairing, "rows": accuracy_table(s), "small": group(sizes[:k]),
+            "large": group(sizes[-k:]), "chance": s.summary["chance"], "per_size": per_size,
+            "accuracy": s.summary["accuracy"]}
+
+
+# ---------------------------------------------------------------------------------------------- step 5
+def grounding_session(grid: str | Path | None = None, model: str = GROUNDING_MODEL,
+                      progress: Progress | None = None) -> Any:
+    """The Grounding tab's session on the default factor grid (rendered and embedded once, then cached)."""
+    from bindlab.analysis.grounding_session import open_session
+    from bindlab.data.factors import default_grid
+
+    if grid:
+        folder = Path(grid)
+    else:
+        report = ((lambda d, t: progress(0.9 * d / max(t, 1), f"rendering the default grid {d}/{t}"))
+                  if progress else None)
+        folder = default_grid(report)
+    return open_session(folder, model, progress=progress)
+
+
+def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = GROUNDING_FACTOR,
+                   grid: str | Path | None = None, model: str = GROUNDING_MODEL,
+                   progress: Progress | None = None) -> dict[str, Any]:
+    """Step 5: matched visual grounding of one factor value at one α (vector maths once the session is open).
+
+    Returns:
+        the :func:`~bindlab.analysis.grounding_session.slider_view` numbers for ``value`` (default: the factor's
+        first value) — ``ap_native``/``ap_grounded``, ``margin_native``/``margin_grounded``, ``alpha_star``,
+        ``map_native``/``map_grounded``, the margin ``curve`` — plus ``map_prototype`` (test macro-mAP when the
+        image prototype itself is the query: what the image embeddings hold), ``alpha_validation`` (the protocol's
+        α, chosen on validation) and ``values``.
+    """
+    from bindlab.analysis.grounding_session import slider_view
+
+    session = grounding_session(grid, model, progress)
+    state = session.state(factor)
+    values = state.values.tolist()
+    value = value if value in values else values[0]
+    view = slider_view(session, factor, value, float(alpha))
+    v = view["value_index"]
+    sel = state.select_alpha()
+    return {"model": session.encoder.id if session.encoder else model, "factor": factor, "value": value,
+            "values": values, "alpha": view["alpha"],
+            "ap_native": view["ap_native"][v], "ap_grounded": view["ap_grounded"][v],
+            "ap_native_all": view["ap_native"], "ap_grounded_all": view["ap_grounded"],
+            "margin_native": view["margin_native"][v], "margin_grounded": view["margin_grounded"][v],
+            "alpha_star": view["alpha_star"][v], "map_native": view["map_native"],
+            "map_grounded": view["map_grounded"], "top1_native": view["top1_native"],
+            "top1_grounded": view["top1_grounded"], "map_prototype": state.prototype_test.macro_map,
+            "ap_prototype": float(state.prototype_test.ap[v]), "alpha_validation": sel.value,
+            "curve": view["curve"], "top_precision": view["top_precision"], "n_images": session.split_sizes()}
+
+
+# ---------------------------------------------------------------------------------------------- step 6
+def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL, limit: int = 40,
+                   progress: Progress | None = None) -> dict[str, Any]:
+    """Step 6: the attention binding margin per layer on the benchmark's queries.
+
+    Toy models only know the renderable vocabulary, so for ``toy:*`` the default is the image benchmark's queries.
+
+    Returns:
+        the :func:`~bindlab.analysis.attention.results_json` document plus ``peak_layer``, ``peak``, ``last``
+        (margin of the last layer) and ``first``.
+    """
+    from bindlab.analysis import attention as att
+    from bindlab.eval.browse import get_encoder
+
+    if limit < 1:
+        raise ValueError(f"limit must be a positive number of captions, got {limit}")
+    path = _dataset(data, images=model.startswith("toy:") and not data, progress=progress)
+    sets = att.load_caption_sets(path, limit=limit)
+    if progress:
+        progress(0.1, f"loading {model}")
+    enc = get_encoder(model)
+    runs = att.run_attention(enc, sets, progress=progress)
+    res = att.results_json(enc, runs, "later_to_earlier")
+    mm = [m for m in res["margin_mean"] if m is not None]
+    if not mm:
+        raise ValueError(f"no caption of {path} could be analysed with {model}")
+    peak = int(np.argmax(mm))
+    return {**res, "peak_layer": peak, "peak": mm[peak], "first": mm[0], "last": mm[-1], "data": str(path)}
+
+
+# ---------------------------------------------------------------------------------------------- step 7
+# Sized for a few minutes on 2 busy CPU cores with one torch thread (measured in the README's walkthrough timings).
+FINETUNE_SETTINGS: dict[str, Any] = {
+    "lr": 2e-3,  # 40x the paper's 5e-5: a few hundred steps on a 0.37 M-parameter toy must move it visibly
+    "max_steps": 300, "epochs": 3, "batch_size": 16, "eval_rows": 200, "lines_a": "auto",
+    "threads": 1,  # torch threads; one is far faster than two on a busy 2-core machine
+    "heavy": False,  # a CPU toy job: it does not wait for the one-heavy-job slot of a GPU finetune
+}
+TRIPLET_SIZES = (2, 3)  # like the paper's triplets: bindings permuted among two or three pairs only
+TRIPLET_SEED = 1001  # far from the default benchmark's seed 0, so training and test questions differ
+
+
+def toy_triplets(per_size: int = 1000, seed: int = TRIPLET_SEED) -> Path:
+    """Triplets in the toy models' own world (made once under ``$BINDLAB_HOME/data``; a second or so).
+
+    The general triplet generator writes words the toy models have never seen (they know about a hundred words),
+    so these come from SABER-style questions over the renderable vocabulary with N = 2 and 3: query = the
+    question's query, positive = its preserve candidate (same bindings, other order), negative = its attribute
+    swap (``negative_kind`` attribute) and its object swap (object) — same words, other bindings. Splits by
+    question: 80 % train, 10 % val, 10 % test.
+    """
+    from bindlab.config import home
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.data.triplets import check_row, write_triplets
+
+    out = home() / "data" / f"toy-triplets-{per_size}-s{seed}"
+    if (out / "triplets.jsonl").is_file():
+        return out
+    questions = generate_saber(per_size=per_size, sizes=TRIPLET_SIZES, seed=seed, vocab=RENDER_VOCAB)
+    rows = []
+    for i, q in enumerate(questions):
+        split = "train" if i % 10 < 8 else "val" if i % 10 == 8 else "test"
+        positive = q.candidates[q.answer]
+        for c in q.candidates:
+            if c.role not in ("attr_swap", "obj_swap"):
+                continue
+            row = {"id": f"{q.id}-{c.role}", "construction": "pair_swap" if q.n_objects == 2 else "triple_bind_swap",
+                   "query": q.query.text, "positive": positive.text, "negative": c.text,
+                   "negative_kind": "attribute" if c.role == "attr_swap" else "object",
+                   "bindings": [list(b) for b in q.query.bindings], "split": split}
+            problem = check_row(row)
+            if problem:  # the generator guarantees permutations; a failure here is a bug, said loudly
+                raise ValueError(f"toy triplet {row['id']}: {problem}")
+            rows.append(row)
+    splits = {s: sum(r["split"] == s for r in rows) for s in ("train", "val", "test")}
+    write_triplets(out, rows, {"n_rows": len(rows), "source": "saber-render-vocab", "sizes": list(TRIPLET_SIZES),
+                               "seed": seed, "per_size": per_size, "splits": splits})
+    return out
+
+
+def finetune_config(**overrides: Any) -> dict[str, Any]:
+    """The walkthrough's job config: ``toy:shared``, toy-world triplets, :data:`FINETUNE_SETTINGS`, overrides."""
+    cfg = {"model": FINETUNE_MODEL, **FINETUNE_SETTINGS, **overrides}
+    if "data" not in cfg:
+        cfg["data"] = str(toy_triplets())
+    return cfg
+
+
+def start_finetune(manager: Any = None, **overrides: Any) -> str:
+    """Submit the walkthrough's finetune as a background job (returns at once with the job id)."""
+    from bindlab.jobs.manager import JobManager
+
+    return (manager or JobManager()).submit(finetune_config(**overrides))
+
+
+def finetune_status(job_id: str, manager: Any = None) -> dict[str, Any]:
+    """``{"id", "state", "message", "step", "total_steps", "fraction", "phase", "loss", "eta_s", "elapsed_s",
+    "config", "done"}`` of a job, read from disk (cheap: for a timer)."""
+    from bindlab.jobs.manager import JobManager
+
+    info = (manager or JobManager()).show(job_id, log_lines=10)
+    st, pr = info["status"], info["progress"]
+    return {"id": st["id"], "state": st["state"], "message": st.get("message", ""), "done": st["state"] == "done",
+            "step": pr.get("step", 0), "total_steps": pr.get("total_steps"), "phase": pr.get("phase"),
+            "fraction": 1.0 if st["state"] == "done" else float(pr.get("fraction") or 0.0), "loss": pr.get("loss"),
+            "eta_s": pr.get("eta_s"), "elapsed_s": pr.get("elapsed_s"), "config": info["config"],
+            "log_tail": st.get("log_tail") or info["log_tail"], "metrics": info["metrics"]}
+
+
+def latest_finished(manager: Any = None, **overrides: Any) -> str | None:
+    """The newest ``done`` job whose config is the walkthrough's (so a prepared run can be shown again), or None."""
+    from bindlab.jobs.manager import JobManager
+    from bindlab.train.finetune import FinetuneConfig
+
+    want = FinetuneConfig.from_dict(finetune_config(**overrides)).to_dict()
+    m = manager or JobManager()
+    for st in reversed(m.list()):
+        if st["state"] == "done" and (m.show(st["id"], log_lines=0)["config"] or {}) == want:
+            return st["id"]
+    return None
+
+
+def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60) -> dict[str, float]:
+    """How far the finetune moved *image* embeddings: mean 1 − cos(base, LiNeS) over the benchmark's query images.
+
+    For ``toy:shared`` a text-only LoRA changes images too (the blocks are shared); for a dual encoder it is 0.
+    """
+    from bindlab.data.schema import load_mcqs
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.service import embed_image_files
+    from bindlab.jobs.manager import JobManager
+
+    base = JobManager().show(job_id, log_lines=0)["status"]["base_model"]
+    path = _dataset(data, images=True)
+    questions, _ = load_mcqs(path)
+    files = [path.parent / q.query.image for q in questions[:limit]]
+    # both loaded now, like compare_job's models: the same base weights on both sides even if they changed on disk
+    a = embed_image_files(load_encoder(base), files)
+    b = embed_image_files(load_encoder(f"lora:{job_id}"), files)
+    cos = np.einsum("nd,nd->n", a, b)
+    return {"mean_1_minus_cos": float(np.mean(1.0 - cos)), "max_1_minus_cos": float(np.max(1.0 - cos)),
+            "n_images": len(files)}
+
+
+def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: int | None = 40,
+                  progress: Progress | None = None) -> dict[str, Any]:
+    """Step 7, once the job is done: base vs finetuned (no LiNeS) vs LiNeS on the image benchmark, all four
+    pairings, plus the job's triplet accuracy, the attention margins and the image-embedding drift.
+
+    Returns:
+        ``{"job", "models", "rows": [{"pairing", "base", "unscaled", "lines"}] (N = all), "by_n" (all rows of
+        :func:`~bindlab.train.compare.mcq_table`), "triplets", "lines_a", "attention", "image_drift", "steps",
+        "train_seconds", "lr"}``.
+    """
+    from bindlab.jobs.manager import JobManager
+    from bindlab.train.compare import compare_job, mcq_table
+
+    m = JobManager()
+    info = m.show(job_id, log_lines=0)
+    if info["status"]["state"] != "done":
+        raise ValueError(f"job {job_id} is {info['status']['state']}; the before/after needs it done")
+    path = _dataset(data, images=True, progress=progress)
+    res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress, manager=m,
+                      attention_limit=attention_limit)
+    table = mcq_table(res)
+    result = info["result"] or {}
+    return {"job": res["job"], "models": res["models"], "rows": [r for r in table if r["N"] == "all"],
+            "by_n": table, "triplets": res["triplets"], "lines_a": (res.get("lines") or {}).get("a"),
+            "attention": res.get("attention"), "image_drift": image_drift(job_id, data),
+            "steps": result.get("steps"), "train_seconds": result.get("train_seconds"),
+            "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"]}

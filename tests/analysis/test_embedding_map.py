@@ -1,0 +1,208 @@
+"""Embedding map: subset choice, points (roles, correctness), PCA against a naive reference, the layout cache,
+the figure, and the ``map`` command writing an offline HTML page with its layout JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bindlab.analysis import embedding_map as em
+from bindlab.analysis.map_figure import map_figure, map_html, thumbnails
+from bindlab.cli import main
+from bindlab.data.saber import write_benchmark
+from bindlab.data.schema import MCQ, Item
+
+
+def _item(text, bindings, role=None):
+    return Item(text=text, bindings=[tuple(b) for b in bindings], role=role)
+
+
+@pytest.fixture(scope="module")
+def hand_made(tmp_path_factory):
+    """Two hand-written N = 2 questions with the preserve candidate in different positions."""
+    q1 = MCQ("hand-1", 2, "independent", _item("a red cube and a blue sphere", [("red", "cube"), ("blue", "sphere")]), [
+        _item("a blue cube and a red sphere", [("blue", "cube"), ("red", "sphere")], "attr_swap"),
+        _item("a blue sphere and a red cube", [("blue", "sphere"), ("red", "cube")], "preserve"),
+        _item("a red sphere and a blue cube", [("red", "sphere"), ("blue", "cube")], "obj_swap"),
+        _item("a red cube and a green sphere", [("red", "cube"), ("green", "sphere")], "replace"),
+    ], answer=1)
+    q2 = MCQ("hand-2", 2, "independent", _item("a wooden chair and a glass table",
+                                                  [("wooden", "chair"), ("glass", "table")]), [
+        _item("a glass table and a wooden chair", [("glass", "table"), ("wooden", "chair")], "preserve"),
+        _item("a glass chair and a wooden table", [("glass", "chair"), ("wooden", "table")], "attr_swap"),
+        _item("a wooden table and a glass chair", [("wooden", "table"), ("glass", "chair")], "obj_swap"),
+        _item("a wooden chair and a metal table", [("wooden", "chair"), ("metal", "table")], "replace"),
+    ], answer=0)
+    path = write_benchmark(tmp_path_factory.mktemp("hand"), [q1, q2], {"seed": 0})
+    return path, [q1, q2]
+
+
+# --- pure parts ----------------------------------------------------------------------------------------------------
+def test_parse_n_objects():
+    assert em.parse_n_objects(None) is None and em.parse_n_objects("all") is None and em.parse_n_objects([]) is None
+    assert em.parse_n_objects("2,3") == [2, 3] and em.parse_n_objects("2-4") == [2, 3, 4]
+    assert em.parse_n_objects(["3", 2]) == [2, 3]
+    with pytest.raises(ValueError, match="integers"):
+        em.parse_n_objects(["two"])
+
+
+def test_select_questions_filters_samples_and_keeps_order(small_benchmark):
+    _, qs = small_benchmark  # 6 per N, N = 2..10
+    sel = em.select_questions(qs, [2, 3], limit=5, seed=1)
+    assert len(sel) == 5 and {q.n_objects for q in sel} <= {2, 3}
+    assert [qs.index(q) for q in sel] == sorted(qs.index(q) for q in sel)  # file order
+    assert [q.id for q in em.select_questions(qs, [2, 3], 5, seed=1)] == [q.id for q in sel]  # seeded
+    assert len(em.select_questions(qs, [4], limit=100)) == 6  # fewer than the limit: all of them
+    with pytest.raises(ValueError, match=r"no question has N in \[11\]; this file has N = \[2, 3"):
+        em.select_questions(qs, [11])
+    with pytest.raises(ValueError, match="at least 1"):
+        em.select_questions(qs, None, limit=0)
+
+
+def test_full_credit_counts_ties_as_wrong():
+    scores = np.array([[0.9, 0.1, 0.2, 0.3], [0.5, 0.5, 0.1, 0.1], [0.1, 0.9, 0.2, 0.3], [0.2, 0.1, 0.3, 0.8]])
+    assert em.full_credit(scores, np.array([0, 0, 0, 3])).tolist() == [True, False, False, True]
+
+
+def test_item_points_roles_ids_and_images(hand_made):
+    path, qs = hand_made
+    pts = em.item_points(qs, path.parent, "image", [True, False])
+    assert len(pts) == 10 and len({p["id"] for p in pts}) == 10
+    assert [p["role"] for p in pts[:5]] == ["query", "attr_swap", "preserve", "obj_swap", "replace"]
+    assert pts[0]["id"] == "hand-1/image/query" and pts[2]["id"] == "hand-1/image/preserve"
+    assert [p["correct"] for p in pts] == [True] * 5 + [False] * 5
+    assert pts[5]["caption"] == "a wooden chair and a glass table" and pts[5]["image"] is None
+
+
+def test_pca_matches_the_covariance_eigenvectors():
+    x = np.random.default_rng(0).normal(size=(40, 6)) * np.array([5, 3, 1, 0.5, 0.2, 0.1])
+    xy = em.pca_2d(x)
+    c = x - x.mean(0)
+    w, v = np.linalg.eigh(c.T @ c)
+    ref = c @ v[:, ::-1][:, :2]  # naive: top-2 eigenvectors of the scatter matrix
+    assert xy.shape == (40, 2)
+    np.testing.assert_allclose(np.abs(xy), np.abs(ref), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(em.pca_2d(x), xy)  # deterministic signs
+    assert not em.pca_2d(np.ones((3, 4))).any()  # no spread: all points at the origin, no crash
+    assert em.pca_2d(np.eye(1, 5)).shape == (1, 2)
+
+
+def test_bad_layout_requests_say_what_to_do():
+    with pytest.raises(ValueError, match="at least 4 points"):
+        em.umap_2d(np.zeros((3, 5)))
+    with pytest.raises(ValueError, match="choose from"):
+        em.compute_layout(np.zeros((5, 3)), "tsne")
+    with pytest.raises(ValueError, match="unknown metric"):
+        em.LayoutParams(metric="hamming")
+    with pytest.raises(ValueError, match="n_neighbors"):
+        em.LayoutParams(n_neighbors=1)
+
+
+# --- with real encoders --------------------------------------------------------------------------------------------
+def test_correctness_matches_the_models_own_scores(hand_made, minilm):
+    path, qs = hand_made
+    m = em.build_map(path, "minilm", limit=10)
+    assert m.modalities == ["text"] and "no image tower" in m.notes[0]
+    assert len(m.points) == 10 and m.vectors.shape == (10, 384)
+    for q in qs:
+        e = minilm.embed_texts([q.query.text] + [c.text for c in q.candidates])
+        s = e[1:] @ e[0]
+        expected = bool(s[q.answer] > np.delete(s, q.answer).max())
+        assert {p["correct"] for p in m.points if p["question"] == q.id} == {expected}
+        np.testing.assert_allclose(m.vectors[[i for i, p in enumerate(m.points) if p["question"] == q.id]], e,
+                                   atol=1e-5)
+    assert m.accuracy["text"] == pytest.approx(np.mean([p["correct"] for p in m.points[::5]]))
+
+
+def test_bag_of_words_is_never_fully_correct(small_benchmark):
+    path, _ = small_benchmark
+    m = em.build_map(path, "bow", "2,3", limit=8)
+    assert len(m.question_ids()) == 8 and not any(p["correct"] for p in m.points)  # swaps tie exactly
+
+
+def test_layout_cache_hits_on_the_second_call_and_survives_corruption(small_benchmark, tmp_path):
+    path, _ = small_benchmark
+    m = em.build_map(path, "bow", None, limit=10, seed=2)
+    xy, hit = em.cached_layout(m, "pca", folder=tmp_path)
+    assert xy.shape == (50, 2) and not hit
+    xy2, hit2 = em.cached_layout(m, "pca", folder=tmp_path)
+    assert hit2 and np.array_equal(xy, xy2)
+    # another subset or other params is another key
+    other = em.build_map(path, "bow", None, limit=10, seed=3)
+    assert other.data_hash != m.data_hash and not em.cached_layout(other, "pca", folder=tmp_path)[1]
+    assert not em.cached_layout(m, "pca", em.LayoutParams(n_neighbors=5), folder=tmp_path)[1]
+    # a corrupt file is recomputed, never served
+    for f in tmp_path.glob("*.npy"):
+        f.write_bytes(b"garbage")
+    xy3, hit3 = em.cached_layout(m, "pca", folder=tmp_path)
+    assert not hit3 and np.array_equal(xy, xy3)
+
+
+@pytest.mark.slow  # umap-learn compiles with numba on its first run in a process: about a minute on 2 busy cores
+def test_umap_layout_shape_and_cache(small_benchmark, tmp_path):
+    path, _ = small_benchmark
+    m = em.build_map(path, "bow", "2,3", limit=6)
+    xy, hit = em.cached_layout(m, "umap", em.LayoutParams(n_neighbors=5), folder=tmp_path)
+    assert xy.shape == (30, 2) and np.isfinite(xy).all() and not hit
+    xy2, hit2 = em.cached_layout(m, "umap", em.LayoutParams(n_neighbors=5), folder=tmp_path)
+    assert hit2 and np.array_equal(xy, xy2)
+
+
+def test_figure_groups_points_by_the_chosen_colour(hand_made):
+    path, qs = hand_made
+    pts = em.item_points(qs, path.parent, "text", [True, False])
+    xy = np.arange(20, dtype=float).reshape(10, 2)
+    fig = map_figure(pts, xy, "role")
+    assert [t.name for t in fig.data] == ["query", "preserve", "attr_swap", "obj_swap", "replace"]
+    assert sum(len(t.x) for t in fig.data) == 10
+    assert {cd[0] for t in fig.data for cd in t.customdata} == {p["id"] for p in pts}
+    assert [t.name for t in map_figure(pts, xy, "correct").data] == ["correct", "wrong"]
+    assert [t.name for t in map_figure(pts, xy, "n").data] == ["N=2"]
+    with pytest.raises(ValueError, match="unknown colour"):
+        map_figure(pts, xy, "size")
+
+
+def test_cli_writes_an_offline_html_page_and_the_layout_json(small_benchmark, tmp_path, capsys):
+    path, _ = small_benchmark
+    out = tmp_path / "maps" / "map.html"
+    assert main(["map", "--model", "bow", "--data", str(path), "--n-objects", "2,3", "--limit", "5",
+                 "--method", "pca", "--color", "correct", "--out", str(out)]) == 0
+    page = out.read_text()
+    lay = json.loads(out.with_suffix(".json").read_text())
+    assert len(lay["points"]) == 25 and all({"x", "y", "id", "role", "caption"} <= set(p) for p in lay["points"])
+    assert lay["provenance"]["encoder"]["id"] == "bow:words" and lay["provenance"]["settings"]["method"] == "pca"
+    assert "plotly.js v" in page and '<script src="http' not in page  # plotly.js inlined: opens offline
+    assert lay["points"][0]["id"] in page and json.dumps(lay["points"][0]["caption"])[1:-1] in page
+    assert "plotly_hover" in page and "bl-hover-box" in page
+    assert "bow:words: 5 questions, 25 points" in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(small_benchmark, tmp_path, capsys):
+    path, _ = small_benchmark
+    assert main(["map", "--model", "nope:x", "--data", str(path), "--method", "pca", "--out",
+                 str(tmp_path / "m.html")]) == 2
+    assert main(["map", "--model", "bow", "--data", str(path), "--n-objects", "12", "--method", "pca", "--out",
+                 str(tmp_path / "m.html")]) == 2
+    assert main(["map", "--model", "bow", "--data", str(path), "--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown encoder backend 'nope'" in err and "no question has N in [12]" in err and ".html" in err
+
+
+def test_image_model_maps_both_modalities_with_thumbnails(tmp_path):
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.data.saber_images import render_mcq_images
+
+    qs = generate_saber(per_size=1, sizes=[2, 3], seed=4, vocab=RENDER_VOCAB)
+    render_mcq_images(qs, tmp_path, size=48, workers=1)
+    path = write_benchmark(tmp_path, qs, {"seed": 4})
+    m = em.build_map(path, "toy:clip")
+    assert m.modalities == ["text", "image"] and len(m.points) == 20 and m.vectors.shape[0] == 20
+    assert [p["modality"] for p in m.points] == ["text"] * 10 + ["image"] * 10
+    assert m.points[0]["image"] == m.points[10]["image"] == str(tmp_path / qs[0].query.image)
+    th = thumbnails(m.points, 32)
+    assert len(th["images"]) == 10 and th["of_point"][:10] == th["of_point"][10:]  # one thumbnail per image file
+    page = map_html(m.points, em.pca_2d(m.vectors), "modality")
+    assert page.count("data:image/jpeg;base64,") == 10

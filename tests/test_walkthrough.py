@@ -1,0 +1,185 @@
+"""The Walkthrough's step functions on tiny data: each number checked against a naive recomputation or a property."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bindlab import walkthrough as wt
+from bindlab.config import repo_root
+
+
+@pytest.fixture(scope="module")
+def image_benchmark(tmp_path_factory):
+    """A tiny image benchmark in the renderable vocabulary (what the toy models know)."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.saber_images import render_mcq_images
+
+    out = tmp_path_factory.mktemp("wt-images")
+    qs = generate_saber(per_size=1, sizes=[2, 3, 4], seed=2, vocab=RENDER_VOCAB)
+    render_mcq_images(qs, out, size=64, workers=1)
+    return write_benchmark(out, qs, {"seed": 2})
+
+
+@pytest.fixture(scope="module")
+def tiny_grid(tmp_path_factory):
+    from bindlab.data.factors import FactorGridSpec, generate_grid
+
+    out = tmp_path_factory.mktemp("wt-grid")
+    generate_grid(out, FactorGridSpec(shapes=("cube", "sphere"), hues=("red", "blue"),
+                                      patterns=("striped", "polka-dot", "checkered"), n_contexts=4, replicas=1,
+                                      size=64), workers=1)
+    return out
+
+
+def test_bag_of_words_ties_every_swap_exactly(small_benchmark):
+    path, qs = small_benchmark
+    r = wt.step_bag_of_words(path)
+    assert r["model"] == "bow:words" and r["n_questions"] == len(qs)
+    assert r["tie_share"] == 1.0
+    assert r["n_swaps"] == sum(c.role in wt.SWAP_ROLES for q in qs for c in q.candidates)
+    assert r["by_n"]["2"] == pytest.approx(1 / 3)  # preserve, attr swap and obj swap tie; "replace" loses
+    assert all(v == pytest.approx(0.25) for k, v in r["by_n"].items() if k != "2")
+    ex = r["example"]
+    assert ex["n_objects"] == 3
+    preserve = next(c["score"] for c in ex["candidates"] if c["role"] == "preserve")
+    assert all(c["score"] == preserve for c in ex["candidates"] if c["role"] in wt.SWAP_ROLES)
+
+
+def test_text_encoder_numbers_match_a_naive_recomputation(tmp_path):
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.encoders.tiny import build_tiny
+    from bindlab.eval.browse import question_view, scored_set
+
+    qs = generate_saber(per_size=1, sizes=range(2, 11), seed=4)
+    path = write_benchmark(tmp_path / "saber", qs, {"seed": 4})
+    model = build_tiny("st", tmp_path / "st")
+    r = wt.step_text_encoder(path, model=model)
+    s = scored_set(path, model, "tt")
+    gaps, others = [], []
+    for i, q in enumerate(qs):
+        view = question_view(s, q.id)
+        by_role = {c["role"]: c["score"] for c in view["candidates"]}
+        gaps.append(abs(by_role["preserve"] - max(by_role[x] for x in wt.SWAP_ROLES if x in by_role)))
+        prev = qs[i - 1]
+        others.append(float(s.queries[i] @ s.gallery[4 * (i - 1 if i else len(qs) - 1) + prev.answer]))
+    assert r["median_abs_gap"] == pytest.approx(float(np.median(gaps)), abs=1e-6)
+    assert r["median_other"] == pytest.approx(float(np.median(others)), abs=1e-6)
+    assert 0 <= r["accuracy"] <= 1 and r["ci95"][0] <= r["accuracy"] <= r["ci95"][1]
+    assert r["share_correct"] == pytest.approx(float(np.mean(s.credit >= 1)))
+
+
+def test_objects_compares_small_and_large_scenes(small_benchmark):
+    path, qs = small_benchmark
+    r = wt.step_objects(path, model="bow", pairing="tt")
+    assert r["small"]["sizes"] == [3, 4, 5] and r["large"]["sizes"] == [8, 9, 10]
+    assert r["small"]["accuracy"] == pytest.approx(0.25) and r["large"]["accuracy"] == pytest.approx(0.25)
+    assert r["small"]["n"] == sum(q.n_objects in (3, 4, 5) for q in qs)
+    assert {row["n_objects"] for row in r["rows"]} == set(range(2, 11))
+
+
+def test_objects_needs_two_sizes(tmp_path):
+    from bindlab.data.saber import generate_saber, write_benchmark
+
+    path = write_benchmark(tmp_path, generate_saber(per_size=2, sizes=[2, 3], seed=0), {})
+    with pytest.raises(ValueError, match="two sizes"):
+        wt.step_objects(path, model="bow")
+
+
+def test_missing_file_is_a_clear_error():
+    with pytest.raises(FileNotFoundError, match="embedded default"):
+        wt.step_bag_of_words("/nonexistent/mcq.jsonl")
+
+
+def test_images_all_four_pairings_with_both_toy_models(image_benchmark):
+    r = wt.step_images(image_benchmark)
+    assert {(x["model"], x["pairing"]) for x in r["rows"]} == {(m, p) for m in ("toy:clip", "toy:shared")
+                                                                for p in ("tt", "ti", "it", "ii")}
+    assert all(0 <= x["accuracy"] <= 1 for x in r["rows"])
+    assert r["n_questions"] == 3 and r["chance"] == 0.25
+    ex = r["example"]
+    assert ex["query"]["image"] and all(c["image"] for c in ex["candidates"])
+
+
+def test_grounding_at_zero_is_the_text_query_and_alpha_moves_it(tiny_grid):
+    r0 = wt.step_grounding(alpha=0.0, grid=tiny_grid)
+    assert r0["factor"] == "pattern" and sorted(r0["values"]) == ["checkered", "polka-dot", "striped"]
+    assert r0["ap_grounded"] == pytest.approx(r0["ap_native"]) and r0["map_grounded"] == pytest.approx(r0["map_native"])
+    assert r0["margin_grounded"] == pytest.approx(r0["margin_native"])
+    r = wt.step_grounding(alpha=3.0, value="striped", grid=tiny_grid)
+    assert r["value"] == "striped" and r["alpha"] == 3.0
+    # the closed form of DESIGN.md: M(alpha) = |Delta| (c + alpha) / sqrt(1 + alpha^2 + 2 alpha c), c = -alpha*
+    c = -r["alpha_star"]
+    norm = r["margin_native"] / c
+    assert r["margin_grounded"] == pytest.approx(norm * (c + 3.0) / np.sqrt(1 + 9.0 + 6.0 * c), rel=1e-5)
+    assert 0 <= r["map_prototype"] <= 1 and 0 <= r["alpha_validation"] <= 8
+    assert len(r["ap_native_all"]) == len(r["values"])
+
+
+def test_attention_peak_and_last_layer(image_benchmark):
+    r = wt.step_attention(image_benchmark, model="toy:shared", limit=3)
+    mm = r["margin_mean"]
+    assert len(mm) == 4 and r["n_captions"] == 3
+    assert r["peak"] == max(mm) and r["peak_layer"] == mm.index(max(mm))
+    assert r["first"] == mm[0] and r["last"] == mm[-1]
+    with pytest.raises(ValueError, match="positive"):
+        wt.step_attention(image_benchmark, model="toy:shared", limit=0)
+
+
+def test_toy_triplets_stay_in_the_toy_vocabulary():
+    from bindlab.data.triplets import load_triplets, words_of
+
+    path = wt.toy_triplets(per_size=20, seed=5)
+    rows = load_triplets(path)  # validates every row (negative = a word permutation of the positive)
+    assert {r["split"] for r in rows} == {"train", "val", "test"}
+    assert {r["negative_kind"] for r in rows} == {"attribute", "object"}
+    assert {len(r["bindings"]) for r in rows} == set(wt.TRIPLET_SIZES)
+    vocab = set(json.loads((repo_root() / "assets" / "toy-shared" / "vocab.json").read_text())["vocab"])
+    unknown = {w.lower() for r in rows for t in (r["query"], r["positive"], r["negative"]) for w in words_of(t)} - vocab
+    assert not unknown, f"words the toy model does not know: {sorted(unknown)[:10]}"
+    assert wt.toy_triplets(per_size=20, seed=5) == path  # made once
+
+
+def test_finetune_config_is_a_valid_small_cpu_job():
+    from bindlab.train.finetune import FinetuneConfig
+
+    data = str(wt.toy_triplets(per_size=20, seed=5))
+    cfg = FinetuneConfig.from_dict(wt.finetune_config(max_steps=2, data=data))
+    assert cfg.model == "toy:shared" and cfg.threads == 1 and cfg.heavy is False and cfg.max_steps == 2
+    assert cfg.data == data
+    with pytest.raises(ValueError, match="threads"):
+        FinetuneConfig.from_dict(wt.finetune_config(threads=-1, data=data))
+
+
+def test_start_poll_and_cancel_a_finetune_job(tmp_path):
+    from bindlab.jobs.manager import JobManager
+
+    m = JobManager(tmp_path / "jobs")
+    job = wt.start_finetune(manager=m, max_steps=2, data=str(wt.toy_triplets(per_size=20, seed=5)),
+                            debug={"sleep_per_step": 5})
+    st = wt.finetune_status(job, manager=m)
+    assert st["id"] == job and st["state"] in ("queued", "running") and not st["done"]
+    assert st["config"]["model"] == "toy:shared"
+    m.cancel(job, grace_s=2)
+    assert wt.finetune_status(job, manager=m)["state"] == "cancelled"
+    assert wt.latest_finished(manager=m) is None
+    with pytest.raises(KeyError, match="no job"):
+        wt.finetune_status("no-such-job", manager=m)
+
+
+@pytest.mark.slow
+def test_finetune_job_to_before_after(image_benchmark):
+    """The whole step 7 on a 3-step job: done, then base vs finetuned in four pairings and the image drift."""
+    from bindlab.jobs.manager import JobManager
+
+    job = wt.start_finetune(max_steps=3, eval_rows=20)
+    st = JobManager().wait(job, timeout=900, poll=1)
+    assert st["state"] == "done", wt.finetune_status(job)["log_tail"]
+    assert wt.latest_finished(max_steps=3, eval_rows=20) == job
+    r = wt.step_finetune(job, image_benchmark, attention_limit=4)
+    assert [x["pairing"] for x in r["rows"]] == ["tt", "ti", "it", "ii"]
+    assert r["steps"] == 3 and r["n_questions"] == 3
+    assert r["image_drift"]["n_images"] == 3 and r["image_drift"]["mean_1_minus_cos"] >= 0

@@ -1,0 +1,83 @@
+"""Map tab in a real browser: make a map of a small image benchmark, click a point, open its question in Browse."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.ui
+
+
+@pytest.fixture(scope="module")
+def image_benchmark(tmp_path_factory):
+    """Four questions (N = 2, 3) with rendered images, for the bundled image+text model toy:clip."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.saber_images import render_mcq_images
+
+    out = tmp_path_factory.mktemp("map-images")
+    qs = generate_saber(per_size=2, sizes=[2, 3], seed=2, vocab=RENDER_VOCAB)
+    render_mcq_images(qs, out, size=64, workers=1)
+    return write_benchmark(out, qs, {"seed": 2})
+
+
+def _open_map_tab(page, app_url):
+    page.goto(app_url, timeout=120_000)
+    # Wait for Browse's page-load scoring: it would otherwise land after "Open in Browse" and show question 1.
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)
+    page.click("button[role='tab']:has-text('Map')")
+    page.wait_for_selector("#map-run", state="visible")
+
+
+def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
+    _open_map_tab(page, app_url)
+    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
+    page.click("#map-method [data-testid='PCA-radio-label']")
+    page.click("#map-run")
+    page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=120_000)
+    # toy:clip (the tab's default) on an image benchmark: 4 questions x 5 items x (text + image) points
+    assert page.locator("#map-plot .scatterlayer .point").count() == 40
+    assert "text + image" in page.inner_text("#map-status")
+
+    # Click a point as a user would: hover it (plotly picks the nearest point), then click.
+    page.locator("#map-plot").scroll_into_view_if_needed()
+    box = page.locator("#map-plot .scatterlayer .point").nth(3).bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.wait_for_timeout(300)
+    page.mouse.click(x, y)
+    page.wait_for_function("() => (document.querySelector('#map-point textarea, #map-point input') || {}).value",
+                           timeout=30_000)
+    point = page.input_value("#map-point textarea, #map-point input")
+    qid = point.split("/")[0]
+    page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})",
+                           timeout=30_000)
+    page.wait_for_selector("#map-thumb img", timeout=30_000)  # the item's image beside the plot
+    screenshot(page, "tab-map")
+
+    page.click("#map-open")
+    page.wait_for_function(
+        f"() => document.querySelector('#bl-question-html') && "
+        f"document.querySelector('#bl-question-html').innerText.includes({qid + ' ·'!r})", timeout=120_000)
+    assert page.locator("button[role='tab'][aria-selected='true']").inner_text().strip() == "Browse"
+    assert page.input_value("#bl-question input") == qid
+    assert "toy:clip" in page.inner_text("#bl-summary")
+    screenshot(page, "map-open-in-browse")
+
+
+def test_map_bad_model_shows_a_message_and_tab_keeps_working(app_url, page, image_benchmark):
+    _open_map_tab(page, app_url)
+    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
+    page.click("#map-method [data-testid='PCA-radio-label']")
+    page.fill("#map-model input", "nope:model")
+    page.keyboard.press("Enter")
+    page.click("#map-run")
+    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    page.fill("#map-model input", "bow")
+    page.keyboard.press("Enter")
+    page.click("#map-run")
+    # bow has no image tower: a map of its text points, with a note saying so
+    page.wait_for_function("() => document.querySelector('#map-status').innerText.includes('text points only')",
+                           timeout=60_000)
+    assert "bow:words: 4 questions, 20 points (text)" in page.inner_text("#map-status")

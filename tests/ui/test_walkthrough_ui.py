@@ -1,0 +1,88 @@
+"""Walkthrough tab in a real browser: the steps run live and show the numbers the backend computes."""
+
+from __future__ import annotations
+
+import pytest
+
+from bindlab import walkthrough as wt
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.ui
+
+
+def _open(page, app_url) -> None:
+    page.goto(app_url)
+    page.get_by_role("tab", name="Walkthrough").click(timeout=180_000)  # a loaded 2-core machine is slow to draw
+    page.wait_for_selector("#wt-bow-run", timeout=60_000)
+
+
+def _text(page, selector: str, timeout: int) -> str:
+    page.wait_for_selector(selector, timeout=timeout)
+    return page.inner_text(selector).strip()
+
+
+def test_step1_bag_of_words_numbers_and_link(app_url, page):
+    expected = wt.step_bag_of_words()  # the same embedded default the app uses (same BINDLAB_HOME)
+    _open(page, app_url)
+    page.click("#wt-bow-run")
+    assert _text(page, "#wt-bow-acc", 120_000) == f"{expected['accuracy']:.3f}"
+    assert page.inner_text("#wt-bow-ties").strip() == f"{100 * expected['tie_share']:.1f}"
+    assert "tie" in page.inner_text("#wt-bow-text")  # the paragraph is there; the numbers are in the result
+    # the example question's cards hold the live scores
+    page.click("text=Example question (bag of words)")
+    page.wait_for_selector("#wt-bow-question .bl-card", timeout=30_000)
+    assert page.locator("#wt-bow-question .bl-card").count() == 5
+    screenshot(page, "walkthrough")
+    # "Open the Browse tab" switches tabs
+    page.click("#wt-bow-open")
+    page.wait_for_function("() => [...document.querySelectorAll('[role=tab]')].some("
+                           "t => t.innerText.trim() === 'Browse' && t.getAttribute('aria-selected') === 'true')",
+                           timeout=30_000)
+
+
+def test_step4_accuracy_by_n_with_bow(app_url, page):
+    expected = wt.step_objects(model="bow", pairing="tt")
+    _open(page, app_url)
+    page.click("#wt-objects-model input")
+    page.click("[role='option'][aria-label='bag of words · text → text']")
+    page.click("#wt-objects-run")
+    assert _text(page, "#wt-objects-small", 900_000) == f"{expected['small']['accuracy']:.3f}"
+    assert page.inner_text("#wt-objects-large").strip() == f"{expected['large']['accuracy']:.3f}"
+    page.wait_for_selector("#wt-objects-fig .js-plotly-plot", timeout=180_000)
+
+
+def test_poll_without_a_job_is_quiet(app_url, page):
+    """Show before/after with no job: a readable message, and the page keeps working (step 1 still runs)."""
+    _open(page, app_url)
+    page.click("#wt-ft-show")
+    page.wait_for_selector("text=start the finetune first", timeout=60_000)
+    page.click("#wt-bow-run")
+    page.wait_for_selector("#wt-bow-acc", timeout=120_000)
+
+
+@pytest.mark.slow
+def test_step2_minilm_numbers(app_url, page):
+    """MiniLM embeds the default benchmark's 900 texts on first use (tens of seconds on a 2-core CPU)."""
+    expected = wt.step_text_encoder()
+    _open(page, app_url)
+    page.click("#wt-text-run")
+    assert _text(page, "#wt-text-acc", 600_000) == f"{expected['accuracy']:.3f}"
+    assert page.inner_text("#wt-text-gap").strip() == f"{expected['median_abs_gap']:.4f}"
+    screenshot(page, "walkthrough-step2")
+
+
+@pytest.mark.slow
+def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, page):
+    """The real walkthrough job (a few minutes): the timer follows it to done, then the before/after appears."""
+    _open(page, app_url)
+    page.click("#wt-ft-run")
+    page.wait_for_selector("#wt-ft-message :text('Started job')", timeout=120_000)
+    page.wait_for_selector("#wt-ft-state", timeout=60_000)
+    page.click("#wt-bow-run")  # the page stays usable while the job runs
+    page.wait_for_selector("#wt-bow-acc", timeout=120_000)
+    page.wait_for_function("() => { const s = document.querySelector('#wt-ft-state');"
+                           " return s && s.innerText === 'done'; }", timeout=1_500_000)
+    drift = _text(page, "#wt-ft-drift", 1_200_000)
+    assert float(drift) >= 0
+    assert page.locator("#wt-ft-table tbody tr").count() == 4
+    screenshot(page, "walkthrough-finetune")
