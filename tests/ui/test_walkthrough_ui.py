@@ -84,5 +84,9 @@ def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, p
                            " return s && s.innerText === 'done'; }", timeout=1_500_000)
     drift = _text(page, "#wt-ft-drift", 1_200_000)
     assert float(drift) >= 0
-    assert page.locator("#wt-ft-table tbody tr").count() == 4
+    page.wait_for_function("() => document.querySelector('#wt-ft-table').innerText.includes('image → image')",
+                           timeout=60_000)
     screenshot(page, "walkthrough-finetune")
+    table = page.inner_text("#wt-ft-table")
+    assert all(p in table for p in ("text → text", "text → image", "image → text", "image → image"))
+    assert "LiNeS a =" in page.inner_text("#wt-ft-result")
