@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from bindlab.bench_browser import bench_startup, bench_walkthrough
+
 
 @contextmanager
 def _temporary_home() -> Iterator[Path]:
@@ -293,38 +295,6 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
             "job_state": state}
 
 
-def bench_startup(quick: bool = False) -> dict[str, Any]:
-    """Seconds from ``python app.py`` to the server answering the page (target: first tab within 10 s)."""
-    import socket
-    import subprocess
-    import sys
-    import urllib.request
-
-    from bindlab.config import repo_root
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=repo_root(), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while time.perf_counter() - t0 < 120:
-            if proc.poll() is not None:
-                return {"error": f"app.py exited with {proc.returncode}"}
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read()
-                return {"seconds_to_page": round(time.perf_counter() - t0, 2), "page_bytes": len(page),
-                        "target_s": 10}
-            except OSError:
-                time.sleep(0.1)
-        return {"error": "no answer within 120 s"}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 # Each section is (name, function(quick, model) -> dict); features add theirs here.
 def bench_composet(quick: bool = False, workers: int = 2) -> dict[str, Any]:
     """Wall time of ``generate composet`` (default: 80 scenes x 23 images at 256 px; quick: 8 scenes)."""
@@ -401,12 +371,13 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("encoder_throughput", bench_encoder_throughput),
     ("render", lambda quick, model: bench_render(quick)),
     ("image_eval", lambda quick, model: bench_image_eval(quick)),
-    ("startup", lambda quick, model: bench_startup(quick)),
+    ("startup", lambda quick, model: bench_startup()),
     ("attention", lambda quick, model: bench_attention(model=model, n_captions=100 if quick else 1000)),
     ("finetune", lambda quick, model: bench_finetune(quick=quick, model=model)),
     ("composet", lambda quick, model: bench_composet(quick)),
     ("toy", lambda quick, model: bench_toy(quick)),
     ("embedding_map", lambda quick, model: bench_embedding_map(quick, model)),
+    ("walkthrough", lambda quick, model: bench_walkthrough(quick)),
 ]
 
 

@@ -741,10 +741,10 @@ def _add_toy(g: Groups) -> None:
 
 # --- map ---------------------------------------------------------------------------------------------------------
 def cmd_map(a: argparse.Namespace) -> None:
-    from bindlab.analysis.embedding_map import LayoutParams, build_map, cached_layout, layout_records, summary_line
+    from bindlab import exports
+    from bindlab.analysis.embedding_map import (LayoutParams, build_map, cached_layout, layout_records,
+                                                map_provenance, summary_line)
     from bindlab.analysis.map_figure import map_html
-    from bindlab.eval.browse import get_encoder
-    from bindlab.provenance import provenance
 
     out = Path(a.out)
     if out.suffix.lower() not in (".html", ".htm"):
@@ -761,12 +761,11 @@ def cmd_map(a: argparse.Namespace) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(map_html(data.points, xy, a.color, title, thumb_size=a.thumb_size), encoding="utf-8")
     print(f"wrote {out}")
-    settings = {"kind": "map", "method": a.method, "params": vars(params), "n_objects": a.n_objects,
-                "limit": a.limit, "color": a.color, "modalities": data.modalities, "data_hash": data.data_hash,
-                "accuracy": data.accuracy}
+    prov = map_provenance(data, {"method": a.method, "params": vars(params), "n_objects": a.n_objects,
+                                 "limit": a.limit, "color": a.color}, a.seed)
     _write_json(str(out.with_suffix(".json")), {"points": layout_records(data, xy), "notes": data.notes,
-                                                 "provenance": provenance(data.path, get_encoder(a.model),
-                                                                          settings, a.seed)})
+                                                 "provenance": prov})
+    _write_export(a, lambda: exports.map_export(data, {a.method: xy}, a.color), prov)
 
 
 def _add_map(g: Groups) -> None:
@@ -787,6 +786,7 @@ def _add_map(g: Groups) -> None:
     p.add_argument("--seed", type=int, default=0, help="subset sampling and UMAP seed")
     p.add_argument("--thumb-size", type=int, default=64, help="hover thumbnail side in pixels (0 = none)")
     p.add_argument("--out", required=True, help="HTML file to write (map.html); the layout JSON goes next to it")
+    _export_args(p)
     p.set_defaults(func=cmd_map)
 
 

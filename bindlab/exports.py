@@ -434,3 +434,89 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
         tables["attention_per_layer"] = per_layer_rows(attention)
         figs["attention"] = margin_curves(attention_curves(attention), title="attention binding margin: base vs finetuned")
     return ResultView("compare", tables, figs)
+
+
+def map_export(data: Any, layouts: dict[str, Any], color_by: str = "role", shown: str | None = None) -> ResultView:
+    """Embedding map (``map``, the Map tab): one row per point with its coordinates in every computed layout
+    (``pca_x``, ``pca_y``, ``umap_x``, …), the correct share per modality, and the map figure of the layout shown
+    (default: UMAP if computed, else PCA). The figure's HTML keeps the hover captions; the ``map`` command's own
+    ``map.html`` also carries hover thumbnails."""
+    import numpy as np
+
+    from bindlab.analysis.map_figure import map_figure
+
+    if not layouts:
+        raise ValueError("no layout to export: make a map first")
+    shown = shown or ("umap" if "umap" in layouts else next(iter(layouts)))
+    points = []
+    for k, p in enumerate(data.points):
+        row = {key: p[key] for key in ("id", "question", "item", "role", "modality", "n_objects", "subset",
+                                       "correct", "caption", "image")}
+        for method, xy in layouts.items():
+            row[f"{method}_x"], row[f"{method}_y"] = (float(v) for v in np.asarray(xy)[k])
+        points.append(row)
+    summary = [{"model": data.model, "modality": m, "correct_share": a, "n_points": sum(p["modality"] == m
+                                                                                    for p in data.points)}
+               for m, a in data.accuracy.items()]
+    title = f"{data.model} · {shown.upper()} of {len(data.points)} points (circle = text, square = image)"
+    return ResultView("map", {"points": points, "summary": summary},
+                      {shown: map_figure(data.points, layouts[shown], color_by, title)})
+
+
+def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
+    """The walkthrough's steps run so far (the Walkthrough tab): one table per step with the numbers it showed, and
+    its chart where it has one. ``results`` maps a step key (``bow``, ``text``, …) to that step's backend dict."""
+    from bindlab import figures
+    from bindlab.ui import attention_figures as af
+    from bindlab.ui import grounding_figures as gf
+
+    if not results:
+        raise ValueError("run at least one step first; the download holds the steps run in this session")
+    tables: dict[str, Any] = {}
+    figs: dict[str, Any] = {}
+    scalar = lambda r, keys: [{k: r[k] for k in keys if k in r}]  # noqa: E731
+    if "bow" in results:
+        r = results["bow"]
+        tables["step1_bow"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "chance", "tie_share",
+                                         "n_swaps"))
+        tables["step1_bow_by_n"] = [{"n_objects": int(n), "accuracy": a} for n, a in r["by_n"].items()]
+    if "text" in results:
+        tables["step2_text"] = scalar(results["text"], ("model", "pairing", "n_questions", "accuracy", "ci95",
+                                                        "chance", "share_correct", "median_abs_gap",
+                                                        "median_preserve", "median_other"))
+    if "images" in results:
+        tables["step3_images"] = results["images"]["rows"]
+    if "objects" in results:
+        r = results["objects"]
+        tables["step4_objects"] = [{"model": r["model"], "pairing": r["pairing"], **row} for row in r["rows"]]
+        tables["step4_small_vs_large"] = [{"group": g, **r[g]} for g in ("small", "large")]
+        figs["step4_accuracy_by_n"] = figures.accuracy_by_n(r["rows"], title=f"{r['model']} · {r['pairing']}: "
+                                                                             "accuracy by number of objects",
+                                                            chance=r["chance"])
+    if "grounding" in results:
+        r = results["grounding"]
+        tables["step5_grounding"] = scalar(r, ("model", "factor", "value", "alpha", "ap_native", "ap_grounded",
+                                               "margin_native", "margin_grounded", "alpha_star", "map_native",
+                                               "map_grounded", "map_prototype", "ap_prototype", "alpha_validation"))
+        tables["step5_ap_per_value"] = [{"value": v, "ap_native": a, "ap_grounded": b} for v, a, b in
+                                        zip(r["values"], r["ap_native_all"], r["ap_grounded_all"], strict=True)]
+        tables["step5_margin_curve"] = [{"alpha": a, "margin": m} for a, m in
+                                        zip(r["curve"]["alphas"], r["curve"]["margin"], strict=True)]
+        figs["step5_margin_curve"] = gf.margin_curve(r["curve"]["alphas"], r["curve"]["margin"], r["alpha"],
+                                                     r["alpha_star"], r["alpha_validation"], r["value"])
+    if "attention" in results:
+        r = results["attention"]
+        tables["step6_attention"] = [{"model": r["model"], "layer": layer, "margin_mean": m, "ci_low": lo,
+                                      "ci_high": hi, "n_captions": r["n_captions"]}
+                                     for layer, m, lo, hi in zip(r["layers"], r["margin_mean"], r["ci_low"],
+                                                                 r["ci_high"], strict=True)]
+        figs["step6_attention"] = af.margin_curves(af.result_curves(r), title=f"Attention binding margin per "
+                                                                              f"layer: {r['model']}")
+    if "finetune" in results:
+        r = results["finetune"]
+        tables["step7_finetune"] = [{"job": r["job"], **row} for row in r["rows"]]
+        tables["step7_finetune_by_n"] = r["by_n"]
+        tables["step7_image_drift"] = [{"job": r["job"], **r["image_drift"], "steps": r["steps"],
+                                        "train_seconds": r["train_seconds"], "lr": r["lr"], "lines_a": r["lines_a"]}]
+        figs["step7_accuracy_by_n"] = figures.compare_by_n(r["by_n"])
+    return ResultView("walkthrough", tables, figs)

@@ -183,3 +183,25 @@ def test_finetune_job_to_before_after(image_benchmark):
     assert [x["pairing"] for x in r["rows"]] == ["tt", "ti", "it", "ii"]
     assert r["steps"] == 3 and r["n_questions"] == 3
     assert r["image_drift"]["n_images"] == 3 and r["image_drift"]["mean_1_minus_cos"] >= 0
+
+
+def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
+    """The Walkthrough's Download: one table per step run (numbers equal to the step's own), a chart where the step
+    has one, nothing for steps not run; CSV readable by pandas."""
+    import pandas as pd
+
+    from bindlab import exports
+
+    path, _ = small_benchmark
+    results = {"bow": wt.step_bag_of_words(path), "objects": wt.step_objects(path, model="bow")}
+    view = exports.walkthrough_export(results)
+    assert set(view.tables) == {"step1_bow", "step1_bow_by_n", "step4_objects", "step4_small_vs_large"}
+    assert set(view.figures) == {"step4_accuracy_by_n"}
+    written = exports.write_view(view, tmp_path, {"settings": {"kind": "walkthrough"}}, ["csv", "json"])
+    assert not written.notes
+    bow = pd.read_csv(tmp_path / "walkthrough_step1_bow.csv")
+    assert bow.loc[0, "tie_share"] == 1.0 and bow.loc[0, "accuracy"] == pytest.approx(results["bow"]["accuracy"])
+    groups = pd.read_csv(tmp_path / "walkthrough_step4_small_vs_large.csv").set_index("group")
+    assert groups.loc["large", "accuracy"] == pytest.approx(results["objects"]["large"]["accuracy"])
+    with pytest.raises(ValueError, match="run at least one step"):
+        exports.walkthrough_export({})

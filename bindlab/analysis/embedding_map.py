@@ -304,3 +304,14 @@ def summary_line(data: MapData) -> str:
     acc = ", ".join(f"{m}→{m} {a:.2f}" for m, a in data.accuracy.items())
     return (f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
             f"({' + '.join(data.modalities)}); correct share {acc}")
+
+
+def map_provenance(data: MapData, settings: dict[str, Any] | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The provenance record of a map: its MCQ file, the encoder that embedded it, the subset and the layout settings."""
+    from types import SimpleNamespace
+
+    from bindlab.provenance import provenance
+
+    encoder = SimpleNamespace(id=data.model, fingerprint=data.fingerprint)
+    return provenance(data.path, encoder, {"kind": "map", "modalities": data.modalities, "data_hash": data.data_hash,
+                                           "accuracy": data.accuracy, **(settings or {})}, seed)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-import gradio as gr
+# An offline tool: no usage analytics or version check from Gradio unless the person running the app asks for it.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
 
 from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse
@@ -64,6 +67,34 @@ def build_app() -> gr.Blocks:
     return demo
 
 
+SELF_CHECK_S = float(os.environ.get("BINDLAB_SELF_CHECK_S", "60"))
+
+
+def patient_url_ok(url: str, within_s: float | None = None) -> bool:
+    """Gradio's start-up self-check, with patience: True once ``url`` answers a HEAD request, trying for up to
+    ``within_s`` seconds (default ``$BINDLAB_SELF_CHECK_S``, 60).
+
+    Gradio's own check gives the page 3 s per try and then stops the app with "localhost is not accessible"; on a
+    busy 2-core machine building the first page can take longer than that, so :func:`launch` swaps this one in.
+    """
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + (SELF_CHECK_S if within_s is None else within_s)
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            r = httpx.head(url, timeout=max(1.0, left), verify=False)
+            if r.status_code in (200, 301, 302, 303, 307, 308, 401):
+                return True
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+
+
 def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | None = None, **kwargs: Any) -> gr.Blocks:
     """Queue and launch the app. Host/port default to the environment (a Space sets them), else 127.0.0.1:7860.
 
@@ -75,5 +106,8 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
     kwargs.setdefault("max_file_size", max_upload_bytes())
+    from gradio import networking
+
+    networking.url_ok = patient_url_ok  # Blocks.launch calls networking.url_ok(local_url) once the server is up
     demo.launch(server_name=host, server_port=port, css=CSS, show_error=True, **kwargs)
     return demo

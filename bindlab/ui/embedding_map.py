@@ -17,6 +17,7 @@ from bindlab.analysis import embedding_map as em
 from bindlab.analysis.map_figure import map_figure
 from bindlab.figures import message_figure
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel, wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 MODEL_CHOICES = ["toy:clip", "toy:shared", "minilm", "bow"]
@@ -147,6 +148,20 @@ def open_target(state: dict[str, Any] | None, text: str) -> tuple[Any, ...]:
             "all", "all", "all")
 
 
+@friendly
+def export(state: dict[str, Any] | None, color: str, formats: list[str]) -> tuple[list[str], str]:
+    """Download: every point with its coordinates in each layout computed, and the map shown (as the CLI writes it)."""
+    from bindlab.exports import map_export
+
+    if not state:
+        raise ValueError("make a map first, then download it")
+    m = state["map"]
+    view = map_export(m, state["layouts"], color, state["shown"])
+    settings = {"method": state["shown"], "layouts": sorted(state["layouts"]), "color": color,
+                "params": vars(em.LayoutParams(seed=state["seed"]))}
+    return deliver(view, em.map_provenance(m, settings, state["seed"]), formats)
+
+
 def build_tab() -> dict[str, Any]:
     """Lay out the Map tab; returns a ``wire`` hook that ``build_app`` calls with the Tabs and the Browse handles."""
     gr.Markdown("A 2-D map of the embeddings of a SABER subset: every query and candidate, in text and (for "
@@ -179,6 +194,7 @@ def build_tab() -> dict[str, Any]:
             detail = gr.Markdown(elem_id="map-detail")
             open_btn = gr.Button("Open in Browse", elem_id="map-open")
     state = gr.State(None)
+    wire_export(export_panel("map", "the map"), export, [state, color], api_name="map_export")
     target = gr.State(None)  # the question id that Open in Browse hands over
 
     run.click(make_map, [data, model, n_objects, limit, seed, color, method], [plot, state, status],

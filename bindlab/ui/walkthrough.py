@@ -10,6 +10,8 @@ for it; the job id lives in per-session ``gr.State``.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gradio as gr
@@ -22,6 +24,8 @@ from bindlab.ui import attention_figures as att_figs
 from bindlab.ui import grounding_figures as gf
 from bindlab.ui.browse import question_html
 from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel
+from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 CSS = """
@@ -227,37 +231,45 @@ def _report(progress: gr.Progress):
     return lambda f, msg: progress(f, desc=msg)
 
 
+def _keep(results: dict[str, Any] | None, key: str, r: dict[str, Any]) -> dict[str, Any]:
+    """This session's step results with step ``key`` replaced (what the Download panel exports)."""
+    return {**(results or {}), key: r}
+
+
 @friendly
-def run_bow() -> tuple[str, str]:
+def run_bow(results: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
     # outside the GPU queue: a bag of words is a word count, and step 1 should answer at once even while the
     # Browse tab's page-load scoring holds the queue
     r = wt.step_bag_of_words()
-    return bow_md(r), question_html(r["example"])
+    return bow_md(r), question_html(r["example"]), _keep(results, "bow", r)
 
 
 @gpu_task(duration=120)
 @friendly
-def run_text(progress: gr.Progress = gr.Progress()) -> tuple[str, str]:
+def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, dict]:
     r = wt.step_text_encoder(progress=_report(progress))
-    return text_md(r), question_html(r["example"])
+    return text_md(r), question_html(r["example"]), _keep(results, "text", r)
 
 
 @gpu_task(duration=300)
 @friendly
-def run_images(progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, list]:
+def run_images(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+               ) -> tuple[str, pd.DataFrame, list, dict]:
     r = wt.step_images(progress=_report(progress))
-    return images_md(r), images_frame(r), example_gallery(r["example"])
+    return images_md(r), images_frame(r), example_gallery(r["example"]), _keep(results, "images", r)
 
 
 @gpu_task(duration=120)
 @friendly
-def run_objects(choice: str, progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:
+def run_objects(choice: str, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+                ) -> tuple[str, Any, dict]:
     model, _, pairing = (choice or "").partition("|")
     if not model or pairing not in PAIRING_NAMES:
         raise ValueError(f"choose a model and pairing from the list ({[c for _, c in STEP_MODELS_N]})")
     r = wt.step_objects(model=model, pairing=pairing, progress=_report(progress))
     title = f"{r['model']} · {PAIRING_NAMES[pairing]}: accuracy by number of objects"
-    return objects_md(r), figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"])
+    return objects_md(r), figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"]), \
+        _keep(results, "objects", r)
 
 
 def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -270,27 +282,31 @@ def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
 
 @gpu_task(duration=300)
 @friendly
-def load_grounding(alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def load_grounding(alpha: float, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+                   ) -> tuple[Any, ...]:
     r = wt.step_grounding(alpha=float(alpha), progress=_report(progress))
-    return (True, gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r))
+    return (True, gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r),
+            _keep(results, "grounding", r))
 
 
 @friendly
-def move_grounding(loaded: bool, value: str, alpha: float) -> tuple[Any, ...]:
+def move_grounding(loaded: bool, value: str, alpha: float, results: dict[str, Any] | None) -> tuple[Any, ...]:
     if not loaded:
         raise ValueError("press 'Load the grid' first (it renders and embeds the default grid once)")
-    return _grounding_outputs(wt.step_grounding(alpha=float(alpha), value=value))
+    r = wt.step_grounding(alpha=float(alpha), value=value)
+    return (*_grounding_outputs(r), _keep(results, "grounding", r))
 
 
 @gpu_task(duration=300)
 @friendly
-def run_attention(model: str, progress: gr.Progress = gr.Progress()) -> tuple[str, Any]:
+def run_attention(model: str, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+                  ) -> tuple[str, Any, dict]:
     model = (model or "").strip()
     if not model:
         raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)})")
     r = wt.step_attention(model=model, progress=_report(progress))
     fig = att_figs.margin_curves(att_figs.result_curves(r), title=f"Attention binding margin per layer: {r['model']}")
-    return attention_md(r), fig
+    return attention_md(r), fig, _keep(results, "attention", r)
 
 
 @friendly
@@ -341,21 +357,39 @@ def check_finished(job: str | None) -> None:
 
 @gpu_task(duration=300)
 @friendly
-def show_finetune(job: str | None, progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any]:
+def show_finetune(job: str | None, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+                  ) -> tuple[str, pd.DataFrame, Any, dict]:
     check_finished(job)
     r = wt.step_finetune(job, progress=_report(progress))
-    return finetune_md(r), finetune_frame(r), figures.compare_by_n(r["by_n"])
+    return finetune_md(r), finetune_frame(r), figures.compare_by_n(r["by_n"]), _keep(results, "finetune", r)
+
+
+@friendly
+def export(results: dict[str, Any] | None, formats: list[str]) -> tuple[list[str], str]:
+    """Download: the tables and charts of the steps run so far in this session."""
+    from bindlab.exports import walkthrough_export
+    from bindlab.provenance import provenance
+
+    view = walkthrough_export(results or {})
+    settings = {"kind": "walkthrough", "steps": [s.key for s in wt.STEPS if s.key in (results or {})],
+                "models": sorted({r["model"] for r in (results or {}).values() if isinstance(r.get("model"), str)})}
+    return deliver(view, provenance(settings=settings), formats)
 
 
 # --- layout ------------------------------------------------------------------------------------------------------
-def _step_header(step: wt.Step) -> None:
+@contextmanager
+def _step(step: wt.Step, links: list[tuple[gr.Button, str]]) -> Iterator[None]:
+    """A step's heading and paragraph, then a row for its controls that ends with the "Open the … tab" button."""
     gr.Markdown(f"### {step.number} · {step.title}", elem_classes=["wt-step"])
     gr.Markdown(PARAGRAPHS[step.key], elem_id=f"wt-{step.key}-text")
+    with gr.Row():
+        yield
+        btn = gr.Button(f"Open the {TAB_LABELS[step.tab]} tab ›", size="sm", elem_id=f"wt-{step.key}-open", scale=0)
+        links.append((btn, step.tab))
 
 
-def _link(step: wt.Step, links: list[tuple[gr.Button, str]]) -> None:
-    btn = gr.Button(f"Open the {TAB_LABELS[step.tab]} tab ›", size="sm", elem_id=f"wt-{step.key}-open", scale=0)
-    links.append((btn, step.tab))
+def _run_button(label: str, key: str) -> gr.Button:
+    return gr.Button(label, variant="primary", elem_id=f"wt-{key}-run", scale=0, min_width=260)
 
 
 def build_tab() -> dict[str, Any]:
@@ -363,29 +397,22 @@ def build_tab() -> dict[str, Any]:
     steps = {s.key: s for s in wt.STEPS}
     links: list[tuple[gr.Button, str]] = []
     gr.Markdown(INTRO, elem_id="wt-intro")
+    results = gr.State({})  # this session's step results, for the Download panel
 
-    _step_header(steps["bow"])
-    with gr.Row():
-        bow_btn = gr.Button("Score with the bag of words", variant="primary",
-                            elem_id="wt-bow-run", scale=0, min_width=260)
-        _link(steps["bow"], links)
+    with _step(steps["bow"], links):
+        bow_btn = _run_button("Score with the bag of words", "bow")
     bow_out = gr.HTML(elem_id="wt-bow-result")
     with gr.Accordion("Example question (bag of words)", open=False):
         bow_q = gr.HTML(elem_id="wt-bow-question")
 
-    _step_header(steps["text"])
-    with gr.Row():
-        text_btn = gr.Button("Score with MiniLM", variant="primary", elem_id="wt-text-run", scale=0, min_width=260)
-        _link(steps["text"], links)
+    with _step(steps["text"], links):
+        text_btn = _run_button("Score with MiniLM", "text")
     text_out = gr.HTML(elem_id="wt-text-result")
     with gr.Accordion("The same example question (MiniLM)", open=False):
         text_q = gr.HTML(elem_id="wt-text-question")
 
-    _step_header(steps["images"])
-    with gr.Row():
-        img_btn = gr.Button("Score the toy models in all four pairings", variant="primary",
-                            elem_id="wt-images-run", scale=0, min_width=260)
-        _link(steps["images"], links)
+    with _step(steps["images"], links):
+        img_btn = _run_button("Score the toy models in all four pairings", "images")
     img_out = gr.HTML(elem_id="wt-images-result")
     with gr.Row():
         img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
@@ -393,43 +420,34 @@ def build_tab() -> dict[str, Any]:
         img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
                                  elem_id="wt-images-gallery", scale=3)
 
-    _step_header(steps["objects"])
-    with gr.Row():
+    with _step(steps["objects"], links):
         obj_choice = gr.Dropdown(STEP_MODELS_N, value="minilm|tt", label="Model and pairing",
                                  elem_id="wt-objects-model", scale=2)
-        obj_btn = gr.Button("Chart accuracy by N", variant="primary", elem_id="wt-objects-run", scale=0, min_width=260)
-        _link(steps["objects"], links)
+        obj_btn = _run_button("Chart accuracy by N", "objects")
     obj_out = gr.HTML(elem_id="wt-objects-result")
     obj_fig = gr.Plot(label="Accuracy by number of objects", elem_id="wt-objects-fig")
 
-    _step_header(steps["grounding"])
-    with gr.Row():
-        gr_btn = gr.Button("Load the grid", variant="primary", elem_id="wt-grounding-run", scale=0, min_width=260)
+    with _step(steps["grounding"], links):
+        gr_btn = _run_button("Load the grid", "grounding")
         gr_value = gr.Dropdown([], label="Pattern", elem_id="wt-grounding-value", scale=1)
         gr_alpha = gr.Slider(0.0, 8.0, value=0.0, step=0.05, label="α (grounding strength)",
                              elem_id="wt-grounding-alpha-slider", scale=3)
-        _link(steps["grounding"], links)
     gr_loaded = gr.State(False)
     gr_out = gr.HTML(elem_id="wt-grounding-result")
     with gr.Row():
         gr_curve = gr.Plot(label="Margin M(α)", elem_id="wt-grounding-curve")
         gr_bars = gr.Plot(label="Test AP per value: text query vs grounded", elem_id="wt-grounding-bars")
 
-    _step_header(steps["attention"])
-    with gr.Row():
+    with _step(steps["attention"], links):
         at_model = gr.Dropdown(ATTENTION_MODELS, value="minilm", label="Model", elem_id="wt-attention-model", scale=1)
-        at_btn = gr.Button("Compute margins per layer", variant="primary",
-                           elem_id="wt-attention-run", scale=0, min_width=260)
-        _link(steps["attention"], links)
+        at_btn = _run_button("Compute margins per layer", "attention")
     at_out = gr.HTML(elem_id="wt-attention-result")
     at_fig = gr.Plot(label="Attention binding margin per layer", elem_id="wt-attention-fig")
 
-    _step_header(steps["finetune"])
-    with gr.Row():
+    with _step(steps["finetune"], links):
         ft_btn = gr.Button("Start the finetune", variant="primary", elem_id="wt-ft-run", scale=0, min_width=260)
         ft_reuse = gr.Button("Show the last finished one", elem_id="wt-ft-reuse", scale=0)
         ft_show = gr.Button("Before / after", elem_id="wt-ft-show", scale=0)
-        _link(steps["finetune"], links)
     ft_msg = gr.Markdown(elem_id="wt-ft-message")
     ft_progress = gr.HTML(elem_id="wt-ft-progress")
     ft_out = gr.HTML(elem_id="wt-ft-result")
@@ -441,24 +459,31 @@ def build_tab() -> dict[str, Any]:
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
     ft_timer = gr.Timer(2.0, active=False)
 
-    bow_btn.click(run_bow, None, [bow_out, bow_q], api_name="wt_bow")
-    text_btn.click(run_text, None, [text_out, text_q], api_name="wt_text", **GPU_QUEUE)
-    img_btn.click(run_images, None, [img_out, img_table, img_gallery], api_name="wt_images", **GPU_QUEUE)
-    obj_btn.click(run_objects, [obj_choice], [obj_out, obj_fig], api_name="wt_objects", **GPU_QUEUE)
-    gr_view = [gr_out, gr_curve, gr_bars]
-    gr_btn.click(load_grounding, [gr_alpha], [gr_loaded, gr_value, *gr_view], api_name="wt_grounding", **GPU_QUEUE)
-    gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha], gr_view, api_name="wt_grounding_alpha",
+    gr.Markdown("### Take the results with you", elem_classes=["wt-step"])
+    wire_export(export_panel("wt", "the steps run so far"), export, [results], api_name="wt_export")
+
+    bow_btn.click(run_bow, [results], [bow_out, bow_q, results], api_name="wt_bow")
+    text_btn.click(run_text, [results], [text_out, text_q, results], api_name="wt_text", **GPU_QUEUE)
+    img_btn.click(run_images, [results], [img_out, img_table, img_gallery, results], api_name="wt_images",
+                  **GPU_QUEUE)
+    obj_btn.click(run_objects, [obj_choice, results], [obj_out, obj_fig, results], api_name="wt_objects",
+                  **GPU_QUEUE)
+    gr_view = [gr_out, gr_curve, gr_bars, results]
+    gr_btn.click(load_grounding, [gr_alpha, results], [gr_loaded, gr_value, *gr_view], api_name="wt_grounding",
+                 **GPU_QUEUE)
+    gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name="wt_grounding_alpha",
                      trigger_mode="always_last")
-    gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha], gr_view, api_name=False,
+    gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name=False,
                    trigger_mode="always_last")
-    at_btn.click(run_attention, [at_model], [at_out, at_fig], api_name="wt_attention", **GPU_QUEUE)
+    at_btn.click(run_attention, [at_model, results], [at_out, at_fig, results], api_name="wt_attention", **GPU_QUEUE)
     ft_btn.click(start_finetune, [ft_job], [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune")
     ft_reuse.click(reuse_finetune, None, [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune_reuse")
     ft_timer.tick(poll_finetune, [ft_job], [ft_progress, ft_timer, ft_done], api_name="wt_finetune_poll",
                   show_progress="hidden")
-    ft_done.change(show_finetune, [ft_done], [ft_out, ft_table, ft_fig], api_name=False, **GPU_QUEUE)
+    ft_view = [ft_out, ft_table, ft_fig, results]
+    ft_done.change(show_finetune, [ft_done, results], ft_view, api_name=False, **GPU_QUEUE)
     ft_show.click(check_finished, [ft_job], None, api_name=False).success(
-        show_finetune, [ft_job], [ft_out, ft_table, ft_fig], api_name="wt_finetune_result", **GPU_QUEUE)
+        show_finetune, [ft_job, results], ft_view, api_name="wt_finetune_result", **GPU_QUEUE)
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Each "Open the … tab" button selects that tab (a button whose tab is not in the app is hidden)."""

@@ -206,3 +206,24 @@ def test_image_model_maps_both_modalities_with_thumbnails(tmp_path):
     assert len(th["images"]) == 10 and th["of_point"][:10] == th["of_point"][10:]  # one thumbnail per image file
     page = map_html(m.points, em.pca_2d(m.vectors), "modality")
     assert page.count("data:image/jpeg;base64,") == 10
+
+
+def test_cli_export_writes_the_points_table_and_the_figure(small_benchmark, tmp_path):
+    """``map --export DIR``: the points as CSV that pandas reads (coordinates equal to the layout JSON's) and JSON
+    with provenance, the map figure as standalone HTML."""
+    import pandas as pd
+
+    path, _ = small_benchmark
+    out, folder = tmp_path / "map.html", tmp_path / "export"
+    assert main(["map", "--model", "bow", "--data", str(path), "--limit", "4", "--method", "pca", "--out", str(out),
+                 "--export", str(folder), "--export-formats", "csv,json,html"]) == 0
+    lay = json.loads(out.with_suffix(".json").read_text())
+    table = pd.read_csv(folder / "map_points.csv")
+    assert len(table) == len(lay["points"]) == 20
+    assert list(table["id"]) == [p["id"] for p in lay["points"]]
+    np.testing.assert_allclose(table[["pca_x", "pca_y"]].to_numpy(), [[p["x"], p["y"]] for p in lay["points"]],
+                               rtol=1e-6)
+    doc = json.loads((folder / "map_summary.json").read_text())
+    assert doc["provenance"]["settings"]["kind"] == "map" and doc["provenance"]["encoder"]["id"] == "bow:words"
+    assert doc["rows"] == [{"model": "bow:words", "modality": "text", "correct_share": 0.0, "n_points": 20}]
+    assert "plotly.js v" in (folder / "map_pca.html").read_text()

@@ -81,3 +81,38 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def set_dropdown(page, elem_id: str, value: str) -> None:
+    """Type ``value`` into a Gradio dropdown that allows custom values (an encoder id, a file) and commit it."""
+    page.fill(f"#{elem_id} input", value)
+    page.keyboard.press("Enter")
+
+
+def pick_option(page, elem_id: str, label: str) -> None:
+    """Open a Gradio dropdown and click the option whose label is ``label``."""
+    page.click(f"#{elem_id} input")
+    page.click(f"[role='option'][aria-label='{label}']")
+
+
+def download_export(page, prefix: str, filename: str, folder: Path, images: bool = False) -> tuple[Path, set[str]]:
+    """Use a tab's Download panel (element ids ``<prefix>-export…``): open it, leave PNG/SVG out unless ``images``
+    (kaleido takes seconds per figure), prepare the files, download ``filename``.
+
+    Returns:
+        the downloaded file's path under ``folder``, and the names of every file the panel offered.
+    """
+    page.click(f"#{prefix}-export button:has-text('Download')")  # open the accordion
+    if not images:
+        for fmt in ("png", "svg"):
+            page.locator(f"#{prefix}-export-formats label", has_text=fmt).click()
+    page.click(f"#{prefix}-export-btn")
+    link = page.locator(f"#{prefix}-export-files a[download='{filename}']")
+    link.wait_for(timeout=180_000)
+    assert "files ready" in page.inner_text(f"#{prefix}-export-note")
+    names = set(page.eval_on_selector_all(f"#{prefix}-export-files td.filename", "els => els.map(e => e.ariaLabel)"))
+    with page.expect_download() as info:
+        link.click()
+    path = Path(folder) / info.value.suggested_filename
+    info.value.save_as(path)
+    return path, names

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import pick_option, screenshot, set_dropdown
 
 pytestmark = pytest.mark.ui
 
@@ -18,8 +18,7 @@ def test_browse_select_question_and_read_score(app_url, page):
     assert "accuracy" in page.inner_text("#bl-summary")
 
     # Pick another question through the dropdown, as a user would.
-    page.click("#bl-question input")
-    page.click("[role='option'][aria-label='n02-ind-003']")
+    pick_option(page, "bl-question", "n02-ind-003")
     page.wait_for_function(
         "() => document.querySelector('#bl-question-html') && "
         "document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')", timeout=60_000)
@@ -40,13 +39,11 @@ def test_browse_select_question_and_read_score(app_url, page):
 def test_unknown_model_shows_a_message_and_app_keeps_working(app_url, page):
     page.goto(app_url)
     page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
-    page.fill("#bl-model input", "nope:model")
-    page.keyboard.press("Enter")
+    set_dropdown(page, "bl-model", "nope:model")
     page.click("#bl-score-btn")
     page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
     # still usable: back to bow, score again
-    page.fill("#bl-model input", "bow")
-    page.keyboard.press("Enter")
+    set_dropdown(page, "bl-model", "bow")
     page.click("#bl-score-btn")
     page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
                            timeout=60_000)
@@ -73,8 +70,7 @@ def test_images_load_in_an_image_pairing(app_url, page, image_benchmark):
     page.goto(app_url)
     page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
     page.fill("#bl-data textarea, #bl-data input", str(path))
-    page.fill("#bl-model input", model)
-    page.keyboard.press("Enter")
+    set_dropdown(page, "bl-model", model)
     page.click("#bl-pairing label:has-text('ti')")
     page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('pairing ti')",
                            timeout=120_000)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bindlab import exports
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import download_export, screenshot
 
 pytestmark = pytest.mark.ui
 
@@ -57,22 +57,11 @@ def test_browse_scores_download_as_csv_that_pandas_reads(app_url, page, tmp_path
     page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)  # the page scores the default on load
     shown = float(re.search(r"accuracy (\d\.\d+)", page.inner_text("#bl-summary")).group(1))
 
-    page.click("#bl-export button:has-text('Download')")  # open the accordion
-    for fmt in ("png", "svg"):  # images are tested in tests/test_exports.py; keep this one quick
-        page.locator("#bl-export-formats label", has_text=fmt).click()
-    page.click("#bl-export-btn")
-    link = page.locator("#bl-export-files a[download='mcq_accuracy_by_n.csv']")
-    link.wait_for(timeout=180_000)
-    assert "files ready" in page.inner_text("#bl-export-note")
-    names = set(page.eval_on_selector_all("#bl-export-files td.filename", "els => els.map(e => e.ariaLabel)"))
+    path, names = download_export(page, "bl", "mcq_accuracy_by_n.csv", tmp_path)
     assert {"mcq_items.jsonl", "mcq_accuracy_by_n.html", "provenance.json"} <= names
     assert "mcq_accuracy_by_n.png" not in names
     screenshot(page, "export-browse")
 
-    with page.expect_download() as info:
-        link.click()
-    path = tmp_path / info.value.suggested_filename
-    info.value.save_as(path)
     table = pd.read_csv(path)
     assert list(table.columns) == ["pairing", "n_objects", "subset", "accuracy", "n"]
     overall = table[table["subset"] == "all"]

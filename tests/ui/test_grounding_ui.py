@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import screenshot, set_dropdown
 
 pytestmark = pytest.mark.ui
 
@@ -30,8 +30,7 @@ def test_slider_moves_alpha_and_changes_ap(app_url, page, tiny_grid):
     page.goto(app_url)
     page.get_by_role("tab", name="Grounding").click()
     page.fill("#gd-data textarea, #gd-data input", grid)
-    page.fill("#gd-model input", model)
-    page.keyboard.press("Enter")
+    set_dropdown(page, "gd-model", model)
     page.get_by_label("hue").check()
     page.click("#gd-load")
     page.wait_for_selector("#gd-map-grounded", timeout=180_000)
@@ -65,7 +64,6 @@ def test_text_only_encoder_shows_a_message(app_url, page, tiny_grid):
     page.goto(app_url)
     page.get_by_role("tab", name="Grounding").click()
     page.fill("#gd-data textarea, #gd-data input", grid)
-    page.fill("#gd-model input", "bow")
-    page.keyboard.press("Enter")
+    set_dropdown(page, "gd-model", "bow")
     page.click("#gd-load")
     page.wait_for_selector("text=/no image tower|not an image\\+text encoder/", timeout=60_000)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import download_export, screenshot, set_dropdown
 
 pytestmark = pytest.mark.ui
 
@@ -66,18 +67,24 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
     screenshot(page, "map-open-in-browse")
 
 
-def test_map_bad_model_shows_a_message_and_tab_keeps_working(app_url, page, image_benchmark):
+def test_map_bad_model_shows_a_message_and_tab_keeps_working(app_url, page, image_benchmark, tmp_path):
     _open_map_tab(page, app_url)
     page.fill("#map-data textarea, #map-data input", str(image_benchmark))
     page.click("#map-method [data-testid='PCA-radio-label']")
-    page.fill("#map-model input", "nope:model")
-    page.keyboard.press("Enter")
+    set_dropdown(page, "map-model", "nope:model")
     page.click("#map-run")
     page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
-    page.fill("#map-model input", "bow")
-    page.keyboard.press("Enter")
+    set_dropdown(page, "map-model", "bow")
     page.click("#map-run")
     # bow has no image tower: a map of its text points, with a note saying so
     page.wait_for_function("() => document.querySelector('#map-status').innerText.includes('text points only')",
                            timeout=60_000)
     assert "bow:words: 4 questions, 20 points (text)" in page.inner_text("#map-status")
+
+    # Download: the points with their PCA coordinates, as a CSV that pandas reads, and the map as HTML
+    path, names = download_export(page, "map", "map_points.csv", tmp_path)
+    assert {"map_summary.json", "map_pca.html", "provenance.json"} <= names
+    table = pd.read_csv(path)
+    assert len(table) == 20 and {"id", "role", "caption", "pca_x", "pca_y"} <= set(table.columns)
+    assert set(table["modality"]) == {"text"}
+    screenshot(page, "export-map")

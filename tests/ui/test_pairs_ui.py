@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import pick_option, screenshot, set_dropdown
 
 pytestmark = pytest.mark.ui
 
@@ -33,8 +33,7 @@ def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
     page.wait_for_function("() => document.querySelector('#bl-pairs-summary').innerText.includes('toy:clip')",
                            timeout=120_000)  # the page-load note about the default model
     page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
-    page.fill("#bl-pairs-model input", model)
-    page.keyboard.press("Enter")
+    set_dropdown(page, "bl-pairs-model", model)
     page.click("#bl-pairs-score-btn")
     page.wait_for_selector("#bl-pairs-matrix td[data-cell='c0_i0']", timeout=180_000)
     assert "Group" in page.inner_text("#bl-pairs-summary")
@@ -53,8 +52,7 @@ def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
     assert float(page.inner_text("#bl-pairs-matrix .bl-pair-margin")) == pytest.approx(margin, abs=2e-4)
 
     # filter by edit type, as a user would: every listed pair now has that edit type
-    page.click("#bl-pairs-edit-type input")
-    page.click("[role='option'][aria-label='modify_color']")
+    pick_option(page, "bl-pairs-edit-type", "modify_color")
     page.wait_for_function("() => document.querySelector('#bl-pairs-matrix').innerText.includes('modify_color')",
                            timeout=60_000)
     n = int(re.search(r"(\d+) pairs match", page.inner_text("#bl-pairs-count")).group(1))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.ui.conftest import pick_option, set_dropdown
+
 pytestmark = pytest.mark.ui
 
 
@@ -16,12 +18,10 @@ def test_two_sessions_do_not_affect_each_other(app_url, browser):
         for page in (a, b):
             page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)
         # A picks a two-object question; B switches to the bag-of-words model and re-scores.
-        a.click("#bl-question input")
-        a.click("[role='option'][aria-label='n02-ind-005']")
+        pick_option(a, "bl-question", "n02-ind-005")
         a.wait_for_function("() => document.querySelector('#bl-question-html').innerText.includes('n02-ind-005')",
                             timeout=60_000)
-        b.fill("#bl-model input", "bow")
-        b.keyboard.press("Enter")
+        set_dropdown(b, "bl-model", "bow")
         b.click("#bl-score-btn")
         b.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
                             timeout=60_000)

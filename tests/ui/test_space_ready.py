@@ -223,3 +223,36 @@ def test_upload_over_the_limit_is_refused_with_a_clear_message(space_app):
     assert status == 413 and "File size exceeded maximum allowed size of 1048576 bytes" in text
     status, text = _upload(space_app, 100_000)
     assert status == 200 and "data.jsonl" in text
+
+
+def test_start_up_self_check_waits_for_a_slow_page():
+    """A page that takes 4 s to answer (a busy machine building it): Gradio's own check gives up after 3 s and stops
+    the app; bindlab's waits. A port where nothing listens is still reported as down."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from gradio import networking
+
+    from bindlab.ui.app import patient_url_ok
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_HEAD(self):  # noqa: N802 (http.server's naming)
+            time.sleep(4)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        if networking.url_ok is not patient_url_ok:  # launch() swaps it in, in the app's own process only
+            assert not networking.url_ok(url)  # Gradio's check: 3 s, then "localhost is not accessible"
+        assert patient_url_ok(url, within_s=20)
+    finally:
+        server.shutdown()
+    t = time.monotonic()
+    assert not patient_url_ok(f"http://127.0.0.1:{_free_port()}/", within_s=1.5)
+    assert time.monotonic() - t < 10

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from bindlab import walkthrough as wt
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import download_export, pick_option, screenshot
 
 pytestmark = pytest.mark.ui
 
@@ -40,15 +41,22 @@ def test_step1_bag_of_words_numbers_and_link(app_url, page):
                            timeout=30_000)
 
 
-def test_step4_accuracy_by_n_with_bow(app_url, page):
+def test_step4_accuracy_by_n_with_bow_and_its_download(app_url, page, tmp_path):
     expected = wt.step_objects(model="bow", pairing="tt")
     _open(page, app_url)
-    page.click("#wt-objects-model input")
-    page.click("[role='option'][aria-label='bag of words · text → text']")
+    pick_option(page, "wt-objects-model", "bag of words · text → text")
     page.click("#wt-objects-run")
     assert _text(page, "#wt-objects-small", 900_000) == f"{expected['small']['accuracy']:.3f}"
     assert page.inner_text("#wt-objects-large").strip() == f"{expected['large']['accuracy']:.3f}"
     page.wait_for_selector("#wt-objects-fig .js-plotly-plot", timeout=180_000)
+
+    # The Download panel holds this session's steps (step 4 only here), with the numbers the page showed
+    path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path)
+    assert {"walkthrough_step4_objects.csv", "walkthrough_step4_accuracy_by_n.html"} <= names
+    assert not any("step1" in n for n in names)
+    groups = pd.read_csv(path).set_index("group")
+    assert f"{groups.loc['small', 'accuracy']:.3f}" == f"{expected['small']['accuracy']:.3f}"
+    screenshot(page, "export-walkthrough")
 
 
 def test_poll_without_a_job_is_quiet(app_url, page):
