@@ -196,15 +196,12 @@ def evaluate_triplets(embed: Any, splits: dict[str, list[dict]]) -> dict[str, fl
 
 
 def single_object_set(n: int = 40, seed: int = 0) -> list[tuple[str, Any]]:
-    """``n`` (caption, rendered image) single objects with distinct (attribute, shape) pairs."""
-    from bindlab.data.render import RENDER_VOCAB, ObjectSpec, render_single
-    from bindlab.data.vocab import article
+    """``n`` held-out single objects as ``(caption, image)``, with distinct (shape, attribute) pairs, drawn exactly
+    as the toy models' cards evaluate them (:func:`bindlab.train.toy_eval.render_single_objects`)."""
+    from bindlab.train.toy_eval import render_single_objects
 
-    rng = random.Random(seed)
-    pairs = [(a.name, o) for a in RENDER_VOCAB.attributes for o in RENDER_VOCAB.objects]
-    rng.shuffle(pairs)
-    return [(f"{article(a)} {a} {o}", render_single(ObjectSpec(o, a), size=96, seed=i)) for i, (a, o) in
-            enumerate(pairs[:n])]
+    _, captions, pixels = render_single_objects(sample=n, seed=seed, workers=1)
+    return list(zip(captions, list(pixels), strict=True))
 
 
 def forgetting_reference(encoder: Any, with_images: bool) -> dict[str, np.ndarray]:

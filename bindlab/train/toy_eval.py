@@ -76,14 +76,23 @@ def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str
     }
 
 
+def render_single_objects(sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE, workers: int = 2
+                          ) -> tuple[list[tuple[str, str, str]], list[str], np.ndarray]:
+    """:func:`single_object_set` rendered on held-out seeds: ``(items, captions, pixels (M, size, size, 3))``.
+
+    The one way bindlab draws held-out single objects: the model cards and the finetune forgetting control use it.
+    """
+    items, captions = single_object_set(sample, seed)
+    seeds = [EVAL_SEED_OFFSET + seed * 10_000 + i for i in range(len(items))]
+    return items, captions, render_many([[it] for it in items], seeds, size, workers)
+
+
 def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE,
                             workers: int = 2) -> dict[str, Any]:
     """Render held-out single objects, embed them and their captions, score retrieval (see module docstring)."""
     if not {"text", "image"} <= set(encoder.modalities):
         raise EncoderError(f"{encoder.id} needs both text and images for this evaluation")
-    items, captions = single_object_set(sample, seed)
-    seeds = [EVAL_SEED_OFFSET + seed * 10_000 + i for i in range(len(items))]
-    pixels = render_many([[it] for it in items], seeds, size, workers)
+    items, captions, pixels = render_single_objects(sample, seed, size, workers)
     img = encoder.embed_images(list(pixels))
     txt = encoder.embed_texts(captions)
     return {**single_object_scores(img, txt, items), "render_size": size}
