@@ -1,15 +1,16 @@
-"""The embedding map as a plotly figure, and its standalone HTML export with image thumbnails on hover.
+"""The embedding map as a plotly figure, and its standalone HTML export, both with image thumbnails on hover.
 
-``map_figure`` is pure (points + coordinates -> Figure). Plotly's hover label cannot show images, so the HTML
-export hides it and draws its own small hover box (caption, role, N, correctness and a base64 thumbnail) from a
-few lines of JavaScript; plotly.js itself is inlined, so the file opens offline.
+``map_figure`` is pure (points + coordinates -> Figure). Plotly's hover label cannot show images, so when given
+thumbnails the figure hides it and carries the hover data in ``layout.meta``; :data:`HOVER_JS` (one function,
+``blMapHover(gd)``) then draws a small hover box (thumbnail, caption, role, N, correctness) from that data. The Map
+tab and the standalone HTML export both bind it, so they show the same box; plotly.js is inlined in the export, so
+the file opens offline.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import json
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,14 +60,15 @@ def hover_caption(text: str, width: int = 60) -> str:
 
 
 def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
-               custom_hover: bool = False, height: int = 620) -> go.Figure:
+               thumbs: dict[str, Any] | None = None, height: int = 620) -> go.Figure:
     """A scatter of map points, one trace per colour group; marker shape = modality (circle text, square image).
 
     Args:
         points: dicts from :func:`bindlab.analysis.embedding_map.item_points`.
         xy: ``(p, 2)`` coordinates, one row per point.
         color_by: ``role`` | ``modality`` | ``n`` | ``correct``.
-        custom_hover: hide plotly's hover label (the HTML export draws its own box with a thumbnail).
+        thumbs: :func:`thumbnails` of ``points``: plotly's hover label is hidden and ``layout.meta`` carries what
+            :data:`HOVER_JS` shows instead (with the thumbnail). None: plotly's own label with the caption.
 
     Each marker's ``customdata`` is ``[point id, question id, point index]``; clicks read the point id from it.
     """
@@ -76,6 +78,7 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
         return message_figure("no points to draw")
     xy = np.asarray(xy)
     cats = [category(p, color_by) for p in points]
+    custom_hover = thumbs is not None
     fig = go.Figure()
     for rank, cat in enumerate(_order(cats, color_by)):
         idx = [i for i, c in enumerate(cats) if c == cat]
@@ -94,7 +97,17 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
     fig.update_layout(title=title, height=height, legend_title_text=COLOR_LABELS.get(color_by, color_by),
                       margin=dict(l=40, r=20, t=50, b=40), plot_bgcolor="#fafafa", hovermode="closest",
                       xaxis=dict(showticklabels=False, title=""), yaxis=dict(showticklabels=False, title=""))
+    if custom_hover:
+        fig.update_layout(meta=hover_data(points, thumbs))
     return fig
+
+
+def hover_data(points: Sequence[dict[str, Any]], thumbs: dict[str, Any]) -> dict[str, Any]:
+    """What :data:`HOVER_JS` reads from ``layout.meta``: per point its caption, role, modality, N, correctness and
+    id, plus the thumbnails."""
+    return {"bindlab_map": {"points": [{"id": p["id"], "caption": p["caption"], "role": p["role"],
+                                        "modality": p["modality"], "n": p["n_objects"], "correct": p["correct"]}
+                                       for p in points], "thumbs": thumbs}}
 
 
 # --- standalone HTML ------------------------------------------------------------------------------------------------
@@ -136,39 +149,45 @@ def thumbnails(points: Sequence[dict[str, Any]], size: int = 64) -> dict[str, An
     return {"images": images, "of_point": of_point}
 
 
-_HOVER_JS = """
-var gd = document.getElementById('bindlab-map');
-var data = __DATA__;
-var box = document.createElement('div');
-box.id = 'bl-hover-box';
-box.style.cssText = 'position:fixed;display:none;pointer-events:none;z-index:1000;background:#fff;' +
-  'border:1px solid #999;border-radius:6px;padding:6px 8px;max-width:320px;font:12px sans-serif;' +
-  'box-shadow:0 2px 6px rgba(0,0,0,.2)';
-document.body.appendChild(box);
-gd.on('plotly_hover', function (ev) {
-  var pt = ev.points[0], k = pt.customdata[2], p = data.points[k];
-  box.replaceChildren();
-  var t = data.thumbs.of_point[k];
-  if (t >= 0) { var img = document.createElement('img'); img.src = data.thumbs.images[t];
-    img.style.cssText = 'display:block;margin-bottom:4px;image-rendering:pixelated;width:96px'; box.appendChild(img); }
-  var cap = document.createElement('div'); cap.textContent = p.caption; box.appendChild(cap);
-  var meta = document.createElement('div'); meta.style.color = '#555';
-  meta.textContent = p.role + ' · ' + p.modality + ' · N=' + p.n + ' · ' + (p.correct ? 'correct' : 'wrong') +
-    ' · ' + p.id;
-  box.appendChild(meta);
-  var e = ev.event || {clientX: 0, clientY: 0};
-  box.style.left = (e.clientX + 14) + 'px'; box.style.top = (e.clientY + 14) + 'px'; box.style.display = 'block';
-});
-gd.on('plotly_unhover', function () { box.style.display = 'none'; });
+# blMapHover(gd): draw the hover box of a map figure from gd.layout.meta.bindlab_map (see map_figure). Safe to call
+# again on the same plot (the Map tab does after every new figure): it replaces its listeners and reuses the box.
+HOVER_JS = """
+function blMapHover(gd) {
+  var data = gd && gd.layout && gd.layout.meta && gd.layout.meta.bindlab_map;
+  if (!data || !gd.on) return false;
+  var box = document.getElementById('bl-hover-box');
+  if (!box) {
+    box = document.createElement('div');
+    box.id = 'bl-hover-box';
+    box.style.cssText = 'position:fixed;display:none;pointer-events:none;z-index:1000;background:#fff;' +
+      'border:1px solid #999;border-radius:6px;padding:6px 8px;max-width:320px;font:12px sans-serif;' +
+      'color:#222;box-shadow:0 2px 6px rgba(0,0,0,.2)';
+    document.body.appendChild(box);
+  }
+  if (gd.removeAllListeners) { gd.removeAllListeners('plotly_hover'); gd.removeAllListeners('plotly_unhover'); }
+  gd.on('plotly_hover', function (ev) {
+    var pt = ev.points[0], k = pt.customdata[2], p = data.points[k];
+    box.replaceChildren();
+    var t = data.thumbs.of_point[k];
+    if (t >= 0) { var img = document.createElement('img'); img.src = data.thumbs.images[t];
+      img.style.cssText = 'display:block;margin-bottom:4px;image-rendering:pixelated;width:96px'; box.appendChild(img); }
+    var cap = document.createElement('div'); cap.textContent = p.caption; box.appendChild(cap);
+    var meta = document.createElement('div'); meta.style.color = '#555';
+    meta.textContent = p.role + ' · ' + p.modality + ' · N=' + p.n + ' · ' + (p.correct ? 'correct' : 'wrong') +
+      ' · ' + p.id;
+    box.appendChild(meta);
+    var e = ev.event || {clientX: 0, clientY: 0};
+    box.style.left = (e.clientX + 14) + 'px'; box.style.top = (e.clientY + 14) + 'px'; box.style.display = 'block';
+  });
+  gd.on('plotly_unhover', function () { box.style.display = 'none'; });
+  return true;
+}
 """
 
 
 def map_html(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
              thumb_size: int = 64) -> str:
-    """A standalone HTML page of the map: plotly.js inlined (works offline) and a hover box with thumbnails."""
-    fig = map_figure(points, xy, color_by, title, custom_hover=True)
-    data = {"points": [{"id": p["id"], "caption": p["caption"], "role": p["role"], "modality": p["modality"],
-                        "n": p["n_objects"], "correct": p["correct"]} for p in points],
-            "thumbs": thumbnails(points, thumb_size)}
-    script = _HOVER_JS.replace("__DATA__", json.dumps(data).replace("</", "<\\/"))
+    """A standalone HTML page of the map: plotly.js inlined (works offline) and the hover box with thumbnails."""
+    fig = map_figure(points, xy, color_by, title, thumbs=thumbnails(points, thumb_size))
+    script = HOVER_JS + "\nblMapHover(document.getElementById('bindlab-map'));\n"
     return fig.to_html(include_plotlyjs=True, full_html=True, div_id="bindlab-map", post_script=script)

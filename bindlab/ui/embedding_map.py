@@ -14,10 +14,11 @@ from typing import Any
 import gradio as gr
 
 from bindlab.analysis import embedding_map as em
-from bindlab.analysis.map_figure import map_figure
+from bindlab.analysis.map_figure import HOVER_JS, map_figure, thumbnails
 from bindlab.figures import message_figure
 from bindlab.ui.common import friendly
-from bindlab.ui.exports import deliver, export_panel, wire as wire_export
+from bindlab.ui.exports import deliver, export_panel
+from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 MODEL_CHOICES = ["toy:clip", "toy:shared", "minilm", "bow"]
@@ -30,14 +31,17 @@ CSS = """
 #map-detail .map-meta {color:#555}
 """
 
-# Plotly click -> the Point textbox. gr.Plot has no click/select event (Gradio 6), so after every new figure this
-# attaches a plotly_click listener that writes the clicked point's id into #map-point and fires its input event.
+# After every new figure: bind the hover box with thumbnails (map_figure.HOVER_JS, the same as the HTML export's) and
+# bridge plotly clicks to the Point textbox. gr.Plot has no click/select event (Gradio 6), so a plotly_click listener
+# writes the clicked point's id into #map-point and fires its input event.
 CLICK_JS = """
 () => {
+  __HOVER_JS__
   let tries = 0;
   const timer = setInterval(() => {
     const gd = document.querySelector('#map-plot .js-plotly-plot');
     if (gd && gd.on) {
+      blMapHover(gd);
       if (gd.removeAllListeners) gd.removeAllListeners('plotly_click');
       gd.on('plotly_click', (ev) => {
         const p = ev && ev.points && ev.points[0];
@@ -50,7 +54,8 @@ CLICK_JS = """
     if (++tries > 20) clearInterval(timer);
   }, 300);
 }
-"""
+""".replace("__HOVER_JS__", HOVER_JS)
+THUMB_SIZE = 64  # hover thumbnails, px
 
 
 # --- formatting (no maths) ------------------------------------------------------------------------------------------
@@ -59,7 +64,7 @@ def _figure(state: dict[str, Any] | None, color: str) -> Any:
         return message_figure("make a map first")
     method = state["shown"]
     title = f"{state['model']} · {method.upper()} of {len(state['points'])} points (circle = text, square = image)"
-    return map_figure(state["points"], state["layouts"][method], color, title)
+    return map_figure(state["points"], state["layouts"][method], color, title, thumbs=state["thumbs"])
 
 
 def _status(state: dict[str, Any], pending: str = "") -> str:
@@ -108,7 +113,8 @@ def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: fl
                      progress=lambda f, msg: progress(f, desc=msg))
     xy, _ = em.cached_layout(m, "pca")
     state = {"map": m, "points": m.points, "layouts": {"pca": xy}, "shown": "pca", "model": m.model,
-             "path": str(m.path), "notes": m.notes, "summary": em.summary_line(m), "seed": int(seed or 0)}
+             "path": str(m.path), "notes": m.notes, "summary": em.summary_line(m), "seed": int(seed or 0),
+             "thumbs": thumbnails(m.points, THUMB_SIZE)}
     pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""
     return _figure(state, color), state, _status(state, pending)
 

@@ -164,6 +164,37 @@ def test_figure_groups_points_by_the_chosen_colour(hand_made):
         map_figure(pts, xy, "size")
 
 
+def test_figure_with_thumbnails_carries_the_hover_data_instead_of_plotlys_label(hand_made):
+    """With thumbnails the figure hides plotly's label and holds, in layout.meta, what the hover box shows; each
+    marker's customdata index points at its own entry."""
+    path, qs = hand_made
+    pts = em.item_points(qs, path.parent, "text", [True, False])
+    xy = np.arange(20, dtype=float).reshape(10, 2)
+    assert map_figure(pts, xy).layout.meta is None and fig_hoverinfo(map_figure(pts, xy)) == {"text"}
+    thumbs = {"images": [], "of_point": [-1] * len(pts)}
+    fig = map_figure(pts, xy, "role", thumbs=thumbs)
+    meta = fig.layout.meta["bindlab_map"]
+    assert fig_hoverinfo(fig) == {"none"} and meta["thumbs"] == thumbs
+    for t in fig.data:
+        for point_id, _, k in t.customdata:
+            assert meta["points"][k]["id"] == point_id and meta["points"][k]["caption"] == pts[k]["caption"]
+
+
+def fig_hoverinfo(fig):
+    return {t.hoverinfo for t in fig.data}
+
+
+def figure_json(text: str) -> str:
+    """``text`` as plotly writes it inside a page's figure JSON (its own escaping: "/" becomes "\\u002f", …)."""
+    from plotly.io.json import to_json_plotly
+
+    return to_json_plotly(text)[1:-1]
+
+
+def in_figure_json(text: str, page: str) -> bool:
+    return figure_json(text) in page
+
+
 def test_cli_writes_an_offline_html_page_and_the_layout_json(small_benchmark, tmp_path, capsys):
     path, _ = small_benchmark
     out = tmp_path / "maps" / "map.html"
@@ -174,7 +205,7 @@ def test_cli_writes_an_offline_html_page_and_the_layout_json(small_benchmark, tm
     assert len(lay["points"]) == 25 and all({"x", "y", "id", "role", "caption"} <= set(p) for p in lay["points"])
     assert lay["provenance"]["encoder"]["id"] == "bow:words" and lay["provenance"]["settings"]["method"] == "pca"
     assert "plotly.js v" in page and '<script src="http' not in page  # plotly.js inlined: opens offline
-    assert lay["points"][0]["id"] in page and json.dumps(lay["points"][0]["caption"])[1:-1] in page
+    assert in_figure_json(lay["points"][0]["id"], page) and in_figure_json(lay["points"][0]["caption"], page)
     assert "plotly_hover" in page and "bl-hover-box" in page
     assert "bow:words: 5 questions, 25 points" in capsys.readouterr().out
 
@@ -205,7 +236,7 @@ def test_image_model_maps_both_modalities_with_thumbnails(tmp_path):
     th = thumbnails(m.points, 32)
     assert len(th["images"]) == 10 and th["of_point"][:10] == th["of_point"][10:]  # one thumbnail per image file
     page = map_html(m.points, em.pca_2d(m.vectors), "modality")
-    assert page.count("data:image/jpeg;base64,") == 10
+    assert page.count(figure_json("data:image/jpeg;base64,")) == 10
 
 
 def test_cli_export_writes_the_points_table_and_the_figure(small_benchmark, tmp_path):

@@ -46,7 +46,9 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
     box = page.locator("#map-plot .scatterlayer .point").nth(3).bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)
-    page.wait_for_timeout(300)
+    # hovering shows the point's caption and its item's image (every item of an image benchmark has one)
+    page.wait_for_selector("#bl-hover-box img", state="visible", timeout=30_000)
+    hover = page.inner_text("#bl-hover-box")
     page.mouse.click(x, y)
     page.wait_for_function("() => (document.querySelector('#map-point textarea, #map-point input') || {}).value",
                            timeout=30_000)
@@ -55,6 +57,7 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
     page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})",
                            timeout=30_000)
     page.wait_for_selector("#map-thumb img", timeout=30_000)  # the item's image beside the plot
+    assert point in hover  # the hover box described the point that was then clicked
     screenshot(page, "tab-map")
 
     page.click("#map-open")
