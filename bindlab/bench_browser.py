@@ -20,6 +20,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
@@ -53,22 +54,33 @@ def _browser(given: Any = None) -> Iterator[Any]:
 
 
 @contextmanager
-def _app(env: dict[str, str] | None = None, timeout_s: float = 120) -> Iterator[tuple[str, float, float]]:
-    """Start ``python app.py`` on a free port; yield ``(url, start time, seconds until the server answered)``."""
+def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: str | Path | None = None
+                ) -> Iterator[tuple[str, float, float]]:
+    """Start ``python app.py`` on a free local port; yield ``(url, start time, seconds until the server answered)``;
+    stop it afterwards. The browser tests start their app through here too.
+
+    Args:
+        env: variables added to this process's environment (the port and host are set here).
+        timeout_s: how long to wait for the first answer before giving up.
+        log: file for the app's output (its tail is in the error when the app exits early); default: discarded.
+    """
     from bindlab.config import repo_root
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, **(env or {}), "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
-    url = f"http://127.0.0.1:{port}/"
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", **(env or {}), "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_SERVER_NAME": "127.0.0.1"}
+    url = f"http://127.0.0.1:{port}"
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below, after the process
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=repo_root(), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=repo_root(), env=env, stdout=out,
+                            stderr=subprocess.STDOUT)
     try:
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"app.py exited with {proc.returncode} before answering")
+                tail = Path(log).read_text(errors="replace")[-2000:] if log else "(no log kept)"
+                raise RuntimeError(f"app.py exited with {proc.returncode} before answering: {tail}")
             if time.perf_counter() - t0 > timeout_s:
                 raise RuntimeError(f"app.py did not answer within {timeout_s:.0f} s")
             try:
@@ -83,6 +95,8 @@ def _app(env: dict[str, str] | None = None, timeout_s: float = 120) -> Iterator[
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        if log:
+            out.close()
 
 
 def bench_startup(browser: Any = None) -> dict[str, Any]:
@@ -92,7 +106,7 @@ def bench_startup(browser: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {"target_s": 10}
     with _browser(browser) as browser:
         try:
-            with _app() as (url, t0, answered):
+            with running_app() as (url, t0, answered):
                 out["seconds_to_page"] = round(answered, 2)
                 if browser is None:
                     out["seconds_to_first_tab"] = None
@@ -137,7 +151,7 @@ def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser
     with _browser(browser) as browser, tempfile.TemporaryDirectory(prefix="bindlab-bench-wt-") as home:
         if browser is None:
             return {**out, "error": f"the walkthrough bench needs {CHROMIUM} and the playwright package"}
-        with _app({"BINDLAB_HOME": home}) as (url, _, answered):
+        with running_app({"BINDLAB_HOME": home}) as (url, _, answered):
             out["seconds_to_page"] = round(answered, 2)
             ctx = browser.new_context(viewport={"width": 1400, "height": 1100})
             page = ctx.new_page()

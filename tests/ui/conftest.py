@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,32 +23,12 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def app_url():
-    """Start ``python app.py`` on a free local port; yield its URL; stop it afterwards."""
-    port = _free_port()
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1",
-           "GRADIO_ANALYTICS_ENABLED": "False"}
-    log = open(ARTIFACTS.parent / ".app-test.log", "w") if ARTIFACTS.parent.exists() else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    """Start ``python app.py`` on a free local port (output in .app-test.log); yield its URL; stop it afterwards."""
+    from bindlab.bench_browser import running_app
+
     start_s = float(os.environ.get("BINDLAB_TEST_APP_START_S", "120"))  # raise it on a heavily loaded machine
-    deadline = time.time() + start_s
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app.py exited with {proc.returncode}; see .app-test.log")
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError(f"app.py did not answer within {start_s:.0f} s (BINDLAB_TEST_APP_START_S)")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_app(timeout_s=start_s, log=ROOT / ".app-test.log") as (url, _, _):
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -170,34 +170,14 @@ def test_check_upload_refuses_a_file_over_the_limit(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def space_app(tmp_path_factory):
-    """``python app.py`` started the way a Space starts it: host and port from the environment, 1 MiB uploads."""
-    port = _free_port()
+    """``python app.py`` started the way a Space starts it: host and port from the environment (GRADIO_SERVER_NAME,
+    GRADIO_SERVER_PORT, set by ``running_app``), 1 MiB uploads."""
+    from bindlab.bench_browser import running_app
+
     home = tmp_path_factory.mktemp("space-home")
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "BINDLAB_MAX_UPLOAD_MB": "1", "BINDLAB_HOME": str(home), "GRADIO_ANALYTICS_ENABLED": "False"}
-    log = open(home / "app.log", "w")
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 180
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app.py exited with {proc.returncode}: {(home / 'app.log').read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise RuntimeError("app.py did not answer on GRADIO_SERVER_PORT within 180 s") from None
-                time.sleep(0.5)
+    env = {"BINDLAB_MAX_UPLOAD_MB": "1", "BINDLAB_HOME": str(home)}
+    with running_app(env, timeout_s=180, log=home / "app.log") as (url, _, _):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _upload(url: str, size: int) -> tuple[int, str]:
