@@ -47,6 +47,17 @@ Binding = tuple[str, str]  # (attribute, object)
 
 
 # --- pure maths ------------------------------------------------------------------------------------------------
+def unit_pooling(token_sets: Sequence[Sequence[int]], seq_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two matrices that turn a token x token map into a unit x unit one: ``(M, S)`` with ``M`` ``(U, seq)``
+    averaging the from-unit's tokens and ``S`` ``(seq, U)`` summing the to-unit's tokens."""
+    m = np.zeros((len(token_sets), seq_len))
+    s = np.zeros((seq_len, len(token_sets)))
+    for u, toks in enumerate(token_sets):
+        m[u, list(toks)] = 1.0 / len(toks)
+        s[list(toks), u] = 1.0
+    return m, s
+
+
 def unit_attention(attn: np.ndarray, token_sets: Sequence[Sequence[int]]) -> np.ndarray:
     """Word-level (unit-level) attention of one layer.
 
@@ -56,11 +67,17 @@ def unit_attention(attn: np.ndarray, token_sets: Sequence[Sequence[int]]) -> np.
 
     Returns:
         ``(U, U)`` float64 matrix ``W`` with ``W[u, v]`` = mean over heads and over the sub-tokens of ``u`` of the
-        summed attention to the sub-tokens of ``v``.
+        summed attention to the sub-tokens of ``v`` (= ``M @ mean_heads(attn) @ S``, :func:`unit_pooling`).
     """
     a = np.asarray(attn, dtype=np.float64).mean(axis=0)  # (seq, seq): heads averaged first (the maths is linear)
-    rows = np.stack([a[list(t)].mean(axis=0) for t in token_sets])  # (U, seq): mean over the from-unit's tokens
-    return np.stack([rows[:, list(t)].sum(axis=1) for t in token_sets], axis=1)  # (U, U): sum over to-unit's tokens
+    m, s = unit_pooling(token_sets, a.shape[-1])
+    return m @ a @ s
+
+
+def _pair_index(positions: Sequence[int], obj: int, attr: int, direction: str) -> tuple[int, int]:
+    """``(from unit, to unit)`` of the object–attribute pair in ``direction``, decided by their word positions."""
+    later, earlier = (obj, attr) if positions[obj] > positions[attr] else (attr, obj)
+    return (later, earlier) if direction == "later_to_earlier" else (earlier, later)
 
 
 def pair_attention(unit_attn: np.ndarray, positions: Sequence[int], obj: int, attr: int, direction: str) -> float:
@@ -72,14 +89,37 @@ def pair_attention(unit_attn: np.ndarray, positions: Sequence[int], obj: int, at
         obj, attr: unit indices.
         direction: ``later_to_earlier`` or ``earlier_to_later``.
     """
-    later, earlier = (obj, attr) if positions[obj] > positions[attr] else (attr, obj)
-    src, dst = (later, earlier) if direction == "later_to_earlier" else (earlier, later)
-    return float(unit_attn[src, dst])
+    return float(unit_attn[_pair_index(positions, obj, attr, direction)])
+
+
+def margin_weights(positions: Sequence[int], objects: Sequence[tuple[int, Sequence[int]]],
+                   direction: str = "later_to_earlier") -> np.ndarray | None:
+    """The binding margin is linear in the unit attention: the ``(U, U)`` matrix ``P`` with
+    ``binding_margin = sum(P * unit_attn)``, or None when no object has both own and other attributes.
+
+    For the K objects that have both, ``P`` holds ``+1/(K·|own|)`` at each own-attribute pair and
+    ``−1/(K·|other|)`` at each other-attribute pair (the pairs oriented by :func:`pair_attention`'s rule).
+    """
+    check_direction(direction)
+    terms = []
+    for k, (obj, own) in enumerate(objects):
+        other = [a for j, (_, attrs) in enumerate(objects) if j != k for a in attrs]
+        if own and other:
+            terms.append((obj, own, other))
+    if not terms:
+        return None
+    p = np.zeros((len(positions), len(positions)))
+    for obj, own, other in terms:
+        for attrs, sign in ((own, 1.0), (other, -1.0)):
+            for a in attrs:
+                p[_pair_index(positions, obj, a, direction)] += sign / (len(terms) * len(attrs))
+    return p
 
 
 def binding_margin(unit_attn: np.ndarray, positions: Sequence[int], objects: Sequence[tuple[int, Sequence[int]]],
                    direction: str = "later_to_earlier") -> float:
-    """Binding margin of one caption at one layer (NaN when no object has both own and other attributes).
+    """Binding margin of one caption at one layer (NaN when no object has both own and other attributes): the mean
+    over objects of (mean attention to its own attributes − mean attention to the other objects' attributes).
 
     Args:
         unit_attn: ``(U, U)`` unit-level attention (:func:`unit_attention`).
@@ -88,16 +128,8 @@ def binding_margin(unit_attn: np.ndarray, positions: Sequence[int], objects: Seq
             "other attributes".
         direction: ``later_to_earlier`` or ``earlier_to_later``.
     """
-    check_direction(direction)
-    margins = []
-    for k, (obj, own) in enumerate(objects):
-        other = [a for j, (_, attrs) in enumerate(objects) if j != k for a in attrs]
-        if not own or not other:
-            continue
-        e_own = np.mean([pair_attention(unit_attn, positions, obj, a, direction) for a in own])
-        e_other = np.mean([pair_attention(unit_attn, positions, obj, a, direction) for a in other])
-        margins.append(e_own - e_other)
-    return float(np.mean(margins)) if margins else float("nan")
+    p = margin_weights(positions, objects, direction)
+    return float("nan") if p is None else float((p * unit_attn).sum())
 
 
 def margin_summary(margins: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -452,9 +484,17 @@ def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: st
             raise ValueError(f"{label!r} was cut off by the tokenizer's length limit; shorten the caption")
         token_sets.append(toks)
     kept = [w for w in words if w.token_indices]
-    margins, per_word = [], []
+    weights = margin_weights(layout.positions, layout.objects, direction)
+    margins, per_word, token_weights = [], [], None
     for attn in access.layer_maps(enc):  # (heads, seq, seq), one layer at a time
-        margins.append(binding_margin(unit_attention(attn, token_sets), layout.positions, layout.objects, direction))
+        a = np.asarray(attn, dtype=np.float64).mean(axis=0)  # heads averaged
+        if weights is None:
+            margins.append(float("nan"))
+        else:
+            if token_weights is None:  # margin = sum(P * M a S) = sum((Mᵀ P Sᵀ) * a): one (seq, seq) weight map
+                m, s = unit_pooling(token_sets, a.shape[-1])
+                token_weights = m.T @ weights @ s.T
+            margins.append(float((token_weights * a).sum()))
         if with_words:
             per_word.append(unit_attention(attn, [w.token_indices for w in kept]))
     word_attn = np.stack(per_word) if with_words else None

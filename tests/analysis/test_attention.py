@@ -230,6 +230,42 @@ def test_triplet_file_gives_queries_and_positives(tmp_path):
 
 
 # --- real models: MiniLM and a tiny random model of every backend ------------------------------------------------
+@pytest.mark.parametrize("direction", ["later_to_earlier", "earlier_to_later"])
+def test_binding_margin_equals_its_definition(direction):
+    """The linear form (margin_weights) against the definition: mean over objects of mean own − mean other."""
+    from bindlab.analysis.attention import pair_attention
+
+    rng = np.random.default_rng(11)
+    w = rng.random((7, 7))
+    positions = [0, 1, 2, 3, 4, 5, 6]
+    objects = [(1, (0,)), (3, (2, 6)), (5, (4,))]  # object 3 has an attribute before it and one after it
+    want = []
+    for k, (obj, own) in enumerate(objects):
+        other = [a for j, (_, attrs) in enumerate(objects) if j != k for a in attrs]
+        want.append(np.mean([pair_attention(w, positions, obj, a, direction) for a in own])
+                    - np.mean([pair_attention(w, positions, obj, a, direction) for a in other]))
+    assert binding_margin(w, positions, objects, direction) == pytest.approx(np.mean(want), abs=1e-12)
+
+
+def test_caption_margins_equal_the_layer_by_layer_formula(minilm):
+    """analyse_caption folds pooling and margin into one token-level weight map; per layer it must agree with
+    unit_attention followed by binding_margin."""
+    from bindlab.analysis.attention import attention_access, locate_bindings
+    from bindlab.encoders.attention_access import align_words
+
+    acc = attention_access(minilm)
+    cap = Caption("A polka-dot teddy-bear, a red cube, and a striped yo-yo.",
+                  (("polka-dot", "teddy-bear"), ("red", "cube"), ("striped", "yo-yo")))
+    got = analyse_caption(acc, cap).margins
+    enc = acc.encode(cap.text)
+    words = align_words(cap.text, enc.char_spans)
+    layout = locate_bindings([x.word for x in words], cap.bindings)
+    sets = [sorted({t for x in words[i: i + n] for t in x.token_indices}) for i, n in layout.units]
+    want = [binding_margin(unit_attention(attn, sets), layout.positions, layout.objects)
+            for attn in acc.layer_maps(enc)]
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
 def test_minilm_curve_and_both_directions(minilm):
     from bindlab.analysis.attention import attention_access
 
