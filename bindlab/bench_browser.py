@@ -135,11 +135,13 @@ WALKTHROUGH_CLICKS = [
 ]
 
 
-def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser: Any = None) -> dict[str, Any]:
+def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser: Any = None,
+                      app_env: dict[str, str] | None = None) -> dict[str, Any]:
     """The whole Walkthrough tab clicked through in Chromium from an empty ``BINDLAB_HOME``.
 
     ``quick`` runs only steps 1 and 4 (no finetune): a check that the driver still works, not a timing.
-    ``browser``: a playwright ``Browser`` to use instead of starting one.
+    ``browser``: a playwright ``Browser`` to use instead of starting one. ``app_env``: extra environment for the app
+    (e.g. ``{"OMP_NUM_THREADS": "1"}``).
 
     Returns:
         ``{"seconds": {step: seconds from its click to its result}, "finetune_job_s" (start click to state done),
@@ -151,7 +153,7 @@ def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser
     with _browser(browser) as browser, tempfile.TemporaryDirectory(prefix="bindlab-bench-wt-") as home:
         if browser is None:
             return {**out, "error": f"the walkthrough bench needs {CHROMIUM} and the playwright package"}
-        with running_app({"BINDLAB_HOME": home}) as (url, _, answered):
+        with running_app({**(app_env or {}), "BINDLAB_HOME": home}) as (url, _, answered):
             out["seconds_to_page"] = round(answered, 2)
             ctx = browser.new_context(viewport={"width": 1400, "height": 1100})
             page = ctx.new_page()
