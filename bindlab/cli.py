@@ -742,8 +742,14 @@ def _add_toy(g: Groups) -> None:
 # --- map ---------------------------------------------------------------------------------------------------------
 def cmd_map(a: argparse.Namespace) -> None:
     from bindlab import exports
-    from bindlab.analysis.embedding_map import (LayoutParams, build_map, cached_layout, layout_records,
-                                                map_provenance, summary_line)
+    from bindlab.analysis.embedding_map import (
+        LayoutParams,
+        build_map,
+        cached_layout,
+        layout_records,
+        map_provenance,
+        summary_line,
+    )
     from bindlab.analysis.map_figure import map_html
 
     out = Path(a.out)
