@@ -466,9 +466,7 @@ def map_export(data: Any, layouts: dict[str, Any], color_by: str = "role", shown
 def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
     """The walkthrough's steps run so far (the Walkthrough tab): one table per step with the numbers it showed, and
     its chart where it has one. ``results`` maps a step key (``bow``, ``text``, …) to that step's backend dict."""
-    from bindlab import figures
-    from bindlab.ui import attention_figures as af
-    from bindlab.ui import grounding_figures as gf
+    from bindlab.ui import walkthrough_figures as wf
 
     if not results:
         raise ValueError("run at least one step first; the download holds the steps run in this session")
@@ -490,9 +488,7 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         r = results["objects"]
         tables["step4_objects"] = [{"model": r["model"], "pairing": r["pairing"], **row} for row in r["rows"]]
         tables["step4_small_vs_large"] = [{"group": g, **r[g]} for g in ("small", "large")]
-        figs["step4_accuracy_by_n"] = figures.accuracy_by_n(r["rows"], title=f"{r['model']} · {r['pairing']}: "
-                                                                             "accuracy by number of objects",
-                                                            chance=r["chance"])
+        figs["step4_accuracy_by_n"] = wf.objects_figure(r)
     if "grounding" in results:
         r = results["grounding"]
         tables["step5_grounding"] = scalar(r, ("model", "factor", "value", "alpha", "ap_native", "ap_grounded",
@@ -502,21 +498,19 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
                                         zip(r["values"], r["ap_native_all"], r["ap_grounded_all"], strict=True)]
         tables["step5_margin_curve"] = [{"alpha": a, "margin": m} for a, m in
                                         zip(r["curve"]["alphas"], r["curve"]["margin"], strict=True)]
-        figs["step5_margin_curve"] = gf.margin_curve(r["curve"]["alphas"], r["curve"]["margin"], r["alpha"],
-                                                     r["alpha_star"], r["alpha_validation"], r["value"])
+        figs["step5_margin_curve"] = wf.grounding_curve(r)
     if "attention" in results:
         r = results["attention"]
         tables["step6_attention"] = [{"model": r["model"], "layer": layer, "margin_mean": m, "ci_low": lo,
                                       "ci_high": hi, "n_captions": r["n_captions"]}
                                      for layer, m, lo, hi in zip(r["layers"], r["margin_mean"], r["ci_low"],
                                                                  r["ci_high"], strict=True)]
-        figs["step6_attention"] = af.margin_curves(af.result_curves(r), title=f"Attention binding margin per "
-                                                                              f"layer: {r['model']}")
+        figs["step6_attention"] = wf.attention_figure(r)
     if "finetune" in results:
         r = results["finetune"]
         tables["step7_finetune"] = [{"job": r["job"], **row} for row in r["rows"]]
         tables["step7_finetune_by_n"] = r["by_n"]
         tables["step7_image_drift"] = [{"job": r["job"], **r["image_drift"], "steps": r["steps"],
                                         "train_seconds": r["train_seconds"], "lr": r["lr"], "lines_a": r["lines_a"]}]
-        figs["step7_accuracy_by_n"] = figures.compare_by_n(r["by_n"])
+        figs["step7_accuracy_by_n"] = wf.finetune_figure(r)
     return ResultView("walkthrough", tables, figs)

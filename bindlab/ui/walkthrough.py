@@ -18,15 +18,14 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
-from bindlab import figures
 from bindlab import walkthrough as wt
-from bindlab.ui import attention_figures as att_figs
-from bindlab.ui import grounding_figures as gf
+from bindlab.ui import walkthrough_figures as wf
 from bindlab.ui.browse import question_html
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.walkthrough_figures import PAIRING_NAMES
 
 CSS = """
 #wt-intro {font-size: 1.02em}
@@ -81,7 +80,6 @@ STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · tex
                  ("toy:clip · image → image", "toy:clip|ii"), ("toy:shared · image → image", "toy:shared|ii"),
                  ("toy:clip · text → image", "toy:clip|ti"), ("toy:shared · text → image", "toy:shared|ti")]
 ATTENTION_MODELS = ["minilm", "toy:shared", "toy:clip"]
-PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image → text", "ii": "image → image"}
 TAB_LABELS = {s.tab: s.tab.capitalize() for s in wt.STEPS}
 
 
@@ -267,17 +265,11 @@ def run_objects(choice: str, results: dict[str, Any] | None, progress: gr.Progre
     if not model or pairing not in PAIRING_NAMES:
         raise ValueError(f"choose a model and pairing from the list ({[c for _, c in STEP_MODELS_N]})")
     r = wt.step_objects(model=model, pairing=pairing, progress=_report(progress))
-    title = f"{r['model']} · {PAIRING_NAMES[pairing]}: accuracy by number of objects"
-    return objects_md(r), figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"]), \
-        _keep(results, "objects", r)
+    return objects_md(r), wf.objects_figure(r), _keep(results, "objects", r)
 
 
 def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
-    v = r["values"].index(r["value"])
-    return (grounding_md(r),
-            gf.margin_curve(r["curve"]["alphas"], r["curve"]["margin"], r["alpha"], r["alpha_star"],
-                            r["alpha_validation"], r["value"]),
-            gf.ap_bars(r["values"], r["ap_native_all"], r["ap_grounded_all"], r["alpha"], r["values"][v]))
+    return grounding_md(r), wf.grounding_curve(r), wf.grounding_bars(r)
 
 
 @gpu_task(duration=300)
@@ -305,8 +297,7 @@ def run_attention(model: str, results: dict[str, Any] | None, progress: gr.Progr
     if not model:
         raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)})")
     r = wt.step_attention(model=model, progress=_report(progress))
-    fig = att_figs.margin_curves(att_figs.result_curves(r), title=f"Attention binding margin per layer: {r['model']}")
-    return attention_md(r), fig, _keep(results, "attention", r)
+    return attention_md(r), wf.attention_figure(r), _keep(results, "attention", r)
 
 
 @friendly
@@ -361,7 +352,7 @@ def show_finetune(job: str | None, results: dict[str, Any] | None, progress: gr.
                   ) -> tuple[str, pd.DataFrame, Any, dict]:
     check_finished(job)
     r = wt.step_finetune(job, progress=_report(progress))
-    return finetune_md(r), finetune_frame(r), figures.compare_by_n(r["by_n"]), _keep(results, "finetune", r)
+    return finetune_md(r), finetune_frame(r), wf.finetune_figure(r), _keep(results, "finetune", r)
 
 
 @friendly
