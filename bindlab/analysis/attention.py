@@ -485,18 +485,18 @@ def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: st
         token_sets.append(toks)
     kept = [w for w in words if w.token_indices]
     weights = margin_weights(layout.positions, layout.objects, direction)
-    margins, per_word, token_weights = [], [], None
+    margins, per_word = [], []
+    token_weights = word_pool = None  # built at the first layer, once its sequence length is known
     for attn in access.layer_maps(enc):  # (heads, seq, seq), one layer at a time
-        a = np.asarray(attn, dtype=np.float64).mean(axis=0)  # heads averaged
-        if weights is None:
-            margins.append(float("nan"))
-        else:
-            if token_weights is None:  # margin = sum(P * M a S) = sum((Mᵀ P Sᵀ) * a): one (seq, seq) weight map
-                m, s = unit_pooling(token_sets, a.shape[-1])
-                token_weights = m.T @ weights @ s.T
-            margins.append(float((token_weights * a).sum()))
+        a = np.asarray(attn, dtype=np.float64).mean(axis=0)  # heads averaged (the maths is linear)
+        if token_weights is None and weights is not None:
+            m, s = unit_pooling(token_sets, a.shape[-1])
+            token_weights = m.T @ weights @ s.T  # margin = sum(P * M a S) = sum((Mᵀ P Sᵀ) * a)
+        margins.append(float("nan") if weights is None else float((token_weights * a).sum()))
         if with_words:
-            per_word.append(unit_attention(attn, [w.token_indices for w in kept]))
+            if word_pool is None:
+                word_pool = unit_pooling([w.token_indices for w in kept], a.shape[-1])
+            per_word.append(word_pool[0] @ a @ word_pool[1])  # = unit_attention(attn, word token sets)
     word_attn = np.stack(per_word) if with_words else None
     return CaptionAttention(caption, np.asarray(margins), layout, kept if with_words else words, word_attn)
 
