@@ -62,29 +62,29 @@ THUMB_SIZE = 64  # hover thumbnails, px
 def _figure(state: dict[str, Any] | None, color: str) -> Any:
     if not state:
         return message_figure("make a map first")
-    method = state["shown"]
-    title = f"{state['model']} · {method.upper()} of {len(state['points'])} points (circle = text, square = image)"
-    return map_figure(state["points"], state["layouts"][method], color, title, thumbs=state["thumbs"])
+    m, method = state["map"], state["shown"]
+    title = f"{m.model} · {method.upper()} of {len(m.points)} points (circle = text, square = image)"
+    return map_figure(m.points, state["layouts"][method], color, title, thumbs=state["thumbs"])
 
 
 def _status(state: dict[str, Any], pending: str = "") -> str:
-    notes = "".join(f"<br>note: {html.escape(n)}" for n in state["notes"])
-    return f"**{html.escape(state['summary'])}** · showing **{state['shown'].upper()}**{pending}{notes}"
+    m = state["map"]
+    notes = "".join(f"<br>note: {html.escape(n)}" for n in m.notes)
+    return f"**{html.escape(em.summary_line(m))}** · showing **{state['shown'].upper()}**{pending}{notes}"
 
 
 def find_point(state: dict[str, Any] | None, text: str) -> dict[str, Any]:
     """The point named by a point id (``question/modality/role``) or a question id (its query, first modality)."""
     if not state:
         raise ValueError("make a map first, then click a point")
-    key = (text or "").strip()
-    for p in state["points"]:
+    key, points = (text or "").strip(), state["map"].points
+    for p in points:
         if p["id"] == key:
             return p
-    for p in state["points"]:
+    for p in points:
         if p["question"] == key:
             return p
-    raise ValueError(f"no point or question {key!r} in this map (a point id looks like "
-                     f"{state['points'][0]['id']!r})")
+    raise ValueError(f"no point or question {key!r} in this map (a point id looks like {points[0]['id']!r})")
 
 
 def point_markdown(p: dict[str, Any]) -> str:
@@ -112,9 +112,8 @@ def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: fl
     m = em.build_map(data, model, n_objects or None, int(limit or em.DEFAULT_LIMIT), int(seed or 0),
                      progress=lambda f, msg: progress(f, desc=msg))
     xy, _ = em.cached_layout(m, "pca")
-    state = {"map": m, "points": m.points, "layouts": {"pca": xy}, "shown": "pca", "model": m.model,
-             "path": str(m.path), "notes": m.notes, "summary": em.summary_line(m), "seed": int(seed or 0),
-             "thumbs": thumbnails(m.points, THUMB_SIZE)}
+    state = {"map": m, "layouts": {"pca": xy}, "shown": "pca", "seed": int(seed or 0),
+             "thumbs": thumbnails(m.points, THUMB_SIZE)}  # thumbnails read the images once, not on every recolour
     pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""
     return _figure(state, color), state, _status(state, pending)
 
@@ -150,7 +149,8 @@ def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str]:
 def open_target(state: dict[str, Any] | None, text: str) -> tuple[Any, ...]:
     """Switch to Browse with the map's file and model, the pairing of the point's modality and no filters."""
     p = find_point(state, text)
-    return (gr.Tabs(selected="browse"), p["question"], state["path"], state["model"], PAIRING_OF[p["modality"]],
+    m = state["map"]
+    return (gr.Tabs(selected="browse"), p["question"], str(m.path), m.model, PAIRING_OF[p["modality"]],
             "all", "all", "all")
 
 
