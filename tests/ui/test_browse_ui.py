@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.ui.conftest import pick_option, screenshot, set_dropdown
+from tests.ui.conftest import pick_option, screenshot, set_dropdown, unknown_model_then_bow
 
 pytestmark = pytest.mark.ui
 
@@ -39,12 +39,7 @@ def test_browse_select_question_and_read_score(app_url, page):
 def test_unknown_model_shows_a_message_and_app_keeps_working(app_url, page):
     page.goto(app_url)
     page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
-    set_dropdown(page, "bl-model", "nope:model")
-    page.click("#bl-score-btn")
-    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
-    # still usable: back to bow, score again
-    set_dropdown(page, "bl-model", "bow")
-    page.click("#bl-score-btn")
+    unknown_model_then_bow(page, "bl-model", "#bl-score-btn")  # still usable afterwards: bow scores
     page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
                            timeout=60_000)
 

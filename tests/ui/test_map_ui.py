@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tests.ui.conftest import download_export, screenshot, set_dropdown
+from tests.ui.conftest import download_export, screenshot, unknown_model_then_bow
 
 pytestmark = pytest.mark.ui
 
@@ -74,11 +74,7 @@ def test_map_bad_model_shows_a_message_and_tab_keeps_working(app_url, page, imag
     _open_map_tab(page, app_url)
     page.fill("#map-data textarea, #map-data input", str(image_benchmark))
     page.click("#map-method [data-testid='PCA-radio-label']")
-    set_dropdown(page, "map-model", "nope:model")
-    page.click("#map-run")
-    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
-    set_dropdown(page, "map-model", "bow")
-    page.click("#map-run")
+    unknown_model_then_bow(page, "map-model", "#map-run")
     # bow has no image tower: a map of its text points, with a note saying so
     page.wait_for_function("() => document.querySelector('#map-status').innerText.includes('text points only')",
                            timeout=60_000)
