@@ -78,7 +78,7 @@ def attention_compare(encoders: dict[str, Any], captions: Sequence[att.Caption],
 
 # --- formatting for the CLI and the Finetune tab -------------------------------------------------------------------
 def attention_curves(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """Curves for :func:`bindlab.ui.attention_figures.margin_curves`, one per model that has margins."""
+    """Curves for :func:`bindlab.present.attention_figures.margin_curves`, one per model that has margins."""
     return [{"label": f"{label} ({m['model']})", **m} for label, m in section.get("models", {}).items()
             if m.get("layers") and m.get("n_captions")]
 

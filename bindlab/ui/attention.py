@@ -10,7 +10,7 @@ import gradio as gr
 
 from bindlab.analysis import attention as att
 from bindlab.eval.browse import default_dataset, get_encoder
-from bindlab.ui import attention_figures as figs
+from bindlab.present import attention_figures as figs
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -92,7 +92,7 @@ def compute(model: str, compare: str, data: str, limit: float, direction: str,
 def export(result: dict[str, Any] | None, model: str, direction: str, current: dict[str, Any] | None, layer: float,
            formats: list[str]) -> tuple[list[str], str]:
     """Download: margins per layer (and the ratio), per-caption margins, the curves and the heatmap on screen."""
-    from bindlab.exports import attention_export
+    from bindlab.present.exports import attention_export
 
     if not result:
         raise ValueError("press Compute margins first; the download holds the margins computed there")

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab import figures
+from bindlab.present import figures
 from bindlab.eval import browse
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -147,7 +147,7 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
 @friendly
 def export(data: str, model: str, pairing: str, formats: list[str]) -> tuple[list[str], str]:
     """Download: the scores (summary, accuracy by N and subset, per-question), per-item JSONL and the chart."""
-    from bindlab.exports import mcq_export
+    from bindlab.present.exports import mcq_export
     from bindlab.provenance import provenance
 
     s = _scored(data, model, pairing)

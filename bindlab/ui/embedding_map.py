@@ -14,8 +14,8 @@ from typing import Any
 import gradio as gr
 
 from bindlab.analysis import embedding_map as em
-from bindlab.analysis.map_figure import HOVER_JS, map_figure, thumbnails
-from bindlab.figures import message_figure
+from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
+from bindlab.present.figures import message_figure
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
@@ -157,7 +157,7 @@ def open_target(state: dict[str, Any] | None, text: str) -> tuple[Any, ...]:
 @friendly
 def export(state: dict[str, Any] | None, color: str, formats: list[str]) -> tuple[list[str], str]:
     """Download: every point with its coordinates in each layout computed, and the map shown (as the CLI writes it)."""
-    from bindlab.exports import map_export
+    from bindlab.present.exports import map_export
 
     if not state:
         raise ValueError("make a map first, then download it")

@@ -1,6 +1,6 @@
 """The *Download* panel every results tab shares: choose formats, press *Prepare files*, click a file to download it.
 
-Files are written by :mod:`bindlab.exports` (the same files as the CLI's ``--export DIR``) into a fresh folder per
+Files are written by :mod:`bindlab.present.exports` (the same files as the CLI's ``--export DIR``) into a fresh folder per
 request, so two browser tabs exporting at once never overwrite each other's files.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from bindlab import exports
+from bindlab.present import exports
 
 FORMAT_CHOICES = list(exports.FORMATS)
 HELP = ("Tables as **CSV** (opens in pandas / a spreadsheet) and **JSON** (with provenance), per-item results as "

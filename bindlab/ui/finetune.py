@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab import figures
+from bindlab.present import figures
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -151,7 +151,7 @@ ATTENTION_COLUMNS = ["model", "captions", "last layer", "deep layers", "Δ last 
 def attention_view(section: dict[str, Any] | None) -> tuple[Any, pd.DataFrame]:
     """The attention part of a compare: margin curves with bands (one per model) and one table row per model."""
     from bindlab.train.compare_attention import attention_curves, attention_rows
-    from bindlab.ui.attention_figures import margin_curves
+    from bindlab.present.attention_figures import margin_curves
 
     if not section:
         return figures.message_figure("attention margins were not computed"), pd.DataFrame(columns=ATTENTION_COLUMNS)
@@ -181,7 +181,7 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
     """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
     figure and the job's training curves."""
     from bindlab.eval.browse import default_dataset, get_encoder
-    from bindlab.exports import compare_export
+    from bindlab.present.exports import compare_export
     from bindlab.provenance import provenance
     from bindlab.train.compare import job_models
 

@@ -16,7 +16,7 @@ from PIL import Image
 
 from bindlab.analysis import grounding_session as gs
 from bindlab.data.factors import FACTORS, default_grid
-from bindlab.ui import grounding_figures as gf
+from bindlab.present import grounding_figures as gf
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -131,7 +131,7 @@ def export(key: dict[str, Any] | None, value: str, alpha: float, controls: pd.Da
            formats: list[str]) -> tuple[list[str], str]:
     """Download at the slider's α: summary, AP per value, margin curves of every value, the controls (if run),
     and the figures on screen."""
-    from bindlab.exports import grounding_export
+    from bindlab.present.exports import grounding_export
     from bindlab.provenance import provenance
 
     session = _session(key)

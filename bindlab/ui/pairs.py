@@ -7,7 +7,7 @@ from typing import Any
 
 import gradio as gr
 
-from bindlab import figures
+from bindlab.present import figures
 from bindlab.eval import pairs_view
 from bindlab.eval.pairs import by_edit_type_rows
 from bindlab.ui.common import friendly
@@ -127,7 +127,7 @@ def check_default_model() -> str:
 def export(data: str, model: str, verbosity: str, formats: list[str]) -> tuple[list[str], str]:
     """Download: I2T / T2I / Group tables, the per-edit-type table and chart, per-pair JSONL."""
     from bindlab.eval.browse import get_encoder
-    from bindlab.exports import pairs_export
+    from bindlab.present.exports import pairs_export
     from bindlab.provenance import provenance
 
     model = (model or "").strip()

@@ -19,13 +19,13 @@ import pandas as pd
 from PIL import Image
 
 from bindlab import walkthrough as wt
-from bindlab.ui import walkthrough_figures as wf
+from bindlab.present import walkthrough_figures as wf
 from bindlab.ui.browse import question_html
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
-from bindlab.ui.walkthrough_figures import PAIRING_NAMES
+from bindlab.present.walkthrough_figures import PAIRING_NAMES
 
 CSS = """
 #wt-intro {font-size: 1.02em}
@@ -358,7 +358,7 @@ def show_finetune(job: str | None, results: dict[str, Any] | None, progress: gr.
 @friendly
 def export(results: dict[str, Any] | None, formats: list[str]) -> tuple[list[str], str]:
     """Download: the tables and charts of the steps run so far in this session."""
-    from bindlab.exports import walkthrough_export
+    from bindlab.present.exports import walkthrough_export
     from bindlab.provenance import provenance
 
     view = walkthrough_export(results or {})

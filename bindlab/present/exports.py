@@ -276,7 +276,7 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
 def mcq_export(summaries: dict[str, dict[str, Any]], items: list[dict[str, Any]]) -> ResultView:
     """MCQ accuracy (``eval mcq``, the Browse tab): per-pairing summary, accuracy by N and subset, per-question scores
     with one column per candidate role, the accuracy-by-N chart per pairing, and the per-item rows."""
-    from bindlab import figures
+    from bindlab.present import figures
     from bindlab.data.schema import ROLES
     from bindlab.eval.mcq import accuracy_by_n
 
@@ -323,7 +323,7 @@ def _score_rows(group: str, blocks: dict[str, dict[str, Any]]) -> list[dict[str,
 def pairs_export(summary: dict[str, Any], items: list[dict[str, Any]], model: str = "") -> ResultView:
     """Winoground-style pairs (``eval pairs``, the Pairs tab): I2T / T2I / Group overall, by verbosity and category
     with 95 % intervals, the per-edit-type table and bar chart, per-pair rows."""
-    from bindlab import figures
+    from bindlab.present import figures
     from bindlab.eval.pairs import by_edit_type_rows
 
     scores = (_score_rows("overall", {"all": summary["overall"]})
@@ -345,7 +345,7 @@ def grounding_export(reports: dict[str, dict[str, Any]], curves: dict[str, dict[
         shown: the tab's ``slider_view`` (adds the margin-curve and 2-D figures of the value on screen).
         chosen: the validation alpha, if selected (marked on the margin curve).
     """
-    from bindlab.ui import grounding_figures as gf
+    from bindlab.present import grounding_figures as gf
 
     summary, per_value, margins, controls, figs = [], [], [], [], {}
     for f, r in reports.items():
@@ -381,7 +381,7 @@ def attention_export(res: dict[str, Any], items: list[dict[str, Any]], heatmap: 
     """Attention binding margins (``attention``, the Attention tab): per-layer margins with 95 % intervals per model
     and caption set, the per-layer ratio with ``--compare``, per-caption margins, the curves figure (and the word x
     word heatmap on screen, if given)."""
-    from bindlab.ui import attention_figures as af
+    from bindlab.present import attention_figures as af
 
     margins = []
     for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
@@ -414,7 +414,7 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
     """Base vs finetuned (``jobs compare``, the Finetune tab): MCQ accuracy per pairing and N, triplet accuracy and the
     forgetting control, the accuracy-by-N figure, the training curves (if ``metrics``) and, when the compare has an
     attention section, its per-model and per-layer tables and curves."""
-    from bindlab import figures
+    from bindlab.present import figures
 
     tables: dict[str, Any] = {}
     figs: dict[str, Any] = {}
@@ -428,7 +428,7 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
         figs["training"] = figures.training_curves(metrics, title="loss and validation triplet accuracy")
     if attention and attention.get("available"):
         from bindlab.train.compare_attention import attention_curves, attention_rows, per_layer_rows
-        from bindlab.ui.attention_figures import margin_curves
+        from bindlab.present.attention_figures import margin_curves
 
         tables["attention"] = attention_rows(attention)
         tables["attention_per_layer"] = per_layer_rows(attention)
@@ -443,7 +443,7 @@ def map_export(data: Any, layouts: dict[str, Any], color_by: str = "role", shown
     ``map.html`` also carries hover thumbnails."""
     import numpy as np
 
-    from bindlab.analysis.map_figure import map_figure
+    from bindlab.present.map_figure import map_figure
 
     if not layouts:
         raise ValueError("no layout to export: make a map first")
@@ -466,7 +466,7 @@ def map_export(data: Any, layouts: dict[str, Any], color_by: str = "role", shown
 def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
     """The walkthrough's steps run so far (the Walkthrough tab): one table per step with the numbers it showed, and
     its chart where it has one. ``results`` maps a step key (``bow``, ``text``, …) to that step's backend dict."""
-    from bindlab.ui import walkthrough_figures as wf
+    from bindlab.present import walkthrough_figures as wf
 
     if not results:
         raise ValueError("run at least one step first; the download holds the steps run in this session")

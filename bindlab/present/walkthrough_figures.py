@@ -1,6 +1,6 @@
 """The Walkthrough's charts, built from the step dicts of :mod:`bindlab.walkthrough` (pure: dict -> plotly Figure).
 
-The Walkthrough tab shows them and its Download panel (:func:`bindlab.exports.walkthrough_export`) exports them, so
+The Walkthrough tab shows them and its Download panel (:func:`bindlab.present.exports.walkthrough_export`) exports them, so
 both draw the same figures.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bindlab import figures
-from bindlab.ui import attention_figures as af
-from bindlab.ui import grounding_figures as gf
+from bindlab.present import figures
+from bindlab.present import attention_figures as af
+from bindlab.present import grounding_figures as gf
 
 PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image → text", "ii": "image → image"}
 

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
-from bindlab.figures import message_figure
+from bindlab.present.figures import message_figure
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 

@@ -70,11 +70,3 @@ def grounding_plane(plane: dict[str, Any], value: str, alpha: float) -> go.Figur
                       yaxis_title="· q_v⊥", height=420, margin=dict(l=50, r=20, t=50, b=40),
                       yaxis=dict(scaleanchor="x"), legend=dict(orientation="h", y=-0.2))
     return fig
-
-
-def message_figure(text: str) -> go.Figure:
-    """An empty figure that shows ``text`` (used before loading and when a figure cannot be drawn)."""
-    fig = go.Figure()
-    fig.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    fig.update_layout(xaxis=dict(visible=False), yaxis=dict(visible=False), height=250)
-    return fig

@@ -72,7 +72,7 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
 
     Each marker's ``customdata`` is ``[point id, question id, point index]``; clicks read the point id from it.
     """
-    from bindlab.figures import message_figure
+    from bindlab.present.figures import message_figure
 
     if not len(points):
         return message_figure("no points to draw")

@@ -1,0 +1,57 @@
+"""``python -m bindlab <command>``: the command-line face of the backend.
+
+Every command prints a short human summary; ``--out FILE`` writes the full result as JSON with provenance.
+User errors (bad ids, bad files) print one clear line to stderr and exit with status 2 — no traceback.
+One module per feature adds its commands (``_add_*``); each command parses, calls the feature's study, and formats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from bindlab.cli import attention, browse, finetune, grounding, map, models, pairs, toy
+from bindlab.cli.common import Groups
+from bindlab.config import __version__
+
+# Each feature module adds its commands; the order is the order of --help.
+COMMAND_GROUPS: list[Callable[[Groups], None]] = [
+    browse.add_commands,
+    models.add_commands,
+    attention.add_commands,
+    finetune.add_commands,
+    grounding.add_commands,
+    pairs.add_commands,
+    toy.add_commands,
+    map.add_commands,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bindlab", description="bindlab: attribute–object binding lab bench")
+    parser.add_argument("--version", action="version", version=f"bindlab {__version__}")
+    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    gen = top.add_parser("generate", help="generate a benchmark or dataset").add_subparsers(
+        dest="what", required=True, metavar="KIND")
+    ev = top.add_parser("eval", help="score an encoder on a benchmark").add_subparsers(
+        dest="what", required=True, metavar="KIND")
+    groups = Groups(top, gen, ev)
+    for add in COMMAND_GROUPS:
+        add(groups)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    from bindlab.data.schema import DataError
+    from bindlab.encoders.base import EncoderError
+
+    try:
+        a.func(a)
+    except (DataError, EncoderError, ValueError, FileNotFoundError, KeyError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    return 0

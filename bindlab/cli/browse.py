@@ -1,0 +1,124 @@
+"""``generate saber``, ``eval mcq``, ``eval retrieval``: the SABER MCQ benchmark (the Browse tab's feature)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, _write_per_item
+
+
+# --- generate ----------------------------------------------------------------------------------------------------
+def cmd_generate_saber(a: argparse.Namespace) -> None:
+    from bindlab.data.saber import generate_saber, parse_sizes, write_benchmark
+
+    sizes = parse_sizes(a.sizes)
+    t = time.perf_counter()
+    settings = {"seed": a.seed, "per_size": a.per_size, "sizes": sizes, "images": a.images}
+    if a.images:
+        from tqdm import tqdm
+
+        from bindlab.data.render import RENDER_VOCAB
+        from bindlab.data.saber_images import render_mcq_images
+
+        questions = generate_saber(per_size=a.per_size, sizes=sizes, seed=a.seed, vocab=RENDER_VOCAB)
+        with tqdm(total=5 * len(questions), desc="rendering", unit="img") as bar:
+            n = render_mcq_images(questions, a.out, size=a.size, workers=a.workers, seed=a.seed,
+                                  progress=lambda done, total: bar.update(done - bar.n))
+        settings.update(image_size=a.size, vocab="renderable")
+        print(f"rendered {n} new images ({5 * len(questions) - n} already there) at {a.size}px")
+    else:
+        questions = generate_saber(per_size=a.per_size, sizes=sizes, seed=a.seed)
+    path = write_benchmark(a.out, questions, settings)
+    print(f"generated {len(questions)} questions (sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per size, seed {a.seed}) "
+          f"in {time.perf_counter() - t:.1f}s -> {path}")
+
+
+# --- eval --------------------------------------------------------------------------------------------------------
+def _load_questions(a: argparse.Namespace):
+    from bindlab.data.schema import load_mcqs
+
+    questions, report = load_mcqs(a.data, strict=not a.skip_bad)
+    if report.skipped:
+        print(f"warning: {report.summary()}", file=sys.stderr)
+    if a.limit:
+        questions = questions[: a.limit]
+    return questions, report
+
+
+def _eval(a: argparse.Namespace, evaluate: Callable, kind: str) -> None:
+    from bindlab.encoders.base import load_encoder
+    from bindlab.eval.mcq import parse_pairings
+    from bindlab.provenance import provenance
+
+    pairings = parse_pairings(a.pairings)
+    encoder = load_encoder(a.model, device=a.device, batch_size=a.batch_size)  # cheap: weights load on first use
+    questions, report = _load_questions(a)
+    t = time.perf_counter()
+    results, rows = evaluate(questions, Path(a.data).parent, encoder, pairings)
+    elapsed = time.perf_counter() - t
+    settings = {"kind": kind, "pairings": pairings, "limit": a.limit, "batch_size": a.batch_size,
+                "skipped_lines": len(report.skipped), "seconds": round(elapsed, 3)}
+    out = {"pairings": results, "provenance": provenance(a.data, encoder, settings)}
+    for p, r in results.items():
+        if kind == "mcq":
+            by_n = " ".join(f"{n}:{v:.3f}" for n, v in r["by_n"].items())
+            print(f"{encoder.id} {p}: accuracy {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
+        else:
+            m = r["map"]
+            print(f"{encoder.id} {p}: mAP {m['all']:.3f} (independent {m['independent']}, nested {m['nested']}) "
+                  f"R@1 {r['r@1']:.3f} R@5 {r['r@5']:.3f}")
+    _write_json(a.out, out)
+    _write_per_item(a.per_item, rows)
+    from bindlab.present import exports
+
+    build = exports.mcq_export if kind == "mcq" else exports.retrieval_export
+    _write_export(a, lambda: build(results, rows), out["provenance"])
+
+
+def cmd_eval_mcq(a: argparse.Namespace) -> None:
+    from bindlab.eval.mcq import evaluate_mcq
+
+    _eval(a, evaluate_mcq, "mcq")
+
+
+def cmd_eval_retrieval(a: argparse.Namespace) -> None:
+    from bindlab.eval.retrieval import evaluate_retrieval
+
+    _eval(a, evaluate_retrieval, "retrieval")
+
+
+def _eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, help="MCQ JSONL file (e.g. DIR/mcq.jsonl)")
+    p.add_argument("--model", required=True, help="encoder id, e.g. minilm, bow, hf:openai/clip-vit-base-patch32")
+    p.add_argument("--pairings", default="tt", help="comma-separated subset of tt,ti,it,ii (query→candidates)")
+    p.add_argument("--out", help="write results JSON here")
+    p.add_argument("--per-item", help="write every question's scores as JSONL here")
+    p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--limit", type=int, default=0, help="evaluate only the first N questions")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file")
+    _export_args(p)
+
+
+def add_commands(g: Groups) -> None:
+    p = g.generate.add_parser("saber", help="SABER-style 4-way binding MCQs -> DIR/mcq.jsonl")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--per-size", type=int, default=200, help="questions per scene size (half independent, half nested)")
+    p.add_argument("--sizes", default="2-10", help="scene sizes, e.g. 2-10 or 2,3,5")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--images", action="store_true",
+                   help="also render the query and candidate images (renderable vocabulary; resumable)")
+    p.add_argument("--size", type=int, default=256, help="image side in pixels (with --images)")
+    p.add_argument("--workers", type=int, default=2, help="rendering processes (with --images)")
+    p.set_defaults(func=cmd_generate_saber)
+
+    m = g.eval.add_parser("mcq", help="4-way MCQ accuracy (tie-aware) by N and subset")
+    _eval_args(m)
+    m.set_defaults(func=cmd_eval_mcq)
+    r = g.eval.add_parser("retrieval", help="pooled-gallery retrieval: mAP, R@1, R@5, containment diagnostics")
+    _eval_args(r)
+    r.set_defaults(func=cmd_eval_retrieval)

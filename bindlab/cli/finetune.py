@@ -1,0 +1,190 @@
+"""``generate triplets``, ``finetune``, ``jobs``: text-only LoRA finetuning as background jobs (the Finetune tab's feature)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
+
+
+# --- triplets, finetune, jobs ------------------------------------------------------------------------------------
+def cmd_generate_triplets(a: argparse.Namespace) -> None:
+    from bindlab.data.triplets import generate_triplets, write_triplets
+
+    rows, stats = generate_triplets(a.n, seed=a.seed, engine=a.engine,
+                                    progress=lambda i, n: print(f"  {i}/{n} examples", file=sys.stderr))
+    paths = write_triplets(a.out, rows, stats)
+    splits = ", ".join(f"{k} {v}" for k, v in stats["splits"].items())
+    rejected = ", ".join(f"{k} {v}" for k, v in stats["rejected"].items()) or "none"
+    print(f"generated {stats['n_rows']} triplet rows ({stats['n_examples']} examples, seed {a.seed}, "
+          f"engine {stats['engine']}) in {stats['seconds']:.1f}s -> {paths['triplets']}")
+    print(f"splits: {splits}")
+    print(f"rejected examples: {stats['n_rejected_examples']} of {stats['attempts']} attempts; by reason: {rejected}")
+
+
+_FT_KEYS = ("model", "data", "epochs", "max_steps", "batch_size", "lr", "weight_decay", "margin", "lora_rank",
+            "lora_alpha", "lines_a", "seed", "device", "eval_rows", "num_processes")
+
+
+def _finetune_config(a: argparse.Namespace) -> dict[str, Any]:
+    cfg: dict[str, Any] = {}
+    if a.config:
+        try:
+            cfg = json.loads(Path(a.config).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"--config {a.config}: cannot read it as JSON ({e})") from None
+        if not isinstance(cfg, dict):
+            raise ValueError(f"--config {a.config}: must hold a JSON object of finetune settings")
+    cfg.update({k: getattr(a, k) for k in _FT_KEYS if getattr(a, k) is not None})  # flags override the file
+    missing = [k for k in ("model", "data") if not cfg.get(k)]
+    if missing:
+        raise ValueError(f"finetune needs {' and '.join('--' + k for k in missing)} (or a --config file with them)")
+    return cfg
+
+
+def _print_progress(st: dict[str, Any], pr: dict[str, Any]) -> str:
+    if not pr:
+        return f"{st['state']}: {st.get('message', '')}"
+    eta = f", ETA {pr['eta_s']:.0f}s" if pr.get("eta_s") is not None else ""
+    loss = f", loss {pr['loss']:.4f}" if pr.get("loss") is not None else ""
+    return f"{st['state']} [{pr.get('phase')}] step {pr.get('step')}/{pr.get('total_steps')}{loss}{eta}"
+
+
+def cmd_finetune(a: argparse.Namespace) -> None:
+    from bindlab.jobs.manager import JobManager
+
+    manager = JobManager()
+    job_id = manager.submit(_finetune_config(a))
+    print(f"job {job_id} submitted; it will produce the model lora:{job_id} (and lora:{job_id}/unscaled)")
+    if a.background:
+        print(f"follow it with: python -m bindlab jobs show {job_id}")
+        return
+    last = ""
+    try:
+        while True:
+            st = manager.show(job_id, log_lines=0)
+            line = _print_progress(st["status"], st["progress"])
+            if line != last:
+                print(line, flush=True)
+                last = line
+            if st["status"]["state"] in ("done", "failed", "cancelled"):
+                break
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        manager.cancel(job_id)
+        raise ValueError(f"interrupted: job {job_id} cancelled (resume it with 'python -m bindlab jobs resume {job_id}')") from None
+    st = manager.show(job_id)
+    if st["status"]["state"] != "done":
+        raise ValueError(f"job {job_id} {st['status']['state']}: {st['status'].get('message')}\n{st['log_tail']}")
+    _print_finetune_result(st["result"])
+    _write_json(a.out, st["result"])
+
+
+def _print_finetune_result(res: dict[str, Any]) -> None:
+    from bindlab.train.compare import result_rows
+
+    print(f"LiNeS a = {res['lines']['a']} ({res['lines']['chosen_on']}); {res['steps']} steps, "
+          f"{res['triplets_per_s']} triplets/s")
+    for row in result_rows(res):
+        print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+
+
+def cmd_jobs(a: argparse.Namespace) -> None:
+    from bindlab.jobs.manager import JobManager
+
+    if a.action == "_run":
+        from bindlab.jobs.runner import run_job
+
+        raise SystemExit(run_job(a.job))
+    manager = JobManager()
+    if a.action == "list":
+        jobs = manager.list()
+        if not jobs:
+            print(f"no jobs under {manager.root}")
+        for j in jobs:
+            print(f"{j['id']}  {j['model_id']:<30}  {j['state']:<9}  {j['base_model']}  "
+                  f"{_print_progress(j, j['progress']) if j['state'] == 'running' else j.get('message', '')}")
+        _write_json(a.out, {"jobs": jobs})
+        return
+    if not a.job:
+        raise ValueError(f"'jobs {a.action}' needs a job id; see 'python -m bindlab jobs list'")
+    if a.action == "show":
+        info = manager.show(a.job)
+        st = info["status"]
+        print(f"{st['id']}  {st['model_id']}  {st['state']}  base {st['base_model']}  created {st['created']}")
+        print(_print_progress(st, info["progress"]))
+        if info["result"]:
+            _print_finetune_result(info["result"])
+        if st["state"] == "failed" or a.log:
+            print("--- log tail ---\n" + (st.get("log_tail") or info["log_tail"]))
+        _write_json(a.out, info)
+    elif a.action == "cancel":
+        st = manager.cancel(a.job)
+        print(f"{st['id']}: {st['state']} ({st['message']})")
+    elif a.action == "resume":
+        st = manager.resume(a.job)
+        print(f"{st['id']}: {st['state']} ({st['message']})")
+    elif a.action == "compare":
+        from bindlab.train.compare import compare_job, format_compare
+
+        if not a.data:
+            raise ValueError("'jobs compare' needs --data MCQ.jsonl (e.g. from 'python -m bindlab generate saber')")
+        res = compare_job(a.job, a.data, pairings=a.pairings, limit=a.limit,
+                          attention_limit=None if a.no_attention else a.attention_limit)
+        print(format_compare(res))
+        _write_json(a.out, res)
+        from bindlab.present.exports import compare_export
+        from bindlab.train.compare import mcq_table
+
+        _write_export(a, lambda: compare_export(mcq_table(res), res["triplets"], manager.metrics(a.job),
+                                                res.get("attention")), res["provenance"])
+
+
+def add_commands(g: Groups) -> None:
+    t = g.generate.add_parser("triplets", help="text finetuning triplets (SABER appendix B) -> DIR/triplets.jsonl")
+    t.add_argument("--out", required=True, help="output folder")
+    t.add_argument("--n", type=int, default=100_000, help="triplet rows (even; two per example)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--engine", default="template", help="template (offline) or hf:ORG/NAME (a local instruct LM)")
+    t.set_defaults(func=cmd_generate_triplets)
+
+    f = g.top.add_parser("finetune", help="LoRA-finetune an encoder on binding triplets, then LiNeS (a job)")
+    f.add_argument("--model", help="base encoder id: minilm, st:/folder, toy:shared, hf:…, qwen3vl:…")
+    f.add_argument("--data", help="triplets folder from 'generate triplets'")
+    f.add_argument("--config", help="job.json with the same keys (model, data, epochs, lora_rank, …); flags override")
+    f.add_argument("--epochs", type=int)
+    f.add_argument("--max-steps", type=int, help="cap on optimizer steps (default: no cap)")
+    f.add_argument("--batch-size", type=int, help="triplets per step (default 16)")
+    f.add_argument("--lr", type=float, help="AdamW learning rate (default 5e-5)")
+    f.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
+    f.add_argument("--margin", type=float, help="hinge margin (default 0.05)")
+    f.add_argument("--lora-rank", type=int, help="LoRA r (default 4)")
+    f.add_argument("--lora-alpha", type=float, help="LoRA alpha (default 4)")
+    f.add_argument("--lines-a", help="LiNeS a in [0, 1], or auto (chosen on validation; default)")
+    f.add_argument("--seed", type=int)
+    f.add_argument("--device", help="auto|cpu|cuda|cuda:N|mps")
+    f.add_argument("--eval-rows", type=int, help="rows per split used for evaluation (default 400, 0 = all)")
+    f.add_argument("--num-processes", type=int, help=">1: data parallel under 'accelerate launch'")
+    f.add_argument("--background", action="store_true", help="start the job and return at once")
+    f.add_argument("--out", help="write the result JSON here (foreground only)")
+    f.set_defaults(func=cmd_finetune)
+
+    j = g.top.add_parser("jobs", help="background jobs: list | show ID | cancel ID | resume ID | compare ID --data F")
+    j.add_argument("action", choices=["list", "show", "cancel", "resume", "compare", "_run"], metavar="ACTION",
+                   help="list | show | cancel | resume | compare (_run DIR is what a job process executes)")
+    j.add_argument("job", nargs="?", help="job id (as printed by finetune / jobs list)")
+    j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on")
+    j.add_argument("--pairings", default="auto", help="compare: tt,ti,it,ii or auto (all the model and data allow)")
+    j.add_argument("--limit", type=int, default=0, help="compare: first N questions only")
+    j.add_argument("--attention-limit", type=int, default=200,
+                   help="compare: attention binding margins per layer on the first N query captions (0 = all)")
+    j.add_argument("--no-attention", action="store_true", help="compare: skip the attention margins")
+    j.add_argument("--log", action="store_true", help="show: print the log tail")
+    j.add_argument("--out", help="write JSON here")
+    _export_args(j)  # used by compare
+    j.set_defaults(func=cmd_jobs)

@@ -1,0 +1,96 @@
+"""``train toy``, ``eval toy``: the toy vision-language models and their cards."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from bindlab.cli.common import Groups, _write_json
+
+
+def cmd_train_toy(a: argparse.Namespace) -> None:
+    from bindlab.train.toy_train import TqdmProgress, TrainConfig, train_toy
+
+    model = {k: v for k, v in {"width": a.width, "layers": a.layers, "text_layers": a.layers, "heads": a.heads,
+                               "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem,
+                               "embed_dim": a.width}.items() if v}
+    cfg = TrainConfig(arch=a.arch, steps=a.steps, batch_size=a.batch_size, seed=a.seed, pool_size=a.pool_size,
+                      hard_share=a.hard_share,
+                      checkpoint_every=a.checkpoint_every, threads=a.threads, lr=a.lr, model=model,
+                      warmup=min(60, max(1, a.steps // 10)))
+    out = Path(a.out)
+    record = train_toy(cfg, out, [TqdmProgress(disable=a.no_progress)])
+    if not record["finished"]:
+        print(f"stopped at step {record['steps']}/{cfg.steps}; run the same command again to resume from {out}/checkpoint")
+        return
+    print(f"trained toy:{a.arch} ({record['parameters']:,} parameters) for {record['steps']} steps in "
+          f"{record['train_seconds']:.0f}s (+{record['render_seconds']:.0f}s rendering); final loss "
+          f"{record['final_loss']:.3f} -> toy:{out.resolve()}")
+    if a.eval_sample:
+        cmd_eval_toy(argparse.Namespace(model=f"toy:{out.resolve()}", sample=a.eval_sample, per_size=a.eval_per_size,
+                                        out=str(out / "eval.json"), seed=a.seed))
+
+
+def cmd_eval_toy(a: argparse.Namespace) -> None:
+    from bindlab.encoders.base import load_encoder
+    from bindlab.provenance import provenance
+    from bindlab.train.toy_eval import evaluate_toy, summary_lines
+
+    encoder = load_encoder(a.model)
+    t = time.perf_counter()
+    result = evaluate_toy(encoder, sample=a.sample, per_size=a.per_size, seed=a.seed)
+    settings = {"sample": a.sample, "per_size": a.per_size, "seconds": round(time.perf_counter() - t, 1)}
+    for line in summary_lines(result):
+        print(line)
+    _write_json(a.out, {**result, "provenance": provenance(None, encoder, settings, a.seed)})
+    if getattr(a, "card", False):
+        from bindlab.train.toy_card import write_card
+
+        folder = getattr(encoder, "folder", None)
+        if folder is None or not (Path(folder) / "training.json").is_file():
+            raise ValueError(f"--card needs a toy model folder with training.json; {a.model} has none")
+        t = json.loads((Path(folder) / "training.json").read_text())["train_config"]
+        command = (f"python -m bindlab train toy --arch {t['arch']} --out DIR --steps {t['steps']} --seed {t['seed']}"
+                   f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
+        print(f"wrote {write_card(folder, a.model, result, command, a.note or [])}")
+
+
+def add_commands(g: Groups) -> None:
+    tr = g.top.add_parser("train", help="train a model").add_subparsers(dest="what", required=True, metavar="KIND")
+    p = tr.add_parser("toy", help="train a toy vision-language model (toy:clip / toy:shared) on rendered scenes")
+    p.add_argument("--arch", choices=["clip", "shared"], required=True, help="clip = two towers; shared = one stack")
+    p.add_argument("--out", required=True, help="output folder (checkpoints; the final model loads as toy:/path)")
+    p.add_argument("--steps", type=int, default=6000, help="optimizer steps (6000 = the shipped models)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--lr", type=float, default=1.5e-3)
+    p.add_argument("--pool-size", type=int, default=10000, help="pre-rendered training scenes (cached)")
+    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a busy 2-core machine)")
+    p.add_argument("--width", type=int, default=0, help="override the hidden width (tests use tiny models)")
+    p.add_argument("--layers", type=int, default=0, help="override the number of blocks")
+    p.add_argument("--heads", type=int, default=0, help="override the number of attention heads")
+    p.add_argument("--image-size", type=int, default=0, help="override the image side in pixels")
+    p.add_argument("--patch-size", type=int, default=0, help="override the ViT patch side in pixels (multiple of 4)")
+    p.add_argument("--stem", choices=["deep", "light"], help="override the convolutional stem")
+    p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
+                                                                  "(single objects sharing an attribute)")
+    p.add_argument("--eval-sample", type=int, default=300, help="held-out single-object renders for the final "
+                                                                 "evaluation (0 = skip it)")
+    p.add_argument("--eval-per-size", type=int, default=10, help="MCQs per N = 2..10 in the final evaluation")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_train_toy)
+
+    e = g.eval.add_parser("toy", help="single-object retrieval and image MCQs on rendered scenes (toy model card)")
+    e.add_argument("--model", required=True, help="encoder id with text and images, e.g. toy:clip")
+    e.add_argument("--sample", type=int, default=0, help="held-out single-object renders (0 = all 1008 shape x "
+                                                         "attribute combinations)")
+    e.add_argument("--per-size", type=int, default=40, help="MCQs per N = 2..10")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--out", help="write results JSON here")
+    e.add_argument("--card", action="store_true", help="also write the model card README.md into the toy model's folder")
+    e.add_argument("--note", action="append", help="a line for the card's training section (repeatable), e.g. the "
+                                                   "machine's load during training")
+    e.set_defaults(func=cmd_eval_toy)
