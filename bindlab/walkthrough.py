@@ -62,7 +62,7 @@ STEPS: tuple[Step, ...] = (
 # ---------------------------------------------------------------------------------------------- shared helpers
 def _dataset(data: str | Path | None, images: bool = False, progress: Progress | None = None) -> Path:
     """The given MCQ file, or the embedded default (with images when ``images``)."""
-    from bindlab.eval.browse import default_dataset
+    from bindlab.studies.browse import default_dataset
 
     if data:
         p = Path(data)
@@ -79,7 +79,7 @@ def _role_scores(q: Any, scores: np.ndarray) -> dict[str, float]:
 
 def _example(s: Any, n_objects: int) -> dict[str, Any]:
     """The first question with ``n_objects`` objects (else the first question), as :func:`question_view` shows it."""
-    from bindlab.eval.browse import question_view
+    from bindlab.studies.browse import question_view
 
     q = next((q for q in s.questions if q.n_objects == n_objects), s.questions[0])
     return question_view(s, q.id)
@@ -110,7 +110,7 @@ def step_bag_of_words(data: str | Path | None = None, example_n: int = 3) -> dic
         "example"}``: ``tie_share`` = share of (question, swap candidate) pairs whose score equals the preserve
         candidate's exactly; ``example`` = one question's view (roles, texts, scores, ranks).
     """
-    from bindlab.eval.browse import scored_set
+    from bindlab.studies.browse import scored_set
 
     s = scored_set(_dataset(data), "bow", "tt")
     ties = [sc[k] == sc[q.answer] for q, sc in zip(s.questions, s.scores, strict=True)
@@ -130,7 +130,7 @@ def step_text_encoder(data: str | Path | None = None, model: str = "minilm", exa
         ``median_preserve`` (median cosine of a query with its right answer) and ``median_other`` (median cosine
         of a query with the right answer of another question: same kind of sentence, other words).
     """
-    from bindlab.eval.browse import scored_set
+    from bindlab.studies.browse import scored_set
 
     path = _dataset(data)
     if progress:
@@ -157,7 +157,7 @@ def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_
         "example"}``; ``example`` is one question's view (image paths included) scored by the first model text→image.
     """
     from bindlab.data.schema import load_mcqs
-    from bindlab.eval.browse import get_encoder, scored_set
+    from bindlab.studies.browse import get_encoder, scored_set
     from bindlab.eval.mcq import PAIRINGS, evaluate_mcq
 
     if progress:
@@ -190,7 +190,7 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
         "ci95", "n"}, "large": {…}, "chance", "per_size"}``; small = the three smallest N ≥ 3, large = the three
         largest.
     """
-    from bindlab.eval.browse import accuracy_table, needs_images, scored_set
+    from bindlab.studies.browse import accuracy_table, needs_images, scored_set
     from bindlab.eval.metrics import bootstrap_ci
 
     if progress:
@@ -273,7 +273,7 @@ def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL,
         (margin of the last layer) and ``first``.
     """
     from bindlab.analysis import attention as att
-    from bindlab.eval.browse import get_encoder
+    from bindlab.studies.browse import get_encoder
 
     if limit < 1:
         raise ValueError(f"limit must be a positive number of captions, got {limit}")

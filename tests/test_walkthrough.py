@@ -52,7 +52,7 @@ def test_bag_of_words_ties_every_swap_exactly(small_benchmark):
 def test_text_encoder_numbers_match_a_naive_recomputation(tmp_path):
     from bindlab.data.saber import generate_saber, write_benchmark
     from bindlab.encoders.tiny import build_tiny
-    from bindlab.eval.browse import question_view, scored_set
+    from bindlab.studies.browse import question_view, scored_set
 
     qs = generate_saber(per_size=1, sizes=range(2, 11), seed=4)
     path = write_benchmark(tmp_path / "saber", qs, {"seed": 4})

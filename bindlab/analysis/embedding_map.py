@@ -240,7 +240,7 @@ def resolve_data(data: str | Path | None, encoder: Any, progress: Progress | Non
             raise FileNotFoundError(f"{p}: MCQ file not found; generate one with "
                                     "'python -m bindlab generate saber --out DIR [--images]'")
         return p
-    from bindlab.eval.browse import default_dataset
+    from bindlab.studies.browse import default_dataset
 
     return default_dataset(images="image" in encoder.modalities, progress=progress)
 
@@ -263,7 +263,7 @@ def build_map(data: str | Path | None, model: str, n_objects: str | Sequence[int
     """
     from bindlab.data.saber_images import check_images
     from bindlab.data.schema import file_sha256, load_mcqs
-    from bindlab.eval.browse import get_encoder
+    from bindlab.studies.browse import get_encoder
     from bindlab.eval.mcq import embed_questions, score_mcq
 
     encoder = get_encoder((model or "").strip() or "minilm")

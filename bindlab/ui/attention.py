@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from bindlab.analysis import attention as att
-from bindlab.eval.browse import default_dataset, get_encoder
+from bindlab.studies.browse import default_dataset, get_encoder
 from bindlab.present import attention_figures as figs
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire

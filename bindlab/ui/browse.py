@@ -10,7 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures
-from bindlab.eval import browse
+from bindlab.studies import browse
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task

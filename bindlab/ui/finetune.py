@@ -131,7 +131,7 @@ def resume(job_id: str) -> str:
 @gpu_task(duration=180)
 @friendly
 def compare(job_id: str, mcq: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    from bindlab.eval.browse import default_dataset
+    from bindlab.studies.browse import default_dataset
     from bindlab.train.compare import compare_job, mcq_table, result_rows
 
     if not job_id:
@@ -180,7 +180,7 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
                    attention: pd.DataFrame | None, formats: list[str]) -> tuple[list[str], str]:
     """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
     figure and the job's training curves."""
-    from bindlab.eval.browse import default_dataset, get_encoder
+    from bindlab.studies.browse import default_dataset, get_encoder
     from bindlab.present.exports import compare_export
     from bindlab.provenance import provenance
     from bindlab.train.compare import job_models

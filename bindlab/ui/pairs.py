@@ -8,7 +8,7 @@ from typing import Any
 import gradio as gr
 
 from bindlab.present import figures
-from bindlab.eval import pairs_view
+from bindlab.studies import pairs as pairs_view
 from bindlab.eval.pairs import by_edit_type_rows
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -113,7 +113,7 @@ def show_pair(data: str, model: str, verbosity: str, level: str, pid: str) -> tu
 @friendly
 def check_default_model() -> str:
     """Page-load note: whether the default model loads here (no scoring happens until *Score*)."""
-    from bindlab.eval.browse import get_encoder
+    from bindlab.studies.browse import get_encoder
 
     try:
         get_encoder(DEFAULT_MODEL)
@@ -126,7 +126,7 @@ def check_default_model() -> str:
 @friendly
 def export(data: str, model: str, verbosity: str, formats: list[str]) -> tuple[list[str], str]:
     """Download: I2T / T2I / Group tables, the per-edit-type table and chart, per-pair JSONL."""
-    from bindlab.eval.browse import get_encoder
+    from bindlab.studies.browse import get_encoder
     from bindlab.present.exports import pairs_export
     from bindlab.provenance import provenance
 

@@ -51,7 +51,7 @@ _SCORED: dict[tuple[str, float, str, str], ScoredPairs] = {}
 
 def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress: Any = None) -> ScoredPairs:
     """Load and score a Pairs file (memoised by file mtime, model and verbosity)."""
-    from bindlab.eval.browse import get_encoder
+    from bindlab.studies.browse import get_encoder
 
     parse_verbosity(verbosity)
     p = Path(path)
