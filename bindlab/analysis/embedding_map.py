@@ -5,18 +5,17 @@ the question id, the item's role (``query`` or the candidate's DESIGN.md role), 
 model answers that question correctly in that modality (text points: text→text, image points: image→image;
 correct = the preserve candidate scores strictly highest, so ties count as wrong), the caption and the image path.
 
-Layouts: PCA (numpy SVD, instant) and UMAP (umap-learn; its first run in a process compiles with numba). Both are
-cached on disk under ``home()/maps/`` keyed by model fingerprint + data fingerprint + method + params, so a map
-seen once reopens at once.
+Layouts: PCA (numpy SVD, instant) and UMAP (umap-learn; its first run in a process compiles with numba). This module
+is the maths only (subset choice, points, layouts, cache keys); embedding a file with a model and the on-disk layout
+cache (``home()/maps/``, keyed by :func:`layout_key`, so a map seen once reopens at once) are the Map study's,
+:mod:`bindlab.studies.map`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -188,7 +187,7 @@ def compute_layout(x: np.ndarray, method: str, params: LayoutParams = LayoutPara
     raise ValueError(f"unknown map method {method!r}; choose from {list(METHODS)}")
 
 
-# --- disk cache ----------------------------------------------------------------------------------------------------
+# --- cache keys ----------------------------------------------------------------------------------------------------
 def layout_key(fingerprint: str, data_hash: str, method: str, params: LayoutParams) -> str:
     """Cache key of a layout: model fingerprint + data fingerprint + method + params."""
     blob = json.dumps({"model": fingerprint, "data": data_hash, "method": method, "params": asdict(params)},
@@ -196,104 +195,7 @@ def layout_key(fingerprint: str, data_hash: str, method: str, params: LayoutPara
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def cache_dir() -> Path:
-    """``home()/maps``: one ``.npy`` file per cached layout."""
-    from bindlab.config import home
-
-    d = home() / "maps"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def cached_layout(data: MapData, method: str, params: LayoutParams = LayoutParams(),
-                  folder: str | Path | None = None) -> tuple[np.ndarray, bool]:
-    """The ``(p, 2)`` layout of ``data`` by ``method``, from the disk cache when there.
-
-    Returns:
-        ``(layout, from_cache)``. A cached file that is unreadable or of the wrong shape is recomputed.
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown map method {method!r}; choose from {list(METHODS)}")
-    path = Path(folder or cache_dir()) / f"{layout_key(data.fingerprint, data.data_hash, method, params)}.npy"
-    try:
-        xy = np.load(path, allow_pickle=False)
-        if xy.shape == (len(data.points), 2) and np.isfinite(xy).all():
-            return xy, True
-    except (OSError, ValueError):
-        pass
-    xy = compute_layout(data.vectors, method, params)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy.tmp")
-    with os.fdopen(fd, "wb") as f:
-        np.save(f, xy)
-    os.replace(tmp, path)  # atomic: a reader never sees a partial file
-    return xy, False
-
-
-# --- building a map from a file and a model ------------------------------------------------------------------------
-def resolve_data(data: str | Path | None, encoder: Any, progress: Progress | None = None) -> Path:
-    """The MCQ file to map: ``data`` when given, else the embedded default (with images when the model has them)."""
-    text = str(data or "").strip()
-    if text:
-        p = Path(text)
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: MCQ file not found; generate one with "
-                                    "'python -m bindlab generate saber --out DIR [--images]'")
-        return p
-    from bindlab.studies.browse import default_dataset
-
-    return default_dataset(images="image" in encoder.modalities, progress=progress)
-
-
-def build_map(data: str | Path | None, model: str, n_objects: str | Sequence[int] | None = None,
-              limit: int = DEFAULT_LIMIT, seed: int = 0, progress: Progress | None = None) -> MapData:
-    """Embed a seeded subset of a SABER file with ``model`` (through the embedding cache) into map points.
-
-    Args:
-        data: MCQ JSONL path; empty = the Browse tab's embedded default (the image version for image models).
-        model: encoder id (``minilm``, ``bow``, ``toy:clip``, ...).
-        n_objects: N values to keep (``"2,3"``, ``[2, 3]``; None/"all" = every N).
-        limit: at most this many questions (seeded sample).
-        seed: sampling seed.
-        progress: optional ``(fraction, message)`` callback.
-
-    Returns:
-        :class:`MapData` with text points, and image points when the model embeds images and every chosen item
-        has an image file (otherwise a note says why they are left out).
-    """
-    from bindlab.data.saber_images import check_images
-    from bindlab.data.schema import file_sha256, load_mcqs
-    from bindlab.studies.browse import get_encoder
-    from bindlab.eval.mcq import embed_questions, score_mcq
-
-    encoder = get_encoder((model or "").strip() or "minilm")
-    path = resolve_data(data, encoder, progress)
-    questions, _ = load_mcqs(path)
-    chosen = select_questions(questions, parse_n_objects(n_objects), limit, seed)
-    modalities, notes = ["text"], []
-    if "image" in encoder.modalities:
-        problems = check_images(chosen, path.parent)
-        if problems:
-            notes.append(f"image points left out: {len(problems)} image problem(s), e.g. {problems[0]}")
-        else:
-            modalities.append("image")
-    else:
-        notes.append(f"{encoder.id} has no image tower: text points only")
-    answers = np.array([q.answer for q in chosen])
-    points, vectors, accuracy = [], [], {}
-    for i, m in enumerate(modalities):
-        if progress:
-            progress(i / (len(modalities) + 1), f"embedding {m}s of {len(chosen)} questions with {encoder.id}")
-        queries, cands = embed_questions(chosen, path.parent, encoder, m)  # (q, d), (q, 4, d)
-        correct = full_credit(score_mcq(queries, cands), answers)
-        accuracy[m] = float(np.mean(correct))
-        points += item_points(chosen, path.parent, m, correct)
-        vectors.append(np.concatenate([queries[:, None], cands], axis=1).reshape(-1, queries.shape[-1]))
-    data_hash = data_fingerprint(file_sha256(path), [q.id for q in chosen], modalities)
-    return MapData(path, encoder.id, encoder.fingerprint, data_hash, modalities, points,
-                   np.concatenate(vectors).astype(np.float32), accuracy, notes)
-
-
+# --- records ------------------------------------------------------------------------------------------------------
 def layout_records(data: MapData, xy: np.ndarray) -> list[dict[str, Any]]:
     """Points with their coordinates ``x``, ``y`` (for the JSON next to an exported map)."""
     return [{**p, "x": float(a), "y": float(b)} for p, (a, b) in zip(data.points, np.asarray(xy), strict=True)]
@@ -305,13 +207,3 @@ def summary_line(data: MapData) -> str:
     return (f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
             f"({' + '.join(data.modalities)}); correct share {acc}")
 
-
-def map_provenance(data: MapData, settings: dict[str, Any] | None = None, seed: int | None = None) -> dict[str, Any]:
-    """The provenance record of a map: its MCQ file, the encoder that embedded it, the subset and the layout settings."""
-    from types import SimpleNamespace
-
-    from bindlab.provenance import provenance
-
-    encoder = SimpleNamespace(id=data.model, fingerprint=data.fingerprint)
-    return provenance(data.path, encoder, {"kind": "map", "modalities": data.modalities, "data_hash": data.data_hash,
-                                           "accuracy": data.accuracy, **(settings or {})}, seed)

@@ -3,19 +3,20 @@
 *Make map* embeds the subset and shows PCA at once (one event, in the GPU queue since it runs the encoder); a
 chained event then computes UMAP (CPU only, outside the GPU queue) and swaps it in. Clicking a point shows its
 caption and image beside the plot; *Open in Browse* switches to the Browse tab with that question selected. The map
-of each visitor lives in a ``gr.State``; the backend is :mod:`bindlab.analysis.embedding_map`.
+of each visitor lives in a ``gr.State``; the backend is :mod:`bindlab.studies.map` (the ``map`` command's too).
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from typing import Any
 
 import gradio as gr
 
-from bindlab.analysis import embedding_map as em
-from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
 from bindlab.present.figures import message_figure
+from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
+from bindlab.studies import map as ms
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
@@ -63,14 +64,13 @@ def _figure(state: dict[str, Any] | None, color: str) -> Any:
     if not state:
         return message_figure("make a map first")
     m, method = state["map"], state["shown"]
-    title = f"{m.model} · {method.upper()} of {len(m.points)} points (circle = text, square = image)"
-    return map_figure(m.points, state["layouts"][method], color, title, thumbs=state["thumbs"])
+    return map_figure(m.points, state["layouts"][method], color, ms.map_title(m, method), thumbs=state["thumbs"])
 
 
 def _status(state: dict[str, Any], pending: str = "") -> str:
     m = state["map"]
     notes = "".join(f"<br>note: {html.escape(n)}" for n in m.notes)
-    return f"**{html.escape(em.summary_line(m))}** · showing **{state['shown'].upper()}**{pending}{notes}"
+    return f"**{html.escape(ms.summary_line(m))}** · showing **{state['shown'].upper()}**{pending}{notes}"
 
 
 def find_point(state: dict[str, Any] | None, text: str) -> dict[str, Any]:
@@ -109,10 +109,12 @@ def _thumbnail(path: str | None) -> Any:
 def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: float, color: str, method: str,
              progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     """Embed the subset and show its PCA map; the state keeps what the UMAP step and the point panel need."""
-    m = em.build_map(data, model, n_objects or None, int(limit or em.DEFAULT_LIMIT), int(seed or 0),
-                     progress=lambda f, msg: progress(f, desc=msg))
-    xy, _ = em.cached_layout(m, "pca")
-    state = {"map": m, "layouts": {"pca": xy}, "shown": "pca", "seed": int(seed or 0),
+    request = ms.MapRequest(model=model, data=data, n_objects=n_objects or None,
+                            limit=ms.DEFAULT_LIMIT if limit in (None, "") else limit,
+                            seed=seed or 0, method="pca", color=color)
+    m = ms.prepare_map(request, progress=lambda f, msg: progress(f, desc=msg))
+    res = ms.run_map(request, prepared=m)
+    state = {"map": m, "layouts": {"pca": res.figures_data["xy"]}, "shown": "pca", "request": request,
              "thumbs": thumbnails(m.points, THUMB_SIZE)}  # thumbnails read the images once, not on every recolour
     pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""
     return _figure(state, color), state, _status(state, pending)
@@ -123,9 +125,9 @@ def add_umap(state: dict[str, Any] | None, color: str, method: str) -> tuple[Any
     """Chained after :func:`make_map`: compute (or read from the cache) the UMAP layout and show it."""
     if not state or method != "umap":
         return gr.update(), state, gr.update()
-    xy, hit = em.cached_layout(state["map"], "umap", em.LayoutParams(seed=state["seed"]))
-    state = {**state, "layouts": {**state["layouts"], "umap": xy}, "shown": "umap"}
-    return _figure(state, color), state, _status(state, " (from cache)" if hit else "")
+    res = ms.run_map(replace(state["request"], method="umap"), prepared=state["map"])
+    state = {**state, "layouts": {**state["layouts"], "umap": res.figures_data["xy"]}, "shown": "umap"}
+    return _figure(state, color), state, _status(state, " (from cache)" if res.summary["from_cache"] else "")
 
 
 def recolor(state: dict[str, Any] | None, color: str) -> Any:
@@ -163,9 +165,9 @@ def export(state: dict[str, Any] | None, color: str, formats: list[str]) -> tupl
         raise ValueError("make a map first, then download it")
     m = state["map"]
     view = map_export(m, state["layouts"], color, state["shown"])
-    settings = {"method": state["shown"], "layouts": sorted(state["layouts"]), "color": color,
-                "params": vars(em.LayoutParams(seed=state["seed"]))}
-    return deliver(view, em.map_provenance(m, settings, state["seed"]), formats)
+    request = replace(state["request"], method=state["shown"], color=color)
+    settings = {**request.settings(), "layouts": sorted(state["layouts"])}
+    return deliver(view, ms.map_provenance(m, settings, request.seed), formats)
 
 
 def build_tab() -> dict[str, Any]:
@@ -181,7 +183,7 @@ def build_tab() -> dict[str, Any]:
                             elem_id="map-model")
         n_objects = gr.Dropdown([str(n) for n in range(2, 11)], value=[], multiselect=True, scale=2,
                                 label="Number of objects (empty = all)", elem_id="map-n")
-        limit = gr.Number(em.DEFAULT_LIMIT, precision=0, minimum=1, maximum=2000, label="Questions (seeded sample)",
+        limit = gr.Number(ms.DEFAULT_LIMIT, precision=0, minimum=1, maximum=ms.MAX_LIMIT, label="Questions (seeded sample)",
                           scale=1, elem_id="map-limit")
     with gr.Row():
         color = gr.Radio(COLOR_CHOICES, value="role", label="Colour by", scale=3, elem_id="map-color")

@@ -9,10 +9,16 @@ import numpy as np
 import pytest
 
 from bindlab.analysis import embedding_map as em
-from bindlab.analysis.map_figure import map_figure, map_html, thumbnails
+from bindlab.present.map_figure import map_figure, map_html, thumbnails
 from bindlab.cli import main
 from bindlab.data.saber import write_benchmark
 from bindlab.data.schema import MCQ, Item
+from bindlab.studies import map as ms
+
+
+def build_map(path, model, n_objects=None, limit=em.DEFAULT_LIMIT, seed=0):
+    """The map's points and embeddings, as the Map study makes them (bindlab.studies.map)."""
+    return ms.prepare_map(ms.MapRequest(model=model, data=str(path), n_objects=n_objects, limit=limit, seed=seed))
 
 
 def _item(text, bindings, role=None):
@@ -103,7 +109,7 @@ def test_bad_layout_requests_say_what_to_do():
 # --- with real encoders --------------------------------------------------------------------------------------------
 def test_correctness_matches_the_models_own_scores(hand_made, minilm):
     path, qs = hand_made
-    m = em.build_map(path, "minilm", limit=10)
+    m = build_map(path, "minilm", limit=10)
     assert m.modalities == ["text"] and "no image tower" in m.notes[0]
     assert len(m.points) == 10 and m.vectors.shape == (10, 384)
     for q in qs:
@@ -118,35 +124,35 @@ def test_correctness_matches_the_models_own_scores(hand_made, minilm):
 
 def test_bag_of_words_is_never_fully_correct(small_benchmark):
     path, _ = small_benchmark
-    m = em.build_map(path, "bow", "2,3", limit=8)
+    m = build_map(path, "bow", "2,3", limit=8)
     assert len(m.question_ids()) == 8 and not any(p["correct"] for p in m.points)  # swaps tie exactly
 
 
 def test_layout_cache_hits_on_the_second_call_and_survives_corruption(small_benchmark, tmp_path):
     path, _ = small_benchmark
-    m = em.build_map(path, "bow", None, limit=10, seed=2)
-    xy, hit = em.cached_layout(m, "pca", folder=tmp_path)
+    m = build_map(path, "bow", None, limit=10, seed=2)
+    xy, hit = ms.cached_layout(m, "pca", folder=tmp_path)
     assert xy.shape == (50, 2) and not hit
-    xy2, hit2 = em.cached_layout(m, "pca", folder=tmp_path)
+    xy2, hit2 = ms.cached_layout(m, "pca", folder=tmp_path)
     assert hit2 and np.array_equal(xy, xy2)
     # another subset or other params is another key
-    other = em.build_map(path, "bow", None, limit=10, seed=3)
-    assert other.data_hash != m.data_hash and not em.cached_layout(other, "pca", folder=tmp_path)[1]
-    assert not em.cached_layout(m, "pca", em.LayoutParams(n_neighbors=5), folder=tmp_path)[1]
+    other = build_map(path, "bow", None, limit=10, seed=3)
+    assert other.data_hash != m.data_hash and not ms.cached_layout(other, "pca", folder=tmp_path)[1]
+    assert not ms.cached_layout(m, "pca", em.LayoutParams(n_neighbors=5), folder=tmp_path)[1]
     # a corrupt file is recomputed, never served
     for f in tmp_path.glob("*.npy"):
         f.write_bytes(b"garbage")
-    xy3, hit3 = em.cached_layout(m, "pca", folder=tmp_path)
+    xy3, hit3 = ms.cached_layout(m, "pca", folder=tmp_path)
     assert not hit3 and np.array_equal(xy, xy3)
 
 
 @pytest.mark.slow  # umap-learn compiles with numba on its first run in a process: about a minute on 2 busy cores
 def test_umap_layout_shape_and_cache(small_benchmark, tmp_path):
     path, _ = small_benchmark
-    m = em.build_map(path, "bow", "2,3", limit=6)
-    xy, hit = em.cached_layout(m, "umap", em.LayoutParams(n_neighbors=5), folder=tmp_path)
+    m = build_map(path, "bow", "2,3", limit=6)
+    xy, hit = ms.cached_layout(m, "umap", em.LayoutParams(n_neighbors=5), folder=tmp_path)
     assert xy.shape == (30, 2) and np.isfinite(xy).all() and not hit
-    xy2, hit2 = em.cached_layout(m, "umap", em.LayoutParams(n_neighbors=5), folder=tmp_path)
+    xy2, hit2 = ms.cached_layout(m, "umap", em.LayoutParams(n_neighbors=5), folder=tmp_path)
     assert hit2 and np.array_equal(xy, xy2)
 
 
@@ -229,7 +235,7 @@ def test_image_model_maps_both_modalities_with_thumbnails(tmp_path):
     qs = generate_saber(per_size=1, sizes=[2, 3], seed=4, vocab=RENDER_VOCAB)
     render_mcq_images(qs, tmp_path, size=48, workers=1)
     path = write_benchmark(tmp_path, qs, {"seed": 4})
-    m = em.build_map(path, "toy:clip")
+    m = build_map(path, "toy:clip")
     assert m.modalities == ["text", "image"] and len(m.points) == 20 and m.vectors.shape[0] == 20
     assert [p["modality"] for p in m.points] == ["text"] * 10 + ["image"] * 10
     assert m.points[0]["image"] == m.points[10]["image"] == str(tmp_path / qs[0].query.image)

@@ -1,0 +1,88 @@
+"""The Map study: one request, one ``run_map``, the same points and coordinates from the ``map`` command and from
+the Map tab's callbacks; a bad request is refused before anything is embedded."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bindlab.cli import main
+from bindlab.studies import map as ms
+
+
+def _noop_progress(*_args, **_kwargs):
+    return None
+
+
+def test_cli_and_tab_give_the_same_points_and_coordinates(small_benchmark, tmp_path):
+    from bindlab.ui import embedding_map as tab
+
+    path, _ = small_benchmark
+    out = tmp_path / "map.html"
+    assert main(["map", "--model", "bow", "--data", str(path), "--n-objects", "2,3", "--limit", "6", "--seed", "4",
+                 "--method", "pca", "--out", str(out)]) == 0
+    cli = json.loads(out.with_suffix(".json").read_text())
+
+    _, state, status = tab.make_map(str(path), "bow", ["2", "3"], 6.0, 4.0, "role", "pca", progress=_noop_progress)
+    m = state["map"]
+    assert [p["id"] for p in m.points] == [p["id"] for p in cli["points"]]
+    np.testing.assert_array_equal(np.asarray(state["layouts"]["pca"], dtype=np.float64),
+                                  [[p["x"], p["y"]] for p in cli["points"]])
+    assert [p["correct"] for p in m.points] == [p["correct"] for p in cli["points"]]
+    assert "6 questions, 30 points" in status
+
+    # and the study itself, called directly with the same inputs
+    res = ms.run_map(ms.MapRequest(model="bow", data=str(path), n_objects="2,3", limit=6, seed=4, method="pca"))
+    assert res.feature == "map" and res.rows == cli["points"]
+    assert res.provenance["settings"] == cli["provenance"]["settings"]
+    assert res.summary["n_points"] == 30 and res.summary["correct_share"] == {"text": 0.0}
+
+
+def test_a_prepared_map_is_laid_out_again_without_re_embedding(small_benchmark, tmp_path, monkeypatch):
+    path, _ = small_benchmark
+    request = ms.MapRequest(model="bow", data=str(path), limit=5, method="pca")
+    data = ms.prepare_map(request)
+    monkeypatch.setattr(ms, "prepare_map", lambda *a, **k: pytest.fail("re-embedded a prepared map"))
+    first = ms.run_map(request, prepared=data, cache_folder=tmp_path)
+    again = ms.run_map(request, prepared=data, cache_folder=tmp_path)
+    assert not first.summary["from_cache"] and again.summary["from_cache"]
+    np.testing.assert_array_equal(first.figures_data["xy"], again.figures_data["xy"])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"limit": 0}, "limit"),
+    ({"limit": ms.MAX_LIMIT + 1}, f"between 1 and {ms.MAX_LIMIT}"),
+    ({"limit": 2.5}, "whole number"),
+    ({"limit": math.nan}, "whole number"),
+    ({"min_dist": math.nan}, "min_dist"),
+    ({"min_dist": math.inf}, "min_dist"),
+    ({"min_dist": 1.5}, "min_dist"),
+    ({"n_neighbors": 1}, "n_neighbors"),
+    ({"seed": -1}, "seed"),
+    ({"method": "tsne"}, "choose from"),
+    ({"color": "hue"}, "choose from"),
+    ({"metric": "hamming"}, "unknown metric"),
+    ({"n_objects": "two"}, "sizes"),
+    ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
+])
+def test_bad_requests_are_refused_before_any_work(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ms.MapRequest(**kwargs)
+
+
+def test_request_defaults_and_coercion():
+    r = ms.MapRequest(model="  ", n_objects=["3", "2"], limit=60.0, seed=3.0)
+    assert r.model == "minilm" and r.n_objects == (2, 3) and r.limit == 60 and r.seed == 3
+    assert ms.MapRequest(n_objects="all").n_objects is None
+    assert r.settings()["n_objects"] == [2, 3] and r.params.seed == 3
+
+
+def test_a_missing_file_is_one_clear_error(tmp_path, capsys):
+    assert main(["map", "--model", "bow", "--data", str(tmp_path / "none.jsonl"), "--method", "pca",
+                 "--out", str(tmp_path / "m.html")]) == 2
+    assert "MCQ file not found" in capsys.readouterr().err
+    assert main(["map", "--model", "bow", "--limit", "0", "--method", "pca", "--out", str(tmp_path / "m.html")]) == 2
+    assert "limit" in capsys.readouterr().err
