@@ -234,7 +234,8 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
     from bindlab.jobs.manager import JobManager, read_json
     from bindlab.jobs.runner import JobReporter
     from bindlab.train.finetune import Callback, FinetuneConfig, batch_order, load_splits, train, train_step
-    from bindlab.train.towers import LoraSettings, inject_lora, text_tower
+    from bindlab.encoders.adapter import LoraSettings, inject_lora
+    from bindlab.encoders.text_tower import text_tower
 
     steps = steps or (20 if quick else 40)
     with _temporary_home() as home:
@@ -317,8 +318,9 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
 
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.throughput import embedding_throughput
-    from bindlab.train.toy_data import WordTokenizer, make_caption, render_many, sample_scene
-    from bindlab.train.toy_models import contrastive_loss
+    from bindlab.encoders.toy_tokenizer import WordTokenizer
+    from bindlab.train.toy_data import make_caption, render_many, sample_scene
+    from bindlab.train.toy_train import contrastive_loss
 
     rng = random.Random(0)
     n = 64 if quick else 512
@@ -349,12 +351,12 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
 def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
     """Map tab layouts on a text subset: PCA, UMAP on its first run in this process (numba compiles), UMAP again
     with another seed (compiled, not cached) and UMAP read back from the layout cache."""
-    from bindlab.analysis.embedding_map import LayoutParams, build_map, cached_layout
+    from bindlab.studies.map import LayoutParams, MapRequest, cached_layout, prepare_map
     from bindlab.data.saber import generate_saber, write_benchmark
 
     with _temporary_home() as home:
         path = write_benchmark(home / "saber", generate_saber(per_size=4 if quick else 20, seed=0), {"seed": 0})
-        data = build_map(path, model, limit=30 if quick else 120)
+        data = prepare_map(MapRequest(model=model, data=str(path), limit=30 if quick else 120))
         t_pca, _ = _timed(lambda: cached_layout(data, "pca"))
         t_first, _ = _timed(lambda: cached_layout(data, "umap"))
         t_second, _ = _timed(lambda: cached_layout(data, "umap", LayoutParams(seed=1)))
