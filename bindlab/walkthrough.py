@@ -216,7 +216,7 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
 def grounding_session(grid: str | Path | None = None, model: str = GROUNDING_MODEL,
                       progress: Progress | None = None) -> Any:
     """The Grounding tab's session on the default factor grid (rendered and embedded once, then cached)."""
-    from bindlab.analysis.grounding_session import open_session
+    from bindlab.studies.grounding import open_session
     from bindlab.data.factors import default_grid
 
     if grid:
@@ -240,7 +240,7 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
         image prototype itself is the query: what the image embeddings hold), ``alpha_validation`` (the protocol's
         α, chosen on validation) and ``values``.
     """
-    from bindlab.analysis.grounding_session import slider_view
+    from bindlab.studies.grounding import slider_view
 
     session = grounding_session(grid, model, progress)
     state = session.state(factor)

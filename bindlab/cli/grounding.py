@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
 
@@ -26,28 +25,16 @@ def cmd_generate_factors(a: argparse.Namespace) -> None:
 
 
 def cmd_ground(a: argparse.Namespace) -> None:
-    from bindlab.analysis.grounding_session import factor_report, open_session
-    from bindlab.data.factors import FACTORS
-    from bindlab.provenance import provenance
+    from bindlab.present.exports import grounding_export
+    from bindlab.studies.grounding import GroundingRequest, run_grounding
 
-    factors = list(FACTORS) if a.factor == "all" else [f.strip() for f in a.factor.split(",") if f.strip()]
-    bad = [f for f in factors if f not in FACTORS]
-    if bad or not factors:
-        raise ValueError(f"--factor {a.factor!r}: choose from {', '.join(FACTORS)}, a comma list or 'all'")
-    alpha: str | float = a.alpha
-    if a.alpha != "auto":
-        try:
-            alpha = float(a.alpha)
-        except ValueError:
-            raise ValueError(f"--alpha must be 'auto' or a number in [0, 8], got {a.alpha!r}") from None
-    t = time.perf_counter()
-    session = open_session(a.data, a.model, device=a.device, batch_size=a.batch_size)
-    results = {}
-    for f in factors:
-        r = factor_report(session, f, alpha, controls=not a.no_controls, n_boot=a.n_boot, seed=a.seed)
-        results[f] = r
+    request = GroundingRequest(a.data, a.model, a.factor, a.alpha, controls=not a.no_controls, n_boot=a.n_boot,
+                               seed=a.seed, device=a.device, batch_size=a.batch_size)
+    result = run_grounding(request)
+    model = result.provenance["encoder"]["id"]
+    for f, r in result.summary["factors"].items():
         nat, gr = r["test"]["native"], r["test"]["grounded"]
-        print(f"{session.encoder.id} {f} ({len(r['values'])} values, test {r['n_images']['test']} images): "
+        print(f"{model} {f} ({len(r['values'])} values, test {r['n_images']['test']} images): "
               f"macro-mAP {nat['macro_map']:.3f} -> {gr['macro_map']:.3f}, top-1 {nat['top1']:.3f} -> "
               f"{gr['top1']:.3f} at alpha {r['alpha']:.2f} ({r['alpha_source']}; validation picks "
               f"{r['validation']['alpha']:.2f})")
@@ -55,16 +42,8 @@ def cmd_ground(a: argparse.Namespace) -> None:
             c = r["controls"]["test"]
             print("  controls (macro-mAP): " + ", ".join(
                 f"{k} {v['macro_map']:.3f}" for k, v in c.items() if v is not None))
-    settings = {"factors": factors, "alpha": a.alpha, "controls": not a.no_controls, "n_boot": a.n_boot,
-                "splits": session.index.splits, "seconds": round(time.perf_counter() - t, 3)}
-    prov = provenance(Path(a.data) / "index.csv" if Path(a.data).is_dir() else a.data, session.encoder, settings,
-                      a.seed)
-    _write_json(a.out, {"factors": results, "provenance": prov})
-    from bindlab.analysis.grounding_session import ALPHA_GRID
-    from bindlab.present.exports import grounding_export
-
-    _write_export(a, lambda: grounding_export(results, {f: session.state(f).margin_curve(ALPHA_GRID) for f in factors}),
-                  prov)
+    _write_json(a.out, result.to_json())
+    _write_export(a, lambda: grounding_export(result), result.provenance)
 
 
 def add_commands(g: Groups) -> None:

@@ -335,18 +335,19 @@ def pairs_export(summary: dict[str, Any], items: list[dict[str, Any]], model: st
                       {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items})
 
 
-def grounding_export(reports: dict[str, dict[str, Any]], curves: dict[str, dict[str, Any]],
-                     shown: dict[str, Any] | None = None, chosen: float | None = None) -> ResultView:
-    """Matched visual grounding (``ground``, the Grounding tab).
+def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: float | None = None) -> ResultView:
+    """Matched visual grounding (``ground``, the Grounding tab): both faces pass the same study result.
 
     Args:
-        reports: ``{factor: grounding_session.factor_report(...)}``.
-        curves: ``{factor: GroundingState.margin_curve(alphas)}`` (closed-form margins of every value).
+        result: the :class:`~bindlab.studies.result.Result` of :func:`bindlab.studies.grounding.run_grounding`
+            (``summary["factors"]`` = ``{factor: factor_report}``, ``figures_data["curves"]`` = closed-form margin
+            curves of every value).
         shown: the tab's ``slider_view`` (adds the margin-curve and 2-D figures of the value on screen).
         chosen: the validation alpha, if selected (marked on the margin curve).
     """
     from bindlab.present import grounding_figures as gf
 
+    reports, curves = result.summary["factors"], result.figures_data["curves"]
     summary, per_value, margins, controls, figs = [], [], [], [], {}
     for f, r in reports.items():
         summary.append({"factor": f, "alpha": r["alpha"], "alpha_source": r["alpha_source"],

@@ -14,9 +14,9 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
-from bindlab.analysis import grounding_session as gs
-from bindlab.data.factors import FACTORS, default_grid
 from bindlab.present import grounding_figures as gf
+from bindlab.present.exports import grounding_export
+from bindlab.studies import grounding as gs
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -27,20 +27,21 @@ CSS = """
 """
 
 
-def _data_path(data: str, progress: gr.Progress | None = None) -> str:
-    data = (data or "").strip()
-    if data:
-        return data
-    report = (lambda done, total: progress(done / max(total, 1), desc=f"rendering the default grid {done}/{total}")
-              ) if progress is not None else None
-    return str(default_grid(report))
+def _report(progress: gr.Progress | None) -> Any:
+    return (lambda f, m: progress(f, desc=m)) if progress is not None else None
+
+
+def _request(key: dict[str, Any] | None, alpha: str | float = "auto", controls: bool = False,
+             **settings: Any) -> gs.GroundingRequest:
+    """The study request of the loaded grid, model and factor (the same defaults as ``ground``)."""
+    if not key:
+        raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
+    return gs.GroundingRequest(key["data"], key["model"], key["factor"], alpha, controls=controls, settings=settings)
 
 
 def _session(key: dict[str, Any] | None, progress: gr.Progress | None = None) -> gs.GroundingSession:
-    if not key:
-        raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
-    report = (lambda f, m: progress(f, desc=m)) if progress is not None else None
-    return gs.open_session(key["data"], key["model"], progress=report)
+    request = _request(key)
+    return gs.open_session(request.data, request.model, progress=_report(progress))
 
 
 def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | None) -> str:
@@ -82,15 +83,12 @@ def _thumbnail(path: str) -> Image.Image:
 @gpu_task(duration=180)
 @friendly
 def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    if factor not in FACTORS:
-        raise ValueError(f"choose a factor from {FACTORS}")
-    model = (model or "").strip()
-    if not model:
-        raise ValueError("enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
-    key = {"data": _data_path(data, progress), "model": model, "factor": factor, "chosen": None}
-    session = _session(key, progress)
-    progress(0.95, desc=f"building the {factor} state")
-    values = session.state(factor).values.tolist()
+    request = gs.GroundingRequest(data, model, factor, alpha, controls=False)  # validates factor, model, alpha
+    grid = gs.resolve_grid(request.data, _report(progress))
+    key = {"data": str(grid), "model": request.model, "factor": factor, "chosen": None}
+    progress(0.0, desc=f"embedding the grid and building the {factor} state")
+    result = gs.run_grounding(_request(key, alpha), _report(progress))  # the numbers `ground` reports
+    values = result.summary["factors"][factor]["values"]
     return (key, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha), pd.DataFrame())
 
 
@@ -104,23 +102,23 @@ def move(key: dict[str, Any] | None, value: str, alpha: float) -> tuple[Any, ...
 @friendly
 def select_alpha(key: dict[str, Any] | None) -> tuple[dict[str, Any], Any, str]:
     session = _session(key)
-    sel = session.state(key["factor"]).select_alpha()
-    key = {**key, "chosen": sel.value}
-    note = (f"Validation (contexts {session.index.splits['validation']}) picks α = **{sel.value:.2f}** "
-            f"(validation macro-mAP {sel.macro_map:.4f}, top-1 {sel.top1:.3f}); test contexts untouched.")
-    return key, gr.update(value=sel.value), note
+    sel = gs.validation_choice(session, key["factor"])
+    key = {**key, "chosen": sel["alpha"]}
+    note = (f"Validation (contexts {session.index.splits['validation']}) picks α = **{sel['alpha']:.2f}** "
+            f"(validation macro-mAP {sel['macro_map']:.4f}, top-1 {sel['top1']:.3f}); test contexts untouched.")
+    return key, gr.update(value=sel["alpha"]), note
 
 
 @gpu_task(duration=60)
 @friendly
 def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[pd.DataFrame, str]:
-    session = _session(key)
+    request = _request(key, "auto", controls=True)
     progress(0.1, desc="selecting α, λ and the selective gate on validation, then scoring test")
-    audit = session.audit(key["factor"])
-    d = audit.to_dict()
+    d = gs.run_grounding(request, _report(progress)).summary["factors"][key["factor"]]["controls"]
     rows = [{"readout": name, "macro-mAP": round(r["macro_map"], 4), "top-1": round(r["top1"], 4)}
             for name, r in d["test"].items() if r is not None]
-    kept = "all" if audit.gate is None else f"{int(audit.gate.ground.sum())}/{len(audit.gate.ground)}"
+    gate = d.get("gate")
+    kept = "all" if gate is None else f"{sum(gate['ground'])}/{len(gate['ground'])}"
     note = (f"Controls on test: α = {d['alpha']:.2f}, λ = {d['lambda']:.4f} (both from validation); selective "
             f"grounding keeps {kept} values. Mismatched = each query grounded with every other value's direction.")
     return pd.DataFrame(rows), note
@@ -131,19 +129,12 @@ def export(key: dict[str, Any] | None, value: str, alpha: float, controls: pd.Da
            formats: list[str]) -> tuple[list[str], str]:
     """Download at the slider's α: summary, AP per value, margin curves of every value, the controls (if run),
     and the figures on screen."""
-    from bindlab.present.exports import grounding_export
-    from bindlab.provenance import provenance
-
-    session = _session(key)
-    f, a = key["factor"], float(alpha)
     ran_controls = controls is not None and len(controls) > 0 and "readout" in controls.columns
-    report = gs.factor_report(session, f, a, controls=ran_controls)  # controls: the tab's memoised audit
-    curves = {f: session.state(f).margin_curve(gs.ALPHA_GRID)}
-    shown = gs.slider_view(session, f, value, a) if value else None
-    settings = {"factor": f, "alpha": a, "value": value, "validation_alpha": key.get("chosen"),
-                "splits": session.index.splits}
-    return deliver(grounding_export({f: report}, curves, shown, key.get("chosen")),
-                   provenance(session.index.root / "index.csv", session.encoder, settings), formats)
+    request = _request(key, float(alpha), controls=ran_controls, value=value,  # controls: the memoised audit
+                       validation_alpha=key.get("chosen") if key else None)
+    result = gs.run_grounding(request)
+    shown = gs.slider_view(_session(key), key["factor"], value, float(alpha)) if value else None
+    return deliver(grounding_export(result, shown, key.get("chosen")), result.provenance, formats)
 
 
 def build_tab() -> None:
@@ -155,7 +146,7 @@ def build_tab() -> None:
         data = gr.Textbox(label="Factor grid folder (empty = default grid)", value="", scale=3, elem_id="gd-data")
         model = gr.Dropdown(MODEL_CHOICES, value="toy:clip", label="Encoder id", allow_custom_value=True, scale=2,
                             elem_id="gd-model")
-        factor = gr.Radio(list(FACTORS), value="pattern", label="Factor", scale=2, elem_id="gd-factor")
+        factor = gr.Radio(list(gs.FACTORS), value="pattern", label="Factor", scale=2, elem_id="gd-factor")
         load_btn = gr.Button("Load", variant="primary", scale=1, elem_id="gd-load")
     with gr.Row():
         value = gr.Dropdown([], label="Value", scale=1, elem_id="gd-value")

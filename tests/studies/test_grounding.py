@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from bindlab.analysis import grounding_session as gs
 from bindlab.analysis.grounding import ALPHA_GRID, ground
 from bindlab.cli import main
 from bindlab.data.factors import FACTORS, load_index
+from bindlab.studies import grounding as gs
 
 GRID_ARGS = ["--shapes", "3", "--hues", "4", "--patterns", "3", "--contexts", "3", "--replicas", "2", "--size", "32",
              "--workers", "1"]
@@ -124,7 +125,7 @@ def test_fixed_alpha_and_slider_view(setup, tmp_path):
 def test_user_errors_are_one_line(setup, capsys):
     root, model = setup
     assert main(["ground", "--data", str(root / "grid"), "--model", model, "--alpha", "lots"]) == 2
-    assert "--alpha must be 'auto' or a number" in capsys.readouterr().err
+    assert "alpha must be 'auto' or a number" in capsys.readouterr().err
     assert main(["ground", "--data", str(root / "grid"), "--model", model, "--factor", "size"]) == 2
     assert "choose from shape, hue, pattern" in capsys.readouterr().err
     assert main(["ground", "--data", str(root / "nowhere"), "--model", model]) == 2
@@ -132,3 +133,95 @@ def test_user_errors_are_one_line(setup, capsys):
     gs.clear_sessions()
     assert main(["ground", "--data", str(root / "grid"), "--model", "bow"]) == 2
     assert "image" in capsys.readouterr().err
+
+
+# --- the study's request, and the two faces giving the same numbers ----------------------------------------------
+@pytest.mark.parametrize("field, value, message", [
+    ("alpha", "lots", "alpha must be 'auto' or a number in \\[0, 8\\], got 'lots'"),
+    ("alpha", float("nan"), "alpha must be .* got nan"),
+    ("alpha", float("inf"), "got inf"),
+    ("alpha", 8.5, "got 8.5"),
+    ("alpha", -0.1, "got -0.1"),
+    ("alpha", True, "got True"),
+    ("factors", "size", "factor 'size': choose from shape, hue, pattern"),
+    ("factors", "", "choose from shape, hue, pattern"),
+    ("n_boot", 0, "n_boot must be at least 1, got 0"),
+    ("batch_size", 0, "batch_size must be at least 1, got 0"),
+    ("seed", 1.5, "seed must be a whole number, got 1.5"),
+    ("model", "  ", "model is empty"),
+])
+def test_request_names_the_bad_value(field, value, message):
+    kwargs = {"data": "grid", "model": "toy:clip", field: value}
+    with pytest.raises(ValueError, match=message):
+        gs.GroundingRequest(**kwargs)
+
+
+def test_request_normalises_its_inputs():
+    r = gs.GroundingRequest(" grid ", " toy:clip ", "hue, pattern,hue", "2.5")
+    assert (r.data, r.model, r.factors, r.alpha) == ("grid", "toy:clip", ("hue", "pattern"), 2.5)
+    assert gs.GroundingRequest("g", "m").factors == FACTORS
+    assert gs.GroundingRequest("g", "m", ["shape"], " AUTO ").alpha == "auto"
+
+
+def test_run_grounding_result_is_the_cli_json(setup, tmp_path):
+    root, model = setup
+    cli = _ground(root, model, tmp_path / "cli.json", "--factor", "hue,pattern", "--n-boot", "50")
+    result = gs.run_grounding(gs.GroundingRequest(root / "grid", model, "hue,pattern", n_boot=50))
+    assert result.feature == "grounding" and result.primary_metric == "grounded_macro_map"
+    assert result.summary["factors"] == cli["factors"]
+    assert result.primary == pytest.approx(np.mean([cli["factors"][f]["test"]["grounded"]["macro_map"]
+                                                    for f in ("hue", "pattern")]))
+    assert cli["grounded_macro_map"] == result.primary and cli["primary_metric"] == "grounded_macro_map"
+    assert len(result.rows) == 4 + 3 and {r["factor"] for r in result.rows} == {"hue", "pattern"}
+    curve = result.figures_data["curves"]["hue"]
+    assert len(curve["alphas"]) == len(ALPHA_GRID) and len(curve["margins"][0]) == 4
+    assert result.provenance["encoder"]["id"] == cli["provenance"]["encoder"]["id"] == model
+    assert result.provenance["dataset"]["sha256"] == cli["provenance"]["dataset"]["sha256"]
+
+
+def _noop(*args, **kwargs):
+    return None
+
+
+def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
+    """The Grounding tab's Load, controls and Download go through the same study as ``ground``."""
+    import re
+
+    from bindlab.ui import grounding as tab
+
+    root, model = setup
+    grid = str(root / "grid")
+    fixed = _ground(root, model, tmp_path / "fixed.json", "--factor", "hue", "--alpha", "2.5")["factors"]["hue"]
+    key, _, summary, *_ = tab.load(grid, model, "hue", 2.5, progress=_noop)
+    shown = {k: float(re.search(f"id='gd-{k}' class='gd-num'>([0-9.]+)<", summary).group(1))
+             for k in ("map-native", "map-grounded")}
+    assert shown["map-native"] == pytest.approx(fixed["test"]["native"]["macro_map"], abs=5e-5)
+    assert shown["map-grounded"] == pytest.approx(fixed["test"]["grounded"]["macro_map"], abs=5e-5)
+
+    table, _ = tab.run_controls(key, progress=_noop)  # the protocol's audit: alpha chosen on validation
+    auto = _ground(root, model, tmp_path / "auto.json", "--factor", "hue")["factors"]["hue"]
+    assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == {
+        k: round(v["macro_map"], 4) for k, v in auto["controls"]["test"].items() if v is not None}
+
+    files, _ = tab.export(key, "red", 2.5, table, ["json"])
+    summary_json = next(Path(p) for p in files if str(p).endswith("grounding_summary.json"))
+    doc = json.loads(summary_json.read_text())
+    row = doc["rows"][0]
+    assert row["alpha"] == 2.5 and row["alpha_source"] == "fixed"
+    assert row["grounded_macro_map"] == fixed["test"]["grounded"]["macro_map"]
+    assert row["native_macro_map"] == fixed["test"]["native"]["macro_map"]
+    assert doc["provenance"]["settings"]["value"] == "red"
+
+
+def test_tab_errors_are_messages(setup):
+    import gradio as gr
+
+    from bindlab.ui import grounding as tab
+
+    root, model = setup
+    with pytest.raises(gr.Error, match="alpha must be"):
+        tab.load(str(root / "grid"), model, "hue", float("nan"), progress=_noop)
+    with pytest.raises(gr.Error, match="factor 'size'"):
+        tab.load(str(root / "grid"), model, "size", 1.0, progress=_noop)
+    with pytest.raises(gr.Error, match="press Load first"):
+        tab.move(None, "red", 1.0)

@@ -1,16 +1,22 @@
-"""Matched visual grounding on a factor grid with a real encoder: the glue behind ``bindlab ground`` and the tab.
+"""Matched visual grounding on a factor grid (the ``ground`` command and the Grounding tab): one study, two faces.
 
-A :class:`GroundingSession` holds one grid's image embeddings (computed once through the persistent embedding
-cache) and the native text queries of each factor; :meth:`GroundingSession.state` builds and memoises the
-:class:`~bindlab.analysis.grounding.GroundingState` of a factor, after which moving alpha is vector maths only.
-:func:`open_session` memoises sessions per (grid, encoder) in this process.
+A :class:`GroundingRequest` validates what a face asked for; :func:`run_grounding` runs it and returns the one
+:class:`~bindlab.studies.result.Result` both faces format, so ``ground --out`` and the tab's report give the same
+numbers. Underneath, a :class:`GroundingSession` holds one grid's image embeddings (computed once through the
+persistent embedding cache) and the native text queries of each factor; :meth:`GroundingSession.state` builds and
+memoises the :class:`~bindlab.analysis.grounding.GroundingState` of a factor, after which moving alpha is vector
+maths only (:func:`slider_view`, the tab's slider). :func:`open_session` memoises sessions per (grid, encoder) in
+this process. The maths lives in :mod:`bindlab.analysis.grounding` and :mod:`bindlab.analysis.grounding_controls`.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +25,122 @@ import numpy as np
 from bindlab.analysis.grounding import ALPHA_GRID, GroundingState, native_queries, pencil_scores
 from bindlab.analysis.grounding_controls import grounding_audit
 from bindlab.data.factors import FACTORS, FactorIndex, load_index
+from bindlab.studies.result import Result
+
+__all__ = ["ALPHA_GRID", "FACTORS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
+           "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_view", "validation_choice"]
 
 Progress = Callable[[float, str], None]
 MAX_SESSIONS = 4  # sessions kept in memory (each holds (n, d) float32 embeddings)
 TOP_K = 8  # images shown for the grounded query
 MAP_POINTS = 1500  # test images drawn in the 2-D view (a fixed, evenly spaced subsample)
+ALPHA_MAX = float(ALPHA_GRID[-1])  # the largest alpha a request may fix (8)
 
 
 def check_factor(factor: str) -> str:
     if factor not in FACTORS:
         raise ValueError(f"unknown factor {factor!r}; choose one of {', '.join(FACTORS)}")
     return factor
+
+
+def check_alpha(alpha: Any) -> str | float:
+    """``"auto"`` or a finite number in [0, :data:`ALPHA_MAX`] (a numeric string is read as a number).
+
+    Raises:
+        ValueError: anything else, naming the value.
+    """
+    if isinstance(alpha, str):
+        if alpha.strip().lower() == "auto":
+            return "auto"
+        try:
+            value = float(alpha)
+        except ValueError:
+            value = math.nan
+    elif isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        value = float(alpha)
+    else:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= ALPHA_MAX):
+        raise ValueError(f"alpha must be 'auto' or a number in [0, {ALPHA_MAX:g}], got {alpha!r}")
+    return value
+
+
+def parse_factors(spec: str | Sequence[str]) -> tuple[str, ...]:
+    """``"all"``, one factor, a comma list, or a sequence of factors -> a tuple of known factors (order kept).
+
+    Raises:
+        ValueError: an unknown factor or an empty choice, naming it and the choices.
+    """
+    if isinstance(spec, str):
+        factors = list(FACTORS) if spec.strip() == "all" else [f.strip() for f in spec.split(",") if f.strip()]
+    else:
+        factors = [str(f).strip() for f in spec]
+    bad = [f for f in factors if f not in FACTORS]
+    if bad or not factors:
+        raise ValueError(f"factor {spec!r}: choose from {', '.join(FACTORS)}, a comma list or 'all'")
+    return tuple(dict.fromkeys(factors))
+
+
+# ---------------------------------------------------------------------------------------------- the request
+@dataclass
+class GroundingRequest:
+    """What one grounding run asks for; validated on construction (``ValueError`` naming the bad value).
+
+    Attributes:
+        data: factor grid folder (with ``index.csv``) or the ``index.csv`` itself; ``""`` = the default grid
+            (rendered once under ``$BINDLAB_HOME`` by :func:`resolve_grid`).
+        model: image+text encoder id, e.g. ``toy:clip`` or ``hf:/path/to/clip``.
+        factors: ``"all"``, a factor, a comma list or a sequence; normalised to a tuple of :data:`FACTORS`.
+        alpha: ``"auto"`` (chosen on validation, the protocol) or a fixed finite number in [0, 8].
+        controls: also run the controls (attraction, mismatched directions, image prototype, selective gate).
+        n_boot: bootstrap resamples of the selective-grounding gate (>= 1).
+        seed: bootstrap seed.
+        device: ``auto|cpu|cuda|cuda:N|mps``.
+        batch_size: images per encoder batch (>= 1).
+    """
+
+    data: str | Path
+    model: str
+    factors: str | Sequence[str] = "all"
+    alpha: str | float = "auto"
+    controls: bool = True
+    n_boot: int = 2000
+    seed: int = 0
+    device: str = "auto"
+    batch_size: int = 64
+    settings: dict[str, Any] = field(default_factory=dict, repr=False)  # extra settings for the provenance
+
+    def __post_init__(self) -> None:
+        self.model = (self.model or "").strip()
+        if not self.model:
+            raise ValueError("model is empty; enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+        self.data = str(self.data or "").strip()
+        self.factors = parse_factors(self.factors)
+        self.alpha = check_alpha(self.alpha)
+        self.n_boot = _int_at_least(self.n_boot, 1, "n_boot")
+        self.batch_size = _int_at_least(self.batch_size, 1, "batch_size")
+        self.seed = _int_at_least(self.seed, 0, "seed")
+        self.device = (self.device or "auto").strip()
+
+
+def _int_at_least(value: Any, low: int | None, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be at least {low}, got {value!r}")
+    return int(value)
+
+
+def resolve_grid(data: str | Path, progress: Progress | None = None) -> Path:
+    """The grid folder of ``data``; empty = the default grid, rendered on first use."""
+    data = str(data or "").strip()
+    if data:
+        return Path(data)
+    from bindlab.data.factors import default_grid
+
+    report = ((lambda done, total: progress(done / max(total, 1), f"rendering the default grid {done}/{total}"))
+              if progress else None)
+    return default_grid(report)
 
 
 class GroundingSession:
@@ -159,14 +270,13 @@ def factor_report(session: GroundingSession, factor: str, alpha: str | float = "
         validation choice, split sizes, and (with ``controls``) the audit readouts.
     """
     check_factor(factor)
+    alpha = check_alpha(alpha)
     state = session.state(factor)
     selection = state.select_alpha()  # validation only
     if alpha == "auto":
         used, source = selection.value, "validation"
     else:
         used, source = float(alpha), "fixed"
-        if not 0 <= used <= float(ALPHA_GRID[-1]):
-            raise ValueError(f"--alpha must be 'auto' or a number in [0, {ALPHA_GRID[-1]:g}], got {alpha}")
     view = state.at_alpha(used)
     rows = [{"value": v, "ap_native": view["ap_native"][i], "ap_grounded": view["ap_grounded"][i],
              "margin_native": view["margin_native"][i], "margin_grounded": view["margin_grounded"][i],
@@ -222,3 +332,42 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
     view["plane"] = {"x": x.tolist(), "y": y.tolist(), "positive": (test.value_idx[pick] == v).tolist(),
                      "q": [c, perp], "q_alpha": qa.tolist(), "d": [1.0, 0.0]}
     return view
+
+
+def validation_choice(session: GroundingSession, factor: str) -> dict[str, float]:
+    """The protocol's alpha for ``factor``, chosen on validation only: ``{"alpha", "macro_map", "top1"}``."""
+    sel = session.state(check_factor(factor)).select_alpha()
+    return {"alpha": sel.value, "macro_map": sel.macro_map, "top1": sel.top1}
+
+
+# ---------------------------------------------------------------------------------------------- the study
+def run_grounding(request: GroundingRequest, progress: Progress | None = None) -> Result:
+    """Native versus grounded retrieval of each requested factor (the ``ground`` command and the tab's report).
+
+    Returns:
+        :class:`Result` with ``summary = {"factors": {factor: factor_report(...)}, "grounded_macro_map",
+        "native_macro_map"}`` (the two means over the factors of test macro-mAP; the grounded one is the primary
+        metric), ``rows`` = one row per (factor, value), ``figures_data = {"curves": {factor: margin curves over
+        ALPHA_GRID}}``, and the provenance (grid ``index.csv`` hash, encoder, settings, seed).
+    """
+    t = time.perf_counter()
+    grid = resolve_grid(request.data, progress)
+    session = open_session(grid, request.model, progress=progress, device=request.device,
+                           batch_size=request.batch_size)
+    reports = {f: factor_report(session, f, request.alpha, controls=request.controls, n_boot=request.n_boot,
+                                seed=request.seed) for f in request.factors}
+    summary: dict[str, Any] = {
+        "factors": reports,
+        "grounded_macro_map": float(np.mean([r["test"]["grounded"]["macro_map"] for r in reports.values()])),
+        "native_macro_map": float(np.mean([r["test"]["native"]["macro_map"] for r in reports.values()])),
+    }
+    rows = [{"factor": f, **row} for f, r in reports.items() for row in r["per_value"]]
+    curves = {f: session.state(f).margin_curve(ALPHA_GRID) for f in request.factors}
+    settings = {"factors": list(request.factors), "alpha": request.alpha, "controls": request.controls,
+                "n_boot": request.n_boot, "splits": session.index.splits, **request.settings,
+                "seconds": round(time.perf_counter() - t, 3)}
+    from bindlab.provenance import provenance
+
+    prov = provenance(session.index.root / "index.csv", session.encoder, settings, request.seed)
+    notes = [] if len(reports) == 1 else ["grounded_macro_map and native_macro_map are means over the factors"]
+    return Result("grounding", summary, rows, {"curves": curves}, prov, "grounded_macro_map", notes=notes)
