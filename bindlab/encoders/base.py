@@ -2,13 +2,16 @@
 
 An encoder id is ``backend:name[@revision]`` (``minilm`` and ``bow`` are short aliases). The id is parsed once,
 here, by :func:`parse_encoder_id`; each backend module registers a *loader* with :func:`register_backend` and
-imports its heavy dependencies inside that loader, so importing bindlab stays cheap.
+imports its heavy dependencies inside that loader, so importing bindlab stays cheap. This module knows no backend:
+importing the package ``bindlab.encoders`` imports the built-in backend modules, which fills the registry.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -96,7 +99,6 @@ def register_backend(name: str, loader: Loader, doc: str = "") -> None:
 
 def backends() -> dict[str, str]:
     """Registered backend names with one-line descriptions."""
-    _ensure_builtin_backends()
     return dict(_BACKEND_DOCS)
 
 
@@ -106,8 +108,9 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
     Raises:
         EncoderError: unknown backend, unknown name, or a load failure, with a message that says what to do.
     """
-    _ensure_builtin_backends()
-    eid = parse_encoder_id(encoder_id)
+    eid = canonical_id(parse_encoder_id(encoder_id))
+    if options.get("batch_size") is not None:
+        options["batch_size"] = check_batch_size(options["batch_size"])
     if eid.backend not in _BACKENDS:
         raise EncoderError(
             f"unknown encoder backend {eid.backend!r} in {encoder_id!r}; known backends: {sorted(_BACKENDS)}"
@@ -115,11 +118,38 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
     return _BACKENDS[eid.backend](eid, options)
 
 
-def _ensure_builtin_backends() -> None:
-    # Importing the backend modules registers them; their heavy imports happen inside their loaders.
-    from bindlab.encoders import bow, hf, open_clip_backend, qwen3vl, sentence  # noqa: F401
-    from bindlab.encoders import lora  # noqa: F401
-    from bindlab.encoders import toy  # noqa: F401
+def check_batch_size(batch_size: Any) -> int:
+    """A positive int, or :class:`EncoderError` naming the bad value (a batch size < 1 would embed nothing)."""
+    if isinstance(batch_size, bool):
+        batch_size = None
+    try:
+        b = int(batch_size)
+    except (TypeError, ValueError, OverflowError):
+        b = 0
+    if b < 1 or (b != batch_size and not isinstance(batch_size, str)):
+        raise EncoderError(f"batch_size must be a positive integer, got {batch_size!r}; use e.g. 32")
+    return b
+
+
+def canonical_id(eid: EncoderId) -> EncoderId:
+    """The id with a local model folder spelled one way: its real path.
+
+    ``st://x``, ``st:///x``, ``st:x/`` and a symlink to the same folder all become ``st:/real/x``, so they share
+    one instance, one fingerprint and one set of cache rows. Names that are not path-like (``toy:clip``,
+    ``st:all-MiniLM-L6-v2``, hub ids that are not local folders) are left alone; open_clip's ``local-dir:`` prefix
+    is kept.
+    """
+    prefix = "local-dir:" if eid.name.startswith("local-dir:") else ""
+    path = eid.name[len(prefix):]
+    if not (path.startswith((".", "~")) or "/" in path):
+        return eid
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        return eid
+    real = os.path.realpath(p)
+    if real.startswith("//"):
+        real = "/" + real.lstrip("/")  # POSIX keeps a leading '//'; on Linux it is '/'
+    return EncoderId(eid.backend, prefix + real, eid.revision)
 
 
 def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:

@@ -3,23 +3,34 @@
 One SQLite file under ``$BINDLAB_HOME/cache/embeddings.sqlite`` (WAL mode: many readers, writers take turns
 with a busy timeout, so two processes writing at once is safe). A row is keyed by
 sha256(encoder fingerprint, modality, instruction, content hash) and stores the float32 vector with its
-length and a checksum; a row whose bytes do not match its checksum is treated as missing, recomputed and
-overwritten — a corrupt entry is never served. A database file that cannot be opened at all is moved aside.
+length and a checksum. Nothing wrong is ever served:
+
+- a row whose bytes do not match its checksum, or whose vector is zero or not finite, is treated as missing,
+  recomputed and overwritten; :meth:`EmbeddingCache.put_many` refuses zero and non-finite vectors outright;
+- a database file that is not a database (garbled header) or whose pages are garbage ("database disk image is
+  malformed") is moved aside as ``<name>.corrupt-<time>`` and rebuilt empty, with one warning;
+- a disk that refuses writes (full, read-only, unwritable folder) gives one warning, and the vectors of the run
+  are kept in memory instead, so the run still finishes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import sqlite3
 import threading
 import time
 import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
 from bindlab.config import home
+from bindlab.encoders.base import EncoderError
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS emb (
@@ -31,6 +42,19 @@ CREATE TABLE IF NOT EXISTS emb (
 )
 """
 _CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
+_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_DISK_CODES = {3, 8, 10, 13, 14}  # SQLITE_PERM, READONLY, IOERR, FULL, CANTOPEN
+_CORRUPT_WORDS = ("malformed", "not a database", "file is encrypted")
+_DISK_WORDS = ("disk is full", "readonly", "read-only", "unable to open", "disk i/o error", "permission denied",
+               "no such file or directory")
+
+
+class _Corrupt(Exception):
+    """The database file is damaged; it must be moved aside and rebuilt."""
+
+
+class _DiskRefused(Exception):
+    """The disk refused a read or a write (full, read-only, cannot open); the cache falls back to memory."""
 
 
 def content_key(fingerprint: str, modality: str, content: bytes | str, instruction: str = "") -> str:
@@ -43,89 +67,225 @@ def content_key(fingerprint: str, modality: str, content: bytes | str, instructi
     return h.hexdigest()
 
 
+def bad_rows(vecs: np.ndarray) -> np.ndarray:
+    """Indices of rows that must never be cached or served: zero norm or any non-finite value. (n, d) -> (k,)."""
+    vecs = np.asarray(vecs, dtype=np.float32).reshape(len(vecs), -1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ok = np.all(np.isfinite(vecs), axis=1) & (np.linalg.norm(vecs, axis=1) > 0)
+    return np.flatnonzero(~ok)
+
+
+def _classify(e: sqlite3.Error) -> type[Exception] | None:
+    """_Corrupt, _DiskRefused, or None (another error, e.g. 'database is locked') for a sqlite error."""
+    code = getattr(e, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        if code & 0xFF in _CORRUPT_CODES:
+            return _Corrupt
+        if code & 0xFF in _DISK_CODES:
+            return _DiskRefused
+    text = str(e).lower()
+    if any(w in text for w in _CORRUPT_WORDS):
+        return _Corrupt
+    if any(w in text for w in _DISK_WORDS):
+        return _DiskRefused
+    return None
+
+
 class EmbeddingCache:
-    """Vectors by key in one SQLite file; use :meth:`get_or_compute` for the common path."""
+    """Vectors by key in one SQLite file; use :meth:`get_or_compute` for the common path.
+
+    Attributes:
+        corrupt_seen: rows found damaged (checksum, length, zero or non-finite vector) and treated as missing.
+        rebuilt: how many times a damaged database file was moved aside and rebuilt.
+        memory_only: the reason the disk refused (None while the file works); vectors then stay in memory.
+    """
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else home() / "cache" / "embeddings.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()  # one connection per thread (Gradio runs callbacks in threads)
+        self._lock = threading.Lock()
+        self._generation = 0  # bumped on a rebuild, so every thread reconnects to the new file
+        self._memory: dict[str, np.ndarray] = {}  # vectors of this run that the disk would not take
         self.corrupt_seen = 0
+        self.rebuilt = 0
+        self.memory_only: str | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self._refused(e)
 
     # -- connection -------------------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.generation != self._generation:
+            conn.close()
+            conn = None
         if conn is None:
             conn = self._open()
-            self._local.conn = conn
+            self._local.conn, self._local.generation = conn, self._generation
+            self._local.inode = _inode(self.path)
         return conn
 
     def _open(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            return self._connect()
+        except sqlite3.Error as e:
+            kind = _classify(e)
+            if kind is None:
+                raise
+            raise kind(str(e)) from None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_SCHEMA)
-            return conn
-        except sqlite3.DatabaseError:
-            # Not a database (truncated, overwritten): keep it for inspection and start a fresh one.
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            self.path.replace(aside)
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_SCHEMA)
-            return conn
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _drop_conn(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._local.conn = None
+
+    def _rebuild(self, reason: str) -> None:
+        """Move the damaged file (and its -wal/-shm) aside; the next connection creates a fresh database."""
+        seen = getattr(self._local, "inode", None)
+        self._drop_conn()
+        with self._lock:
+            if seen is not None and _inode(self.path) not in (seen, None):
+                return  # another thread or process already rebuilt it; just reconnect
+            stamp = f"corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            aside = self.path.with_name(f"{self.path.name}.{stamp}")
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(f"{self.path}{suffix}")
+                if src.exists():
+                    try:
+                        src.replace(Path(f"{aside}{suffix}"))
+                    except OSError as e:
+                        raise _DiskRefused(str(e)) from None
+            self._generation += 1
+            self.rebuilt += 1
+        log.warning("embedding cache %s was damaged (%s); moved it aside to %s and started an empty one",
+                    self.path, reason, aside.name)
+
+    def _refused(self, e: BaseException) -> None:
+        """Switch to memory-only for the rest of this cache's life, with one warning."""
+        if self.memory_only is None:
+            self.memory_only = str(e) or type(e).__name__
+            log.warning("embedding cache %s cannot be used (%s): embeddings of this run are kept in memory only "
+                        "and not saved; free disk space or point BINDLAB_HOME at a writable folder",
+                        self.path, self.memory_only)
+
+    def _db(self, op: Callable[[sqlite3.Connection], object]) -> object:
+        """Run ``op`` on this thread's connection: rebuild a damaged file once; None when the disk refuses."""
+        if self.memory_only is not None:
+            return None
+        for attempt in range(2):
+            try:
+                try:
+                    return op(self._conn())
+                except sqlite3.Error as e:
+                    kind = _classify(e)
+                    if kind is None:
+                        raise
+                    raise kind(str(e)) from None
+            except _Corrupt as e:
+                if attempt:
+                    self._refused(e)
+                    return None
+                try:
+                    self._rebuild(str(e))
+                except _DiskRefused as e2:
+                    self._refused(e2)
+                    return None
+            except _DiskRefused as e:
+                self._refused(e)
+                return None
+        return None
 
     # -- access -----------------------------------------------------------------------------------------------
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Valid cached vectors for the keys that have one (missing and corrupt keys are absent)."""
-        found: dict[str, np.ndarray] = {}
-        conn = self._conn()
+        """Valid cached vectors for the keys that have one (missing, damaged, zero or non-finite keys are absent)."""
         uniq = list(dict.fromkeys(keys))
-        for i in range(0, len(uniq), _CHUNK):
-            chunk = uniq[i : i + _CHUNK]
-            rows = conn.execute(
-                f"SELECT key, dim, crc, vec FROM emb WHERE key IN ({','.join('?' * len(chunk))})", chunk
-            ).fetchall()
-            for key, dim, crc, blob in rows:
-                if len(blob) != 4 * dim or zlib.crc32(blob) != crc:
-                    self.corrupt_seen += 1
-                    continue
-                vec = np.frombuffer(blob, dtype=np.float32)
-                if not np.all(np.isfinite(vec)):
-                    self.corrupt_seen += 1
-                    continue
-                found[key] = vec
+        found = {k: self._memory[k] for k in uniq if k in self._memory}
+        rest = [k for k in uniq if k not in found]
+
+        def select(conn: sqlite3.Connection) -> list[tuple]:
+            rows: list[tuple] = []
+            for i in range(0, len(rest), _CHUNK):
+                chunk = rest[i : i + _CHUNK]
+                rows += conn.execute(
+                    f"SELECT key, dim, crc, vec FROM emb WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                ).fetchall()
+            return rows
+
+        rows = self._db(select) if rest else []
+        for key, dim, crc, blob in rows or []:
+            vec = _decode(dim, crc, blob)
+            if vec is None:
+                self.corrupt_seen += 1
+                continue
+            found[key] = vec
         return found
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
-        """Store vectors (float32), replacing existing rows, in one transaction."""
+        """Store vectors (float32), replacing existing rows, in one transaction.
+
+        Raises:
+            ValueError: when any vector is all zeros or holds a NaN/inf (nothing is stored then).
+        """
         if not items:
             return
+        keys = list(items)
+        vecs = [np.ascontiguousarray(items[k], dtype=np.float32).ravel() for k in keys]
+        bad = [keys[i] for i in range(len(vecs)) if len(bad_rows(vecs[i][None, :]))]
+        if bad:
+            raise ValueError(f"refusing to cache {len(bad)} zero or non-finite vector(s) (first key {bad[0][:12]}…); "
+                             "a broken encoder output must never be stored")
         now = time.time()
         rows = []
-        for key, vec in items.items():
-            blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+        for key, vec in zip(keys, vecs, strict=True):
+            blob = vec.tobytes()
             rows.append((key, len(blob) // 4, zlib.crc32(blob), blob, now))
-        conn = self._conn()
+        if self._db(lambda conn: self._write(conn, rows)) is None:
+            self._memory.update(zip(keys, vecs, strict=True))
+
+    @staticmethod
+    def _write(conn: sqlite3.Connection, rows: list[tuple]) -> bool:
         for attempt in range(5):
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?, ?)", rows)
                 conn.execute("COMMIT")
-                return
-            except sqlite3.OperationalError:  # "database is locked" past the timeout: back off and retry
+                return True
+            except sqlite3.Error as e:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                if attempt == 4:
-                    raise
-                time.sleep(0.2 * (attempt + 1))
+                if _classify(e) is not None or attempt == 4:
+                    raise  # damaged or refused: handled by _db; locked past every retry: a real error
+                time.sleep(0.2 * (attempt + 1))  # "database is locked" past the timeout: back off and retry
+        return False
 
     def count(self) -> int:
-        return int(self._conn().execute("SELECT COUNT(*) FROM emb").fetchone()[0])
+        """Rows stored on disk plus vectors held in memory for this run."""
+        n = self._db(lambda conn: int(conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0]))
+        return int(n or 0) + len(self._memory)
+
+    def close(self) -> None:
+        """Close this thread's connection (the last one to close folds the WAL back into the file)."""
+        self._drop_conn()
 
     def clear(self) -> None:
-        self._conn().execute("DELETE FROM emb")
+        self._memory.clear()
+        self._db(lambda conn: conn.execute("DELETE FROM emb"))
 
     def get_or_compute(
         self,
@@ -142,22 +302,47 @@ class EmbeddingCache:
 
         Returns:
             ``(vectors (n, d) float32, number computed)``.
+
+        Raises:
+            EncoderError: when ``compute`` returns zero or non-finite vectors (the good ones are cached first).
         """
         found = self.get_many(keys)
         missing_keys = [k for k in dict.fromkeys(keys) if k not in found]
         if missing_keys:
-            first_index = {}
+            first_index: dict[str, int] = {}
             for i, k in enumerate(keys):
                 first_index.setdefault(k, i)
             idx = [first_index[k] for k in missing_keys]
             vecs = np.asarray(compute(idx), dtype=np.float32)
             if vecs.shape[0] != len(idx):
                 raise RuntimeError(f"encoder returned {vecs.shape[0]} vectors for {len(idx)} inputs")
-            new = dict(zip(missing_keys, vecs))
+            bad = set(bad_rows(vecs).tolist())
+            new = {k: v for j, (k, v) in enumerate(zip(missing_keys, vecs, strict=True)) if j not in bad}
             self.put_many(new)
             found.update(new)
+            if bad:
+                first = idx[min(bad)]
+                raise EncoderError(
+                    f"the encoder returned {len(bad)} zero or non-finite vector(s) out of {len(idx)} "
+                    f"(first: input #{first}); they were not cached or used — check the model and its settings "
+                    "(batch size >= 1, dtype)")
         if progress:
             progress(len(keys), len(keys))
         if not keys:
             return np.zeros((0, 0), dtype=np.float32), 0
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False), len(missing_keys)
+
+
+def _decode(dim: int, crc: int, blob: bytes) -> np.ndarray | None:
+    """The stored vector, or None when its bytes, length or values are not a valid embedding."""
+    if not isinstance(blob, bytes) or dim < 1 or len(blob) != 4 * dim or zlib.crc32(blob) != crc:
+        return None
+    vec = np.frombuffer(blob, dtype=np.float32)
+    return None if len(bad_rows(vec[None, :])) else vec
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None

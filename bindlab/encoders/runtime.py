@@ -17,11 +17,14 @@ Torch is imported inside the functions, so importing this module stays cheap.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from bindlab.encoders.base import EncoderError
+from bindlab.encoders.base import EncoderError, check_batch_size
+
+__all__ = ["DTYPES", "BatchRunner", "check_batch_size", "describe_device", "features", "resolve_dtype", "to_device"]
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +63,6 @@ def resolve_dtype(dtype: str | None, device: str, half_ok: bool = True) -> Any:
         log.warning("dtype %s asked for, but this model does not support half precision; using float32", name)
         return torch.float32
     return getattr(torch, name)
-
-
-def check_batch_size(batch_size: Any) -> int:
-    """A positive int, or :class:`EncoderError` naming the bad value."""
-    try:
-        b = int(batch_size)
-    except (TypeError, ValueError):
-        b = 0
-    if b < 1:
-        raise EncoderError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return b
 
 
 class BatchRunner:
