@@ -6,9 +6,10 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, _write_per_item
+from bindlab.studies.result import Result
 
 
 # --- generate ----------------------------------------------------------------------------------------------------
@@ -37,58 +38,46 @@ def cmd_generate_saber(a: argparse.Namespace) -> None:
           f"in {time.perf_counter() - t:.1f}s -> {path}")
 
 
-# --- eval --------------------------------------------------------------------------------------------------------
-def _load_questions(a: argparse.Namespace):
-    from bindlab.data.schema import load_mcqs
+# --- eval: parse -> studies.browse.run_* -> print / write ------------------------------------------------------
+def _request(a: argparse.Namespace):
+    from bindlab.studies.browse import McqRequest
 
-    questions, report = load_mcqs(a.data, strict=not a.skip_bad)
-    if report.skipped:
-        print(f"warning: {report.summary()}", file=sys.stderr)
-    if a.limit:
-        questions = questions[: a.limit]
-    return questions, report
+    return McqRequest(data=a.data, model=a.model, pairings=a.pairings, limit=a.limit, batch_size=a.batch_size,
+                      device=a.device, skip_bad=a.skip_bad)
 
 
-def _eval(a: argparse.Namespace, evaluate: Callable, kind: str) -> None:
-    from bindlab.encoders.base import load_encoder
-    from bindlab.eval.mcq import parse_pairings
-    from bindlab.provenance import provenance
-
-    pairings = parse_pairings(a.pairings)
-    encoder = load_encoder(a.model, device=a.device, batch_size=a.batch_size)  # cheap: weights load on first use
-    questions, report = _load_questions(a)
-    t = time.perf_counter()
-    results, rows = evaluate(questions, Path(a.data).parent, encoder, pairings)
-    elapsed = time.perf_counter() - t
-    settings = {"kind": kind, "pairings": pairings, "limit": a.limit, "batch_size": a.batch_size,
-                "skipped_lines": len(report.skipped), "seconds": round(elapsed, 3)}
-    out = {"pairings": results, "provenance": provenance(a.data, encoder, settings)}
-    for p, r in results.items():
-        if kind == "mcq":
-            by_n = " ".join(f"{n}:{v:.3f}" for n, v in r["by_n"].items())
-            print(f"{encoder.id} {p}: accuracy {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
-        else:
-            m = r["map"]
-            print(f"{encoder.id} {p}: mAP {m['all']:.3f} (independent {m['independent']}, nested {m['nested']}) "
-                  f"R@1 {r['r@1']:.3f} R@5 {r['r@5']:.3f}")
-    _write_json(a.out, out)
-    _write_per_item(a.per_item, rows)
-    from bindlab.present import exports
-
-    build = exports.mcq_export if kind == "mcq" else exports.retrieval_export
-    _write_export(a, lambda: build(results, rows), out["provenance"])
+def _write(a: argparse.Namespace, result: Result, build: Callable[[Result], Any]) -> None:
+    """Notes to stderr, then ``--out`` (summary + provenance), ``--per-item`` and ``--export``."""
+    for note in result.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    _write_json(a.out, result.to_json())
+    _write_per_item(a.per_item, result.rows)
+    _write_export(a, lambda: build(result), result.provenance)
 
 
 def cmd_eval_mcq(a: argparse.Namespace) -> None:
-    from bindlab.eval.mcq import evaluate_mcq
+    from bindlab.present.exports import mcq_export
+    from bindlab.studies.browse import run_mcq
 
-    _eval(a, evaluate_mcq, "mcq")
+    result = run_mcq(_request(a))
+    model = result.provenance["encoder"]["id"]
+    for p, r in result.summary["pairings"].items():
+        by_n = " ".join(f"{n}:{v:.3f}" for n, v in r["by_n"].items())
+        print(f"{model} {p}: accuracy {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
+    _write(a, result, mcq_export)
 
 
 def cmd_eval_retrieval(a: argparse.Namespace) -> None:
-    from bindlab.eval.retrieval import evaluate_retrieval
+    from bindlab.present.exports import retrieval_export
+    from bindlab.studies.browse import run_retrieval
 
-    _eval(a, evaluate_retrieval, "retrieval")
+    result = run_retrieval(_request(a))
+    model = result.provenance["encoder"]["id"]
+    for p, r in result.summary["pairings"].items():
+        m = r["map"]
+        print(f"{model} {p}: mAP {m['all']:.3f} (independent {m['independent']}, nested {m['nested']}) "
+              f"R@1 {r['r@1']:.3f} R@5 {r['r@5']:.3f}")
+    _write(a, result, retrieval_export)
 
 
 def _eval_args(p: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
+from typing import Any
 
 from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, _write_per_item
 
@@ -25,25 +25,29 @@ def cmd_generate_composet(a: argparse.Namespace) -> None:
           f"median {px['median']:.3f}")
 
 
-def cmd_eval_pairs(a: argparse.Namespace) -> None:
-    from bindlab.data.pairs_schema import load_pairs
-    from bindlab.encoders.base import load_encoder
-    from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, format_table
-    from bindlab.provenance import provenance
+def _edit_type_table(rows: list[dict[str, Any]]) -> str:
+    """Plain-text table of the per-edit-type rows ``{edit_type, category, n, i2t, t2i, group}``."""
+    lines = [f"{'edit type':<22}{'category':<16}{'n':>6}{'I2T':>8}{'T2I':>8}{'Group':>8}"]
+    for r in rows:
+        lines.append(f"{r['edit_type']:<22}{r['category']:<16}{r['n']:>6}{r['i2t']:>8.3f}{r['t2i']:>8.3f}"
+                     f"{r['group']:>8.3f}")
+    return "\n".join(lines)
 
-    encoder = load_encoder(a.model, device=a.device, batch_size=a.batch_size)
-    pairs, report = load_pairs(a.data, strict=not a.skip_bad)
-    if report.skipped:
-        print(f"warning: {report.summary()}", file=sys.stderr)
-    pairs = pairs[: a.limit] if a.limit else pairs
-    t = time.perf_counter()
-    summary, rows = evaluate_pairs(pairs, Path(a.data).parent, encoder, a.verbosity, seed=a.seed)
-    settings = {"kind": "pairs", "verbosity": a.verbosity, "limit": a.limit, "batch_size": a.batch_size,
-                "skipped_lines": len(report.skipped), "seconds": round(time.perf_counter() - t, 3)}
+
+def cmd_eval_pairs(a: argparse.Namespace) -> None:
+    from bindlab.present.exports import pairs_export
+    from bindlab.studies.pairs import PairsRequest, run_pairs
+
+    result = run_pairs(PairsRequest(data=a.data, model=a.model, verbosity=a.verbosity, limit=a.limit,
+                                    batch_size=a.batch_size, device=a.device, seed=a.seed, skip_bad=a.skip_bad))
+    for note in result.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    summary = result.summary
     o, c = summary["overall"], summary["controls"]
-    print(f"{encoder.id} on {len(pairs)} pairs ({'/'.join(summary['levels'])}): I2T {o['i2t']:.3f} T2I {o['t2i']:.3f} "
-          f"Group {o['group']:.3f} (95% CI {o['group_ci95'][0]:.3f}-{o['group_ci95'][1]:.3f}; chance .25/.25/.167)")
-    print(format_table(by_edit_type_rows(summary)))
+    print(f"{result.provenance['encoder']['id']} on {summary['n_pairs']} pairs ({'/'.join(summary['levels'])}): "
+          f"I2T {o['i2t']:.3f} T2I {o['t2i']:.3f} Group {o['group']:.3f} "
+          f"(95% CI {o['group_ci95'][0]:.3f}-{o['group_ci95'][1]:.3f}; chance .25/.25/.167)")
+    print(_edit_type_table(result.tables["by_edit_type"]))
     sp = summary["scene_edit_split"]
     print(f"scene-hard / edit-hard split over {sp['counts']['scenes']} scenes: {sp['counts']} "
           f"(both expected under independence {sp['both_expected_under_independence']:.4f} of scenes); "
@@ -51,35 +55,26 @@ def cmd_eval_pairs(a: argparse.Namespace) -> None:
     print(f"within-pair image cosine {c['within_pair_image_cosine']['mean']:.4f} vs across scenes "
           f"{c['across_scene_image_cosine']:.4f}" + (f"; pixels changed {c['pixels_changed']['mean']:.3f}"
                                                     if c["pixels_changed"] else ""))
-    prov = provenance(a.data, encoder, settings, a.seed)
-    _write_json(a.out, {**summary, "provenance": prov})
-    _write_per_item(a.per_item, rows)
-    from bindlab.present.exports import pairs_export
-
-    _write_export(a, lambda: pairs_export(summary, rows, encoder.id), prov)
+    _write_json(a.out, result.to_json())
+    _write_per_item(a.per_item, result.rows)
+    _write_export(a, lambda: pairs_export(result), result.provenance)
 
 
 def cmd_eval_benchmark(a: argparse.Namespace) -> None:
-    from bindlab.data.adapters import load_benchmark
-    from bindlab.encoders.base import load_encoder
-    from bindlab.eval.benchmarks import evaluate_benchmark
-    from bindlab.provenance import provenance
+    from bindlab.studies.benchmark import BenchmarkRequest, run_benchmark
 
-    encoder = load_encoder(a.model, device=a.device, batch_size=a.batch_size)
-    bench = load_benchmark(a.name, data=a.data, split=a.split, limit=a.limit, images=a.images, source=a.source)
-    t = time.perf_counter()
-    summary, rows = evaluate_benchmark(bench, encoder, task=a.task, seed=a.seed)
+    result = run_benchmark(BenchmarkRequest(name=a.name, model=a.model, data=a.data, images=a.images, split=a.split,
+                                            task=a.task, source=a.source, limit=a.limit, batch_size=a.batch_size,
+                                            device=a.device, seed=a.seed))
+    summary, settings = result.summary, result.provenance["settings"]
     nm, v = summary["native_metric"], summary["validity"]
     shown = {k: (round(x, 4) if isinstance(x, float) else x) for k, x in nm.items() if k != "name"}
-    print(f"{encoder.id} on {bench.name} ({summary['n']} items from {bench.source}): {nm['name']} {shown}")
+    print(f"{result.provenance['encoder']['id']} on {summary['benchmark']} ({summary['n']} items from "
+          f"{settings['source']}): {nm['name']} {shown}")
     print(f"validity: {v['same_bag_items']} items ({v['same_bag_share']:.1%}) have positive and negative captions "
           f"with the same bag of words; text-only bag-of-words score {summary['bow_text_only']}")
-    settings = {"kind": "benchmark", "benchmark": bench.name, "source": bench.source, "split": a.split,
-                "task": summary["task"], "limit": a.limit, "seconds": round(time.perf_counter() - t, 3),
-                "manifest": {k: bench.manifest.get(k) for k in ("license", "citation", "url")}}
-    dataset = bench.source if Path(bench.source).is_file() else None
-    _write_json(a.out, {**summary, "provenance": provenance(dataset, encoder, settings, a.seed)})
-    _write_per_item(a.per_item, rows)
+    _write_json(a.out, result.to_json())
+    _write_per_item(a.per_item, result.rows)
 
 
 def add_commands(g: Groups) -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bindlab.studies.result import Result
+
 TABLE_FORMATS = ("csv", "json")
 FIGURE_FORMATS = ("png", "svg", "html")
 ITEM_FORMATS = ("jsonl",)
@@ -273,21 +275,24 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
 
 
 # --- what each kind of result exports (shared by the app and the CLI) ---------------------------------------------
-def mcq_export(summaries: dict[str, dict[str, Any]], items: list[dict[str, Any]]) -> ResultView:
+def mcq_export(result: Result) -> ResultView:
     """MCQ accuracy (``eval mcq``, the Browse tab): per-pairing summary, accuracy by N and subset, per-question scores
-    with one column per candidate role, the accuracy-by-N chart per pairing, and the per-item rows."""
-    from bindlab.present import figures
-    from bindlab.data.schema import ROLES
-    from bindlab.eval.mcq import accuracy_by_n
+    with one column per candidate role, the accuracy-by-N chart per pairing, and the per-item rows.
 
+    Args:
+        result: :func:`bindlab.studies.browse.run_mcq`'s result (both faces pass the same one).
+    """
+    from bindlab.data.schema import ROLES
+    from bindlab.present import figures
+
+    summaries, items = result.summary["pairings"], result.rows
     summary = [{"pairing": p, "accuracy": s["accuracy"], "ci95_low": s["ci95"][0], "ci95_high": s["ci95"][1],
                 "n": s["n"], "chance": s.get("chance", 0.25),
                 **{f"accuracy_{k}": v for k, v in s.get("by_subset", {}).items()}} for p, s in summaries.items()]
-    by_n, figs = [], {}
+    by_n = result.tables["accuracy_by_n"]
+    figs = {}
     for p in summaries:
-        sel = [r for r in items if r["pairing"] == p]
-        rows = accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel])
-        by_n += [{"pairing": p, **r} for r in rows]
+        rows = [{k: v for k, v in r.items() if k != "pairing"} for r in by_n if r["pairing"] == p]
         figs["accuracy_by_n" if len(summaries) == 1 else f"accuracy_by_n_{p}"] = figures.accuracy_by_n(
             rows, title=f"{p}: accuracy by number of objects")
     roles = [role for role in ROLES if any(role in r["roles"] for r in items)]  # fixed column order
@@ -299,12 +304,16 @@ def mcq_export(summaries: dict[str, dict[str, Any]], items: list[dict[str, Any]]
     return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items})
 
 
-def retrieval_export(results: dict[str, dict[str, Any]], items: list[dict[str, Any]]) -> ResultView:
-    """Pooled-gallery retrieval (``eval retrieval``): per-pairing summary, mAP by N, per-query rows."""
-    summary = [{"pairing": p, **{k: v for k, v in r.items() if k != "map_by_n"}} for p, r in results.items()]
-    by_n = [{"pairing": p, "n_objects": int(n), "map": v} for p, r in results.items()
-            for n, v in r.get("map_by_n", {}).items()]
-    return ResultView("retrieval", {"summary": summary, "map_by_n": by_n, "queries": items}, {}, {"items": items})
+def retrieval_export(result: Result) -> ResultView:
+    """Pooled-gallery retrieval (``eval retrieval``): per-pairing summary, mAP by N, per-query rows.
+
+    Args:
+        result: :func:`bindlab.studies.browse.run_retrieval`'s result.
+    """
+    summary = [{"pairing": p, **{k: v for k, v in r.items() if k != "map_by_n"}}
+               for p, r in result.summary["pairings"].items()]
+    return ResultView("retrieval", {"summary": summary, "map_by_n": result.tables["map_by_n"], "queries": result.rows},
+                      {}, {"items": result.rows})
 
 
 def _score_rows(group: str, blocks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -320,16 +329,21 @@ def _score_rows(group: str, blocks: dict[str, dict[str, Any]]) -> list[dict[str,
     return rows
 
 
-def pairs_export(summary: dict[str, Any], items: list[dict[str, Any]], model: str = "") -> ResultView:
+def pairs_export(result: Result) -> ResultView:
     """Winoground-style pairs (``eval pairs``, the Pairs tab): I2T / T2I / Group overall, by verbosity and category
-    with 95 % intervals, the per-edit-type table and bar chart, per-pair rows."""
-    from bindlab.present import figures
-    from bindlab.eval.pairs import by_edit_type_rows
+    with 95 % intervals, the per-edit-type table and bar chart, per-pair rows.
 
+    Args:
+        result: :func:`bindlab.studies.pairs.run_pairs`'s result (both faces pass the same one).
+    """
+    from bindlab.present import figures
+
+    summary, items = result.summary, result.rows
     scores = (_score_rows("overall", {"all": summary["overall"]})
               + _score_rows("verbosity", summary.get("by_verbosity", {}))
               + _score_rows("category", summary.get("by_category", {})))
-    edit = by_edit_type_rows(summary)
+    edit = result.tables["by_edit_type"]
+    model = result.provenance.get("encoder", {}).get("id", "")
     title = f"{model}: 2x2 scores by edit type" if model else "2x2 scores by edit type"
     return ResultView("pairs", {"scores": scores, "by_edit_type": edit, "pairs": items},
                       {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items})

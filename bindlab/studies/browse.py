@@ -1,25 +1,35 @@
-"""Backend of the Browse tab: a scored benchmark in memory, filters, and one question's view.
+"""Browse: the SABER MCQ study (``eval mcq``, ``eval retrieval``) and the Browse tab's session.
 
-Scores come from the same cached pipeline as ``eval mcq``; a :class:`ScoredSet` is memoised per (file
-contents, encoder id, pairing) in this process, so switching questions never re-embeds anything.
+:func:`run_mcq` and :func:`run_retrieval` are the one pipeline both faces call: load the questions, embed and score
+them (``bindlab.eval``), and return a :class:`~bindlab.studies.result.Result` with provenance. The Browse tab's
+:class:`ScoredSet` is built from :func:`run_mcq`'s result and memoised per (file contents, encoder id, pairing) in
+this process, so switching questions never re-embeds anything and the tab shows the numbers ``eval mcq`` prints.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bindlab.config import home
-from bindlab.data.schema import MCQ, load_mcqs
-from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, item_rows, score_mcq, summarize
-from bindlab.eval.metrics import mcq_credit
+from bindlab.data.schema import MCQ, LoadReport, load_mcqs
+from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, evaluate_mcq, parse_pairings
+from bindlab.eval.retrieval import evaluate_retrieval
+from bindlab.provenance import provenance
+from bindlab.studies.checks import whole
+from bindlab.studies.result import Result
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
 DEFAULT_IMAGE_SIZE = 128
+Progress = Callable[[float, str], None]
+_LOCK = threading.Lock()
 
 
 def default_dataset(images: bool = False, progress: Any = None) -> Path:
@@ -52,19 +62,136 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
     return path
 
 
+# --- the request and the two studies -------------------------------------------------------------------------
+@dataclass
+class McqRequest:
+    """What ``eval mcq`` / ``eval retrieval`` and the Browse tab ask for; validated on construction.
+
+    Raises:
+        ValueError: an empty data path or model id, an unknown pairing, ``limit`` < 0, ``batch_size`` < 1 or an
+            empty device, each named with the value given.
+    """
+
+    data: str | Path  # MCQ JSONL file; image paths are relative to its folder
+    model: str  # encoder id, e.g. "minilm", "bow", "toy:clip"
+    pairings: Sequence[str] | str = ("tt",)  # query->candidate modalities, subset of PAIRINGS; becomes a list
+    limit: int = 0  # score only the first N questions; 0 = all
+    batch_size: int | None = None  # encoder batch size; None = the backend's default
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    skip_bad: bool = False  # skip malformed lines (reported in the notes) instead of refusing the file
+
+    def __post_init__(self) -> None:
+        if not str(self.data or "").strip():
+            raise ValueError("data: give an MCQ JSONL file, e.g. DIR/mcq.jsonl "
+                             "(make one with 'python -m bindlab generate saber --out DIR')")
+        self.data = Path(self.data)
+        self.model = (self.model or "").strip()
+        if not self.model:
+            raise ValueError("model: give an encoder id, e.g. minilm, bow or toy:clip")
+        self.pairings = parse_pairings(self.pairings)
+        self.limit = whole("limit", self.limit, 0)
+        if self.batch_size is not None:
+            self.batch_size = whole("batch_size", self.batch_size, 1)
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+
+
+def get_encoder(model: str, device: str = "auto", batch_size: int | None = None) -> Any:
+    """Load an encoder once per process (thread-safe) and per (id, device, batch size); later calls reuse it.
+
+    With the defaults the backend's own defaults apply (what the tabs use); a command passes its options.
+    """
+    from bindlab.encoders.base import load_encoder, parse_encoder_id
+
+    key = (str(parse_encoder_id(model)), device, batch_size)
+    options: dict[str, Any] = {}
+    if device != "auto" or batch_size is not None:
+        options["device"] = device
+    if batch_size is not None:
+        options["batch_size"] = batch_size
+    with _LOCK:
+        if key not in _ENCODERS:
+            _ENCODERS[key] = load_encoder(model, **options)
+        return _ENCODERS[key]
+
+
+def load_questions(request: McqRequest) -> tuple[list[MCQ], LoadReport]:
+    """The request's questions (first ``limit`` of them) and the loader's report of skipped lines."""
+    path = Path(request.data)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found; generate one with "
+                                "'python -m bindlab generate saber --out DIR'")
+    questions, report = load_mcqs(path, strict=not request.skip_bad)
+    return (questions[: request.limit] if request.limit else questions), report
+
+
+def run_mcq(request: McqRequest, progress: Progress | None = None) -> Result:
+    """4-way MCQ accuracy (tie-aware) per pairing, by N and subset: what ``eval mcq`` and the Browse tab report.
+
+    Returns:
+        ``Result("mcq")``: summary ``{"pairings": {pairing: {accuracy, ci95, by_n, by_subset, n, chance}},
+        "pairing": the first pairing, "accuracy": its accuracy}``; rows = one per (question, pairing) with scores,
+        answer, predicted and credit; ``tables["accuracy_by_n"]`` = ``{pairing, n_objects, subset, accuracy, n}``.
+    """
+    return _run(request, "mcq", progress)[0]
+
+
+def run_retrieval(request: McqRequest, progress: Progress | None = None) -> Result:
+    """Pooled-gallery retrieval per pairing (mAP, R@1, R@5, containment diagnostics): what ``eval retrieval`` reports.
+
+    Returns:
+        ``Result("retrieval")``: summary ``{"pairings": {pairing: {map, map_by_n, r@1, r@5, containment, …}},
+        "pairing": the first pairing, "map": its mAP over all queries}``; rows = one per (query, pairing);
+        ``tables["map_by_n"]`` = ``{pairing, n_objects, map}``.
+    """
+    return _run(request, "retrieval", progress)[0]
+
+
+def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Result, list[MCQ], Any]:
+    """Both studies: encoder first (an unknown id is reported before the file is read), then questions, then score."""
+    encoder = get_encoder(request.model, request.device, request.batch_size)  # cheap: weights load on first use
+    questions, report = load_questions(request)
+    t = time.perf_counter()
+    evaluate = evaluate_mcq if kind == "mcq" else evaluate_retrieval
+    results, rows = evaluate(questions, Path(request.data).parent, encoder, request.pairings, progress=progress)
+    settings = {"kind": kind, "pairings": list(request.pairings), "limit": request.limit,
+                "batch_size": request.batch_size, "skipped_lines": len(report.skipped),
+                "seconds": round(time.perf_counter() - t, 3)}
+    first = request.pairings[0]
+    if kind == "mcq":
+        summary = {"pairings": results, "pairing": first, "accuracy": results[first]["accuracy"]}
+        tables = {"accuracy_by_n": [{"pairing": p, **r} for p in results for r in _accuracy_by_n(rows, p)]}
+        primary = "accuracy"
+    else:
+        summary = {"pairings": results, "pairing": first, "map": results[first]["map"]["all"]}
+        tables = {"map_by_n": [{"pairing": p, "n_objects": int(n), "map": v} for p, r in results.items()
+                               for n, v in r["map_by_n"].items()]}
+        primary = "map"
+    result = Result(kind, summary, rows, provenance=provenance(request.data, encoder, settings),
+                    primary_metric=primary, tables=tables,
+                    notes=[report.summary()] if report.skipped else [])
+    return result, questions, encoder
+
+
+def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, Any]]:
+    sel = [r for r in rows if r["pairing"] == pairing]
+    return accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel])
+
+
+# --- the Browse tab's session: one scored pairing in memory ------------------------------------------------------
 @dataclass
 class ScoredSet:
-    """Questions with their candidate scores in one pairing."""
+    """Questions with their candidate scores in one pairing, from :func:`run_mcq`."""
 
     path: Path
-    model: str
+    model: str  # the encoder's id
     pairing: str
     questions: list[MCQ]
     scores: np.ndarray  # (q, 4)
     credit: np.ndarray  # (q,)
-    summary: dict[str, Any]
-    queries: np.ndarray  # (q, d) query embeddings in the pairing's query modality
-    gallery: np.ndarray  # (q*4, d) all candidates in the pairing's candidate modality (retrieval gallery)
+    summary: dict[str, Any]  # run_mcq's summary of this pairing
+    result: Result = field(repr=False)  # run_mcq's whole result (rows, tables, provenance)
+    request: McqRequest = field(repr=False)
 
     def index(self, qid: str) -> int:
         for i, q in enumerate(self.questions):
@@ -72,11 +199,28 @@ class ScoredSet:
                 return i
         raise KeyError(f"question {qid!r} is not in {self.path}")
 
+    @cached_property
+    def _embeddings(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``{modality: (queries (q, d), candidates (q, 4, d))}`` from the embedding cache (filled by run_mcq)."""
+        encoder = get_encoder(self.request.model, self.request.device, self.request.batch_size)
+        return {m: embed_questions(self.questions, self.path.parent, encoder, m)
+                for m in dict.fromkeys(PAIRINGS[self.pairing])}
+
+    @property
+    def queries(self) -> np.ndarray:
+        """``(q, d)`` query embeddings in the pairing's query modality."""
+        return self._embeddings[PAIRINGS[self.pairing][0]][0]
+
+    @property
+    def gallery(self) -> np.ndarray:
+        """``(q*4, d)`` all candidates in the pairing's candidate modality (the retrieval gallery)."""
+        cands = self._embeddings[PAIRINGS[self.pairing][1]][1]
+        return cands.reshape(-1, cands.shape[-1])
+
 
 _SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}
-_ENCODERS: dict[str, Any] = {}
+_ENCODERS: dict[tuple[str, str, int | None], Any] = {}
 _KEY_LOCKS: dict[tuple[str, float, str, str], threading.Lock] = {}
-_LOCK = threading.Lock()
 
 
 IMAGE_MODELS = ("toy:clip", "toy:shared")  # the bundled image+text encoders, preferred in this order
@@ -107,52 +251,36 @@ def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) ->
     return data, model
 
 
-def get_encoder(model: str) -> Any:
-    """Load an encoder once per process (thread-safe); later calls reuse it."""
-    from bindlab.encoders.base import load_encoder, parse_encoder_id
-
-    key = str(parse_encoder_id(model))
-    with _LOCK:
-        if key not in _ENCODERS:
-            _ENCODERS[key] = load_encoder(model)
-        return _ENCODERS[key]
-
-
 def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any = None) -> ScoredSet:
-    """Load and score a benchmark (memoised by file mtime, model and pairing)."""
-    if pairing not in PAIRINGS:
-        raise ValueError(f"unknown pairing {pairing!r}; choose from {list(PAIRINGS)}")
-    p = Path(path)
+    """Score a benchmark in one pairing through :func:`run_mcq` (memoised by file mtime, model and pairing)."""
+    request = McqRequest(data=path, model=model, pairings=[pairing])  # validates the pairing and the model id
+    if len(request.pairings) != 1:
+        raise ValueError(f"the Browse session scores one pairing at a time, got {pairing!r}")
+    p = Path(request.data)
     if not p.exists():
         raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate saber --out DIR'")
-    key = (str(p.resolve()), p.stat().st_mtime, model, pairing)
+    key = (str(p.resolve()), p.stat().st_mtime, request.model, request.pairings[0])
     with _LOCK:
         key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with key_lock:  # two visitors asking for the same set at once: the second waits for the first's result
         if key not in _SCORED:
-            _SCORED[key] = _score_set(p, model, pairing, progress)
+            _SCORED[key] = _score_set(request, progress)
     return _SCORED[key]
 
 
-def _score_set(p: Path, model: str, pairing: str, progress: Any = None) -> ScoredSet:
-    questions, _ = load_mcqs(p)
-    encoder = get_encoder(model)
-    qm, cm = PAIRINGS[pairing]
-    emb = {}
-    for m in dict.fromkeys((cm, qm)):
-        if progress:
-            progress(0.1, f"embedding {m}s with {encoder.id}")
-        emb[m] = embed_questions(questions, p.parent, encoder, m)
-    scores = score_mcq(emb[qm][0], emb[cm][1])
-    credit = mcq_credit(scores, np.array([q.answer for q in questions]))
-    gallery = emb[cm][1].reshape(-1, emb[cm][1].shape[-1])
-    return ScoredSet(p, encoder.id, pairing, questions, scores, credit, summarize(credit, questions), emb[qm][0], gallery)
+def _score_set(request: McqRequest, progress: Progress | None = None) -> ScoredSet:
+    result, questions, encoder = _run(request, "mcq", progress)
+    pairing = request.pairings[0]
+    scores = np.array([r["scores"] for r in result.rows], dtype=np.float64).reshape(len(questions), 4)
+    credit = np.array([r["credit"] for r in result.rows], dtype=np.float64)
+    return ScoredSet(Path(request.data), encoder.id, pairing, questions, scores, credit,
+                     result.summary["pairings"][pairing], result, request)
 
 
 def filter_ids(s: ScoredSet, n_objects: str = "all", subset: str = "all", outcome: str = "all") -> list[str]:
     """Question ids passing the filters. ``outcome``: all | correct (full credit) | incorrect (no full credit)."""
     out = []
-    for q, c in zip(s.questions, s.credit):
+    for q, c in zip(s.questions, s.credit, strict=True):
         if n_objects not in ("all", "", None) and q.n_objects != int(n_objects):
             continue
         if subset not in ("all", "", None) and q.subset != subset:
@@ -199,12 +327,7 @@ def question_view(s: ScoredSet, qid: str) -> dict[str, Any]:
 
 def accuracy_table(s: ScoredSet) -> list[dict[str, Any]]:
     """Rows ``{n_objects, subset, accuracy, n}`` for the accuracy-by-N chart (subset 'all' included)."""
-    return accuracy_by_n([q.n_objects for q in s.questions], [q.subset for q in s.questions], s.credit)
-
-
-def item_rows_of(s: ScoredSet) -> list[dict[str, Any]]:
-    """The per-question rows of a scored set, as ``eval mcq --per-item`` writes them."""
-    return item_rows(s.questions, s.scores, s.credit, s.pairing)
+    return [{k: v for k, v in r.items() if k != "pairing"} for r in s.result.tables["accuracy_by_n"]]
 
 
 def retrieval_topk(s: ScoredSet, qid: str, k: int = 8) -> list[dict[str, Any]]:

@@ -1,21 +1,30 @@
-"""Backend of the Pairs tab: a scored Pairs file in memory, filters, one pair's 2x2 view, per-edit-type rows.
+"""Pairs: the 2x2 pairs study (``eval pairs``) and the Pairs tab's session.
 
-Scores come from the same cached pipeline as ``eval pairs``; a :class:`ScoredPairs` is memoised per (file, mtime,
-encoder id, verbosity) in this process, so moving between pairs never re-embeds anything.
+:func:`run_pairs` is the one pipeline both faces call: load a Pairs file, score every pair Winoground-style
+(``bindlab.eval.pairs``) and return a :class:`~bindlab.studies.result.Result` with provenance. The Pairs tab's
+:class:`ScoredPairs` is built from that result and memoised per (file, mtime, encoder id, verbosity) in this
+process, so moving between pairs never re-embeds anything and the tab shows the numbers ``eval pairs`` prints.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bindlab.config import home
 from bindlab.data.pairs_schema import PairItem, load_pairs
-from bindlab.eval.pairs import evaluate_pairs, parse_verbosity
+from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosity
+from bindlab.provenance import provenance
+from bindlab.studies.browse import get_encoder
+from bindlab.studies.checks import whole
+from bindlab.studies.result import Result
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
+Progress = Callable[[float, str], None]
 
 
 def default_pairs_dataset() -> Path:
@@ -28,16 +37,87 @@ def default_pairs_dataset() -> Path:
     return path
 
 
+# --- the request and the study ----------------------------------------------------------------------------------
+@dataclass
+class PairsRequest:
+    """What ``eval pairs`` and the Pairs tab ask for; validated on construction.
+
+    Raises:
+        ValueError: an empty data path or model id, an unknown verbosity, ``limit`` < 0, ``batch_size`` < 1, a
+            non-integer seed or an empty device, each named with the value given.
+    """
+
+    data: str | Path  # Pairs JSONL file; image paths are relative to its folder
+    model: str  # image+text encoder id, e.g. "toy:clip"
+    verbosity: str = "all"  # caption level scored: short | medium | long | all
+    limit: int = 0  # score only the first N pairs; 0 = all
+    batch_size: int | None = None  # encoder batch size; None = the backend's default
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    seed: int = 0  # bootstrap seed of the 95 % intervals
+    skip_bad: bool = False  # skip malformed lines (reported in the notes) instead of refusing the file
+
+    def __post_init__(self) -> None:
+        if not str(self.data or "").strip():
+            raise ValueError("data: give a Pairs JSONL file, e.g. DIR/pairs.jsonl "
+                             "(make one with 'python -m bindlab generate composet --out DIR')")
+        self.data = Path(self.data)
+        self.model = (self.model or "").strip()
+        if not self.model:
+            raise ValueError("model: give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+        parse_verbosity(self.verbosity)
+        self.limit = whole("limit", self.limit, 0)
+        if self.batch_size is not None:
+            self.batch_size = whole("batch_size", self.batch_size, 1)
+        self.seed = whole("seed", self.seed, 0)
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+
+
+def run_pairs(request: PairsRequest, progress: Progress | None = None) -> Result:
+    """Winoground-style I2T / T2I / Group scores of a Pairs file: what ``eval pairs`` and the Pairs tab report.
+
+    Returns:
+        ``Result("pairs")``: summary = :func:`bindlab.eval.pairs.evaluate_pairs`'s summary (overall, by verbosity,
+        edit type and category, scene/edit split, controls) plus ``"n_pairs"`` and ``"group"`` (the overall Group
+        score, the primary metric); rows = one per (pair, level) with its 2x2 scores and verdicts;
+        ``tables["by_edit_type"]`` = ``{edit_type, category, n, i2t, t2i, group}`` in edit-type order.
+    """
+    return _run(request, progress)[0]
+
+
+def _run(request: PairsRequest, progress: Progress | None) -> tuple[Result, list[PairItem]]:
+    encoder = get_encoder(request.model, request.device, request.batch_size)  # an unknown id fails before the file
+    path = Path(request.data)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found; generate one with "
+                                "'python -m bindlab generate composet --out DIR'")
+    pairs, report = load_pairs(path, strict=not request.skip_bad)
+    pairs = pairs[: request.limit] if request.limit else pairs
+    t = time.perf_counter()
+    summary, rows = evaluate_pairs(pairs, path.parent, encoder, request.verbosity, progress=progress,
+                                   seed=request.seed)
+    settings = {"kind": "pairs", "verbosity": request.verbosity, "limit": request.limit,
+                "batch_size": request.batch_size, "skipped_lines": len(report.skipped),
+                "seconds": round(time.perf_counter() - t, 3)}
+    summary = {**summary, "n_pairs": len(pairs), "group": summary["overall"]["group"]}
+    result = Result("pairs", summary, rows, provenance=provenance(path, encoder, settings, request.seed),
+                    primary_metric="group", tables={"by_edit_type": by_edit_type_rows(summary)},
+                    notes=[report.summary()] if report.skipped else [])
+    return result, pairs
+
+
+# --- the Pairs tab's session: one scored file in memory -----------------------------------------------------------
 @dataclass
 class ScoredPairs:
-    """Pairs with their per-(pair, level) rows and the ``eval pairs`` summary."""
+    """Pairs with their per-(pair, level) rows and the ``eval pairs`` summary, from :func:`run_pairs`."""
 
     path: Path
-    model: str
+    model: str  # the encoder's id
     verbosity: str
     pairs: list[PairItem]
     rows: list[dict[str, Any]]  # per_item_rows: one per (pair, level)
     summary: dict[str, Any]
+    result: Result = field(repr=False)  # run_pairs' whole result (tables, provenance)
 
     def pair(self, pid: str) -> PairItem:
         for p in self.pairs:
@@ -50,22 +130,32 @@ _SCORED: dict[tuple[str, float, str, str], ScoredPairs] = {}
 
 
 def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress: Any = None) -> ScoredPairs:
-    """Load and score a Pairs file (memoised by file mtime, model and verbosity)."""
-    from bindlab.studies.browse import get_encoder
-
-    parse_verbosity(verbosity)
-    p = Path(path)
+    """Score a Pairs file through :func:`run_pairs` (memoised by file mtime, model and verbosity)."""
+    request = PairsRequest(data=path, model=model, verbosity=verbosity)
+    p = Path(request.data)
     if not p.exists():
         raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate composet --out DIR'")
-    key = (str(p.resolve()), p.stat().st_mtime, model, verbosity)
+    key = (str(p.resolve()), p.stat().st_mtime, request.model, verbosity)
     if key in _SCORED:
         return _SCORED[key]
-    pairs, _ = load_pairs(p)
-    encoder = get_encoder(model)
-    summary, rows = evaluate_pairs(pairs, p.parent, encoder, verbosity, progress=progress)
-    s = ScoredPairs(p, encoder.id, verbosity, pairs, rows, summary)
+    result, pairs = _run(request, progress)
+    s = ScoredPairs(p, result.provenance["encoder"]["id"], verbosity, pairs, result.rows, result.summary, result)
     _SCORED[key] = s
     return s
+
+
+def edit_type_table(s: ScoredPairs) -> list[dict[str, Any]]:
+    """Rows ``{edit_type, category, n, i2t, t2i, group}`` for the per-edit-type chart and table."""
+    return s.result.tables["by_edit_type"]
+
+
+def check_model(model: str) -> None:
+    """Load ``model`` (once per process) so a face can say early whether it is available here.
+
+    Raises:
+        ValueError: the id is unknown or the model cannot load (the message says why).
+    """
+    get_encoder(model)
 
 
 def filter_options(s: ScoredPairs) -> dict[str, list[str]]:

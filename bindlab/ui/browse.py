@@ -10,6 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures
+from bindlab.present.exports import mcq_export
 from bindlab.studies import browse
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -146,14 +147,10 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
 
 @friendly
 def export(data: str, model: str, pairing: str, formats: list[str]) -> tuple[list[str], str]:
-    """Download: the scores (summary, accuracy by N and subset, per-question), per-item JSONL and the chart."""
-    from bindlab.present.exports import mcq_export
-    from bindlab.provenance import provenance
-
+    """Download: the scores (summary, accuracy by N and subset, per-question), per-item JSONL and the chart —
+    the files ``eval mcq --export`` writes, from the same :func:`bindlab.studies.browse.run_mcq` result."""
     s = _scored(data, model, pairing)
-    view = mcq_export({s.pairing: s.summary}, browse.item_rows_of(s))
-    return deliver(view, provenance(s.path, browse.get_encoder(model or s.model), {"kind": "mcq", "pairing": pairing}),
-                   formats)
+    return deliver(mcq_export(s.result), s.result.provenance, formats)
 
 
 def build_tab() -> dict[str, Any]:

@@ -8,8 +8,8 @@ from typing import Any
 import gradio as gr
 
 from bindlab.present import figures
-from bindlab.studies import pairs as pairs_view
-from bindlab.eval.pairs import by_edit_type_rows
+from bindlab.present.exports import pairs_export
+from bindlab.studies import pairs as pairs_study
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -47,7 +47,7 @@ def matrix_html(view: dict[str, Any]) -> str:
             f'{_mark(view["group"])}</span> · margin <b class="bl-pair-margin">{view["margin"]:+.4f}</b></p></div>')
 
 
-def summary_md(s: pairs_view.ScoredPairs) -> str:
+def summary_md(s: pairs_study.ScoredPairs) -> str:
     o, sp = s.summary["overall"], s.summary["scene_edit_split"]["counts"]
     c = s.summary["controls"]
     return (f"**{s.model}** · {len(s.pairs)} pairs · levels {', '.join(s.summary['levels'])} · "
@@ -59,13 +59,13 @@ def summary_md(s: pairs_view.ScoredPairs) -> str:
 
 
 def _data(data: str) -> str:
-    return (data or "").strip() or str(pairs_view.default_pairs_dataset())
+    return (data or "").strip() or str(pairs_study.default_pairs_dataset())
 
 
-def _show(s: pairs_view.ScoredPairs, pid: str | None, level: str | None) -> tuple[Any, ...]:
+def _show(s: pairs_study.ScoredPairs, pid: str | None, level: str | None) -> tuple[Any, ...]:
     if not pid:
         return None, "", None, "", "<p>No pair matches these filters.</p>"
-    v = pairs_view.pair_view(s, pid, level)
+    v = pairs_study.pair_view(s, pid, level)
     return v["base"]["image"], v["base"]["caption"], v["foil"]["image"], v["foil"]["caption"], matrix_html(v)
 
 
@@ -76,17 +76,17 @@ def score(data: str, model: str, verbosity: str, progress: gr.Progress = gr.Prog
     model = (model or "").strip()
     if not model:
         raise ValueError("give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
-    s = pairs_view.scored_pairs(_data(data), model, verbosity, progress=lambda f, m: progress(f, desc=m))
+    s = pairs_study.scored_pairs(_data(data), model, verbosity, progress=lambda f, m: progress(f, desc=m))
     opts = filter_options_updates(s)
-    ids = pairs_view.filter_pairs(s, verbosity=opts["level"])
+    ids = pairs_study.filter_pairs(s, verbosity=opts["level"])
     first = ids[0] if ids else None
-    fig = figures.pairs_by_edit_type(by_edit_type_rows(s.summary), title=f"{s.model}: 2x2 scores by edit type")
+    fig = figures.pairs_by_edit_type(pairs_study.edit_type_table(s), title=f"{s.model}: 2x2 scores by edit type")
     return (summary_md(s), fig, *opts["updates"], gr.update(choices=ids, value=first), f"{len(ids)} pairs match",
             *_show(s, first, opts["level"]))
 
 
-def filter_options_updates(s: pairs_view.ScoredPairs) -> dict[str, Any]:
-    o = pairs_view.filter_options(s)
+def filter_options_updates(s: pairs_study.ScoredPairs) -> dict[str, Any]:
+    o = pairs_study.filter_options(s)
     level = o["verbosity"][0]
     return {"level": level, "updates": [gr.update(choices=o["edit_type"], value="all"),
                                         gr.update(choices=o["category"], value="all"),
@@ -98,25 +98,23 @@ def filter_options_updates(s: pairs_view.ScoredPairs) -> dict[str, Any]:
 @friendly
 def refilter(data: str, model: str, verbosity: str, edit_type: str, category: str, scene: str, level: str,
              outcome: str) -> tuple[Any, ...]:
-    s = pairs_view.scored_pairs(_data(data), (model or "").strip(), verbosity)
-    ids = pairs_view.filter_pairs(s, edit_type, category, scene, level, outcome)
+    s = pairs_study.scored_pairs(_data(data), (model or "").strip(), verbosity)
+    ids = pairs_study.filter_pairs(s, edit_type, category, scene, level, outcome)
     first = ids[0] if ids else None
     return (gr.update(choices=ids, value=first), f"{len(ids)} pairs match", *_show(s, first, level))
 
 
 @friendly
 def show_pair(data: str, model: str, verbosity: str, level: str, pid: str) -> tuple[Any, ...]:
-    s = pairs_view.scored_pairs(_data(data), (model or "").strip(), verbosity)
+    s = pairs_study.scored_pairs(_data(data), (model or "").strip(), verbosity)
     return _show(s, pid, level)
 
 
 @friendly
 def check_default_model() -> str:
     """Page-load note: whether the default model loads here (no scoring happens until *Score*)."""
-    from bindlab.studies.browse import get_encoder
-
     try:
-        get_encoder(DEFAULT_MODEL)
+        pairs_study.check_model(DEFAULT_MODEL)
     except ValueError as e:
         return (f"The default model **{DEFAULT_MODEL}** cannot be loaded here ({e}). Enter another image+text "
                 "encoder id (e.g. `hf:/path/to/clip`) and press *Score*.")
@@ -125,17 +123,13 @@ def check_default_model() -> str:
 
 @friendly
 def export(data: str, model: str, verbosity: str, formats: list[str]) -> tuple[list[str], str]:
-    """Download: I2T / T2I / Group tables, the per-edit-type table and chart, per-pair JSONL."""
-    from bindlab.studies.browse import get_encoder
-    from bindlab.present.exports import pairs_export
-    from bindlab.provenance import provenance
-
+    """Download: I2T / T2I / Group tables, the per-edit-type table and chart, per-pair JSONL — the files
+    ``eval pairs --export`` writes, from the same :func:`bindlab.studies.pairs.run_pairs` result."""
     model = (model or "").strip()
     if not model:
         raise ValueError("give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
-    s = pairs_view.scored_pairs(_data(data), model, verbosity)
-    return deliver(pairs_export(s.summary, s.rows, s.model),
-                   provenance(s.path, get_encoder(model), {"kind": "pairs", "verbosity": verbosity}), formats)
+    s = pairs_study.scored_pairs(_data(data), model, verbosity)
+    return deliver(pairs_export(s.result), s.result.provenance, formats)
 
 
 def build_tab() -> dict[str, Any]:
@@ -155,7 +149,7 @@ def build_tab() -> dict[str, Any]:
         category = gr.Dropdown(["all"], value="all", label="Category", elem_id="bl-pairs-category")
         scene = gr.Dropdown(["all"], value="all", label="Scene", elem_id="bl-pairs-scene")
         level = gr.Dropdown(["short", "medium", "long"], value="short", label="Verbosity shown", elem_id="bl-pairs-level")
-        outcome = gr.Radio(list(pairs_view.OUTCOMES), value="all", label="Outcome", elem_id="bl-pairs-outcome")
+        outcome = gr.Radio(list(pairs_study.OUTCOMES), value="all", label="Outcome", elem_id="bl-pairs-outcome")
     with gr.Row():
         with gr.Column(scale=3):
             pair = gr.Dropdown([], label="Pair", elem_id="bl-pairs-pair")

@@ -1,0 +1,94 @@
+"""Published benchmarks (``eval benchmark``): Winoground, ColorSwap, SugarCrepe, SugarCrepe++, ARO-VG-Attribution.
+
+:func:`run_benchmark` loads a benchmark through its manifest (``data_manifests/``), scores it with its native metric
+and the bag-of-words validity check (``bindlab.eval.benchmarks``) and returns a
+:class:`~bindlab.studies.result.Result` with provenance (manifest license, citation and URL included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bindlab.studies.browse import get_encoder
+from bindlab.studies.checks import whole
+from bindlab.studies.result import Result
+
+SOURCES = ("auto", "local", "hub")
+TASKS = ("itt", "tot")
+
+
+@dataclass
+class BenchmarkRequest:
+    """What ``eval benchmark`` asks for; validated on construction.
+
+    Raises:
+        ValueError: an empty name or model id, an unknown source or task, ``limit`` < 0, ``batch_size`` < 1, a
+            negative seed or an empty device, each named with the value given.
+    """
+
+    name: str  # manifest name (winoground, colorswap, sugarcrepe, sugarcrepe_pp, aro_vg_attribution) or .json path
+    model: str  # encoder id (image+text, or text-only for task "tot")
+    data: str | None = None  # local copy in the published format (overrides the manifest's path)
+    images: str | None = None  # image folder (COCO val2017 for SugarCrepe/SugarCrepe++, VG images for ARO)
+    split: str | None = None  # split name(s), comma-separated; None = all
+    task: str | None = None  # "itt" (image-to-text, the default) or "tot" (SugarCrepe++ text-only)
+    source: str = "auto"  # auto | local | hub
+    limit: int = 0  # at most N items per split; 0 = all
+    batch_size: int | None = None  # encoder batch size; None = the backend's default
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    seed: int = 0  # bootstrap seed of the 95 % intervals
+
+    def __post_init__(self) -> None:
+        self.name = (self.name or "").strip()
+        if not self.name:
+            raise ValueError("name: give a benchmark name (winoground, colorswap, sugarcrepe, sugarcrepe_pp, "
+                             "aro_vg_attribution) or a manifest .json path")
+        self.model = (self.model or "").strip()
+        if not self.model:
+            raise ValueError("model: give an encoder id, e.g. toy:clip, hf:/path/to/clip (or minilm for --task tot)")
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {list(SOURCES)}, got {self.source!r}")
+        if self.task is not None and self.task.lower() not in TASKS:
+            raise ValueError(f"task must be one of {list(TASKS)}, got {self.task!r}")
+        self.limit = whole("limit", self.limit, 0)
+        if self.batch_size is not None:
+            self.batch_size = whole("batch_size", self.batch_size, 1)
+        self.seed = whole("seed", self.seed, 0)
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+
+
+def native_value(summary: dict) -> float | None:
+    """The benchmark's headline number: its native metric's value, or the Group score for 2x2 benchmarks."""
+    nm = summary["native_metric"]
+    return nm.get("value", nm.get("group_score"))
+
+
+def run_benchmark(request: BenchmarkRequest) -> Result:
+    """Score a published benchmark with its native metric and the bag-of-words validity check.
+
+    Returns:
+        ``Result("benchmark")``: summary = :func:`bindlab.eval.benchmarks.evaluate_benchmark`'s summary
+        (``benchmark``, ``task``, ``n``, ``native_metric``, ``validity``, ``bow_text_only`` …) plus
+        ``"native_value"`` (the primary metric); rows = per-item pass/fail; provenance settings carry the source
+        and the manifest's license, citation and URL.
+    """
+    import time
+
+    from bindlab.data.adapters import load_benchmark
+    from bindlab.eval.benchmarks import evaluate_benchmark
+    from bindlab.provenance import provenance
+
+    encoder = get_encoder(request.model, request.device, request.batch_size)
+    bench = load_benchmark(request.name, data=request.data, split=request.split, limit=request.limit,
+                           images=request.images, source=request.source)
+    t = time.perf_counter()
+    summary, rows = evaluate_benchmark(bench, encoder, task=request.task, seed=request.seed)
+    settings = {"kind": "benchmark", "benchmark": bench.name, "source": bench.source, "split": request.split,
+                "task": summary["task"], "limit": request.limit, "seconds": round(time.perf_counter() - t, 3),
+                "manifest": {k: bench.manifest.get(k) for k in ("license", "citation", "url")}}
+    dataset = bench.source if Path(bench.source).is_file() else None
+    summary = {**summary, "native_value": native_value(summary)}
+    return Result("benchmark", summary, rows, provenance=provenance(dataset, encoder, settings, request.seed),
+                  primary_metric="native_value")
