@@ -3,44 +3,32 @@
 from __future__ import annotations
 
 import argparse
-import time
 
 from bindlab.cli.common import Groups, _export_args, _fmt, _write_export, _write_json, _write_per_item
 
 
 def cmd_attention(a: argparse.Namespace) -> None:
-    from bindlab.analysis.attention import load_caption_sets, per_item_rows, results_json, run_attention
-    from bindlab.encoders.base import load_encoder
-    from bindlab.provenance import provenance
+    from bindlab.present.exports import attention_export
+    from bindlab.studies.attention import AttentionRequest, run_attention
 
-    sets = load_caption_sets(a.data, limit=a.limit)
-    t = time.perf_counter()
-    encoder = load_encoder(a.model, device=a.device)
-    runs = run_attention(encoder, sets, a.direction)
-    compare = None
-    if a.compare:
-        enc2 = load_encoder(a.compare, device=a.device)
-        compare = (enc2, run_attention(enc2, sets, a.direction))
-    res = results_json(encoder, runs, a.direction, compare, seed=a.seed)
-    elapsed = time.perf_counter() - t
+    request = AttentionRequest(a.model, a.data, a.limit, a.compare, a.direction, seed=a.seed, device=a.device)
+    result = run_attention(request)
+    res = result.summary
+    cmp = res.get("compare")
     for name, s in res["sets"].items():
-        ratio = res["compare"]["ratio"][name].get("ratio") if compare else None
-        print(f"{encoder.id} · {name}: binding margin per layer ({a.direction}, {s['n_captions']} captions, "
-              f"{s['n_skipped']} skipped; 95% bootstrap CI)" + (f"; ratio = {compare[0].id} / {encoder.id}" if compare else ""))
+        ratio = cmp["ratio"][name].get("ratio") if cmp else None
+        print(f"{res['model']} · {name}: binding margin per layer ({res['direction']}, {s['n_captions']} captions, "
+              f"{s['n_skipped']} skipped; 95% bootstrap CI)" + (f"; ratio = {cmp['model']} / {res['model']}"
+                                                                  if cmp else ""))
         for i, layer in enumerate(s["layers"]):
             line = f"  layer {layer:>2}: {_fmt(s['margin_mean'][i])}  [{_fmt(s['ci_low'][i])}, {_fmt(s['ci_high'][i])}]"
-            if compare:
-                line += f"  {compare[0].id}: {_fmt(res['compare']['sets'][name]['margin_mean'][i])}"
+            if cmp:
+                line += f"  {cmp['model']}: {_fmt(cmp['sets'][name]['margin_mean'][i])}"
                 line += f"  ratio {_fmt(ratio[i], '.2f') if ratio else 'n/a'}"
             print(line)
-    settings = {"direction": a.direction, "limit": a.limit, "compare": a.compare, "n_boot": 1000,
-                "seconds": round(elapsed, 3)}
-    res["provenance"] = provenance(a.data, encoder, settings, a.seed)
-    _write_json(a.out, res)
-    _write_per_item(a.per_item, per_item_rows(runs))
-    from bindlab.present.exports import attention_export
-
-    _write_export(a, lambda: attention_export(res, per_item_rows(runs)), res["provenance"])
+    _write_json(a.out, result.to_json())
+    _write_per_item(a.per_item, result.rows)
+    _write_export(a, lambda: attention_export(result), result.provenance)
 
 
 def add_commands(g: Groups) -> None:

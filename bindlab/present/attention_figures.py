@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -18,13 +19,9 @@ def _rgba(hex_colour: str, alpha: float) -> str:
 
 def result_curves(res: dict[str, Any]) -> list[dict[str, Any]]:
     """One curve per (model, caption set) of a :func:`~bindlab.analysis.attention.results_json` document."""
-    out = []
-    for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
-                                                        if "compare" in res else []):
-        for name, s in sets.items():
-            label = model if len(sets) == 1 else f"{model} · {name}"
-            out.append({"label": label, **s})
-    return out
+    from bindlab.studies.attention import curve_data
+
+    return curve_data(res)
 
 
 def margin_curves(curves: Sequence[dict[str, Any]], title: str = "Attention binding margin per layer") -> go.Figure:

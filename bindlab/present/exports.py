@@ -392,12 +392,19 @@ def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: f
     return ResultView("grounding", tables, figs)
 
 
-def attention_export(res: dict[str, Any], items: list[dict[str, Any]], heatmap: Any = None) -> ResultView:
+def attention_export(result: Any, heatmap: Any = None) -> ResultView:
     """Attention binding margins (``attention``, the Attention tab): per-layer margins with 95 % intervals per model
     and caption set, the per-layer ratio with ``--compare``, per-caption margins, the curves figure (and the word x
-    word heatmap on screen, if given)."""
+    word heatmap on screen, if given).
+
+    Args:
+        result: the :class:`~bindlab.studies.result.Result` of :func:`bindlab.studies.attention.run_attention`
+            (``summary`` = the margins document, ``rows`` = per-caption rows, ``figures_data["curves"]``).
+        heatmap: the tab's word x word figure, if one is on screen.
+    """
     from bindlab.present import attention_figures as af
 
+    res, items = result.summary, result.rows
     margins = []
     for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
                                                         if "compare" in res else []):
@@ -417,8 +424,8 @@ def attention_export(res: dict[str, Any], items: list[dict[str, Any]], heatmap: 
     tables["captions"] = [{**{k: r[k] for k in ("set", "id", "text", "skipped")},
                            "bindings": ", ".join(f"{a}:{o}" for a, o in r["bindings"]),
                            **{f"margin_L{i}": m for i, m in enumerate(r["margins"] or [])}} for r in items]
-    figs = {"margins": af.margin_curves(af.result_curves(res), title=f"Attention binding margin per layer "
-                                                                     f"({res['direction']})")}
+    figs = {"margins": af.margin_curves(result.figures_data["curves"], title=f"Attention binding margin per layer "
+                                                                            f"({res['direction']})")}
     if heatmap is not None:
         figs["heatmap"] = heatmap
     return ResultView("attention", tables, figs, {"items": items})

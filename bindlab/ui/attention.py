@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from bindlab.analysis import attention as att
-from bindlab.studies.browse import default_dataset, get_encoder
 from bindlab.present import attention_figures as figs
+from bindlab.present.exports import attention_export
+from bindlab.studies import attention as study
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -47,57 +46,40 @@ def _summary(res: dict[str, Any]) -> str:
     return "  \n".join(parts) + f"  \ndirection: {res['direction']}"
 
 
-def _caption_choices(sets: dict[str, list[att.Caption]]) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+def _caption_choices(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """Dropdown choices and the stored captions, from the study's per-caption rows."""
     choices, stored = [], []
-    for name, caps in sets.items():
-        for c in caps:
-            choices.append((f"{name} · {c.id} · {c.text}"[:140], str(len(stored))))
-            stored.append({"text": c.text, "bindings": [list(b) for b in c.bindings], "id": c.id})
+    for r in rows:
+        choices.append((f"{r['set']} · {r['id']} · {r['text']}"[:140], str(len(stored))))
+        stored.append({"text": r["text"], "bindings": r["bindings"], "id": r["id"]})
     return choices, stored
 
 
-# --- callbacks: validate, call the backend, format ------------------------------------------------------------
+# --- callbacks: validate, call the study, format --------------------------------------------------------------
 @gpu_task(duration=120)
 @friendly
-def compute(model: str, compare: str, data: str, limit: float, direction: str,
+def compute(model: str, compare: str, data: str, limit: float, direction: str, seed: float = 0,
             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    model, compare = (model or "").strip(), (compare or "").strip()
-    if not model:
-        raise ValueError("pick a model (e.g. minilm)")
-    n = int(limit or 0)
-    if n < 0:
-        raise ValueError(f"number of captions must be 0 (all) or positive, got {n}")
-    path = Path((data or "").strip()) if (data or "").strip() else default_dataset()
-    sets = att.load_caption_sets(path, limit=n)
-    progress(0, desc=f"loading {model}")
-    enc = get_encoder(model)
-    runs = att.run_attention(enc, sets, direction, progress=lambda f, m: progress(f, desc=m))
-    cmp = None
-    if compare:
-        enc2 = get_encoder(compare)
-        cmp = (enc2, att.run_attention(enc2, sets, direction, progress=lambda f, m: progress(f, desc=m)))
-    res = att.results_json(enc, runs, direction, cmp)
+    request = study.AttentionRequest(model, data, limit if limit is not None else 0, compare or "", direction,
+                                     seed=seed if seed is not None else 0)
+    result = study.run_attention(request, progress=lambda f, m: progress(f, desc=m))
+    res = result.summary
     layers = len(res["layers"])
-    choices, stored = _caption_choices(sets)
-    fig = figs.margin_curves(figs.result_curves(res), title=f"Attention binding margin per layer ({path.name})")
-    from bindlab.provenance import provenance
-
-    result = {"res": res, "items": att.per_item_rows(runs),  # what the Download panel writes
-              "provenance": provenance(path, enc, {"direction": direction, "limit": n, "compare": compare or None})}
+    choices, stored = _caption_choices(result.rows)
+    fig = figs.margin_curves(result.figures_data["curves"],
+                             title=f"Attention binding margin per layer ({result.figures_data['data_name']})")
     return (_summary(res), fig, gr.update(choices=choices, value=choices[0][1] if choices else None), stored,
             gr.update(maximum=max(layers - 1, 0), value=min(layers // 2, layers - 1)), result)
 
 
 @friendly
-def export(result: dict[str, Any] | None, model: str, direction: str, current: dict[str, Any] | None, layer: float,
+def export(result: Any, model: str, direction: str, current: dict[str, Any] | None, layer: float,
            formats: list[str]) -> tuple[list[str], str]:
     """Download: margins per layer (and the ratio), per-caption margins, the curves and the heatmap on screen."""
-    from bindlab.present.exports import attention_export
-
     if not result:
         raise ValueError("press Compute margins first; the download holds the margins computed there")
     heatmap = _caption_view(model, direction, current, layer)[0] if current else None
-    return deliver(attention_export(result["res"], result["items"], heatmap), result["provenance"], formats)
+    return deliver(attention_export(result, heatmap), result.provenance, formats)
 
 
 @gpu_task(duration=30)
@@ -114,10 +96,8 @@ def show_caption(model: str, direction: str, choice: str, layer: float, stored: 
 @friendly
 def analyse_text(model: str, direction: str, text: str, bindings: str, layer: float
                  ) -> tuple[Any, str, dict[str, Any]]:
-    text = (text or "").strip()
-    if not text:
-        raise ValueError("type a caption, e.g. 'a red cube and a blue sphere'")
-    item = {"text": text, "bindings": [list(b) for b in att.parse_bindings(bindings)], "id": "free text"}
+    request = study.CaptionRequest(model, text, bindings, direction, layer)  # length checked before tokenising
+    item = {"text": request.text, "bindings": request.bindings, "id": request.id}
     return (*_caption_view(model, direction, item, layer), item)
 
 
@@ -130,23 +110,17 @@ def redraw(model: str, direction: str, current: dict[str, Any] | None, layer: fl
 
 
 def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float) -> tuple[Any, str]:
-    cap = att.Caption(item["text"], tuple(tuple(b) for b in item["bindings"]), item["id"])
-    enc = get_encoder((model or "").strip() or "minilm")
-    r = att.analyse_caption(att.attention_access(enc), cap, direction, with_words=True)
-    if len(r.layout.objects) < 2:
-        raise ValueError("the margin compares objects: mark at least two objects with their attributes, "
-                         "e.g. 'red:cube, blue:sphere'")
-    n_layers = len(r.margins)
-    li = min(max(int(layer or 0), 0), n_layers - 1)
-    words = [w.word for w in r.words]
-    fig = figs.attention_heatmap(words, r.word_attn[li], att.binding_cells(r.layout, direction),
-                                 title=f"{enc.id} · layer {li} · word × word attention (row = from)")
-    own = ", ".join(f"{r.layout.labels[a]}:{r.layout.labels[o]}" for o, attrs in r.layout.objects for a in attrs)
-    per_layer = " ".join(f"L{i}: {m:+.4f}" for i, m in enumerate(r.margins))
-    note = f" (layer {int(layer)} does not exist; showing {li})" if int(layer or 0) != li else ""
-    info = (f"<p><b>{html.escape(cap.text)}</b></p><p>bindings: <span class='at-own'>{html.escape(own)}</span>; "
-            f"green outline = object ↔ own attribute, red dotted = object ↔ another object's attribute{note}</p>"
-            f"<p>margin at layer {li}: <b id='at-caption-margin'>{r.margins[li]:+.4f}</b></p>"
+    v = study.caption_view(study.CaptionRequest(model, item["text"], item["bindings"], direction, layer or 0,
+                                                item.get("id") or "free text"))
+    li = v["layer"]
+    fig = figs.attention_heatmap(v["words"], v["matrix"], v["cells"],
+                                 title=f"{v['model']} · layer {li} · word × word attention (row = from)")
+    per_layer = " ".join(f"L{i}: {m:+.4f}" for i, m in enumerate(v["margins"]))
+    note = f" (layer {v['asked_layer']} does not exist; showing {li})" if v["asked_layer"] != li else ""
+    info = (f"<p><b>{html.escape(v['text'])}</b></p><p>bindings: <span class='at-own'>"
+            f"{html.escape(', '.join(v['own']))}</span>; green outline = object ↔ own attribute, red dotted = "
+            f"object ↔ another object's attribute{note}</p>"
+            f"<p>margin at layer {li}: <b id='at-caption-margin'>{v['margins'][li]:+.4f}</b></p>"
             f"<p><code>{per_layer}</code></p>")
     return fig, info
 
@@ -165,6 +139,7 @@ def build_tab() -> None:
     with gr.Row():
         direction = gr.Radio(DIRECTION_CHOICES, value="later_to_earlier", label="Direction", scale=3,
                              elem_id="at-direction")
+        seed = gr.Number(value=0, precision=0, label="Bootstrap seed", scale=1, elem_id="at-seed")
         run = gr.Button("Compute margins", variant="primary", scale=1, elem_id="at-run")
     summary = gr.Markdown(elem_id="at-summary")
     curve = gr.Plot(label="Binding margin per layer", elem_id="at-curve")
@@ -188,7 +163,7 @@ def build_tab() -> None:
         with gr.Column(scale=2):
             info = gr.HTML(elem_id="at-caption-info")
 
-    run.click(compute, [model, compare, data, limit, direction], [summary, curve, caption, stored, layer, result],
+    run.click(compute, [model, compare, data, limit, direction, seed], [summary, curve, caption, stored, layer, result],
               api_name="attention_margins", **GPU_QUEUE)
     caption.change(show_caption, [model, direction, caption, layer, stored], [heatmap, info, current],
                    api_name="attention_caption", **GPU_QUEUE)

@@ -1,0 +1,91 @@
+"""The attention study: validated requests, and the ``attention`` command and the Attention tab giving the same
+numbers (bootstrap seed included) because both call :func:`bindlab.studies.attention.run_attention`."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from bindlab.cli import main
+from bindlab.studies import attention as study
+
+
+def _noop(*args, **kwargs):
+    return None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"limit": -1}, r"limit \(captions per set, 0 = all\) must be at least 0, got -1"),
+    ({"limit": 2.5}, "limit .* must be a whole number, got 2.5"),
+    ({"direction": "sideways"}, "sideways"),
+    ({"seed": -3}, "seed must be at least 0, got -3"),
+    ({"n_boot": 0}, "n_boot must be at least 1, got 0"),
+    ({"model": " "}, "model is empty"),
+])
+def test_request_names_the_bad_value(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        study.AttentionRequest(**{"model": "minilm", **kwargs})
+
+
+def test_caption_length_is_checked_before_any_model_loads():
+    long = " ".join(["red cube"] * 300)  # 600 words
+    with pytest.raises(ValueError, match="600 words .* the limit is 512 words"):
+        study.CaptionRequest("no-such-backend:x", long, "red:cube, blue:ball")  # the bad id is never reached
+    with pytest.raises(ValueError, match="characters; the limit"):
+        study.CaptionRequest("minilm", "x" * (study.MAX_CAPTION_CHARS + 1), "red:cube, blue:ball")
+    with pytest.raises(ValueError, match="is not attribute:object"):
+        study.CaptionRequest("minilm", "a red cube", "red cube")
+    with pytest.raises(ValueError, match="type a caption"):
+        study.CaptionRequest("minilm", "  ", "red:cube")
+    ok = study.CaptionRequest("", " a red cube and a blue ball ", "red:cube; blue:ball", layer=2.0)
+    assert (ok.model, ok.text, ok.bindings, ok.layer) == ("minilm", "a red cube and a blue ball",
+                                                          [["red", "cube"], ["blue", "ball"]], 2)
+
+
+def test_cli_and_tab_give_the_same_margins(tmp_path, small_benchmark):
+    from bindlab.ui import attention as tab
+
+    path = str(small_benchmark[0])
+    out, items = tmp_path / "cli.json", tmp_path / "items.jsonl"
+    assert main(["attention", "--model", "minilm", "--data", path, "--limit", "6", "--seed", "7", "--out", str(out),
+                 "--per-item", str(items)]) == 0
+    cli = json.loads(out.read_text())
+    summary, _, _, stored, _, result = tab.compute("minilm", "", path, 6, "later_to_earlier", 7, progress=_noop)
+    assert result.summary == {k: v for k, v in cli.items() if k not in ("provenance", "primary_metric", "notes")}
+    assert result.provenance["seed"] == cli["provenance"]["seed"] == 7
+    assert cli["primary_metric"] == "peak_margin" and cli["peak_margin"] == max(cli["margin_mean"])
+    assert f"peak margin {cli['peak_margin']:+.4f}" in summary
+    assert [json.loads(line) for line in items.read_text().splitlines()] == result.rows
+    assert [s["text"] for s in stored] == [r["text"] for r in result.rows]
+    # another seed moves the bootstrap interval, never the mean: the seed really reaches the bootstrap
+    other = tab.compute("minilm", "", path, 6, "later_to_earlier", 8, progress=_noop)[-1]
+    assert other.summary["margin_mean"] == cli["margin_mean"] and other.summary["ci_low"] != cli["ci_low"]
+
+
+def test_tab_caption_view_is_the_study_view(small_benchmark):
+    from bindlab.ui import attention as tab
+
+    text, bindings = "a polka-dot teddy-bear, a red cube, and a striped yo-yo", \
+        "polka-dot:teddy-bear, red:cube, striped:yo-yo"
+    fig, info, item = tab.analyse_text("minilm", "later_to_earlier", text, bindings, 3)
+    view = study.caption_view(study.CaptionRequest("minilm", text, bindings, layer=3))
+    shown = float(re.search(r"id='at-caption-margin'>([+-]\d\.\d{4})<", info).group(1))
+    assert shown == pytest.approx(view["margins"][3], abs=5e-5) and view["layer"] == 3
+    assert len(fig.layout.shapes) == len(view["cells"]) == 9 and item["bindings"][1] == ["red", "cube"]
+    _, info = tab.redraw("minilm", "later_to_earlier", item, 40)  # MiniLM has 6 layers: the last one is shown
+    assert "layer 40 does not exist; showing 5" in info
+
+
+def test_tab_errors_are_messages():
+    import gradio as gr
+
+    from bindlab.ui import attention as tab
+
+    with pytest.raises(gr.Error, match="at least 0, got -2"):
+        tab.compute("minilm", "", "", -2, "later_to_earlier", 0, progress=_noop)
+    with pytest.raises(gr.Error, match="the limit is 512 words"):
+        tab.analyse_text("minilm", "later_to_earlier", "word " * 600, "red:cube, blue:ball", 0)
+    with pytest.raises(gr.Error, match="at least two objects"):
+        tab.analyse_text("minilm", "later_to_earlier", "a red cube", "red:cube", 0)
