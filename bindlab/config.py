@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,9 +12,19 @@ __version__ = "0.1.0"
 
 
 def home() -> Path:
-    """``$BINDLAB_HOME`` (default ``~/.cache/bindlab``): embedding cache, jobs, generated default data."""
+    """``$BINDLAB_HOME`` (default ``~/.cache/bindlab``): embedding cache, jobs, generated default data.
+
+    Raises:
+        ValueError: when the path exists and is not a folder (or cannot be created).
+    """
     p = Path(os.environ.get("BINDLAB_HOME") or Path.home() / ".cache" / "bindlab").expanduser()
-    p.mkdir(parents=True, exist_ok=True)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"BINDLAB_HOME={p} is not a folder; point BINDLAB_HOME at a folder (or a new path)")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"BINDLAB_HOME={p} cannot be created ({e.strerror}); point BINDLAB_HOME at a writable "
+                         "folder") from None
     return p
 
 
@@ -70,3 +81,126 @@ def _hub_reachable(timeout: float = 1.5) -> bool:
             return True
     except OSError:
         return False
+
+
+# --- public mode, allowed data roots, limits ------------------------------------------------------------------------
+_TRUE = ("1", "true", "yes", "on")
+
+
+def public_mode() -> bool:
+    """True on a public deployment: ``BINDLAB_PUBLIC=1``, or automatically on a Hugging Face Space (``SPACE_ID``).
+
+    On a Space, ``BINDLAB_PUBLIC=0`` turns it off explicitly (a private Space); elsewhere it is off by default.
+    """
+    flag = os.environ.get("BINDLAB_PUBLIC", "").strip().lower()
+    if flag in _TRUE:
+        return True
+    if flag in ("0", "false", "no", "off"):
+        return False
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def data_roots() -> tuple[Path, ...]:
+    """The folders every user-given path must resolve inside (realpaths, existing or not).
+
+    ``$BINDLAB_DATA_ROOTS`` (``os.pathsep``-separated) replaces the default, which is the repo's ``data/`` and
+    ``assets/``, ``$BINDLAB_HOME`` and, outside public mode only, the current folder (on a Space the current folder
+    is the app's checkout, with its ``.git``).
+    """
+    raw = os.environ.get("BINDLAB_DATA_ROOTS", "")
+    if raw.strip():
+        roots = [Path(r).expanduser() for r in raw.split(os.pathsep) if r.strip()]
+    else:
+        roots = [repo_root() / "data", repo_root() / "assets", home()]
+        if not public_mode():
+            roots.append(Path.cwd())
+    return tuple(Path(os.path.realpath(r)) for r in roots)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every size bindlab caps before work starts. Each field is read from its environment variable
+    (``BINDLAB_<FIELD NAME IN CAPITALS>``, see :data:`LIMIT_ENV`), with one default for local use and a tighter one
+    in public mode (:data:`LIMIT_DEFAULTS`). docs/deploy.md lists them all."""
+
+    max_file_bytes: int  # any data file, manifest, meta.json or index.csv read from disk
+    max_jsonl_lines: int  # non-blank lines of one JSONL data file
+    max_json_depth: int  # nesting depth of one JSON value (deeper -> refused, never a RecursionError)
+    max_upload_bytes: int  # one uploaded file in the app
+    max_image_pixels: int  # width x height of one image file, checked before decoding
+    max_caption_words: int  # words in one caption typed by a user (checked before tokenising)
+    max_caption_chars: int  # characters in one caption typed by a user
+    max_questions: int  # questions / pairs / rows scored in one request
+    max_batch_size: int  # encoder batch size
+    max_steps: int  # training steps of one job
+    max_epochs: int  # training epochs of one job
+    max_per_size: int  # `generate saber --per-size`
+    max_triplets: int  # `generate triplets --n`
+    max_scenes: int  # `generate composet --scenes`
+    max_foils_per_scene: int  # `generate composet --foils-per-scene`
+    max_grid_images: int  # images of one factor grid (shapes x hues x patterns x contexts x replicas)
+    max_render_size: int  # side in pixels of generated images
+    max_workers: int  # rendering / data-loading processes of one command
+    max_n_objects: int  # objects in one MCQ scene (n_objects and bindings of a data file)
+    max_jobs_per_session: int  # running background jobs (walkthrough jobs included) of one session / owner
+    max_queued_per_session: int  # queued background jobs of one session / owner
+    max_jobs_global: int  # running background jobs on the server
+    max_queued_global: int  # queued background jobs on the server
+    max_job_seconds: int  # wall-clock seconds one job may run before it is cancelled (0: no cap)
+
+
+MIB = 1 << 20
+
+# field -> (local default, public default)
+LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
+    "max_file_bytes": (512 * MIB, 50 * MIB),
+    "max_jsonl_lines": (1_000_000, 20_000),
+    "max_json_depth": (64, 32),
+    "max_upload_bytes": (512 * MIB, 20 * MIB),
+    "max_image_pixels": (178_956_970, 16_000_000),  # local: PIL's own decompression-bomb limit
+    "max_caption_words": (1_000, 200),
+    "max_caption_chars": (10_000, 2_000),
+    "max_questions": (200_000, 5_000),
+    "max_batch_size": (4_096, 256),
+    "max_steps": (1_000_000, 5_000),
+    "max_epochs": (1_000, 5),
+    "max_per_size": (100_000, 1_000),
+    "max_triplets": (2_000_000, 20_000),
+    "max_scenes": (10_000, 200),
+    "max_foils_per_scene": (200, 40),
+    "max_grid_images": (500_000, 20_000),
+    "max_render_size": (2_048, 512),
+    "max_workers": (64, 2),
+    "max_n_objects": (64, 20),
+    "max_jobs_per_session": (4, 1),
+    "max_queued_per_session": (16, 2),
+    "max_jobs_global": (2, 1),
+    "max_queued_global": (64, 8),
+    "max_job_seconds": (0, 1_800),
+}
+
+LIMIT_ENV: dict[str, str] = {name: f"BINDLAB_{name.upper()}" for name in LIMIT_DEFAULTS}
+
+
+def _limit_from_env(name: str, default: int) -> int:
+    raw = os.environ.get(LIMIT_ENV[name], "").strip().replace("_", "")
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{LIMIT_ENV[name]}={os.environ[LIMIT_ENV[name]]!r} must be a whole number "
+                         f"(default {default})") from None
+    if value < 0:
+        raise ValueError(f"{LIMIT_ENV[name]}={value} must be >= 0 (default {default})")
+    return value
+
+
+def limits() -> Limits:
+    """The limits in force now (environment read on every call, so a test or a Space setting takes effect).
+
+    Raises:
+        ValueError: an environment variable that is not a non-negative whole number.
+    """
+    col = 1 if public_mode() else 0
+    return Limits(**{name: _limit_from_env(name, pair[col]) for name, pair in LIMIT_DEFAULTS.items()})

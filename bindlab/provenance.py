@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ def provenance(dataset: str | Path | None = None, encoder: Any = None, settings:
 
     rec: dict[str, Any] = {
         "bindlab_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     if encoder is not None:
         rec["encoder"] = {"id": encoder.id, "fingerprint": encoder.fingerprint}
@@ -29,10 +28,12 @@ def provenance(dataset: str | Path | None = None, encoder: Any = None, settings:
         rec["dataset"] = {"path": str(p.resolve()), "sha256": file_sha256(p) if p.is_file() else None}
         meta = p.parent / "meta.json"
         if seed is None and meta.exists():
+            from bindlab.data.files import DataError, load_json_bounded
+
             try:
-                seed = json.loads(meta.read_text()).get("seed")
-            except (OSError, json.JSONDecodeError):
-                pass
+                seed = load_json_bounded(meta, dict, "meta.json").get("seed")
+            except DataError:
+                pass  # an unreadable meta.json only loses the seed in provenance, never the result
     rec["seed"] = seed
     rec["settings"] = settings or {}
     return rec

@@ -8,6 +8,9 @@ import tempfile
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("BINDLAB_HOME", tempfile.mkdtemp(prefix="bindlab-test-home-"))
+# Tests read data from pytest's tmp folders and the repo (fixtures): both are allowed data roots here.
+os.environ.setdefault("BINDLAB_DATA_ROOTS", os.pathsep.join(
+    [tempfile.gettempdir(), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402

@@ -42,6 +42,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands whose --out names a folder (everything else writes one file there).
+OUT_IS_DIR = ("generate", "train")
+
+
+def validate_args(a: argparse.Namespace) -> None:
+    """Validation before work (:func:`bindlab.studies.validate.check_options`): numbers, caps, input paths inside
+    the allowed data roots, output paths; ``--card`` is the explicit ask that allows writing into ``assets/``."""
+    from bindlab.studies.validate import check_options
+
+    check_options(vars(a), out_is_dir=a.command in OUT_IS_DIR, allow_assets=bool(getattr(a, "card", False)))
+
+
+def _message(e: BaseException) -> str:
+    """One line for an error: the message, else the error's kind (never a traceback)."""
+    if isinstance(e, KeyError) and e.args:
+        msg = str(e.args[0])
+    elif isinstance(e, MemoryError):
+        msg = "out of memory; use a smaller input or smaller sizes"
+    elif isinstance(e, RecursionError):
+        msg = "input nested too deeply"
+    elif isinstance(e, OSError) and e.strerror:
+        msg = f"{e.strerror}" + (f": {e.filename}" if e.filename else "")
+    else:
+        msg = str(e) or type(e).__name__
+    return " ".join(msg.split())  # one line
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -49,9 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     from bindlab.encoders.base import EncoderError
 
     try:
+        validate_args(a)
         a.func(a)
-    except (DataError, EncoderError, ValueError, FileNotFoundError, KeyError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"error: {msg}", file=sys.stderr)
+    except (DataError, EncoderError, ValueError, FileNotFoundError, KeyError, OSError, MemoryError,
+            RecursionError, UnicodeError, OverflowError) as e:
+        print(f"error: {_message(e)}", file=sys.stderr)
         return 2
     return 0

@@ -139,7 +139,7 @@ def make_scene(index: int, rng: random.Random, size: int = 256, seed: int = 0,
     pools = {f: rng.sample(v, len(v)) for f, v in FAMILY_VALUES.items()}  # distinct values per family
     pair_colour = pools["color"].pop()
     objs: list[Obj] = [Obj(shapes[0], "color", pair_colour)] * 2
-    objs += [Obj(s, f, pools[f].pop()) for s, f in zip(shapes[1:], families)]
+    objs += [Obj(s, f, pools[f].pop()) for s, f in zip(shapes[1:], families, strict=False)]
     rng.shuffle(objs)
     render_seed = seed * 100_003 + index
     slots = scene_layout(n + SPARE_SLOTS, size, render_seed)
@@ -367,8 +367,18 @@ def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 
         The path of ``pairs.jsonl``. Foils whose pixels do not change, or change outside the edited objects'
         discs, are discarded and counted in ``meta.json``.
     """
+    from bindlab.config import LIMIT_ENV, limits
+
+    lim = limits()
     if scenes < 1:
         raise ValueError(f"--scenes must be at least 1, got {scenes}")
+    if scenes > lim.max_scenes:
+        raise ValueError(f"--scenes {scenes} is above the cap of {lim.max_scenes} ({LIMIT_ENV['max_scenes']})")
+    if foils_per_scene > lim.max_foils_per_scene:
+        raise ValueError(f"--foils-per-scene {foils_per_scene} is above the cap of {lim.max_foils_per_scene} "
+                         f"({LIMIT_ENV['max_foils_per_scene']})")
+    if size > lim.max_render_size:
+        raise ValueError(f"--size {size} is above the cap of {lim.max_render_size} px ({LIMIT_ENV['max_render_size']})")
     if foils_per_scene < 15:
         raise ValueError(f"--foils-per-scene must be at least 15 (CompoSET's minimum per scene), got {foils_per_scene}")
     if not 4 <= n_range[0] <= n_range[1] <= 10:
@@ -398,8 +408,8 @@ def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 
                 if progress:
                     progress(done, len(jobs))
     items, discarded = [], 0
-    for (scene, edits, _, _), stats in zip(jobs, results):
-        for k, (e, (changed, outside)) in enumerate(zip(edits, stats)):
+    for (scene, edits, _, _), stats in zip(jobs, results, strict=False):
+        for k, (e, (changed, outside)) in enumerate(zip(edits, stats, strict=False)):
             if changed <= 0 or outside > 0:
                 discarded += 1
                 (out / "images" / scene.scene_id / f"f{k:02d}.png").unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 import multiprocessing
@@ -33,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bindlab.config import LIMIT_ENV, limits
+from bindlab.data.files import DataError, load_json_bounded, read_text_bounded, resolve_image_field
 from bindlab.data.render import (
     RENDER_SHAPES,
     ObjectSpec,
@@ -41,7 +44,6 @@ from bindlab.data.render import (
     context_from_index,
     render_single,
 )
-from bindlab.data.schema import DataError
 from bindlab.data.textures import COLOURS
 
 FACTORS: tuple[str, ...] = ("shape", "hue", "pattern")
@@ -104,6 +106,14 @@ class FactorGridSpec:
             raise ValueError(f"replicas must be >= 1, got {self.replicas}")
         if self.size < 32:
             raise ValueError(f"size must be at least 32 px, got {self.size}")
+        lim = limits()
+        if self.size > lim.max_render_size:
+            raise ValueError(f"size {self.size} px is above the cap of {lim.max_render_size} px "
+                             f"({LIMIT_ENV['max_render_size']})")
+        if self.n_images > lim.max_grid_images:
+            raise ValueError(f"a grid of {self.n_images:,} images is above the cap of {lim.max_grid_images:,} "
+                             f"(shapes x hues x patterns x contexts x replicas); use fewer contexts or replicas, "
+                             f"or raise {LIMIT_ENV['max_grid_images']}")
 
     @property
     def n_images(self) -> int:
@@ -258,8 +268,26 @@ def _parse_row(rec: dict[str, str], line: int, path: Path) -> FactorRow:
     except ValueError:
         raise DataError(f"{path}:{line}: context and replica must be integers, got "
                         f"{rec['context']!r}, {rec['replica']!r}") from None
+    if context < 0 or replica < 0 or context > _MAX_CONTEXT:
+        raise DataError(f"{path}:{line}: context and replica must be whole numbers in 0..{_MAX_CONTEXT}, got "
+                        f"{context}, {replica}")
+    resolve_image_field(path.parent, rec["image"].strip(), f"{path}:{line}")
     return FactorRow(rec["image"].strip(), rec["shape"].strip(), rec["hue"].strip(), rec["pattern"].strip(),
                      context, replica)
+
+
+_MAX_CONTEXT = 10_000  # contexts index split lists; a larger one is a typo, not a grid
+
+
+def _read_meta(path: Path) -> dict:
+    """``meta.json`` next to an index: a JSON object with an optional ``splits`` mapping of split -> context list."""
+    meta = load_json_bounded(path, dict, "meta.json")
+    splits = meta.get("splits")
+    if splits is not None and not (isinstance(splits, dict) and all(
+            isinstance(v, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in v)
+            for v in splits.values())):
+        raise DataError(f"{path}: 'splits' must map split names to lists of context numbers")
+    return meta
 
 
 def load_index(folder: str | os.PathLike, check_images: bool = True) -> FactorIndex:
@@ -276,19 +304,21 @@ def load_index(folder: str | os.PathLike, check_images: bool = True) -> FactorIn
     root = path.parent
     if not path.is_file():
         raise DataError(f"{path} does not exist; make a grid with `python -m bindlab generate factors --out DIR`")
-    meta: dict = {}
-    if (root / "meta.json").is_file():
-        try:
-            meta = json.loads((root / "meta.json").read_text())
-        except json.JSONDecodeError as e:
-            raise DataError(f"{root / 'meta.json'} is not valid JSON ({e})") from None
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
+    meta: dict = _read_meta(root / "meta.json") if (root / "meta.json").exists() else {}
+    text = read_text_bounded(path)
+    if text.count("\n") > limits().max_jsonl_lines:
+        raise DataError(f"{path} has more than {limits().max_jsonl_lines} lines; split the grid or raise "
+                        f"{LIMIT_ENV['max_jsonl_lines']}")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
         absent = [c for c in INDEX_COLUMNS if c not in header]
-        if absent:
-            raise DataError(f"{path}: header {header} lacks columns {absent}; need {list(INDEX_COLUMNS)}")
+        if absent:  # the header itself is never echoed: it may be the first line of any file
+            raise DataError(f"{path}: not a factor index: the header lacks columns {absent}; "
+                            f"need a CSV header with {list(INDEX_COLUMNS)}")
         rows = tuple(_parse_row(rec, i, path) for i, rec in enumerate(reader, start=2))
+    except csv.Error as e:
+        raise DataError(f"{path}: not a valid CSV file ({e})") from None
     if not rows:
         raise DataError(f"{path} has no rows")
     seen: set[str] = set()
@@ -345,8 +375,8 @@ def generate_grid(out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2
             "seed": spec.seed, "n_images": spec.n_images}
     if meta_path.is_file():
         try:
-            old = json.loads(meta_path.read_text()).get("spec")
-        except json.JSONDecodeError:
+            old = load_json_bounded(meta_path, dict, "meta.json").get("spec")
+        except DataError:
             old = None
         if old is not None and old != meta["spec"]:
             raise ValueError(f"{root} holds a different factor grid ({old}); choose an empty folder")

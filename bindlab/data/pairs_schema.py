@@ -99,4 +99,4 @@ def pair_from_json(obj: Any, where: str = "pair") -> PairItem:
 
 def load_pairs(path: str | Path, strict: bool = True) -> tuple[list[PairItem], LoadReport]:
     """Read a Pairs JSONL file (see :func:`bindlab.data.schema.load_records` for the error rules)."""
-    return load_records(path, pair_from_json, "pair", strict)
+    return load_records(path, pair_from_json, "pair", strict, images=lambda it: (it.base.image, it.foil.image))

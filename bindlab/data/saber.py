@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bindlab.data.schema import MCQ, Item, write_jsonl
 from bindlab.data.vocab import ATTRIBUTES, OBJECTS, Attribute, caption
@@ -97,8 +98,8 @@ def make_candidates(query: list[Pair], vocab: Vocabulary, rng: random.Random) ->
     p_objs = [o for _, o in preserve]
     if n == 2:
         swapped_attrs = [p_attrs[1], p_attrs[0]]
-        attr_swap = list(zip(swapped_attrs, p_objs))
-        obj_swap = list(zip(p_attrs, [p_objs[1], p_objs[0]]))
+        attr_swap = list(zip(swapped_attrs, p_objs, strict=False))
+        obj_swap = list(zip(p_attrs, [p_objs[1], p_objs[0]], strict=False))
         return [("preserve", preserve), ("attr_swap", attr_swap), ("obj_swap", obj_swap),
                 ("replace", _replace_candidate(query, vocab, rng))]
     taken = {_assignment(query)}
@@ -175,7 +176,7 @@ def _attr(vocab: Vocabulary, name: str) -> Attribute:
 def _new_pairs(k: int, used_attrs: set[str], used_objs: set[str], vocab: Vocabulary, rng: random.Random) -> list[Pair]:
     attrs = rng.sample([a.name for a in vocab.attributes if a.name not in used_attrs], k)
     objs = rng.sample([o for o in vocab.objects if o not in used_objs], k)
-    return list(zip(attrs, objs))
+    return list(zip(attrs, objs, strict=False))
 
 
 def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), seed: int = 0,
@@ -191,9 +192,15 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
     Returns:
         Questions ordered by size, independent before nested.
     """
+    from bindlab.config import LIMIT_ENV, limits
+
     sizes = sorted(set(sizes))
     if per_size < 1:
         raise ValueError(f"per_size must be at least 1, got {per_size}")
+    cap = limits().max_per_size
+    if per_size > cap:
+        raise ValueError(f"per_size {per_size} is above the cap of {cap} questions per size; use a smaller "
+                         f"--per-size or raise {LIMIT_ENV['max_per_size']}")
     if not sizes or sizes[0] < 2:
         raise ValueError(f"sizes must be >= 2, got {list(sizes)}")
     if sizes[-1] > min(len(vocab.objects), len(vocab.attributes)) - 1:

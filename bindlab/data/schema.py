@@ -9,17 +9,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bindlab.data.files import DataError, iter_jsonl_bounded, open_regular, resolve_image_field
+
 ROLES = ("preserve", "attr_swap", "obj_swap", "joint_swap", "replace")
 SUBSETS = ("independent", "nested")
-
-
-class DataError(ValueError):
-    """A problem with an input file; the message names the file, the line and what is wrong."""
 
 
 Binding = tuple[str, str]  # (attribute, object)
@@ -89,10 +87,50 @@ def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
     if is_candidate and role is not None and role not in ROLES:
         raise DataError(f"{where}: role {role!r} is not one of {ROLES}")
     image = obj.get("image")
-    if image is not None and not isinstance(image, str):
+    if image is not None and (not isinstance(image, str) or not image.strip()):
         raise DataError(f"{where}: 'image' must be a relative path or null")
-    return Item(text=text, bindings=[(str(a), str(o)) for a, o in raw], image=image, role=role,
-                gen_text=obj.get("gen_text"))
+    gen_text = obj.get("gen_text")
+    if gen_text is not None and not isinstance(gen_text, str):
+        raise DataError(f"{where}: 'gen_text' must be a string or absent")
+    return Item(text=text, bindings=[(str(a), str(o)) for a, o in raw], image=image, role=role, gen_text=gen_text)
+
+
+def _check_roles(candidates: list[Item], answer: int, where: str) -> None:
+    """With roles given: exactly one ``preserve`` candidate, and the answer must point at it."""
+    roles = [c.role for c in candidates]
+    if all(r is None for r in roles):
+        return
+    preserve = [i for i, r in enumerate(roles) if r == "preserve"]
+    if len(preserve) != 1:
+        raise DataError(f"{where}: a question needs exactly one 'preserve' candidate, got {len(preserve)} "
+                        f"(roles {roles})")
+    if answer != preserve[0]:
+        raise DataError(f"{where}: answer {answer} points at the {roles[answer]!r} candidate, but the "
+                        f"binding-preserving candidate is {preserve[0]}; set answer to {preserve[0]}")
+
+
+def _check_n_objects(n_objects: Any, query: Item, where: str) -> int:
+    """``n_objects``: a positive integer, at most the cap, equal to the query's number of bindings when given."""
+    from bindlab.config import LIMIT_ENV, limits
+
+    if not isinstance(n_objects, int) or isinstance(n_objects, bool) or n_objects < 1:
+        raise DataError(f"{where}: n_objects {n_objects!r} must be a positive integer")
+    cap = limits().max_n_objects
+    if n_objects > cap:
+        raise DataError(f"{where}: n_objects {n_objects} is above the cap of {cap} objects per scene "
+                        f"({LIMIT_ENV['max_n_objects']})")
+    if query.bindings and n_objects != len(query.bindings):
+        raise DataError(f"{where}: n_objects {n_objects} does not match the query's {len(query.bindings)} "
+                        "bindings")
+    return n_objects
+
+
+def _check_chain(obj: dict[str, Any], where: str) -> None:
+    chain_id, pos = obj.get("chain_id"), obj.get("chain_pos")
+    if chain_id is not None and not isinstance(chain_id, str):
+        raise DataError(f"{where}: chain_id must be a string or null, got {chain_id!r}")
+    if pos is not None and (not isinstance(pos, int) or isinstance(pos, bool) or pos < 0):
+        raise DataError(f"{where}: chain_pos must be a non-negative integer or null, got {pos!r}")
 
 
 def mcq_from_json(obj: Any, where: str = "question") -> MCQ:
@@ -114,10 +152,12 @@ def mcq_from_json(obj: Any, where: str = "question") -> MCQ:
         raise DataError(f"{where}: subset {subset!r} is not one of {SUBSETS}")
     query = _item_from_json(obj["query"], f"{where} query", False)
     candidates = [_item_from_json(c, f"{where} candidate {i}", True) for i, c in enumerate(cands)]
+    _check_roles(candidates, answer, where)
+    n_objects = _check_n_objects(obj.get("n_objects", len(query.bindings)), query, where)
+    _check_chain(obj, where)
+    if not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool):
+        raise DataError(f"{where}: id must be a string or an integer, got {obj['id']!r}")
     known = {"id", "n_objects", "subset", "chain_id", "chain_pos", "query", "candidates", "answer"}
-    n_objects = obj.get("n_objects", len(query.bindings))
-    if not isinstance(n_objects, int) or n_objects < 1:
-        raise DataError(f"{where}: n_objects {n_objects!r} must be a positive integer")
     return MCQ(
         id=str(obj["id"]),
         n_objects=n_objects,
@@ -149,26 +189,29 @@ class LoadReport:
 
 
 def read_jsonl(path: str | Path) -> list[tuple[int, Any]]:
-    """(line number, parsed object) for each non-blank line. Malformed JSON raises :class:`DataError` with the line."""
+    """(line number, parsed object or :class:`DataError`) for each non-blank line.
+
+    Reading is bounded (:func:`bindlab.data.files.iter_jsonl_bounded`): only regular files, a size cap and a line
+    cap; a line that is not valid JSON, has NaN/Infinity, is nested too deeply or is not UTF-8 becomes a
+    :class:`DataError` naming the file and line.
+    """
     p = Path(path)
-    if not p.exists():
-        raise DataError(f"{p}: file not found")
     if p.is_dir():
         raise DataError(f"{p} is a folder; give the .jsonl file inside it (e.g. {p / 'mcq.jsonl'})")
-    out = []
-    with p.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append((n, json.loads(line)))
-            except json.JSONDecodeError as e:
-                out.append((n, DataError(f"{p}:{n}: not valid JSON ({e.msg} at column {e.colno})")))
-    return out
+    return list(iter_jsonl_bounded(p))
+
+
+def check_image_fields(path: str | Path, where: str, images: Iterable[str | None]) -> None:
+    """Refuse image paths of one record that escape the folder of the data file ``path``."""
+    base = Path(path).parent
+    for rel in images:
+        if rel is not None:
+            resolve_image_field(base, rel, where)
 
 
 def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
-                 strict: bool = True) -> tuple[list[Any], LoadReport]:
+                 strict: bool = True, images: Callable[[Any], Iterable[str | None]] | None = None,
+                 ) -> tuple[list[Any], LoadReport]:
     """Read a JSONL file of records with unique ``id`` fields, validating each line with ``parse``.
 
     Args:
@@ -176,6 +219,7 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
         parse: ``(parsed JSON, "file:line") -> record``; raises :class:`DataError` for a bad line.
         kind: what a record is called in messages ("question", "pair").
         strict: refuse the whole file on the first bad line (default); otherwise skip bad lines and report them.
+        images: ``record -> image paths`` it names; each must stay inside the data file's folder.
 
     Returns:
         The records and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when ids
@@ -190,6 +234,8 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
             if isinstance(obj, DataError):
                 raise obj
             rec = parse(obj, f"{path}:{n}")
+            if images is not None:
+                check_image_fields(path, f"{path}:{n}", images(rec))
             if rec.id in seen:
                 raise DataError(f"{path}:{n}: duplicate {kind} id {rec.id!r}")
             seen.add(rec.id)
@@ -206,7 +252,12 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
 
 def load_mcqs(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadReport]:
     """Read an MCQ JSONL file (see :func:`load_records` for the error rules)."""
-    return load_records(path, mcq_from_json, "question", strict)
+    return load_records(path, mcq_from_json, "question", strict, images=mcq_images)
+
+
+def mcq_images(q: MCQ) -> list[str | None]:
+    """The image paths a question names (query first, then the candidates)."""
+    return [q.query.image] + [c.image for c in q.candidates]
 
 
 def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
@@ -223,11 +274,11 @@ def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> None:
 def file_sha256(path: str | Path) -> str:
     """sha256 of a file's bytes (dataset hash for provenance)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
 __all__ = ["MCQ", "Item", "DataError", "LoadReport", "load_mcqs", "mcq_from_json", "write_jsonl", "read_jsonl",
-           "file_sha256", "asdict"]
+           "file_sha256", "asdict", "check_image_fields", "mcq_images"]

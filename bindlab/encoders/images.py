@@ -26,7 +26,6 @@ in the returned notes and logged. Tiny images (even 1x1) are accepted; the model
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -71,23 +70,17 @@ def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE) -> tuple
 
 
 def _open(item: Any, i: int, encoder_id: str) -> Any:
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     if isinstance(item, Image.Image):
         return item
     if isinstance(item, (str, Path)):
-        path = Path(item).expanduser()
-        if not path.is_file():
-            raise EncoderError(f"{encoder_id}: image #{i}: file not found: {path}")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # large scans are downscaled below
-                img = Image.open(path)
-                img.load()  # decode now, so a truncated file fails here and not inside a processor
-            return img
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-            raise EncoderError(f"{encoder_id}: image #{i}: cannot read {path} as an image "
-                               f"(corrupt or not an image file: {e})") from None
+        from bindlab.data.files import DataError, open_image
+
+        try:  # the one image loader: regular files only, pixel cap before decoding, bombs/truncation -> message
+            return open_image(Path(item).expanduser())
+        except DataError as e:
+            raise EncoderError(f"{encoder_id}: image #{i}: {e}") from None
     if isinstance(item, np.ndarray):
         if item.dtype != np.uint8 or item.ndim not in (2, 3) or (item.ndim == 3 and item.shape[2] not in (3, 4)):
             raise EncoderError(f"{encoder_id}: image #{i}: arrays must be uint8 (H, W), (H, W, 3) or (H, W, 4); "

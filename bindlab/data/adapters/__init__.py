@@ -7,14 +7,13 @@ and returns the items; :mod:`bindlab.eval.benchmarks` scores them with the bench
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from bindlab.data.adapters import aro, colorswap, sugarcrepe, sugarcrepe_pp, winoground
-from bindlab.data.schema import DataError
+from bindlab.data.files import DataError, load_json_bounded
 
 ADAPTERS: dict[str, ModuleType] = {
     "winoground": winoground,
@@ -33,7 +32,7 @@ def manifests_dir() -> Path:
 
 def list_manifests() -> dict[str, dict[str, Any]]:
     """All manifests in ``data_manifests/`` by name."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted(manifests_dir().glob("*.json"))}
+    return {p.stem: load_json_bounded(p, dict, "manifest") for p in sorted(manifests_dir().glob("*.json"))}
 
 
 def load_manifest(name_or_path: str) -> dict[str, Any]:
@@ -44,10 +43,7 @@ def load_manifest(name_or_path: str) -> dict[str, Any]:
     if not p.exists():
         raise DataError(f"unknown benchmark {name_or_path!r}; known: {sorted(list_manifests())} "
                         "(or give a manifest .json path)")
-    try:
-        m = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise DataError(f"manifest {p} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    m = load_json_bounded(p, dict, "manifest")
     if m.get("adapter") not in ADAPTERS:
         raise DataError(f"manifest {p}: adapter {m.get('adapter')!r} is not one of {sorted(ADAPTERS)}")
     m["_path"] = str(p)

@@ -10,13 +10,13 @@ Adapters turn a published benchmark file into one of two item kinds:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.schema import DataError
+from bindlab.data.files import DataError, load_json_bounded
+from bindlab.data.vocab import tokens
 
 
 @dataclass
@@ -43,8 +43,6 @@ class ChoiceItem:
 
 def bag(text: str) -> Counter:
     """The bag of content words of ``text`` (the same tokens the ``bow`` encoder counts)."""
-    from bindlab.encoders.bow import tokens
-
     return Counter(tokens(text))
 
 
@@ -57,10 +55,7 @@ def read_json(path: Path, what: str) -> Any:
     """Parse a JSON file, naming the benchmark and the file in any error."""
     if not path.exists():
         raise DataError(f"{what}: {path} not found; download the published files there or pass --data PATH")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise DataError(f"{what}: {path} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    return load_json_bounded(path, None, what)
 
 
 def read_json_or_jsonl(path: Path, what: str) -> list[dict[str, Any]]:

@@ -1,0 +1,308 @@
+"""Validation before work, shared by the CLI and the app: numbers, sizes, input and output paths.
+
+Everything here runs before a model loads, a file is written or a job is queued, and raises ``ValueError`` with one
+line that names the option, the bad value and what to do. The CLI (``bindlab.cli.main``) runs
+:func:`check_options` on every parsed command; a tab's study calls the same function with its inputs.
+
+- numbers: :func:`positive_int`, :func:`nonneg_int`, :func:`finite_float`, :func:`capped` (a limit from
+  :func:`bindlab.config.limits`, named with its environment variable);
+- input paths: :func:`input_path` (inside the allowed data roots, then it must exist);
+- output paths: :func:`output_file` and :func:`output_dir` (a regular file or a new one whose folder exists or can
+  be made; never a device, never a folder where a file is needed and the reverse, never inside the repo's
+  ``assets/`` unless asked for explicitly, names no longer than the file system allows).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bindlab.config import LIMIT_ENV, Limits, limits, repo_root
+from bindlab.data.files import DataError, resolve_allowed
+
+NAME_MAX = 255  # bytes in one path component on every common file system
+PATH_MAX = 4096
+
+
+def _flag(name: str) -> str:
+    return name if name.startswith("-") or " " in name else "--" + name.replace("_", "-")
+
+
+# --- numbers -------------------------------------------------------------------------------------------------------
+def _as_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{_flag(name)} must be a whole number, got {value!r}")
+    try:
+        f = float(value)
+        if not math.isfinite(f) or f != int(f):
+            raise ValueError
+        return int(f)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{_flag(name)} must be a whole number, got {value!r}") from None
+
+
+def positive_int(value: Any, name: str = "value") -> int:
+    """``value`` as an int >= 1, else a ``ValueError`` naming ``name``."""
+    n = _as_int(value, name)
+    if n < 1:
+        raise ValueError(f"{_flag(name)} must be at least 1, got {n}")
+    return n
+
+
+def nonneg_int(value: Any, name: str = "value") -> int:
+    """``value`` as an int >= 0 (0 usually means "no limit" / "all")."""
+    n = _as_int(value, name)
+    if n < 0:
+        raise ValueError(f"{_flag(name)} must be 0 or more, got {n} (0 means all)")
+    return n
+
+
+def finite_float(value: Any, name: str = "value", lo: float | None = None, hi: float | None = None,
+                 lo_open: bool = False) -> float:
+    """``value`` as a finite float within ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{_flag(name)} must be a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{_flag(name)} must be a finite number, got {value!r}")
+    if lo is not None and (x < lo or (lo_open and x == lo)):
+        raise ValueError(f"{_flag(name)} must be {'>' if lo_open else '>='} {lo:g}, got {x:g}")
+    if hi is not None and x > hi:
+        raise ValueError(f"{_flag(name)} must be <= {hi:g}, got {x:g}")
+    return x
+
+
+def capped(value: int, name: str, limit: str, lims: Limits | None = None) -> int:
+    """``value`` unless it exceeds the limit ``limit`` (a :class:`bindlab.config.Limits` field); the message says
+    the cap and its environment variable."""
+    cap = getattr(lims or limits(), limit)
+    if cap and value > cap:
+        raise ValueError(f"{_flag(name)} {value:,} is above the cap of {cap:,}; use a smaller value or raise "
+                         f"{LIMIT_ENV[limit]}")
+    return value
+
+
+# --- paths ---------------------------------------------------------------------------------------------------------
+def _check_name_lengths(p: Path, name: str) -> None:
+    if len(os.fsencode(str(p))) > PATH_MAX:
+        raise ValueError(f"{_flag(name)}: the path is longer than {PATH_MAX} bytes; choose a shorter path")
+    for part in p.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise ValueError(f"{_flag(name)}: the name {part[:40]}… is longer than {NAME_MAX} bytes; choose a "
+                             "shorter file name")
+
+
+def _nearest_existing(p: Path, name: str) -> Path:
+    """The nearest existing ancestor of ``p``; it must be a writable folder (the rest is created on write)."""
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{_flag(name)}: {parent} is a file, not a folder; choose a path inside a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{_flag(name)}: the folder {parent} is not writable; choose another path")
+    return parent
+
+
+def _refuse_assets(real: Path, name: str, allow_assets: bool) -> None:
+    assets = Path(os.path.realpath(repo_root() / "assets"))
+    if not allow_assets and (real == assets or assets in real.parents):
+        raise ValueError(f"{_flag(name)}: {real} is inside the shipped assets/ folder, which is never written "
+                         "unless a command asks for it explicitly (e.g. `eval toy --card`); choose another path")
+
+
+def output_file(path: str | os.PathLike, name: str = "out", allow_assets: bool = False) -> Path:
+    """Check an output file path: an existing regular file (replaced) or a new file whose folder exists or can
+    be created. Never a folder, a device (``/dev/full``), a FIFO or a socket.
+
+    Returns:
+        The path (as given, expanded).
+    """
+    raw = os.fspath(path)
+    if not raw.strip() or "\x00" in raw:
+        raise ValueError(f"{_flag(name)} needs a file path, got {raw!r}")
+    p = Path(raw).expanduser()
+    _check_name_lengths(p, name)
+    if p.exists():
+        mode = os.stat(p).st_mode
+        if stat.S_ISDIR(mode):
+            raise ValueError(f"{_flag(name)}: {p} is a folder; give a file path (e.g. {p / 'result.json'})")
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{_flag(name)}: {p} is not a regular file (a device, pipe or socket); give a file path")
+        if not os.access(p, os.W_OK):
+            raise ValueError(f"{_flag(name)}: {p} is not writable; choose another path")
+    elif p.is_symlink():
+        raise ValueError(f"{_flag(name)}: {p} is a dangling symbolic link; choose another path")
+    else:
+        _nearest_existing(p, name)
+    _refuse_assets(Path(os.path.realpath(p)), name, allow_assets)
+    return p
+
+
+def output_dir(path: str | os.PathLike, name: str = "out", allow_assets: bool = False) -> Path:
+    """Check an output folder: an existing folder, or a new one whose parent exists or can be created."""
+    raw = os.fspath(path)
+    if not raw.strip() or "\x00" in raw:
+        raise ValueError(f"{_flag(name)} needs a folder path, got {raw!r}")
+    p = Path(raw).expanduser()
+    _check_name_lengths(p, name)
+    if p.exists():
+        if not p.is_dir():
+            raise ValueError(f"{_flag(name)}: {p} is a file, not a folder; give a folder path (new or existing)")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise ValueError(f"{_flag(name)}: the folder {p} is not writable; choose another folder")
+    else:
+        _nearest_existing(p, name)
+    _refuse_assets(Path(os.path.realpath(p)), name, allow_assets)
+    return p
+
+
+def input_path(path: str | os.PathLike, name: str = "data", must_exist: bool = True) -> Path:
+    """An input file or folder: inside the allowed data roots (one message otherwise, saying nothing about the
+    path), then present. Returns the resolved path."""
+    raw = os.fspath(path)
+    if "\x00" in raw:
+        raise DataError(f"{_flag(name)}: the path contains a NUL byte")
+    if len(os.fsencode(raw)) > PATH_MAX:
+        raise DataError(f"{_flag(name)}: the path is longer than {PATH_MAX} bytes")
+    try:
+        real = resolve_allowed(raw)
+    except DataError as e:
+        raise DataError(f"{_flag(name)}: {e}") from None
+    for part in real.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise DataError(f"{_flag(name)}: a name in the path is longer than {NAME_MAX} bytes")
+    if must_exist and not real.exists():
+        raise DataError(f"{_flag(name)}: {raw}: file not found")
+    return real
+
+
+# --- options of one command ------------------------------------------------------------------------------------------
+def _pos(limit: str | None = None) -> Callable[[Any, str, Limits], Any]:
+    def check(v: Any, name: str, lims: Limits) -> int:
+        n = positive_int(v, name)
+        return capped(n, name, limit, lims) if limit else n
+    return check
+
+
+def _nonneg(limit: str | None = None) -> Callable[[Any, str, Limits], Any]:
+    def check(v: Any, name: str, lims: Limits) -> int:
+        n = nonneg_int(v, name)
+        return capped(n, name, limit, lims) if limit else n
+    return check
+
+
+def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
+    return lambda v, name, lims: finite_float(v, name, lo, hi, lo_open)
+
+
+def _lines_a(v: Any, name: str, lims: Limits) -> Any:
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return v
+    return finite_float(v, name, 0.0, 1.0)
+
+
+# option name (argparse dest, or the app's keyword) -> check(value, name, limits). None values are skipped.
+OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
+    "batch_size": _pos("max_batch_size"),
+    "limit": _nonneg("max_questions"),
+    "sample": _nonneg("max_questions"),
+    "eval_sample": _nonneg("max_questions"),
+    "attention_limit": _nonneg("max_questions"),
+    "eval_rows": _nonneg("max_questions"),
+    "per_size": _pos("max_per_size"),
+    "eval_per_size": _pos("max_per_size"),
+    "n": _pos("max_triplets"),
+    "scenes": _pos("max_scenes"),
+    "foils_per_scene": _pos("max_foils_per_scene"),
+    "contexts": _pos("max_grid_images"),
+    "replicas": _pos("max_grid_images"),
+    "size": _pos("max_render_size"),
+    "image_size": _nonneg("max_render_size"),
+    "thumb_size": _pos("max_render_size"),
+    "workers": _pos("max_workers"),
+    "num_processes": _pos("max_workers"),
+    "threads": _pos("max_workers"),
+    "steps": _pos("max_steps"),
+    "max_steps": _nonneg("max_steps"),
+    "checkpoint_every": _pos(),
+    "epochs": _pos("max_epochs"),
+    "lora_rank": _pos(),
+    "n_boot": _nonneg("max_questions"),
+    "n_neighbors": _pos(),
+    "pool_size": _pos("max_triplets"),
+    "heads": _nonneg(),
+    "layers": _nonneg(),
+    "width": _nonneg(),
+    "patch_size": _nonneg(),
+    "lr": _float(0.0, None, lo_open=True),
+    "lora_alpha": _float(0.0, None, lo_open=True),
+    "margin": _float(0.0),
+    "weight_decay": _float(0.0),
+    "min_dist": _float(0.0),
+    "hard_share": _float(0.0, 1.0),
+    "lines_a": _lines_a,
+    "seed": _nonneg(),
+}
+
+INPUT_PATHS = ("data", "images", "config")  # user-given files/folders that are read
+OUTPUT_FILES = ("per_item",)  # always files
+
+
+def check_options(opts: Mapping[str, Any], out_is_dir: bool = False, allow_assets: bool = False) -> dict[str, Any]:
+    """Validate every known option of one command before any work starts.
+
+    Args:
+        opts: option name -> value (an argparse namespace's ``vars()``, or a tab's inputs). Unknown names pass.
+        out_is_dir: ``out`` names a folder (``generate *``, ``train toy``) rather than a file.
+        allow_assets: the command asked explicitly to write into the repo's ``assets/`` (``eval toy --card``).
+
+    Returns:
+        The checked values (numbers converted), by option name.
+
+    Raises:
+        ValueError (or its subclass ``DataError``): one line naming the option, the value and what to do.
+    """
+    lims = limits()
+    checked: dict[str, Any] = {}
+    for name, value in opts.items():
+        if value is None or name not in OPTION_RULES:
+            continue
+        checked[name] = OPTION_RULES[name](value, name, lims)
+    for name in INPUT_PATHS:
+        value = opts.get(name)
+        if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+            checked[name] = input_path(value, name)
+    out = opts.get("out")
+    if isinstance(out, (str, os.PathLike)):
+        checked["out"] = (output_dir if out_is_dir else output_file)(out, "out", allow_assets)
+    for name in OUTPUT_FILES:
+        if isinstance(opts.get(name), (str, os.PathLike)):
+            checked[name] = output_file(opts[name], name, allow_assets)
+    if isinstance(opts.get("export"), (str, os.PathLike)):
+        checked["export"] = output_dir(opts["export"], "export", allow_assets)
+    return checked
+
+
+def check_caption(text: str, lims: Limits | None = None) -> str:
+    """A user-typed caption within the word and character caps (checked before tokenising)."""
+    lims = lims or limits()
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the caption is empty; type a caption")
+    if len(text) > lims.max_caption_chars:
+        raise ValueError(f"the caption has {len(text):,} characters, above the cap of {lims.max_caption_chars:,} "
+                         f"({LIMIT_ENV['max_caption_chars']}); shorten it")
+    words = len(text.split())
+    if words > lims.max_caption_words:
+        raise ValueError(f"the caption has {words:,} words, above the cap of {lims.max_caption_words:,} "
+                         f"({LIMIT_ENV['max_caption_words']}); shorten it")
+    return text
+
+
+__all__ = ["OPTION_RULES", "capped", "check_caption", "check_options", "finite_float", "input_path",
+           "nonneg_int", "output_dir", "output_file", "positive_int"]
