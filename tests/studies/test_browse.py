@@ -1,0 +1,115 @@
+"""The Browse study: ``eval mcq`` / ``eval retrieval`` and the Browse tab are two faces of ``run_mcq`` /
+``run_retrieval``, so for the same file and model they report the same numbers (accuracy per pairing, by N, N
+itself, per-question credit) and export the same tables; a bad request is refused before anything is embedded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bindlab.cli import main
+from bindlab.studies import browse as study
+
+
+def _noop_progress(*_args, **_kwargs):
+    return None
+
+
+def _exported(paths: list[str], name: str) -> pd.DataFrame:
+    return pd.read_csv(next(p for p in paths if Path(p).name == name))
+
+
+def test_eval_mcq_and_the_browse_tab_give_the_same_numbers(small_benchmark, tmp_path):
+    from bindlab.ui import browse as tab
+
+    path, questions = small_benchmark
+    out, items, folder = tmp_path / "mcq.json", tmp_path / "items.jsonl", tmp_path / "export"
+    assert main(["eval", "mcq", "--data", str(path), "--model", "minilm", "--out", str(out), "--per-item", str(items),
+                 "--export", str(folder), "--export-formats", "csv,json"]) == 0
+    cli = json.loads(out.read_text())
+    tt = cli["pairings"]["tt"]
+    assert tt["n"] == len(questions) == 54 and cli["primary_metric"] == "accuracy" and cli["accuracy"] == tt["accuracy"]
+
+    # the tab's Score callback, as the page calls it
+    summary, *_ = tab.score(str(path), "minilm", "tt", "all", "all", "all", 5, progress=_noop_progress)
+    assert f"accuracy **{tt['accuracy']:.3f}**" in summary and f"{tt['n']} questions" in summary
+    s = study.scored_set(path, "minilm", "tt")  # the tab's memoised session, built by run_mcq
+    assert s.summary == tt  # accuracy, ci95, by N, by subset, n: exactly equal
+    rows = [json.loads(x) for x in items.read_text().splitlines()]
+    assert [float(c) for c in s.credit] == [r["credit"] for r in rows]
+    assert s.result.provenance["dataset"] == cli["provenance"]["dataset"]
+    assert s.result.provenance["encoder"] == cli["provenance"]["encoder"]
+    # accuracy by N: the tab's chart rows are the CLI's export table
+    by_n = pd.read_csv(folder / "mcq_accuracy_by_n.csv")
+    assert study.accuracy_table(s) == by_n.drop(columns="pairing").to_dict("records")
+
+    # the tab's Download writes the same tables as --export
+    paths, _ = tab.export(str(path), "minilm", "tt", ["csv", "json"])
+    for name in ("mcq_summary.csv", "mcq_accuracy_by_n.csv", "mcq_scores.csv"):
+        pd.testing.assert_frame_equal(_exported(paths, name), pd.read_csv(folder / name))
+
+
+def test_several_pairings_and_a_limit_through_the_study_and_the_command(small_benchmark, tmp_path):
+    path, _ = small_benchmark
+    out = tmp_path / "mcq.json"
+    assert main(["eval", "mcq", "--data", str(path), "--model", "bow", "--pairings", "tt", "--limit", "12",
+                 "--out", str(out)]) == 0
+    cli = json.loads(out.read_text())
+    res = study.run_mcq(study.McqRequest(data=path, model="bow", limit=12))
+    assert res.summary["pairings"] == cli["pairings"] and res.summary["pairings"]["tt"]["n"] == 12
+    assert res.provenance["settings"]["limit"] == 12 and len(res.rows) == 12
+    assert res.primary == pytest.approx(res.summary["pairings"]["tt"]["accuracy"])
+    # bag of words: every swap ties with the preserve candidate, so N >= 3 sits at chance exactly
+    assert all(v == pytest.approx(0.25) for n, v in res.summary["pairings"]["tt"]["by_n"].items() if int(n) >= 3)
+
+
+def test_eval_retrieval_and_run_retrieval_agree(small_benchmark, tmp_path):
+    path, _ = small_benchmark
+    out = tmp_path / "ret.json"
+    assert main(["eval", "retrieval", "--data", str(path), "--model", "minilm", "--out", str(out)]) == 0
+    cli = json.loads(out.read_text())
+    res = study.run_retrieval(study.McqRequest(data=path, model="minilm"))
+    assert res.feature == "retrieval" and res.primary_metric == "map"
+    assert res.summary["pairings"] == cli["pairings"] and cli["map"] == cli["pairings"]["tt"]["map"]["all"]
+    assert res.tables["map_by_n"] == [{"pairing": "tt", "n_objects": int(n), "map": v}
+                                      for n, v in cli["pairings"]["tt"]["map_by_n"].items()]
+
+
+def test_skipped_lines_are_a_note_and_a_warning(small_benchmark, tmp_path, capsys):
+    path, _ = small_benchmark
+    bad = tmp_path / "mcq.jsonl"
+    bad.write_text(Path(path).read_text() + '{"id": "broken"}\n')
+    res = study.run_mcq(study.McqRequest(data=bad, model="bow", skip_bad=True))
+    assert res.summary["pairings"]["tt"]["n"] == 54 and res.provenance["settings"]["skipped_lines"] == 1
+    assert len(res.notes) == 1 and "loaded 54 of 55" in res.notes[0]
+    assert main(["eval", "mcq", "--data", str(bad), "--model", "bow", "--skip-bad"]) == 0
+    assert "warning:" in capsys.readouterr().err
+    assert main(["eval", "mcq", "--data", str(bad), "--model", "bow"]) == 2  # strict by default
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"limit": -1}, "limit must be at least 0, got -1"),
+    ({"limit": 2.5}, "limit must be a whole number"),
+    ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+    ({"pairings": "tt,xy"}, r"unknown pairing\(s\) \['xy'\]"),
+    ({"pairings": ""}, "unknown pairing"),
+    ({"model": "  "}, "model: give an encoder id"),
+    ({"data": ""}, "data: give an MCQ JSONL file"),
+    ({"device": ""}, "device must be"),
+])
+def test_bad_requests_are_refused_naming_the_value(small_benchmark, kwargs, match):
+    path, _ = small_benchmark
+    with pytest.raises(ValueError, match=match):
+        study.McqRequest(**{"data": path, "model": "bow", **kwargs})
+
+
+def test_the_command_reports_a_bad_request_in_one_line(small_benchmark, capsys):
+    path, _ = small_benchmark
+    assert main(["eval", "mcq", "--data", str(path), "--model", "bow", "--limit", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert "limit must be" in err and "-3" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    with pytest.raises(FileNotFoundError, match="file not found"):
+        study.run_mcq(study.McqRequest(data=Path(path).parent / "none.jsonl", model="bow"))

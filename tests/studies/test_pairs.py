@@ -1,0 +1,118 @@
+"""The Pairs study: ``eval pairs`` and the Pairs tab are two faces of ``run_pairs``, so for the same file and
+model they report the same I2T / T2I / Group scores overall and per edit type and export the same tables;
+``eval benchmark`` goes through ``run_benchmark``; a bad request is refused before anything is embedded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bindlab.cli import main
+from bindlab.studies import benchmark as bench_study
+from bindlab.studies import pairs as study
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _noop_progress(*_args, **_kwargs):
+    return None
+
+
+@pytest.fixture(scope="module")
+def pairs_setup(tmp_path_factory):
+    """A small generated CompoSET-style file (2 scenes x 15 foils) and a tiny random CLIP."""
+    from bindlab.data.composet import generate_composet
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("pairs-study")
+    data = generate_composet(root / "cs", scenes=2, foils_per_scene=15, seed=1, size=64, workers=1)
+    return str(data), build_tiny("hf-clip", root / "tiny-clip")
+
+
+def _per_edit_type(summary: dict) -> dict[str, tuple]:
+    return {t: (b["n"], b["i2t"], b["t2i"], b["group"]) for t, b in summary["by_edit_type"].items()}
+
+
+def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path):
+    from bindlab.ui import pairs as tab
+
+    data, model = pairs_setup
+    out, folder = tmp_path / "pairs.json", tmp_path / "export"
+    assert main(["eval", "pairs", "--data", data, "--model", model, "--verbosity", "short", "--out", str(out),
+                 "--export", str(folder), "--export-formats", "csv,json"]) == 0
+    cli = json.loads(out.read_text())
+    assert cli["n_pairs"] == 30 and cli["overall"]["n"] == 30 and cli["primary_metric"] == "group"
+    assert cli["group"] == cli["overall"]["group"]
+
+    # the tab's Score callback, as the page calls it
+    summary, *_ = tab.score(data, model, "short", progress=_noop_progress)
+    o = cli["overall"]
+    assert f"I2T **{o['i2t']:.3f}** · T2I **{o['t2i']:.3f}** · Group **{o['group']:.3f}**" in summary
+    s = study.scored_pairs(data, model, "short")  # the tab's memoised session, built by run_pairs
+    assert s.summary["overall"] == o and len(s.pairs) == 30
+    assert _per_edit_type(s.summary) == _per_edit_type(cli)  # I2T / T2I / Group and N per edit type
+    assert s.result.provenance["encoder"] == cli["provenance"]["encoder"]
+    assert s.result.provenance["dataset"] == cli["provenance"]["dataset"]
+    chart = pd.read_csv(folder / "pairs_by_edit_type.csv")
+    assert study.edit_type_table(s) == chart.to_dict("records")
+
+    # the tab's Download writes the same tables as --export
+    paths, _ = tab.export(data, model, "short", ["csv", "json"])
+    for name in ("pairs_scores.csv", "pairs_by_edit_type.csv", "pairs_pairs.csv"):
+        got = pd.read_csv(next(p for p in paths if Path(p).name == name))
+        pd.testing.assert_frame_equal(got, pd.read_csv(folder / name))
+
+
+def test_run_pairs_limit_and_seed(pairs_setup):
+    data, model = pairs_setup
+    res = study.run_pairs(study.PairsRequest(data=data, model=model, verbosity="short", limit=12, seed=3))
+    assert res.feature == "pairs" and res.summary["n_pairs"] == 12 and len(res.rows) == 12
+    assert res.provenance["seed"] == 3 and res.provenance["settings"]["limit"] == 12
+    assert res.primary == res.summary["overall"]["group"]
+    assert sum(r["n"] for r in res.tables["by_edit_type"]) == 12
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"limit": -1}, "limit must be at least 0, got -1"),
+    ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+    ({"seed": -2}, "seed must be at least 0, got -2"),
+    ({"verbosity": "huge"}, "huge"),
+    ({"model": ""}, "model: give an image\\+text encoder id"),
+    ({"data": " "}, "data: give a Pairs JSONL file"),
+])
+def test_bad_pairs_requests_are_refused_naming_the_value(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        study.PairsRequest(**{"data": "pairs.jsonl", "model": "toy:clip", **kwargs})
+
+
+def test_a_text_only_model_is_refused_in_one_line(pairs_setup, capsys):
+    data, _ = pairs_setup
+    assert main(["eval", "pairs", "--data", data, "--model", "bow"]) == 2
+    assert "image+text encoder" in capsys.readouterr().err
+
+
+def test_eval_benchmark_and_run_benchmark_agree(tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["eval", "benchmark", "--name", "sugarcrepe_pp", "--data", str(FIX / "sugarcrepe_pp"), "--model",
+                 "bow", "--task", "tot", "--out", str(out)]) == 0
+    cli = json.loads(out.read_text())
+    res = bench_study.run_benchmark(bench_study.BenchmarkRequest(name="sugarcrepe_pp", model="bow", task="tot",
+                                                                 data=str(FIX / "sugarcrepe_pp")))
+    assert res.summary["native_metric"] == cli["native_metric"] and res.summary["n"] == cli["n"] == 10
+    assert res.primary_metric == "native_value" and res.primary == cli["native_metric"]["value"]
+    assert res.provenance["settings"]["task"] == "tot" and res.provenance["encoder"]["id"] == "bow:words"
+    assert res.summary["validity"]["model_on_same_bag"] == 0.0  # a bag of words cannot pass a reordering
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": ""}, "name: give a benchmark name"),
+    ({"source": "web"}, "source must be one of"),
+    ({"task": "xyz"}, "task must be one of"),
+    ({"limit": -5}, "limit must be at least 0, got -5"),
+])
+def test_bad_benchmark_requests_are_refused_naming_the_value(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bench_study.BenchmarkRequest(**{"name": "winoground", "model": "bow", **kwargs})
