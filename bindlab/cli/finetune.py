@@ -56,10 +56,9 @@ def _print_progress(st: dict[str, Any], pr: dict[str, Any]) -> str:
 
 
 def cmd_finetune(a: argparse.Namespace) -> None:
-    from bindlab.jobs.manager import JobManager
+    from bindlab.studies import finetune as fs
 
-    manager = JobManager()
-    job_id = manager.submit(_finetune_config(a))
+    job_id = fs.submit_finetune(_finetune_config(a))  # checked first: a bad setting never makes a job
     print(f"job {job_id} submitted; it will produce the model lora:{job_id} (and lora:{job_id}/unscaled)")
     if a.background:
         print(f"follow it with: python -m bindlab jobs show {job_id}")
@@ -67,7 +66,7 @@ def cmd_finetune(a: argparse.Namespace) -> None:
     last = ""
     try:
         while True:
-            st = manager.show(job_id, log_lines=0)
+            st = fs.job_info(job_id, log_lines=0)
             line = _print_progress(st["status"], st["progress"])
             if line != last:
                 print(line, flush=True)
@@ -76,9 +75,9 @@ def cmd_finetune(a: argparse.Namespace) -> None:
                 break
             time.sleep(1.0)
     except KeyboardInterrupt:
-        manager.cancel(job_id)
+        fs.cancel_job(job_id)
         raise ValueError(f"interrupted: job {job_id} cancelled (resume it with 'python -m bindlab jobs resume {job_id}')") from None
-    st = manager.show(job_id)
+    st = fs.job_info(job_id)
     if st["status"]["state"] != "done":
         raise ValueError(f"job {job_id} {st['status']['state']}: {st['status'].get('message')}\n{st['log_tail']}")
     _print_finetune_result(st["result"])
@@ -86,7 +85,7 @@ def cmd_finetune(a: argparse.Namespace) -> None:
 
 
 def _print_finetune_result(res: dict[str, Any]) -> None:
-    from bindlab.train.compare import result_rows
+    from bindlab.studies.finetune import result_rows
 
     print(f"LiNeS a = {res['lines']['a']} ({res['lines']['chosen_on']}); {res['steps']} steps, "
           f"{res['triplets_per_s']} triplets/s")
@@ -95,17 +94,14 @@ def _print_finetune_result(res: dict[str, Any]) -> None:
 
 
 def cmd_jobs(a: argparse.Namespace) -> None:
-    from bindlab.jobs.manager import JobManager
+    from bindlab.studies import finetune as fs
 
     if a.action == "_run":
-        from bindlab.jobs.runner import run_job
-
-        raise SystemExit(run_job(a.job))
-    manager = JobManager()
+        raise SystemExit(fs.run_job_process(a.job))
     if a.action == "list":
-        jobs = manager.list()
+        jobs = fs.list_jobs()
         if not jobs:
-            print(f"no jobs under {manager.root}")
+            print(f"no jobs under {fs.jobs_folder()}")
         for j in jobs:
             print(f"{j['id']}  {j['model_id']:<30}  {j['state']:<9}  {j['base_model']}  "
                   f"{_print_progress(j, j['progress']) if j['state'] == 'running' else j.get('message', '')}")
@@ -114,7 +110,7 @@ def cmd_jobs(a: argparse.Namespace) -> None:
     if not a.job:
         raise ValueError(f"'jobs {a.action}' needs a job id; see 'python -m bindlab jobs list'")
     if a.action == "show":
-        info = manager.show(a.job)
+        info = fs.job_info(a.job)
         st = info["status"]
         print(f"{st['id']}  {st['model_id']}  {st['state']}  base {st['base_model']}  created {st['created']}")
         print(_print_progress(st, info["progress"]))
@@ -124,25 +120,23 @@ def cmd_jobs(a: argparse.Namespace) -> None:
             print("--- log tail ---\n" + (st.get("log_tail") or info["log_tail"]))
         _write_json(a.out, info)
     elif a.action == "cancel":
-        st = manager.cancel(a.job)
+        st = fs.cancel_job(a.job)
         print(f"{st['id']}: {st['state']} ({st['message']})")
     elif a.action == "resume":
-        st = manager.resume(a.job)
+        st = fs.resume_job(a.job)
         print(f"{st['id']}: {st['state']} ({st['message']})")
     elif a.action == "compare":
-        from bindlab.train.compare import compare_job, format_compare
+        from bindlab.present.exports import compare_export
 
         if not a.data:
             raise ValueError("'jobs compare' needs --data MCQ.jsonl (e.g. from 'python -m bindlab generate saber')")
-        res = compare_job(a.job, a.data, pairings=a.pairings, limit=a.limit,
-                          attention_limit=None if a.no_attention else a.attention_limit)
-        print(format_compare(res))
-        _write_json(a.out, res)
-        from bindlab.present.exports import compare_export
-        from bindlab.train.compare import mcq_table
-
-        _write_export(a, lambda: compare_export(mcq_table(res), res["triplets"], manager.metrics(a.job),
-                                                res.get("attention")), res["provenance"])
+        request = fs.CompareRequest(a.job, a.data, pairings=a.pairings, limit=a.limit,
+                                    attention_limit=None if a.no_attention else a.attention_limit)
+        res = fs.run_finetune_compare(request)
+        print(fs.format_compare(res.summary))
+        _write_json(a.out, {**res.summary, "provenance": res.provenance})
+        _write_export(a, lambda: compare_export(res.tables["mcq"], res.tables["triplets"], res.figures_data["metrics"],
+                                                res.figures_data["attention"]), res.provenance)
 
 
 def add_commands(g: Groups) -> None:

@@ -1,79 +1,21 @@
-"""The attention part of a job compare: per-layer binding margins of base vs finetuned on the same captions.
+"""The attention part of a job compare, shaped for reading: per-layer binding margins of base vs finetuned.
 
-Each model of the compare (base, ``lora:<job>/unscaled``, ``lora:<job>``) gets the per-layer attention binding
+Each model of the compare (base, ``lora:<job>/unscaled``, ``lora:<job>``) has the per-layer attention binding
 margin of :mod:`bindlab.analysis.attention` on one caption set (the MCQ queries), with its 95 % bootstrap band;
-each finetuned model also gets the paired difference to the base (per layer, at the last layer and averaged over
-the deep layers, the last third) with a bootstrap interval over captions. A model without a text transformer to
-read attention from does not break the compare: its entry says why there are no margins.
+each finetuned model also has the paired difference to the base (per layer, at the last layer and averaged over
+the deep layers, the last third) with a bootstrap interval over captions. The section is computed by
+:func:`bindlab.studies.finetune.attention_compare`; this module turns it into curves, rows and text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from bindlab.analysis import attention as att
-from bindlab.encoders.base import EncoderError
 
 CAPTION_SET = "queries"
-
-
-def attention_compare(encoders: dict[str, Any], captions: Sequence[att.Caption], direction: str = "later_to_earlier",
-                      n_boot: int = 1000, seed: int = 0, progress: Callable[[float, str], None] | None = None
-                      ) -> dict[str, Any]:
-    """Margins of every model on the same captions, and each later model's difference to the first (the base).
-
-    Args:
-        encoders: ``{label: encoder}``, the base first.
-        captions: the captions with their bindings (e.g. the MCQ queries).
-        direction: ``later_to_earlier`` (any model) or ``earlier_to_later`` (bidirectional models only).
-        progress: optional ``(fraction, message)`` callback.
-
-    Returns:
-        ``{"available", "note", "direction", "caption_set", "n_captions", "base", "models": {label: summary with
-        "model" (id), or {"model", "note"} when that model has no margins}, "diff": {label: margin_difference, or
-        {"note"}}}``; ``available`` is False (and ``note`` says why) when the base has no margins.
-    """
-    att.check_direction(direction)
-    labels = list(encoders)
-    out: dict[str, Any] = {"available": False, "note": "", "direction": direction, "caption_set": CAPTION_SET,
-                           "n_captions": len(captions), "base": labels[0] if labels else None, "models": {}, "diff": {}}
-    if not labels or not captions:
-        out["note"] = "no models or no captions to analyse"
-        return out
-    runs: dict[str, att.SetMargins] = {}
-    for i, (label, enc) in enumerate(encoders.items()):
-        def step(f: float, msg: str, i: int = i) -> None:
-            if progress:
-                progress((i + f) / len(encoders), f"attention margins: {msg}")
-
-        try:
-            runs[label] = att.set_margins(att.attention_access(enc), CAPTION_SET, captions, direction, step)
-        except (EncoderError, ValueError, NotImplementedError) as e:
-            why = str(e) if enc.id in str(e) else f"{enc.id}: {e}"  # most messages already name the model
-            out["models"][label] = {"model": enc.id, "note": f"attention margins are not available — {why}"}
-            continue
-        out["models"][label] = {"model": enc.id, **runs[label].summary(n_boot, seed)}
-    base = labels[0]
-    if base not in runs:
-        out["note"] = out["models"][base]["note"]
-        return out
-    if out["models"][base]["n_captions"] == 0:
-        out["note"] = (f"no caption could be analysed for {encoders[base].id} "
-                       f"(e.g. {next(iter(runs[base].skipped.values()), 'none given')})")
-        return out
-    out["available"] = True
-    for label in labels[1:]:
-        if label not in runs:
-            out["diff"][label] = {"note": out["models"][label]["note"]}
-            continue
-        try:
-            out["diff"][label] = att.margin_difference(runs[base].margins, runs[label].margins, n_boot, seed)
-        except ValueError as e:
-            out["diff"][label] = {"note": str(e)}
-    return out
 
 
 # --- formatting for the CLI and the Finetune tab -------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Finetune tab: launch a LoRA + LiNeS binding finetune as a background job, follow it live, cancel or resume it,
 and compare base vs finetuned on the same MCQs once it is done.
 
-Jobs are subprocesses managed by :class:`bindlab.jobs.manager.JobManager`; this tab only reads their state from
-disk on a ``gr.Timer``, so the page never blocks and a restarted app finds its jobs again.
+Jobs are subprocesses with their state on disk; this tab reads it through :mod:`bindlab.studies.finetune` (the
+``finetune`` and ``jobs`` commands' backend too) on a ``gr.Timer``, so the page never blocks and a restarted app finds
+its jobs again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures
+from bindlab.studies import finetune as fs
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -26,12 +28,6 @@ CSS = """
 """
 
 JOB_COLUMNS = ["id", "model id", "base", "state", "step", "message"]
-
-
-def _manager() -> Any:
-    from bindlab.jobs.manager import JobManager
-
-    return JobManager()
 
 
 def jobs_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
@@ -72,11 +68,9 @@ def status_md(info: dict[str, Any]) -> str:
              f"<span class='ft-state-{st['state']}' id='ft-state'>{st['state']}</span> — {html.escape(st.get('message', ''))}"]
     res = info.get("result")
     if res and res.get("eval"):
-        from bindlab.train.compare import result_rows
-
         lines.append(f"LiNeS a = **{res['lines']['a']}** ({res['lines']['chosen_on']}); "
                      f"{res['triplets_per_s']} triplets/s")
-        lines.append(md_table(result_rows(res)))
+        lines.append(md_table(fs.result_rows(res)))
     if st["state"] == "failed":
         lines.append("**Log tail**\n```\n" + (st.get("log_tail") or info.get("log_tail", "")) + "\n```")
     return "\n\n".join(lines)
@@ -86,27 +80,24 @@ def status_md(info: dict[str, Any]) -> str:
 @friendly
 def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: float, lr: float, rank: float,
            lines_a: str) -> tuple[Any, str]:
-    from bindlab.train.finetune import default_triplets
-
     if not (model or "").strip():
         raise ValueError("give a base model id, e.g. minilm or toy:shared")
-    cfg = {"model": model.strip(), "data": (data or "").strip() or str(default_triplets()), "epochs": int(epochs),
-           "max_steps": int(max_steps or 0), "batch_size": int(batch_size), "lr": float(lr), "lora_rank": int(rank),
+    cfg = {"model": model.strip(), "data": (data or "").strip() or str(fs.default_triplets()), "epochs": epochs,
+           "max_steps": max_steps or 0, "batch_size": batch_size, "lr": lr, "lora_rank": rank,
            "lines_a": (lines_a or "auto").strip()}
-    job_id = _manager().submit(cfg)
-    return gr.update(choices=[j["id"] for j in _manager().list()], value=job_id), \
+    job_id = fs.submit_finetune(cfg)  # checked before the job exists: a bad number is refused, nothing is queued
+    return gr.update(choices=[j["id"] for j in fs.list_jobs()], value=job_id), \
         f"Started job **{job_id}**; it will produce `lora:{job_id}`."
 
 
 @friendly
 def poll(job_id: str) -> tuple[Any, ...]:
-    m = _manager()
-    jobs = m.list()
+    jobs = fs.list_jobs()
     ids = [j["id"] for j in reversed(jobs)]
     if not job_id:
         return ("No job selected.", progress_html({}, {}), figures.message_figure("no job selected"),
                 jobs_frame(jobs), gr.update(choices=ids))
-    info = m.show(job_id, log_lines=15)
+    info = fs.job_info(job_id, log_lines=15)
     return (status_md(info), progress_html(info["status"], info["progress"]),
             figures.training_curves(info["metrics"], title=f"{job_id}: loss and validation triplet accuracy"),
             jobs_frame(jobs), gr.update(choices=ids))
@@ -116,7 +107,7 @@ def poll(job_id: str) -> tuple[Any, ...]:
 def cancel(job_id: str) -> str:
     if not job_id:
         raise ValueError("select a job to cancel")
-    st = _manager().cancel(job_id)
+    st = fs.cancel_job(job_id)
     return f"{st['id']}: {st['state']} ({st['message']})"
 
 
@@ -124,25 +115,21 @@ def cancel(job_id: str) -> str:
 def resume(job_id: str) -> str:
     if not job_id:
         raise ValueError("select a cancelled or failed job to resume")
-    st = _manager().resume(job_id)
+    st = fs.resume_job(job_id)
     return f"{st['id']}: {st['state']} ({st['message']})"
 
 
 @gpu_task(duration=180)
 @friendly
 def compare(job_id: str, mcq: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    from bindlab.studies.browse import default_dataset
-    from bindlab.train.compare import compare_job, mcq_table, result_rows
-
     if not job_id:
         raise ValueError("select a finished job to compare")
-    path = (mcq or "").strip() or str(default_dataset())
-    res = compare_job(job_id, path, progress=lambda f, msg: progress(f, desc=msg))
-    table = pd.DataFrame(mcq_table(res))
-    head = (f"Base `{res['models']['base']}` vs `{res['models']['unscaled']}` (no LiNeS) vs `{res['models']['lines']}` "
-            f"(LiNeS a = {(res.get('lines') or {}).get('a')}) on {path}")
-    return head, table, pd.DataFrame(result_rows({"eval": {}}) if not res["triplets"] else res["triplets"]), \
-        figures.compare_by_n(mcq_table(res)), *attention_view(res.get("attention"))
+    res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq), progress=lambda f, msg: progress(f, desc=msg))
+    models, lines = res.summary["models"], res.summary.get("lines") or {}
+    head = (f"Base `{models['base']}` vs `{models['unscaled']}` (no LiNeS) vs `{models['lines']}` "
+            f"(LiNeS a = {lines.get('a')}) on {res.summary['data']}")
+    return head, pd.DataFrame(res.rows), pd.DataFrame(res.tables["triplets"]), figures.compare_by_n(res.rows), \
+        *attention_view(res.figures_data["attention"])
 
 
 ATTENTION_COLUMNS = ["model", "captions", "last layer", "deep layers", "Δ last vs base", "Δ deep vs base"]
@@ -150,17 +137,16 @@ ATTENTION_COLUMNS = ["model", "captions", "last layer", "deep layers", "Δ last 
 
 def attention_view(section: dict[str, Any] | None) -> tuple[Any, pd.DataFrame]:
     """The attention part of a compare: margin curves with bands (one per model) and one table row per model."""
-    from bindlab.train.compare_attention import attention_curves, attention_rows
     from bindlab.present.attention_figures import margin_curves
 
     if not section:
         return figures.message_figure("attention margins were not computed"), pd.DataFrame(columns=ATTENTION_COLUMNS)
-    rows = pd.DataFrame(attention_rows(section), columns=ATTENTION_COLUMNS)
+    rows = pd.DataFrame(fs.attention_rows(section), columns=ATTENTION_COLUMNS)
     if not section["available"]:
         return figures.message_figure(section["note"]), rows
     title = (f"Attention binding margin per layer: base vs finetuned ({section['n_captions']} "
              f"{section['caption_set']})")
-    fig = margin_curves(attention_curves(section), title=title)
+    fig = margin_curves(fs.attention_curves(section), title=title)
     deep = next((d["deep"]["layers"] for d in section["diff"].values() if "deep" in d), None)
     if deep:  # the layers the "deep" differences average over
         fig.add_vrect(x0=deep[0] - 0.5, x1=deep[-1] + 0.5, fillcolor="grey", opacity=0.08, line_width=0,
@@ -180,26 +166,21 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
                    attention: pd.DataFrame | None, formats: list[str]) -> tuple[list[str], str]:
     """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
     figure and the job's training curves."""
-    from bindlab.studies.browse import default_dataset, get_encoder
     from bindlab.present.exports import compare_export
-    from bindlab.provenance import provenance
-    from bindlab.train.compare import job_models
+    from bindlab.studies.browse import default_dataset
 
     if not job_id:
         raise ValueError("select a job first (its training curves download at any time; the before/after tables "
                          "after Compare)")
-    info = _manager().show(job_id, log_lines=0)
+    info = fs.job_info(job_id, log_lines=0)
     st, rows = info["status"], _shown_rows(table)
     view = compare_export(rows, _shown_rows(triplets), info["metrics"])
     if _shown_rows(attention):
         view.tables["attention"] = _shown_rows(attention)
     if not view.tables:
         raise ValueError(f"nothing to download yet for job {st['id']}: no training steps and no comparison")
-    encoder = get_encoder(st["model_id"]) if st["state"] == "done" else None
-    settings = {"kind": "finetune-compare", "job": st["id"], "models": job_models(st["id"], st["base_model"]),
-                "config": info.get("config")}
     dataset = ((mcq or "").strip() or str(default_dataset())) if rows else None
-    return deliver(view, provenance(dataset, encoder, settings), formats)
+    return deliver(view, fs.compare_provenance(st["id"], dataset), formats)
 
 
 def build_tab() -> None:

@@ -1,4 +1,4 @@
-"""Base vs finetuned compare on a real 2-step job on a tiny random encoder: MCQs and per-layer attention margins side
+"""Base vs finetuned compare (bindlab.studies.finetune) on a real 2-step job on a tiny random encoder: MCQs and per-layer attention margins side
 by side (the LoRA model's attention maps come from the adapted weights), a zero adapter leaves the margins exactly
 as the base's, a model without a text transformer is reported instead of breaking the compare, and the CLI prints
 and writes the attention part."""
@@ -21,8 +21,8 @@ def done_job(tmp_path_factory):
     """A finished 2-step job (large lr, so the adapter is far from zero) under the session's $BINDLAB_HOME/jobs,
     and a copy of it whose adapters are exactly zero."""
     from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.encoders.adapter import read_adapter, save_adapter
     from bindlab.encoders.tiny import build_tiny
-    from bindlab.train.towers import read_adapter, save_adapter
 
     root = tmp_path_factory.mktemp("ft-compare")
     model = build_tiny("st", root / "st")
@@ -48,7 +48,8 @@ def done_job(tmp_path_factory):
 
 def test_compare_has_per_layer_margins_for_every_model_and_their_differences(done_job, small_benchmark):
     from bindlab.encoders.tiny import LAYERS
-    from bindlab.train.compare import compare_job, format_compare
+    from bindlab.studies.finetune import compare_job
+    from bindlab.train.compare import format_compare
     from bindlab.train.compare_attention import attention_curves, attention_rows
 
     m, job, _ = done_job
@@ -79,7 +80,7 @@ def test_compare_has_per_layer_margins_for_every_model_and_their_differences(don
 
 
 def test_a_zero_adapter_gives_exactly_the_base_margins(done_job, small_benchmark):
-    from bindlab.train.compare import compare_job
+    from bindlab.studies.finetune import compare_job
 
     m, _, zero = done_job
     att = compare_job(zero, small_benchmark[0], limit=9, manager=m, attention_limit=0)["attention"]
@@ -94,8 +95,8 @@ def test_a_zero_adapter_gives_exactly_the_base_margins(done_job, small_benchmark
 def test_a_model_without_attention_is_reported_not_fatal(done_job, small_benchmark):
     from bindlab.analysis.attention import load_caption_sets
     from bindlab.encoders.base import load_encoder
-    from bindlab.train.compare import compare_job
-    from bindlab.train.compare_attention import attention_compare, attention_rows, format_attention
+    from bindlab.studies.finetune import attention_compare, compare_job
+    from bindlab.train.compare_attention import attention_rows, format_attention
 
     m, job, _ = done_job
     caps = load_caption_sets(small_benchmark[0], limit=4)["queries"]

@@ -1,0 +1,337 @@
+"""The Finetune feature: submit a LoRA + LiNeS binding finetune as a background job, follow it, and compare base vs
+finetuned on the same MCQs.
+
+Both faces — ``python -m bindlab finetune`` / ``jobs …`` and the Finetune tab — call this module and nothing below
+it. :func:`check_config` refuses a bad config (unknown encoder, missing triplets, non-finite or out-of-range
+numbers) before any job folder is made; :func:`submit_finetune` then queues it through
+:class:`bindlab.jobs.manager.JobManager`. The job passthroughs (:func:`list_jobs`, :func:`job_info`,
+:func:`cancel_job`, :func:`resume_job`) read the jobs' state from disk. :func:`run_finetune_compare` scores the three
+models of a finished job (base, ``lora:<job>/unscaled``, ``lora:<job>``) on one MCQ file — through the cached MCQ
+pipeline, with the attention binding margins of each per layer — and returns a
+:class:`~bindlab.studies.result.Result`; the tables' shaping is :mod:`bindlab.train.compare` and
+:mod:`bindlab.train.compare_attention`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bindlab.studies.checks import encoder_id, finite, whole
+from bindlab.studies.result import Result
+from bindlab.train.compare import LABELS, format_compare, job_models, mcq_table, result_rows
+from bindlab.train.compare_attention import CAPTION_SET, attention_curves, attention_rows, per_layer_rows
+
+Progress = Callable[[float, str], None]
+
+__all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", "attention_rows", "cancel_job",
+           "check_config", "compare_job", "compare_provenance", "default_triplets", "format_compare", "job_info",
+           "job_metrics", "job_models", "list_jobs", "mcq_table", "per_layer_rows", "result_rows", "resume_job",
+           "run_finetune_compare", "run_job_process", "submit_finetune"]
+
+
+# --- the job manager -----------------------------------------------------------------------------------------------
+def _manager(manager: Any = None) -> Any:
+    from bindlab.jobs.manager import JobManager
+
+    return manager or JobManager()
+
+
+def default_triplets() -> Path:
+    """The generated default triplets folder (4,000 rows under ``$BINDLAB_HOME/data``; made on first use)."""
+    from bindlab.train.finetune import default_triplets as make
+
+    return make()
+
+
+# --- submitting a job ----------------------------------------------------------------------------------------------
+# Settings that are whole numbers: (smallest allowed, name of the bindlab.config.limits() field capping it or None).
+_WHOLE = {"epochs": (1, "max_epochs"), "max_steps": (0, "max_steps"), "batch_size": (1, "max_batch_size"),
+          "lora_rank": (1, None), "num_processes": (1, None), "eval_rows": (0, None), "seed": (0, None),
+          "eval_every": (-1, None), "checkpoint_every": (0, None), "threads": (0, None)}
+MAX_LORA_RANK = 1024  # far above any useful LoRA rank; a typo such as 40000 is refused before a job starts
+MAX_PROCESSES = 256
+# Settings that are real numbers: (lower bound, strictly above it?).
+_REAL = {"lr": (0.0, True), "lora_alpha": (0.0, True), "margin": (0.0, True), "weight_decay": (0.0, False),
+         "lora_dropout": (0.0, False), "forget_weight": (0.0, False)}
+
+
+def _triplets_path(data: Any) -> str:
+    text = str(data or "").strip()
+    if not text:
+        raise ValueError("finetune needs a triplets folder (--data); make one with "
+                         "'python -m bindlab generate triplets --out DIR'")
+    p = Path(text).expanduser()
+    if not (p.is_file() or (p / "triplets.jsonl").is_file()):
+        raise FileNotFoundError(f"no triplets at {p}; make them with 'python -m bindlab generate triplets --out {p}'")
+    return text
+
+
+def check_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A finetune config checked before any job exists: the same dict with its numbers as ints / floats.
+
+    Checks: the model id parses and names a known backend; the triplets folder exists and holds
+    ``triplets.jsonl``; epochs, batch size, LoRA rank ≥ 1 and max steps ≥ 0, each capped (epochs, steps and batch
+    by :func:`bindlab.config.limits`); lr, lora_alpha and margin finite and > 0; weight decay, dropout and the
+    forgetting weight finite and ≥ 0; LiNeS ``a`` = ``auto`` or a number in [0, 1]. Unknown keys are left to
+    :class:`bindlab.train.finetune.FinetuneConfig`, which refuses them with the list of valid ones.
+
+    Raises:
+        ValueError: one line naming the bad setting and what is allowed (FileNotFoundError for missing triplets).
+    """
+    from bindlab.config import limits
+
+    if not isinstance(config, dict):
+        raise ValueError("a finetune config must be a JSON object of settings (model, data, epochs, …)")
+    cfg = dict(config)
+    if not str(cfg.get("model") or "").strip():
+        raise ValueError("finetune needs a base model id (--model), e.g. minilm or toy:shared")
+    cfg["model"] = encoder_id(cfg["model"])
+    cfg["data"] = _triplets_path(cfg.get("data"))
+    caps = limits()
+    for name, (lo, cap) in _WHOLE.items():
+        if cfg.get(name) is not None:
+            hi = getattr(caps, cap) if cap else MAX_LORA_RANK if name == "lora_rank" else (
+                MAX_PROCESSES if name == "num_processes" else None)
+            cfg[name] = whole(name, cfg[name], lo, hi or None)
+    for name, (lo, strict) in _REAL.items():
+        if cfg.get(name) is not None:
+            cfg[name] = finite(name, cfg[name], lo, strict_lo=strict)
+    if cfg.get("lines_a") is not None and str(cfg["lines_a"]).strip().lower() != "auto":
+        cfg["lines_a"] = finite("lines_a (LiNeS a; or 'auto')", cfg["lines_a"], 0.0, 1.0)
+    return cfg
+
+
+def submit_finetune(config: dict[str, Any], manager: Any = None) -> str:
+    """Check ``config`` (:func:`check_config`), then queue the job. Returns the job id (the model is ``lora:<id>``)."""
+    return _manager(manager).submit(check_config(config))
+
+
+# --- following jobs (passthroughs to the job manager) --------------------------------------------------------------
+def list_jobs(manager: Any = None) -> list[dict[str, Any]]:
+    """Every job's status (oldest first), each with its ``progress``."""
+    return _manager(manager).list()
+
+
+def job_info(job_id: str, log_lines: int = 30, manager: Any = None) -> dict[str, Any]:
+    """``{"status", "progress", "config", "result", "metrics", "lines", "log_tail"}`` of one job."""
+    return _manager(manager).show(job_id, log_lines=log_lines)
+
+
+def job_metrics(job_id: str, manager: Any = None) -> list[dict[str, Any]]:
+    """The job's training curve rows (loss, validation triplet accuracy per step)."""
+    return _manager(manager).metrics(job_id)
+
+
+def jobs_folder(manager: Any = None) -> Path:
+    """Where the jobs live (``$BINDLAB_HOME/jobs``)."""
+    return Path(_manager(manager).root)
+
+
+def cancel_job(job_id: str, manager: Any = None) -> dict[str, Any]:
+    """Stop a queued or running job (it checkpoints); returns its status."""
+    return _manager(manager).cancel(job_id)
+
+
+def resume_job(job_id: str, manager: Any = None) -> dict[str, Any]:
+    """Queue a cancelled or failed job again from its last checkpoint; returns its status."""
+    return _manager(manager).resume(job_id)
+
+
+def run_job_process(job_dir: str) -> int:
+    """What a job's own process runs (``python -m bindlab jobs _run DIR``); returns its exit code."""
+    from bindlab.jobs.runner import run_job
+
+    return run_job(job_dir)
+
+
+# --- base vs finetuned -----------------------------------------------------------------------------------------------
+def attention_compare(encoders: dict[str, Any], captions: Sequence[Any], direction: str = "later_to_earlier",
+                      n_boot: int = 1000, seed: int = 0, progress: Progress | None = None) -> dict[str, Any]:
+    """Margins of every model on the same captions, and each later model's difference to the first (the base).
+
+    Args:
+        encoders: ``{label: encoder}``, the base first.
+        captions: the captions with their bindings (:class:`bindlab.analysis.attention.Caption`, e.g. MCQ queries).
+        direction: ``later_to_earlier`` (any model) or ``earlier_to_later`` (bidirectional models only).
+        progress: optional ``(fraction, message)`` callback.
+
+    Returns:
+        ``{"available", "note", "direction", "caption_set", "n_captions", "base", "models": {label: summary with
+        "model" (id), or {"model", "note"} when that model has no margins}, "diff": {label: margin_difference, or
+        {"note"}}}``; ``available`` is False (and ``note`` says why) when the base has no margins. A model without a
+        text transformer to read attention from does not break the compare: its entry says why.
+    """
+    from bindlab.analysis import attention as att
+    from bindlab.encoders.base import EncoderError
+
+    att.check_direction(direction)
+    labels = list(encoders)
+    out: dict[str, Any] = {"available": False, "note": "", "direction": direction, "caption_set": CAPTION_SET,
+                           "n_captions": len(captions), "base": labels[0] if labels else None, "models": {}, "diff": {}}
+    if not labels or not captions:
+        out["note"] = "no models or no captions to analyse"
+        return out
+    runs: dict[str, Any] = {}
+    for i, (label, enc) in enumerate(encoders.items()):
+        def step(f: float, msg: str, i: int = i) -> None:
+            if progress:
+                progress((i + f) / len(encoders), f"attention margins: {msg}")
+
+        try:
+            runs[label] = att.set_margins(att.attention_access(enc), CAPTION_SET, captions, direction, step)
+        except (EncoderError, ValueError, NotImplementedError) as e:
+            why = str(e) if enc.id in str(e) else f"{enc.id}: {e}"  # most messages already name the model
+            out["models"][label] = {"model": enc.id, "note": f"attention margins are not available — {why}"}
+            continue
+        out["models"][label] = {"model": enc.id, **runs[label].summary(n_boot, seed)}
+    base = labels[0]
+    if base not in runs:
+        out["note"] = out["models"][base]["note"]
+        return out
+    if out["models"][base]["n_captions"] == 0:
+        out["note"] = (f"no caption could be analysed for {encoders[base].id} "
+                       f"(e.g. {next(iter(runs[base].skipped.values()), 'none given')})")
+        return out
+    out["available"] = True
+    for label in labels[1:]:
+        if label not in runs:
+            out["diff"][label] = {"note": out["models"][label]["note"]}
+            continue
+        try:
+            out["diff"][label] = att.margin_difference(runs[base].margins, runs[label].margins, n_boot, seed)
+        except ValueError as e:
+            out["diff"][label] = {"note": str(e)}
+    return out
+
+
+def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit: int = 0,
+                progress: Progress | None = None, manager: Any = None,
+                attention_limit: int | None = 200) -> dict[str, Any]:
+    """Score base, unscaled and LiNeS models of a finished job on the same MCQs.
+
+    Args:
+        job_id: a job in state ``done``.
+        mcq_path: SABER-style MCQ JSONL.
+        pairings: ``"auto"`` (tt, plus ti/it/ii when the model embeds images and the questions have images) or
+            a comma-separated list.
+        limit: first N questions only (0 = all).
+        progress: optional ``(fraction, message)`` callback.
+        manager: the job manager (default: the one on ``$BINDLAB_HOME/jobs``).
+        attention_limit: attention margins on the first N of those questions' query captions (0 = all of them,
+            None = skip the attention part).
+
+    Returns:
+        ``{"job", "models", "pairings", "mcq": {label: {pairing: summary}}, "attention": section or None,
+        "triplets": rows, "lines", "provenance"}``; the attention section is :func:`attention_compare`'s.
+    """
+    from bindlab.data.schema import load_mcqs
+    from bindlab.encoders.base import load_encoder
+    from bindlab.eval.mcq import evaluate_mcq, parse_pairings
+    from bindlab.provenance import provenance
+
+    info = job_info(job_id, log_lines=0, manager=manager)
+    st = info["status"]
+    if st["state"] != "done":
+        raise ValueError(f"job {st['id']} is {st['state']}, not done; compare needs a finished job")
+    if attention_limit is not None and attention_limit < 0:
+        raise ValueError(f"attention_limit must be 0 (all captions), a positive number or None (skip); "
+                         f"got {attention_limit}")
+    questions, _ = load_mcqs(mcq_path)
+    if limit:
+        questions = questions[:limit]
+    models = job_models(st["id"], st["base_model"])
+    encoders = {label: load_encoder(mid) for label, mid in models.items()}
+    if pairings == "auto":
+        has_images = all(q.query.image for q in questions)
+        pairings = "tt,ti,it,ii" if has_images and "image" in encoders["base"].modalities else "tt"
+    plist = parse_pairings(pairings)
+    share = 1.0 if attention_limit is None else 0.5  # of the progress bar, for the MCQs
+    mcq: dict[str, Any] = {}
+    for i, (label, enc) in enumerate(encoders.items()):
+        if progress:
+            progress(share * i / len(encoders), f"scoring {models[label]}")
+        mcq[label], _ = evaluate_mcq(questions, Path(mcq_path).parent, enc, plist)
+    attention = None
+    if attention_limit is not None:
+        from bindlab.analysis.attention import Caption
+
+        qs = questions[:attention_limit] if attention_limit else questions
+        captions = [Caption(q.query.text, tuple(q.query.bindings), q.id) for q in qs]
+        attention = attention_compare(encoders, captions, progress=(lambda f, msg: progress(0.5 + 0.5 * f, msg))
+                                      if progress else None)
+    if progress:
+        progress(1.0, "done")
+    return {"job": st["id"], "models": models, "pairings": plist, "mcq": mcq, "attention": attention,
+            "triplets": result_rows(info["result"] or {}), "lines": info["lines"],
+            "provenance": provenance(mcq_path, encoders["lines"], {"kind": "finetune-compare", "pairings": plist,
+                                                                   "limit": limit, "models": models,
+                                                                   "attention_limit": attention_limit})}
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """Base vs finetuned for one finished job. Validated on construction (the job's state is checked on run)."""
+
+    job: str  # job id, as `finetune` / `jobs list` print it
+    data: str = ""  # MCQ JSONL; empty = the embedded mini benchmark
+    pairings: str = "auto"  # tt,ti,it,ii or auto (every pairing the model and the data allow)
+    limit: int = 0  # first N questions only (0 = all)
+    attention_limit: int | None = 200  # attention margins on the first N query captions (0 = all, None = skip)
+
+    def __post_init__(self) -> None:
+        job = str(self.job or "").strip()
+        if not job:
+            raise ValueError("select a finished job to compare (ids as 'python -m bindlab jobs list' prints them)")
+        object.__setattr__(self, "job", job)
+        object.__setattr__(self, "data", str(self.data or "").strip())
+        object.__setattr__(self, "limit", whole("limit", self.limit, 0))
+        if self.attention_limit is not None:
+            object.__setattr__(self, "attention_limit", whole("attention_limit", self.attention_limit, 0))
+
+
+def run_finetune_compare(request: CompareRequest, progress: Progress | None = None, manager: Any = None) -> Result:
+    """Base vs ``lora:<job>/unscaled`` vs ``lora:<job>`` on the request's MCQs: the study both faces call.
+
+    Returns:
+        ``Result("finetune")``: ``summary`` = :func:`compare_job`'s record without its provenance (what
+        ``jobs compare --out`` writes), plus ``data``; ``rows`` = the MCQ table (:func:`mcq_table`: pairing, N, one
+        column per model); ``tables`` = ``mcq``, ``triplets`` (from the job), ``attention`` and
+        ``attention_per_layer``; ``figures_data`` = ``{"mcq_rows", "attention": section or None,
+        "attention_curves", "metrics": the job's training curve}``.
+    """
+    path = request.data
+    if not path:
+        from bindlab.studies.browse import default_dataset
+
+        path = str(default_dataset())
+    res = compare_job(request.job, path, pairings=request.pairings, limit=request.limit, progress=progress,
+                      manager=manager, attention_limit=request.attention_limit)
+    table = mcq_table(res)
+    section = res.get("attention")
+    tables: dict[str, list[dict[str, Any]]] = {"mcq": table, "triplets": res["triplets"]}
+    if section:
+        tables["attention"] = attention_rows(section)
+        tables["attention_per_layer"] = per_layer_rows(section) if section.get("available") else []
+    summary = {k: v for k, v in res.items() if k != "provenance"}
+    summary["data"] = path
+    return Result("finetune", summary, rows=table, tables=tables, provenance=res["provenance"],
+                  figures_data={"mcq_rows": table, "attention": section,
+                                "attention_curves": attention_curves(section) if section else [],
+                                "metrics": job_metrics(res["job"], manager)})
+
+
+def compare_provenance(job_id: str, dataset: str | None, manager: Any = None) -> dict[str, Any]:
+    """The provenance of a Finetune tab download: the job (its models and config) and, when a comparison is in it,
+    the MCQ file it was scored on."""
+    from bindlab.provenance import provenance
+    from bindlab.studies.browse import get_encoder
+
+    info = job_info(job_id, log_lines=0, manager=manager)
+    st = info["status"]
+    encoder = get_encoder(st["model_id"]) if st["state"] == "done" else None
+    settings = {"kind": "finetune-compare", "job": st["id"], "models": job_models(st["id"], st["base_model"]),
+                "config": info.get("config")}
+    return provenance(dataset, encoder, settings)

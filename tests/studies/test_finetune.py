@@ -1,0 +1,156 @@
+"""The Finetune study: a bad config is refused before any job exists (from the study, the command and the tab), and
+``jobs compare`` and the tab's Compare give the same before/after numbers on a real tiny job."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from bindlab.cli import main
+from bindlab.jobs.manager import JobManager
+from bindlab.studies import finetune as fs
+
+
+def _noop_progress(*_args, **_kwargs):
+    return None
+
+
+def _job_folders(root):
+    """The job folders under a jobs root (the manager's lock file is not a job)."""
+    return [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def triplets(tmp_path_factory):
+    from bindlab.data.triplets import generate_triplets, write_triplets
+
+    out = tmp_path_factory.mktemp("ft-study") / "trip"
+    rows, stats = generate_triplets(60, seed=0)
+    write_triplets(out, rows, stats)
+    return out
+
+
+# --- validation before any job ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("change, match", [
+    ({"lr": math.inf}, "lr must be a finite number > 0"),
+    ({"lr": "inf"}, "lr must be a finite number > 0"),
+    ({"lr": 0}, "lr must be a finite number > 0"),
+    ({"lora_alpha": math.nan}, "lora_alpha must be a finite number > 0"),
+    ({"margin": -0.1}, "margin must be a finite number > 0"),
+    ({"weight_decay": math.nan}, "weight_decay"),
+    ({"epochs": 0}, "epochs must be between 1 and"),
+    ({"epochs": 10**9}, "epochs must be between 1 and"),
+    ({"batch_size": 0}, "batch_size must be between 1 and"),
+    ({"max_steps": -1}, "max_steps"),
+    ({"max_steps": 2.5}, "max_steps must be a whole number"),
+    ({"lora_rank": 10**6}, "lora_rank"),
+    ({"lines_a": math.nan}, "lines_a"),
+    ({"lines_a": 2}, "lines_a"),
+    ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
+    ({"model": ""}, "base model id"),
+])
+def test_a_bad_config_is_refused_before_a_job_exists(triplets, tmp_path, change, match):
+    manager = JobManager(root=tmp_path / "jobs")
+    cfg = {"model": "minilm", "data": str(triplets), "epochs": 1, "max_steps": 1, **change}
+    with pytest.raises(ValueError, match=match):
+        fs.submit_finetune(cfg, manager)
+    assert manager.list() == [] and not _job_folders(tmp_path / "jobs")
+
+
+def test_a_missing_data_folder_is_refused_before_a_job_exists(tmp_path):
+    manager = JobManager(root=tmp_path / "jobs")
+    with pytest.raises(FileNotFoundError, match="no triplets at"):
+        fs.submit_finetune({"model": "minilm", "data": str(tmp_path / "missing")}, manager)
+    with pytest.raises(FileNotFoundError, match="no triplets at"):  # a folder without triplets.jsonl
+        fs.submit_finetune({"model": "minilm", "data": str(tmp_path)}, manager)
+    assert manager.list() == [] and not _job_folders(tmp_path / "jobs")
+
+
+def test_check_config_keeps_good_values_and_coerces_numbers(triplets):
+    cfg = fs.check_config({"model": " minilm ", "data": str(triplets), "epochs": 2.0, "lr": "1e-4", "lines_a": "auto",
+                           "debug": {"sleep_per_step": 0}})
+    assert cfg["model"] == "minilm" and cfg["epochs"] == 2 and cfg["lr"] == 1e-4 and cfg["lines_a"] == "auto"
+    assert cfg["debug"] == {"sleep_per_step": 0}  # keys it does not check pass through to FinetuneConfig
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--lr", "inf"], r"lr must be a finite number"),
+    (["--lora-alpha", "nan"], r"lora.alpha must be a finite number"),
+    (["--epochs", "0"], r"epochs must be (at least 1|between 1 and)"),
+    (["--model", "nope:x"], r"unknown encoder backend"),
+])
+def test_the_command_refuses_before_queueing(triplets, tmp_path, monkeypatch, capsys, flags, match):
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    argv = ["finetune", "--model", "minilm", "--data", str(triplets), "--background", *flags]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err) and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not _job_folders(tmp_path / "home" / "jobs")
+
+
+def test_the_tab_refuses_before_queueing(triplets, tmp_path, monkeypatch):
+    import gradio as gr
+
+    from bindlab.ui import finetune as tab
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    with pytest.raises(gr.Error, match="lr must be a finite number > 0"):
+        tab.launch("minilm", str(triplets), 1, 0, 16, math.inf, 4, "auto")
+    with pytest.raises(gr.Error, match="epochs must be between 1 and"):
+        tab.launch("minilm", str(triplets), 0, 0, 16, 5e-5, 4, "auto")
+    assert fs.list_jobs() == []
+
+
+def test_compare_request_checks():
+    with pytest.raises(ValueError, match="select a finished job"):
+        fs.CompareRequest(" ")
+    with pytest.raises(ValueError, match="limit must be at least 0"):
+        fs.CompareRequest("j", limit=-1)
+    with pytest.raises(ValueError, match="attention_limit"):
+        fs.CompareRequest("j", attention_limit=math.nan)
+    assert fs.CompareRequest("j", limit=3.0, attention_limit=None).limit == 3
+
+
+# --- the same numbers from both faces ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def done_job(triplets, tmp_path_factory):
+    """A finished 2-step job of a tiny random text encoder under the session's $BINDLAB_HOME/jobs (where
+    ``lora:<job>`` resolves), and a four-question benchmark to compare on."""
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("ft-study-job")
+    model = build_tiny("st", root / "st")
+    job = fs.submit_finetune({"model": model, "data": str(triplets), "batch_size": 4, "eval_rows": 8, "device": "cpu",
+                              "max_steps": 2, "lr": 1e-2, "lines_a": 0.5})
+    st = JobManager().wait(job, timeout=300)
+    assert st["state"] == "done", fs.job_info(job)["log_tail"]
+    mcq = write_benchmark(root / "saber", generate_saber(per_size=2, sizes=[2, 3], seed=5), {"seed": 5})
+    return job, mcq
+
+
+def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
+    from bindlab.ui import finetune as tab
+
+    job, mcq = done_job
+    out = tmp_path / "cmp.json"
+    assert main(["jobs", "compare", job, "--data", str(mcq), "--out", str(out)]) == 0
+    assert "MCQ accuracy" in capsys.readouterr().out
+    cli = json.loads(out.read_text())
+
+    head, table, trip, _, _, att = tab.compare(job, str(mcq), progress=_noop_progress)
+    assert job in " ".join(cli["models"].values()) and str(mcq) in head
+    assert table.to_dict(orient="records") == fs.mcq_table(cli)
+    assert trip.to_dict(orient="records") == cli["triplets"] and len(cli["triplets"]) == 3
+    want = pd.DataFrame(fs.attention_rows(cli["attention"]), columns=tab.ATTENTION_COLUMNS)
+    pd.testing.assert_frame_equal(att, want)
+    assert cli["attention"]["available"] and cli["attention"]["n_captions"] == 4
+
+    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq)))
+    assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
+    assert res.summary["mcq"] == cli["mcq"] and res.provenance["settings"] == cli["provenance"]["settings"]
+    assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(cli["attention"])
