@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bindlab import walkthrough as wt
+from bindlab.studies import walkthrough as wt
 from bindlab.config import repo_root
 
 
@@ -190,7 +190,7 @@ def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
     has one, nothing for steps not run; CSV readable by pandas."""
     import pandas as pd
 
-    from bindlab import exports
+    from bindlab.present import exports
 
     path, _ = small_benchmark
     results = {"bow": wt.step_bag_of_words(path), "objects": wt.step_objects(path, model="bow")}

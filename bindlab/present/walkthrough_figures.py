@@ -1,4 +1,4 @@
-"""The Walkthrough's charts, built from the step dicts of :mod:`bindlab.walkthrough` (pure: dict -> plotly Figure).
+"""The Walkthrough's charts, built from the step dicts of :mod:`bindlab.studies.walkthrough` (pure: dict -> plotly Figure).
 
 The Walkthrough tab shows them and its Download panel (:func:`bindlab.present.exports.walkthrough_export`) exports them, so
 both draw the same figures.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bindlab.present import figures
 from bindlab.present import attention_figures as af
+from bindlab.present import figures
 from bindlab.present import grounding_figures as gf
 
 PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image → text", "ii": "image → image"}

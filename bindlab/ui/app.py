@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # An offline tool: no usage analytics or version check from Gradio unless the person running the app asks for it.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -31,7 +32,7 @@ have them. Tabs: **Browse** SABER-style MCQs · **Pairs** single-edit 2x2 pairs 
 # (tab label, tab id, builder). A builder lays out its tab inside the current Blocks and may return a dict
 # {"event_fn", "inputs", "outputs"} to run when the page loads ("gpu": True puts it in the GPU queue, see
 # bindlab.ui.gpu), and/or {"wire": fn(tabs, hooks)} to wire events across tabs once all are built (hooks: tab
-# id -> that tab's dict).
+# id -> that tab's dict, {} for a tab that returned nothing; so the keys are the tabs this app has).
 TABS: list[tuple[str, str, Callable[[], Any]]] = [
     ("Browse", "browse", browse.build_tab),
     ("Pairs", "pairs", pairs_tab.build_tab),
@@ -55,9 +56,7 @@ def build_app() -> gr.Blocks:
         with gr.Tabs(elem_id="bl-tabs") as tabs:
             for label, tab_id, build in TABS:
                 with gr.Tab(label, id=tab_id):
-                    hook = build()
-                    if hook:
-                        hooks[tab_id] = hook
+                    hooks[tab_id] = build() or {}  # every tab is listed: a wire hook may ask which tabs exist
         for hook in hooks.values():
             if "wire" in hook:
                 hook["wire"](tabs, hooks)

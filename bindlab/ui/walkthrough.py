@@ -1,7 +1,7 @@
 """Walkthrough tab: a seven-step teaching tour of binding failures, each step a paragraph, a live widget and a link
 to the full tab.
 
-The paragraphs say what to look for; every number on the page comes from :mod:`bindlab.walkthrough`, computed when
+The paragraphs say what to look for; every number on the page comes from :mod:`bindlab.studies.walkthrough`, computed when
 the step's button is pressed. Callbacks validate, call the backend and format. The finetune step runs as a
 background job: the page polls it with a ``gr.Timer`` (active only while the job runs) and never blocks a request
 for it; the job id lives in per-session ``gr.State``.
@@ -18,14 +18,14 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
-from bindlab import walkthrough as wt
 from bindlab.present import walkthrough_figures as wf
+from bindlab.present.walkthrough_figures import PAIRING_NAMES
+from bindlab.studies import walkthrough as wt
 from bindlab.ui.browse import question_html
 from bindlab.ui.common import friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
-from bindlab.present.walkthrough_figures import PAIRING_NAMES
 
 CSS = """
 #wt-intro {font-size: 1.02em}
@@ -359,12 +359,9 @@ def show_finetune(job: str | None, results: dict[str, Any] | None, progress: gr.
 def export(results: dict[str, Any] | None, formats: list[str]) -> tuple[list[str], str]:
     """Download: the tables and charts of the steps run so far in this session."""
     from bindlab.present.exports import walkthrough_export
-    from bindlab.provenance import provenance
 
     view = walkthrough_export(results or {})
-    settings = {"kind": "walkthrough", "steps": [s.key for s in wt.STEPS if s.key in (results or {})],
-                "models": sorted({r["model"] for r in (results or {}).values() if isinstance(r.get("model"), str)})}
-    return deliver(view, provenance(settings=settings), formats)
+    return deliver(view, wt.walkthrough_provenance(results or {}), formats)
 
 
 # --- layout ------------------------------------------------------------------------------------------------------
@@ -478,9 +475,7 @@ def build_tab() -> dict[str, Any]:
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Each "Open the … tab" button selects that tab (a button whose tab is not in the app is hidden)."""
-        from bindlab.ui.app import TABS
-
-        known = {tab_id for _, tab_id, _ in TABS}
+        known = set(hooks)  # build_app lists every tab of the app there
         for btn, tab_id in links:
             if tab_id in known:
                 btn.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, api_name=False)

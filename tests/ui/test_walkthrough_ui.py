@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bindlab import walkthrough as wt
+from bindlab.studies import walkthrough as wt
 from tests.ui.conftest import download_export, pick_option, screenshot
 
 pytestmark = pytest.mark.ui

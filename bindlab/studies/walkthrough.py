@@ -157,8 +157,8 @@ def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_
         "example"}``; ``example`` is one question's view (image paths included) scored by the first model text→image.
     """
     from bindlab.data.schema import load_mcqs
-    from bindlab.studies.browse import get_encoder, scored_set
     from bindlab.eval.mcq import PAIRINGS, evaluate_mcq
+    from bindlab.studies.browse import get_encoder, scored_set
 
     if progress:
         progress(0.02, "the image benchmark (rendered on first use, a few minutes)")
@@ -190,8 +190,8 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
         "ci95", "n"}, "large": {…}, "chance", "per_size"}``; small = the three smallest N ≥ 3, large = the three
         largest.
     """
-    from bindlab.studies.browse import accuracy_table, needs_images, scored_set
     from bindlab.eval.metrics import bootstrap_ci
+    from bindlab.studies.browse import accuracy_table, needs_images, scored_set
 
     if progress:
         progress(0.05, f"scoring with {model} ({pairing})")
@@ -216,8 +216,8 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
 def grounding_session(grid: str | Path | None = None, model: str = GROUNDING_MODEL,
                       progress: Progress | None = None) -> Any:
     """The Grounding tab's session on the default factor grid (rendered and embedded once, then cached)."""
-    from bindlab.studies.grounding import open_session
     from bindlab.data.factors import default_grid
+    from bindlab.studies.grounding import open_session
 
     if grid:
         folder = Path(grid)
@@ -273,11 +273,12 @@ def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL,
         (margin of the last layer) and ``first``.
     """
     from bindlab.analysis import attention as att
+    from bindlab.encoders.base import parse_encoder_id
     from bindlab.studies.browse import get_encoder
 
     if limit < 1:
         raise ValueError(f"limit must be a positive number of captions, got {limit}")
-    path = _dataset(data, images=model.startswith("toy:") and not data, progress=progress)
+    path = _dataset(data, images=parse_encoder_id(model).backend == "toy" and not data, progress=progress)
     sets = att.load_caption_sets(path, limit=limit)
     if progress:
         progress(0.1, f"loading {model}")
@@ -352,17 +353,17 @@ def finetune_config(**overrides: Any) -> dict[str, Any]:
 
 def start_finetune(manager: Any = None, **overrides: Any) -> str:
     """Submit the walkthrough's finetune as a background job (returns at once with the job id)."""
-    from bindlab.jobs.manager import JobManager
+    from bindlab.studies.finetune import submit_finetune
 
-    return (manager or JobManager()).submit(finetune_config(**overrides))
+    return submit_finetune(finetune_config(**overrides), manager)
 
 
 def finetune_status(job_id: str, manager: Any = None) -> dict[str, Any]:
     """``{"id", "state", "message", "step", "total_steps", "fraction", "phase", "loss", "eta_s", "elapsed_s",
     "config", "done"}`` of a job, read from disk (cheap: for a timer)."""
-    from bindlab.jobs.manager import JobManager
+    from bindlab.studies.finetune import job_info
 
-    info = (manager or JobManager()).show(job_id, log_lines=10)
+    info = job_info(job_id, log_lines=10, manager=manager)
     st, pr = info["status"], info["progress"]
     return {"id": st["id"], "state": st["state"], "message": st.get("message", ""), "done": st["state"] == "done",
             "step": pr.get("step", 0), "total_steps": pr.get("total_steps"), "phase": pr.get("phase"),
@@ -373,13 +374,12 @@ def finetune_status(job_id: str, manager: Any = None) -> dict[str, Any]:
 
 def latest_finished(manager: Any = None, **overrides: Any) -> str | None:
     """The newest ``done`` job whose config is the walkthrough's (so a prepared run can be shown again), or None."""
-    from bindlab.jobs.manager import JobManager
+    from bindlab.studies.finetune import job_info, list_jobs
     from bindlab.train.finetune import FinetuneConfig
 
     want = FinetuneConfig.from_dict(finetune_config(**overrides)).to_dict()
-    m = manager or JobManager()
-    for st in reversed(m.list()):
-        if st["state"] == "done" and (m.show(st["id"], log_lines=0)["config"] or {}) == want:
+    for st in reversed(list_jobs(manager)):
+        if st["state"] == "done" and (job_info(st["id"], log_lines=0, manager=manager)["config"] or {}) == want:
             return st["id"]
     return None
 
@@ -392,9 +392,9 @@ def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60) ->
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.service import embed_image_files
-    from bindlab.jobs.manager import JobManager
+    from bindlab.studies.finetune import job_info
 
-    base = JobManager().show(job_id, log_lines=0)["status"]["base_model"]
+    base = job_info(job_id, log_lines=0)["status"]["base_model"]
     path = _dataset(data, images=True)
     questions, _ = load_mcqs(path)
     files = [path.parent / q.query.image for q in questions[:limit]]
@@ -416,15 +416,13 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
         :func:`~bindlab.train.compare.mcq_table`), "triplets", "lines_a", "attention", "image_drift", "steps",
         "train_seconds", "lr"}``.
     """
-    from bindlab.jobs.manager import JobManager
-    from bindlab.train.compare import compare_job, mcq_table
+    from bindlab.studies.finetune import compare_job, job_info, mcq_table
 
-    m = JobManager()
-    info = m.show(job_id, log_lines=0)
+    info = job_info(job_id, log_lines=0)
     if info["status"]["state"] != "done":
         raise ValueError(f"job {job_id} is {info['status']['state']}; the before/after needs it done")
     path = _dataset(data, images=True, progress=progress)
-    res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress, manager=m,
+    res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress,
                       attention_limit=attention_limit)
     table = mcq_table(res)
     result = info["result"] or {}
@@ -433,3 +431,12 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
             "attention": res.get("attention"), "image_drift": image_drift(job_id, data),
             "steps": result.get("steps"), "train_seconds": result.get("train_seconds"),
             "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"]}
+
+
+def walkthrough_provenance(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The provenance of a Walkthrough download: which steps were run and with which models."""
+    from bindlab.provenance import provenance
+
+    settings = {"kind": "walkthrough", "steps": [s.key for s in STEPS if s.key in results],
+                "models": sorted({r["model"] for r in results.values() if isinstance(r.get("model"), str)})}
+    return provenance(settings=settings)
