@@ -28,6 +28,11 @@ def home() -> Path:
     return p
 
 
+def jobs_root() -> Path:
+    """``$BINDLAB_HOME/jobs``: one folder per background job (a finetune job's model loads as ``lora:<job_id>``)."""
+    return home() / "jobs"
+
+
 def repo_root() -> Path:
     """The folder holding ``app.py`` and ``assets/`` (one up from the package)."""
     return Path(__file__).resolve().parent.parent

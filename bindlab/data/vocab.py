@@ -14,6 +14,7 @@ generation form is instantiated once per question:
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 PALETTE: tuple[str, ...] = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "white", "black")
@@ -202,3 +203,17 @@ def caption(pairs: list[tuple[str, str]]) -> str:
     """
     text = conjoin([with_article(f"{a} {o}") for a, o in pairs])
     return text[0].upper() + text[1:] + "."
+
+
+# ---------------------------------------------------------------------------------------------- content words
+_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# Function words carry no binding content; dropping them keeps "a"/"an" repairs from breaking exact ties.
+STOPWORDS = frozenset({"a", "an", "the", "and", "of", "with", "is", "are", "on", "in"})
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased content words of ``text`` (hyphenated words stay whole; function words dropped).
+
+    The words the ``bow`` encoder counts and the dataset adapters compare captions by.
+    """
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]

@@ -1,28 +1,20 @@
 """``bow:words`` — a pure bag-of-words text encoder, the baseline that cannot bind by construction.
 
 Each lower-cased word (letters, digits, hyphens) is hashed into one of ``dim`` buckets with a fixed sign; the
-embedding is the L2-normalised count vector. Word order never matters, so a binding swap — same words, other
-order — gets *exactly* the same embedding and ties with the preserve candidate.
+embedding is the L2-normalised count vector of the content words :func:`bindlab.data.vocab.tokens`. Word order
+never matters, so a binding swap — same words, other order — gets *exactly* the same embedding and ties with the
+preserve candidate.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import numpy as np
 
+from bindlab.data.vocab import tokens
 from bindlab.encoders.base import EncoderError, EncoderId, TextOnlyMixin, check_texts, register_backend
-
-_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-# Function words carry no binding content; dropping them keeps "a"/"an" repairs from breaking exact ties.
-STOPWORDS = frozenset({"a", "an", "the", "and", "of", "with", "is", "are", "on", "in"})
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased content words of ``text`` (hyphenated words stay whole; function words dropped)."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
 class BagOfWordsEncoder(TextOnlyMixin):

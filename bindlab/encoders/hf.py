@@ -199,6 +199,17 @@ class HFDualEncoder:
 
         return l2_normalize(self.runner.run(run, rgb))
 
+    def text_tower(self) -> Any:
+        """The trainable text tower (:class:`~bindlab.encoders.text_tower.TextTower`); LoRA targets its attention."""
+        from bindlab.encoders.text_tower import TextTower
+
+        def forward(texts: list[str]) -> Any:
+            return features(self.model.get_text_features(**self._text_inputs(self._tokenize(texts))))  # (b, d)
+
+        n = int(self.model.config.text_config.num_hidden_layers)
+        return TextTower("hf", self.model, forward, n, str(self.device),
+                         r".*text_model\..*\.self_attn\.(q_proj|k_proj|v_proj|out_proj)")
+
     # -- attention --------------------------------------------------------------------------------------------
     def attention_access(self) -> TextAttentionAccess:
         """Eager attention maps of the text tower, one caption at a time (CLIP causal, SigLIP bidirectional)."""

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from bindlab.encoders.base import EncoderError, EncoderId, hash_files, register_backend
+from bindlab.encoders.base import EncoderError, EncoderId, hash_files, load_encoder, parse_encoder_id, register_backend
 
 VARIANTS = {"lines": "adapter_lines.safetensors", "unscaled": "adapter_unscaled.safetensors"}
 
 
 def job_folder(name: str) -> Path:
     """The job folder a ``lora:`` name points at (a job id under ``$BINDLAB_HOME/jobs``, or a folder path)."""
-    from bindlab.jobs.manager import jobs_root
+    from bindlab.config import jobs_root
 
     p = Path(name).expanduser()
     d = p if p.is_absolute() or name.startswith(".") else jobs_root() / name
@@ -52,10 +52,8 @@ class LoraEncoder:
             raise EncoderError(f"{self.id}: the job has no {VARIANTS[variant]} yet (job state: {state}); "
                                "wait until it is done, or resume it")
         self.config = json.loads((self.dir / "config.json").read_text())
-        from bindlab.encoders.base import load_encoder
-
         base_id = self.config["model"]
-        if base_id.startswith("lora:"):
+        if parse_encoder_id(base_id).backend == "lora":
             raise EncoderError(f"{self.id}: stacking adapters (base {base_id}) is not supported")
         self.base = load_encoder(base_id, **options)
         self.modalities = self.base.modalities
@@ -64,7 +62,8 @@ class LoraEncoder:
 
     def _ready(self) -> Any:
         if self._tower is None:
-            from bindlab.train.towers import LoraSettings, inject_lora, load_lora_state, read_adapter, text_tower
+            from bindlab.encoders.adapter import LoraSettings, inject_lora, load_lora_state, read_adapter
+            from bindlab.encoders.text_tower import text_tower
 
             tower = text_tower(self.base)
             inject_lora(tower, LoraSettings(int(self.config.get("lora_rank", 4)), float(self.config.get("lora_alpha", 4.0)),
@@ -85,6 +84,16 @@ class LoraEncoder:
         """Images -> ``(n, d)``; changed by the adapter only where the base shares blocks across modalities."""
         self._ready()
         return self.base.embed_images(images)
+
+    def text_tower(self) -> Any:
+        """Not available: a finetuned model is not finetuned again (adapters do not stack).
+
+        Raises:
+            EncoderError: always, naming this id and its base.
+        """
+        from bindlab.encoders.text_tower import no_text_tower
+
+        raise no_text_tower(self.id, f"stacking adapters is not supported; finetune its base {self.base.id} again")
 
     def attention_access(self) -> Any:
         """The base's attention access, read with the adapter in place (the maps come from the adapted weights)."""

@@ -173,6 +173,16 @@ class OpenClipEncoder:
 
         return l2_normalize(self.runner.run(run, rgb))
 
+    def text_tower(self) -> Any:
+        """No trainable text tower yet: open_clip fuses q/k/v in ``nn.MultiheadAttention``, which LoRA cannot target.
+
+        Raises:
+            EncoderError: always, naming this model and the encoders that can be finetuned.
+        """
+        from bindlab.encoders.text_tower import no_text_tower
+
+        raise no_text_tower(self.id, "open_clip's fused attention projections cannot take LoRA adapters")
+
     def attention_access(self) -> TextAttentionAccess:
         """Per-layer attention of the text transformer, read from its ``nn.MultiheadAttention`` modules.
 

@@ -163,6 +163,25 @@ class Qwen3VLEmbedder:
             return np.zeros((0, self.model.config.text_config.hidden_size), dtype=np.float32)
         return self._embed([None] * len(rgb), rgb, instruction)
 
+    def text_tower(self) -> Any:
+        """The language model as a trainable text tower (:class:`~bindlab.encoders.text_tower.TextTower`).
+
+        LoRA targets the decoder's attention (not the ViT's); images go through the same decoder, so a text-side
+        update moves image embeddings too.
+        """
+        from bindlab.encoders.text_tower import TextTower
+
+        def forward(texts: list[str]) -> Any:
+            prompts = self._prompts(list(texts), [None] * len(texts), self.instruction)
+            inputs = self.processor(text=prompts, padding=True, truncation=True, max_length=self.max_length,
+                                    return_tensors="pt")
+            inputs = to_device(dict(inputs), self.device, self.dtype)
+            return last_token_pool(self.model(**inputs).last_hidden_state, inputs["attention_mask"])  # (b, hidden)
+
+        n = int(self.model.config.text_config.num_hidden_layers)
+        return TextTower("qwen3vl", self.model, forward, n, str(self.device),
+                         r".*language_model\..*\.self_attn\.(q_proj|k_proj|v_proj|o_proj)")
+
     # -- attention --------------------------------------------------------------------------------------------
     def attention_access(self, instruction: str | None = None) -> TextAttentionAccess:
         """Causal attention of the language model over the *templated* caption prompt, one caption at a time.

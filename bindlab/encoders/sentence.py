@@ -122,6 +122,21 @@ class SentenceEncoder(TextOnlyMixin):
                         self.last_truncated, self.max_seq_length)
         return l2_normalize(out)
 
+    def text_tower(self) -> Any:
+        """The trainable BERT-style transformer (:class:`~bindlab.encoders.text_tower.TextTower`) for finetuning."""
+        from bindlab.encoders.text_tower import TextTower
+
+        model = self.model  # loads the weights
+
+        def forward(texts: list[str]) -> Any:
+            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                                   return_tensors="pt")
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            return self.pool(model(**batch).last_hidden_state, batch["attention_mask"])  # (b, hidden)
+
+        return TextTower("st", model, forward, int(model.config.num_hidden_layers), str(self.device),
+                         r".*\.attention\.(self\.(query|key|value)|output\.dense)")
+
     def attention_access(self) -> Any:
         """Per-layer attention of the (bidirectional) transformer, one caption at a time; see attention_access.py."""
         from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, hf_layer_maps, spans_from_offsets

@@ -2,8 +2,8 @@
 
 ``toy:clip`` and ``toy:shared`` load the shipped folders ``assets/toy-clip/`` and ``assets/toy-shared/``;
 ``toy:/path/to/folder`` loads any folder written by ``python -m bindlab train toy``. A folder holds
-``model.safetensors``, ``config.json`` (:class:`bindlab.train.toy_models.ToyConfig`) and ``vocab.json`` (the
-word-level tokenizer). No hub, no network: these are the offline default for everything visual.
+``model.safetensors``, ``config.json`` (:class:`bindlab.encoders.toy_models.ToyConfig`) and ``vocab.json`` (the
+word-level tokenizer, :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`). No hub, no network: these are the offline default for everything visual.
 
 Images: converted by :func:`bindlab.encoders.images.load_images`, centre-cropped to a square, resized to the
 model's side (area averaging when shrinking, bicubic when enlarging). Texts: lower-cased words, punctuation
@@ -41,7 +41,7 @@ class ToyEncoder:
 
     def __init__(self, eid: EncoderId, folder: Path, device: str = "cpu", batch_size: int = 256) -> None:
         from bindlab.encoders.runtime import check_batch_size
-        from bindlab.train.toy_data import WordTokenizer
+        from bindlab.encoders.toy_tokenizer import WordTokenizer
 
         self.id = str(eid)
         self.folder = folder
@@ -60,12 +60,12 @@ class ToyEncoder:
 
     @property
     def model(self) -> Any:
-        """The torch module (:class:`bindlab.train.toy_models.ToyModel`), in eval mode, loaded on first use."""
+        """The torch module (:class:`bindlab.encoders.toy_models.ToyModel`), in eval mode, loaded on first use."""
         if self._model is None:
             from safetensors.torch import load_file
 
             from bindlab.config import resolve_device
-            from bindlab.train.toy_models import ToyConfig, build_model
+            from bindlab.encoders.toy_models import ToyConfig, build_model
 
             try:
                 model = build_model(ToyConfig(**self.config))
@@ -117,6 +117,24 @@ class ToyEncoder:
                 out[s : s + len(batch)] = model.encode_image(batch).float().cpu().numpy()
         return l2_normalize(out)
 
+    def text_tower(self) -> Any:
+        """The causal text transformer (:class:`~bindlab.encoders.text_tower.TextTower`); for ``toy:shared`` its
+        blocks are the ones images go through too, so a text-side LoRA update moves image embeddings."""
+        import torch
+
+        from bindlab.encoders.text_tower import TextTower
+
+        model = self.model  # loaded on first use
+        arch = model.cfg.arch
+
+        def forward(texts: list[str]) -> Any:
+            ids = torch.from_numpy(self.tokenizer.batch(list(texts))).to(self.device)
+            return model.encode_text(ids)  # (b, embed_dim)
+
+        layers = model.cfg.text_layers if arch == "clip" else model.cfg.layers
+        return TextTower(f"toy-{arch}", model, forward, int(layers), str(self.device),
+                         r".*text_stack\..*\.attn\.(q_proj|k_proj|v_proj|o_proj)")
+
     def attention_access(self) -> Any:
         """Per-layer attention of the causal text transformer (for toy:shared: the blocks images use too)."""
         import torch
@@ -151,9 +169,8 @@ def build_random(folder: str | Path, arch: str = "clip", width: int = 32, layers
     """
     import torch
 
-    from bindlab.train.toy_data import WordTokenizer
-    from bindlab.train.toy_models import ToyConfig, build_model
-    from bindlab.train.toy_train import save_model
+    from bindlab.encoders.toy_models import ToyConfig, build_model
+    from bindlab.encoders.toy_tokenizer import WordTokenizer
 
     folder = Path(folder).expanduser().resolve()
     tok = WordTokenizer.build()
@@ -162,6 +179,26 @@ def build_random(folder: str | Path, arch: str = "clip", width: int = 32, layers
     torch.manual_seed(seed)
     save_model(folder, build_model(cfg), tok, {"random": True, "seed": seed})
     return f"toy:{folder}"
+
+
+def save_model(out: Path, model: Any, tokenizer: Any, extra: dict[str, Any]) -> None:
+    """Write a folder that ``toy:/path/to/out`` loads: ``model.safetensors``, ``config.json``, ``vocab.json``,
+    ``training.json``.
+
+    Args:
+        out: the folder (created if missing).
+        model: a :class:`bindlab.encoders.toy_models.ToyModel`.
+        tokenizer: its :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`.
+        extra: the training record written to ``training.json``.
+    """
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
+              metadata={"format": "pt", "bindlab": "toy"})
+    (out / "config.json").write_text(json.dumps(model.cfg.to_json(), indent=2))
+    tokenizer.save(out / "vocab.json")
+    (out / "training.json").write_text(json.dumps(extra, indent=2))
 
 
 def _square(img: Any, side: int) -> np.ndarray:

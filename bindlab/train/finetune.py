@@ -376,7 +376,8 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     import torch
 
     from bindlab.encoders.base import load_encoder
-    from bindlab.train.towers import LoraSettings, inject_lora, lora_state, text_tower
+    from bindlab.encoders.adapter import LoraSettings, inject_lora, lora_state
+    from bindlab.encoders.text_tower import text_tower
 
     out = Path(out_dir)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -419,7 +420,7 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     baseline: dict[str, Any] = {}
     if resume and ckpt.exists():
         saved = torch.load(ckpt, map_location="cpu", weights_only=False)
-        from bindlab.train.towers import load_lora_state
+        from bindlab.encoders.adapter import load_lora_state
 
         load_lora_state(tower, saved["lora"])
         optimizer.load_state_dict(saved["optimizer"])
@@ -506,7 +507,7 @@ def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tow
             baseline: dict[str, Any], ref: dict[str, np.ndarray] | None, emit: Any, phase: Any) -> dict[str, Any]:
     """After training: save the unscaled adapter, choose and apply LiNeS, evaluate, write result.json."""
     from bindlab.provenance import provenance
-    from bindlab.train.towers import load_lora_state, lora_state, save_adapter
+    from bindlab.encoders.adapter import load_lora_state, lora_state, save_adapter
 
     unscaled = lora_state(tower)
     save_adapter(out / "adapter_unscaled.safetensors", unscaled)

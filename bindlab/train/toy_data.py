@@ -1,4 +1,7 @@
-"""Training data of the toy models: a word-level tokenizer, the caption recipe, and a pre-rendered scene pool.
+"""Training data of the toy models: the caption recipe and a pre-rendered scene pool.
+
+The tokenizer is :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`; its vocabulary (every word this recipe
+can write) is :func:`bindlab.data.toy_vocab.default_words`.
 
 The recipe (all in code, fixed by a seed):
 
@@ -21,7 +24,6 @@ import json
 import multiprocessing
 import os
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from bindlab.data.render import RENDER_VOCAB, ObjectSpec, render_scene
-from bindlab.data.vocab import PALETTE, conjoin, with_article
-
-SPECIALS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
-PAD, UNK, BOS, EOS = range(4)
-WORD_RE = re.compile(r"\w+(?:[-']\w+)*")  # the caption-word regex of bindlab.encoders.attention_access
+from bindlab.data.vocab import conjoin, with_article
+from bindlab.encoders.toy_tokenizer import WordTokenizer
 
 N_OBJECT_WEIGHTS = {1: 0.35, 2: 0.25, 3: 0.2, 4: 0.2}  # share of scenes with 1..4 objects
 P_PATTERN_NAMED = 0.25  # a pattern attribute is named in this share of mentions (else: "a cube")
@@ -54,75 +53,7 @@ TEMPLATES: tuple[str, ...] = (
     "{list} on a grey background",
 )
 PAIR_TEMPLATES: tuple[str, ...] = ("{a} next to {b}", "{a} beside {b}", "there is {a} next to {b}")
-_EXTRA_WORDS = ("there", "is", "are", "next", "to", "beside", "photo", "picture", "image", "scene", "of", "with",
-                "on", "grey", "background", "the", "in", "and", "a", "an")
-
-
-# ------------------------------------------------------------------------------------------------ tokenizer
-def default_words() -> list[str]:
-    """Every word the recipe can produce (and the benchmark captions use), sorted."""
-    words = set(_EXTRA_WORDS) | set(PALETTE)
-    words.update(RENDER_VOCAB.objects)
-    for attr in RENDER_VOCAB.attributes:
-        words.add(attr.name)
-        filled = attr.template.replace("{c1}", "").replace("{c2}", "").replace("{v}", "")
-        words.update(WORD_RE.findall(filled.lower()))
-        for v in attr.variants:
-            words.update(WORD_RE.findall(v.lower()))
-    return sorted(words)
-
-
-@dataclass
-class WordTokenizer:
-    """Lower-cased word-level tokenizer: one token per :data:`WORD_RE` word, punctuation dropped, unknown -> [UNK].
-
-    ``encode`` returns ``[BOS] w1 .. wn [EOS]``; ``spans`` gives each position's character span in the text.
-    """
-
-    vocab: list[str]  # specials first, then words
-    max_len: int = 48  # positions including [BOS] and [EOS]; longer captions are cut before [EOS]
-
-    def __post_init__(self) -> None:
-        if tuple(self.vocab[: len(SPECIALS)]) != SPECIALS:
-            raise ValueError(f"a toy vocabulary starts with {SPECIALS}")
-        self.index = {w: i for i, w in enumerate(self.vocab)}
-
-    @classmethod
-    def build(cls, max_len: int = 48) -> "WordTokenizer":
-        return cls([*SPECIALS, *default_words()], max_len)
-
-    @classmethod
-    def load(cls, path: str | Path) -> "WordTokenizer":
-        data = json.loads(Path(path).read_text())
-        return cls(list(data["vocab"]), int(data["max_len"]))
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"vocab": self.vocab, "max_len": self.max_len}, indent=1))
-
-    def __len__(self) -> int:
-        return len(self.vocab)
-
-    def words(self, text: str) -> list[re.Match]:
-        return list(WORD_RE.finditer(text))
-
-    def encode(self, text: str) -> tuple[list[int], list[tuple[int, int] | None], bool]:
-        """text -> (ids, per-position caption spans (None for [BOS]/[EOS]), truncated)."""
-        found = self.words(text)
-        keep = found[: self.max_len - 2]
-        ids = [BOS] + [self.index.get(m.group().lower(), UNK) for m in keep] + [EOS]
-        spans: list[tuple[int, int] | None] = [None] + [m.span() for m in keep] + [None]
-        return ids, spans, len(keep) < len(found)
-
-    def batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Right-padded id matrix (n, longest) int64, padding = [PAD] = 0."""
-        rows = [self.encode(t)[0] for t in texts]
-        out = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
-        for i, r in enumerate(rows):
-            out[i, : len(r)] = r
-        return out
-
-    def tokens(self, ids: Sequence[int]) -> list[str]:
-        return [self.vocab[i] for i in ids]
+# the words these templates add are listed in bindlab.data.toy_vocab.EXTRA_WORDS (the tokenizer's vocabulary)
 
 
 # ------------------------------------------------------------------------------------------------ scenes, captions

@@ -25,8 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindlab.train.toy_data import WordTokenizer, load_pool, make_batch
-from bindlab.train.toy_models import ARCHS, ToyConfig
+from bindlab.encoders.toy import save_model
+from bindlab.encoders.toy_models import ARCHS, ToyConfig
+from bindlab.encoders.toy_tokenizer import WordTokenizer
+from bindlab.train.toy_data import load_pool, make_batch
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -184,18 +186,6 @@ def _load_checkpoint(out: Path, model: Any, opt: Any, cfg: TrainConfig) -> Train
                       render_seconds=saved.get("render_seconds", 0.0))
 
 
-def save_model(out: Path, model: Any, tokenizer: WordTokenizer, extra: dict[str, Any]) -> None:
-    """Write the loadable folder: ``model.safetensors``, ``config.json``, ``vocab.json``, ``training.json``."""
-    from safetensors.torch import save_file
-
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt", "bindlab": "toy"})
-    (out / "config.json").write_text(json.dumps(model.cfg.to_json(), indent=2))
-    tokenizer.save(out / "vocab.json")
-    (out / "training.json").write_text(json.dumps(extra, indent=2))
-
-
 def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None,
               pool_cache: str | Path | None = None) -> dict[str, Any]:
     """Train (or resume) a toy model into ``out``.
@@ -211,7 +201,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     """
     import torch
 
-    from bindlab.train.toy_models import build_model, contrastive_loss
+    from bindlab.encoders.toy_models import build_model
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -274,3 +264,20 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         model.eval()
         save_model(out, model, tokenizer, record)
     return record
+
+
+def contrastive_loss(img: Any, txt: Any, logit_scale: Any) -> Any:
+    """Symmetric InfoNCE over a batch of matched pairs.
+
+    Args:
+        img: (b, d) image embeddings (any norm; normalised here).
+        txt: (b, d) text embeddings; row i matches image i.
+        logit_scale: log inverse temperature (clamped to at most log 100).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    img, txt = F.normalize(img, dim=-1), F.normalize(txt, dim=-1)
+    logits = logit_scale.clamp(max=math.log(100)).exp() * img @ txt.t()  # (b, b)
+    target = torch.arange(img.shape[0], device=img.device)
+    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.t(), target))

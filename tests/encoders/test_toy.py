@@ -135,7 +135,7 @@ def test_unknown_toy_name_is_a_clear_error(tmp_path):
 def test_tokenizer_covers_benchmark_captions():
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
-    from bindlab.train.toy_data import UNK, WordTokenizer
+    from bindlab.encoders.toy_tokenizer import UNK, WordTokenizer
 
     tok = WordTokenizer.build()
     qs = generate_saber(per_size=4, sizes=[2, 5], seed=1, vocab=RENDER_VOCAB)

@@ -50,7 +50,7 @@ def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny, tmp_path):
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.service import embed_texts
     from bindlab.train.lines import scale_lora_state
-    from bindlab.train.towers import read_adapter
+    from bindlab.encoders.adapter import read_adapter
 
     m = JobManager(tmp_path / "jobs")
     job = m.submit(_cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5))

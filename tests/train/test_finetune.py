@@ -143,7 +143,8 @@ def test_lines_on_a_real_peft_model_scales_each_layer_output_change(tmp_path):
     projection's output change equals lambda(layer) times the unscaled change."""
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.tiny import build_tiny
-    from bindlab.train.towers import LoraSettings, inject_lora, load_lora_state, lora_state, text_tower
+    from bindlab.encoders.adapter import LoraSettings, inject_lora, load_lora_state, lora_state
+    from bindlab.encoders.text_tower import text_tower
 
     enc = load_encoder(build_tiny("st", tmp_path / "st"), device="cpu")
     tower = text_tower(enc)
@@ -205,10 +206,11 @@ def test_plan_steps_and_batch_order():
 def test_text_lora_moves_images_only_where_blocks_are_shared(tmp_path, arch, image_moves):
     """Random tiny toy models: a text-side LoRA update changes image embeddings of toy:shared, not of toy:clip."""
     from bindlab.encoders.base import load_encoder
-    from bindlab.train.towers import LoraSettings, inject_lora, text_tower
-    from bindlab.train.toy_data import WordTokenizer
-    from bindlab.train.toy_models import ToyConfig, build_model
-    from bindlab.train.toy_train import save_model
+    from bindlab.encoders.adapter import LoraSettings, inject_lora
+    from bindlab.encoders.text_tower import text_tower
+    from bindlab.encoders.toy import save_model
+    from bindlab.encoders.toy_models import ToyConfig, build_model
+    from bindlab.encoders.toy_tokenizer import WordTokenizer
 
     tok = WordTokenizer.build()
     cfg = ToyConfig(arch=arch, width=32, heads=2, layers=2, text_layers=2, embed_dim=16, vocab_size=len(tok),

@@ -277,17 +277,3 @@ class ToyShared(ToyModel):
 def build_model(cfg: ToyConfig) -> ToyModel:
     """The model class for ``cfg.arch``, randomly initialised (seed torch before calling for reproducibility)."""
     return {"clip": ToyCLIP, "shared": ToyShared}[cfg.arch](cfg)
-
-
-def contrastive_loss(img: torch.Tensor, txt: torch.Tensor, logit_scale: torch.Tensor) -> torch.Tensor:
-    """Symmetric InfoNCE over a batch of matched pairs.
-
-    Args:
-        img: (b, d) image embeddings (any norm; normalised here).
-        txt: (b, d) text embeddings; row i matches image i.
-        logit_scale: log inverse temperature (clamped to at most log 100).
-    """
-    img, txt = F.normalize(img, dim=-1), F.normalize(txt, dim=-1)
-    logits = logit_scale.clamp(max=math.log(100)).exp() * img @ txt.t()  # (b, b)
-    target = torch.arange(img.shape[0], device=img.device)
-    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.t(), target))

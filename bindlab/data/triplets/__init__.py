@@ -1,0 +1,57 @@
+"""Text-only finetuning triplets (SABER section 4, appendix B): seven construction types, validated.
+
+Pipeline per example (B.1): the generator *plans* it (construction type, queried bindings, distractors, context,
+register, opener, length band, binding-distance range, with running frequency caps), an :class:`Engine` *writes*
+the positive caption, the generator *assembles* the query (pairs in random order) and two hard negatives (word-level
+permutations of the positive: one permutes attributes, one permutes objects, articles repaired), and
+:func:`validate` checks every rule of B.3/B.4. Failures are discarded, counted by reason and regenerated.
+
+Bindings are read structurally, not parsed from free text: every attribute and object word appears exactly once,
+so each binding is a pair of word *positions* in the positive. A negative that only moves attribute (or object)
+words keeps every other word in place, so the same positions carry its bindings; reading the words at those
+positions gives the negative's binding set, which must break every queried binding (B.4). Where the text itself
+carries the binding (back-references in ``deferred_bind_anaphoric``, word order in ``deferred_bind_respective``)
+the validator also checks that the text agrees with the declared bindings.
+
+Two deliberate readings of the paper, because B.2 and B.4 pull in different directions:
+
+- ``triple_bind_swap`` keeps exactly one queried pair bound in both negatives (B.2); the other two must break.
+- ``attr_bundle`` binds two attributes to each object and its attribute negative swaps one family slot only (B.2);
+  "breaks every binding" is read per object: each object's attribute set must change.
+
+Splits (B.5): the five in-distribution types split 80/10/10 into train/val/test by example (deterministic from the
+seed); every example of the two deferred_bind types is ``heldout``. Each example yields two triplet rows
+(``ex000123-a`` with the attribute negative, ``ex000123-o`` with the object negative).
+
+The package, by concern: :mod:`~.spec` (construction types, splits, limits), :mod:`~.words` (word positions,
+permutations), :mod:`~.example` (assembling an example), :mod:`~.validate` (the B.3/B.4 rules), :mod:`~.engines`
+(who writes the positive: templates or a language model), :mod:`~.plan` (diversity controls, caps, splits),
+:mod:`~.generate` (the loop) and :mod:`~.io` (files). Everything public is re-exported here.
+"""
+
+from __future__ import annotations
+
+from bindlab.data.triplet_templates import ExamplePlan, TemplateEngine, WrittenExample
+from bindlab.data.triplets.engines import Engine, EngineOutputError, HFEngine, make_engine, parse_engine_json
+from bindlab.data.triplets.example import Example, assemble, negative_maps, query_text
+from bindlab.data.triplets.generate import generate_examples, generate_triplets
+from bindlab.data.triplets.io import check_row, load_triplets, write_triplets
+from bindlab.data.triplets.plan import UsageTracker, assign_splits, plan_example
+from bindlab.data.triplets.spec import (
+    CONSTRUCTIONS,
+    HELD_OUT,
+    IN_DISTRIBUTION,
+    NEGATIVE_KINDS,
+    REJECTION_REASONS,
+    SPLITS,
+)
+from bindlab.data.triplets.validate import binding_distance, validate
+from bindlab.data.triplets.words import article_errors, permute_words, words_of
+
+__all__ = [
+    "CONSTRUCTIONS", "Engine", "EngineOutputError", "Example", "ExamplePlan", "HELD_OUT", "HFEngine",
+    "IN_DISTRIBUTION", "NEGATIVE_KINDS", "REJECTION_REASONS", "SPLITS", "TemplateEngine", "UsageTracker", "WrittenExample",
+    "article_errors", "assemble", "assign_splits", "binding_distance", "check_row", "generate_examples",
+    "generate_triplets", "load_triplets", "make_engine", "negative_maps", "parse_engine_json", "permute_words",
+    "plan_example", "query_text", "validate", "words_of", "write_triplets",
+]

@@ -1,0 +1,167 @@
+"""Planning examples with the diversity controls and frequency caps of SABER B.3, and the B.5 splits."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+from bindlab.data.triplet_templates import (
+    ATTRIBUTE_FAMILIES,
+    OBJECT_POOL,
+    OPENERS,
+    PLACES,
+    REFERENCE_PAIRS,
+    REGISTERS,
+    TIMES,
+    WEATHERS,
+    AttributeFamily,
+    ExamplePlan,
+    Pair,
+    object_kind,
+)
+from bindlab.data.triplets.example import Example
+from bindlab.data.triplets.spec import (
+    ATTRS_PER_OBJECT,
+    CAP_FRACTION_PER_ATTRIBUTE,
+    CAP_MIN,
+    CONSTRUCTION_SHARE,
+    CONSTRUCTIONS,
+    DISTANCE_RANGES,
+    DISTRACTOR_TYPES,
+    HELD_OUT,
+    LENGTH_BANDS,
+    MAX_DISTRACTORS,
+    MIN_WORDS,
+    N_OBJECTS,
+)
+
+
+@dataclass
+class UsageTracker:
+    """Running word counts over accepted examples: frequency caps and duplicate word sets (B.3)."""
+
+    counts: Counter = field(default_factory=Counter)
+    n_accepted: int = 0
+    seen_sets: set = field(default_factory=set)
+
+    def cap(self, n_attributes: int) -> float:
+        """Most uses a queried word may have so far, for an example with ``n_attributes`` queried attributes."""
+        return max(CAP_MIN, CAP_FRACTION_PER_ATTRIBUTE * n_attributes * self.n_accepted)
+
+    def check(self, ex: Example) -> list[str]:
+        """``frequency_cap`` / ``duplicate_word_set`` reasons for accepting ``ex`` now."""
+        reasons = []
+        words = {w for b in ex.bindings for w in b}
+        cap = self.cap(len(ex.bindings))
+        if any(self.counts[w] >= cap for w in words):
+            reasons.append("frequency_cap")
+        if (ex.construction, frozenset(words)) in self.seen_sets:
+            reasons.append("duplicate_word_set")
+        return reasons
+
+    def accept(self, ex: Example) -> None:
+        words = {w for b in ex.bindings for w in b}
+        self.counts.update(words)
+        self.seen_sets.add((ex.construction, frozenset(words)))
+        self.n_accepted += 1
+
+
+def _sample(pool: Sequence[str], k: int, rng: random.Random, usage: UsageTracker, cap: float,
+            exclude: set[str]) -> list[str]:
+    """``k`` distinct words of ``pool`` under the cap (falls back to capped words, which then get rejected)."""
+    chosen: list[str] = []
+    for _ in range(20 * k):  # rejection sampling: caps rarely bind, so this almost always succeeds
+        w = pool[rng.randrange(len(pool))]
+        if w not in exclude and w not in chosen and usage.counts[w] < cap:
+            chosen.append(w)
+            if len(chosen) == k:
+                return chosen
+    fresh = [w for w in pool if usage.counts[w] < cap and w not in exclude]
+    if len(fresh) < k:
+        fresh = [w for w in pool if w not in exclude]
+    return rng.sample(fresh, k)
+
+
+@cache
+def _families_for(kinds: frozenset[str]) -> tuple[AttributeFamily, ...]:
+    """Attribute families plausible for every object kind in ``kinds``."""
+    return tuple(f for f in ATTRIBUTE_FAMILIES if kinds <= f.kinds)
+
+
+@cache
+def _attribute_pool(families: tuple[AttributeFamily, ...]) -> tuple[str, ...]:
+    return tuple(w for f in families for w in f.words)
+
+
+def plan_example(construction: str, rng: random.Random, usage: UsageTracker | None = None) -> ExamplePlan:
+    """Sample every diversity control of B.3 for one example of ``construction``."""
+    if construction not in CONSTRUCTIONS:
+        raise ValueError(f"unknown construction {construction!r}; choose from {CONSTRUCTIONS}")
+    usage = usage if usage is not None else UsageTracker()
+    n_obj, per = N_OBJECTS[construction], ATTRS_PER_OBJECT[construction]
+    cap = usage.cap(n_obj * per)
+    objects = _sample(OBJECT_POOL, n_obj, rng, usage, cap, set())
+    families = _families_for(frozenset(object_kind(o) for o in objects))
+    if per == 2:
+        f1, f2 = sorted(rng.sample(families, 2), key=lambda f: f.rank)
+        col1 = _sample(f1.words, n_obj, rng, usage, cap, set())
+        col2 = _sample(f2.words, n_obj, rng, usage, cap, set(col1))
+        pairs = tuple(p for o, a1, a2 in zip(objects, col1, col2, strict=False) for p in ((a1, o), (a2, o)))
+    else:
+        attrs = _sample(_attribute_pool(families), n_obj, rng, usage, cap, set())
+        pairs = tuple(zip(attrs, objects, strict=False))
+    distractors: list[Pair] = []
+    if construction in DISTRACTOR_TYPES:
+        used = {w for p in pairs for w in p}
+        for _ in range(rng.randint(0, MAX_DISTRACTORS)):
+            o = _sample(OBJECT_POOL, 1, rng, usage, float("inf"), used)[0]
+            family = rng.choice(_families_for(frozenset({object_kind(o)})))
+            a = _sample(family.words, 1, rng, usage, float("inf"), used)[0]
+            used |= {a, o}
+            distractors.append((a, o))
+    distance = rng.choice(DISTANCE_RANGES[construction])
+    return ExamplePlan(
+        construction=construction, pairs=pairs, distractors=tuple(distractors), place=rng.choice(PLACES),
+        time=rng.choice(TIMES) if rng.random() < 0.5 else "",
+        weather=rng.choice(WEATHERS) if rng.random() < 0.4 else "",
+        register=rng.choice(REGISTERS)[0], opener=rng.choice(OPENERS)[0],
+        length_band=_pick_band(construction, distance, len(distractors), rng), distance_range=distance,
+        reverse_reference=rng.random() < 0.5, references=rng.choice(REFERENCE_PAIRS),
+    )
+
+
+def _pick_band(construction: str, distance: tuple[int, int], n_distractors: int, rng: random.Random) -> tuple[int, int]:
+    """A length band long enough for the distance range (B.3); deferred types use the three longer bands."""
+    bands = LENGTH_BANDS[1:] if construction in HELD_OUT else LENGTH_BANDS
+    if N_OBJECTS[construction] == 3:
+        shift = rng.randint(2, 4)
+        bands = tuple((lo + shift, hi + shift) for lo, hi in bands)
+    n_distances = 2 if construction in ("predicative", "triple_bind_cycle", "triple_bind_swap") else 1
+    need = MIN_WORDS[construction] + n_distances * distance[0] + 4 * n_distractors
+    fitting = [b for b in bands if b[1] >= need]
+    return rng.choice(fitting) if fitting else bands[-1]
+
+
+def construction_schedule(n_examples: int, rng: random.Random) -> list[str]:
+    """Construction per example: exact quotas from :data:`CONSTRUCTION_SHARE` (largest remainder), shuffled."""
+    raw = {c: CONSTRUCTION_SHARE[c] * n_examples for c in CONSTRUCTIONS}
+    counts = {c: int(v) for c, v in raw.items()}
+    for c in sorted(CONSTRUCTIONS, key=lambda c: raw[c] - counts[c], reverse=True)[: n_examples - sum(counts.values())]:
+        counts[c] += 1
+    order = [c for c in CONSTRUCTIONS for _ in range(counts[c])]
+    rng.shuffle(order)
+    return order
+
+
+def assign_splits(examples: list[Example], seed: int) -> list[str]:
+    """Split per example: held-out types -> ``heldout``; the rest 80/10/10 train/val/test, shuffled by seed."""
+    splits = ["heldout"] * len(examples)
+    idx = [i for i, ex in enumerate(examples) if ex.construction not in HELD_OUT]
+    random.Random(f"bindlab-triplet-split-{seed}").shuffle(idx)
+    n_train, n_val = round(0.8 * len(idx)), round(0.1 * len(idx))
+    for rank, i in enumerate(idx):
+        splits[i] = "train" if rank < n_train else "val" if rank < n_train + n_val else "test"
+    return splits
