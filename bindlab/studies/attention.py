@@ -80,6 +80,9 @@ class AttentionRequest:
         self.seed = _whole(self.seed, "seed")
         self.n_boot = _whole(self.n_boot, "n_boot", low=1)
         self.device = (self.device or "auto").strip()
+        from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
+
+        check_options({"data": self.data or None, "limit": self.limit, "n_boot": self.n_boot})
 
 
 @dataclass
@@ -121,14 +124,10 @@ class CaptionRequest:
 
 
 def _encoder(model: str, device: str = "auto") -> Any:
-    """The encoder, shared with the other tabs in this process when the device is ``auto``."""
-    if device == "auto":
-        from bindlab.studies.browse import get_encoder
+    """The encoder, loaded once per process and shared with the other tabs."""
+    from bindlab.studies.browse import get_encoder
 
-        return get_encoder(model)
-    from bindlab.encoders.base import load_encoder
-
-    return load_encoder(model, device=device)
+    return get_encoder(model, device)
 
 
 def _data_path(data: str) -> Path:

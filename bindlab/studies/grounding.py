@@ -121,6 +121,9 @@ class GroundingRequest:
         self.batch_size = _int_at_least(self.batch_size, 1, "batch_size")
         self.seed = _int_at_least(self.seed, 0, "seed")
         self.device = (self.device or "auto").strip()
+        from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
+
+        check_options({"data": self.data or None, "n_boot": self.n_boot, "batch_size": self.batch_size})
 
 
 def _int_at_least(value: Any, low: int | None, name: str) -> int:

@@ -129,7 +129,7 @@ def test_user_errors_are_one_line(setup, capsys):
     assert main(["ground", "--data", str(root / "grid"), "--model", model, "--factor", "size"]) == 2
     assert "choose from shape, hue, pattern" in capsys.readouterr().err
     assert main(["ground", "--data", str(root / "nowhere"), "--model", model]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert "nowhere: file not found" in capsys.readouterr().err
     gs.clear_sessions()
     assert main(["ground", "--data", str(root / "grid"), "--model", "bow"]) == 2
     assert "image" in capsys.readouterr().err
@@ -156,11 +156,13 @@ def test_request_names_the_bad_value(field, value, message):
         gs.GroundingRequest(**kwargs)
 
 
-def test_request_normalises_its_inputs():
-    r = gs.GroundingRequest(" grid ", " toy:clip ", "hue, pattern,hue", "2.5")
-    assert (r.data, r.model, r.factors, r.alpha) == ("grid", "toy:clip", ("hue", "pattern"), 2.5)
-    assert gs.GroundingRequest("g", "m").factors == FACTORS
-    assert gs.GroundingRequest("g", "m", ["shape"], " AUTO ").alpha == "auto"
+def test_request_normalises_its_inputs(tmp_path):
+    r = gs.GroundingRequest(f" {tmp_path} ", " toy:clip ", "hue, pattern,hue", "2.5")
+    assert (r.data, r.model, r.factors, r.alpha) == (str(tmp_path), "toy:clip", ("hue", "pattern"), 2.5)
+    assert gs.GroundingRequest("", "m").factors == FACTORS
+    assert gs.GroundingRequest("", "m", ["shape"], " AUTO ").alpha == "auto"
+    with pytest.raises(ValueError, match="nowhere: file not found"):
+        gs.GroundingRequest(tmp_path / "nowhere", "m")
 
 
 def test_run_grounding_result_is_the_cli_json(setup, tmp_path):
