@@ -5,8 +5,16 @@
 ``trust_remote_code=True`` is given. Per family, the text side follows the model card:
 
 - CLIP: pad to the longest text in the batch, truncate at 77 tokens, causal text tower, EOS-token pooling.
-- SigLIP / SigLIP2: ``padding="max_length"`` (64 tokens) on the right, as the models were trained (big_vision);
-  last-token pooling.
+- SigLIP / SigLIP2: ``padding="max_length"`` (64 tokens) on the **right** and **no attention mask**, as the
+  models were trained (big_vision's text tower has no mask and pools the last position, a pad token); pinned
+  whatever the folder's tokenizer config says (transformers 5 pads a ``Siglip2Tokenizer`` on the left and
+  returns an attention mask by default), with a one-line notice when the folder disagrees.
+- Text normalisation (:data:`TEXT_NORMALISATION`): SigLIP v1's ``SiglipTokenizer`` lowercases and strips
+  punctuation itself (``canonicalize_text``); SigLIP2 was trained on lowercased text, so bindlab lowercases
+  (as ``Siglip2Tokenizer`` does); CLIP's tokenizer lowercases.
+- Images go to the checkpoint's image processor in their own mode: its ``convert_to_rgb`` composites
+  transparency on white. SigLIP2's processor has no conversion (it fails on greyscale/RGBA/palette), so
+  bindlab asks it for the same ``do_convert_rgb`` step the CLIP/SigLIP processors apply, and says so once.
 - SigLIP2 images carry ``pixel_attention_mask`` and ``spatial_shapes`` (NaFlex), passed through as produced.
 
 In transformers 5, ``get_text_features``/``get_image_features`` return an output object whose ``pooler_output``
@@ -17,21 +25,33 @@ holds the projected features (:func:`bindlab.encoders.runtime.features` takes it
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, hf_layer_maps, spans_from_offsets
+from bindlab.encoders.attention_access import (
+    EncodedText,
+    TextAttentionAccess,
+    hf_layer_maps,
+    spans_by_word_encoding,
+    spans_from_offsets,
+)
 from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
-from bindlab.encoders.images import MAX_SIDE, load_images
+from bindlab.encoders.images import MAX_SIDE, load_images, notice_once
 from bindlab.encoders.runtime import BatchRunner, features, resolve_dtype, to_device
 from bindlab.encoders.weights import fingerprint_for_folder, hub_load_error
 
 log = logging.getLogger(__name__)
 
 FAMILIES = ("clip", "siglip", "siglip2")  # supported config.model_type values
+TEXT_NORMALISATION = {
+    "clip": "lowercase, whitespace cleaned (CLIP's BPE tokenizer does it)",
+    "siglip": "lowercase + punctuation stripped (SiglipTokenizer.canonicalize_text, as SigLIP was trained)",
+    "siglip2": "lowercase (applied by bindlab, as SigLIP2 was trained and as Siglip2Tokenizer does)",
+}
 
 
 def resolve_source(eid: EncoderId) -> tuple[str, bool]:
@@ -83,6 +103,25 @@ def count_truncated(tokenizer: Any, texts: list[str], max_len: int) -> int:
     """How many texts have more than ``max_len`` tokens (special tokens included)."""
     ids = tokenizer(texts, truncation=False, verbose=False)["input_ids"]
     return sum(len(x) > max_len for x in ids)
+
+
+def pin_siglip_text(encoder_id: str, tokenizer: Any) -> None:
+    """Right padding and no attention mask, as SigLIP/SigLIP2 were trained; one notice when the folder disagrees.
+
+    big_vision's text tower takes max_length-padded ids with no mask and pools the last position. transformers 5
+    pads a ``Siglip2Tokenizer`` on the left and lists ``attention_mask`` among the inputs of both tokenizers by
+    default, so a folder saved with those defaults would embed differently (by up to 0.2 in cosine) in a plain
+    ``model(**processor(...))`` script; bindlab keeps the trained setup and says so.
+    """
+    disagree = []
+    if tokenizer.padding_side != "right":
+        disagree.append(f"padding_side={tokenizer.padding_side!r}")
+    if "attention_mask" in tokenizer.model_input_names:
+        disagree.append("an attention mask")
+    if disagree:
+        log.warning("%s: the tokenizer config asks for %s; SigLIP models were trained with right padding to "
+                    "max_length and no attention mask, so bindlab uses that", encoder_id, " and ".join(disagree))
+    tokenizer.padding_side = "right"
 
 
 @dataclass
@@ -146,14 +185,13 @@ class HFDualEncoder:
         self.model, self.processor, self.device, self.dtype = ck.model, ck.processor, ck.device, ck.dtype
         self.tokenizer = self.processor.tokenizer
         if self.family != "clip":
-            # SigLIP/SigLIP2 were trained on right-padded text pooled at the last position (big_vision); the
-            # transformers Siglip2Tokenizer defaults to left padding, which would put EOS at every last position.
-            self.tokenizer.padding_side = "right"
+            pin_siglip_text(self.id, self.tokenizer)
         tcfg = self.model.config.text_config
         self.max_text_len = int(options.get("max_text_len") or tcfg.max_position_embeddings)
         # SigLIP models were trained on max_length-padded text and pool the last position.
         self.padding: bool | str = True if self.family == "clip" else "max_length"
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
+        self.converts_rgb = bool(getattr(self.processor.image_processor, "do_convert_rgb", False))
         self.runner = BatchRunner(self.id, options.get("batch_size", 32))
         self.fingerprint = (f"{self.id}|{weights_fingerprint(src, local, eid.revision, config)}"
                             f"|{str(self.dtype).removeprefix('torch.')}|pad={self.padding}|max={self.max_text_len}")
@@ -162,11 +200,18 @@ class HFDualEncoder:
 
     # -- text -------------------------------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], **extra: Any) -> Any:
+        if self.family == "siglip2":  # trained on lowercased text (big_vision); a no-op under Siglip2Tokenizer
+            texts = [t.lower() for t in texts]
         return self.tokenizer(texts, padding=self.padding, truncation=True, max_length=self.max_text_len,
                               return_tensors="pt", **extra)
 
+    def _word_ids(self, word: str) -> list[int]:
+        word = word.lower() if self.family == "siglip2" else word
+        return self.tokenizer(word, add_special_tokens=False)["input_ids"]
+
     def _text_inputs(self, enc: Any) -> dict[str, Any]:
-        keys = [k for k in ("input_ids", "attention_mask") if k in enc and k in self.tokenizer.model_input_names]
+        # CLIP masks its padding; SigLIP/SigLIP2 were trained without an attention mask (see pin_siglip_text)
+        keys = ["input_ids"] if self.family != "clip" else [k for k in ("input_ids", "attention_mask") if k in enc]
         return to_device({k: enc[k] for k in keys}, self.device)
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
@@ -190,14 +235,20 @@ class HFDualEncoder:
     # -- images -----------------------------------------------------------------------------------------------
     def embed_images(self, images: list[Any]) -> np.ndarray:
         """Images (PIL, paths or uint8 arrays) -> ``(n, d)`` L2-normalised float32, through the model's processor."""
-        rgb, self.last_image_notes = load_images(images, self.id, self.max_image_side)
+        ims, self.last_image_notes = load_images(images, self.id, self.max_image_side, rgb=False)
+        extra: dict[str, Any] = {}
+        if not self.converts_rgb and any(im.mode != "RGB" for im in ims):
+            # e.g. SigLIP2's processor fails on L/RGBA/P input; transformers' own convert_to_rgb is the fix
+            extra["do_convert_rgb"] = True
+            notice_once(self.id, "this image processor takes RGB only; non-RGB images are converted with "
+                        "transformers' convert_to_rgb (transparency on white), as CLIP/SigLIP processors do")
 
         def run(batch: list[Any]) -> np.ndarray:
-            inputs = self.processor.image_processor(images=batch, return_tensors="pt")
+            inputs = self.processor.image_processor(images=batch, return_tensors="pt", **extra)
             out = self.model.get_image_features(**to_device(dict(inputs), self.device, self.dtype))
             return features(out).float().cpu().numpy()  # (batch, d)
 
-        return l2_normalize(self.runner.run(run, rgb))
+        return l2_normalize(self.runner.run(run, ims))
 
     def text_tower(self) -> Any:
         """The trainable text tower (:class:`~bindlab.encoders.text_tower.TextTower`); LoRA targets its attention."""
@@ -220,8 +271,11 @@ class HFDualEncoder:
             check_texts([text], self.id)
             enc = self._tokenize([text], return_offsets_mapping=True, return_special_tokens_mask=True)
             ids = enc["input_ids"][0].tolist()
-            spans = spans_from_offsets(enc["offset_mapping"][0].tolist(), enc["special_tokens_mask"][0].tolist(),
-                                       0, len(text))
+            if "offset_mapping" in enc:
+                spans = spans_from_offsets(enc["offset_mapping"][0].tolist(), enc["special_tokens_mask"][0].tolist(),
+                                           0, len(text))
+            else:  # sentencepiece SiglipTokenizer: no offsets; its words tokenize independently
+                spans = spans_by_word_encoding(self._word_ids, ids, text, prefix=0)
             first = next((i for i, s in enumerate(spans) if s is not None), 0)
             truncated = count_truncated(self.tokenizer, [text], self.max_text_len) > 0
             return EncodedText(text, self._text_inputs(enc), self.tokenizer.convert_ids_to_tokens(ids), spans, first,

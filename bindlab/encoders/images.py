@@ -1,26 +1,35 @@
-"""Turn image inputs into RGB PIL images, the one way every backend's ``embed_images`` takes them.
+"""Turn image inputs into PIL images for a backend's own preprocessing, the one way every ``embed_images`` takes them.
 
 Accepted inputs and what happens to them (each conversion is deliberate and documented):
 
-- ``PIL.Image.Image`` — used as is after the mode conversion below.
+- ``PIL.Image.Image`` — used as is (see the mode rules below).
 - ``str`` / ``pathlib.Path`` — opened and fully decoded; a missing, unreadable, truncated or non-image file is
   an :class:`EncoderError` naming the path.
 - ``numpy.ndarray`` of dtype uint8, shape ``(H, W)``, ``(H, W, 3)`` or ``(H, W, 4)`` — wrapped with
   ``Image.fromarray``.
 - anything else — :class:`EncoderError` naming the type.
 
-Mode conversions to RGB:
+Modes. Published numbers come from each library's own preprocessing, so by default (``rgb=False``) an 8-bit
+image keeps its mode and the backend's library converts it in its own order: open_clip's transform resizes and
+crops first and converts to RGB last (a palette image is resized nearest-neighbour, alpha is dropped);
+transformers' processors composite transparency on white before resizing (``convert_to_rgb``); Qwen3-VL's
+``qwen_vl_utils`` pastes RGBA on white and converts the rest with ``convert("RGB")``. The one exception is
+high-bit-depth greyscale, which PIL's own conversion clips to white at 255 (every library would see a white
+image), so it is converted here first, as its usual fix does (:func:`to_8bit`, noted once per run):
 
-- ``RGB`` unchanged; ``L``/``1``/``CMYK``/``YCbCr``/``LAB``/``HSV`` through PIL's ``convert("RGB")``.
-- ``RGBA``/``LA``/``PA``/``P`` with transparency/``RGBa``: alpha-composited **on white** (transparent pixels become
-  white, as a viewer shows them on a page), then RGB.
 - 16-bit and 32-bit integer greyscale (``I;16``, ``I;16B``, ``I;16L``, ``I``): values are read as 16-bit
-  intensities (0..65535, clipped) and divided by 257 to 0..255, then grey -> RGB.
-- float greyscale ``F``: taken as 0..1 when its maximum is at most 1, else as 0..255; clipped, then grey -> RGB.
+  intensities (0..65535, clipped) and divided by 257 to 0..255 -> ``L``.
+- float greyscale ``F``: taken as 0..1 when its maximum is at most 1, else as 0..255; clipped -> ``L``.
 
-Size: images whose longer side exceeds ``max_side`` (default 4096 px) are downscaled (aspect kept) *before*
-preprocessing, so a 10000x10000 scan does not need gigabytes in the processor; each such downscale is reported
-in the returned notes and logged. Tiny images (even 1x1) are accepted; the model's processor upsamples them.
+:func:`to_rgb` (``rgb=True``, used by bindlab's own toy models) additionally turns every image into RGB:
+``L``/``1``/``CMYK``/... through ``convert("RGB")``; ``RGBA``/``LA``/``PA``/``P`` with transparency/``RGBa``
+alpha-composited **on white** (as transformers' ``convert_to_rgb`` does).
+
+Size: images whose longer side exceeds ``max_side`` (default 8192 px) are downscaled (aspect kept) *before*
+preprocessing, so a 20000x20000 scan does not need gigabytes in the processor; each such downscale is reported
+in the returned notes and logged. Below the cap an image goes through the library's path unchanged (a
+5000 px photo embeds exactly as the library embeds it); a downscaled one differs from the library's own result
+by about 1e-4 (cosine), which the note says. Tiny images (even 1x1) are accepted; the processor upsamples them.
 """
 
 from __future__ import annotations
@@ -35,21 +44,33 @@ from bindlab.encoders.base import EncoderError
 
 log = logging.getLogger(__name__)
 
-MAX_SIDE = 4096  # longer side above which images are downscaled before preprocessing
+MAX_SIDE = 8192  # longer side above which images are downscaled before preprocessing
 _ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 _INT_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I")
+_DEEP_MODES = (*_INT_MODES, "F")  # PIL's own conversion clips these at 255
+_NOTICED: set[tuple[str, str]] = set()  # (encoder id, message) pairs already logged in this process
 
 
-def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE) -> tuple[list[Any], list[str]]:
-    """Convert inputs to RGB PIL images.
+def notice_once(encoder_id: str, message: str) -> None:
+    """Log ``message`` for ``encoder_id`` at WARNING level the first time only (once per run)."""
+    if (encoder_id, message) not in _NOTICED:
+        _NOTICED.add((encoder_id, message))
+        log.warning("%s: %s", encoder_id, message)
+
+
+def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
+                rgb: bool = True) -> tuple[list[Any], list[str]]:
+    """Open inputs as PIL images: RGB (``rgb=True``), or 8-bit in their own mode for the library to convert.
 
     Args:
         images: a list of PIL images, paths or uint8 arrays.
-        encoder_id: named in error messages.
+        encoder_id: named in error messages and notices.
         max_side: longer side above which an image is downscaled.
+        rgb: convert to RGB here (:func:`to_rgb`); ``False`` keeps 8-bit modes (``L``, ``RGBA``, ``P``, ...) for
+            the backend's own preprocessing and only converts high-bit-depth greyscale (:func:`to_8bit`).
 
     Returns:
-        (RGB images, notes): one note per non-trivial conversion (downscale), e.g. for a run report.
+        (images, notes): one note per non-trivial conversion (downscale), e.g. for a run report.
 
     Raises:
         EncoderError: a single image instead of a list, a bad path, a corrupt file, or a non-image input.
@@ -65,7 +86,10 @@ def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE) -> tuple
         if note:
             notes.append(f"image #{i}: {note}")
             log.warning("%s: image #%d %s", encoder_id, i, note)
-        out.append(to_rgb(img))
+        if not rgb and img.mode in _DEEP_MODES:
+            notice_once(encoder_id, f"{img.mode} (high-bit-depth) images are scaled to 8-bit greyscale before "
+                        "preprocessing; PIL's own conversion would clip them to white")
+        out.append(to_rgb(img) if rgb else to_8bit(img))
     return out, notes
 
 
@@ -105,7 +129,8 @@ def _downscale(img: Any, max_side: int) -> tuple[Any, str]:
     if factor >= 2:  # integer box reduction first: fast and memory-light on huge images
         img = img.reduce(factor)
     img = img.resize(new, Image.Resampling.BICUBIC if img.mode not in ("I", "F", "I;16") else Image.Resampling.BILINEAR)
-    return img, f"downscaled from {w}x{h} to {new[0]}x{new[1]} before preprocessing (longer side > {max_side})"
+    return img, (f"downscaled from {w}x{h} to {new[0]}x{new[1]} before preprocessing (longer side > {max_side}; "
+                 "embeddings differ from the library's own full-size path by about 1e-4)")
 
 
 def to_rgb(img: Any) -> Any:
@@ -121,12 +146,20 @@ def to_rgb(img: Any) -> Any:
         rgba = img.convert("RGBA")
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
-    if mode in _INT_MODES:
+    if mode in _DEEP_MODES:
+        return to_8bit(img).convert("RGB")
+    return img.convert("RGB")
+
+
+def to_8bit(img: Any) -> Any:
+    """High-bit-depth greyscale (``I;16*``, ``I``, ``F``) -> ``L`` by the rules in the module docstring; else as is."""
+    from PIL import Image
+
+    if img.mode in _INT_MODES:
         a = np.asarray(img, dtype=np.int64)
-        grey = (np.clip(a, 0, 65535) / 257.0).round().astype(np.uint8)
-        return Image.fromarray(grey, mode="L").convert("RGB")
-    if mode == "F":
+        return Image.fromarray((np.clip(a, 0, 65535) / 257.0).round().astype(np.uint8), mode="L")
+    if img.mode == "F":
         a = np.asarray(img, dtype=np.float32)
         a = a * 255.0 if a.size and np.nanmax(a) <= 1.0 else a
-        return Image.fromarray(np.clip(np.nan_to_num(a), 0, 255).round().astype(np.uint8), mode="L").convert("RGB")
-    return img.convert("RGB")
+        return Image.fromarray(np.clip(np.nan_to_num(a), 0, 255).round().astype(np.uint8), mode="L")
+    return img

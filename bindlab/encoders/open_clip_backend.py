@@ -11,6 +11,12 @@ Three name forms, parsed once here (``open_clip``'s own ``hf-hub:``/``local-dir:
 Safety: only ``.safetensors`` weights are loaded. Tags and repos whose weights exist only as pickles
 (``.bin``/``.pt``/``.pth``) are refused with a message saying so, *before* anything is unpickled; the hub is
 asked for safetensors files only. Embeddings are ``encode_image``/``encode_text`` outputs, L2-normalised.
+
+Images go through the model's own eval transform in their own mode, so the order of operations is open_clip's:
+resize (a palette image nearest-neighbour, as PIL does for ``P``), centre crop, *then* ``convert("RGB")`` (alpha
+dropped, not composited). Only high-bit-depth greyscale is scaled to 8-bit first (PIL would clip it to white).
+Text goes through the model's own tokenizer, so its normalisation is open_clip's (the SigLIP ports'
+``HFTokenizer(clean="canonicalize")`` lowercases and strips punctuation; CLIP's tokenizer lowercases).
 Options: ``device``, ``dtype``, ``batch_size``, ``max_image_side``.
 """
 
@@ -165,13 +171,14 @@ class OpenClipEncoder:
         """Images -> ``(n, d)`` L2-normalised ``encode_image`` features through the model's eval preprocess."""
         import torch
 
-        rgb, self.last_image_notes = load_images(images, self.id, self.max_image_side)
+        # the transform converts to RGB itself, after resize and crop (open_clip's order)
+        ims, self.last_image_notes = load_images(images, self.id, self.max_image_side, rgb=False)
 
         def run(batch: list[Any]) -> np.ndarray:
             x = torch.stack([self.preprocess(im) for im in batch]).to(self.device, self.dtype)  # (b, 3, H, W)
             return self.model.encode_image(x).float().cpu().numpy()
 
-        return l2_normalize(self.runner.run(run, rgb))
+        return l2_normalize(self.runner.run(run, ims))
 
     def text_tower(self) -> Any:
         """No trainable text tower yet: open_clip fuses q/k/v in ``nn.MultiheadAttention``, which LoRA cannot target.

@@ -6,9 +6,10 @@
    custom one gets a final full stop if it ends without punctuation), then a *user* message with the image
    (if any) before the text (if any);
 2. the checkpoint's chat template with the generation prompt (``<|im_start|>assistant``);
-3. images resized as the official ``qwen_vl_utils`` does — sides rounded to multiples of 32 (patch 16 x merge 2),
-   area kept within ``[min_pixels, max_pixels]`` = ``[4·32², 1800·32²]``, bicubic — then the processor with
-   ``do_resize=False``;
+3. images converted and resized as the official ``qwen_vl_utils.fetch_image`` does — ``RGBA`` pasted on white,
+   every other mode ``convert("RGB")`` (:func:`qwen_rgb`), then sides rounded to multiples of 32 (patch 16 x
+   merge 2), area kept within ``[min_pixels, max_pixels]`` = ``[4·32², 1800·32²]``, bicubic — then the processor
+   with ``do_resize=False``;
 4. right padding, truncation at ``max_length`` (8192) tokens, the model's final hidden state at the **last
    non-padding token**, L2 normalisation.
 
@@ -73,6 +74,17 @@ def format_instruction(instruction: str | None) -> str:
     return text
 
 
+def qwen_rgb(image: Any) -> Any:
+    """RGB as ``qwen_vl_utils.to_rgb``: an ``RGBA`` image pasted on white through its alpha, others ``convert("RGB")``."""
+    from PIL import Image
+
+    if image.mode == "RGBA":
+        white = Image.new("RGB", image.size, (255, 255, 255))
+        white.paste(image, mask=image.split()[3])
+        return white
+    return image.convert("RGB")
+
+
 def conversation(text: str | None, image: Any | None, instruction: str) -> list[dict[str, Any]]:
     """System + user messages; the image (if any) comes before the text (if any)."""
     content: list[dict[str, Any]] = []
@@ -118,14 +130,14 @@ class Qwen3VLEmbedder:
 
     # -- inputs -----------------------------------------------------------------------------------------------
     def _prompts(self, texts: list[str | None], images: list[Any | None], instruction: str) -> list[str]:
-        convs = [conversation(t, im, instruction) for t, im in zip(texts, images)]
+        convs = [conversation(t, im, instruction) for t, im in zip(texts, images, strict=True)]
         return [self.processor.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in convs]
 
     def _resize(self, image: Any) -> Any:
         from PIL import Image
 
         h, w = smart_resize(image.height, image.width, IMAGE_FACTOR, self.min_pixels, self.max_pixels)
-        return image.resize((w, h), Image.Resampling.BICUBIC)
+        return qwen_rgb(image).resize((w, h), Image.Resampling.BICUBIC)
 
     def _embed(self, texts: list[str | None], images: list[Any | None], instruction: str | None) -> np.ndarray:
         instr = format_instruction(instruction) if instruction is not None else self.instruction
@@ -158,10 +170,10 @@ class Qwen3VLEmbedder:
 
     def embed_images(self, images: list[Any], instruction: str | None = None) -> np.ndarray:
         """Images (PIL, paths, uint8 arrays) -> ``(n, d)`` L2-normalised."""
-        rgb, self.last_image_notes = load_images(images, self.id, self.max_image_side)
-        if not rgb:
+        ims, self.last_image_notes = load_images(images, self.id, self.max_image_side, rgb=False)
+        if not ims:
             return np.zeros((0, self.model.config.text_config.hidden_size), dtype=np.float32)
-        return self._embed([None] * len(rgb), rgb, instruction)
+        return self._embed([None] * len(ims), ims, instruction)
 
     def text_tower(self) -> Any:
         """The language model as a trainable text tower (:class:`~bindlab.encoders.text_tower.TextTower`).

@@ -13,13 +13,16 @@ weights are random (seeded), so the embeddings mean nothing — only shapes, plu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 WIDTH = 32  # hidden size of every tiny tower
 LAYERS = 2  # transformer layers per tower
 HEADS = 2  # attention heads
 TEXT_LEN = 64  # max text positions (so a 2,000-word caption is truncated)
+IMAGE_SIZE = 32  # input side of the fixed-size image towers (CLIP, SigLIP, open_clip)
+PATCH_SIZE = 8  # ViT patch side of those towers
 SEED = 0
 
 # Words the tiny BPE tokenizer is trained on: enough for sub-word splits of SABER-like captions.
@@ -96,10 +99,10 @@ def build_hf_clip(folder: Path) -> str:
     cfg = CLIPConfig(
         text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
                            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id),
-        vision_config=_tower(image_size=32, patch_size=8), projection_dim=16)
+        vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE), projection_dim=16)
     _seed()
     CLIPModel(cfg).save_pretrained(folder, safe_serialization=True)
-    ip = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    ip = CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
     CLIPProcessor(image_processor=ip, tokenizer=tok).save_pretrained(folder)
     return f"hf:{folder}"
 
@@ -112,10 +115,10 @@ def build_hf_siglip(folder: Path) -> str:
     cfg = SiglipConfig(text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
                                           projection_size=WIDTH, pad_token_id=tok.pad_token_id,
                                           eos_token_id=tok.eos_token_id, bos_token_id=None),
-                       vision_config=_tower(image_size=32, patch_size=8))
+                       vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE))
     _seed()
     SiglipModel(cfg).save_pretrained(folder, safe_serialization=True)
-    ip = SiglipImageProcessor(size={"height": 32, "width": 32})
+    ip = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
     SiglipProcessor(image_processor=ip, tokenizer=tok).save_pretrained(folder)
     return f"hf:{folder}"
 
@@ -136,6 +139,44 @@ def build_hf_siglip2(folder: Path) -> str:
     return f"hf:{folder}"
 
 
+def sentencepiece_model(vocab_size: int = 100) -> bytes:
+    """A T5-style unigram ``spiece.model`` (pad 0, ``</s>`` 1, ``<unk>`` 2) trained on :data:`_CORPUS_WORDS`."""
+    import io
+
+    import sentencepiece as spm
+
+    words = list(_CORPUS_WORDS)
+    sentences = [" ".join(words[i:] + words[:i]) for i in range(0, len(words), 3)] + [" ".join(_ALPHABET)]
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size,
+                                   model_type="unigram", hard_vocab_limit=False, character_coverage=1.0,
+                                   pad_id=0, eos_id=1, unk_id=2, bos_id=-1, pad_piece="<pad>", eos_piece="</s>",
+                                   unk_piece="<unk>", minloglevel=2)
+    return buf.getvalue()
+
+
+def build_hf_siglip_spm(folder: Path) -> str:
+    """Tiny SigLIP v1 laid out like ``google/siglip-*``: a ``SiglipTokenizer`` over a real ``spiece.model``.
+
+    The tokenizer config lists ``model_input_names: ["input_ids"]`` as the hub checkpoints do (no attention mask).
+    """
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor, SiglipTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    spiece = folder / "spiece.model"
+    spiece.write_bytes(sentencepiece_model())
+    tok = SiglipTokenizer(str(spiece), model_max_length=TEXT_LEN, model_input_names=["input_ids"])
+    cfg = SiglipConfig(text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
+                                          projection_size=WIDTH, pad_token_id=tok.pad_token_id,
+                                          eos_token_id=tok.eos_token_id, bos_token_id=None),
+                       vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE))
+    _seed()
+    SiglipModel(cfg).save_pretrained(folder, safe_serialization=True)
+    ip = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+    SiglipProcessor(image_processor=ip, tokenizer=tok).save_pretrained(folder)
+    return f"hf:{folder}"
+
+
 def build_open_clip(folder: Path) -> str:
     """Tiny open_clip CLIP (ViT + causal text transformer) as an ``open_clip_config.json`` + safetensors folder."""
     import open_clip
@@ -143,8 +184,8 @@ def build_open_clip(folder: Path) -> str:
 
     model_cfg = {
         "embed_dim": 16,
-        "vision_cfg": {"image_size": 32, "layers": LAYERS, "width": WIDTH, "head_width": WIDTH // HEADS,
-                       "patch_size": 8},
+        "vision_cfg": {"image_size": IMAGE_SIZE, "layers": LAYERS, "width": WIDTH, "head_width": WIDTH // HEADS,
+                       "patch_size": PATCH_SIZE},
         "text_cfg": {"context_length": TEXT_LEN, "vocab_size": 49408, "width": WIDTH, "heads": HEADS,
                      "layers": LAYERS},
     }
@@ -177,8 +218,13 @@ QWEN_CHAT_TEMPLATE = (
 
 def build_qwen3vl(folder: Path) -> str:
     """Tiny Qwen3-VL (2-layer vision + 2-layer text) saved like the embedding checkpoints (``model.*`` keys)."""
-    from transformers import (Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLForConditionalGeneration,
-                              Qwen3VLProcessor, Qwen3VLVideoProcessor)
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
 
     tok = _fast_tokenizer(_bpe_tokenizer(QWEN_SPECIALS, vocab_size=320, lowercase=False), None, None,
                           "<|endoftext|>", 8192, additional_special_tokens=QWEN_SPECIALS[1:])
@@ -210,6 +256,7 @@ BUILDERS: dict[str, Callable[[Path], str]] = {
     "st": build_st,
     "hf-clip": build_hf_clip,
     "hf-siglip": build_hf_siglip,
+    "hf-siglip-spm": build_hf_siglip_spm,
     "hf-siglip2": build_hf_siglip2,
     "open-clip": build_open_clip,
     "qwen3vl": build_qwen3vl,
@@ -220,7 +267,8 @@ def build_tiny(kind: str, folder: str | Path) -> str:
     """Build the tiny random encoder ``kind`` into ``folder`` (created) and return the id that loads it.
 
     Args:
-        kind: one of :data:`BUILDERS` (``st``, ``hf-clip``, ``hf-siglip``, ``hf-siglip2``, ``open-clip``, ``qwen3vl``).
+        kind: one of :data:`BUILDERS` (``st``, ``hf-clip``, ``hf-siglip``, ``hf-siglip-spm`` (SigLIP v1 with a
+            ``spiece.model``), ``hf-siglip2``, ``open-clip``, ``qwen3vl``).
         folder: where to save; an existing build there is reused.
 
     Raises:
