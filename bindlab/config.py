@@ -131,7 +131,7 @@ class Limits:
     max_file_bytes: int  # any data file, manifest, meta.json or index.csv read from disk
     max_jsonl_lines: int  # non-blank lines of one JSONL data file
     max_json_depth: int  # nesting depth of one JSON value (deeper -> refused, never a RecursionError)
-    max_upload_bytes: int  # one uploaded file in the app
+    max_upload_mb: int  # one uploaded file in the app, in MiB (Gradio's upload route refuses larger ones)
     max_image_pixels: int  # width x height of one image file, checked before decoding
     max_caption_words: int  # words in one caption typed by a user (checked before tokenising)
     max_caption_chars: int  # characters in one caption typed by a user
@@ -161,7 +161,7 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_file_bytes": (512 * MIB, 50 * MIB),
     "max_jsonl_lines": (1_000_000, 20_000),
     "max_json_depth": (64, 32),
-    "max_upload_bytes": (512 * MIB, 20 * MIB),
+    "max_upload_mb": (50, 20),
     "max_image_pixels": (178_956_970, 16_000_000),  # local: PIL's own decompression-bomb limit
     "max_caption_words": (1_000, 200),
     "max_caption_chars": (10_000, 2_000),

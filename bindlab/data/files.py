@@ -286,8 +286,8 @@ def open_image(path: str | os.PathLike, max_pixels: int | None = None) -> Any:
                                     f"use a smaller image or raise {config.LIMIT_ENV['max_image_pixels']}")
                 img.load()  # decode now, so a truncated file fails here and not inside a processor
         except Image.DecompressionBombError:
-            raise DataError(f"{p}: image is too large to decode safely (decompression bomb); use a smaller "
-                            "image") from None
+            raise DataError(f"{p}: image is too large to decode safely (above the cap of {cap:,} pixels, or a "
+                            "decompression bomb); use a smaller image") from None
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, MemoryError) as e:
             if isinstance(e, DataError):
                 raise

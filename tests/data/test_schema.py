@@ -68,3 +68,29 @@ def test_duplicate_ids_and_empty_files(tmp_path, good_lines):
         load_mcqs(tmp_path / "missing.jsonl")
     with pytest.raises(DataError, match="is a folder"):
         load_mcqs(tmp_path)
+
+
+@pytest.mark.parametrize("mutation,message", [
+    (lambda o: o.__setitem__("answer", (o["answer"] + 1) % 4), "binding-preserving candidate is"),
+    (lambda o: [c.__setitem__("role", "preserve") for c in o["candidates"]], "exactly one 'preserve'"),
+    (lambda o: o.__setitem__("n_objects", 1_000_000_000), "above the cap"),
+    (lambda o: o.__setitem__("n_objects", 7), "does not match the query's"),
+    (lambda o: o.__setitem__("n_objects", True), "must be a positive integer"),
+    (lambda o: o.__setitem__("chain_pos", -1), "chain_pos must be a non-negative"),
+    (lambda o: o["query"].__setitem__("image", "../../etc/passwd"), "outside the data file's folder"),
+    (lambda o: o["candidates"][0].__setitem__("image", "/etc/passwd"), "outside the data file's folder"),
+])
+def test_semantic_checks_name_file_and_line(tmp_path, good_lines, mutation, message):
+    lines = list(good_lines)
+    lines[1] = _mutate(lines[1], mutation)
+    path = _write(tmp_path, lines)
+    with pytest.raises(DataError, match=message) as e:
+        load_mcqs(path)
+    assert f"{path}:2" in str(e.value)
+
+
+def test_non_finite_numbers_and_deep_nesting_are_messages(tmp_path, good_lines):
+    for bad in [good_lines[0].replace('"answer": ', '"score": NaN, "answer": '), "[" * 50_000 + "]" * 50_000]:
+        path = _write(tmp_path, [bad])
+        with pytest.raises(DataError, match=f"{path}:1"):
+            load_mcqs(path)
