@@ -14,6 +14,7 @@ import gradio as gr  # noqa: E402
 from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse
 from bindlab.ui import embedding_map as map_tab
+from bindlab.ui import exports as exports_ui
 from bindlab.ui import finetune as finetune_tab
 from bindlab.ui import grounding as grounding_tab
 from bindlab.ui import pairs as pairs_tab
@@ -50,7 +51,8 @@ CSS = "\n".join([browse.CSS, grounding_tab.CSS, finetune_tab.CSS, pairs_tab.CSS,
 
 def build_app() -> gr.Blocks:
     """Build the Blocks app (nothing heavy happens here; models load on first use)."""
-    with gr.Blocks(title="bindlab") as demo:
+    # delete_cache: Gradio's copies of downloads and uploads go on the export sweeper's timer and age
+    with gr.Blocks(title="bindlab", delete_cache=exports_ui.gradio_delete_cache()) as demo:
         gr.Markdown(INTRO)
         hooks: dict[str, dict[str, Any]] = {}
         with gr.Tabs(elem_id="bl-tabs") as tabs:
@@ -63,6 +65,7 @@ def build_app() -> gr.Blocks:
             if "event_fn" in hook:
                 demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False,
                           **(GPU_QUEUE if hook.get("gpu") else {}))
+        exports_ui.install(demo)  # a session's downloads are deleted when it ends, old ones on a timer
     return demo
 
 
@@ -105,6 +108,8 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
     kwargs.setdefault("max_file_size", max_upload_bytes())
+    # downloads are written under $BINDLAB_HOME/exports/<session>/ (see bindlab.ui.exports); Gradio serves them
+    kwargs["allowed_paths"] = [*kwargs.get("allowed_paths", []), str(exports_ui.exports_root())]
     from gradio import networking
 
     networking.url_ok = patient_url_ok  # Blocks.launch calls networking.url_ok(local_url) once the server is up

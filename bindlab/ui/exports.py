@@ -1,18 +1,33 @@
 """The *Download* panel every results tab shares: choose formats, press *Prepare files*, click a file to download it.
 
 Files are written by :mod:`bindlab.present.exports` (the same files as the CLI's ``--export DIR``) into a fresh folder per
-request, so two browser tabs exporting at once never overwrite each other's files.
+request, so two browser tabs exporting at once never overwrite each other's files. The folders live under
+``$BINDLAB_HOME/exports/<session>/``: the session's folder is deleted when its browser session ends
+(:func:`install` hooks ``demo.unload``), and a sweeper thread deletes export folders older than
+``$BINDLAB_EXPORT_MAX_AGE_S`` (default 3600 s) every ``$BINDLAB_EXPORT_SWEEP_S`` (default 600 s), so a session that
+never said goodbye leaves nothing behind either.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from bindlab.config import home
 from bindlab.present import exports
+
+log = logging.getLogger(__name__)
 
 FORMAT_CHOICES = list(exports.FORMATS)
 HELP = ("Tables as **CSV** (opens in pandas / a spreadsheet) and **JSON** (with provenance), per-item results as "
@@ -54,8 +69,151 @@ def deliver(view: exports.ResultView, provenance: dict[str, Any], formats: Seque
     """Write ``view`` into a fresh folder; return the file paths for a ``gr.File`` and a one-line note."""
     if not formats:
         raise ValueError(f"tick at least one format ({', '.join(FORMAT_CHOICES)})")
-    written = exports.write_view(view, exports.new_export_dir(), provenance, formats)
+    written = exports.write_view(view, new_export_dir(), provenance, formats)
     note = f"{len(written.paths)} files ready."
     if written.notes:
         note += " " + " ".join(f"**Note:** {n}." for n in written.notes)
     return [str(p) for p in written.paths], note
+
+
+# --- where downloads live, and their cleanup ---------------------------------------------------------------------
+NO_SESSION = "no-session"  # exports made outside a browser request (tests, scripts)
+_SWEEPER: threading.Thread | None = None
+_SWEEPER_LOCK = threading.Lock()
+
+
+def _env_seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} must be a number of seconds (default {default:g})") from None
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r} must be > 0 seconds (default {default:g})")
+    return value
+
+
+def max_age_s() -> float:
+    """Export folders older than this are swept (``$BINDLAB_EXPORT_MAX_AGE_S``, default 3600)."""
+    return _env_seconds("BINDLAB_EXPORT_MAX_AGE_S", 3600.0)
+
+
+def sweep_every_s() -> float:
+    """How often the sweeper runs (``$BINDLAB_EXPORT_SWEEP_S``, default 600)."""
+    return _env_seconds("BINDLAB_EXPORT_SWEEP_S", 600.0)
+
+
+def exports_root() -> Path:
+    """``$BINDLAB_HOME/exports``: one folder per browser session, one fresh folder per download inside it."""
+    return home() / "exports"
+
+
+def session_dir(session: str | None) -> Path:
+    """The export folder of one browser session (its hash, made safe as a folder name)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(session or ""))[:64] or NO_SESSION
+    return exports_root() / name
+
+
+def _current_session() -> str | None:
+    """The session hash of the request this thread is serving, or None outside a Gradio request."""
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+def new_export_dir(session: str | None = None) -> Path:
+    """A fresh folder for one export request under the session's folder (the current request's by default)."""
+    folder = session_dir(session or _current_session())
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        return Path(tempfile.mkdtemp(prefix="export-", dir=folder))
+    except FileNotFoundError:  # the sweeper removed the empty session folder in between: make it again
+        folder.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="export-", dir=folder))
+
+
+def delete_session(session: str | None) -> bool:
+    """Delete one session's export folder; True when there was one."""
+    folder = session_dir(session)
+    if not folder.is_dir():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def end_session(request: gr.Request) -> None:
+    """``demo.unload`` hook: the browser session ended, so its downloads go."""
+    delete_session(getattr(request, "session_hash", None))
+
+
+def sweep(root: str | Path | None = None, older_than_s: float | None = None, now: float | None = None) -> int:
+    """Delete export folders (and then empty session folders) last changed more than ``older_than_s`` ago.
+
+    Args:
+        root: the exports root (default :func:`exports_root`).
+        older_than_s: age in seconds (default :func:`max_age_s`).
+        now: the current time (seconds since the epoch; for tests).
+
+    Returns:
+        How many export folders were deleted.
+    """
+    root = Path(root) if root is not None else exports_root()
+    cutoff = (time.time() if now is None else now) - (max_age_s() if older_than_s is None else older_than_s)
+    removed = 0
+    if not root.is_dir():
+        return 0
+    for session in root.iterdir():
+        if not session.is_dir() or session.is_symlink():
+            continue
+        session_old = session.stat().st_mtime < cutoff  # before its children go (that changes its mtime)
+        for entry in session.iterdir():
+            try:
+                old = entry.lstat().st_mtime < cutoff
+            except OSError:
+                continue
+            if old:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+                removed += 1
+        try:
+            if session_old and not any(session.iterdir()):
+                session.rmdir()
+        except OSError:
+            pass
+    return removed
+
+
+def start_sweeper(every_s: float | None = None) -> threading.Thread:
+    """Start the process's one sweeper thread (a daemon; later calls return the running one)."""
+    global _SWEEPER
+    with _SWEEPER_LOCK:
+        if _SWEEPER is not None and _SWEEPER.is_alive():
+            return _SWEEPER
+        interval = sweep_every_s() if every_s is None else every_s
+
+        def loop() -> None:
+            while True:
+                try:
+                    sweep()
+                except Exception:  # noqa: BLE001 - a failed sweep must not end the thread; the next one retries
+                    log.exception("sweeping old export folders failed")
+                time.sleep(interval)
+
+        _SWEEPER = threading.Thread(target=loop, name="bindlab-export-sweeper", daemon=True)
+        _SWEEPER.start()
+        return _SWEEPER
+
+
+def install(demo: gr.Blocks) -> None:
+    """Hook the cleanup into an app: delete a session's downloads when it ends; sweep old ones on a timer."""
+    demo.unload(end_session)
+    start_sweeper()
+
+
+def gradio_delete_cache() -> tuple[int, int]:
+    """``(frequency, age)`` for ``gr.Blocks(delete_cache=...)``: Gradio's own copies of downloads and uploads are
+    deleted on the same timer and age as the export folders."""
+    return int(sweep_every_s()), int(max_age_s())
