@@ -42,7 +42,7 @@ from bindlab.encoders.attention_access import (
 from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
 from bindlab.encoders.images import MAX_SIDE, load_images, notice_once
 from bindlab.encoders.runtime import BatchRunner, features, resolve_dtype, to_device
-from bindlab.encoders.weights import fingerprint_for_folder, hub_load_error
+from bindlab.encoders.weights import fingerprint_for_folder, hub_commit, hub_load_error
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def weights_fingerprint(src: str, local: bool, revision: str | None, config: Any
     """Folder hash for local weights; the resolved hub commit (or the revision asked for) otherwise."""
     if local:
         return fingerprint_for_folder(src)
-    return getattr(config, "_commit_hash", None) or revision or "main"
+    return getattr(config, "_commit_hash", None) or hub_commit(src, revision) or revision or "main"
 
 
 def count_truncated(tokenizer: Any, texts: list[str], max_len: int) -> int:

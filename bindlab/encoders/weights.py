@@ -39,6 +39,25 @@ def fingerprint_for_folder(folder: str | Path) -> str:
     return digest
 
 
+def hub_commit(repo: str, revision: str | None, filename: str = "config.json") -> str | None:
+    """The commit of ``repo`` at ``revision`` that the local hub cache resolved ``filename`` to, or None.
+
+    ``snapshots/<commit>/<filename>``: the cache's own record of which commit a load used, so a fingerprint
+    changes when the weights behind ``main`` change.
+    """
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    hit = try_to_load_from_cache(repo, filename, revision=revision)
+    if not isinstance(hit, str):
+        return None
+    snap = Path(hit).parent
+    while snap.parent.name != "snapshots" and snap != snap.parent:  # files in sub-folders of the snapshot
+        snap = snap.parent
+    return snap.name if snap.parent.name == "snapshots" else None
+
+
 def hub_load_error(encoder_id: str, source: str, exc: Exception) -> EncoderError:
     """One clear sentence for a failed load: which id, what was tried, what to do."""
     if Path(source).exists():
