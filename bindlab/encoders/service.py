@@ -100,12 +100,14 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
     if "image" not in encoder.modalities:
         raise EncoderError(f"{encoder.id} has no image tower; it cannot embed images (pick an image+text encoder)")
     cache = cache or default_cache()
+    from bindlab.data.files import DataError, read_bytes_bounded
+
     blobs = []
     for p in paths:
-        try:
-            blobs.append(Path(p).read_bytes())
-        except OSError as e:
-            raise EncoderError(f"image {p} could not be read ({e.strerror or e}); check the path") from None
+        try:  # regular files only (a FIFO never blocks), size-capped
+            blobs.append(read_bytes_bounded(Path(p)))
+        except DataError as e:
+            raise EncoderError(f"image {e}") from None
     keys = [content_key(encoder.fingerprint, "image", b) for b in blobs]
 
     def compute(idx: list[int]) -> np.ndarray:
