@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindlab.studies.checks import encoder_id, finite, whole
+from bindlab.studies.checks import encoder_id
 from bindlab.studies.result import Result
+from bindlab.studies.validate import check_options, finite_float, input_path, nonneg_int
 from bindlab.train.compare import LABELS, format_compare, job_models, mcq_table, result_rows
 from bindlab.train.compare_attention import CAPTION_SET, attention_curves, attention_rows, per_layer_rows
 
@@ -47,15 +48,9 @@ def default_triplets() -> Path:
 
 
 # --- submitting a job ----------------------------------------------------------------------------------------------
-# Settings that are whole numbers: (smallest allowed, name of the bindlab.config.limits() field capping it or None).
-_WHOLE = {"epochs": (1, "max_epochs"), "max_steps": (0, "max_steps"), "batch_size": (1, "max_batch_size"),
-          "lora_rank": (1, None), "num_processes": (1, None), "eval_rows": (0, None), "seed": (0, None),
-          "eval_every": (-1, None), "checkpoint_every": (0, None), "threads": (0, None)}
+# Settings whose rule differs from the CLI-wide one in bindlab.studies.validate.OPTION_RULES: 0 is meaningful here.
+_ZERO_OK = ("threads", "checkpoint_every")  # 0 = torch's default / checkpoint at every evaluation
 MAX_LORA_RANK = 1024  # far above any useful LoRA rank; a typo such as 40000 is refused before a job starts
-MAX_PROCESSES = 256
-# Settings that are real numbers: (lower bound, strictly above it?).
-_REAL = {"lr": (0.0, True), "lora_alpha": (0.0, True), "margin": (0.0, True), "weight_decay": (0.0, False),
-         "lora_dropout": (0.0, False), "forget_weight": (0.0, False)}
 
 
 def _triplets_path(data: Any) -> str:
@@ -72,35 +67,38 @@ def _triplets_path(data: Any) -> str:
 def check_config(config: dict[str, Any]) -> dict[str, Any]:
     """A finetune config checked before any job exists: the same dict with its numbers as ints / floats.
 
-    Checks: the model id parses and names a known backend; the triplets folder exists and holds
-    ``triplets.jsonl``; epochs, batch size, LoRA rank ≥ 1 and max steps ≥ 0, each capped (epochs, steps and batch
-    by :func:`bindlab.config.limits`); lr, lora_alpha and margin finite and > 0; weight decay, dropout and the
-    forgetting weight finite and ≥ 0; LiNeS ``a`` = ``auto`` or a number in [0, 1]. Unknown keys are left to
+    Checks: the model id parses and names a known backend; the triplets folder exists (inside the allowed data
+    roots) and holds ``triplets.jsonl``; epochs, batch size and LoRA rank ≥ 1 and max steps ≥ 0, each capped (epochs,
+    steps and batch by :func:`bindlab.config.limits`); lr, lora_alpha and margin finite and > 0; weight decay,
+    dropout and the forgetting weight finite and ≥ 0; LiNeS ``a`` = ``auto`` or a number in [0, 1] — the rules of
+    :func:`bindlab.studies.validate.check_options`, which the CLI entry runs too. Unknown keys are left to
     :class:`bindlab.train.finetune.FinetuneConfig`, which refuses them with the list of valid ones.
 
     Raises:
         ValueError: one line naming the bad setting and what is allowed (FileNotFoundError for missing triplets).
     """
-    from bindlab.config import limits
-
     if not isinstance(config, dict):
         raise ValueError("a finetune config must be a JSON object of settings (model, data, epochs, …)")
     cfg = dict(config)
     if not str(cfg.get("model") or "").strip():
         raise ValueError("finetune needs a base model id (--model), e.g. minilm or toy:shared")
     cfg["model"] = encoder_id(cfg["model"])
+    if str(cfg.get("data") or "").strip():
+        input_path(str(cfg["data"]).strip(), "data", must_exist=False)  # inside the allowed data roots
     cfg["data"] = _triplets_path(cfg.get("data"))
-    caps = limits()
-    for name, (lo, cap) in _WHOLE.items():
+    cfg.update(check_options({k: v for k, v in cfg.items() if k not in _ZERO_OK and k != "data"}))
+    for name in _ZERO_OK:
         if cfg.get(name) is not None:
-            hi = getattr(caps, cap) if cap else MAX_LORA_RANK if name == "lora_rank" else (
-                MAX_PROCESSES if name == "num_processes" else None)
-            cfg[name] = whole(name, cfg[name], lo, hi or None)
-    for name, (lo, strict) in _REAL.items():
+            cfg[name] = nonneg_int(cfg[name], name)
+    for name in ("lora_dropout", "forget_weight"):
         if cfg.get(name) is not None:
-            cfg[name] = finite(name, cfg[name], lo, strict_lo=strict)
-    if cfg.get("lines_a") is not None and str(cfg["lines_a"]).strip().lower() != "auto":
-        cfg["lines_a"] = finite("lines_a (LiNeS a; or 'auto')", cfg["lines_a"], 0.0, 1.0)
+            cfg[name] = finite_float(cfg[name], name, 0.0)
+    if cfg.get("margin") is not None:
+        cfg["margin"] = finite_float(cfg["margin"], "margin", 0.0, lo_open=True)
+    if cfg.get("eval_every") is not None and int(cfg["eval_every"]) < -1:
+        raise ValueError(f"--eval-every must be -1 (never), 0 (auto) or a number of steps, got {cfg['eval_every']}")
+    if cfg.get("lora_rank") is not None and cfg["lora_rank"] > MAX_LORA_RANK:
+        raise ValueError(f"--lora-rank {cfg['lora_rank']} is above {MAX_LORA_RANK}; LoRA ranks are small (default 4)")
     return cfg
 
 
@@ -287,9 +285,9 @@ class CompareRequest:
             raise ValueError("select a finished job to compare (ids as 'python -m bindlab jobs list' prints them)")
         object.__setattr__(self, "job", job)
         object.__setattr__(self, "data", str(self.data or "").strip())
-        object.__setattr__(self, "limit", whole("limit", self.limit, 0))
+        object.__setattr__(self, "limit", nonneg_int(self.limit, "limit"))
         if self.attention_limit is not None:
-            object.__setattr__(self, "attention_limit", whole("attention_limit", self.attention_limit, 0))
+            object.__setattr__(self, "attention_limit", nonneg_int(self.attention_limit, "attention_limit"))
 
 
 def run_finetune_compare(request: CompareRequest, progress: Progress | None = None, manager: Any = None) -> Result:

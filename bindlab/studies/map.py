@@ -36,8 +36,9 @@ from bindlab.analysis.embedding_map import (
     select_questions,
     summary_line,
 )
-from bindlab.studies.checks import encoder_id, finite, whole
+from bindlab.studies.checks import encoder_id
 from bindlab.studies.result import Result
+from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
 
 MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 points, about what a browser can draw
 DEFAULT_MODEL = "minilm"
@@ -68,12 +69,16 @@ class MapRequest:
             raise ValueError(f"unknown map method {self.method!r}; choose from {list(METHODS)}")
         if self.color not in COLOR_BY:
             raise ValueError(f"unknown colour {self.color!r}; choose from {list(COLOR_BY)}")
-        min_dist = finite("min_dist", self.min_dist, 0.0, 1.0)
-        for name, value in (("model", model), ("data", str(self.data or "").strip()),
-                            ("n_objects", tuple(sizes) if sizes else None),
-                            ("limit", whole("limit (questions)", self.limit, 1, MAX_LIMIT)),
-                            ("n_neighbors", whole("n_neighbors", self.n_neighbors, 2, 1000)), ("min_dist", min_dist),
-                            ("seed", whole("seed", self.seed, 0, 2**32 - 1))):
+        data = str(self.data or "").strip()
+        ok = check_options({"data": data or None, "limit": self.limit, "n_neighbors": self.n_neighbors,
+                            "min_dist": self.min_dist, "seed": self.seed})
+        if not 1 <= ok["limit"] <= MAX_LIMIT:
+            raise ValueError(f"--limit {ok['limit']} questions: a map takes 1 to {MAX_LIMIT} (a seeded sample)")
+        if ok["seed"] >= 2**32:
+            raise ValueError(f"--seed must be below 2**32 (UMAP's random state), got {ok['seed']}")
+        for name, value in (("model", model), ("data", data), ("n_objects", tuple(sizes) if sizes else None),
+                            ("limit", ok["limit"]), ("n_neighbors", ok["n_neighbors"]), ("min_dist", ok["min_dist"]),
+                            ("seed", ok["seed"])):
             object.__setattr__(self, name, value)
         self.params  # noqa: B018 - LayoutParams checks the metric and the ranges once more
 

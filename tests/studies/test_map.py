@@ -54,12 +54,12 @@ def test_a_prepared_map_is_laid_out_again_without_re_embedding(small_benchmark, 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"limit": 0}, "limit"),
-    ({"limit": ms.MAX_LIMIT + 1}, f"between 1 and {ms.MAX_LIMIT}"),
+    ({"limit": ms.MAX_LIMIT + 1}, f"1 to {ms.MAX_LIMIT}"),
     ({"limit": 2.5}, "whole number"),
     ({"limit": math.nan}, "whole number"),
-    ({"min_dist": math.nan}, "min_dist"),
-    ({"min_dist": math.inf}, "min_dist"),
-    ({"min_dist": 1.5}, "min_dist"),
+    ({"min_dist": math.nan}, "min.dist must be a finite number"),
+    ({"min_dist": math.inf}, "min.dist must be a finite number"),
+    ({"min_dist": 1.5}, "min_dist must be between 0 and 1"),
     ({"n_neighbors": 1}, "n_neighbors"),
     ({"seed": -1}, "seed"),
     ({"method": "tsne"}, "choose from"),
@@ -83,6 +83,6 @@ def test_request_defaults_and_coercion():
 def test_a_missing_file_is_one_clear_error(tmp_path, capsys):
     assert main(["map", "--model", "bow", "--data", str(tmp_path / "none.jsonl"), "--method", "pca",
                  "--out", str(tmp_path / "m.html")]) == 2
-    assert "MCQ file not found" in capsys.readouterr().err
+    assert "file not found" in capsys.readouterr().err
     assert main(["map", "--model", "bow", "--limit", "0", "--method", "pca", "--out", str(tmp_path / "m.html")]) == 2
     assert "limit" in capsys.readouterr().err
