@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bindlab.studies.browse import get_encoder
-from bindlab.studies.checks import whole
 from bindlab.studies.result import Result
+from bindlab.studies.validate import nonneg_int, positive_int
 
 SOURCES = ("auto", "local", "hub")
 TASKS = ("itt", "tot")
@@ -51,10 +51,10 @@ class BenchmarkRequest:
             raise ValueError(f"source must be one of {list(SOURCES)}, got {self.source!r}")
         if self.task is not None and self.task.lower() not in TASKS:
             raise ValueError(f"task must be one of {list(TASKS)}, got {self.task!r}")
-        self.limit = whole("limit", self.limit, 0)
+        self.limit = nonneg_int(self.limit, "limit")
         if self.batch_size is not None:
-            self.batch_size = whole("batch_size", self.batch_size, 1)
-        self.seed = whole("seed", self.seed, 0)
+            self.batch_size = positive_int(self.batch_size, "batch_size")
+        self.seed = nonneg_int(self.seed, "seed")
         if not isinstance(self.device, str) or not self.device.strip():
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
 

@@ -23,8 +23,8 @@ from bindlab.data.schema import MCQ, LoadReport, load_mcqs
 from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, evaluate_mcq, parse_pairings
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
-from bindlab.studies.checks import whole
 from bindlab.studies.result import Result
+from bindlab.studies.validate import nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
 DEFAULT_IMAGE_SIZE = 128
@@ -89,9 +89,9 @@ class McqRequest:
         if not self.model:
             raise ValueError("model: give an encoder id, e.g. minilm, bow or toy:clip")
         self.pairings = parse_pairings(self.pairings)
-        self.limit = whole("limit", self.limit, 0)
+        self.limit = nonneg_int(self.limit, "limit")
         if self.batch_size is not None:
-            self.batch_size = whole("batch_size", self.batch_size, 1)
+            self.batch_size = positive_int(self.batch_size, "batch_size")
         if not isinstance(self.device, str) or not self.device.strip():
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
 

@@ -19,8 +19,8 @@ from bindlab.data.pairs_schema import PairItem, load_pairs
 from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
-from bindlab.studies.checks import whole
 from bindlab.studies.result import Result
+from bindlab.studies.validate import nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
@@ -65,10 +65,10 @@ class PairsRequest:
         if not self.model:
             raise ValueError("model: give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
         parse_verbosity(self.verbosity)
-        self.limit = whole("limit", self.limit, 0)
+        self.limit = nonneg_int(self.limit, "limit")
         if self.batch_size is not None:
-            self.batch_size = whole("batch_size", self.batch_size, 1)
-        self.seed = whole("seed", self.seed, 0)
+            self.batch_size = positive_int(self.batch_size, "batch_size")
+        self.seed = nonneg_int(self.seed, "seed")
         if not isinstance(self.device, str) or not self.device.strip():
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
 

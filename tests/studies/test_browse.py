@@ -91,9 +91,9 @@ def test_skipped_lines_are_a_note_and_a_warning(small_benchmark, tmp_path, capsy
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"limit": -1}, "limit must be at least 0, got -1"),
-    ({"limit": 2.5}, "limit must be a whole number"),
-    ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+    ({"limit": -1}, "--limit must be 0 or more, got -1"),
+    ({"limit": 2.5}, "--limit must be a whole number"),
+    ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
     ({"pairings": "tt,xy"}, r"unknown pairing\(s\) \['xy'\]"),
     ({"pairings": ""}, "unknown pairing"),
     ({"model": "  "}, "model: give an encoder id"),

@@ -76,9 +76,9 @@ def test_run_pairs_limit_and_seed(pairs_setup):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"limit": -1}, "limit must be at least 0, got -1"),
-    ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
-    ({"seed": -2}, "seed must be at least 0, got -2"),
+    ({"limit": -1}, "--limit must be 0 or more, got -1"),
+    ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
+    ({"seed": -2}, "--seed must be 0 or more, got -2"),
     ({"verbosity": "huge"}, "huge"),
     ({"model": ""}, "model: give an image\\+text encoder id"),
     ({"data": " "}, "data: give a Pairs JSONL file"),
@@ -111,7 +111,7 @@ def test_eval_benchmark_and_run_benchmark_agree(tmp_path):
     ({"name": ""}, "name: give a benchmark name"),
     ({"source": "web"}, "source must be one of"),
     ({"task": "xyz"}, "task must be one of"),
-    ({"limit": -5}, "limit must be at least 0, got -5"),
+    ({"limit": -5}, "--limit must be 0 or more, got -5"),
 ])
 def test_bad_benchmark_requests_are_refused_naming_the_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
