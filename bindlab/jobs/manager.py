@@ -10,6 +10,16 @@ jobs whose process died without saying so become ``failed`` (with the end of the
 while fewer than ``max_heavy`` heavy jobs run (``$BINDLAB_MAX_HEAVY_JOBS``, default 1: one GPU-heavy job at a
 time). Each job runs as ``python -m bindlab jobs _run DIR`` in its own session, so :meth:`JobManager.cancel` can
 stop the whole process group (SIGTERM, then SIGKILL after a grace period); the runner checkpoints on SIGTERM.
+
+Every job has an owner: a session id or a name passed to :class:`JobManager`, else the local owner
+(``local:<OS user>``, what the CLI uses). A manager sees, cancels and resumes only its owner's jobs; another
+owner's job reads exactly like a job that does not exist. The local owner outside public mode (or ``admin=True``)
+sees all. The caps of :func:`bindlab.config.limits` hold for every job, walkthrough finetunes included: running
+jobs per owner and on the server (enforced when the queue is promoted), queued jobs per owner and on the server,
+steps and epochs (refused in :meth:`JobManager.submit` before anything is queued), and wall-clock seconds (a
+job past the cap is stopped and can be resumed). A failed job's status carries a one-line ``message``; its
+traceback stays in ``log.txt`` on the server and reaches a page only through a manager made with
+``show_logs=True`` (the admin's default).
 """
 
 from __future__ import annotations
@@ -17,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
+import getpass
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -28,16 +40,30 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bindlab.config import jobs_root, limits, public_mode
+
 STATES = ("queued", "running", "done", "failed", "cancelled")
 FINAL = ("done", "failed", "cancelled")
 _CHILDREN: dict[int, subprocess.Popen] = {}  # processes this Python process started (polled so none stays a zombie)
+_SERVER_FIELDS = ("pid", "pgid", "pid_start", "log_tail", "dir")  # never shown to a page without show_logs
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^/\\\s'\"]+){2,}")
 
 
-def jobs_root() -> Path:
-    """``$BINDLAB_HOME/jobs``."""
-    from bindlab.config import home
+def local_owner() -> str:
+    """The owner of jobs started from this machine's CLI: ``local:<OS user>``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return f"local:{user}"
 
-    return home() / "jobs"
+
+def one_line(text: str, limit: int = 240, hide_paths: bool = False) -> str:
+    """The first non-empty line of ``text``, at most ``limit`` characters; server paths become their last name."""
+    line = next((x.strip() for x in str(text or "").splitlines() if x.strip()), "")
+    if hide_paths:
+        line = _PATH.sub(lambda m: "…/" + re.split(r"[/\\]", m.group(0))[-1], line)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _now() -> str:
@@ -127,21 +153,54 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+class JobLimitError(ValueError):
+    """A job refused because of a cap (jobs per session or on the server, steps, epochs); the message says which."""
+
+
+def check_training_caps(epochs: int, max_steps: int, lim: Any = None) -> None:
+    """Refuse epochs or an explicit step count over the caps (``BINDLAB_MAX_EPOCHS``, ``BINDLAB_MAX_STEPS``).
+
+    A job without ``max_steps`` is capped at ``BINDLAB_MAX_STEPS`` by its runner. A cap of 0 means no cap.
+
+    Raises:
+        JobLimitError: naming the value, the cap and its environment variable.
+    """
+    lim = lim or limits()
+    if lim.max_epochs and epochs > lim.max_epochs:
+        raise JobLimitError(f"epochs={epochs} is over the cap of {lim.max_epochs} (BINDLAB_MAX_EPOCHS); "
+                            "use fewer epochs or max_steps")
+    if lim.max_steps and max_steps > lim.max_steps:
+        raise JobLimitError(f"max_steps={max_steps} is over the cap of {lim.max_steps} (BINDLAB_MAX_STEPS); "
+                            "use fewer steps")
+
+
 class JobManager:
-    """Submit, list, follow, cancel and resume finetune jobs stored under ``root``.
+    """Submit, list, follow, cancel and resume finetune jobs stored under ``root``, as one owner.
 
     Args:
         root: folder of job folders (default ``$BINDLAB_HOME/jobs``).
         max_heavy: heavy jobs allowed to run at once (default ``$BINDLAB_MAX_HEAVY_JOBS`` or 1).
+        owner: whose jobs these are: a session id (``session:<hash>``) or a name; None = the local owner
+            (:func:`local_owner`), which is what the CLI is.
+        admin: see and touch every owner's jobs; default: True for the local owner outside public mode.
+        show_logs: include server-side details (log tail, pid, job folder) in what :meth:`show`, :meth:`list` and
+            :meth:`wait` return; default: True for the local owner and for an admin. A page gets a manager
+            without them: a failed job then shows its one-line ``error`` only.
     """
 
-    def __init__(self, root: str | Path | None = None, max_heavy: int | None = None) -> None:
+    def __init__(self, root: str | Path | None = None, max_heavy: int | None = None, owner: str | None = None,
+                 admin: bool | None = None, show_logs: bool | None = None) -> None:
         self.root = Path(root) if root else jobs_root()
         self.root.mkdir(parents=True, exist_ok=True)
         env = os.environ.get("BINDLAB_MAX_HEAVY_JOBS", "1")
         self.max_heavy = int(max_heavy if max_heavy is not None else (env if env.isdigit() else 1))
         if self.max_heavy < 1:
             raise ValueError(f"max_heavy must be >= 1, got {self.max_heavy}")
+        if owner is not None and (not isinstance(owner, str) or not owner.strip() or len(owner) > 200):
+            raise ValueError(f"owner must be a non-empty name of at most 200 characters, got {owner!r}")
+        self.owner = owner.strip() if owner else local_owner()
+        self.admin = bool(admin) if admin is not None else (owner is None and not public_mode())
+        self.show_logs = bool(show_logs) if show_logs is not None else (owner is None or self.admin)
 
     # -- locking and state ------------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -153,15 +212,37 @@ class JobManager:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
+    def _mine(self, st: dict[str, Any]) -> bool:
+        """True when this manager may see and touch the job (its owner's, or any for an admin)."""
+        return self.admin or st.get("owner", local_owner()) == self.owner
+
     def job_dir(self, job_id: str) -> Path:
-        """Folder of a job; raises KeyError naming the known ids when there is none."""
-        job_id = (job_id or "").strip().removeprefix("lora:").split("/")[0]
+        """Folder of one of this owner's jobs; raises KeyError naming the owner's recent ids when there is none.
+
+        Another owner's job gets exactly the message of a job that does not exist.
+        """
+        job_id = str(job_id or "").strip().removeprefix("lora:").split("/")[0]
         d = self.root / job_id
-        if not job_id or "/" in job_id or not (d / "status.json").exists():
-            known = [s["id"] for s in self._statuses()][-5:]
-            raise KeyError(f"no job {job_id!r} under {self.root}; recent jobs: {known or 'none'} "
+        if (not re.fullmatch(r"[\w-][\w.-]{0,79}", job_id) or not (d / "status.json").is_file()
+                or not self._mine(self._status(d))):
+            known = [s["id"] for s in self._statuses() if self._mine(s)][-5:]
+            where = f" under {self.root}" if self.show_logs else ""
+            raise KeyError(f"no job {job_id[:80]!r}{where}; your recent jobs: {known or 'none'} "
                            "(see 'python -m bindlab jobs list')")
         return d
+
+    def _view(self, st: dict[str, Any]) -> dict[str, Any]:
+        """A status as this manager may show it: ``error`` = the one-line message of a failed job (paths hidden
+        unless ``show_logs``); server details only with ``show_logs``."""
+        st = dict(st)
+        st.setdefault("owner", local_owner())
+        st["error"] = one_line(st.get("message", ""), hide_paths=not self.show_logs) if st.get("state") == "failed" \
+            else None
+        if not self.show_logs:
+            for k in _SERVER_FIELDS:
+                st.pop(k, None)
+            st["message"] = one_line(st.get("message", ""), hide_paths=True)
+        return st
 
     def _status(self, d: Path) -> dict[str, Any]:
         return read_json(d / "status.json", {}) or {}
@@ -173,14 +254,20 @@ class JobManager:
 
     def _statuses(self) -> list[dict[str, Any]]:
         out = [read_json(d / "status.json") for d in self.root.iterdir() if (d / "status.json").is_file()]
-        return sorted((s for s in out if s), key=lambda s: (s.get("created", ""), s.get("id", "")))
+        # "submitted" (seconds, sub-second) keeps the queue first-in first-out within one second of "created"
+        return sorted((s for s in out if s), key=lambda s: (s.get("created", ""), s.get("submitted", 0.0), s.get("id", "")))
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def submit(self, config: dict[str, Any], kind: str = "finetune") -> str:
-        """Validate a finetune config, create the job folder, queue it and start it if a slot is free.
+        """Validate a finetune config and the caps, create the job folder (owned by this manager's owner), queue
+        it and start it if a slot is free. Nothing is written when a check fails.
 
         Returns:
             The job id; the finetuned model will load as ``lora:<job_id>``.
+
+        Raises:
+            ValueError: a bad config; :class:`JobLimitError` when steps, epochs or the owner's or the server's
+                job counts are over their caps.
         """
         from bindlab.encoders.base import parse_encoder_id
         from bindlab.train.finetune import FinetuneConfig
@@ -189,25 +276,57 @@ class JobManager:
             raise ValueError(f"unknown job kind {kind!r}; only 'finetune' jobs exist")
         cfg = FinetuneConfig.from_dict(config)
         parse_encoder_id(cfg.model)
+        lim = limits()
+        check_training_caps(cfg.epochs, cfg.max_steps, lim)
         data = Path(cfg.data)
         if not (data.is_file() or (data / "triplets.jsonl").is_file()):
             raise FileNotFoundError(f"no triplets at {data}; make them with "
                                     f"'python -m bindlab generate triplets --out {data}'")
-        job_id = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-        d = self.root / job_id
-        d.mkdir(parents=True)
-        write_json_atomic(d / "config.json", cfg.to_dict())
-        write_json_atomic(d / "status.json", {
-            "id": job_id, "kind": kind, "model_id": f"lora:{job_id}", "base_model": cfg.model, "state": "queued",
-            "heavy": bool(cfg.heavy), "created": _now(), "started": None, "finished": None, "pid": None,
-            "pid_start": None, "attempts": 0, "resume": False, "message": "waiting for a free slot"})
+        self.promote()  # dead jobs leave their slots before the counts
+        with self._locked():  # counting and creating under one lock: two submits at once cannot both slip in
+            self._admit(lim)
+            job_id = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+            d = self.root / job_id
+            d.mkdir(parents=True)
+            write_json_atomic(d / "config.json", cfg.to_dict())
+            write_json_atomic(d / "status.json", {
+                "id": job_id, "kind": kind, "model_id": f"lora:{job_id}", "base_model": cfg.model, "state": "queued",
+                "owner": self.owner, "heavy": bool(cfg.heavy), "created": _now(), "submitted": time.time(),
+                "started": None, "finished": None,
+                "pid": None, "pid_start": None, "attempts": 0, "resume": False, "message": "waiting for a free slot"})
         self.promote()
         return job_id
 
+    def _admit(self, lim: Any) -> None:
+        """Refuse a new job of this owner when it would go over a cap (called under the lock)."""
+        statuses = self._statuses()
+        mine = [s for s in statuses if s.get("owner", local_owner()) == self.owner]
+        running_all = sum(s["state"] == "running" for s in statuses)
+        queued_all = sum(s["state"] == "queued" for s in statuses)
+        running_mine = sum(s["state"] == "running" for s in mine)
+        queued_mine = sum(s["state"] == "queued" for s in mine)
+        if lim.max_jobs_per_session == 0 or lim.max_jobs_global == 0:
+            raise JobLimitError("background jobs are turned off on this server (BINDLAB_MAX_JOBS_PER_SESSION or "
+                                "BINDLAB_MAX_JOBS_GLOBAL is 0)")
+        starts_now = running_mine < lim.max_jobs_per_session and running_all < lim.max_jobs_global and not queued_all
+        if starts_now:
+            return
+        if queued_mine >= lim.max_queued_per_session:
+            raise JobLimitError(
+                f"you have {running_mine} running and {queued_mine} queued job(s), the most one session may have "
+                f"(BINDLAB_MAX_JOBS_PER_SESSION={lim.max_jobs_per_session}, BINDLAB_MAX_QUEUED_PER_SESSION="
+                f"{lim.max_queued_per_session}); wait for one to finish or cancel one")
+        if queued_all >= lim.max_queued_global:
+            raise JobLimitError(f"the server's job queue is full ({queued_all} queued, BINDLAB_MAX_QUEUED_GLOBAL="
+                                f"{lim.max_queued_global}); try again when a job has finished")
+
     def promote(self) -> None:
-        """Mark dead jobs failed, then start queued jobs (oldest first) while heavy slots are free."""
+        """Mark dead jobs failed, stop jobs past the time cap, then start queued jobs (oldest first) while the heavy
+        slots, the server's running cap and each owner's running cap allow."""
+        lim = limits()
         with self._locked():
             statuses = self._statuses()
+            self._stop_overdue(statuses, lim.max_job_seconds)
             for st in statuses:
                 if st["state"] == "running" and not pid_alive(st.get("pid"), st.get("pid_start")):
                     d = self.root / st["id"]
@@ -219,14 +338,42 @@ class JobManager:
                                             log_tail=log))
                     else:
                         st.update(fresh)
-            running_heavy = sum(1 for s in statuses if s["state"] == "running" and s.get("heavy", True))
+            running = [s for s in statuses if s["state"] == "running"]
+            running_heavy = sum(1 for s in running if s.get("heavy", True))
+            per_owner: dict[str, int] = {}
+            for s in running:
+                per_owner[s.get("owner", local_owner())] = per_owner.get(s.get("owner", local_owner()), 0) + 1
+            total = len(running)
             for st in statuses:
                 if st["state"] != "queued":
                     continue
-                if st.get("heavy", True) and running_heavy >= self.max_heavy:
+                owner = st.get("owner", local_owner())
+                if total >= lim.max_jobs_global:
+                    break
+                if (st.get("heavy", True) and running_heavy >= self.max_heavy) \
+                        or per_owner.get(owner, 0) >= lim.max_jobs_per_session:
                     continue
                 self._start(self.root / st["id"], st)
                 running_heavy += bool(st.get("heavy", True))
+                per_owner[owner] = per_owner.get(owner, 0) + 1
+                total += 1
+
+    def _stop_overdue(self, statuses: list[dict[str, Any]], cap_s: int) -> None:
+        """SIGTERM the process group of every job running longer than ``cap_s`` seconds (0: no cap) and mark it
+        cancelled; it checkpoints on SIGTERM, so it can be resumed. Called under the lock."""
+        if not cap_s:
+            return
+        now = _dt.datetime.now(_dt.UTC)
+        for st in statuses:
+            if st["state"] != "running" or not st.get("started") or not st.get("pgid"):
+                continue
+            if (now - _dt.datetime.fromisoformat(st["started"])).total_seconds() <= cap_s:
+                continue
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(st["pgid"]), signal.SIGTERM)
+            st.update(self._set(self.root / st["id"], state="cancelled", finished=_now(),
+                                message=f"stopped after the {cap_s} s limit of one job (BINDLAB_MAX_JOB_SECONDS); "
+                                        "resume it to continue from its last checkpoint"))
 
     def _start(self, d: Path, st: dict[str, Any]) -> None:
         from bindlab.config import repo_root
@@ -285,33 +432,47 @@ class JobManager:
             st = self._set(d, state="cancelled", finished=_now(),
                            message=f"cancelled at step {step}" + ("; last checkpoint kept" if ckpt else ""))
         self.promote()
-        return st
+        return self._view(st)
 
     def resume(self, job_id: str) -> dict[str, Any]:
-        """Queue a cancelled or failed job again; it continues from its last checkpoint when there is one."""
+        """Queue a cancelled or failed job again; it continues from its last checkpoint when there is one.
+
+        The job counts against its owner's queue like a new one (:class:`JobLimitError` when over the cap).
+        """
         d = self.job_dir(job_id)
+        lim = limits()
+        self.promote()
         with self._locked():
             st = self._status(d)
             if st["state"] not in ("cancelled", "failed"):
                 raise ValueError(f"job {st['id']} is {st['state']}; only cancelled or failed jobs can be resumed")
+            owner, self.owner = self.owner, st.get("owner", local_owner())  # an admin resumes in the owner's name
+            try:
+                self._admit(lim)
+            finally:
+                self.owner = owner
             st = self._set(d, state="queued", resume=True, finished=None, message="queued to resume")
         self.promote()
-        return self._status(d)
+        return self._view(self._status(d))
 
     # -- reading ----------------------------------------------------------------------------------------------
     def list(self) -> list[dict[str, Any]]:
-        """All jobs, oldest first, each status with its progress; promotes the queue first."""
+        """This owner's jobs (all for an admin), oldest first, each status with its progress; promotes first."""
         self.promote()
-        return [{**s, "progress": read_json(self.root / s["id"] / "progress.json", {}) or {}} for s in self._statuses()]
+        return [self._view({**s, "progress": read_json(self.root / s["id"] / "progress.json", {}) or {}})
+                for s in self._statuses() if self._mine(s)]
 
     def show(self, job_id: str, log_lines: int = 30) -> dict[str, Any]:
-        """Everything about one job: status, config, progress, metrics, LiNeS choice, result, log tail."""
+        """Everything about one job: status, config, progress, metrics, LiNeS choice, result, and with
+        ``show_logs`` the log tail and folder (``log_tail`` is '' without)."""
         self.promote()
         d = self.job_dir(job_id)
-        return {"status": self._status(d), "config": read_json(d / "config.json", {}),
-                "progress": read_json(d / "progress.json", {}) or {}, "metrics": self.metrics(job_id),
-                "lines": read_json(d / "lines.json"), "result": read_json(d / "result.json"),
-                "log_tail": tail(d / "log.txt", log_lines), "dir": str(d)}
+        out = {"status": self._view(self._status(d)), "config": read_json(d / "config.json", {}),
+               "progress": read_json(d / "progress.json", {}) or {}, "metrics": self.metrics(job_id),
+               "lines": read_json(d / "lines.json"), "result": read_json(d / "result.json"), "log_tail": ""}
+        if self.show_logs:
+            out.update(log_tail=tail(d / "log.txt", log_lines), dir=str(d))
+        return out
 
     def metrics(self, job_id: str) -> list[dict[str, Any]]:
         """The job's metric events (``{"step", "loss"}`` per step, ``{"step", "val_acc"}`` per evaluation)."""
@@ -325,7 +486,9 @@ class JobManager:
         return out
 
     def log_tail(self, job_id: str, lines: int = 30) -> str:
-        return tail(self.job_dir(job_id) / "log.txt", lines)
+        """The end of the job's log ('' for a manager without ``show_logs``: tracebacks stay on the server)."""
+        d = self.job_dir(job_id)
+        return tail(d / "log.txt", lines) if self.show_logs else ""
 
     def wait(self, job_id: str, timeout: float = 600, states: tuple[str, ...] = FINAL, poll: float = 0.2) -> dict[str, Any]:
         """Block until the job reaches one of ``states`` (promoting as it goes); raises TimeoutError."""
@@ -335,7 +498,7 @@ class JobManager:
             self.promote()
             st = self._status(d)
             if st["state"] in states:
-                return st
+                return self._view(st)
             if time.time() > deadline:
                 raise TimeoutError(f"job {job_id} still {st['state']} after {timeout:.0f}s")
             time.sleep(poll)

@@ -4,11 +4,13 @@ Progress goes to ``progress.json`` (phase, step, total, loss, rate, ETA; rewritt
 a second) and ``metrics.jsonl`` (one line per step and per evaluation). SIGTERM sets the training
 :class:`~bindlab.train.finetune.Control` flag: the loop saves a checkpoint and stops at the next step boundary.
 On exit the runner records the final state and promotes the queue, so the next queued job starts without any
-daemon.
+daemon. A failure's traceback goes to the job's log only; its status gets one line. A job without ``max_steps``
+(or with more) runs at most ``BINDLAB_MAX_STEPS`` steps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import sys
@@ -17,7 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bindlab.jobs.manager import JobManager, read_json, tail, write_json_atomic
+from bindlab.config import limits
+from bindlab.jobs.manager import JobManager, one_line, read_json, tail, write_json_atomic
 from bindlab.train.finetune import Callback, Control, FinetuneConfig, Stopped, TrainState, train
 
 
@@ -91,7 +94,7 @@ def run_job(job_dir: str | Path) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     try:
-        cfg = FinetuneConfig.from_dict(read_json(d / "config.json", {}))
+        cfg = capped(FinetuneConfig.from_dict(read_json(d / "config.json", {})))
         result = train(cfg, d, [JobReporter(d)], control, resume=bool(status.get("resume")))
     except Stopped as e:
         manager.finish(d, "cancelled", f"{e}; last checkpoint kept")
@@ -100,8 +103,17 @@ def run_job(job_dir: str | Path) -> int:
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
-        manager.finish(d, "failed", f"{type(e).__name__}: {e}", log_tail=tail(d / "log.txt", 20))
+        manager.finish(d, "failed", one_line(f"{type(e).__name__}: {e}"), log_tail=tail(d / "log.txt", 20))
         return 1
     if result:  # rank 0 only
         manager.finish(d, "done", f"finished {result['steps']} steps; LiNeS a = {result['lines']['a']}")
     return 0
+
+
+def capped(cfg: FinetuneConfig) -> FinetuneConfig:
+    """The config with ``max_steps`` at most ``BINDLAB_MAX_STEPS`` (0 = no cap); says so in the log when it cuts."""
+    cap = limits().max_steps
+    if cap and (not cfg.max_steps or cfg.max_steps > cap):
+        print(f"at most {cap} steps (BINDLAB_MAX_STEPS caps a job without max_steps or with more)", flush=True)
+        return dataclasses.replace(cfg, max_steps=cap)
+    return cfg

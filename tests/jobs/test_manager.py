@@ -5,6 +5,7 @@ crashing jobs are reported failed with their log tail."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -47,10 +48,10 @@ def _wait_progress(d: Path, step: int, timeout: float = 240) -> dict:
 
 
 def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny, tmp_path):
+    from bindlab.encoders.adapter import read_adapter
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.service import embed_texts
     from bindlab.train.lines import scale_lora_state
-    from bindlab.encoders.adapter import read_adapter
 
     m = JobManager(tmp_path / "jobs")
     job = m.submit(_cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5))
@@ -156,3 +157,100 @@ def test_submit_refuses_bad_input_before_starting(tiny, tmp_path):
         m.show("20990101-000000-beef")
     assert m.list() == []
     assert json.loads(json.dumps(m.list())) == []
+
+
+# -- owners, caps, what a page sees ---------------------------------------------------------------------------
+def _job_dirs(root: Path) -> set[str]:
+    return {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
+
+
+def test_jobs_belong_to_their_owner_and_a_failed_job_shows_one_line(tiny, tmp_path):
+    from bindlab.jobs.manager import local_owner
+
+    root = tmp_path / "jobs"
+    alice, bob = JobManager(root, owner="session:alice"), JobManager(root, owner="session:bob")
+    job = alice.submit(_cfg(tiny, max_steps=3, evaluate=False, debug={"fail_at_step": 1}))
+    st = alice.wait(job, timeout=300)
+    assert st["state"] == "failed" and st["owner"] == "session:alice"
+
+    # Bob cannot see, show, cancel or resume it, and the refusal reads like a job that does not exist.
+    assert bob.list() == []
+    messages = []
+    for jid in (job, "20990101-000000-beefee"):
+        for call in (bob.show, bob.cancel, bob.resume, bob.log_tail):
+            with pytest.raises(KeyError) as e:
+                call(jid)
+            messages.append(str(e.value).replace(jid, "ID"))
+    assert len(set(messages)) == 1 and str(root) not in messages[0]
+
+    # Alice's page: the one-line error, no traceback, log, pid or server folder anywhere.
+    info = alice.show(job)
+    page = json.dumps([info, alice.list(), alice.wait(job)])
+    assert info["status"]["error"] == "RuntimeError: injected failure (debug fail_at_step)" or \
+        info["status"]["error"].startswith("RuntimeError: injected failure")
+    assert "\n" not in info["status"]["error"] and info["log_tail"] == "" and alice.log_tail(job) == ""
+    for secret in ("Traceback", "log_tail\": \"=", str(root), '"pid"', '"pgid"'):
+        assert secret not in page, secret
+    # The traceback is in the job's log on the server, and the local admin (the CLI) sees it and every job.
+    assert "Traceback" in (root / job / "log.txt").read_text()
+    admin = JobManager(root)
+    assert admin.owner == local_owner() and [j["id"] for j in admin.list()] == [job]
+    assert "RuntimeError: injected failure" in admin.show(job)["log_tail"]
+
+
+def test_one_line_hides_server_paths():
+    from bindlab.jobs.manager import one_line
+
+    msg = one_line("FileNotFoundError: [Errno 2] No such file: '/srv/app/.cache/x/trip.jsonl'\nTraceback ...",
+                   hide_paths=True)
+    assert msg == "FileNotFoundError: [Errno 2] No such file: '…/trip.jsonl'"
+    assert len(one_line("x" * 1000)) == 240
+
+
+def test_caps_are_checked_in_submit_before_anything_is_queued(tiny, tmp_path, monkeypatch):
+    from bindlab.jobs.manager import JobLimitError
+
+    for name, value in (("JOBS_PER_SESSION", 1), ("QUEUED_PER_SESSION", 1), ("JOBS_GLOBAL", 1),
+                        ("QUEUED_GLOBAL", 2), ("EPOCHS", 2), ("STEPS", 50)):
+        monkeypatch.setenv(f"BINDLAB_MAX_{name}", str(value))
+    root = tmp_path / "jobs"
+    a, b, c = (JobManager(root, owner=f"session:{x}") for x in "abc")
+    slow = {"evaluate": False, "debug": {"sleep_per_step": 1.0}, "heavy": False}  # light jobs count too
+
+    with pytest.raises(JobLimitError, match="epochs=3 is over the cap of 2"):
+        a.submit(_cfg(tiny, epochs=3, **slow))
+    with pytest.raises(JobLimitError, match="max_steps=51 is over the cap of 50"):
+        a.submit(_cfg(tiny, max_steps=51, **slow))
+    assert _job_dirs(root) == set()
+
+    a1 = a.submit(_cfg(tiny, max_steps=40, **slow))
+    a2 = a.submit(_cfg(tiny, max_steps=1, **slow))  # a's one queued job
+    with pytest.raises(JobLimitError, match="1 running and 1 queued"):
+        a.submit(_cfg(tiny, max_steps=1, **slow))
+    b1 = b.submit(_cfg(tiny, max_steps=1, **slow))  # the server's second queued job
+    with pytest.raises(JobLimitError, match="job queue is full"):
+        c.submit(_cfg(tiny, max_steps=1, **slow))
+    assert _job_dirs(root) == {a1, a2, b1}
+    admin = JobManager(root)
+    assert {j["id"]: j["state"] for j in admin.list()} == {a1: "running", a2: "queued", b1: "queued"}
+
+    # A job past the wall-clock cap is stopped (and can be resumed); the next queued job gets the slot.
+    _wait_progress(root / a1, 1)
+    monkeypatch.setenv("BINDLAB_MAX_JOB_SECONDS", "1")
+    time.sleep(1.5)
+    states = {j["id"]: j for j in admin.list()}
+    assert states[a1]["state"] == "cancelled" and "BINDLAB_MAX_JOB_SECONDS" in states[a1]["message"]
+    assert states[a2]["state"] == "running" and states[b1]["state"] == "queued"
+    monkeypatch.delenv("BINDLAB_MAX_JOB_SECONDS")
+    for job in (a2, b1):
+        with contextlib.suppress(ValueError):
+            admin.cancel(job)
+
+
+def test_a_job_without_max_steps_stops_at_the_steps_cap(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("BINDLAB_MAX_STEPS", "2")
+    m = JobManager(tmp_path / "jobs", owner="session:a")
+    job = m.submit(_cfg(tiny, evaluate=False))  # one epoch of ~24 steps without the cap
+    st = JobManager(tmp_path / "jobs").wait(job, timeout=300)
+    assert st["state"] == "done", st
+    assert read_json(tmp_path / "jobs" / job / "result.json")["steps"] == 2
