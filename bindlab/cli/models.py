@@ -18,6 +18,7 @@ def cmd_models(a: argparse.Namespace) -> None:
     for r in rows:
         mark = "yes" if r["loadable"] else "no "
         print(f"{r['id']:<{width}}  {mark}  {r['description']} — {r['reason']}")
+        print(f"{'':<{width}}       text: {r['text_normalisation']}")
     print("\nbackends: " + "; ".join(f"{k} ({v})" for k, v in backends().items()))
     _write_json(a.out, {"models": rows, "backends": backends()})
 

@@ -54,6 +54,35 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 
+# What happens to a caption's case and punctuation before the model sees it, and why (``python -m bindlab models``).
+# Keyed by id prefix; the first matching prefix wins. See docs/models.md.
+TEXT_NORMALISATION: tuple[tuple[str, str], ...] = (
+    ("minilm", "lowercase (the BERT uncased tokenizer of all-MiniLM-L6-v2)"),
+    ("bow", "lowercase content words, punctuation and stop words dropped (bag-of-words by design)"),
+    ("hf:openai/clip", "lowercase, whitespace cleaned (CLIP's BPE tokenizer, as CLIP was trained)"),
+    ("hf:google/siglip2", "lowercase (applied by bindlab: SigLIP2 was trained on lowercased text; "
+                          "transformers' Siglip2Tokenizer does the same)"),
+    ("hf:google/siglip", "lowercase + punctuation stripped (SiglipTokenizer.canonicalize_text, as SigLIP v1 "
+                         "was trained)"),
+    ("open_clip:ViT-B-16-SigLIP", "canonicalised: lowercase + punctuation stripped (open_clip's "
+                                  "HFTokenizer clean='canonicalize', as big_vision trained the SigLIP models)"),
+    ("open_clip:ViT-SO400M-14-SigLIP", "canonicalised: lowercase + punctuation stripped (open_clip's "
+                                       "HFTokenizer clean='canonicalize', as big_vision trained the SigLIP models)"),
+    ("open_clip:", "lowercase, whitespace cleaned (open_clip's CLIP tokenizer, as the model was trained)"),
+    ("qwen3vl:", "none: case and punctuation kept (an LLM tokenizer; the text sits in the chat template after "
+                 "the instruction)"),
+    ("toy:", "lowercase words, punctuation dropped (bindlab's toy word tokenizer, as the toy models were trained)"),
+)
+
+
+def text_normalisation(encoder_id: str) -> str:
+    """How a preset's text is normalised before tokenizing, and why; "see the model's tokenizer" when unknown."""
+    for prefix, what in TEXT_NORMALISATION:
+        if encoder_id.startswith(prefix):
+            return what
+    return "as the model's own tokenizer does"
+
+
 # Hub repos of the open_clip presets' tags (open_clip.get_pretrained_cfg(...)["hf_hub"]), kept here so that
 # listing models does not import open_clip (seconds); tests check they agree with open_clip.
 OPEN_CLIP_REPOS: dict[str, str] = {
@@ -114,7 +143,7 @@ def availability(preset: Preset, offline: bool) -> tuple[bool, str]:
 
 
 def list_models(offline: bool | None = None) -> list[dict[str, object]]:
-    """Rows for ``python -m bindlab models``: id, description, loadable, reason."""
+    """Rows for ``python -m bindlab models``: id, description, loadable, reason, text normalisation."""
     from bindlab.config import hub_offline
 
     off = hub_offline() if offline is None else offline
@@ -122,5 +151,5 @@ def list_models(offline: bool | None = None) -> list[dict[str, object]]:
     for p in PRESETS:
         ok, why = availability(p, off)
         rows.append({"id": p.id, "description": p.description, "loadable": ok, "reason": why,
-                     "alias_of": ALIASES.get(p.id)})
+                     "alias_of": ALIASES.get(p.id), "text_normalisation": text_normalisation(p.id)})
     return rows

@@ -293,6 +293,15 @@ def test_presets_listing_offline():
     assert set(rows) == {p.id for p in PRESETS}
     assert rows["minilm"]["loadable"] and "qwen3vl:Qwen/Qwen3-VL-Embedding-8B" in rows
     assert any(i.startswith("open_clip:EVA02") for i in rows) and any("siglip2" in i for i in rows)
+    norm = {i: r["text_normalisation"] for i, r in rows.items()}
+    assert "punctuation stripped" in norm["hf:google/siglip-base-patch16-224"]
+    assert norm["hf:google/siglip2-base-patch16-224"].startswith("lowercase (")
+    assert norm["qwen3vl:Qwen/Qwen3-VL-Embedding-2B"].startswith("none")
+    for i in rows:  # the open_clip claims agree with open_clip's own model configs
+        if i.startswith("open_clip:"):
+            cfg = open_clip.get_model_config(i.split(":", 1)[1].split("/")[0])["text_cfg"]
+            canon = cfg.get("tokenizer_kwargs", {}).get("clean") == "canonicalize"
+            assert canon == norm[i].startswith("canonicalised"), i
 
 
 def test_embedding_throughput(tiny_encoder):
