@@ -32,7 +32,7 @@ def cmd_map(a: argparse.Namespace) -> None:
                    encoding="utf-8")
     print(f"wrote {out}")
     _write_json(str(out.with_suffix(".json")), {"points": res.rows, "notes": res.notes, "provenance": res.provenance})
-    _write_export(a, lambda: exports.map_export(fig["map"], {a.method: fig["xy"]}, a.color), res.provenance)
+    _write_export(a, lambda: exports.map_export(res), res.provenance)
 
 
 def add_commands(g: Groups) -> None:

@@ -458,17 +458,27 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
     return ResultView("compare", tables, figs)
 
 
-def map_export(data: Any, layouts: dict[str, Any], color_by: str = "role", shown: str | None = None) -> ResultView:
+def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: str | None = None,
+               shown: str | None = None) -> ResultView:
     """Embedding map (``map``, the Map tab): one row per point with its coordinates in every computed layout
     (``pca_x``, ``pca_y``, ``umap_x``, …), the correct share per modality, and the map figure of the layout shown
     (default: UMAP if computed, else PCA). The figure's HTML keeps the hover captions; the ``map`` command's own
-    ``map.html`` also carries hover thumbnails."""
+    ``map.html`` also carries hover thumbnails.
+
+    Args:
+        result: :func:`bindlab.studies.map.run_map`'s result (both faces pass the same one).
+        layouts: ``{method: (p, 2) coordinates}`` of the same points (the tab's PCA and UMAP); default: the result's.
+        color_by: colour of the figure; default: the result's request.
+        shown: the layout drawn in the figure.
+    """
     import numpy as np
 
     from bindlab.present.map_figure import map_figure
 
-    if not layouts:
-        raise ValueError("no layout to export: make a map first")
+    fd = result.figures_data
+    data = fd["map"]
+    layouts = layouts or {fd["method"]: fd["xy"]}
+    color_by = color_by or fd.get("color", "role")
     shown = shown or ("umap" if "umap" in layouts else next(iter(layouts)))
     points = []
     for k, p in enumerate(data.points):

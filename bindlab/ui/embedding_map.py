@@ -114,7 +114,7 @@ def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: fl
                             seed=seed or 0, method="pca", color=color)
     m = ms.prepare_map(request, progress=lambda f, msg: progress(f, desc=msg))
     res = ms.run_map(request, prepared=m)
-    state = {"map": m, "layouts": {"pca": res.figures_data["xy"]}, "shown": "pca", "request": request,
+    state = {"map": m, "result": res, "layouts": {"pca": res.figures_data["xy"]}, "shown": "pca", "request": request,
              "thumbs": thumbnails(m.points, THUMB_SIZE)}  # thumbnails read the images once, not on every recolour
     pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""
     return _figure(state, color), state, _status(state, pending)
@@ -126,7 +126,7 @@ def add_umap(state: dict[str, Any] | None, color: str, method: str) -> tuple[Any
     if not state or method != "umap":
         return gr.update(), state, gr.update()
     res = ms.run_map(replace(state["request"], method="umap"), prepared=state["map"])
-    state = {**state, "layouts": {**state["layouts"], "umap": res.figures_data["xy"]}, "shown": "umap"}
+    state = {**state, "result": res, "layouts": {**state["layouts"], "umap": res.figures_data["xy"]}, "shown": "umap"}
     return _figure(state, color), state, _status(state, " (from cache)" if res.summary["from_cache"] else "")
 
 
@@ -164,7 +164,7 @@ def export(state: dict[str, Any] | None, color: str, formats: list[str]) -> tupl
     if not state:
         raise ValueError("make a map first, then download it")
     m = state["map"]
-    view = map_export(m, state["layouts"], color, state["shown"])
+    view = map_export(state["result"], state["layouts"], color, state["shown"])
     request = replace(state["request"], method=state["shown"], color=color)
     settings = {**request.settings(), "layouts": sorted(state["layouts"])}
     return deliver(view, ms.map_provenance(m, settings, request.seed), formats)

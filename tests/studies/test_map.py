@@ -41,6 +41,23 @@ def test_cli_and_tab_give_the_same_points_and_coordinates(small_benchmark, tmp_p
     assert res.summary["n_points"] == 30 and res.summary["correct_share"] == {"text": 0.0}
 
 
+def test_cli_and_tab_export_the_same_points_table(small_benchmark, tmp_path):
+    import pandas as pd
+
+    from bindlab.ui import embedding_map as tab
+
+    path, _ = small_benchmark
+    folder = tmp_path / "export"
+    assert main(["map", "--model", "bow", "--data", str(path), "--limit", "4", "--method", "pca",
+                 "--out", str(tmp_path / "map.html"), "--export", str(folder), "--export-formats", "csv"]) == 0
+    _, state, _ = tab.make_map(str(path), "bow", [], 4, 0, "role", "pca", progress=_noop_progress)
+    files, _ = tab.export(state, "role", ["csv"])
+    from_tab = next(f for f in files if f.endswith("map_points.csv"))
+    pd.testing.assert_frame_equal(pd.read_csv(from_tab), pd.read_csv(folder / "map_points.csv"))
+    pd.testing.assert_frame_equal(pd.read_csv(next(f for f in files if f.endswith("map_summary.csv"))),
+                                  pd.read_csv(folder / "map_summary.csv"))
+
+
 def test_a_prepared_map_is_laid_out_again_without_re_embedding(small_benchmark, tmp_path, monkeypatch):
     path, _ = small_benchmark
     request = ms.MapRequest(model="bow", data=str(path), limit=5, method="pca")
