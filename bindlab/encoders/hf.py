@@ -11,7 +11,9 @@
   returns an attention mask by default), with a one-line notice when the folder disagrees.
 - Text normalisation (:data:`TEXT_NORMALISATION`): SigLIP v1's ``SiglipTokenizer`` lowercases and strips
   punctuation itself (``canonicalize_text``); SigLIP2 was trained on lowercased text, so bindlab lowercases
-  (as ``Siglip2Tokenizer`` does); CLIP's tokenizer lowercases.
+  every SigLIP-family caption (as ``Siglip2Tokenizer`` does; idempotent for v1). This matters for the FixRes
+  SigLIP2 checkpoints (``google/siglip2-base-patch16-224``, ...): their config says ``model_type: siglip`` but
+  their tokenizer is Gemma's, which does not lowercase. CLIP's tokenizer lowercases.
 - Images go to the checkpoint's image processor in their own mode: its ``convert_to_rgb`` composites
   transparency on white. SigLIP2's processor has no conversion (it fails on greyscale/RGBA/palette), so
   bindlab asks it for the same ``do_convert_rgb`` step the CLIP/SigLIP processors apply, and says so once.
@@ -49,7 +51,8 @@ log = logging.getLogger(__name__)
 FAMILIES = ("clip", "siglip", "siglip2")  # supported config.model_type values
 TEXT_NORMALISATION = {
     "clip": "lowercase, whitespace cleaned (CLIP's BPE tokenizer does it)",
-    "siglip": "lowercase + punctuation stripped (SiglipTokenizer.canonicalize_text, as SigLIP was trained)",
+    "siglip": "lowercase (bindlab) + punctuation stripped by a SiglipTokenizer (SigLIP v1's canonicalize_text); "
+              "a Gemma tokenizer (FixRes SigLIP2) keeps punctuation",
     "siglip2": "lowercase (applied by bindlab, as SigLIP2 was trained and as Siglip2Tokenizer does)",
 }
 
@@ -200,13 +203,13 @@ class HFDualEncoder:
 
     # -- text -------------------------------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], **extra: Any) -> Any:
-        if self.family == "siglip2":  # trained on lowercased text (big_vision); a no-op under Siglip2Tokenizer
+        if self.family != "clip":  # SigLIP/SigLIP2 were trained on lowercased text (see TEXT_NORMALISATION)
             texts = [t.lower() for t in texts]
         return self.tokenizer(texts, padding=self.padding, truncation=True, max_length=self.max_text_len,
                               return_tensors="pt", **extra)
 
     def _word_ids(self, word: str) -> list[int]:
-        word = word.lower() if self.family == "siglip2" else word
+        word = word.lower() if self.family != "clip" else word
         return self.tokenizer(word, add_special_tokens=False)["input_ids"]
 
     def _text_inputs(self, enc: Any) -> dict[str, Any]:
