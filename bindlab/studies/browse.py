@@ -97,22 +97,19 @@ class McqRequest:
 
 
 def get_encoder(model: str, device: str = "auto", batch_size: int | None = None) -> Any:
-    """Load an encoder once per process (thread-safe) and per (id, device, batch size); later calls reuse it.
+    """Load an encoder once per process (thread-safe) and per (resolved weights, device, batch size); later calls
+    reuse it, whatever spelling of a local folder they use (:func:`bindlab.encoders.service.get_encoder`).
 
     With the defaults the backend's own defaults apply (what the tabs use); a command passes its options.
     """
-    from bindlab.encoders.base import load_encoder, parse_encoder_id
+    from bindlab.encoders.service import get_encoder as shared_encoder
 
-    key = (str(parse_encoder_id(model)), device, batch_size)
     options: dict[str, Any] = {}
     if device != "auto" or batch_size is not None:
         options["device"] = device
     if batch_size is not None:
         options["batch_size"] = batch_size
-    with _LOCK:
-        if key not in _ENCODERS:
-            _ENCODERS[key] = load_encoder(model, **options)
-        return _ENCODERS[key]
+    return shared_encoder(model, **options)
 
 
 def load_questions(request: McqRequest) -> tuple[list[MCQ], LoadReport]:
@@ -219,7 +216,6 @@ class ScoredSet:
 
 
 _SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}
-_ENCODERS: dict[tuple[str, str, int | None], Any] = {}
 _KEY_LOCKS: dict[tuple[str, float, str, str], threading.Lock] = {}
 
 
