@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import json
-import time
 from pathlib import Path
 
 from bindlab.cli.common import Groups, _write_json
 
 
 def cmd_train_toy(a: argparse.Namespace) -> None:
-    from bindlab.train.toy_train import TqdmProgress, TrainConfig, train_toy
+    from bindlab.studies.toy import ToyTrainRequest, run_toy_train
 
-    model = {k: v for k, v in {"width": a.width, "layers": a.layers, "text_layers": a.layers, "heads": a.heads,
-                               "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem,
-                               "embed_dim": a.width}.items() if v}
-    cfg = TrainConfig(arch=a.arch, steps=a.steps, batch_size=a.batch_size, seed=a.seed, pool_size=a.pool_size,
-                      hard_share=a.hard_share,
-                      checkpoint_every=a.checkpoint_every, threads=a.threads, lr=a.lr, model=model,
-                      warmup=min(60, max(1, a.steps // 10)))
+    model = {"width": a.width, "layers": a.layers, "text_layers": a.layers, "heads": a.heads,
+             "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem, "embed_dim": a.width}
+    request = ToyTrainRequest(arch=a.arch, out=a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed,
+                              pool_size=a.pool_size, hard_share=a.hard_share, checkpoint_every=a.checkpoint_every,
+                              threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress)
+    record = run_toy_train(request).summary
     out = Path(a.out)
-    record = train_toy(cfg, out, [TqdmProgress(disable=a.no_progress)])
     if not record["finished"]:
-        print(f"stopped at step {record['steps']}/{cfg.steps}; run the same command again to resume from {out}/checkpoint")
+        print(f"stopped at step {record['steps']}/{a.steps}; run the same command again to resume from {out}/checkpoint")
         return
     print(f"trained toy:{a.arch} ({record['parameters']:,} parameters) for {record['steps']} steps in "
           f"{record['train_seconds']:.0f}s (+{record['render_seconds']:.0f}s rendering); final loss "
@@ -34,27 +30,14 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
 
 
 def cmd_eval_toy(a: argparse.Namespace) -> None:
-    from bindlab.encoders.base import load_encoder
-    from bindlab.provenance import provenance
-    from bindlab.train.toy_eval import evaluate_toy, summary_lines
+    from bindlab.studies.toy import ToyEvalRequest, run_toy_eval
 
-    encoder = load_encoder(a.model)
-    t = time.perf_counter()
-    result = evaluate_toy(encoder, sample=a.sample, per_size=a.per_size, seed=a.seed)
-    settings = {"sample": a.sample, "per_size": a.per_size, "seconds": round(time.perf_counter() - t, 1)}
-    for line in summary_lines(result):
+    request = ToyEvalRequest(model=a.model, sample=a.sample, per_size=a.per_size, seed=a.seed,
+                             card=bool(getattr(a, "card", False)), card_notes=tuple(getattr(a, "note", None) or ()))
+    res = run_toy_eval(request)
+    for line in res.notes:
         print(line)
-    _write_json(a.out, {**result, "provenance": provenance(None, encoder, settings, a.seed)})
-    if getattr(a, "card", False):
-        from bindlab.train.toy_card import write_card
-
-        folder = getattr(encoder, "folder", None)
-        if folder is None or not (Path(folder) / "training.json").is_file():
-            raise ValueError(f"--card needs a toy model folder with training.json; {a.model} has none")
-        t = json.loads((Path(folder) / "training.json").read_text())["train_config"]
-        command = (f"python -m bindlab train toy --arch {t['arch']} --out DIR --steps {t['steps']} --seed {t['seed']}"
-                   f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
-        print(f"wrote {write_card(folder, a.model, result, command, a.note or [])}")
+    _write_json(a.out, {**res.summary, "provenance": res.provenance})
 
 
 def add_commands(g: Groups) -> None:

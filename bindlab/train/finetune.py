@@ -18,7 +18,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -263,20 +263,92 @@ class TrainState:
 
 
 class Callback:
-    """No-op event hooks; subclass and override what you need."""
+    """No-op event hooks (composer / minGPT style); subclass and override what you need.
+
+    Events of one run, in order: ``on_phase`` (loading, baseline), ``on_train_start``, then per step
+    ``on_step_end``, ``on_eval`` (on evaluation steps), ``on_step_complete`` (the step and its evaluation are done:
+    where checkpoints are taken), ``on_checkpoint`` (one was written); ``should_stop`` is asked before every step
+    and ``on_stop`` follows a yes; ``on_loop_end`` after the last step, then ``on_phase`` (lines, final) and
+    ``on_train_end``. Callbacks read the state; they never change it.
+    """
 
     def on_phase(self, state: TrainState) -> None: ...
     def on_train_start(self, state: TrainState) -> None: ...
     def on_step_end(self, state: TrainState) -> None: ...
     def on_eval(self, state: TrainState, metrics: dict[str, Any]) -> None: ...
+    def on_step_complete(self, state: TrainState) -> None: ...
     def on_checkpoint(self, state: TrainState, path: Path) -> None: ...
+    def on_stop(self, state: TrainState) -> None: ...
+    def on_loop_end(self, state: TrainState) -> None: ...
     def on_train_end(self, state: TrainState, result: dict[str, Any]) -> None: ...
+
+    def should_stop(self, state: TrainState) -> bool:
+        """True ends training before the next step (after ``on_stop``, e.g. a checkpoint)."""
+        return False
 
 
 class Control:
     """Set ``stop`` (e.g. from a SIGTERM handler) to end training at the next step boundary, with a checkpoint."""
 
     stop: bool = False
+
+
+class StopOnControl(Callback):
+    """Cancellation: asks to stop once :attr:`Control.stop` is set."""
+
+    def __init__(self, control: Control) -> None:
+        self.control = control
+
+    def should_stop(self, state: TrainState) -> bool:
+        return bool(self.control.stop)
+
+
+class Checkpointer(Callback):
+    """Writes ``checkpoints/last.pt`` every ``every`` steps, when stopped early, and after the last step.
+
+    Args:
+        path: the checkpoint file (written atomically).
+        every: steps between periodic checkpoints.
+        snapshot: returns what to save (step, adapter, optimizer, history, ...), read from the run.
+        written: called with the path after each write (tells the other callbacks).
+    """
+
+    def __init__(self, path: Path, every: int, snapshot: Callable[[], dict[str, Any]],
+                 written: Callable[[Path], None]) -> None:
+        self.path, self.every, self.snapshot, self.written = path, every, snapshot, written
+
+    def save(self) -> None:
+        import torch
+
+        tmp = self.path.with_suffix(".tmp")
+        torch.save(self.snapshot(), tmp)
+        tmp.replace(self.path)
+        self.written(self.path)
+
+    def on_step_complete(self, state: TrainState) -> None:
+        if state.step % self.every == 0 and state.step < state.total_steps:
+            self.save()
+
+    def on_stop(self, state: TrainState) -> None:
+        self.save()
+
+    def on_loop_end(self, state: TrainState) -> None:
+        self.save()
+
+
+class DebugHooks(Callback):
+    """Test-only hooks from ``FinetuneConfig.debug``: ``sleep_per_step`` seconds after each step (a slow job to
+    cancel) and ``fail_at_step`` (an injected failure)."""
+
+    def __init__(self, debug: dict[str, Any]) -> None:
+        self.fail_at = int(debug.get("fail_at_step", 0) or 0)
+        self.sleep = float(debug.get("sleep_per_step", 0) or 0)
+
+    def on_step_end(self, state: TrainState) -> None:
+        if self.sleep:
+            time.sleep(self.sleep)
+        if self.fail_at and state.step >= self.fail_at:
+            raise RuntimeError(f"injected failure at step {state.step} (debug.fail_at_step)")
 
 
 class Stopped(Exception):
@@ -375,19 +447,19 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     """
     import torch
 
-    from bindlab.encoders.base import load_encoder
     from bindlab.encoders.adapter import LoraSettings, inject_lora, lora_state
+    from bindlab.encoders.base import load_encoder
     from bindlab.encoders.text_tower import text_tower
 
     out = Path(out_dir)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    control = control or Control()
     dist = _Dist()
-    cbs = list(callbacks) if dist.main else []
     state = TrainState(cfg, out)
+    hooks: list[Callback] = [DebugHooks(cfg.debug), StopOnControl(control or Control())]
+    cbs = list(callbacks) if dist.main else []
 
     def emit(event: str, *args: Any) -> None:
-        for cb in cbs:
+        for cb in (*hooks, *cbs):
             getattr(cb, event)(state, *args)
 
     def phase(name: str) -> None:
@@ -401,15 +473,12 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     splits = load_splits(cfg.data, cfg.eval_rows, cfg.seed)
     encoder = load_encoder(cfg.model, device=dist.device or cfg.device)
     tower = text_tower(encoder)
-    with_images = "image" in encoder.modalities
-    lora = LoraSettings(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout)
-    params = inject_lora(tower, lora)  # B = 0: the model is still exactly the base model
+    params = inject_lora(tower, LoraSettings(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout))  # B = 0: the base
     tower.module.eval()  # no dropout anywhere but LoRA's own (0 by default)
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     train_rows = splits["train"]
     state.total_steps = plan_steps(len(train_rows), cfg)
     eval_every = cfg.eval_every if cfg.eval_every else max(1, state.total_steps // 10)
-    ckpt_every = cfg.checkpoint_every or (eval_every if eval_every > 0 else state.total_steps)
     ckpt = out / "checkpoints" / "last.pt"
     curve_rows = splits["val"][:200]
 
@@ -417,76 +486,80 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
         # In-process and uncached on purpose: the weights change under the same base fingerprint.
         return encoder.embed_texts(texts)
 
-    baseline: dict[str, Any] = {}
-    if resume and ckpt.exists():
-        saved = torch.load(ckpt, map_location="cpu", weights_only=False)
-        from bindlab.encoders.adapter import load_lora_state
-
-        load_lora_state(tower, saved["lora"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state.step, state.triplets_seen = saved["step"], saved["triplets_seen"]
-        state.history, baseline = saved["history"], saved["baseline"]
-        state.train_seconds = saved.get("train_seconds", 0.0)
+    baseline: dict[str, Any] = _resume(ckpt, tower, optimizer, state) if resume and ckpt.exists() else {}
     ref = None
     if cfg.evaluate and dist.main:
         ref_path = out / "checkpoints" / "reference.npz"
         if not baseline:
             phase("baseline")
-            baseline = {"triplets": evaluate_triplets(embed, splits), "curve_val": _texts_accuracy(embed, curve_rows)}
-            ref = forgetting_reference(encoder, with_images)
-            np.savez(ref_path, **ref)
-            baseline["forgetting"] = forgetting_control(encoder, ref)
+            baseline, ref = _baseline(encoder, embed, splits, curve_rows, ref_path)
             state.history.append({"step": 0, "val_acc": baseline["curve_val"]})
             emit("on_eval", {"step": 0, "val_acc": baseline["curve_val"]})
         else:
             ref = dict(np.load(ref_path))
     dist.barrier()
-
-    def save_checkpoint() -> None:
-        if not dist.main:
-            return
-        tmp = ckpt.with_suffix(".tmp")
-        torch.save({"step": state.step, "triplets_seen": state.triplets_seen, "lora": lora_state(tower),
+    if dist.main:
+        def snapshot() -> dict[str, Any]:
+            return {"step": state.step, "triplets_seen": state.triplets_seen, "lora": lora_state(tower),
                     "optimizer": optimizer.state_dict(), "history": state.history, "baseline": baseline,
-                    "train_seconds": state.train_seconds, "config": cfg.to_dict()}, tmp)
-        tmp.replace(ckpt)
-        emit("on_checkpoint", ckpt)
+                    "train_seconds": state.train_seconds, "config": cfg.to_dict()}
+
+        every = cfg.checkpoint_every or (eval_every if eval_every > 0 else state.total_steps)
+        hooks.append(Checkpointer(ckpt, every, snapshot, lambda path: emit("on_checkpoint", path)))
 
     phase("training")
     emit("on_train_start")
     steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
-    fail_at = int(cfg.debug.get("fail_at_step", 0) or 0)
-    sleep = float(cfg.debug.get("sleep_per_step", 0) or 0)
     while state.step < state.total_steps:
-        if control.stop:
-            save_checkpoint()
+        if any(cb.should_stop(state) for cb in (*hooks, *cbs)):
+            emit("on_stop")
             raise Stopped(f"stopped at step {state.step}")
         state.epoch, pos = divmod(state.step, steps_per_epoch)
         order = batch_order(len(train_rows), state.epoch, cfg.seed)
         batch = [train_rows[i] for i in order[pos * cfg.batch_size : (pos + 1) * cfg.batch_size]]
         t0 = time.perf_counter()
-        loss = train_step(tower, optimizer, params, dist.shard(batch), cfg.margin, dist)
-        if sleep:
-            time.sleep(sleep)
+        state.loss = train_step(tower, optimizer, params, dist.shard(batch), cfg.margin, dist)
         state.train_seconds += time.perf_counter() - t0
         state.step += 1
-        state.loss = loss
         state.triplets_seen += len(batch)
-        if fail_at and state.step >= fail_at:
-            raise RuntimeError(f"injected failure at step {state.step} (debug.fail_at_step)")
         emit("on_step_end")
-        if cfg.evaluate and eval_every > 0 and state.step % eval_every == 0 and state.step < state.total_steps and dist.main:
+        evaluating = eval_every > 0 and state.step % eval_every == 0
+        if cfg.evaluate and evaluating and state.step < state.total_steps and dist.main:
             m = {"step": state.step, "val_acc": _texts_accuracy(embed, curve_rows)}
             state.history.append(m)
             emit("on_eval", m)
-        if state.step % ckpt_every == 0 and state.step < state.total_steps:
-            save_checkpoint()
-        if eval_every > 0 and state.step % eval_every == 0:
+        emit("on_step_complete")
+        if evaluating:
             dist.barrier()
-    save_checkpoint()
+    emit("on_loop_end")
     if not dist.main:
         return {}
     return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase)
+
+
+def _resume(ckpt: Path, tower: Any, optimizer: Any, state: TrainState) -> dict[str, Any]:
+    """Load ``checkpoints/last.pt`` into the adapter, the optimizer and the state; return the saved baseline."""
+    import torch
+
+    from bindlab.encoders.adapter import load_lora_state
+
+    saved = torch.load(ckpt, map_location="cpu", weights_only=False)
+    load_lora_state(tower, saved["lora"])
+    optimizer.load_state_dict(saved["optimizer"])
+    state.step, state.triplets_seen = saved["step"], saved["triplets_seen"]
+    state.history = saved["history"]
+    state.train_seconds = saved.get("train_seconds", 0.0)
+    return saved["baseline"]
+
+
+def _baseline(encoder: Any, embed: Any, splits: dict[str, list[dict]], curve_rows: list[dict],
+              ref_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The base model's numbers (triplets, curve start, forgetting) and the forgetting reference (saved)."""
+    baseline = {"triplets": evaluate_triplets(embed, splits), "curve_val": _texts_accuracy(embed, curve_rows)}
+    ref = forgetting_reference(encoder, "image" in encoder.modalities)
+    np.savez(ref_path, **ref)
+    baseline["forgetting"] = forgetting_control(encoder, ref)
+    return baseline, ref
 
 
 def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict], margin: float, dist: Any = None) -> float:
@@ -506,8 +579,8 @@ def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict],
 def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tower: Any, splits: dict[str, list[dict]],
             baseline: dict[str, Any], ref: dict[str, np.ndarray] | None, emit: Any, phase: Any) -> dict[str, Any]:
     """After training: save the unscaled adapter, choose and apply LiNeS, evaluate, write result.json."""
-    from bindlab.provenance import provenance
     from bindlab.encoders.adapter import load_lora_state, lora_state, save_adapter
+    from bindlab.provenance import provenance
 
     unscaled = lora_state(tower)
     save_adapter(out / "adapter_unscaled.safetensors", unscaled)

@@ -141,10 +141,10 @@ def test_scale_lora_state_scales_the_effective_update_per_block():
 def test_lines_on_a_real_peft_model_scales_each_layer_output_change(tmp_path):
     """Inject LoRA into a tiny BERT, give it a random update, apply LiNeS: at each layer the adapted query
     projection's output change equals lambda(layer) times the unscaled change."""
-    from bindlab.encoders.base import load_encoder
-    from bindlab.encoders.tiny import build_tiny
     from bindlab.encoders.adapter import LoraSettings, inject_lora, load_lora_state, lora_state
+    from bindlab.encoders.base import load_encoder
     from bindlab.encoders.text_tower import text_tower
+    from bindlab.encoders.tiny import build_tiny
 
     enc = load_encoder(build_tiny("st", tmp_path / "st"), device="cpu")
     tower = text_tower(enc)
@@ -205,8 +205,8 @@ def test_plan_steps_and_batch_order():
 @pytest.mark.parametrize("arch,image_moves", [("shared", True), ("clip", False)])
 def test_text_lora_moves_images_only_where_blocks_are_shared(tmp_path, arch, image_moves):
     """Random tiny toy models: a text-side LoRA update changes image embeddings of toy:shared, not of toy:clip."""
-    from bindlab.encoders.base import load_encoder
     from bindlab.encoders.adapter import LoraSettings, inject_lora
+    from bindlab.encoders.base import load_encoder
     from bindlab.encoders.text_tower import text_tower
     from bindlab.encoders.toy import save_model
     from bindlab.encoders.toy_models import ToyConfig, build_model
@@ -230,3 +230,94 @@ def test_text_lora_moves_images_only_where_blocks_are_shared(tmp_path, arch, ima
                 p.normal_()
     assert not np.allclose(t0, enc.embed_texts(text), atol=1e-6)
     assert (not np.allclose(i0, enc.embed_images(image), atol=1e-6)) == image_moves
+
+
+# --- the loop's callbacks -----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A random tiny toy model and 80 triplet rows: a run of a few steps takes seconds."""
+    from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.encoders.toy import build_random
+
+    root = tmp_path_factory.mktemp("ft")
+    rows, stats = generate_triplets(80, seed=0)
+    write_triplets(root / "data", rows, stats)
+    return build_random(root / "model", arch="shared", width=16, layers=2, heads=2), str(root / "data")
+
+
+class _Recorder:
+    """Records events (and the step each one saw); never touches the state."""
+
+    def __init__(self, stop_at: int = 0, control=None):
+        from bindlab.train.finetune import Callback
+
+        self.events: list[tuple[str, int]] = []
+        self.stop_at, self.control = stop_at, control
+        for name in ("on_phase", "on_train_start", "on_step_end", "on_eval", "on_step_complete", "on_checkpoint",
+                     "on_stop", "on_loop_end", "on_train_end"):
+            setattr(self, name, self._note(name))
+        self.should_stop = Callback().should_stop
+
+    def _note(self, name):
+        def hook(state, *args):
+            self.events.append((name, state.step))
+            if name == "on_step_end" and self.stop_at and state.step == self.stop_at:
+                self.control.stop = True  # a SIGTERM arriving during this step
+        return hook
+
+
+def _cfg(tiny_run, **kw):
+    from bindlab.train.finetune import FinetuneConfig
+
+    model, data = tiny_run
+    return FinetuneConfig(model=model, data=data, batch_size=8, max_steps=4, evaluate=False, checkpoint_every=2,
+                          threads=1, device="cpu", **kw)
+
+
+def test_events_come_in_order_and_checkpoints_are_callbacks(tiny_run, tmp_path):
+    from bindlab.train.finetune import train
+
+    rec = _Recorder()
+    result = train(_cfg(tiny_run), tmp_path / "job", [rec])
+    assert result["steps"] == 4
+    names = [e for e in rec.events if e[0] not in ("on_phase",)]
+    assert names == [("on_train_start", 0),
+                     ("on_step_end", 1), ("on_step_complete", 1),
+                     ("on_step_end", 2), ("on_checkpoint", 2), ("on_step_complete", 2),
+                     ("on_step_end", 3), ("on_step_complete", 3),
+                     ("on_step_end", 4), ("on_step_complete", 4),
+                     ("on_checkpoint", 4), ("on_loop_end", 4), ("on_train_end", 4)]
+    assert (tmp_path / "job" / "checkpoints" / "last.pt").is_file()
+
+
+def test_a_stopped_run_resumes_to_the_same_adapter(tiny_run, tmp_path):
+    from safetensors.torch import load_file
+
+    from bindlab.train.finetune import Control, Stopped, train
+
+    train(_cfg(tiny_run), tmp_path / "straight")
+    control = Control()
+    rec = _Recorder(stop_at=3, control=control)
+    with pytest.raises(Stopped, match="stopped at step 3"):
+        train(_cfg(tiny_run), tmp_path / "cut", [rec], control)
+    assert rec.events[-2:] == [("on_checkpoint", 3), ("on_stop", 3)]  # the checkpoint is written on the way out
+    result = train(_cfg(tiny_run), tmp_path / "cut", resume=True)
+    assert result["steps"] == 4 and result["triplets_seen"] == 32
+    a = load_file(str(tmp_path / "straight" / "adapter_unscaled.safetensors"))
+    b = load_file(str(tmp_path / "cut" / "adapter_unscaled.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_debug_hooks_inject_a_failure(tiny_run, tmp_path):
+    from bindlab.train.finetune import train
+
+    with pytest.raises(RuntimeError, match="injected failure at step 2"):
+        train(_cfg(tiny_run, debug={"fail_at_step": 2}), tmp_path / "job")
+
+
+def test_an_encoder_without_a_text_tower_is_named_in_the_error():
+    from bindlab.encoders.base import EncoderError, load_encoder
+    from bindlab.encoders.text_tower import text_tower
+
+    with pytest.raises(EncoderError, match=r"bow:words: finetuning needs a transformer text encoder .*backend 'bow'"):
+        text_tower(load_encoder("bow"))

@@ -1,0 +1,137 @@
+"""The toy-model feature: train a toy vision–language model, evaluate one, write its model card.
+
+:class:`ToyTrainRequest` and :class:`ToyEvalRequest` validate their inputs before any work starts;
+:func:`run_toy_train` and :func:`run_toy_eval` are what ``train toy`` and ``eval toy`` call, and return a
+:class:`~bindlab.studies.result.Result`. The training loop is :mod:`bindlab.train.toy_train`, the evaluations
+:mod:`bindlab.train.toy_eval`, the card :mod:`bindlab.train.toy_card`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bindlab.studies.checks import encoder_id
+from bindlab.studies.result import Result
+
+__all__ = ["ToyEvalRequest", "ToyTrainRequest", "run_toy_eval", "run_toy_train", "summary_lines"]
+
+
+@dataclass(frozen=True)
+class ToyTrainRequest:
+    """One training run into ``out`` (resumed when ``out`` holds a checkpoint of the same run)."""
+
+    arch: str  # "clip" or "shared"
+    out: str  # output folder; the final model loads as toy:/abs/out
+    steps: int = 6000
+    batch_size: int = 128
+    lr: float = 1.5e-3
+    seed: int = 0
+    pool_size: int = 10000
+    hard_share: float = 0.5
+    checkpoint_every: int = 100
+    threads: int = 1
+    model: dict[str, Any] = field(default_factory=dict)  # ToyConfig overrides (width, layers, ...); 0/None = default
+    progress: bool = True  # show a progress bar
+
+    def __post_init__(self) -> None:
+        if not str(self.out or "").strip():
+            raise ValueError("train toy needs an output folder (--out DIR)")
+        self.config()  # TrainConfig checks arch, steps, batch size, ...
+
+    def config(self) -> Any:
+        """The :class:`bindlab.train.toy_train.TrainConfig` of this request (raises ValueError when invalid)."""
+        from bindlab.train.toy_train import TrainConfig
+
+        return TrainConfig(arch=self.arch, steps=self.steps, batch_size=self.batch_size, seed=self.seed,
+                           pool_size=self.pool_size, hard_share=self.hard_share,
+                           checkpoint_every=self.checkpoint_every, threads=self.threads, lr=self.lr,
+                           model={k: v for k, v in self.model.items() if v},
+                           warmup=min(60, max(1, self.steps // 10)))
+
+
+def run_toy_train(request: ToyTrainRequest) -> Result:
+    """Train (or resume) the model; ``summary`` is the training record (``finished`` False when stopped early)."""
+    from bindlab.train.toy_train import TqdmProgress, train_toy
+
+    cfg = request.config()
+    out = Path(request.out)
+    record = train_toy(cfg, out, [TqdmProgress(disable=not request.progress)])
+    notes = [] if record["finished"] else [f"stopped at step {record['steps']}/{cfg.steps}; run the same command "
+                                           f"again to resume from {out}/checkpoint"]
+    return Result("toy-train", record, provenance={"settings": asdict(cfg), "seed": cfg.seed},
+                  primary_metric="final_loss", notes=notes)
+
+
+@dataclass(frozen=True)
+class ToyEvalRequest:
+    """Single-object retrieval and image MCQs on rendered scenes, optionally written up as the model's card."""
+
+    model: str  # an encoder with text and images, e.g. toy:clip
+    sample: int = 0  # held-out single-object renders (0 = every shape x attribute combination)
+    per_size: int = 40  # MCQs per N = 2..10 (0 = no MCQs)
+    seed: int = 0
+    card: bool = False  # also write README.md (the model card) into the toy model's folder
+    card_notes: tuple[str, ...] = ()  # lines for the card's training section
+
+    def __post_init__(self) -> None:
+        encoder_id(self.model)
+        for name in ("sample", "per_size", "seed"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+def run_toy_eval(request: ToyEvalRequest) -> Result:
+    """Evaluate ``request.model``; ``summary`` is the evaluation (``single_object``, ``mcq``), ``notes`` its summary
+    lines (and the card written, if asked).
+
+    Raises:
+        ValueError: ``card`` asked for a model that is not a trained toy folder (checked before evaluating).
+    """
+    from bindlab.encoders.base import load_encoder
+    from bindlab.provenance import provenance
+    from bindlab.train.toy_eval import evaluate_toy
+
+    encoder = load_encoder(request.model)
+    folder = getattr(encoder, "folder", None)
+    if request.card and "train_config" not in _training(folder):
+        raise ValueError(f"--card needs a toy model folder trained by 'train toy' (its training.json); "
+                         f"{request.model} has none")
+    t = time.perf_counter()
+    result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed)
+    settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
+    notes = summary_lines(result)
+    if request.card:
+        notes.append(f"wrote {_write_card(Path(folder), request, result)}")
+    return Result("toy", result, provenance=provenance(None, encoder, settings, request.seed), notes=notes)
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """Human summary of an evaluation (:func:`bindlab.train.toy_eval.summary_lines`)."""
+    from bindlab.train.toy_eval import summary_lines as lines
+
+    return lines(result)
+
+
+def _training(folder: Any) -> dict[str, Any]:
+    """The ``training.json`` record of a toy model folder ({} when there is none or it is not a JSON object)."""
+    path = Path(folder) / "training.json" if folder is not None else None
+    if path is None or not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -> Path:
+    from bindlab.train.toy_card import write_card
+
+    t = _training(folder)["train_config"]
+    command = (f"python -m bindlab train toy --arch {t['arch']} --out DIR --steps {t['steps']} --seed {t['seed']}"
+               f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
+    return write_card(folder, request.model, result, command, list(request.card_notes))
