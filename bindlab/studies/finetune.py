@@ -29,7 +29,7 @@ Progress = Callable[[float, str], None]
 
 __all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", "attention_rows", "cancel_job",
            "check_config", "compare_job", "compare_provenance", "default_triplets", "format_compare", "job_info",
-           "job_metrics", "job_models", "list_jobs", "mcq_table", "per_layer_rows", "result_rows", "resume_job",
+           "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "per_layer_rows", "result_rows", "resume_job",
            "run_finetune_compare", "run_job_process", "submit_finetune"]
 
 
