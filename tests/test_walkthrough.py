@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from bindlab.studies import walkthrough as wt
 from bindlab.config import repo_root
+from bindlab.studies import walkthrough as wt
 
 
 @pytest.fixture(scope="module")
