@@ -321,3 +321,32 @@ def test_an_encoder_without_a_text_tower_is_named_in_the_error():
 
     with pytest.raises(EncoderError, match=r"bow:words: finetuning needs a transformer text encoder .*backend 'bow'"):
         text_tower(load_encoder("bow"))
+
+
+@pytest.mark.parametrize("kind, family", [("st", "st"), ("hf-clip", "hf"), ("hf-siglip", "hf"), ("qwen3vl", "qwen3vl")])
+def test_each_backend_builds_its_text_tower_with_embed_texts_numbers(tmp_path, kind, family):
+    """A backend's text_tower(): the differentiable forward computes what embed_texts computes, and its LoRA
+    targets exist in the module (injection finds them)."""
+    from bindlab.encoders.adapter import LoraSettings, inject_lora
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.text_tower import text_tower
+    from bindlab.encoders.tiny import build_tiny
+
+    enc = load_encoder(build_tiny(kind, tmp_path / kind), device="cpu")
+    tower = text_tower(enc)
+    assert tower.family == family and tower.n_blocks >= 1
+    texts = ["a red cube and a blue sphere", "a green cone"]
+    with torch.no_grad():
+        got = torch.nn.functional.normalize(tower.forward(texts).float(), dim=-1).numpy()
+    np.testing.assert_allclose(got, enc.embed_texts(texts), atol=1e-5)
+    assert inject_lora(tower, LoraSettings())
+
+
+def test_open_clip_has_no_text_tower_and_says_so(tmp_path):
+    from bindlab.encoders.base import EncoderError, load_encoder
+    from bindlab.encoders.text_tower import text_tower
+    from bindlab.encoders.tiny import build_tiny
+
+    enc = load_encoder(build_tiny("open-clip", tmp_path / "oc"), device="cpu")
+    with pytest.raises(EncoderError, match=r"open_clip:local-dir:.*finetuning needs a transformer text encoder"):
+        text_tower(enc)
