@@ -3,11 +3,15 @@
 Every command prints a short human summary; ``--out FILE`` writes the full result as JSON with provenance.
 User errors (bad ids, bad files) print one clear line to stderr and exit with status 2 — no traceback.
 One module per feature adds its commands (``_add_*``); each command parses, calls the feature's study, and formats.
+Under ``torchrun``/``accelerate launch`` rank 0 runs the command (scores, prints, writes outputs and the cache)
+while the other ranks embed shards of what it asks for and exit 0 quietly; a job process (``jobs _run``) runs on
+every rank (data-parallel training).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -69,6 +73,37 @@ def _message(e: BaseException) -> str:
     return " ".join(msg.split())  # one line
 
 
+def _runs_on_every_rank(a: argparse.Namespace) -> bool:
+    """A job process trains data-parallel on every rank; every other command runs on rank 0 only."""
+    return a.command == "jobs" and getattr(a, "action", None) == "_run"
+
+
+def _run(a: argparse.Namespace) -> None:
+    """Validate and run the command; under a launcher, on rank 0 with the other ranks serving embedding shards."""
+    from bindlab.encoders import distributed
+
+    world = distributed.world_from_env()
+    if not world.active or _runs_on_every_rank(a):
+        validate_args(a)
+        a.func(a)
+        return
+    from bindlab.encoders.service import serve_embedding_requests, shard_totals, stop_serving
+
+    distributed.init()
+    if not world.main:
+        serve_embedding_requests()  # until rank 0 is done; then exit 0 without output
+        distributed.shutdown()
+        return
+    try:
+        validate_args(a)
+        a.func(a)
+    finally:
+        stop_serving()
+        distributed.shutdown()
+        if os.environ.get("BINDLAB_DIST_VERBOSE", "") not in ("", "0"):
+            print(f"sharded embedding over {world.size} processes: items per rank {shard_totals()}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -76,8 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     from bindlab.encoders.base import EncoderError
 
     try:
-        validate_args(a)
-        a.func(a)
+        _run(a)
     except (DataError, EncoderError, ValueError, FileNotFoundError, KeyError, OSError, MemoryError,
             RecursionError, UnicodeError, OverflowError) as e:
         print(f"error: {_message(e)}", file=sys.stderr)

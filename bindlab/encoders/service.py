@@ -4,6 +4,11 @@
 encoder only on what is missing (in one batched call), then return rows in input order. :func:`get_encoder` keeps
 one instance per model weights in the process: every spelling of a local folder (``st://x``, ``st:///x``, ``st:x/``,
 a symlink) shares one copy.
+
+Under ``torchrun``/``accelerate launch`` (see :mod:`bindlab.encoders.distributed`) rank 0 runs the command and
+the other ranks wait in :func:`serve_embedding_requests`: after rank 0's cache lookup, each rank embeds a disjoint
+contiguous shard of the missing unique items, the shards are gathered on rank 0 in order, and rank 0 alone writes
+the cache (no concurrent SQLite writers across ranks or nodes) and scores.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from bindlab.encoders import distributed
 from bindlab.encoders.base import (
     Encoder,
     EncoderError,
@@ -32,6 +38,8 @@ _DEFAULT_CACHE: EmbeddingCache | None = None
 _INSTANCES: dict[tuple[str, str, tuple[tuple[str, str], ...]], Encoder] = {}
 _KEY_LOCKS: dict[tuple[str, str, tuple[tuple[str, str], ...]], threading.Lock] = {}
 _LOCK = threading.Lock()
+_RECIPES: dict[int, tuple[str, dict[str, Any]]] = {}  # id(instance) -> (model, options): how other ranks load it
+_SHARD_TOTALS: list[int] = []  # on rank 0: items each rank embedded in this process's sharded calls
 
 
 def instance_key(model: str, **options: Any) -> tuple[str, str, tuple[tuple[str, str], ...]]:
@@ -71,6 +79,7 @@ def get_encoder(model: str, **options: Any) -> Encoder:
     with key_lock:
         if key not in _INSTANCES:
             _INSTANCES[key] = load_encoder(model, **options)
+            _RECIPES[id(_INSTANCES[key])] = (model, dict(options))
         return _INSTANCES[key]
 
 
@@ -91,7 +100,8 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
     texts = check_texts(list(texts), encoder.id)
     cache = cache or default_cache()
     keys = [content_key(encoder.fingerprint, "text", t, instruction) for t in texts]
-    vecs, _ = cache.get_or_compute(keys, lambda idx: encoder.embed_texts([texts[i] for i in idx]))
+    compute = _sharded(encoder, "text", texts) or (lambda idx: encoder.embed_texts([texts[i] for i in idx]))
+    vecs, _ = cache.get_or_compute(keys, compute)
     return vecs
 
 
@@ -114,5 +124,91 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
         # Backends open files through bindlab.encoders.images, which converts modes and names unreadable files.
         return encoder.embed_images([str(paths[i]) for i in idx])
 
-    vecs, _ = cache.get_or_compute(keys, compute)
+    vecs, _ = cache.get_or_compute(keys, _sharded(encoder, "image", [str(p) for p in paths]) or compute)
     return vecs
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sharded embedding across the ranks of a launch
+# ---------------------------------------------------------------------------------------------------------------
+def _sharded(encoder: Encoder, modality: str, items: Sequence[str]) -> Callable[[list[int]], np.ndarray] | None:
+    """On rank 0 of a launch, a ``compute(idx)`` that shards the missing items over every rank; else None.
+
+    Only called for items the cache lacks, so cached items are never recomputed; the request names the model
+    the way it was loaded (or by its id) and its fingerprint, which every rank checks.
+    """
+    if not distributed.active():
+        return None
+    model, options = _RECIPES.get(id(encoder), (encoder.id, {}))
+
+    def compute(idx: list[int]) -> np.ndarray:
+        request = {"op": "embed", "model": model, "options": options, "fingerprint": encoder.fingerprint,
+                   "modality": modality, "items": [items[i] for i in idx]}
+        distributed.broadcast(request)
+        return _embed_shard(request, encoder)
+
+    return compute
+
+
+def _embed_shard(request: dict[str, Any], encoder: Encoder | None = None) -> np.ndarray:
+    """Embed this rank's shard of ``request["items"]`` and gather the shards; rank 0 gets ``(n, d)`` in order.
+
+    Every rank takes part in the gather even when its shard failed, so no rank waits forever: the failure travels
+    to rank 0 as a message and is raised there as :class:`EncoderError`.
+    """
+    import torch.distributed as dist
+
+    rank, size = dist.get_rank(), dist.get_world_size()
+    lo, hi = distributed.shard_range(len(request["items"]), rank, size)
+    try:
+        reply: tuple[str, Any] = ("ok", _embed_local(request, request["items"][lo:hi], encoder))
+    except Exception as e:  # noqa: BLE001 - sent to rank 0, which raises it
+        reply = ("error", f"rank {rank}: {e}")
+    parts = distributed.gather(reply)
+    if parts is None:
+        return np.zeros((0, 0), dtype=np.float32)
+    errors = [msg for kind, msg in parts if kind == "error"]
+    if errors:
+        raise EncoderError(errors[0])
+    if len(_SHARD_TOTALS) < len(parts):
+        _SHARD_TOTALS.extend([0] * (len(parts) - len(_SHARD_TOTALS)))
+    for r, (_, vecs) in enumerate(parts):
+        _SHARD_TOTALS[r] += len(vecs)
+    return distributed.merge_shards([vecs for _, vecs in parts])
+
+
+def shard_totals() -> list[int]:
+    """On rank 0 of a launch: how many items each rank embedded so far (empty when nothing was sharded)."""
+    return list(_SHARD_TOTALS)
+
+
+def _embed_local(request: dict[str, Any], shard: list[str], encoder: Encoder | None) -> np.ndarray:
+    """This rank's vectors ``(len(shard), d)`` (empty shards embed nothing); other ranks load the same model."""
+    if not shard:
+        return np.zeros((0, 0), dtype=np.float32)
+    if encoder is None:
+        options = dict(request["options"])
+        if str(options.get("device", "")).startswith("cuda"):
+            options["device"] = "cuda"  # this rank's own GPU (distributed.init selected it)
+        encoder = get_encoder(request["model"], **options)
+        if encoder.fingerprint != request["fingerprint"]:
+            raise EncoderError(f"{request['model']} loads different weights on this rank (fingerprint "
+                               f"{encoder.fingerprint[:12]} vs {request['fingerprint'][:12]} on rank 0); every rank "
+                               "must see the same model files")
+    texts = request["modality"] == "text"
+    vecs = encoder.embed_texts(shard) if texts else encoder.embed_images(shard)
+    return np.asarray(vecs, dtype=np.float32)
+
+
+def serve_embedding_requests() -> None:
+    """Ranks > 0: embed shards of rank 0's requests until rank 0 says stop (:func:`stop_serving`)."""
+    while True:
+        request = distributed.broadcast(None)
+        if not isinstance(request, dict) or request.get("op") != "embed":
+            return
+        _embed_shard(request)
+
+
+def stop_serving() -> None:
+    """Rank 0, when its command has finished (or failed): release the ranks waiting in the serve loop."""
+    distributed.broadcast({"op": "stop"})
