@@ -4,10 +4,17 @@ Each base scene holds 4–10 objects from the renderer (one shape appears twice,
 by one :func:`~bindlab.data.render.scene_layout` with two spare slots (so a count can go up, an object can
 appear or move). Every foil is the base scene with exactly **one** edit from :data:`EDIT_TYPES`:
 
-- attribute: modify / swap colour, modify / swap material, modify / swap pattern, modify transparency;
+- attribute: modify / swap colour, modify / swap material, modify / swap pattern, modify transparency, modify
+  size (one object drawn at about half its size: "a large red cube" -> "a small red cube");
 - count: add one instance, remove one instance;
-- spatial: swap the positions of two objects, move one object to the other side of another (left/right);
+- spatial: swap the positions of two objects, move one object to the other side of another (left/right), move
+  one object from above another to below it or back (above/below);
 - state/presence: switch an object's glow on (state), add a new object, remove an object (presence).
+
+That is CompoSET's 16 edit types in its four categories. The paper's summary names only some of its types
+(modify/swap colour and material, modify transparency, modify presence); ``modify_size`` (relative size within
+the scene, not the absolute size the paper excludes) and ``move_vertical`` complete the taxonomy with edits this
+renderer can draw inside the edited objects' discs.
 
 Base and foil are drawn into the same slots with the same seed and context, so only the discs of the edited
 objects change; :func:`generate_composet` checks that (pixels changed outside the edited discs must be zero) and
@@ -23,7 +30,7 @@ import multiprocessing
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +46,9 @@ EDIT_TYPES: dict[str, str] = {
     "modify_color": "attribute", "swap_color": "attribute",
     "modify_material": "attribute", "swap_material": "attribute",
     "modify_pattern": "attribute", "swap_pattern": "attribute",
-    "modify_transparency": "attribute",
+    "modify_transparency": "attribute", "modify_size": "attribute",
     "add_instance": "count", "remove_instance": "count",
-    "swap_position": "spatial", "move_object": "spatial",
+    "swap_position": "spatial", "move_object": "spatial", "move_vertical": "spatial",
     "modify_state": "state_presence", "add_object": "state_presence", "remove_object": "state_presence",
 }
 CATEGORIES: tuple[str, ...] = ("attribute", "count", "spatial", "state_presence")
@@ -62,16 +69,18 @@ _FAMILY_ORDER = ("color", "color", "material", "material", "pattern", "pattern",
 _PLURAL = {"fish": "fish", "torus": "tori"}
 _NUMBER = {0: "no", 1: "one", 2: "two", 3: "three"}
 SPARE_SLOTS = 2
+SMALL_SCALE = 0.5  # a "small" object (modify_size) is drawn at this share of its slot's size
 
 
 @dataclass(frozen=True)
 class Obj:
-    """A scene object as the captions see it: shape, look family, value, and whether it glows."""
+    """A scene object as the captions see it: shape, look family, value, whether it glows, whether it is small."""
 
     shape: str
     family: str  # color | material | pattern | transparent
     value: str  # a palette colour, material or pattern name ("transparent" for the transparent look)
     glowing: bool = False
+    small: bool = False  # drawn at SMALL_SCALE of its slot (modify_size foils only)
 
     def spec(self) -> ObjectSpec:
         if self.glowing:
@@ -79,8 +88,8 @@ class Obj:
         return ObjectSpec(self.shape, self.value)
 
     def words(self) -> str:
-        """``"red cube"``, ``"glowing red cube"``, ``"striped cube"`` (no article)."""
-        return f"{'glowing ' if self.glowing else ''}{self.value} {self.shape}"
+        """``"red cube"``, ``"glowing red cube"``, ``"small red cube"``, ``"striped cube"`` (no article)."""
+        return f"{'small ' if self.small else ''}{'glowing ' if self.glowing else ''}{self.value} {self.shape}"
 
     def phrase(self, count: int = 1, numeral: bool = False) -> str:
         """``"a red cube"``, ``"two red cubes"``; ``numeral`` says ``"one red cube"`` (count edits)."""
@@ -205,6 +214,17 @@ def _side_of(a: Slot, b: Slot) -> str | None:
     return "left" if dx < 0 else "right"
 
 
+def _level_of(a: Slot, b: Slot) -> str | None:
+    """``above``/``below`` when ``a`` is clearly (by at least one disc radius) above/below ``b``, else None."""
+    dy = a.cy - b.cy  # image rows grow downwards
+    if abs(dy) < max(a.radius, b.radius):
+        return None
+    return "above" if dy < 0 else "below"
+
+
+_OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above"}
+
+
 def candidate_edits(scene: Scene) -> dict[str, list[Edit]]:
     """Every single edit this scene allows, by edit type."""
     objs, slots = scene.objects, scene.slots
@@ -240,6 +260,9 @@ def candidate_edits(scene: Scene) -> dict[str, list[Edit]]:
             add("modify_state", {i: lit}, f"an unlit {o.words()}", lit.phrase(), (i,), f"{o.words()}: unlit -> glowing")
     for i in _singles(scene):
         o = objs[i]
+        small = Obj(o.shape, o.family, o.value, small=True)
+        add("modify_size", {i: small}, with_article(f"large {o.words()}"), small.phrase(), (i,),
+            f"{o.words()}: large -> small")
         for s in spare:
             add("add_instance", {s: o}, o.phrase(1, numeral=True), o.phrase(2), (i, s), f"{o.words()}: 1 -> 2")
         add("remove_object", {i: None}, f"there is {o.phrase()}", f"there is no {o.words()}", (i,),
@@ -259,14 +282,17 @@ def candidate_edits(scene: Scene) -> dict[str, list[Edit]]:
             if side == "left" and i < j:  # each unordered pair once, phrased left-to-right
                 add("swap_position", {i: b, j: a}, f"{a.phrase()} to the left of {b.phrase()}",
                     f"{b.phrase()} to the left of {a.phrase()}", (i, j), f"{a.words()} <-> {b.words()} (positions)")
-            if side is None:
-                continue
-            for s in spare:
-                if _side_of(slots[s], slots[j]) not in (None, side):
-                    other = "right" if side == "left" else "left"
-                    add("move_object", {i: None, s: a}, f"{a.phrase()} to the {side} of {b.phrase()}",
-                        f"{a.phrase()} to the {other} of {b.phrase()}", (i, j, s),
-                        f"{a.words()}: {side} -> {other} of the {b.words()}")
+            for kind, relation, words, of in (("move_object", _side_of, "to the {} of", " of"),
+                                              ("move_vertical", _level_of, "{}", "")):
+                where = relation(slots[i], slots[j])
+                if where is None:
+                    continue
+                other = _OPPOSITE[where]
+                for s in spare:  # move a into a spare slot on the other side of b
+                    if relation(slots[s], slots[j]) == other:
+                        add(kind, {i: None, s: a}, f"{a.phrase()} {words.format(where)} {b.phrase()}",
+                            f"{a.phrase()} {words.format(other)} {b.phrase()}", (i, j, s),
+                            f"{a.words()}: {where} -> {other}{of} the {b.words()}")
     palette = [(s, v) for s in SHAPES if s not in present for v in PALETTE]
     for s in spare:
         shape, value = random.Random(scene.seed * 31 + s).choice(palette)
@@ -300,7 +326,10 @@ def _disc_mask(slots: list[Slot], idx: tuple[int, ...], size: int) -> np.ndarray
 
 
 def _render(objects: list[Obj | None], scene: Scene, size: int) -> np.ndarray:
-    img, _ = render_slots([o.spec() if o else None for o in objects], scene.slots, size, scene.seed,
+    # a small object keeps its slot (centre, pose) and shrinks inside its disc
+    slots = [replace(sl, scale=sl.scale * SMALL_SCALE) if o is not None and o.small else sl
+             for o, sl in zip(objects, scene.slots, strict=True)]
+    img, _ = render_slots([o.spec() if o else None for o in objects], slots, size, scene.seed,
                           context_from_index(scene.context_index, 12))
     return np.asarray(img)
 

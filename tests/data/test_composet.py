@@ -14,6 +14,7 @@ from PIL import Image
 from bindlab.data.composet import EDIT_TYPES, candidate_edits, generate_composet, make_scene
 from bindlab.data.pairs_schema import VERBOSITIES, load_pairs
 from bindlab.data.schema import DataError
+from bindlab.data.vocab import with_article
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,3 +127,80 @@ def test_generate_and_eval_pairs_end_to_end_with_a_tiny_clip(tmp_path):
     # a text-only model is refused with one clear line
     r = _run("eval", "pairs", "--data", str(data), "--model", "bow")
     assert r.returncode == 2 and "image+text encoder" in r.stderr
+
+
+def test_the_taxonomy_has_compo_sets_16_edit_types_in_4_categories():
+    assert len(EDIT_TYPES) == 16
+    assert {"modify_size", "move_vertical"} <= set(EDIT_TYPES)
+    assert EDIT_TYPES["modify_size"] == "attribute" and EDIT_TYPES["move_vertical"] == "spatial"
+    counts = {c: sum(v == c for v in EDIT_TYPES.values()) for c in set(EDIT_TYPES.values())}
+    assert counts == {"attribute": 8, "count": 2, "spatial": 3, "state_presence": 3}
+
+
+def _render_pair(scene, edit, size):
+    from bindlab.data.composet import _disc_mask, _render
+
+    base, foil = _render(scene.objects, scene, size), _render(edit.foil_objects, scene, size)
+    changed = (base != foil).any(axis=2)
+    return changed, _disc_mask(scene.slots, edit.touched, size)
+
+
+def test_modify_size_shrinks_one_object_inside_its_disc_and_says_large_and_small():
+    import random
+
+    scene = make_scene(3, random.Random(3), 128, 0)
+    edit = candidate_edits(scene)["modify_size"][0]
+    (i,) = edit.touched
+    old, new = scene.objects[i], edit.foil_objects[i]
+    assert new.small and not old.small and (new.shape, new.value) == (old.shape, old.value)
+    assert edit.base_phrase == with_article(f"large {old.words()}")
+    assert edit.foil_phrase == f"a small {old.words()}"
+    changed, inside = _render_pair(scene, edit, 128)
+    assert changed.any() and not (changed & ~inside).any()
+    # the small object covers fewer pixels than the original inside the same disc
+    from bindlab.data.composet import _render
+
+    bg = _render([o if k != i else None for k, o in enumerate(scene.objects)], scene, 128)
+    full, small = _render(scene.objects, scene, 128), _render(edit.foil_objects, scene, 128)
+    assert (small != bg).any(axis=2)[inside].sum() < (full != bg).any(axis=2)[inside].sum()
+
+
+def test_move_vertical_flips_above_and_below_with_the_image():
+    import random
+
+    from bindlab.data.composet import _level_of
+
+    found = 0
+    for k in range(10):
+        scene = make_scene(k, random.Random(k), 128, 0)
+        for edit in candidate_edits(scene)["move_vertical"][:3]:
+            moved = [x for x in edit.described if scene.objects[x] is not None and edit.foil_objects[x] is None]
+            target = [x for x in edit.described if scene.objects[x] is None and edit.foil_objects[x] is not None]
+            anchor = [x for x in edit.described if x not in moved + target]
+            assert len(moved) == len(target) == len(anchor) == 1, edit.described
+            before = _level_of(scene.slots[moved[0]], scene.slots[anchor[0]])
+            after = _level_of(scene.slots[target[0]], scene.slots[anchor[0]])
+            assert {before, after} == {"above", "below"}
+            a, b = scene.objects[moved[0]], scene.objects[anchor[0]]
+            assert edit.base_phrase == f"{a.phrase()} {before} {b.phrase()}"
+            assert edit.foil_phrase == f"{a.phrase()} {after} {b.phrase()}"
+            changed, inside = _render_pair(scene, edit, 128)
+            assert changed.any() and not (changed & ~inside).any()
+            found += 1
+    assert found >= 5
+
+
+def test_generated_set_uses_the_new_edit_types_with_captions_like_the_others(tmp_path):
+    path = generate_composet(tmp_path, scenes=4, foils_per_scene=16, seed=3, size=96, workers=1)
+    pairs = load_pairs(path)[0]
+    meta = json.loads((path.parent / "meta.json").read_text())
+    assert meta["discarded_foils"] == 0 and len(meta["per_edit_type"]) == 16
+    for kind, words in (("modify_size", ("large", "small")), ("move_vertical", ("above", "below"))):
+        mine = [p for p in pairs if p.edit_type == kind]
+        assert mine, kind
+        for p in mine:
+            ph = p.extra["edit_phrase"]
+            assert {w for w in words if w in ph["base"].split()} ^ {w for w in words if w in ph["foil"].split()}
+            for lv in VERBOSITIES:
+                assert p.base.captions[lv].lower().startswith(ph["base"].lower())
+                assert p.foil.captions[lv].lower().startswith(ph["foil"].lower())
