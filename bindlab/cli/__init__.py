@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from bindlab.cli import attention, browse, finetune, grounding, map, models, pairs, toy
+from bindlab.cli import attention, browse, compare, finetune, grounding, map, models, pairs, toy
 from bindlab.cli.common import Groups
 from bindlab.config import __version__
 
@@ -29,6 +29,7 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
     pairs.add_commands,
     toy.add_commands,
     map.add_commands,
+    compare.add_commands,
 ]
 
 

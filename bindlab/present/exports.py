@@ -458,6 +458,30 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
     return ResultView("compare", tables, figs)
 
 
+def models_compare_export(result: Result) -> ResultView:
+    """Several encoders on one suite (``compare``, the Compare tab): the leaderboard with 95 % intervals, scores in
+    long form with chance levels, accuracy by N, scores by edit type, the cross-benchmark table, per-scene margins
+    and their agreement, the default per-question diff, every question's per-model credit and margin, and the
+    by-N / by-edit-type figures. (:func:`compare_export` is the base-vs-finetuned comparison of a finetune job.)
+
+    Args:
+        result: :func:`bindlab.studies.compare.run_compare`'s result (both faces pass the same one).
+    """
+    from bindlab.present import compare_figures as cf
+
+    t = result.tables
+    tables = {k: t[k] for k in ("leaderboard", "scores", "by_n", "by_edit_type", "cross_benchmark",
+                                "per_scene_margin", "agreement", "question_diff") if t.get(k)}
+    if result.rows:
+        tables["questions"] = result.rows
+    figs = {}
+    if t.get("by_n"):
+        figs["by_n"] = cf.by_n_figure(t["by_n"])
+    if t.get("by_edit_type"):
+        figs["by_edit_type"] = cf.by_edit_type_figure(t["by_edit_type"])
+    return ResultView("compare_models", tables, figs, {"items": result.rows} if result.rows else {})
+
+
 def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: str | None = None,
                shown: str | None = None) -> ResultView:
     """Embedding map (``map``, the Map tab): one row per point with its coordinates in every computed layout

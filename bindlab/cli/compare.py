@@ -1,0 +1,87 @@
+"""``compare``: several encoders on the same suite, one leaderboard (the Compare tab's feature)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from bindlab.cli.common import (
+    Groups,
+    _export_args,
+    _write_export,
+    _write_json,
+    _write_per_item,
+    nonneg_int,
+    positive_int,
+)
+
+
+def _cell(value: Any, ci: Any = None) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{value:.3f}"
+    return f"{text} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else text
+
+
+def leaderboard_text(rows: list[dict[str, Any]]) -> str:
+    """The leaderboard as plain text: rank, model, then each score with its 95 % interval."""
+    if not rows:
+        return "(no scores)"
+    columns = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith(" 95% CI")]
+    cells = [[str(r["rank"]), r["model"], *(_cell(r[c], r[f"{c} 95% CI"]) for c in columns)] for r in rows]
+    header = ["#", "model", *columns]
+    widths = [max(len(x) for x in col) for col in zip(header, *cells, strict=True)]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)) for line in [header, *cells])
+
+
+def cmd_compare(a: argparse.Namespace) -> None:
+    from bindlab.present.exports import models_compare_export
+    from bindlab.studies.compare import CompareRequest, run_compare
+    from bindlab.studies.validate import input_path
+
+    if a.pairs_data:
+        input_path(a.pairs_data, "pairs_data")  # inside the allowed data roots, like --data
+    result = run_compare(CompareRequest(models=a.models, suite=a.suite, data=a.data, pairs_data=a.pairs_data,
+                                        pairings=a.pairings, verbosity=a.verbosity, limit=a.limit, seed=a.seed,
+                                        batch_size=a.batch_size, device=a.device, use_cache=not a.no_cache))
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    s = result.summary
+    print(f"{len(s['models'])} models on {', '.join(s['suite'])} (sorted by {s['sort_by']}; 95% bootstrap CIs)")
+    print(leaderboard_text(s["leaderboard"]))
+    ag = s["agreement"]
+    if ag["mean_spearman"] is not None:
+        v = ag["variance_share"]
+        print(f"per-scene agreement over {ag['n_models']} models x {ag['n_scenes']} scenes: mean Spearman rho "
+              f"{ag['mean_spearman']:.3f} (CompoSET: 0.56); variance explained by scene {v['scene']:.1%}, "
+              f"by model {v['model']:.1%}")
+    if s["diff_models"]:
+        a_, b_ = s["diff_models"]
+        print(f"{len(s['question_diff'])} questions {a_} gets right and {b_} gets wrong")
+    if s["from_cache"]:
+        print(f"from cache: {', '.join(s['from_cache'])}")
+    _write_json(a.out, result.to_json())
+    _write_per_item(a.per_item, result.rows)
+    _write_export(a, lambda: models_compare_export(result), result.provenance)
+
+
+def add_commands(g: Groups) -> None:
+    p = g.top.add_parser("compare", help="several encoders on the same suite: leaderboard with 95% CIs, per-N and "
+                                         "per-edit-type scores, per-question diff, per-scene agreement")
+    p.add_argument("--models", required=True, help="comma-separated encoder ids, e.g. bow,minilm,toy:clip,toy:shared")
+    p.add_argument("--suite", default="mcq", help="comma-separated tasks: mcq, retrieval, pairs, "
+                                                  "benchmark:NAME[=PATH] (default mcq)")
+    p.add_argument("--data", help="MCQ JSONL file (default: the embedded mini benchmark)")
+    p.add_argument("--pairs-data", help="Pairs JSONL file (default: the embedded CompoSET-style mini set)")
+    p.add_argument("--pairings", default="tt", help="MCQ/retrieval pairings, comma-separated: tt,ti,it,ii")
+    p.add_argument("--verbosity", default="all", help="pairs caption level: short|medium|long|all")
+    p.add_argument("--out", help="write results JSON here (the leaderboard, cross-benchmark table, agreement)")
+    p.add_argument("--per-item", help="write every question's per-model credit and margin as JSONL here")
+    _export_args(p)
+    p.add_argument("--limit", type=nonneg_int, default=0, help="first N questions / pairs / items (0 = all)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="bootstrap seed")
+    p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
+    p.add_argument("--batch-size", type=positive_int, default=None)
+    p.add_argument("--no-cache", action="store_true", help="rescore every model (ignore and do not write the cache)")
+    p.set_defaults(func=cmd_compare)

@@ -1,0 +1,454 @@
+"""Compare: several encoders on the same suite, one leaderboard (``compare``, the Compare tab).
+
+:func:`run_compare` runs each model through the existing studies — SABER MCQ per pairing and N
+(:func:`~bindlab.studies.browse.run_mcq`), pooled retrieval (:func:`~bindlab.studies.browse.run_retrieval`), 2x2
+pairs per edit type (:func:`~bindlab.studies.pairs.run_pairs`) and any local published benchmark
+(:func:`~bindlab.studies.benchmark.run_benchmark`) — and joins their results: a leaderboard with bootstrap 95 %
+intervals, accuracy by N, scores by edit type, a per-question table (each model's credit and margin) for the
+"A right, B wrong" diff, a cross-benchmark table ("above chance elsewhere, at chance here") and CompoSET's per-scene
+agreement (:mod:`bindlab.analysis.agreement`).
+
+Each model's result per task is cached on disk under ``$BINDLAB_HOME/compare/`` keyed by the encoder fingerprint,
+the data's hash and the settings, so adding a model to a comparison scores only the new one. A model that cannot do
+a task (a text-only encoder on image pairings or pairs) gets "n/a" there, with a note, instead of an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindlab.analysis.agreement import scene_agreement
+from bindlab.config import __version__, home
+from bindlab.eval.mcq import PAIRINGS, parse_pairings
+from bindlab.eval.metrics import bootstrap_ci
+from bindlab.eval.pairs import parse_verbosity
+from bindlab.provenance import provenance
+from bindlab.studies.browse import get_encoder
+from bindlab.studies.result import Result
+from bindlab.studies.validate import nonneg_int, positive_int
+
+TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
+PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
+Progress = Callable[[float, str], None]
+
+
+# --- the request ------------------------------------------------------------------------------------------------
+def parse_models(spec: str | Sequence[str]) -> list[str]:
+    """``"bow, minilm"`` or a list -> distinct stripped ids in order; at least two."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec or [])
+    models = list(dict.fromkeys(str(m).strip() for m in items if str(m).strip()))
+    if len(models) < 2:
+        raise ValueError(f"models: give at least two encoder ids to compare, e.g. bow,minilm (got {spec!r})")
+    return models
+
+
+def parse_suite(spec: str | Sequence[str]) -> list[str]:
+    """``"mcq,pairs,benchmark:sugarcrepe_pp"`` or a list -> distinct task names; unknown ones refused."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec or [])
+    suite = list(dict.fromkeys(str(t).strip() for t in items if str(t).strip()))
+    if not suite:
+        raise ValueError(f"suite: choose one or more of {', '.join(TASKS)}, benchmark:NAME[=PATH]")
+    for t in suite:
+        if t not in TASKS and not (t.startswith("benchmark:") and t.split(":", 1)[1].split("=", 1)[0].strip()):
+            raise ValueError(f"suite: unknown task {t!r}; choose from {', '.join(TASKS)} or benchmark:NAME[=PATH] "
+                             "(NAME: winoground, colorswap, sugarcrepe, sugarcrepe_pp, aro_vg_attribution)")
+    return suite
+
+
+@dataclass
+class CompareRequest:
+    """What ``compare`` and the Compare tab ask for; validated on construction.
+
+    Raises:
+        ValueError: fewer than two models, an unknown task, pairing or verbosity, ``limit`` < 0, ``batch_size`` < 1,
+            a negative seed or an empty device, each named with the value given.
+    """
+
+    models: Sequence[str] | str  # encoder ids, e.g. "bow,minilm,toy:clip"; becomes a list
+    suite: Sequence[str] | str = ("mcq",)  # mcq | retrieval | pairs | benchmark:NAME[=PATH]; becomes a list
+    data: str | Path | None = None  # MCQ JSONL; None = the embedded mini benchmark (with images if a pairing needs them)
+    pairs_data: str | Path | None = None  # Pairs JSONL; None = the embedded CompoSET-style mini set
+    pairings: Sequence[str] | str = ("tt",)  # MCQ / retrieval pairings
+    verbosity: str = "all"  # caption level of the pairs
+    limit: int = 0  # first N questions / pairs / items per split; 0 = all
+    seed: int = 0  # bootstrap seed
+    batch_size: int | None = None
+    device: str = "auto"
+    use_cache: bool = True  # read and write the per-model results under $BINDLAB_HOME/compare
+
+    def __post_init__(self) -> None:
+        self.models = parse_models(self.models)
+        self.suite = parse_suite(self.suite)
+        self.pairings = parse_pairings(self.pairings)
+        parse_verbosity(self.verbosity)
+        self.limit = nonneg_int(self.limit, "limit")
+        self.seed = nonneg_int(self.seed, "seed")
+        if self.batch_size is not None:
+            self.batch_size = positive_int(self.batch_size, "batch_size")
+        if not isinstance(self.device, str) or not self.device.strip():
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        self.data = str(self.data).strip() or None if self.data else None
+        self.pairs_data = str(self.pairs_data).strip() or None if self.pairs_data else None
+
+    def settings(self) -> dict[str, Any]:
+        return {"models": list(self.models), "suite": list(self.suite), "pairings": list(self.pairings),
+                "verbosity": self.verbosity, "limit": self.limit, "seed": self.seed, "batch_size": self.batch_size}
+
+
+# --- the per-model cache ---------------------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """``home()/compare``: one JSON file per (model fingerprint, data hash, task settings)."""
+    return home() / "compare"
+
+
+def _data_key(path: str | Path) -> str:
+    from bindlab.data.schema import file_sha256
+
+    p = Path(path)
+    if p.is_file():
+        return file_sha256(p)
+    return f"{p.resolve()}@{p.stat().st_mtime if p.exists() else 'missing'}"  # a benchmark folder
+
+
+def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any]) -> str:
+    """The cache file name of one model's result: sha256 of fingerprint, data hash, settings and bindlab version."""
+    text = json.dumps({"fingerprint": fingerprint, "data": _data_key(data), "settings": settings,
+                       "version": __version__}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _load_cached(path: Path) -> Result | None:
+    try:
+        return Result(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None  # missing, partial or corrupt: recompute
+
+
+def _store(path: Path, result: Result) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(dataclasses.asdict(result), default=str))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def cached_run(encoder: Any, data: str | Path, settings: dict[str, Any], run: Callable[[], Result],
+               use_cache: bool = True) -> tuple[Result, bool]:
+    """``run()`` through the disk cache; returns ``(result, from_cache)``."""
+    path = cache_dir() / f"{cache_key(encoder.fingerprint, data, settings)}.json"
+    if use_cache:
+        hit = _load_cached(path)
+        if hit is not None:
+            return hit, True
+    result = run()
+    if use_cache:
+        _store(path, result)
+    return result, False
+
+
+# --- running the suite -------------------------------------------------------------------------------------------
+@dataclass
+class _Job:
+    task: str  # mcq | retrieval | pairs | benchmark:NAME[=PATH]
+    model: str
+    result: Result | None = None
+    skipped: str = ""  # why the model cannot do this task
+    from_cache: bool = False
+
+
+def _benchmark_spec(task: str) -> tuple[str, str | None]:
+    name, _, path = task.split(":", 1)[1].partition("=")
+    return name.strip(), (path.strip() or None)
+
+
+def _skip_reason(task: str, encoder: Any, pairings: Sequence[str]) -> str:
+    mods = set(encoder.modalities)
+    if task in ("mcq", "retrieval"):
+        return "" if any(set(PAIRINGS[p]) <= mods for p in pairings) else "needs an image tower"
+    if task == "pairs":
+        return "" if {"text", "image"} <= mods else "text-only: pairs need an image+text encoder"
+    if "image" in mods:
+        return ""
+    from bindlab.data.adapters import load_manifest
+
+    adapter = load_manifest(_benchmark_spec(task)[0]).get("adapter")
+    return "" if adapter == "sugarcrepe_pp" else "text-only: this benchmark needs an image+text encoder"
+
+
+def _run_job(job: _Job, encoder: Any, request: CompareRequest, paths: dict[str, Path],
+             progress: Progress | None) -> None:
+    from bindlab.studies import benchmark as bench_study
+    from bindlab.studies import browse
+    from bindlab.studies import pairs as pairs_study
+
+    common = {"limit": request.limit, "batch_size": request.batch_size}
+    if job.task in ("mcq", "retrieval"):
+        pairings = [p for p in request.pairings if set(PAIRINGS[p]) <= set(encoder.modalities)]
+        req = browse.McqRequest(data=paths["mcq"], model=job.model, pairings=pairings, device=request.device, **common)
+        run = browse.run_mcq if job.task == "mcq" else browse.run_retrieval
+        settings = {"task": job.task, "pairings": pairings, "limit": request.limit}
+        job.result, job.from_cache = cached_run(encoder, paths["mcq"], settings, lambda: run(req, progress),
+                                                request.use_cache)
+    elif job.task == "pairs":
+        req = pairs_study.PairsRequest(data=paths["pairs"], model=job.model, verbosity=request.verbosity,
+                                       device=request.device, seed=request.seed, **common)
+        settings = {"task": "pairs", "verbosity": request.verbosity, "limit": request.limit, "seed": request.seed}
+        job.result, job.from_cache = cached_run(encoder, paths["pairs"], settings,
+                                                lambda: pairs_study.run_pairs(req, progress), request.use_cache)
+    else:
+        name, data = _benchmark_spec(job.task)
+        task = "itt" if "image" in encoder.modalities else "tot"
+        req = bench_study.BenchmarkRequest(name=name, model=job.model, data=data, task=task, device=request.device,
+                                           seed=request.seed, **common)
+        settings = {"task": job.task, "bench_task": task, "limit": request.limit, "seed": request.seed}
+        if data:  # a local copy given: cached by its hash (a file) or its path and mtime (a folder)
+            job.result, job.from_cache = cached_run(encoder, data, settings, lambda: bench_study.run_benchmark(req),
+                                                    request.use_cache)
+        else:  # the manifest's copy: nothing to key the cache on without loading it, so always scored
+            job.result = bench_study.run_benchmark(req)
+
+
+def _resolve_paths(request: CompareRequest, progress: Progress | None) -> dict[str, Path]:
+    from bindlab.studies.browse import default_dataset
+    from bindlab.studies.pairs import default_pairs_dataset
+
+    paths: dict[str, Path] = {}
+    if {"mcq", "retrieval"} & set(request.suite):
+        images = any("image" in PAIRINGS[p] for p in request.pairings)
+        paths["mcq"] = Path(request.data) if request.data else default_dataset(images=images, progress=progress)
+        if not paths["mcq"].exists():
+            raise FileNotFoundError(f"{paths['mcq']}: file not found; generate one with "
+                                    "'python -m bindlab generate saber --out DIR'")
+    if "pairs" in request.suite:
+        paths["pairs"] = Path(request.pairs_data) if request.pairs_data else default_pairs_dataset()
+        if not paths["pairs"].exists():
+            raise FileNotFoundError(f"{paths['pairs']}: file not found; generate one with "
+                                    "'python -m bindlab generate composet --out DIR'")
+    return paths
+
+
+def run_compare(request: CompareRequest, progress: Progress | None = None) -> Result:
+    """Score every model on every task of the suite and join the results.
+
+    Returns:
+        ``Result("compare")``: summary = ``{"models", "suite", "pairings", "data", "pairs_data", "leaderboard",
+        "sort_by", "leader", "top_score", "cross_benchmark", "agreement", "diff_models", "question_diff", "by_n",
+        "by_edit_type", "from_cache"}`` (``top_score`` is the primary metric: the leader's value in ``sort_by``);
+        rows = one per (question, pairing): ``{id, pairing, n_objects, subset, credit: {model: c}, margin:
+        {model: m}}``; tables = ``leaderboard``, ``scores`` (long form with CIs and chance), ``by_n``,
+        ``by_edit_type``, ``question_diff`` (the leader right, the runner-up wrong), ``cross_benchmark``,
+        ``per_scene_margin``, ``agreement``.
+    """
+    encoders = {m: get_encoder(m, request.device, request.batch_size) for m in request.models}  # unknown ids first
+    paths = _resolve_paths(request, progress)
+    jobs = [_Job(t, m) for m in request.models for t in request.suite]
+    for k, job in enumerate(jobs):
+        reason = _skip_reason(job.task, encoders[job.model], request.pairings)
+        if reason:
+            job.skipped = reason
+            continue
+        if progress:
+            progress(k / len(jobs), f"{job.model}: {job.task} ({k + 1}/{len(jobs)})")
+        _run_job(job, encoders[job.model], request, paths, None)
+    if progress:
+        progress(1.0, "joining results")
+    return _assemble(request, jobs, encoders, paths)
+
+
+# --- joining the per-model results -------------------------------------------------------------------------------
+def _vs_chance(lo: float | None, hi: float | None, chance: float | None) -> str:
+    if chance is None or lo is None or hi is None or not np.isfinite([lo, hi]).all():
+        return ""
+    return "above chance" if lo > chance else ("below chance" if hi < chance else "at chance")
+
+
+def _score(model: str, task: str, column: str, value: Any, ci: Sequence[float] | None, n: int | None,
+           chance: float | None) -> dict[str, Any]:
+    lo, hi = (ci or [None, None])[:2]
+    return {"model": model, "task": task, "column": column, "value": value, "ci95_low": lo, "ci95_high": hi,
+            "n": n, "chance": chance, "vs_chance": _vs_chance(lo, hi, chance)}
+
+
+def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
+    """Long-form scores of one (model, task): one row per leaderboard column, with its 95 % interval and chance."""
+    r, m, out = job.result, job.model, []
+    if r is None:
+        return out
+    s = r.summary
+    if job.task == "mcq":
+        for p, v in s["pairings"].items():
+            out.append(_score(m, "mcq", f"MCQ {p}", v["accuracy"], v["ci95"], v["n"], v.get("chance", 0.25)))
+    elif job.task == "retrieval":
+        for p, v in s["pairings"].items():
+            ap = [row["ap"] for row in r.rows if row["pairing"] == p]
+            out.append(_score(m, "retrieval", f"mAP {p}", v["map"]["all"], bootstrap_ci(np.array(ap), seed=seed),
+                              v["n_queries"], None))
+    elif job.task == "pairs":
+        o = s["overall"]
+        for metric in ("group", "i2t", "t2i"):
+            out.append(_score(m, "pairs", f"Pairs {metric.upper() if metric != 'group' else 'Group'}", o[metric],
+                              o[f"{metric}_ci95"], o["n"], PAIRS_CHANCE[metric]))
+    else:
+        name = s["benchmark"]
+        if "overall" in s:  # a 2x2 benchmark: its Group score
+            ci, chance = s["overall"]["group_ci95"], PAIRS_CHANCE["group"]
+        else:
+            ci, chance = s.get("accuracy_ci95"), s.get("chance")
+        out.append(_score(m, job.task, f"{name} ({s['task']})", s["native_value"], ci, s["n"], chance))
+    return out
+
+
+def leaderboard(scores: list[dict[str, Any]], models: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
+    """One row per model: ``{rank, model, <column>: value, "<column> 95% CI": [lo, hi]}``, best first by the
+    first column (models without it last). Returns ``(rows, sort column)``."""
+    columns = list(dict.fromkeys(s["column"] for s in scores))
+    by = {(s["model"], s["column"]): s for s in scores}
+    rows = []
+    for m in models:
+        row: dict[str, Any] = {"model": m}
+        for c in columns:
+            s = by.get((m, c))
+            row[c] = s["value"] if s else None
+            row[f"{c} 95% CI"] = [s["ci95_low"], s["ci95_high"]] if s and s["ci95_low"] is not None else None
+        rows.append(row)
+    sort_by = columns[0] if columns else ""
+    rows.sort(key=lambda r: (r.get(sort_by) is None, -(r.get(sort_by) or 0.0)))
+    return [{"rank": k + 1, **r} for k, r in enumerate(rows)], sort_by
+
+
+def cross_benchmark(scores: list[dict[str, Any]], models: Sequence[str]) -> list[dict[str, Any]]:
+    """Each model on every benchmark with a chance level, side by side: ``{model, <benchmark>: value,
+    "<benchmark> vs chance": above/at/below chance}`` (MCQ accuracy, pairs Group, published benchmarks)."""
+    keep = [s for s in scores if s["chance"] is not None and s["column"] not in ("Pairs I2T", "Pairs T2I")]
+    columns = list(dict.fromkeys(s["column"] for s in keep))
+    by = {(s["model"], s["column"]): s for s in keep}
+    rows = []
+    for m in models:
+        row: dict[str, Any] = {"model": m}
+        for c in columns:
+            s = by.get((m, c))
+            row[c] = s["value"] if s else None
+            row[f"{c} vs chance"] = s["vs_chance"] if s else "n/a"
+        rows.append(row)
+    return rows
+
+
+def _margin(scores: Sequence[float], answer: int) -> float:
+    s = np.asarray(scores, dtype=np.float64)
+    return float(s[answer] - np.delete(s, answer).max())
+
+
+def question_rows(jobs: Sequence[_Job], models: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per (question, pairing) with every model's credit and margin (None where a model was not scored)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for job in jobs:
+        if job.task != "mcq" or job.result is None:
+            continue
+        for r in job.result.rows:
+            row = rows.setdefault((r["id"], r["pairing"]), {
+                "id": r["id"], "pairing": r["pairing"], "n_objects": r["n_objects"], "subset": r["subset"],
+                "credit": dict.fromkeys(models), "margin": dict.fromkeys(models)})
+            row["credit"][job.model] = r["credit"]
+            row["margin"][job.model] = _margin(r["scores"], r["answer"])
+    return list(rows.values())
+
+
+def question_diff(rows: Sequence[dict[str, Any]], a: str, b: str, pairing: str | None = None) -> list[dict[str, Any]]:
+    """Questions model ``a`` gets right (full credit) and model ``b`` gets wrong (less than full credit, ties
+    included), largest margin gap first.
+
+    Args:
+        rows: :func:`question_rows` (``Result.rows`` of :func:`run_compare`).
+        a, b: model ids of the comparison.
+        pairing: only this pairing (None = every pairing).
+
+    Returns:
+        ``[{id, pairing, n_objects, subset, model_a, credit_a, margin_a, model_b, credit_b, margin_b}]``.
+
+    Raises:
+        ValueError: ``a`` or ``b`` was not scored on these questions, or they are the same model.
+    """
+    scored = set(rows[0]["credit"]) if rows else set()
+    for m in (a, b):
+        if m not in scored:
+            raise ValueError(f"model {m!r} is not in this comparison; choose from {sorted(scored)}")
+    if a == b:
+        raise ValueError(f"choose two different models to diff, got {a!r} twice")
+    out = []
+    for r in rows:
+        ca, cb = r["credit"][a], r["credit"][b]
+        if (pairing and r["pairing"] != pairing) or ca is None or cb is None or not (ca >= 1.0 > cb):
+            continue
+        out.append({"id": r["id"], "pairing": r["pairing"], "n_objects": r["n_objects"], "subset": r["subset"],
+                    "model_a": a, "credit_a": ca, "margin_a": r["margin"][a],
+                    "model_b": b, "credit_b": cb, "margin_b": r["margin"][b]})
+    out.sort(key=lambda r: -(r["margin_a"] - r["margin_b"]))
+    return out
+
+
+def _by_n(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
+    return [{"model": j.model, **{k: r[k] for k in ("pairing", "n_objects", "accuracy", "n")}}
+            for j in jobs if j.task == "mcq" and j.result is not None
+            for r in j.result.tables["accuracy_by_n"] if r["subset"] == "all"]
+
+
+def _by_edit_type(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
+    return [{"model": j.model, **r} for j in jobs if j.task == "pairs" and j.result is not None
+            for r in j.result.tables["by_edit_type"]]
+
+
+def _per_scene(jobs: Sequence[_Job]) -> dict[str, dict[str, float]]:
+    return {j.model: j.result.summary["per_scene_margin"] for j in jobs if j.task == "pairs" and j.result is not None}
+
+
+def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]) -> Result:
+    models = list(request.models)
+    scores = [s for j in jobs for s in score_rows(j, request.seed)]
+    board, sort_by = leaderboard(scores, models)
+    qrows = question_rows(jobs, models)
+    ranked = [r["model"] for r in board if qrows and qrows[0]["credit"][r["model"]] is not None]
+    diff_models = ranked[:2]  # the default diff: the leader against the runner-up
+    diff = question_diff(qrows, *diff_models) if len(diff_models) == 2 else []
+    per_scene = _per_scene(jobs)
+    agreement = scene_agreement(per_scene)
+    cross = cross_benchmark(scores, models)
+    by_n, by_edit = _by_n(jobs), _by_edit_type(jobs)
+    notes = [f"{j.model}: {j.task} n/a ({j.skipped})" for j in jobs if j.skipped]
+    notes += [f"{j.model}: {n}" for j in jobs if j.result is not None for n in j.result.notes]
+    summary = {"models": models, "suite": list(request.suite), "pairings": list(request.pairings),
+               "data": str(paths.get("mcq")) if "mcq" in paths else None,
+               "pairs_data": str(paths.get("pairs")) if "pairs" in paths else None,
+               "leaderboard": board, "sort_by": sort_by, "leader": board[0]["model"] if board else None,
+               "top_score": board[0].get(sort_by) if board else None, "cross_benchmark": cross,
+               "agreement": agreement, "diff_models": diff_models, "question_diff": diff, "by_n": by_n, "by_edit_type": by_edit,
+               "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache)}
+    prov = provenance(paths.get("mcq") or paths.get("pairs"), None, {**request.settings(), "kind": "compare"},
+                      request.seed)
+    prov["encoders"] = [{"id": e.id, "fingerprint": e.fingerprint} for e in encoders.values()]
+    if "pairs" in paths:
+        from bindlab.data.schema import file_sha256
+
+        prov["pairs_dataset"] = {"path": str(paths["pairs"].resolve()), "sha256": file_sha256(paths["pairs"])}
+    tables = {"leaderboard": board, "scores": scores, "by_n": by_n, "by_edit_type": by_edit, "question_diff": diff,
+              "cross_benchmark": cross,
+              "per_scene_margin": [{"model": m, "scene": s, "margin": v} for m, d in per_scene.items()
+                                   for s, v in d.items()],
+              "agreement": [{"model_a": p["model_a"], "model_b": p["model_b"], "rho": p["rho"]}
+                            for p in agreement["pairwise"]]}
+    return Result("compare", summary, qrows, figures_data={"by_n": by_n, "by_edit_type": by_edit},
+                  provenance=prov, primary_metric="top_score", tables=tables, notes=notes)
+
+
+__all__ = ["CompareRequest", "TASKS", "cache_dir", "cache_key", "cached_run", "cross_benchmark", "leaderboard",
+           "parse_models", "parse_suite", "question_diff", "question_rows", "run_compare", "score_rows"]
