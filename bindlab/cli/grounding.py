@@ -12,9 +12,13 @@ from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
 def cmd_generate_factors(a: argparse.Namespace) -> None:
     from tqdm import tqdm
 
-    from bindlab.data.factors import generate_grid, spec_from_args
+    from bindlab.data.factors import generate_grid, generate_signal_grids, parse_strengths, spec_from_args
 
     spec = spec_from_args(a.shapes, a.hues, a.patterns, a.contexts, a.replicas, a.size, a.seed)
+    strengths = parse_strengths(a.signal_strengths) if a.signal_strengths else None
+    if strengths and "plain" not in spec.patterns:
+        raise ValueError("--signal-strengths blends every pattern with its plain rendering; keep 'plain' in "
+                         "--patterns (the default includes it)")
     t = time.perf_counter()
     with tqdm(total=spec.n_images, desc="rendering", unit="img") as bar:
         index, n = generate_grid(a.out, spec, workers=a.workers, progress=lambda done, total: bar.update(1))
@@ -22,6 +26,14 @@ def cmd_generate_factors(a: argparse.Namespace) -> None:
           f"{spec.n_contexts} contexts x {spec.replicas} replicas = {len(index)} images ({n} rendered now, "
           f"{len(index) - n} already there) at {spec.size}px in {time.perf_counter() - t:.1f}s -> "
           f"{index.root / 'index.csv'}; splits {index.splits}")
+    if strengths:
+        t = time.perf_counter()
+        with tqdm(desc="blending", unit="img") as bar:
+            grids = generate_signal_grids(index.root, strengths, workers=a.workers,
+                                          progress=lambda done, total: (setattr(bar, "total", total), bar.update(1)))
+        print(f"signal strengths {', '.join(f'{g:g}' for g, _ in grids)}: {len(grids)} grids of {len(index)} images "
+              f"(each pattern blended with its nuisance-matched plain image) in {time.perf_counter() - t:.1f}s -> "
+              f"{grids[0][1].parent}/g*/index.csv; run `python -m bindlab ground-sweep --data {index.root} ...`")
 
 
 def cmd_ground(a: argparse.Namespace) -> None:
@@ -50,14 +62,17 @@ def add_commands(g: Groups) -> None:
     p = g.generate.add_parser("factors", help="FactorAtlas-style grid shape x hue x pattern x context x replica "
                                               "-> DIR/index.csv (resumable)")
     p.add_argument("--out", required=True, help="output folder")
-    for name, n in (("shapes", 8), ("hues", 12), ("patterns", 10)):
-        p.add_argument(f"--{name}", help=f"N = the first N of the {n} defaults, or a comma-separated list")
+    for name, n in (("shapes", 8), ("hues", 12), ("patterns", 11)):
+        p.add_argument(f"--{name}", help=f"N = the first N of the {n} defaults, or a comma-separated list"
+                       + (" (plain first)" if name == "patterns" else ""))
     p.add_argument("--contexts", type=int, default=12, help="nuisance contexts (splits: 1/3 calibration, "
                                                              "1/6 validation, rest test; 12 -> 0-3 / 4-5 / 6-11)")
     p.add_argument("--replicas", type=int, default=2, help="renderer seeds per context")
     p.add_argument("--size", type=int, default=96, help="image side in pixels")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
+    p.add_argument("--signal-strengths", help="also write DIR/signal/g<gamma>/ grids blending every pattern with "
+                                              "its nuisance-matched plain image, e.g. 1,.75,.5,.3,.2,.1,0")
     p.set_defaults(func=cmd_generate_factors)
 
     q = g.top.add_parser("ground", help="matched visual grounding on a factor grid: native vs grounded AP per value")

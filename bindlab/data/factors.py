@@ -7,15 +7,21 @@ every cell (nuisance-matched), so the factors are balanced against everything el
 
 - **shape**: silhouettes from the renderer (:data:`bindlab.data.render.RENDER_SHAPES`).
 - **hue**: a 12-hue wheel (red ... pink, as in the paper); every pattern is drawn *in* the hue.
-- **pattern**: ten surface looks that all take the hue: six two-tone patterns drawn in the hue and a darker shade
-  of it (striped, polka-dot, checkered, zigzag, plaid, swirled) and four one-colour looks (glittery, glowing,
-  neon, outlined). The renderer has no hue-parametrised "plain" look, so plain is not one of them.
+- **pattern**: eleven surface looks that all take the hue: plain (one flat colour, as in the paper), six two-tone
+  patterns drawn in the hue and a darker shade of it (striped, polka-dot, checkered, zigzag, plaid, swirled) and
+  four one-colour looks (glittery, glowing, neon, outlined).
 - **context**: :func:`bindlab.data.render.context_from_index` (pose, scale, viewpoint shear/tilt, background,
   light direction, brightness/contrast, noise); a **replica** (the paper's renderer seed) jitters pose, scale,
   shear and light of its context and reseeds noise and texture details.
 
 Splits are by context (paper: calibration 0-3, validation 4-5, test 6-11; both replicas of a context in the same
-split). Rendering is resumable: a valid PNG already on disk is kept.
+split). :meth:`FactorIndex.combination_masks` gives the paper's second protocol (unseen combinations of the two
+non-target factors). Rendering is resumable: a valid PNG already on disk is kept.
+
+**Signal strength** (paper §3.3 / C.4): :func:`generate_signal_grids` writes, next to a grid that includes plain,
+one grid per strength ``gamma`` under ``signal/g<gamma>/`` in which every patterned image is blended with its
+nuisance-matched plain rendering (:func:`bindlab.data.render.blend`); ``gamma = 1`` is the grid itself and
+``gamma = 0`` makes every pattern its plain image.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import math
 import multiprocessing
 import os
+import shutil
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +48,7 @@ from bindlab.data.render import (
     ObjectSpec,
     SceneContext,
     _is_valid_png,
+    blend,
     context_from_index,
     render_single,
 )
@@ -52,7 +60,8 @@ HUES: tuple[str, ...] = ("red", "orange", "yellow", "lime", "green", "teal", "cy
                          "magenta", "pink")
 TWO_TONE: tuple[str, ...] = ("striped", "polka-dot", "checkered", "zigzag", "plaid", "swirled")
 ONE_COLOUR: tuple[str, ...] = ("glittery", "glowing", "neon", "outlined")
-PATTERNS: tuple[str, ...] = TWO_TONE + ONE_COLOUR
+PLAIN = "plain"  # one flat colour: the pattern factor's "no pattern" value and the target of signal attenuation
+PATTERNS: tuple[str, ...] = (PLAIN,) + TWO_TONE + ONE_COLOUR
 SPLITS: tuple[str, ...] = ("calibration", "validation", "test")
 INDEX_COLUMNS: tuple[str, ...] = ("image", "shape", "hue", "pattern", "context", "replica")
 SHADE = 0.45  # the second tone of a two-tone pattern: the hue scaled towards black by this factor
@@ -85,7 +94,8 @@ def _check_values(kind: str, values: Sequence[str], valid: Sequence[str]) -> Non
 
 @dataclass(frozen=True)
 class FactorGridSpec:
-    """What to render. The default is the paper's size: 8 x 12 x 10 x 12 x 2 = 23,040 images."""
+    """What to render. The default is the paper's layout with plain among 11 patterns: 8 x 12 x 11 x 12 x 2 = 25,344
+    images (the paper's 23,040 has 10 patterns)."""
 
     shapes: tuple[str, ...] = SHAPES  # silhouettes, from RENDER_SHAPES
     hues: tuple[str, ...] = HUES  # colour words, from textures.COLOURS
@@ -158,6 +168,8 @@ def _shade(hue: str) -> str:
 
 def object_spec(shape: str, hue: str, pattern: str) -> ObjectSpec:
     """The renderer object of one semantic cell: ``pattern`` drawn in ``hue`` (two-tone: hue + darker shade)."""
+    if pattern == PLAIN:
+        return ObjectSpec(shape, PLAIN, hue)
     if pattern in TWO_TONE:
         return ObjectSpec(shape, pattern, f"{hue} and {_shade(hue)} {pattern}")
     if pattern in ONE_COLOUR:
@@ -257,6 +269,31 @@ class FactorIndex:
     def groups(self) -> np.ndarray:
         """``(n,)`` context-replica group of each image (``"c03-r1"``), for cluster bootstraps."""
         return np.array([f"c{r.context:02d}-r{r.replica}" for r in self.rows])
+
+    def combination_masks(self, target: str) -> dict[str, np.ndarray]:
+        """Split masks of the unseen-combination protocol for ``target`` (the paper's Table 2, second block).
+
+        Every cell (a, b) of the two non-target factors goes to one split by ``(i + j) mod m`` of its value
+        positions (``m = 6``: residues 0-1 calibration, 2 validation, 3-5 test, the context split's 1/3, 1/6, 1/2;
+        ``m = 3`` when a non-target factor has fewer than 6 values). Every value of every factor, every context
+        and every replica stay in all three splits; only the combinations are held out.
+
+        Raises:
+            ValueError: a non-target factor with fewer than 3 values (its values could not be in every split).
+        """
+        if target not in FACTORS:
+            raise ValueError(f"unknown factor {target!r}; choose one of {FACTORS}")
+        a, b = (f for f in FACTORS if f != target)
+        va, vb = self.values(a), self.values(b)
+        if min(len(va), len(vb)) < 3:
+            raise ValueError(f"the combination holdout for {target} needs at least 3 values of {a} and of {b} "
+                             f"(got {len(va)} and {len(vb)}); use a larger grid or --protocol context")
+        m = 6 if min(len(va), len(vb)) >= 6 else 3
+        buckets = {6: ("calibration", "calibration", "validation", "test", "test", "test"),
+                   3: ("calibration", "validation", "test")}[m]
+        pos_a, pos_b = {v: i for i, v in enumerate(va)}, {v: i for i, v in enumerate(vb)}
+        split = np.array([buckets[(pos_a[getattr(r, a)] + pos_b[getattr(r, b)]) % m] for r in self.rows])
+        return {s: split == s for s in SPLITS}
 
 
 def _parse_row(rec: dict[str, str], line: int, path: Path) -> FactorRow:
@@ -398,8 +435,9 @@ def generate_grid(out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2
     return load_index(root), total
 
 
-# The app's default grid: the full vocabulary under 4 contexts x 1 replica at the toy models' 64 px (3,840 images;
-# calibration 0-1, validation 2, test 3). Rendered once under $BINDLAB_HOME on first use.
+# The app's default grid: the full vocabulary under 4 contexts x 1 replica at the toy models' 64 px (4,224 images
+# with plain among the 11 patterns; 3,840 before plain; calibration 0-1, validation 2, test 3). Rendered once under
+# $BINDLAB_HOME on first use (a grid rendered before plain existed is re-rendered in a new folder).
 DEFAULT_GRID = FactorGridSpec(n_contexts=4, replicas=1, size=64)
 
 
@@ -407,7 +445,7 @@ def default_grid(progress: Callable[[int, int], None] | None = None) -> Path:
     """The folder of the default grid, rendering (or finishing) it first when needed."""
     from bindlab.config import home
 
-    root = home() / "factor-grid-default"
+    root = home() / "factor-grid-default-v2"  # v2: plain joined the patterns (the old folder holds another spec)
     if (root / "index.csv").is_file():
         try:
             load_index(root)
@@ -415,4 +453,152 @@ def default_grid(progress: Callable[[int, int], None] | None = None) -> Path:
         except DataError:
             pass  # incomplete: render the rest
     generate_grid(root, DEFAULT_GRID, workers=2, progress=progress)
+    return root
+
+
+# ---------------------------------------------------------------------------------------------- signal strength
+SIGNAL_DIR = "signal"  # folder of the attenuated grids inside a grid folder
+PAPER_STRENGTHS: tuple[float, ...] = (1.0, 0.7, 0.5, 0.35, 0.2, 0.1, 0.0)  # Table 10 of the paper
+
+
+def parse_strengths(arg: str | Sequence[float]) -> tuple[float, ...]:
+    """``"1,.75,.5"`` (or numbers) -> distinct strengths in [0, 1], strongest first.
+
+    Raises:
+        ValueError: a non-number, a value outside [0, 1], a duplicate or an empty list, naming it.
+    """
+    parts = [p.strip() for p in arg.split(",") if p.strip()] if isinstance(arg, str) else list(arg)
+    out: list[float] = []
+    for p in parts:
+        try:
+            g = float(p)
+        except (TypeError, ValueError):
+            raise ValueError(f"signal strength {p!r} is not a number; give a comma list in [0, 1], "
+                             f"e.g. 1,.75,.5,.3,.2,.1,0") from None
+        if not 0.0 <= g <= 1.0:
+            raise ValueError(f"signal strength {p!r} is outside [0, 1]; 1 = the patterned image, 0 = plain")
+        if round(g, 4) in [round(x, 4) for x in out]:
+            raise ValueError(f"signal strength {p!r} is listed twice")
+        out.append(g)
+    if not out:
+        raise ValueError("no signal strengths given; e.g. --signal-strengths 1,.75,.5,.3,.2,.1,0")
+    return tuple(sorted(out, reverse=True))
+
+
+def strength_folder(root: str | os.PathLike, gamma: float) -> Path:
+    """``root/signal/g0.750``: the grid at signal strength ``gamma``."""
+    return Path(root) / SIGNAL_DIR / f"g{gamma:.3f}"
+
+
+def plain_image(row: FactorRow) -> str:
+    """The image path of the nuisance-matched plain rendering of ``row`` (same shape, hue, context, replica)."""
+    return f"images/c{row.context:02d}/r{row.replica}/{row.shape}-{row.hue}-{PLAIN}.png"
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _blend_job(job: tuple[str, str, str, float]) -> str:
+    patterned, plain, out, gamma = job
+    from PIL import Image
+
+    target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with Image.open(patterned) as a, Image.open(plain) as b:
+        blend(a, b, gamma).save(tmp, format="PNG")
+    os.replace(tmp, target)
+    return out
+
+
+def generate_signal_grids(root: str | os.PathLike, strengths: Sequence[float], workers: int = 2,
+                          progress: Callable[[int, int], None] | None = None) -> list[tuple[float, Path]]:
+    """Write one attenuated copy of the grid in ``root`` per strength (resumable).
+
+    At strength ``gamma`` every patterned image becomes ``blend(patterned, plain, gamma)`` with the plain image of
+    the same shape, hue, context and replica; plain images are linked unchanged. Each copy is a complete grid
+    (``index.csv``, ``meta.json`` with ``signal_strength``) with the same rows, so it loads like any other.
+
+    Raises:
+        ValueError: the grid has no plain pattern (nothing to attenuate towards).
+    """
+    index = load_index(root)
+    if PLAIN not in index.values("pattern"):
+        raise ValueError(f"{index.root} has no {PLAIN!r} pattern to attenuate towards; generate the grid with "
+                         f"plain among --patterns (the default includes it)")
+    jobs: list[tuple[str, str, str, float]] = []
+    links: list[tuple[Path, Path]] = []
+    out = []
+    for gamma in parse_strengths(list(strengths)):
+        folder = strength_folder(index.root, gamma)
+        folder.mkdir(parents=True, exist_ok=True)
+        for r in index.rows:
+            src, dst = index.root / r.image, folder / r.image
+            if _is_valid_png(dst):
+                continue
+            if r.pattern == PLAIN or gamma == 1.0:
+                links.append((src, dst))
+            else:
+                jobs.append((str(src), str(index.root / plain_image(r)), str(dst), gamma))
+        meta = {**index.meta, "signal_strength": gamma, "signal_of": str(index.root)}
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+        out.append((gamma, folder))
+    total = len(jobs) + len(links)
+    for done, (src, dst) in enumerate(links, 1):
+        _link_or_copy(src, dst)
+        if progress:
+            progress(done, total)
+    results = (map(_blend_job, jobs) if workers <= 1 or len(jobs) <= 1 else
+               multiprocessing.get_context().Pool(min(workers, len(jobs))).imap_unordered(_blend_job, jobs, 16))
+    for done, _ in enumerate(results, len(links) + 1):
+        if progress:
+            progress(done, total)
+    for _, folder in out:
+        write_index(folder / "index.csv", index.rows)
+    return out
+
+
+def signal_grids(root: str | os.PathLike) -> list[tuple[float, Path]]:
+    """The attenuated grids written next to the grid in ``root``, strongest first (empty when there are none)."""
+    base = Path(root).expanduser()
+    base = base.parent if base.suffix == ".csv" else base
+    found = []
+    for folder in sorted((base / SIGNAL_DIR).glob("g*")):
+        try:
+            gamma = float(folder.name[1:])
+        except ValueError:
+            continue
+        if (folder / "index.csv").is_file() and 0.0 <= gamma <= 1.0:
+            found.append((gamma, folder))
+    return sorted(found, key=lambda t: -t[0])
+
+
+# The sweep's default: every pattern (plain included) on 4 shapes x 6 hues x 6 contexts x 1 replica at 64 px
+# (1,584 images per strength; calibration 0-1, validation 2, test 3-5) under the paper's seven strengths.
+DEFAULT_SIGNAL_GRID = FactorGridSpec(shapes=SHAPES[:4], hues=HUES[:6], n_contexts=6, replicas=1, size=64)
+
+
+def default_signal_grid(progress: Callable[[int, int], None] | None = None) -> Path:
+    """The folder of the default signal-strength grid (:data:`DEFAULT_SIGNAL_GRID` at :data:`PAPER_STRENGTHS`),
+    rendering (or finishing) it first when needed."""
+    from bindlab.config import home
+
+    root = home() / "factor-grid-signal"
+    have = {round(g, 3) for g, _ in signal_grids(root)} if (root / "index.csv").is_file() else set()
+    if have >= {round(g, 3) for g in PAPER_STRENGTHS}:
+        try:
+            for _, folder in signal_grids(root):
+                load_index(folder)
+            return root
+        except DataError:
+            pass
+    generate_grid(root, DEFAULT_SIGNAL_GRID, workers=2, progress=progress)
+    generate_signal_grids(root, PAPER_STRENGTHS, workers=2, progress=progress)
     return root

@@ -17,16 +17,16 @@ import math
 import multiprocessing
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from PIL import Image, ImageFilter
 
 from bindlab.data.saber import Vocabulary
 from bindlab.data.shapes import SHAPES, rasterise, spike_parts
-from bindlab.data.textures import LOOKS, Field, Look, Paint, parse_form
+from bindlab.data.textures import FACTOR_LOOKS, LOOKS, Field, Look, Paint, painter, parse_factor_look, parse_form
 from bindlab.data.vocab import ATTRIBUTE_BY_NAME, Attribute
 
 RENDER_SHAPES: tuple[str, ...] = tuple(SHAPES)
@@ -47,9 +47,10 @@ class ObjectSpec:
 
     Attributes:
         shape: a name from :data:`RENDER_SHAPES`, e.g. ``"cube"``.
-        attribute: an attribute name from :data:`RENDER_ATTRIBUTES`, e.g. ``"striped"``.
+        attribute: an attribute name from :data:`RENDER_ATTRIBUTES`, e.g. ``"striped"``, or a factor-grid look
+            from :data:`~bindlab.data.textures.FACTOR_LOOKS` (``"plain"``: one flat colour, any hue).
         form: the instantiated generation form from ``Attribute.instantiate`` (``"white and orange striped"``);
-            empty for the attribute's default appearance.
+            for ``"plain"`` its colour (``"teal"`` or ``"#rrggbb"``); empty for the default appearance.
     """
 
     shape: str
@@ -59,12 +60,14 @@ class ObjectSpec:
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
             raise _choices("shape", self.shape, RENDER_SHAPES)
-        if self.attribute not in LOOKS:
-            raise _choices("attribute", self.attribute, tuple(LOOKS))
+        if self.attribute not in LOOKS and self.attribute not in FACTOR_LOOKS:
+            raise _choices("attribute", self.attribute, tuple(LOOKS) + tuple(FACTOR_LOOKS))
         self.look()  # validates the form
 
     def look(self) -> Look:
         """The parsed appearance (colours, variant) of this object's attribute."""
+        if self.attribute in FACTOR_LOOKS:
+            return parse_factor_look(self.attribute, self.form)
         return parse_form(ATTRIBUTE_BY_NAME[self.attribute], self.form)
 
 
@@ -206,8 +209,11 @@ def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def _draw_object(canvas: np.ndarray, spec: ObjectSpec, slot: Slot, ctx: SceneContext,
-                 rng: np.random.Generator) -> np.ndarray:
-    """Draw one object into ``canvas`` (H, W, 3) float, in place, inside its disc; return its mask (H, W) bool."""
+                 rng: np.random.Generator, footprint: bool = False) -> np.ndarray:
+    """Draw one object into ``canvas`` (H, W, 3) float, in place, inside its disc; return its mask (H, W) bool.
+
+    The mask is coverage >= 0.5, or with ``footprint`` every pixel the body touches at all (coverage > 0).
+    """
     height, width = canvas.shape[:2]
     look = spec.look()
     parts = spike_parts(spec.shape) if spec.attribute == "spiky" else SHAPES[spec.shape].parts
@@ -226,7 +232,7 @@ def _draw_object(canvas: np.ndarray, spec: ObjectSpec, slot: Slot, ctx: SceneCon
     u, v = inv[0, 0] * gx + inv[0, 1] * gy, inv[1, 0] * gx + inv[1, 1] * gy
     scale = math.sqrt(abs(np.linalg.det(matrix)))
     fld = Field(u.astype(np.float32), v.astype(np.float32), cov, obj_r * scale, rng)
-    paint: Paint = LOOKS[spec.attribute](look, fld)
+    paint: Paint = painter(spec.attribute)(look, fld)
     light = _light(ctx)
     lit = _shading(SHAPES[spec.shape].shading, gx / scale, gy / scale, light)
     factor = (1 + (0.5 + 0.5 * paint.shading) * (facet - 1)) * (1 + paint.shading * (lit - 1))
@@ -251,7 +257,7 @@ def _draw_object(canvas: np.ndarray, spec: ObjectSpec, slot: Slot, ctx: SceneCon
     a = (cov * paint.alpha)[..., None]
     patch += (np.clip(rgb, 0, 255) - patch) * a
     mask = np.zeros((height, width), dtype=bool)
-    mask[y0:y1, x0:x1] = cov >= 0.5
+    mask[y0:y1, x0:x1] = cov > 0 if footprint else cov >= 0.5
     return mask
 
 
@@ -300,7 +306,7 @@ def render_scene(objects: list[ObjectSpec], size: int = 256, seed: int = 0, cont
     canvas = _background(size, ctx)
     slots = scene_layout(len(objects), size, seed)
     masks = [_draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
-             for i, (obj, slot) in enumerate(zip(objects, slots))]
+             for i, (obj, slot) in enumerate(zip(objects, slots, strict=True))]
     pixels = _finish(canvas, ctx, seed)
     if flip is None:
         flip = bool(np.random.default_rng([seed, 2]).random() < 0.5)
@@ -327,22 +333,49 @@ def render_slots(objects: list[ObjectSpec | None], slots: list[Slot], size: int 
     ctx = context or SceneContext()
     canvas = _background(size, ctx)
     masks = [None if obj is None else _draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
-             for i, (obj, slot) in enumerate(zip(objects, slots))]
+             for i, (obj, slot) in enumerate(zip(objects, slots, strict=True))]
     return Image.fromarray(_finish(canvas, ctx, seed), "RGB"), masks
 
 
-def render_single(spec: ObjectSpec, size: int = 96, seed: int = 0, context: SceneContext | None = None) -> Image.Image:
+def render_single(spec: ObjectSpec, size: int = 96, seed: int = 0, context: SceneContext | None = None,
+                  return_mask: bool = False):
     """One centred object filling most of the image (a factor-grid cell: shape x attribute x context).
 
+    Geometry (silhouette, pose, shadow), background, lighting and noise depend only on the shape, ``size``,
+    ``seed`` and ``context``, never on the look, so two looks of one cell differ only where their paint differs
+    (glowing and neon also swap the ground shadow for a halo inside the object's disc).
+
     Returns:
-        The RGB image (size, size).
+        The RGB image (size, size); with ``return_mask``, ``(image, footprint)``: the (size, size) bool mask of
+        every pixel the object's body touches (coverage > 0), the same for every look of a shape.
     """
     if size < 16:
         raise ValueError(f"size must be at least 16 px, got {size}")
     ctx = context or SceneContext()
     canvas = _background(size, ctx)
-    _draw_object(canvas, spec, Slot(size / 2, size / 2, size / 2), ctx, _object_rng(seed, 0, spec))
-    return Image.fromarray(_finish(canvas, ctx, seed), "RGB")
+    mask = _draw_object(canvas, spec, Slot(size / 2, size / 2, size / 2), ctx, _object_rng(seed, 0, spec),
+                        footprint=True)
+    image = Image.fromarray(_finish(canvas, ctx, seed), "RGB")
+    return (image, mask) if return_mask else image
+
+
+def blend(patterned: Image.Image, plain: Image.Image, gamma: float) -> Image.Image:
+    """Attenuate a look towards its plain rendering: ``round(gamma * patterned + (1 - gamma) * plain)`` per pixel.
+
+    ``gamma = 1`` returns the patterned pixels and ``gamma = 0`` the plain ones, exactly; wherever the two images
+    agree (background, noise, everything outside the painted object) every blend agrees with them.
+
+    Raises:
+        ValueError: ``gamma`` outside [0, 1] or images of different sizes.
+    """
+    if not 0.0 <= float(gamma) <= 1.0:
+        raise ValueError(f"signal strength gamma must be in [0, 1], got {gamma!r}")
+    if patterned.size != plain.size:
+        raise ValueError(f"cannot blend a {patterned.size} image with a {plain.size} one")
+    a = np.asarray(patterned.convert("RGB"), dtype=np.float64)
+    b = np.asarray(plain.convert("RGB"), dtype=np.float64)
+    out = np.clip(np.round(float(gamma) * a + (1.0 - float(gamma)) * b), 0, 255).astype(np.uint8)
+    return Image.fromarray(out, "RGB")
 
 
 # ---------------------------------------------------------------------------------------------- batch

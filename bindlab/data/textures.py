@@ -11,10 +11,11 @@ attribute's instantiated generation form (``"white and orange striped"``, ``"dar
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
+
 from bindlab.data.vocab import PALETTE, Attribute
 
 RGB = tuple[float, float, float]
@@ -420,6 +421,34 @@ LOOKS: dict[str, Callable[[Look, Field], Paint]] = {
     "glowing": _glowing, "neon": _neon, "glittery": _glittery, "transparent": _transparent,
     "holographic": _holographic, "outlined": _outlined,
 }
+
+# ---------------------------------------------------------------------------------------------- factor-grid looks
+def _plain(look: Look, f: Field) -> Paint:
+    """One flat colour with the two-tone patterns' shading and rim: a patterned look with the pattern taken away."""
+    return Paint(_fill(f, _c(look, 0)), shading=0.6)
+
+
+# Looks that factor grids use but SABER's vocabulary does not (they are not attributes): name -> painter.
+FACTOR_LOOKS: dict[str, Callable[[Look, Field], Paint]] = {"plain": _plain}
+
+
+def painter(name: str) -> Callable[[Look, Field], Paint]:
+    """The painter of an attribute look (:data:`LOOKS`) or a factor-grid look (:data:`FACTOR_LOOKS`)."""
+    return LOOKS[name] if name in LOOKS else FACTOR_LOOKS[name]
+
+
+def parse_factor_look(name: str, form: str = "") -> Look:
+    """Read a factor-grid look's one colour from its form (``"teal"`` or ``"#rrggbb"``; ``""`` -> red).
+
+    Raises:
+        ValueError: if the form does not name exactly one colour.
+    """
+    words = form.replace(",", " ").split()
+    colours = tuple(w for w in words if w in COLOURS or HEX_COLOUR.fullmatch(w)) if words else ("red",)
+    if len(colours) != 1 or len(words) != 1:
+        raise ValueError(f"form {form!r} of {name!r} needs exactly one colour from {list(COLOURS)} or '#rrggbb'")
+    return Look(name, colours)
+
 
 # Default colours/variants when an ObjectSpec carries no instantiated form.
 _DEFAULT_COLOURS: dict[str, tuple[str, ...]] = {

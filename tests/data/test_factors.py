@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +27,8 @@ def grid(tmp_path_factory):
 
 def test_default_spec_is_the_papers_size_and_split():
     spec = F.FactorGridSpec()
-    assert (len(spec.shapes), len(spec.hues), len(spec.patterns), spec.n_contexts, spec.replicas) == (8, 12, 10, 12, 2)
-    assert spec.n_images == 23040
+    assert (len(spec.shapes), len(spec.hues), len(spec.patterns), spec.n_contexts, spec.replicas) == (8, 12, 11, 12, 2)
+    assert spec.patterns[0] == "plain" and spec.n_images == 25344
     assert F.default_splits(12) == {"calibration": [0, 1, 2, 3], "validation": [4, 5], "test": list(range(6, 12))}
 
 
@@ -125,3 +126,92 @@ def test_generation_is_resumable_and_deterministic(tmp_path):
     assert F.generate_grid(tmp_path, spec, workers=1)[1] == 0
     with pytest.raises(ValueError, match="different factor grid"):
         F.generate_grid(tmp_path, F.FactorGridSpec(shapes=("cube", "heart"), n_contexts=3, replicas=1), workers=1)
+
+
+# ---------------------------------------------------------------------------------------------- plain, signal strength
+def _px(path):
+    return np.asarray(Image.open(path).convert("RGB"), dtype=np.int64)
+
+
+@pytest.mark.parametrize("hue", ["red", "teal", "indigo", "#123456"])
+def test_plain_takes_any_hue_and_shares_geometry_with_every_pattern(hue):
+    from bindlab.data.render import ObjectSpec, render_single
+
+    ctx, seed = F.realisation(2, 1, 4)
+    plain, fp = render_single(ObjectSpec("star", "plain", hue), 48, seed, ctx, return_mask=True)
+    p = np.asarray(plain, dtype=np.int64)
+    rgb = np.array(F.COLOURS.get(hue) or [int(hue[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+    body = p[fp].mean(0)
+    assert np.corrcoef(body, rgb)[0, 1] > 0.9  # the body is the hue, shaded
+    for pattern in F.TWO_TONE + ("glittery", "outlined"):
+        look = F.object_spec("star", hue if not hue.startswith("#") else "red", pattern)
+        img, fp2 = render_single(look, 48, seed, ctx, return_mask=True)
+        assert (fp2 == fp).all()  # same silhouette, pose and viewpoint
+        if not hue.startswith("#"):
+            assert (np.asarray(img, dtype=np.int64)[~fp] == p[~fp]).all()  # background, shadow, noise identical
+    with pytest.raises(ValueError, match="exactly one colour"):
+        ObjectSpec("star", "plain", "red and blue")
+
+
+@pytest.fixture(scope="module")
+def signal(tmp_path_factory):
+    root = tmp_path_factory.mktemp("signal")
+    spec = F.FactorGridSpec(shapes=("cube", "star"), hues=("red", "teal"), patterns=("plain", "striped", "glittery"),
+                            n_contexts=3, replicas=1, size=32)
+    F.generate_grid(root, spec, workers=1)
+    grids = F.generate_signal_grids(root, [1, 0.5, 0], workers=1)
+    return root, spec, grids
+
+
+def test_signal_grids_blend_with_the_nuisance_matched_plain_image(signal):
+    from bindlab.data.render import ObjectSpec, render_single
+
+    root, spec, grids = signal
+    assert [g for g, _ in grids] == [1.0, 0.5, 0.0] == [g for g, _ in F.signal_grids(root)]
+    base = F.load_index(root)
+    by_gamma = {g: F.load_index(folder) for g, folder in grids}
+    for g, idx in by_gamma.items():
+        assert idx.rows == base.rows and idx.splits == base.splits and idx.meta["signal_strength"] == g
+    for r in base.rows:
+        pat, plain = _px(root / r.image), _px(root / F.plain_image(r))
+        one, half, zero = (_px(by_gamma[g].root / r.image) for g in (1.0, 0.5, 0.0))
+        assert (one == pat).all()  # gamma = 1 is the patterned image
+        assert (zero == plain).all()  # gamma = 0 is the plain image
+        assert np.abs(half - (pat + plain) / 2).max() <= 0.5 + 1e-9
+        ctx, seed = F.realisation(r.context, r.replica, spec.n_contexts, spec.seed)
+        _, fp = render_single(F.object_spec(r.shape, r.hue, r.pattern), spec.size, seed, ctx, return_mask=True)
+        assert (half[~fp] == plain[~fp]).all()  # geometry and nuisance are the plain image's, pixel for pixel
+        if r.pattern != "plain":
+            assert np.abs(pat - plain)[fp].mean() > 3 and np.abs(half - plain)[fp].mean() > 1
+    assert F.generate_signal_grids(root, [0.5], workers=1)  # resumable: nothing left to do
+    with pytest.raises(ValueError, match="outside"):
+        F.parse_strengths("1,1.5")
+    with pytest.raises(ValueError, match="twice"):
+        F.parse_strengths("1,.5,0.50")
+
+
+def test_signal_grids_need_plain(grid):
+    root, _, _ = grid
+    with pytest.raises(ValueError, match="no 'plain' pattern"):
+        F.generate_signal_grids(root, [1, 0])
+
+
+def test_combination_holdout_keeps_every_value_in_every_split():
+    rows = [F.FactorRow(f"{s}{h}{p}{c}.png", s, h, p, c, 0) for s in F.SHAPES[:6] for h in F.HUES[:7]
+            for p in F.PATTERNS[:3] for c in range(3)]
+    index = F.FactorIndex(Path("."), tuple(rows), F.default_splits(3), {})
+    for target in F.FACTORS:
+        m = index.combination_masks(target)
+        assert sum(int(x.sum()) for x in m.values()) == len(rows) and not (m["calibration"] & m["test"]).any()
+        a, b = (f for f in F.FACTORS if f != target)
+        cells = {s: {(getattr(r, a), getattr(r, b)) for r, keep in zip(rows, m[s], strict=True) if keep}
+                 for s in F.SPLITS}
+        assert not (cells["calibration"] & cells["test"]) and not (cells["validation"] & cells["test"])
+        for s in F.SPLITS:
+            picked = [r for r, keep in zip(rows, m[s], strict=True) if keep]
+            for f in F.FACTORS:  # every value of every factor and every context is in every split
+                assert {getattr(r, f) for r in picked} == set(index.values(f))
+            assert {r.context for r in picked} == {0, 1, 2}
+    small = F.FactorIndex(Path("."), tuple(r for r in rows if r.hue in F.HUES[:2]), F.default_splits(3), {})
+    with pytest.raises(ValueError, match="at least 3 values"):
+        small.combination_masks("pattern")
