@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -130,6 +131,37 @@ def binding_margin(unit_attn: np.ndarray, positions: Sequence[int], objects: Seq
     """
     p = margin_weights(positions, objects, direction)
     return float("nan") if p is None else float((p * unit_attn).sum())
+
+
+def head_margins(attn: np.ndarray, token_sets: Sequence[Sequence[int]], positions: Sequence[int],
+                 objects: Sequence[tuple[int, Sequence[int]]], direction: str = "later_to_earlier") -> np.ndarray:
+    """Binding margin of one caption at one layer, **per head** (bertviz-style head view).
+
+    The margin is linear in the attention map, so the mean of these over heads is :func:`binding_margin` of the
+    head-averaged :func:`unit_attention`, the number the curves show.
+
+    Args:
+        attn: ``(heads, seq, seq)`` attention map of one layer, row ``i`` = attention from token ``i``.
+        token_sets: per unit, its sequence positions (as for :func:`unit_attention`).
+        positions, objects, direction: as for :func:`binding_margin`.
+
+    Returns:
+        ``(heads,)`` margins; all NaN when no object has both own and other attributes.
+    """
+    a = np.asarray(attn, dtype=np.float64)
+    p = margin_weights(positions, objects, direction)
+    if p is None:
+        return np.full(a.shape[0], np.nan)
+    m, s = unit_pooling(token_sets, a.shape[-1])
+    return np.einsum("uv,huv->h", p, np.einsum("us,hst,tv->huv", m, a, s))  # (heads,)
+
+
+def normalised_depth(n_layers: int) -> list[float]:
+    """Relative depth of each of ``n_layers`` layers: ``layer / (n_layers − 1)`` in [0, 1] (``[0.0]`` for one layer),
+    so that models with different layer counts can share one axis (first block = 0, last block = 1)."""
+    if n_layers < 1:
+        raise ValueError(f"need at least one layer, got {n_layers}")
+    return [0.0] if n_layers == 1 else [round(i / (n_layers - 1), 6) for i in range(n_layers)]
 
 
 def margin_summary(margins: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -449,7 +481,9 @@ class CaptionAttention:
         margins: ``(layers,)`` binding margin per layer.
         layout: where the bindings sit (units in caption words).
         words: caption words with their sub-token positions.
-        word_attn: ``(layers, W, W)`` word-level attention (row = from word) when asked for, else None.
+        word_attn: ``(layers, W, W)`` word-level attention (row = from word) when asked for, else None; averaged
+            over heads, or of head ``word_head`` only when one was asked for.
+        head_margins: ``(layers, heads)`` margin per head when asked for (its mean over heads = ``margins``).
     """
 
     caption: Caption
@@ -457,14 +491,18 @@ class CaptionAttention:
     layout: Layout
     words: list[WordSpan]
     word_attn: np.ndarray | None = None
+    head_margins: np.ndarray | None = None
 
 
 def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: str = "later_to_earlier",
-                    with_words: bool = False) -> CaptionAttention:
+                    with_words: bool = False, per_head: bool = False, word_head: int | None = None
+                    ) -> CaptionAttention:
     """Binding margin per layer of one caption (one forward pass, each layer reduced as it arrives).
 
     Args:
         with_words: also keep the word x word attention of every layer (for heatmaps).
+        per_head: also keep the margin of every head of every layer (:func:`head_margins`).
+        word_head: with ``with_words``, keep that head's word x word attention instead of the heads' mean.
 
     Raises:
         ValueError: bindings not found in the caption, a binding word cut off by truncation, or
@@ -485,20 +523,32 @@ def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: st
         token_sets.append(toks)
     kept = [w for w in words if w.token_indices]
     weights = margin_weights(layout.positions, layout.objects, direction)
-    margins, per_word = [], []
+    margins, per_word, per_head_rows = [], [], []
     token_weights = word_pool = None  # built at the first layer, once its sequence length is known
     for attn in access.layer_maps(enc):  # (heads, seq, seq), one layer at a time
-        a = np.asarray(attn, dtype=np.float64).mean(axis=0)  # heads averaged (the maths is linear)
+        heads = np.asarray(attn, dtype=np.float64)
+        a = heads.mean(axis=0)  # heads averaged (the maths is linear)
         if token_weights is None and weights is not None:
             m, s = unit_pooling(token_sets, a.shape[-1])
             token_weights = m.T @ weights @ s.T  # margin = sum(P * M a S) = sum((Mᵀ P Sᵀ) * a)
         margins.append(float("nan") if weights is None else float((token_weights * a).sum()))
+        if per_head:
+            per_head_rows.append(np.full(len(heads), np.nan) if weights is None else
+                                 np.einsum("st,hst->h", token_weights, heads))  # (heads,)
         if with_words:
             if word_pool is None:
                 word_pool = unit_pooling([w.token_indices for w in kept], a.shape[-1])
-            per_word.append(word_pool[0] @ a @ word_pool[1])  # = unit_attention(attn, word token sets)
+            shown = a if word_head is None else heads[_head_index(word_head, len(heads))]
+            per_word.append(word_pool[0] @ shown @ word_pool[1])  # = unit_attention(attn, word token sets)
     word_attn = np.stack(per_word) if with_words else None
-    return CaptionAttention(caption, np.asarray(margins), layout, kept if with_words else words, word_attn)
+    return CaptionAttention(caption, np.asarray(margins), layout, kept if with_words else words, word_attn,
+                            np.stack(per_head_rows) if per_head else None)
+
+
+def _head_index(head: int, n_heads: int) -> int:
+    if not 0 <= int(head) < n_heads:
+        raise ValueError(f"head {head} does not exist: this model has heads 0 to {n_heads - 1}")
+    return int(head)
 
 
 @dataclass

@@ -105,6 +105,7 @@ class CaptionRequest:
     layer: int = 0
     id: str = "free text"
     device: str = "auto"
+    head: int | None = None  # the head whose word x word map to show (None = mean over heads)
 
     def __post_init__(self) -> None:
         self.model = (self.model or "").strip() or "minilm"
@@ -121,6 +122,8 @@ class CaptionRequest:
         layer = self.layer or 0  # a slider sends floats: read 3.0 as layer 3
         self.layer = _whole(int(layer) if isinstance(layer, float) and np.isfinite(layer) else layer, "layer")
         self.device = (self.device or "auto").strip()
+        if self.head is not None:
+            self.head = _whole(self.head, "head")
 
 
 def _encoder(model: str, device: str = "auto") -> Any:
@@ -141,13 +144,15 @@ def _data_path(data: str) -> Path:
 # ---------------------------------------------------------------------------------------------- the study
 def curve_data(res: dict[str, Any]) -> list[dict[str, Any]]:
     """One curve per (model, caption set) of a :func:`~bindlab.analysis.attention.results_json` document:
-    ``{"label", "layers", "margin_mean", "ci_low", "ci_high", ...}``."""
+    ``{"label", "layers", "depth", "margin_mean", "ci_low", "ci_high", ...}``; ``depth`` is each layer's relative
+    depth in [0, 1] (:func:`~bindlab.analysis.attention.normalised_depth`), the shared axis when two models' layer
+    counts differ."""
     out = []
     for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
                                                         if "compare" in res else []):
         for name, s in sets.items():
             label = model if len(sets) == 1 else f"{model} · {name}"
-            out.append({"label": label, **s})
+            out.append({"label": label, **s, "depth": att.normalised_depth(len(s["layers"])) if s["layers"] else []})
     return out
 
 
@@ -194,19 +199,24 @@ def run_attention(request: AttentionRequest, progress: Progress | None = None) -
 
 
 def caption_view(request: CaptionRequest) -> dict[str, Any]:
-    """One caption's word x word attention at one layer, its binding cells and its margin per layer.
+    """One caption's word x word attention at one layer (of one head, or the heads' mean), its binding cells, its
+    margin per layer and its margin per layer and head.
 
     Returns:
         dict: ``model`` (encoder id), ``text``, ``bindings``, ``own`` (``attribute:object`` labels), ``words``
-        ``(W,)``, ``matrix`` ``(W, W)`` word attention at ``layer`` (row = from word), ``cells`` (from word, to word,
-        own) to outline, ``margins`` ``(layers,)``, ``layer`` (the one shown) and ``asked_layer``.
+        ``(W,)``, ``matrix`` ``(W, W)`` word attention at ``layer`` (row = from word) of ``head`` (None = mean over
+        heads), ``cells`` (from word, to word, own) to outline, ``margins`` ``(layers,)``, ``head_margins``
+        ``(layers, heads)`` (mean over heads = ``margins``), ``layer`` (the one shown), ``asked_layer``, ``head``.
 
     Raises:
         ValueError: bindings not in the caption, fewer than two objects, or a direction the model cannot give.
     """
     cap = att.Caption(request.text, tuple(tuple(b) for b in request.bindings), request.id)
     enc = _encoder(request.model, request.device)
-    r = att.analyse_caption(att.attention_access(enc), cap, request.direction, with_words=True)
+    access = att.attention_access(enc)
+    if request.head is not None and request.head >= access.num_heads:
+        raise ValueError(f"head {request.head} does not exist: {enc.id} has heads 0 to {access.num_heads - 1}")
+    r = att.analyse_caption(access, cap, request.direction, with_words=True, per_head=True, word_head=request.head)
     if len(r.layout.objects) < 2:
         raise ValueError("the margin compares objects: mark at least two objects with their attributes, "
                          "e.g. 'red:cube, blue:sphere'")
@@ -215,4 +225,4 @@ def caption_view(request: CaptionRequest) -> dict[str, Any]:
     return {"model": enc.id, "text": cap.text, "bindings": request.bindings, "own": own,
             "words": [w.word for w in r.words], "matrix": r.word_attn[li],
             "cells": att.binding_cells(r.layout, request.direction), "margins": [float(m) for m in r.margins],
-            "layer": li, "asked_layer": request.layer}
+            "head_margins": r.head_margins, "layer": li, "asked_layer": request.layer, "head": request.head}

@@ -21,6 +21,29 @@ DIRECTION_CHOICES = [("later → earlier word (any model)", "later_to_earlier"),
 CSS = """
 #at-caption-info .at-own {background:#d9f2d9; border-radius:4px; padding:0 3px}
 #at-caption-info code {font-size: 0.95em}
+#at-cell {display:none !important}
+"""
+
+# gr.Plot has no click event (Gradio 6): after every new head grid, a plotly_click listener writes the clicked cell's
+# "layer,head" into the hidden #at-cell textbox and fires its input event (the Map tab's bridge does the same).
+GRID_JS = """
+() => {
+  let tries = 0;
+  const timer = setInterval(() => {
+    const gd = document.querySelector('#at-heads .js-plotly-plot');
+    if (gd && gd.on) {
+      if (gd.removeAllListeners) gd.removeAllListeners('plotly_click');
+      gd.on('plotly_click', (ev) => {
+        const p = ev && ev.points && ev.points[0];
+        const box = document.querySelector('#at-cell textarea, #at-cell input');
+        if (!p || !box) return;
+        box.value = p.y + ',' + p.x;
+        box.dispatchEvent(new Event('input', {bubbles: true}));
+      });
+    }
+    if (++tries > 20) clearInterval(timer);
+  }, 300);
+}
 """
 
 INTRO = """Does the text transformer keep each object's attention on **its own** attributes? For every object in a
@@ -43,6 +66,8 @@ def _summary(res: dict[str, Any]) -> str:
             ratio = r.get("ratio")
             txt = ", ".join("n/a" if x is None else f"{x:.2f}" for x in ratio) if ratio else r.get("note", "n/a")
             parts.append(f"ratio **{res['compare']['model']} / {res['model']}** per layer ({name}): {txt}")
+    if res.get("depth_note"):
+        parts.append(res["depth_note"])
     return "  \n".join(parts) + f"  \ndirection: {res['direction']}"
 
 
@@ -68,53 +93,92 @@ def compute(model: str, compare: str, data: str, limit: float, direction: str, s
     choices, stored = _caption_choices(result.rows)
     fig = figs.margin_curves(result.figures_data["curves"],
                              title=f"Attention binding margin per layer ({result.figures_data['data_name']})")
+    if figs.uses_depth(result.figures_data["curves"]):
+        counts = " vs ".join(f"{c['label']} {len(c['layers'])}" for c in result.figures_data["curves"])
+        res = {**res, "depth_note": f"layer counts differ ({counts}): the curves share a relative-depth axis "
+                                    "(layer / (layers − 1), 0 = first block, 1 = last)"}
     return (_summary(res), fig, gr.update(choices=choices, value=choices[0][1] if choices else None), stored,
             gr.update(maximum=max(layers - 1, 0), value=min(layers // 2, layers - 1)), result)
 
 
 @friendly
 def export(result: Any, model: str, direction: str, current: dict[str, Any] | None, layer: float,
-           formats: list[str]) -> tuple[list[str], str]:
+           formats: list[str], head: str = "") -> tuple[list[str], str]:
     """Download: margins per layer (and the ratio), per-caption margins, the curves and the heatmap on screen."""
     if not result:
         raise ValueError("press Compute margins first; the download holds the margins computed there")
-    heatmap = _caption_view(model, direction, current, layer)[0] if current else None
+    heatmap = _caption_view(model, direction, current, layer, head)[0] if current else None
     return deliver(attention_export(result, heatmap), result.provenance, formats)
 
 
 @gpu_task(duration=30)
 @friendly
-def show_caption(model: str, direction: str, choice: str, layer: float, stored: list[dict[str, Any]]
-                 ) -> tuple[Any, str, dict[str, Any] | None]:
+def show_caption(model: str, direction: str, choice: str, layer: float, stored: list[dict[str, Any]],
+                 head: str = "") -> tuple[Any, str, Any, dict[str, Any] | None]:
     if not stored or choice in (None, ""):
-        return figs.attention_heatmap([], None, []), "Compute margins first, then pick a caption.", None
+        return (figs.attention_heatmap([], None, []), "Compute margins first, then pick a caption.",
+                figs.head_grid(None), None)
     item = stored[int(choice)]
-    return (*_caption_view(model, direction, item, layer), item)
+    return (*_caption_view(model, direction, item, layer, head), item)
 
 
 @gpu_task(duration=30)
 @friendly
-def analyse_text(model: str, direction: str, text: str, bindings: str, layer: float
-                 ) -> tuple[Any, str, dict[str, Any]]:
+def analyse_text(model: str, direction: str, text: str, bindings: str, layer: float, head: str = ""
+                 ) -> tuple[Any, str, Any, dict[str, Any]]:
     request = study.CaptionRequest(model, text, bindings, direction, layer)  # length checked before tokenising
     item = {"text": request.text, "bindings": request.bindings, "id": request.id}
-    return (*_caption_view(model, direction, item, layer), item)
+    return (*_caption_view(model, direction, item, layer, head), item)
 
 
 @gpu_task(duration=30)
 @friendly
-def redraw(model: str, direction: str, current: dict[str, Any] | None, layer: float) -> tuple[Any, str]:
+def redraw(model: str, direction: str, current: dict[str, Any] | None, layer: float, head: str = ""
+           ) -> tuple[Any, str, Any]:
     if not current:
-        return figs.attention_heatmap([], None, []), "Pick a caption or type your own."
-    return _caption_view(model, direction, current, layer)
+        return figs.attention_heatmap([], None, []), "Pick a caption or type your own.", figs.head_grid(None)
+    return _caption_view(model, direction, current, layer, head)
 
 
-def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float) -> tuple[Any, str]:
+def parse_cell(text: str) -> tuple[int, int]:
+    """``"layer,head"`` (what a click on the head grid writes) -> ``(layer, head)``."""
+    parts = [p.strip() for p in (text or "").split(",")]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"grid cell {text!r} is not 'layer,head', e.g. '2,5'")
+    return int(parts[0]), int(parts[1])
+
+
+@gpu_task(duration=30)
+@friendly
+def pick_cell(model: str, direction: str, current: dict[str, Any] | None, cell: str) -> tuple[Any, ...]:
+    """A click on the head grid: show that layer and head's word x word map (and move the layer slider there)."""
+    if not (cell or "").strip() or not current:
+        return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+    li, h = parse_cell(cell)
+    fig, info, grid = _caption_view(model, direction, current, li, str(h))
+    return fig, info, grid, gr.update(value=li), str(h)
+
+
+def _head(head: str | float | None) -> int | None:
+    """The Head box: empty = mean over heads, else a whole number."""
+    text = str(head if head is not None else "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"head {text!r} is not a whole number; leave it empty for the mean over heads")
+    return int(text)
+
+
+def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
+                  ) -> tuple[Any, str, Any]:
     v = study.caption_view(study.CaptionRequest(model, item["text"], item["bindings"], direction, layer or 0,
-                                                item.get("id") or "free text"))
-    li = v["layer"]
+                                                item.get("id") or "free text", head=_head(head)))
+    li, h = v["layer"], v["head"]
+    which = "mean over heads" if h is None else f"head {h}"
     fig = figs.attention_heatmap(v["words"], v["matrix"], v["cells"],
-                                 title=f"{v['model']} · layer {li} · word × word attention (row = from)")
+                                 title=f"{v['model']} · layer {li} · {which} · word × word attention (row = from)")
+    grid = figs.head_grid(v["head_margins"], li, h, title="Binding margin per layer × head (mean of a row = the "
+                                                          "curve's margin) · click a cell")
     per_layer = " ".join(f"L{i}: {m:+.4f}" for i, m in enumerate(v["margins"]))
     note = f" (layer {v['asked_layer']} does not exist; showing {li})" if v["asked_layer"] != li else ""
     info = (f"<p><b>{html.escape(v['text'])}</b></p><p>bindings: <span class='at-own'>"
@@ -122,7 +186,9 @@ def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float
             f"object ↔ another object's attribute{note}</p>"
             f"<p>margin at layer {li}: <b id='at-caption-margin'>{v['margins'][li]:+.4f}</b></p>"
             f"<p><code>{per_layer}</code></p>")
-    return fig, info
+    if h is not None:
+        info += f"<p>layer {li}, head <b id='at-head-shown'>{h}</b>: margin <b>{v['head_margins'][li][h]:+.4f}</b></p>"
+    return fig, info, grid
 
 
 def build_tab() -> None:
@@ -151,6 +217,8 @@ def build_tab() -> None:
     with gr.Row():
         caption = gr.Dropdown([], label="Caption (from the set above)", scale=4, elem_id="at-caption")
         layer = gr.Slider(0, 47, value=0, step=1, label="Layer", scale=2, elem_id="at-layer")
+        head = gr.Textbox(label="Head (empty = mean over heads; or click a cell of the grid)", scale=1,
+                          elem_id="at-head")
     with gr.Row():
         text = gr.Textbox(label="…or your own caption", placeholder="a red cube and a blue sphere", scale=3,
                           elem_id="at-text")
@@ -162,13 +230,22 @@ def build_tab() -> None:
             heatmap = gr.Plot(label="Attention heatmap", elem_id="at-heatmap")
         with gr.Column(scale=2):
             info = gr.HTML(elem_id="at-caption-info")
+            grid = gr.Plot(label="Per-head binding margin (layer × head)", elem_id="at-heads")
+            cell = gr.Textbox(label="grid cell (layer,head)", elem_id="at-cell", container=False)
 
     run.click(compute, [model, compare, data, limit, direction, seed], [summary, curve, caption, stored, layer, result],
               api_name="attention_margins", **GPU_QUEUE)
-    caption.change(show_caption, [model, direction, caption, layer, stored], [heatmap, info, current],
+    caption.change(show_caption, [model, direction, caption, layer, stored, head], [heatmap, info, grid, current],
                    api_name="attention_caption", **GPU_QUEUE)
-    layer.release(redraw, [model, direction, current, layer], [heatmap, info], api_name="attention_layer",
+    layer.release(redraw, [model, direction, current, layer, head], [heatmap, info, grid], api_name="attention_layer",
                   **GPU_QUEUE)
-    text_btn.click(analyse_text, [model, direction, text, bindings, layer], [heatmap, info, current],
+    head.submit(redraw, [model, direction, current, layer, head], [heatmap, info, grid], api_name="attention_head",
+                **GPU_QUEUE)
+    text_btn.click(analyse_text, [model, direction, text, bindings, layer, head], [heatmap, info, grid, current],
                    api_name="attention_text", **GPU_QUEUE)
-    wire(export_panel("at", "margins"), export, [result, model, direction, current, layer], api_name="attention_export")
+    grid.change(None, None, None, js=GRID_JS, api_name=False)
+    # .change, not .input: the grid bridge sets the box from JavaScript, which Gradio reports as a change only.
+    cell.change(pick_cell, [model, direction, current, cell], [heatmap, info, grid, layer, head],
+                api_name="attention_cell", trigger_mode="always_last", **GPU_QUEUE)
+    wire(export_panel("at", "margins"), export, [result, model, direction, current, layer, head],
+         api_name="attention_export")

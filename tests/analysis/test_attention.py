@@ -407,3 +407,52 @@ def test_margin_difference_is_paired_over_captions_valid_in_both():
     assert same["diff_mean"] == [0.0] * 6 and same["deep"]["ci_high"] == 0.0
     with pytest.raises(ValueError, match="same number of layers"):
         margin_difference(base, other[:, :4])
+
+
+# --- per-head margins and the depth axis ------------------------------------------------------------------------
+def test_head_margins_are_each_heads_margin_and_average_to_the_layer_margin():
+    from bindlab.analysis.attention import head_margins
+
+    rng = np.random.default_rng(7)
+    attn = rng.random((4, 9, 9))  # (heads, seq, seq)
+    sets, positions, objects = [[1, 2], [3], [4, 5, 6], [8]], [0, 1, 2, 3], [(1, (0,)), (3, (2,))]
+    got = head_margins(attn, sets, positions, objects)
+    want = [binding_margin(unit_attention(attn[h : h + 1], sets), positions, objects) for h in range(4)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    layer_margin = binding_margin(unit_attention(attn, sets), positions, objects)
+    assert got.mean() == pytest.approx(layer_margin, rel=1e-12)
+    assert np.isnan(head_margins(attn, sets, positions, [(1, (0,))])).all()  # one object: nothing to compare
+
+
+@pytest.mark.parametrize("direction", ["later_to_earlier", "earlier_to_later"])
+def test_caption_head_margins_mean_equals_the_existing_margin(direction):
+    maps = random_maps(layers=3, heads=4, seed=3)
+    plain = analyse_caption(hand_access(maps), CAPTION, direction)
+    r = analyse_caption(hand_access(maps), CAPTION, direction, per_head=True)
+    assert r.head_margins.shape == (3, 4)
+    np.testing.assert_array_equal(r.margins, plain.margins)  # asking for heads changes no existing number
+    np.testing.assert_allclose(r.head_margins.mean(axis=1), plain.margins, rtol=1e-12)
+    # head 2 alone is the margin of a model whose only head is head 2
+    solo = analyse_caption(hand_access([a[2:3] for a in maps]), CAPTION, direction).margins
+    np.testing.assert_allclose(r.head_margins[:, 2], solo, rtol=1e-12)
+
+
+def test_word_head_keeps_that_heads_word_attention():
+    maps = random_maps(layers=2, heads=3, seed=4)
+    mean = analyse_caption(hand_access(maps), CAPTION, with_words=True).word_attn
+    one = analyse_caption(hand_access(maps), CAPTION, with_words=True, word_head=1).word_attn
+    solo = analyse_caption(hand_access([a[1:2] for a in maps]), CAPTION, with_words=True).word_attn
+    np.testing.assert_allclose(one, solo, rtol=1e-12)
+    assert not np.allclose(one, mean)
+    with pytest.raises(ValueError, match="head 3 does not exist"):
+        analyse_caption(hand_access(maps), CAPTION, with_words=True, word_head=3)
+
+
+def test_normalised_depth():
+    from bindlab.analysis.attention import normalised_depth
+
+    assert normalised_depth(1) == [0.0]
+    assert normalised_depth(3) == [0.0, 0.5, 1.0]
+    assert normalised_depth(6) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    with pytest.raises(ValueError, match="at least one layer"):
+        normalised_depth(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from bindlab.cli import main
@@ -69,13 +70,48 @@ def test_tab_caption_view_is_the_study_view(small_benchmark):
 
     text, bindings = "a polka-dot teddy-bear, a red cube, and a striped yo-yo", \
         "polka-dot:teddy-bear, red:cube, striped:yo-yo"
-    fig, info, item = tab.analyse_text("minilm", "later_to_earlier", text, bindings, 3)
+    fig, info, grid, item = tab.analyse_text("minilm", "later_to_earlier", text, bindings, 3)
     view = study.caption_view(study.CaptionRequest("minilm", text, bindings, layer=3))
     shown = float(re.search(r"id='at-caption-margin'>([+-]\d\.\d{4})<", info).group(1))
     assert shown == pytest.approx(view["margins"][3], abs=5e-5) and view["layer"] == 3
     assert len(fig.layout.shapes) == len(view["cells"]) == 9 and item["bindings"][1] == ["red", "cube"]
-    _, info = tab.redraw("minilm", "later_to_earlier", item, 40)  # MiniLM has 6 layers: the last one is shown
+    assert grid.data[0].z.shape == (6, 12) == np.asarray(view["head_margins"]).shape  # MiniLM: 6 layers x 12 heads
+    np.testing.assert_allclose(np.asarray(view["head_margins"]).mean(axis=1), view["margins"], atol=1e-9)
+    _, info, _ = tab.redraw("minilm", "later_to_earlier", item, 40)  # MiniLM has 6 layers: the last one is shown
     assert "layer 40 does not exist; showing 5" in info
+
+
+def test_a_grid_cell_shows_that_heads_word_map():
+    from bindlab.ui import attention as tab
+
+    item = {"text": "a red cube and a blue ball", "bindings": [["red", "cube"], ["blue", "ball"]], "id": "x"}
+    fig, info, grid, layer, head = tab.pick_cell("minilm", "later_to_earlier", item, "2,7")
+    view = study.caption_view(study.CaptionRequest("minilm", item["text"], item["bindings"], layer=2, head=7))
+    mean = study.caption_view(study.CaptionRequest("minilm", item["text"], item["bindings"], layer=2))
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), view["matrix"])
+    assert not np.allclose(view["matrix"], mean["matrix"]) and layer["value"] == 2 and head == "7"
+    assert "head 7" in fig.layout.title.text and "id='at-head-shown'>7<" in info
+    assert [s.x0 for s in grid.layout.shapes] == [6.5]  # the clicked cell is outlined
+    import gradio as gr
+
+    with pytest.raises(gr.Error, match="heads 0 to 11"):
+        tab.pick_cell("minilm", "later_to_earlier", item, "2,12")
+    with pytest.raises(gr.Error, match="is not 'layer,head'"):
+        tab.pick_cell("minilm", "later_to_earlier", item, "two")
+
+
+def test_curves_of_models_with_different_layer_counts_share_a_depth_axis():
+    from bindlab.present.attention_figures import margin_curves
+
+    a = {"label": "six", "layers": list(range(6)), "margin_mean": [0.1] * 6, "ci_low": [0.0] * 6, "ci_high": [0.2] * 6}
+    b = {"label": "three", "layers": [0, 1, 2], "margin_mean": [0.3] * 3, "ci_low": [0.2] * 3, "ci_high": [0.4] * 3}
+    fig = margin_curves([a, b])
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert list(lines[0].x) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0]) and list(lines[1].x) == [0, 0.5, 1.0]
+    assert "relative depth" in fig.layout.xaxis.title.text and "layer counts differ" in fig.layout.title.text
+    same = margin_curves([a, {**b, "label": "six too", "layers": list(range(6)), "margin_mean": [0.3] * 6,
+                              "ci_low": [0.2] * 6, "ci_high": [0.4] * 6}])
+    assert list(same.data[1].x) == list(range(6)) and "layer (0 = first" in same.layout.xaxis.title.text
 
 
 def test_tab_errors_are_messages():
