@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.data.schema import MCQ, Item, write_jsonl
-from bindlab.data.vocab import ATTRIBUTES, OBJECTS, Attribute, caption
+from bindlab.data.templates import DEFAULT_TEMPLATE, allows, check_template, render
+from bindlab.data.vocab import ATTRIBUTES, OBJECTS, Attribute
 
 Pair = tuple[str, str]  # (attribute name, object)
 
@@ -133,17 +134,19 @@ def _replace_candidate(query: list[Pair], vocab: Vocabulary, rng: random.Random)
     return pairs
 
 
-def _item(pairs: list[Pair], forms: dict[str, str], role: str | None = None) -> Item:
+def _item(pairs: list[Pair], forms: dict[str, str], vocab: Vocabulary, template: str, role: str | None = None) -> Item:
+    cats = [_attr(vocab, a).category for a, _ in pairs]
     return Item(
-        text=caption(pairs),
-        gen_text=caption([(forms[a], o) for a, o in pairs]),
+        text=render(template, pairs, cats),
+        gen_text=render(template, [(forms[a], o) for a, o in pairs], cats),
         bindings=list(pairs),
         role=role,
     )
 
 
 def _question(qid: str, query: list[Pair], forms: dict[str, str], vocab: Vocabulary, rng: random.Random,
-              subset: str, chain_id: str | None = None, chain_pos: int | None = None) -> MCQ:
+              subset: str, chain_id: str | None = None, chain_pos: int | None = None,
+              template: str = DEFAULT_TEMPLATE) -> MCQ:
     cands = make_candidates(query, vocab, rng)
     # Attributes introduced by the N=2 replacement also need a fixed generation form.
     for _, pairs in cands:
@@ -152,17 +155,20 @@ def _question(qid: str, query: list[Pair], forms: dict[str, str], vocab: Vocabul
                 forms[a] = _attr(vocab, a).instantiate(rng)
     order = list(range(4))
     rng.shuffle(order)
-    items = [_item(cands[i][1], forms, cands[i][0]) for i in order]
+    items = [_item(cands[i][1], forms, vocab, template, cands[i][0]) for i in order]
+    extra: dict[str, Any] = {"realisations": {a: forms[a] for a in sorted(forms)}}
+    if template != DEFAULT_TEMPLATE:
+        extra["template"] = template
     return MCQ(
         id=qid,
         n_objects=len(query),
         subset=subset,
         chain_id=chain_id,
         chain_pos=chain_pos,
-        query=_item(query, forms),
+        query=_item(query, forms, vocab, template),
         candidates=items,
         answer=order.index(0),
-        extra={"realisations": {a: forms[a] for a in sorted(forms)}},
+        extra=extra,
     )
 
 
@@ -179,21 +185,37 @@ def _new_pairs(k: int, used_attrs: set[str], used_objs: set[str], vocab: Vocabul
     return list(zip(attrs, objs, strict=False))
 
 
+def template_vocab(vocab: Vocabulary, template: str) -> Vocabulary:
+    """The part of ``vocab`` that ``template`` can express (``with`` refuses attribute types without a noun)."""
+    check_template(template)
+    kept = tuple(a for a in vocab.attributes if allows(template, a.category))
+    return vocab if len(kept) == len(vocab.attributes) else Vocabulary(vocab.objects, kept)
+
+
+def max_size(vocab: Vocabulary) -> int:
+    """The largest scene size ``vocab`` supports (one object and one attribute stay free for N = 2 replacement)."""
+    return min(len(vocab.objects), len(vocab.attributes)) - 1
+
+
 def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), seed: int = 0,
-                   vocab: Vocabulary = SABER_VOCAB) -> list[MCQ]:
+                   vocab: Vocabulary = SABER_VOCAB, template: str = DEFAULT_TEMPLATE) -> list[MCQ]:
     """Generate SABER-style MCQs.
 
     Args:
         per_size: questions per scene size; half independent, half nested (the odd one goes to independent).
         sizes: scene sizes (numbers of attribute–object pairs), each >= 2.
-        seed: master seed; the output is a pure function of (per_size, sizes, seed, vocab).
+        seed: master seed; the output is a pure function of (per_size, sizes, seed, vocab, template).
         vocab: objects and attributes to draw from.
+        template: sentence template of every text (:data:`bindlab.data.templates.TEMPLATES`); all five texts of a
+            question share it. ``with`` draws only attributes whose type it can express (see
+            :func:`template_vocab`); the other templates give the same bindings and roles as ``attributive``.
 
     Returns:
         Questions ordered by size, independent before nested.
     """
     from bindlab.config import LIMIT_ENV, limits
 
+    vocab = template_vocab(vocab, template)
     sizes = sorted(set(sizes))
     if per_size < 1:
         raise ValueError(f"per_size must be at least 1, got {per_size}")
@@ -203,8 +225,10 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
                          f"--per-size or raise {LIMIT_ENV['max_per_size']}")
     if not sizes or sizes[0] < 2:
         raise ValueError(f"sizes must be >= 2, got {list(sizes)}")
-    if sizes[-1] > min(len(vocab.objects), len(vocab.attributes)) - 1:
-        raise ValueError(f"size {sizes[-1]} needs more objects/attributes than the vocabulary has")
+    if sizes[-1] > max_size(vocab):
+        raise ValueError(f"size {sizes[-1]} needs more objects/attributes than the vocabulary has "
+                         f"({len(vocab.objects)} objects, {len(vocab.attributes)} attributes); the largest possible "
+                         f"size is {max_size(vocab)}")
     n_nested = per_size // 2
     n_indep = per_size - n_nested
     by_size: dict[int, list[MCQ]] = {n: [] for n in sizes}
@@ -213,7 +237,8 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
             rng = random.Random(f"saber:{seed}:independent:{n}:{i}")
             query = _new_pairs(n, set(), set(), vocab, rng)
             forms = {a: _attr(vocab, a).instantiate(rng) for a, _ in query}
-            by_size[n].append(_question(f"n{n:02d}-ind-{i:03d}", query, forms, vocab, rng, "independent"))
+            by_size[n].append(_question(f"n{n:02d}-ind-{i:03d}", query, forms, vocab, rng, "independent",
+                                        template=template))
     for c in range(n_nested):
         rng = random.Random(f"saber:{seed}:chain:{c}")
         chain: list[Pair] = []
@@ -226,7 +251,8 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
             query = chain[:]
             rng.shuffle(query)  # each chain step reshuffles the order of its pairs
             q_forms = {a: forms[a] for a, _ in chain}  # a copy: N=2 replacement forms stay out of the chain
-            q = _question(f"n{n:02d}-chain-{c:03d}", query, q_forms, vocab, rng, "nested", f"chain-{c:03d}", pos)
+            q = _question(f"n{n:02d}-chain-{c:03d}", query, q_forms, vocab, rng, "nested", f"chain-{c:03d}", pos,
+                          template)
             by_size[n].append(q)
     return [q for n in sizes for q in by_size[n]]
 

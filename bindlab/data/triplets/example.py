@@ -6,7 +6,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from bindlab.data.triplet_templates import ExamplePlan, Pair, WrittenExample
+from bindlab.data.templates import DEFAULT_TEMPLATE, allows, group_phrase, join_groups
+from bindlab.data.triplet_templates import FAMILY_OF, ExamplePlan, Pair, WrittenExample
 from bindlab.data.triplets.spec import NEGATIVE_KINDS
 from bindlab.data.triplets.words import permute_words
 from bindlab.data.vocab import article, conjoin
@@ -41,15 +42,24 @@ class Example:
     length_band: tuple[int, int] = (10, 42)
     distance_range: tuple[int, int] = (0, 26)
     engine: str = "template"
+    template: str | None = None
 
     def rows(self, split: str) -> list[dict[str, Any]]:
-        """The two triplet rows (DESIGN.md "Triplets"): attribute negative first, then object negative."""
-        return [
+        """The two triplet rows (DESIGN.md "Triplets"): attribute negative first, then object negative.
+
+        A row carries ``template`` (the query's sentence template) only when the generator was asked for
+        templates; without it the query is attributive.
+        """
+        out = [
             {"id": f"{self.id}-{kind[0]}", "construction": self.construction, "query": self.query,
              "positive": self.positive, "negative": self.negatives[kind], "negative_kind": kind,
              "bindings": [list(b) for b in self.bindings], "split": split}
             for kind in NEGATIVE_KINDS
         ]
+        if self.template is not None:
+            for row in out:
+                row["template"] = self.template
+        return out
 
 
 def group_by_object(pairs: list[Pair] | tuple[Pair, ...]) -> dict[str, list[str]]:
@@ -88,15 +98,35 @@ def negative_maps(plan: ExamplePlan, rng: random.Random) -> dict[str, dict[str, 
             "object": {objects[i]: objects[order[i]] for i in range(n)}}
 
 
-def query_text(pairs: list[Pair]) -> str:
-    """``"a red kite and a wooden bench"``; bundles keep their attributes together (``"a red wooden kite"``)."""
+def query_text(pairs: list[Pair], template: str | None = None) -> str:
+    """``"a red kite and a wooden bench"``; bundles keep their attributes together (``"a red wooden kite"``).
+
+    Other sentence templates (:mod:`bindlab.data.templates`): ``"the kite is red and the bench is wooden"``,
+    ``"a kite that is red and a bench that is wooden"``, ``"a kite with a red colour and a bench with a wooden
+    finish"`` (``with`` only for attributes of a family it allows; ValueError otherwise).
+    """
     groups = group_by_object(pairs)
-    phrases = [" ".join([article(attrs[0]), *attrs, o]) for o, attrs in groups.items()]
-    return conjoin(phrases)
+    if template in (None, DEFAULT_TEMPLATE):
+        phrases = [" ".join([article(attrs[0]), *attrs, o]) for o, attrs in groups.items()]
+        return conjoin(phrases)
+    phrases = [group_phrase(template, attrs, o, [family_name(a) for a in attrs]) for o, attrs in groups.items()]
+    return join_groups(phrases, bundled=any(len(attrs) > 1 for attrs in groups.values()))
 
 
-def assemble(example_id: str, plan: ExamplePlan, written: WrittenExample, rng: random.Random) -> Example:
-    """Build the query (pairs in random order) and both negatives from an engine's output."""
+def family_name(attribute: str) -> str | None:
+    """The triplet attribute family of a word (its type for the ``with`` template), or None."""
+    fam = FAMILY_OF.get(attribute.lower())
+    return fam.name if fam is not None else None
+
+
+def template_allows(template: str | None, pairs: list[Pair] | tuple[Pair, ...]) -> bool:
+    """Whether every attribute of ``pairs`` can be written in ``template``."""
+    return template is None or all(allows(template, family_name(a)) for a, _ in pairs)
+
+
+def assemble(example_id: str, plan: ExamplePlan, written: WrittenExample, rng: random.Random,
+             template: str | None = None) -> Example:
+    """Build the query (pairs in random order, written in ``template``) and both negatives from an engine's output."""
     groups = list(group_by_object(plan.pairs).items())
     rng.shuffle(groups)
     query_pairs = [(a, o) for o, attrs in groups for a in attrs]
@@ -106,6 +136,6 @@ def assemble(example_id: str, plan: ExamplePlan, written: WrittenExample, rng: r
         "attribute": [(maps["attribute"].get(a, a), o) for a, o in plan.pairs],
         "object": [(a, maps["object"].get(o, o)) for a, o in plan.pairs],
     }
-    return Example(example_id, plan.construction, query_text(query_pairs), written.positive, negatives,
+    return Example(example_id, plan.construction, query_text(query_pairs, template), written.positive, negatives,
                    query_pairs, intended, list(written.distractors), plan.length_band, plan.distance_range,
-                   written.engine)
+                   written.engine, template)

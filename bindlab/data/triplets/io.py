@@ -8,16 +8,28 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bindlab.data.holdout import HeldOutWords, write_holdout
 from bindlab.data.schema import DataError, read_jsonl, write_jsonl
-from bindlab.data.triplets.spec import CONSTRUCTIONS, NEGATIVE_KINDS, SPLITS
+from bindlab.data.triplets.spec import (
+    CONSTRUCTIONS,
+    NEGATIVE_KINDS,
+    SPLITS,
+    UNSEEN_WORDS_SPLIT,
+    is_split,
+    template_split,
+)
 from bindlab.data.triplets.words import folded, words_of
 
 
-def write_triplets(out_dir: str | Path, rows: list[dict], stats: dict[str, Any]) -> dict[str, str]:
-    """Write ``triplets.jsonl`` (all rows, each with its split) and ``stats.json``; return their paths."""
+def write_triplets(out_dir: str | Path, rows: list[dict], stats: dict[str, Any],
+                   holdout: HeldOutWords | None = None) -> dict[str, str]:
+    """Write ``triplets.jsonl`` (all rows, each with its split) and ``stats.json`` (and, with ``holdout``, the
+    held-out words as ``holdout_vocab.json``); return their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"triplets": str(out / "triplets.jsonl"), "stats": str(out / "stats.json")}
+    if holdout is not None:
+        paths["holdout_vocab"] = str(write_holdout(out, holdout))
     write_jsonl(paths["triplets"], rows)
     tmp = out / f".stats.json.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -42,8 +54,9 @@ def check_row(obj: Any) -> str | None:
         return f"construction {obj['construction']!r} not in {list(CONSTRUCTIONS)}"
     if obj["negative_kind"] not in NEGATIVE_KINDS:
         return f"negative_kind {obj['negative_kind']!r} not in {list(NEGATIVE_KINDS)}"
-    if obj["split"] not in SPLITS:
-        return f"split {obj['split']!r} not in {list(SPLITS)}"
+    if not isinstance(obj["split"], str) or not is_split(obj["split"]):
+        return (f"split {obj['split']!r} not in {list(SPLITS)}, {UNSEEN_WORDS_SPLIT!r} or "
+                f"{template_split('<template>')!r}")
     b = obj["bindings"]
     if not isinstance(b, list) or not b or not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w for w in p) for p in b
@@ -63,8 +76,9 @@ def load_triplets(path: str | Path, split: str | None = None) -> list[dict]:
         DataError (a ValueError): naming the file and line of the first bad row, duplicate ids, an unknown split,
             or a file without rows.
     """
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; choose from {list(SPLITS)}")
+    if split is not None and not is_split(split):
+        raise ValueError(f"unknown split {split!r}; choose from {list(SPLITS)}, {UNSEEN_WORDS_SPLIT!r} or "
+                         f"{template_split('<template>')!r}")
     p = Path(path)
     if p.is_dir():
         p = p / "triplets.jsonl"

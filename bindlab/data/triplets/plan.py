@@ -96,15 +96,61 @@ def _attribute_pool(families: tuple[AttributeFamily, ...]) -> tuple[str, ...]:
     return tuple(w for f in families for w in f.words)
 
 
-def plan_example(construction: str, rng: random.Random, usage: UsageTracker | None = None) -> ExamplePlan:
-    """Sample every diversity control of B.3 for one example of ``construction``."""
+@dataclass(frozen=True)
+class WordPools:
+    """Which words a plan may use (the default: every word). Used for held-out words and the ``with`` template.
+
+    Attributes:
+        objects: queried objects to draw from.
+        attributes: queried attribute words allowed (None = all).
+        families: attribute families allowed for queried attributes (None = all).
+        distractor_objects: distractor objects to draw from.
+        distractor_attributes: distractor attribute words allowed (None = all).
+    """
+
+    objects: tuple[str, ...] = OBJECT_POOL
+    attributes: frozenset[str] | None = None
+    families: frozenset[str] | None = None
+    distractor_objects: tuple[str, ...] = OBJECT_POOL
+    distractor_attributes: frozenset[str] | None = None
+
+
+def restrict_families(families: tuple[AttributeFamily, ...], allowed: frozenset[str] | None,
+                      names: frozenset[str] | None, need: int) -> tuple[AttributeFamily, ...]:
+    """``families`` limited to the allowed names and words, keeping only those with at least ``need`` words."""
+    if allowed is None and names is None:
+        return families
+    out = []
+    for f in families:
+        if names is not None and f.name not in names:
+            continue
+        words = f.words if allowed is None else tuple(w for w in f.words if w in allowed)
+        if len(words) >= need:
+            out.append(f if words == f.words else AttributeFamily(f.name, f.rank, f.kinds, words))
+    return tuple(out)
+
+
+def _plan_families(objects: list[str], pools: WordPools, per: int) -> tuple[AttributeFamily, ...]:
+    families = restrict_families(_families_for(frozenset(object_kind(o) for o in objects)), pools.attributes,
+                                 pools.families, len(objects))
+    enough = len(families) >= 2 if per == 2 else sum(len(f.words) for f in families) >= len(objects)
+    if not enough:
+        raise ValueError(f"too few allowed attribute words for the objects {objects}; hold out a larger fraction of "
+                         "words (--holdout-words) or use another template")
+    return families
+
+
+def plan_example(construction: str, rng: random.Random, usage: UsageTracker | None = None,
+                 pools: WordPools | None = None) -> ExamplePlan:
+    """Sample every diversity control of B.3 for one example of ``construction`` (words from ``pools``)."""
     if construction not in CONSTRUCTIONS:
         raise ValueError(f"unknown construction {construction!r}; choose from {CONSTRUCTIONS}")
     usage = usage if usage is not None else UsageTracker()
+    pools = pools if pools is not None else WordPools()
     n_obj, per = N_OBJECTS[construction], ATTRS_PER_OBJECT[construction]
     cap = usage.cap(n_obj * per)
-    objects = _sample(OBJECT_POOL, n_obj, rng, usage, cap, set())
-    families = _families_for(frozenset(object_kind(o) for o in objects))
+    objects = _sample(pools.objects, n_obj, rng, usage, cap, set())
+    families = _plan_families(objects, pools, per)
     if per == 2:
         f1, f2 = sorted(rng.sample(families, 2), key=lambda f: f.rank)
         col1 = _sample(f1.words, n_obj, rng, usage, cap, set())
@@ -117,8 +163,9 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
     if construction in DISTRACTOR_TYPES:
         used = {w for p in pairs for w in p}
         for _ in range(rng.randint(0, MAX_DISTRACTORS)):
-            o = _sample(OBJECT_POOL, 1, rng, usage, float("inf"), used)[0]
-            family = rng.choice(_families_for(frozenset({object_kind(o)})))
+            o = _sample(pools.distractor_objects, 1, rng, usage, float("inf"), used)[0]
+            family = rng.choice(restrict_families(_families_for(frozenset({object_kind(o)})),
+                                                  pools.distractor_attributes, None, 1))
             a = _sample(family.words, 1, rng, usage, float("inf"), used)[0]
             used |= {a, o}
             distractors.append((a, o))
@@ -156,10 +203,15 @@ def construction_schedule(n_examples: int, rng: random.Random) -> list[str]:
     return order
 
 
-def assign_splits(examples: list[Example], seed: int) -> list[str]:
-    """Split per example: held-out types -> ``heldout``; the rest 80/10/10 train/val/test, shuffled by seed."""
-    splits = ["heldout"] * len(examples)
-    idx = [i for i, ex in enumerate(examples) if ex.construction not in HELD_OUT]
+def assign_splits(examples: Sequence[Example | str], seed: int) -> list[str]:
+    """Split per example: held-out types -> ``heldout``; the rest 80/10/10 train/val/test, shuffled by seed.
+
+    ``examples`` may also be the construction names alone (the split depends on nothing else), so the generator
+    can know each example's split before planning it.
+    """
+    kinds = [ex if isinstance(ex, str) else ex.construction for ex in examples]
+    splits = ["heldout"] * len(kinds)
+    idx = [i for i, c in enumerate(kinds) if c not in HELD_OUT]
     random.Random(f"bindlab-triplet-split-{seed}").shuffle(idx)
     n_train, n_val = round(0.8 * len(idx)), round(0.1 * len(idx))
     for rank, i in enumerate(idx):

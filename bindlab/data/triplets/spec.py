@@ -9,6 +9,24 @@ CONSTRUCTIONS: tuple[str, ...] = (
 HELD_OUT: tuple[str, ...] = ("deferred_bind_anaphoric", "deferred_bind_respective")
 IN_DISTRIBUTION: tuple[str, ...] = tuple(c for c in CONSTRUCTIONS if c not in HELD_OUT)
 SPLITS: tuple[str, ...] = ("train", "val", "test", "heldout")
+# Extra test splits, present only when asked for: rows whose query words were held out of training
+# (``--holdout-words``), and test rows re-written in a held-out sentence template (``--holdout-templates``).
+UNSEEN_WORDS_SPLIT = "test_unseen_words"
+TEMPLATE_SPLIT_PREFIX = "test_template_"
+
+
+def template_split(template: str) -> str:
+    """The test split of a held-out sentence template, e.g. ``test_template_predicative``."""
+    return TEMPLATE_SPLIT_PREFIX + template
+
+
+def is_split(name: str) -> bool:
+    """Whether ``name`` is a split a triplets file may hold (the four of :data:`SPLITS` or an extra test split)."""
+    from bindlab.data.templates import TEMPLATES
+
+    return name in SPLITS or name == UNSEEN_WORDS_SPLIT or name in {template_split(t) for t in TEMPLATES}
+
+
 NEGATIVE_KINDS: tuple[str, ...] = ("attribute", "object")
 
 # B.5: 80,000 in-distribution examples over five types, 20,000 held out over two.

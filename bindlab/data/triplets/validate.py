@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from bindlab.data.templates import DEFAULT_TEMPLATE, TEMPLATES
 from bindlab.data.triplet_templates import AMBIGUOUS_PRONOUNS, FAMILY_OF, REFERENCE_PAIRS, Pair
-from bindlab.data.triplets.example import Example, group_by_object
+from bindlab.data.triplets.example import Example, group_by_object, query_text
 from bindlab.data.triplets.spec import (
     ADJACENT_TYPES,
     ATTRS_PER_OBJECT,
@@ -89,6 +90,17 @@ def _structure_ok(c: str, bindings: list[Pair], words: list[str], slots: dict[Pa
     return sorted(used) in (sorted(p) for p in REFERENCE_PAIRS)
 
 
+def _template_query_ok(ex: Example) -> bool:
+    """A non-attributive query is exactly its template's form of the bindings (in query order)."""
+    if ex.template not in TEMPLATES:
+        return False
+    try:
+        expected = query_text(list(ex.bindings), ex.template)
+    except ValueError:  # e.g. 'with' and an attribute family it refuses
+        return False
+    return words_of(ex.query) == words_of(expected)
+
+
 def _exactly_once(words: list[str], targets: list[str]) -> bool:
     counts = Counter(words)
     return all(counts[t] == 1 for t in targets)
@@ -145,11 +157,14 @@ def validate(ex: Example) -> list[str]:
         if article_errors(ws):
             add("article_mismatch")
 
-    # the query lists each object right after its attributes
-    qpos = {w: i for i, w in enumerate(words["query"])}
-    for o, group in group_by_object(bindings).items():
-        if sorted(qpos[a] for a in group) != list(range(qpos[o] - len(group), qpos[o])):
-            add("query_structure")
+    # the query lists each object right after its attributes (or is exactly its sentence template's form)
+    if ex.template in (None, DEFAULT_TEMPLATE):
+        qpos = {w: i for i, w in enumerate(words["query"])}
+        for o, group in group_by_object(bindings).items():
+            if sorted(qpos[a] for a in group) != list(range(qpos[o] - len(group), qpos[o])):
+                add("query_structure")
+    elif not _template_query_ok(ex):
+        add("query_structure")
 
     pos_words = words["positive"]
     where = {w: i for i, w in enumerate(pos_words)}
