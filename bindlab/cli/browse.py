@@ -14,28 +14,49 @@ from bindlab.studies.result import Result
 
 # --- generate ----------------------------------------------------------------------------------------------------
 def cmd_generate_saber(a: argparse.Namespace) -> None:
-    from bindlab.data.saber import generate_saber, parse_sizes, write_benchmark
+    from bindlab.data.saber import SABER_VOCAB, generate_saber, max_size, parse_sizes, template_vocab, write_benchmark
+    from bindlab.data.templates import check_template
 
     sizes = parse_sizes(a.sizes)
+    template = check_template(a.template)
     t = time.perf_counter()
-    settings = {"seed": a.seed, "per_size": a.per_size, "sizes": sizes, "images": a.images}
+    settings: dict[str, Any] = {"seed": a.seed, "per_size": a.per_size, "sizes": sizes, "images": a.images,
+                                "template": template}
+    base = SABER_VOCAB
+    if a.images:
+        from bindlab.data.render import RENDER_VOCAB
+
+        base = RENDER_VOCAB
+    vocab = base
+    if a.vocab_from:
+        from bindlab.data.holdout import saber_vocab_from
+
+        vocab = saber_vocab_from(a.vocab_from, base)
+        settings.update(vocab_from=str(a.vocab_from), n_objects=len(vocab.objects),
+                        n_attributes=len(vocab.attributes))
+    usable = template_vocab(vocab, template)
+    if sizes[-1] > max_size(usable):
+        where = f"the held-out vocabulary of {a.vocab_from}" if a.vocab_from else "the vocabulary"
+        raise ValueError(f"--sizes {a.sizes}: {where} has {len(usable.objects)} objects and {len(usable.attributes)} "
+                         f"attributes{' the with template can express' if usable is not vocab else ''}, so the "
+                         f"largest scene size is N = {max_size(usable)}; use --sizes 2-{max_size(usable)}")
+    if len(usable.attributes) != len(vocab.attributes):
+        settings["attributes_refused_by_template"] = sorted(
+            {x.category for x in vocab.attributes} - {x.category for x in usable.attributes})
+    questions = generate_saber(per_size=a.per_size, sizes=sizes, seed=a.seed, vocab=vocab, template=template)
     if a.images:
         from tqdm import tqdm
 
-        from bindlab.data.render import RENDER_VOCAB
         from bindlab.data.saber_images import render_mcq_images
 
-        questions = generate_saber(per_size=a.per_size, sizes=sizes, seed=a.seed, vocab=RENDER_VOCAB)
         with tqdm(total=5 * len(questions), desc="rendering", unit="img") as bar:
             n = render_mcq_images(questions, a.out, size=a.size, workers=a.workers, seed=a.seed,
                                   progress=lambda done, total: bar.update(done - bar.n))
         settings.update(image_size=a.size, vocab="renderable")
         print(f"rendered {n} new images ({5 * len(questions) - n} already there) at {a.size}px")
-    else:
-        questions = generate_saber(per_size=a.per_size, sizes=sizes, seed=a.seed)
     path = write_benchmark(a.out, questions, settings)
-    print(f"generated {len(questions)} questions (sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per size, seed {a.seed}) "
-          f"in {time.perf_counter() - t:.1f}s -> {path}")
+    print(f"generated {len(questions)} {template} questions (sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per size, "
+          f"seed {a.seed}) in {time.perf_counter() - t:.1f}s -> {path}")
 
 
 # --- eval: parse -> studies.browse.run_* -> print / write ------------------------------------------------------
@@ -103,6 +124,12 @@ def add_commands(g: Groups) -> None:
                    help="also render the query and candidate images (renderable vocabulary; resumable)")
     p.add_argument("--size", type=int, default=256, help="image side in pixels (with --images)")
     p.add_argument("--workers", type=int, default=2, help="rendering processes (with --images)")
+    p.add_argument("--template", default="attributive",
+                   help="sentence template of every text: attributive ('A red cube and a blue sphere.'), "
+                        "predicative ('The cube is red and ...'), relative ('A cube that is red and ...') or with "
+                        "('A cube with a red colour and ...'; colour, material, pattern and texture attributes only)")
+    p.add_argument("--vocab-from", help="holdout_vocab.json from 'generate triplets --holdout-words': use only its "
+                                        "held-out objects and attributes")
     p.set_defaults(func=cmd_generate_saber)
 
     m = g.eval.add_parser("mcq", help="4-way MCQ accuracy (tie-aware) by N and subset")

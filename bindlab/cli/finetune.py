@@ -13,18 +13,41 @@ from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
 
 
 # --- triplets, finetune, jobs ------------------------------------------------------------------------------------
+def _triplet_variants(a: argparse.Namespace):
+    """Templates and held-out words of ``generate triplets`` (None when none was asked for)."""
+    from bindlab.data.holdout import select_holdout
+    from bindlab.data.templates import parse_templates
+    from bindlab.data.triplets import Variants
+
+    templates = parse_templates(a.templates) if a.templates else None
+    held_templates = parse_templates(a.holdout_templates) if a.holdout_templates else ()
+    holdout = select_holdout(a.holdout_words, a.seed) if a.holdout_words else None
+    return Variants(templates, held_templates, holdout)
+
+
 def cmd_generate_triplets(a: argparse.Namespace) -> None:
     from bindlab.data.triplets import generate_triplets, write_triplets
 
+    variants = _triplet_variants(a)
     rows, stats = generate_triplets(a.n, seed=a.seed, engine=a.engine,
-                                    progress=lambda i, n: print(f"  {i}/{n} examples", file=sys.stderr))
-    paths = write_triplets(a.out, rows, stats)
+                                    progress=lambda i, n: print(f"  {i}/{n} examples", file=sys.stderr),
+                                    variants=variants)
+    paths = write_triplets(a.out, rows, stats, variants.holdout)
     splits = ", ".join(f"{k} {v}" for k, v in stats["splits"].items())
     rejected = ", ".join(f"{k} {v}" for k, v in stats["rejected"].items()) or "none"
     print(f"generated {stats['n_rows']} triplet rows ({stats['n_examples']} examples, seed {a.seed}, "
           f"engine {stats['engine']}) in {stats['seconds']:.1f}s -> {paths['triplets']}")
     print(f"splits: {splits}")
     print(f"rejected examples: {stats['n_rejected_examples']} of {stats['attempts']} attempts; by reason: {rejected}")
+    if "templates" in stats:
+        print("query templates (rows): " + ", ".join(f"{k} {v}" for k, v in stats["templates"].items()))
+    for t, r in stats.get("holdout_templates", {}).items():
+        print(f"held-out template {t}: {r['rows']} rows in test_template_{t} ({r['skipped_examples']} test examples "
+              "skipped: attributes the template cannot express)")
+    if "holdout_words" in stats:
+        h = stats["holdout_words"]
+        print(f"held out {h['n_objects']} objects and {h['n_attributes']} attributes (fraction {h['fraction']}, "
+              f"seed {h['seed']}) -> {paths['holdout_vocab']}")
 
 
 _FT_KEYS = ("model", "data", "epochs", "max_steps", "batch_size", "lr", "weight_decay", "margin", "lora_rank",
@@ -145,6 +168,13 @@ def add_commands(g: Groups) -> None:
     t.add_argument("--n", type=int, default=100_000, help="triplet rows (even; two per example)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--engine", default="template", help="template (offline) or hf:ORG/NAME (a local instruct LM)")
+    t.add_argument("--templates", help="query sentence templates, comma-separated, one drawn per example: "
+                                       "attributive, predicative, relative, with (default: attributive)")
+    t.add_argument("--holdout-templates", help="templates held out of training: each test example re-written in "
+                                               "them goes to the split test_template_<NAME>")
+    t.add_argument("--holdout-words", type=float, help="hold out this fraction (0-0.5] of objects and attributes "
+                                                       "(seeded by --seed, listed in DIR/holdout_vocab.json); no "
+                                                       "train/val text uses them; split test_unseen_words does")
     t.set_defaults(func=cmd_generate_triplets)
 
     f = g.top.add_parser("finetune", help="LoRA-finetune an encoder on binding triplets, then LiNeS (a job)")

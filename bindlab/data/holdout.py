@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindlab.data.saber import SABER_VOCAB, Vocabulary
 from bindlab.data.triplet_templates import ATTRIBUTE_FAMILIES, KINDS, OBJECT_POOL, object_kind
 from bindlab.data.vocab import ATTRIBUTE_BY_NAME
 
@@ -107,4 +108,22 @@ def read_holdout(path: str | Path) -> HeldOutWords:
                         int(obj.get("seed", 0) or 0))
 
 
-__all__ = ["HOLDOUT_FILE", "HeldOutWords", "check_fraction", "read_holdout", "select_holdout", "write_holdout"]
+def saber_vocab_from(path: str | Path, base: Vocabulary = SABER_VOCAB) -> Vocabulary:
+    """The part of ``base`` (SABER's lists, or the renderable ones) that a held-out file holds out.
+
+    Attributes of the file that ``base`` has no realisation for (the triplet-only words) are ignored.
+
+    Raises:
+        ValueError: naming the file when fewer than three objects or attributes remain (no question possible).
+    """
+    held = read_holdout(path)
+    objects = tuple(o for o in base.objects if o in set(held.objects))
+    attributes = tuple(a for a in base.attributes if a.name in set(held.attributes))
+    if min(len(objects), len(attributes)) < 3:
+        raise ValueError(f"--vocab-from {path}: only {len(objects)} held-out objects and {len(attributes)} held-out "
+                         "attributes of this vocabulary, too few for any question (N = 2 needs 3 of each); hold "
+                         "out a larger fraction with 'generate triplets --holdout-words'")
+    return Vocabulary(objects, attributes)
+
+
+__all__ = ["HOLDOUT_FILE", "HeldOutWords", "check_fraction", "read_holdout", "saber_vocab_from", "select_holdout", "write_holdout"]

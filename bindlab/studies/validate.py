@@ -246,11 +246,12 @@ OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
     "weight_decay": _float(0.0),
     "min_dist": _float(0.0),
     "hard_share": _float(0.0, 1.0),
+    "holdout_words": _float(0.0, 0.5, lo_open=True),
     "lines_a": _lines_a,
     "seed": _nonneg(),
 }
 
-INPUT_PATHS = ("data", "images", "config")  # user-given files/folders that are read
+INPUT_PATHS = ("data", "images", "config", "vocab_from")  # user-given files/folders that are read
 OUTPUT_FILES = ("per_item",)  # always files
 
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 from bindlab.data.triplet_templates import ExamplePlan, TemplateEngine, WrittenExample
 from bindlab.data.triplets.engines import Engine, EngineOutputError, HFEngine, make_engine, parse_engine_json
 from bindlab.data.triplets.example import Example, assemble, negative_maps, query_text
-from bindlab.data.triplets.generate import generate_examples, generate_triplets
+from bindlab.data.triplets.generate import Variants, generate_examples, generate_triplets
 from bindlab.data.triplets.io import check_row, load_triplets, write_triplets
-from bindlab.data.triplets.plan import UsageTracker, assign_splits, plan_example
+from bindlab.data.triplets.plan import UsageTracker, WordPools, assign_splits, plan_example
 from bindlab.data.triplets.spec import (
     CONSTRUCTIONS,
     HELD_OUT,
@@ -44,14 +44,18 @@ from bindlab.data.triplets.spec import (
     NEGATIVE_KINDS,
     REJECTION_REASONS,
     SPLITS,
+    UNSEEN_WORDS_SPLIT,
+    is_split,
+    template_split,
 )
 from bindlab.data.triplets.validate import binding_distance, validate
 from bindlab.data.triplets.words import article_errors, permute_words, words_of
 
 __all__ = [
     "CONSTRUCTIONS", "Engine", "EngineOutputError", "Example", "ExamplePlan", "HELD_OUT", "HFEngine",
-    "IN_DISTRIBUTION", "NEGATIVE_KINDS", "REJECTION_REASONS", "SPLITS", "TemplateEngine", "UsageTracker", "WrittenExample",
+    "IN_DISTRIBUTION", "NEGATIVE_KINDS", "REJECTION_REASONS", "SPLITS", "TemplateEngine", "UNSEEN_WORDS_SPLIT",
+    "UsageTracker", "Variants", "WordPools", "WrittenExample",
     "article_errors", "assemble", "assign_splits", "binding_distance", "check_row", "generate_examples",
-    "generate_triplets", "load_triplets", "make_engine", "negative_maps", "parse_engine_json", "permute_words",
-    "plan_example", "query_text", "validate", "words_of", "write_triplets",
+    "generate_triplets", "is_split", "load_triplets", "make_engine", "negative_maps", "parse_engine_json", "permute_words",
+    "plan_example", "query_text", "template_split", "validate", "words_of", "write_triplets",
 ]
