@@ -8,7 +8,9 @@ For one factor (shape, hue or pattern) with values ``v = 0..k-1``:
 - grounded query ``q'_v(alpha) = norm(q_v + alpha d_v)`` for the native text query ``q_v`` (normalised mean of
   the factor's three prompt templates);
 - closed-form matched margin ``M(alpha) = |Delta_v| (c + alpha) / sqrt(1 + alpha^2 + 2 alpha c)``, ``c = q_v.d_v``,
-  non-decreasing in alpha and zero at ``alpha* = -c``.
+  non-decreasing in alpha; it crosses zero at ``alpha* = -c`` only when ``-1 < c < 0`` (a native margin below
+  zero that grounding lifts). For ``c >= 0`` the margin is never negative for ``alpha >= 0`` and for ``c = -1``
+  it is undefined at ``alpha = 1``: "no crossing" (``alpha*`` NaN, JSON ``null``).
 
 Retrieval is read out on a gallery as per-value full-gallery AP, macro-mAP and image-wise factor-value top-1.
 ``alpha`` is chosen on validation only (grid 0..8 step 0.05; ties -> top-1 -> smaller alpha): :func:`select_alpha`
@@ -25,8 +27,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -139,9 +142,30 @@ def grounded_margin(q: np.ndarray, delta: np.ndarray, alpha: float | np.ndarray)
         return np.where(denom > 0, norm_delta * (c + a) / np.where(denom > 0, denom, 1.0), np.nan)
 
 
+def zero_crossing(c: float | np.ndarray) -> np.ndarray:
+    """``alpha* = -c`` where the matched margin crosses zero, NaN where it has no crossing (DESIGN.md).
+
+    Args:
+        c: ``q . d`` per value (any shape), in [-1, 1].
+
+    Returns:
+        ``-c`` where ``-1 < c < 0`` (then ``alpha*`` lies in (0, 1)); NaN for ``c >= 0`` (the margin is already
+        >= 0 at alpha = 0 and never falls), for ``c <= -1`` (``q = -d``: undefined at alpha = 1, no sign change
+        through zero) and for NaN input.
+    """
+    c = np.asarray(c, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where((c > -1.0) & (c < 0.0), -c, np.nan)
+
+
+def crossings_json(alpha_star: np.ndarray) -> list[float | None]:
+    """``alpha*`` per value as JSON-ready numbers, ``None`` (JSON ``null``) where there is no crossing."""
+    return [float(a) if np.isfinite(a) else None for a in np.asarray(alpha_star, dtype=np.float64).reshape(-1)]
+
+
 def margin_zero_crossing(q: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """``alpha* = -c = -q . d``: where the grounded margin crosses zero (positive when the native margin is < 0)."""
-    return -np.sum(_unit(q, "query") * _unit(delta, "contrast"), axis=-1)
+    """``alpha* = -c = -q . d`` where the grounded margin crosses zero (``-1 < c < 0``), else NaN."""
+    return zero_crossing(np.sum(_unit(q, "query") * _unit(delta, "contrast"), axis=-1))
 
 
 @dataclass(frozen=True)
@@ -438,7 +462,8 @@ class GroundingState:
         Returns:
             dict with ``alpha``, ``values``, per-value ``ap_native`` / ``ap_grounded``, ``map_native`` /
             ``map_grounded``, ``top1_native`` / ``top1_grounded``, closed-form ``margin_native`` /
-            ``margin_grounded`` and ``alpha_star`` (= -c), all as plain Python numbers/lists.
+            ``margin_grounded``, ``c`` (= q . d) and ``alpha_star`` (= -c where -1 < c < 0, else ``None``: no
+            crossing), all as plain Python numbers/lists.
         """
         alpha = float(alpha)
         if not np.isfinite(alpha) or alpha < 0:
@@ -451,14 +476,15 @@ class GroundingState:
                 "map_native": self.native_test.macro_map, "map_grounded": g.macro_map,
                 "top1_native": self.native_test.top1, "top1_grounded": g.top1,
                 "margin_native": (dn * self.c).tolist(), "margin_grounded": margin.tolist(),
-                "alpha_star": (-self.c).tolist()}
+                "c": self.c.tolist(), "alpha_star": crossings_json(zero_crossing(self.c))}
 
     def margin_curve(self, alphas: np.ndarray) -> dict[str, Any]:
-        """Closed-form calibration margins over ``alphas``: ``margins`` is ``(m, k)``, ``alpha_star`` ``(k,)``."""
+        """Closed-form calibration margins over ``alphas``: ``margins`` is ``(m, k)``, ``alpha_star`` ``(k,)``
+        (``None`` where a value's margin has no zero crossing)."""
         alphas = np.asarray(alphas, dtype=np.float64).reshape(-1)
         m = grounded_margin(self.queries, self.directions.deltas, alphas[:, None])
         return {"alphas": alphas.tolist(), "values": self.values.tolist(), "margins": m.tolist(),
-                "alpha_star": (-self.c).tolist()}
+                "alpha_star": crossings_json(zero_crossing(self.c))}
 
 
 def bench_slider(n_images: int = 23040, dim: int = 1024, n_values: int = 12, repeats: int = 20,

@@ -20,14 +20,30 @@ scored.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from bindlab.analysis.grounding import (
-    ALPHA_GRID, GridSelection, Readout, SplitScores, _unit, best_index, ground, grounded_margin,
-    matched_directions, pencil_readout, pencil_scores, score_split, select_alpha, select_on_grid, value_index,
+    ALPHA_GRID,
+    GridSelection,
+    Readout,
+    SplitScores,
+    _unit,
+    best_index,
+    crossings_json,
+    ground,
+    grounded_margin,
+    matched_directions,
+    pencil_readout,
+    pencil_scores,
+    score_split,
+    select_alpha,
+    select_on_grid,
+    value_index,
+    zero_crossing,
 )
 from bindlab.encoders.base import l2_normalize
 
@@ -197,7 +213,7 @@ class GroundingAudit:
     selective: Readout | None
     margin_native: np.ndarray  # (k,) closed-form calibration margin |Delta| c
     margin_grounded: np.ndarray  # (k,) at the chosen alpha
-    alpha_star: np.ndarray  # (k,) -c
+    alpha_star: np.ndarray  # (k,) -c where -1 < c < 0, NaN where the margin has no zero crossing
 
     def to_dict(self) -> dict[str, Any]:
         reads = {n: getattr(self, n) for n in ("native", "grounded", "attraction", "mismatched", "image_prototype",
@@ -208,7 +224,7 @@ class GroundingAudit:
                 "gate": None if self.gate is None else self.gate.to_dict(),
                 "test": {n: None if r is None else r.to_dict() for n, r in reads.items()},
                 "margin_native": self.margin_native.tolist(), "margin_grounded": self.margin_grounded.tolist(),
-                "alpha_star": self.alpha_star.tolist()}
+                "alpha_star": crossings_json(self.alpha_star)}
 
 
 def grounding_audit(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, calibration: np.ndarray,
@@ -255,7 +271,7 @@ def grounding_audit(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndar
         image_prototype=image_prototype_readout(test_p),
         selective=None if gate is None else selective_readout(test_d, gate),
         margin_native=dirs.delta_norms * c, margin_grounded=grounded_margin(q, dirs.deltas, alpha.value),
-        alpha_star=-c)
+        alpha_star=zero_crossing(c))
 
 
 # ---------------------------------------------------------------------------------------------- composition
@@ -325,7 +341,7 @@ def _target_counts(members: Sequence[np.ndarray], gathered: Any, weights: Sequen
                    n: int) -> tuple[np.ndarray, np.ndarray]:
     above, tied = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     w = np.asarray(weights, dtype=np.float64)
-    for m, a in zip(members, gathered):
+    for m, a in zip(members, gathered, strict=False):
         s = (w @ a).reshape(len(m), len(m))  # (query, image); rows reduce along contiguous memory
         target = np.diag(s)[:, None]
         above[m], tied[m] = (s > target).sum(axis=1), (s == target).sum(axis=1)

@@ -64,8 +64,12 @@ def test_margin_non_decreasing_and_crosses_zero_at_minus_c(c, dim, seed, scale):
     alphas = np.linspace(0, 10, 401)
     m = G.grounded_margin(q, scale * d, alphas)
     assert np.all(np.diff(m) >= -1e-12)
-    assert G.margin_zero_crossing(q, scale * d) == pytest.approx(-c, abs=1e-12)
-    assert G.grounded_margin(q, scale * d, -c) == pytest.approx(0.0, abs=1e-12)
+    star = G.margin_zero_crossing(q, scale * d)
+    if c < -1e-9:  # a crossing exists, at alpha* = -c
+        assert star == pytest.approx(-c, abs=1e-12)
+        assert G.grounded_margin(q, scale * d, -c) == pytest.approx(0.0, abs=1e-12)
+    elif c > 1e-9:  # no crossing: the margin is positive for every alpha >= 0
+        assert np.isnan(star) and m.min() > 0
     if c < -1e-3:  # negative before alpha*, positive after
         assert m[alphas < -c].max() < 0 and m[alphas > -c].min() > 0
 
@@ -99,10 +103,10 @@ def test_matched_directions_equal_naive_loop():
     got = G.matched_directions(emb, labels, values)
     protos = []
     for v in values:
-        rows = [e / np.linalg.norm(e) for e, lab in zip(emb.astype(np.float64), labels) if lab == v]
+        rows = [e / np.linalg.norm(e) for e, lab in zip(emb.astype(np.float64), labels, strict=True) if lab == v]
         m = np.sum(rows, axis=0) / len(rows)
         protos.append(m / np.linalg.norm(m))
-    for i, v in enumerate(values):
+    for i, _v in enumerate(values):
         rest = sum(protos[j] for j in range(len(values)) if j != i) / (len(values) - 1)
         delta = protos[i] - rest
         assert np.allclose(got.prototypes[i], protos[i], atol=1e-6)
@@ -150,7 +154,7 @@ def test_readout_per_value_ap_and_top1_equal_naive():
     s = unit(gallery) @ unit(queries).T
     for v in range(4):
         assert r.ap[v] == pytest.approx(average_precision_score(labels == v, s[:, v]), abs=1e-6)
-    assert r.top1 == pytest.approx(np.mean([np.argmax(row) == lab for row, lab in zip(s, labels)]))
+    assert r.top1 == pytest.approx(np.mean([np.argmax(row) == lab for row, lab in zip(s, labels, strict=True)]))
     assert r.macro_map == pytest.approx(r.ap.mean())
 
 
@@ -232,7 +236,9 @@ def test_grounding_state_at_alpha_and_margin_curve():
     assert out["top1_grounded"] == pytest.approx(explicit.top1, abs=1e-3)
     margins = G.grounded_margin(q, state.directions.deltas, 1.5)
     assert np.allclose(out["margin_grounded"], margins)
-    assert np.allclose(out["alpha_star"], -np.sum(unit(q) * state.directions.directions, axis=1))
+    c = np.sum(unit(q) * state.directions.directions, axis=1)
+    assert np.allclose(out["c"], c)
+    assert out["alpha_star"] == [float(-x) if -1 < x < 0 else None for x in c]
     curve = state.margin_curve(np.linspace(0, 4, 9))
     assert np.array(curve["margins"]).shape == (9, 5)
     assert np.allclose(np.array(curve["margins"])[0], out["margin_native"])
@@ -368,7 +374,7 @@ def test_composition_ranks_equal_naive_loop():
     above, tied = C.composition_ranks(lp, labels, groups, w)
     xs = unit(x)
     for i in range(len(x)):
-        def score(j):
+        def score(j, i=i):
             total = 0.0
             for f, q in enumerate(queries):
                 z = xs[j] @ unit(q).T / tau
@@ -416,3 +422,46 @@ def test_composition_selection_rules_and_grid():
     dup = np.concatenate([labels[:1], labels[:-1]])
     with pytest.raises(ValueError, match="at most once"):
         C.composition_ranks([C.factor_log_posteriors(x, q, 0.1) for q in queries], dup, groups, (1, 1, 1))
+
+
+# ---------------------------------------------------------------------------------------------- alpha* rule
+@pytest.mark.parametrize(("c", "star"), [(0.3, None), (1.0, None), (0.0, None), (-1.0, None), (-0.4, 0.4),
+                                         (-1e-6, 1e-6), (-0.999, 0.999), (float("nan"), None)])
+def test_zero_crossing_exists_only_for_c_between_minus_one_and_zero(c, star):
+    got = G.zero_crossing(c)
+    if star is None:
+        assert np.isnan(got) and G.crossings_json(got) == [None]
+    else:
+        assert got == pytest.approx(star) and G.crossings_json(got) == [pytest.approx(star)]
+
+
+def test_c_below_minus_one_is_impossible_for_unit_vectors():
+    rng = np.random.default_rng(0)
+    q, d = rng.standard_normal((500, 8)), rng.standard_normal((500, 8))
+    c = np.sum(unit(q) * unit(d), axis=1)
+    assert c.min() >= -1 - 1e-12 and c.max() <= 1 + 1e-12
+    # q = -d is the one case at c = -1: no crossing (the margin is -|Delta| before alpha = 1, +|Delta| after,
+    # undefined at 1); the rule and the closed form agree
+    d0 = unit(rng.standard_normal(8))
+    assert np.isnan(G.margin_zero_crossing(-d0, 2.0 * d0))
+    assert np.isnan(G.grounded_margin(-d0, 2.0 * d0, 1.0))
+
+
+def test_alpha_star_is_json_null_without_a_crossing_and_a_number_with_one():
+    import json
+
+    d = np.eye(3)[:, :3]  # three values, unit directions e0, e1, e2
+    q = np.array([[0.6, 0.8, 0.0], [0.0, -0.5, np.sqrt(0.75)], [0.0, 0.0, 1.0]])  # c = 0.6, -0.5, 1.0
+    c = np.sum(unit(q) * d, axis=1)
+    out = json.loads(json.dumps({"alpha_star": G.crossings_json(G.zero_crossing(c))}))
+    assert out["alpha_star"][0] is None and out["alpha_star"][1] == pytest.approx(0.5) and out["alpha_star"][2] is None
+
+
+def test_audit_alpha_star_follows_the_rule():
+    x, labels, groups, q, split = factor_world(seed=4)
+    audit = C.grounding_audit(x, labels, q, split == 0, split == 1, split == 2, n_boot=50)
+    state = G.GroundingState(x, labels, q, split == 0, split == 1, split == 2)
+    expected = [float(-v) if -1 < v < 0 else None for v in state.c]
+    got = audit.to_dict()["alpha_star"]
+    assert [g is None for g in got] == [e is None for e in expected]
+    assert all(g == pytest.approx(e) for g, e in zip(got, expected, strict=True) if e is not None)
