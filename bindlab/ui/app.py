@@ -13,6 +13,7 @@ import gradio as gr  # noqa: E402
 
 from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse
+from bindlab.ui import compare as compare_tab
 from bindlab.ui import embedding_map as map_tab
 from bindlab.ui import exports as exports_ui
 from bindlab.ui import finetune as finetune_tab
@@ -27,7 +28,7 @@ Does an embedding keep *a red cube and a blue sphere* apart from *a blue cube an
 Everything here runs offline on the embedded default (generated benchmarks, the bundled MiniLM text encoder, a
 bag-of-words baseline and bindlab's toy vision–language models); point it at your own files and encoders when you
 have them. Tabs: **Browse** SABER-style MCQs · **Pairs** single-edit 2x2 pairs · **Grounding** the α slider ·
-**Attention** binding margins per layer · **Finetune** text-only LoRA jobs · **Map** UMAP/PCA of the embeddings ·
+**Attention** binding margins per layer · **Finetune** text-only LoRA jobs · **Map** UMAP/PCA of the embeddings · **Compare** several encoders on one suite ·
 **Walkthrough** a seven-step tour for teaching."""
 
 # (tab label, tab id, builder). A builder lays out its tab inside the current Blocks and may return a dict
@@ -41,12 +42,13 @@ TABS: list[tuple[str, str, Callable[[], Any]]] = [
     ("Attention", "attention", attention_tab.build_tab),
     ("Finetune", "finetune", finetune_tab.build_tab),
     ("Map", "map", map_tab.build_tab),
+    ("Compare", "compare", compare_tab.build_tab),
     ("Walkthrough", "walkthrough", walkthrough_tab.build_tab),  # last: researchers land on Browse
 ]
 
 # Extra CSS of each tab module, joined into the page's stylesheet.
 CSS = "\n".join([browse.CSS, grounding_tab.CSS, finetune_tab.CSS, pairs_tab.CSS, attention_tab.CSS, map_tab.CSS,
-                 walkthrough_tab.CSS])
+                 walkthrough_tab.CSS, compare_tab.CSS])
 
 
 def build_app() -> gr.Blocks:

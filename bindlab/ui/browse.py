@@ -37,6 +37,8 @@ CSS = """
 .bl-card {border:1px solid #ddd; border-radius:8px; padding:8px 12px; margin:6px 0}
 .bl-card.answer {border:2px solid #2ca02c}
 .bl-score {font-family: monospace; float:right}
+.bl-side {width:100%; border-collapse:collapse} .bl-side td, .bl-side th {padding:2px 6px; border-bottom:1px solid #eee}
+.bl-side tr.bl-answer-row {background:#eef8ee}
 """
 
 
@@ -153,6 +155,39 @@ def export(data: str, model: str, pairing: str, formats: list[str]) -> tuple[lis
     return deliver(mcq_export(s.result), s.result.provenance, formats)
 
 
+def side_by_side_html(view_a: dict[str, Any], view_b: dict[str, Any], model_a: str, model_b: str) -> str:
+    """One question's candidates with two models' scores and ranks side by side (the Compare tab's diff opens here)."""
+    def verdict(v: dict[str, Any]) -> str:
+        return "correct" if v["credit"] >= 1 else ("tied" if v["credit"] > 0 else "wrong")
+
+    a, b = html.escape(model_a), html.escape(model_b)
+    head = (f"<tr><th>#</th><th>role</th><th>caption</th><th>{a} score</th><th>{a} rank</th>"
+            f"<th>{b} score</th><th>{b} rank</th></tr>")
+    rows = [f'<tr{" class=bl-answer-row" if ca["is_answer"] else ""}><td>{k + 1}</td>'
+            f'<td>{ROLE_LABELS.get(ca["role"], ca["role"])}</td><td>{html.escape(ca["text"])}</td>'
+            f'<td>{ca["score"]:.4f}</td><td>{ca["rank"]}</td><td>{cb["score"]:.4f}</td><td>{cb["rank"]}</td></tr>'
+            for k, (ca, cb) in enumerate(zip(view_a["candidates"], view_b["candidates"], strict=True))]
+    foot = (f"<p>Margin: <b>{a}</b> {view_a['margin']:+.4f} ({verdict(view_a)}) · <b>{b}</b> "
+            f"{view_b['margin']:+.4f} ({verdict(view_b)})</p>")
+    return (f'<div class="bl-card"><b>{html.escape(view_a["id"])}</b>: {a} vs {b}'
+            f'<table class="bl-side">{head}{"".join(rows)}</table>{foot}</div>')
+
+
+@gpu_task(duration=120)
+@friendly
+def compare_view(data: str, model: str, pairing: str, qid: str, model_b: str) -> str:
+    """The shown question scored by a second model beside the first (empty when no second model is chosen)."""
+    model_b = (model_b or "").strip()
+    if not model_b or not qid:
+        return ""
+    s = _scored(data, model, pairing)
+    data, _ = browse.resolve_inputs(data, model, pairing)
+    sb = browse.scored_set(data, model_b, pairing)
+    if qid not in {q.id for q in s.questions}:
+        return ""  # the question list is changing under it (a new file is being scored)
+    return side_by_side_html(browse.question_view(s, qid), browse.question_view(sb, qid), s.model, sb.model)
+
+
 def build_tab() -> dict[str, Any]:
     """Lay out the Browse tab inside the current ``gr.Blocks``; returns what the page-load event needs."""
     gr.Markdown("Browse SABER-style binding questions: one query, four candidates — only **preserve** keeps every "
@@ -178,6 +213,10 @@ def build_tab() -> dict[str, Any]:
             images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
                                 elem_id="bl-images")
             table = gr.Dataframe(label="Candidates", interactive=False, elem_id="bl-candidates")
+            compare_model = gr.Dropdown(MODEL_CHOICES, value=None, allow_custom_value=True,
+                                        label="Compare with model B (optional: its scores beside these)",
+                                        elem_id="bl-compare-model")
+            compare_out = gr.HTML(elem_id="bl-compare")
         with gr.Column(scale=2):
             chart = gr.Plot(label="Accuracy by number of objects", elem_id="bl-chart")
             k = gr.Slider(1, 20, value=8, step=1, label="Retrieval: top-k of the pooled gallery for this query")
@@ -196,13 +235,16 @@ def build_tab() -> dict[str, Any]:
     for f in filters:
         f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False)
     question.change(show_question, source + [question, k], shown, api_name="browse_question")
+    question.change(compare_view, source + [question, compare_model], [compare_out], api_name=False)
+    compare_model.input(compare_view, source + [question, compare_model], [compare_out], api_name="browse_compare")
     k.release(show_question, source + [question, k], shown, api_name=False)
     wire(export_panel("bl", "scores"), export, source, api_name="browse_export")
     # Score the embedded default as soon as a visitor opens the page.
     # handles: what other tabs wire to (Map's "Open in Browse"); user edits above fire .input, so setting these
     # from another tab does not re-score or re-filter behind its back.
     return {"event_fn": score, "inputs": source + filters + [k], "outputs": score_outputs, "gpu": True,
-            "handles": {"source": source, "filters": filters, "k": k, "outputs": score_outputs}}
+            "handles": {"source": source, "filters": filters, "k": k, "outputs": score_outputs,
+                        "compare_model": compare_model, "compare_out": compare_out}}
 
 
 def _pairing_model(model: str, pairing: str) -> Any:

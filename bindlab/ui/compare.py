@@ -1,0 +1,206 @@
+"""Compare tab: several encoders on the same suite — a sortable leaderboard with 95 % intervals, accuracy by N and
+scores by edit type, the cross-benchmark table and per-scene agreement, and a per-question diff ("A right, B wrong")
+whose rows open in Browse with both models' scores side by side.
+
+The backend is :func:`bindlab.studies.compare.run_compare` (the ``compare`` command's too), so the table here is the
+one ``compare --out`` writes; each visitor's result lives in a ``gr.State``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from bindlab.present import compare_figures as cf
+from bindlab.present.exports import models_compare_export
+from bindlab.studies import compare as cs
+from bindlab.ui.common import friendly
+from bindlab.ui.exports import deliver, export_panel
+from bindlab.ui.exports import wire as wire_export
+from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+
+MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared"]
+SUITE_CHOICES = [("SABER MCQ", "mcq"), ("retrieval mAP", "retrieval"), ("Pairs 2x2", "pairs")]
+DIFF_COLUMNS = {"id": "question", "pairing": "pairing", "n_objects": "N", "subset": "subset", "credit_a": "A credit",
+                "margin_a": "A margin", "credit_b": "B credit", "margin_b": "B margin"}
+CSS = """
+#cmp-leaderboard th, #cmp-cross th {white-space: nowrap}
+"""
+
+
+# --- formatting (no maths) ------------------------------------------------------------------------------------------
+def _num(x: Any) -> Any:
+    return round(x, 4) if isinstance(x, float) else x
+
+
+def leaderboard_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The leaderboard for display: numbers rounded (so columns sort as numbers), each CI as ``lo–hi`` text."""
+    out = []
+    for r in rows:
+        row: dict[str, Any] = {}
+        for k, v in r.items():
+            if k.endswith(" 95% CI"):
+                row[k] = f"{v[0]:.3f}–{v[1]:.3f}" if v else "n/a"
+            else:
+                row[k] = _num(v)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def cross_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([{k: _num(v) for k, v in r.items()} for r in rows])
+
+
+def diff_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame(columns=list(DIFF_COLUMNS.values()))
+    return pd.DataFrame([{label: _num(r[k]) for k, label in DIFF_COLUMNS.items()} for r in rows])
+
+
+def status_markdown(result: Any) -> str:
+    s = result.summary
+    parts = [f"**{len(s['models'])} models** on **{', '.join(s['suite'])}** · sorted by **{s['sort_by']}** "
+             f"(click a column header to sort by it) · leader **{html.escape(str(s['leader']))}**"]
+    ag = s["agreement"]
+    if ag["mean_spearman"] is not None:
+        v = ag["variance_share"]
+        parts.append(f"Per-scene agreement over {ag['n_models']} models × {ag['n_scenes']} scenes: mean Spearman ρ "
+                     f"**{ag['mean_spearman']:.3f}** (CompoSET: 0.56) · variance explained by scene "
+                     f"**{v['scene']:.1%}**, by model **{v['model']:.1%}**")
+    elif "pairs" in s["suite"]:
+        parts.append("Per-scene agreement needs two or more image+text models scored on pairs.")
+    if s["from_cache"]:
+        parts.append(f"From cache: {', '.join(s['from_cache'])}")
+    parts += [f"note: {html.escape(n)}" for n in result.notes]
+    return "<br>".join(parts)
+
+
+def _suite(suite: list[str] | None, benchmark: str) -> list[str]:
+    tasks = list(suite or [])
+    bench = (benchmark or "").strip()
+    if bench:
+        tasks.append(bench if bench.startswith("benchmark:") else f"benchmark:{bench}")
+    return tasks
+
+
+def _diff(result: Any, a: str, b: str) -> tuple[Any, Any]:
+    rows = cs.question_diff(result.rows, a, b) if result.rows else []
+    ids = [r["id"] + (f" ({r['pairing']})" if len(result.summary["pairings"]) > 1 else "") for r in rows]
+    return diff_frame(rows), gr.update(choices=ids, value=ids[0] if ids else None)
+
+
+# --- callbacks: validate, call the backend, format ------------------------------------------------------------------
+@gpu_task(duration=300)
+@friendly
+def run(models: list[str] | str, suite: list[str], pairing: str, data: str, pairs_data: str, benchmark: str,
+        progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    """Score every model on the suite and show the leaderboard, charts, cross-benchmark table and the default diff."""
+    request = cs.CompareRequest(models=models, suite=_suite(suite, benchmark), data=data or None,
+                                pairs_data=pairs_data or None, pairings=[pairing or "tt"])
+    result = cs.run_compare(request, progress=lambda f, m: progress(f, desc=m))
+    s = result.summary
+    scored = [r["model"] for r in s["leaderboard"] if result.rows and result.rows[0]["credit"][r["model"]] is not None]
+    a, b = (s["diff_models"] + [None, None])[:2]
+    frame, question = _diff(result, a, b) if a and b else (diff_frame([]), gr.update(choices=[], value=None))
+    return (status_markdown(result), leaderboard_frame(s["leaderboard"]), cf.by_n_figure(s["by_n"]),
+            cf.by_edit_type_figure(s["by_edit_type"]), cross_frame(s["cross_benchmark"]),
+            gr.update(choices=scored, value=a), gr.update(choices=scored, value=b), frame, question, result)
+
+
+@friendly
+def rediff(result: Any, a: str, b: str) -> tuple[Any, Any]:
+    """The diff for another (A, B): questions A gets right and B gets wrong."""
+    if result is None:
+        raise ValueError("run a comparison first, then choose models A and B")
+    if not a or not b:
+        return diff_frame([]), gr.update(choices=[], value=None)
+    return _diff(result, a, b)
+
+
+def pick_row(evt: gr.SelectData) -> Any:
+    """A click on a diff-table row selects its question (the row's first cell) in the Question dropdown."""
+    values = getattr(evt, "row_value", None)
+    return gr.update(value=values[0]) if values else gr.update()
+
+
+@friendly
+def open_target(result: Any, question: str, a: str, b: str) -> tuple[Any, ...]:
+    """Switch to Browse with the comparison's MCQ file, model A (and B beside it), the question's pairing, no filters."""
+    if result is None:
+        raise ValueError("run a comparison first, then pick a question from the diff")
+    if not question:
+        raise ValueError("pick a question from the diff table first")
+    qid, _, rest = question.partition(" (")
+    pairing = rest.rstrip(")") or result.summary["pairings"][0]
+    return (gr.Tabs(selected="browse"), qid, result.summary["data"], a, pairing, "all", "all", "all", b)
+
+
+@friendly
+def export(result: Any, formats: list[str]) -> tuple[list[str], str]:
+    """Download: the leaderboard, scores, by-N / by-edit-type tables and figures, diff and agreement (as the CLI)."""
+    if result is None:
+        raise ValueError("run a comparison first, then download it")
+    return deliver(models_compare_export(result), result.provenance, formats)
+
+
+def build_tab() -> dict[str, Any]:
+    """Lay out the Compare tab; returns a ``wire`` hook that ``build_app`` calls with the Tabs and the Browse handles."""
+    gr.Markdown("Run several encoders on the same suite: SABER MCQ accuracy per N, pooled retrieval mAP, Pairs "
+                "I2T / T2I / Group per edit type, and optionally a published benchmark you have locally. Text-only "
+                "models show n/a where a task needs images. Pick two models to list the questions A gets right and "
+                "B gets wrong, then open one in Browse with both models' scores side by side.")
+    with gr.Row():
+        models = gr.Dropdown(MODEL_CHOICES, value=list(MODEL_CHOICES), multiselect=True, allow_custom_value=True,
+                             label="Encoder ids (type any id, e.g. hf:/path/to/clip)", scale=3, elem_id="cmp-models")
+        suite = gr.CheckboxGroup(SUITE_CHOICES, value=["mcq", "retrieval", "pairs"], label="Suite", scale=2,
+                                 elem_id="cmp-suite")
+        pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="MCQ pairing", scale=1, elem_id="cmp-pairing")
+    with gr.Row():
+        data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark)", scale=2, elem_id="cmp-data")
+        pairs_data = gr.Textbox(label="Pairs file (empty = embedded CompoSET-style set)", scale=2,
+                                elem_id="cmp-pairs-data")
+        benchmark = gr.Textbox(label="Published benchmark (optional): NAME or NAME=PATH", scale=2,
+                               elem_id="cmp-benchmark")
+        go = gr.Button("Run", variant="primary", scale=1, elem_id="cmp-run")
+    status = gr.Markdown(elem_id="cmp-status")
+    board = gr.Dataframe(label="Leaderboard (95% bootstrap intervals)", interactive=False, wrap=True,
+                         pinned_columns=2, elem_id="cmp-leaderboard")
+    with gr.Row():
+        by_n = gr.Plot(label="Accuracy by number of objects", elem_id="cmp-by-n")
+        by_edit = gr.Plot(label="Group score by edit type", elem_id="cmp-by-edit")
+    cross = gr.Dataframe(label="Cross-benchmark: each score against its chance level", interactive=False, wrap=True,
+                         elem_id="cmp-cross")
+    gr.Markdown("### Per-question diff")
+    with gr.Row():
+        a = gr.Dropdown([], label="Model A (right)", elem_id="cmp-a")
+        b = gr.Dropdown([], label="Model B (wrong)", elem_id="cmp-b")
+        question = gr.Dropdown([], label="Question (or click a row)", elem_id="cmp-question")
+        open_btn = gr.Button("Open in Browse", elem_id="cmp-open")
+    diff = gr.Dataframe(label="Questions A gets right (full credit) and B gets wrong", interactive=False, wrap=True,
+                        elem_id="cmp-diff")
+    state = gr.State(None)
+    wire_export(export_panel("cmp", "the comparison"), export, [state], api_name="compare_export")
+
+    go.click(run, [models, suite, pairing, data, pairs_data, benchmark],
+             [status, board, by_n, by_edit, cross, a, b, diff, question, state], api_name="compare_run", **GPU_QUEUE)
+    a.input(rediff, [state, a, b], [diff, question], api_name="compare_diff")
+    b.input(rediff, [state, a, b], [diff, question], api_name=False)
+    diff.select(pick_row, None, [question], api_name=False)
+    target = gr.State(None)  # the question id that Open in Browse hands over
+
+    def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
+        """Open in Browse: set Browse's inputs and its compare-with model, switch tab, select the question there."""
+        from bindlab.ui import browse as browse_tab
+
+        h = hooks["browse"]["handles"]
+        open_btn.click(open_target, [state, question, a, b],
+                       [tabs, target, *h["source"], *h["filters"], h["compare_model"]], api_name="compare_open"
+                       ).success(browse_tab.open_question, [*h["source"], target, h["k"]], h["outputs"],
+                                 api_name=False, **GPU_QUEUE
+                                 ).success(browse_tab.compare_view, [*h["source"], target, h["compare_model"]],
+                                           [h["compare_out"]], api_name=False, **GPU_QUEUE)
+
+    return {"wire": wire}
