@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindlab.studies.checks import encoder_id
+from bindlab.studies.validate import encoder_id
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_options, finite_float, input_path, nonneg_int
 from bindlab.train.compare import LABELS, format_compare, job_models, mcq_table, result_rows

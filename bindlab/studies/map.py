@@ -36,7 +36,7 @@ from bindlab.analysis.embedding_map import (
     select_questions,
     summary_line,
 )
-from bindlab.studies.checks import encoder_id
+from bindlab.studies.validate import encoder_id
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
 

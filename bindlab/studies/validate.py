@@ -307,3 +307,17 @@ def check_caption(text: str, lims: Limits | None = None) -> str:
 
 __all__ = ["OPTION_RULES", "capped", "check_caption", "check_options", "finite_float", "input_path",
            "nonneg_int", "output_dir", "output_file", "positive_int"]
+
+
+def encoder_id(model: Any, default: str | None = None) -> str:
+    """A stripped encoder id whose syntax parses and whose backend exists (nothing is loaded)."""
+    from bindlab.encoders.base import EncoderError, backends, parse_encoder_id
+
+    text = str(model or "").strip() or (default or "")
+    if not text:
+        raise ValueError("give an encoder id, e.g. minilm, bow or toy:shared")
+    eid = parse_encoder_id(text)
+    if eid.backend not in backends():
+        raise EncoderError(f"unknown encoder backend {eid.backend!r} in {text!r}; known backends: "
+                           f"{sorted(backends())}")
+    return text
