@@ -362,7 +362,7 @@ def test_compare_gives_per_layer_ratio(tiny, small_benchmark):
 
 def test_cli_errors_are_one_line(tmp_path, small_benchmark):
     path, _ = small_benchmark
-    for args, msg in [(["--model", "bow"], "no text transformer"), (["--model", "minilm", "--data", "/nope.jsonl"],
+    for args, msg in [(["--model", "bow"], "no text transformer"), (["--model", "minilm", "--data", str(tmp_path / "nope.jsonl")],
                                                                       "file not found")]:
         argv = [sys.executable, "-m", "bindlab", "attention", "--data", str(path), *args]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)

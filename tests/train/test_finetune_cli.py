@@ -21,6 +21,9 @@ def test_user_errors_are_one_line(tmp_path, capsys, monkeypatch):
     assert main(["generate", "triplets", "--out", str(tmp_path / "t"), "--n", "7"]) == 2
     assert "even" in capsys.readouterr().err
     assert main(["finetune", "--model", "minilm", "--data", str(tmp_path / "missing"), "--background"]) == 2
+    assert "not found" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["finetune", "--model", "minilm", "--data", str(tmp_path / "empty"), "--background"]) == 2
     assert "no triplets at" in capsys.readouterr().err
     assert main(["finetune", "--data", str(tmp_path)]) == 2
     assert "--model" in capsys.readouterr().err
