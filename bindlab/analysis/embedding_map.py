@@ -207,3 +207,53 @@ def summary_line(data: MapData) -> str:
     return (f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
             f"({' + '.join(data.modalities)}); correct share {acc}")
 
+
+
+# --- neighbours, search and selections (pure) ---------------------------------------------------------------------
+def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> list[tuple[int, float]]:
+    """The ``k`` points nearest to point ``index`` by cosine similarity in the full embedding space (not the 2-D
+    layout, which distorts distances), the point itself left out.
+
+    Args:
+        vectors: ``(p, d)`` embeddings, one row per point (normalised here, so any scale works).
+        index: the point whose neighbours are wanted.
+        k: how many (fewer when the map has fewer other points).
+
+    Returns:
+        ``[(point index, cosine), ...]``, most similar first; ties broken by the lower index.
+    """
+    x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim != 2 or not 0 <= int(index) < len(x):
+        raise ValueError(f"point {index} is not one of the map's {len(x)} points")
+    if int(k) < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    norms = np.linalg.norm(x, axis=1)
+    unit = x / np.where(norms > 0, norms, 1.0)[:, None]
+    cos = unit @ unit[int(index)]  # (p,)
+    order = [j for j in np.lexsort((np.arange(len(x)), -cos)) if j != int(index)]
+    return [(int(j), float(cos[j])) for j in order[: int(k)]]
+
+
+def search_points(points: Sequence[dict[str, Any]], query: str) -> list[int]:
+    """Indices of the points whose caption contains every word of ``query`` (case-insensitive); empty query -> []."""
+    words = (query or "").lower().split()
+    if not words:
+        return []
+    return [i for i, p in enumerate(points) if all(w in str(p.get("caption", "")).lower() for w in words)]
+
+
+def selection_summary(points: Sequence[dict[str, Any]], indices: Sequence[int]) -> dict[str, Any]:
+    """What a box or lasso selection holds: its points, how many questions they come from and the share of those
+    (question, modality) pairs the model answers correctly.
+
+    Returns:
+        ``{"n_points", "n_questions", "n_correct", "n_answers", "accuracy" (None when empty), "roles": {role: count}}``.
+    """
+    chosen = [points[i] for i in dict.fromkeys(int(i) for i in indices) if 0 <= i < len(points)]
+    answers = {(p["question"], p["modality"]): bool(p["correct"]) for p in chosen}
+    roles: dict[str, int] = {}
+    for p in chosen:
+        roles[p["role"]] = roles.get(p["role"], 0) + 1
+    n_correct = sum(answers.values())
+    return {"n_points": len(chosen), "n_questions": len({p["question"] for p in chosen}), "n_correct": n_correct,
+            "n_answers": len(answers), "accuracy": n_correct / len(answers) if answers else None, "roles": roles}

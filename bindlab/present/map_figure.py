@@ -60,8 +60,14 @@ def hover_caption(text: str, width: int = 60) -> str:
 
 
 def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
-               thumbs: dict[str, Any] | None = None, height: int = 620) -> go.Figure:
-    """A scatter of map points, one trace per colour group; marker shape = modality (circle text, square image).
+               thumbs: dict[str, Any] | None = None, height: int = 620, highlight: Sequence[int] = (),
+               highlight_label: str = "", joined: str | None = None) -> go.Figure:
+    """A scatter of map points, one legend entry per colour group; marker shape = modality (circle text, square image).
+
+    Queries are drawn last and larger, so candidates that sit on them (a model that barely moves a caption when
+    its bindings change puts a question's five items on one spot) never hide them. Each colour group is one legend
+    entry (its queries are a second trace in the same ``legendgroup``), so clicking a legend entry hides or shows
+    the group; box and lasso selection work on every group.
 
     Args:
         points: dicts from :func:`bindlab.analysis.embedding_map.item_points`.
@@ -69,8 +75,11 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
         color_by: ``role`` | ``modality`` | ``n`` | ``correct``.
         thumbs: :func:`thumbnails` of ``points``: plotly's hover label is hidden and ``layout.meta`` carries what
             :data:`HOVER_JS` shows instead (with the thumbnail). None: plotly's own label with the caption.
+        highlight: indices of points to ring (e.g. caption search matches), drawn on top.
+        highlight_label: the legend name of the rings.
+        joined: a question id: lines from its query to each of its candidates, per modality, roles labelled.
 
-    Each marker's ``customdata`` is ``[point id, question id, point index]``; clicks read the point id from it.
+    Each marker's ``customdata`` is ``[point id, question id, point index]``; clicks and selections read it.
     """
     from bindlab.present.figures import message_figure
 
@@ -80,26 +89,70 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
     cats = [category(p, color_by) for p in points]
     custom_hover = thumbs is not None
     fig = go.Figure()
-    for rank, cat in enumerate(_order(cats, color_by)):
-        idx = [i for i, c in enumerate(cats) if c == cat]
-        pts = [points[i] for i in idx]
-        fig.add_trace(go.Scatter(
-            x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=cat,
-            marker=dict(color=_colour(cat, color_by, rank), size=9, opacity=0.85,
-                        symbol=[SYMBOLS.get(p["modality"], "circle") for p in pts],
-                        line=dict(width=0.5, color="white")),
-            customdata=[[p["id"], p["question"], i] for p, i in zip(pts, idx, strict=True)],
-            text=[f"{hover_caption(p['caption'])}<br><i>{p['role']} · {p['modality']} · N={p['n_objects']} · "
-                  f"{'correct' if p['correct'] else 'wrong'}</i><br>{p['id']}" for p in pts],
-            hoverinfo="none" if custom_hover else "text",
-            hovertemplate=None if custom_hover else "%{text}<extra></extra>",
-        ))
+    order = _order(cats, color_by)
+    shown: set[str] = set()
+    for is_query in (False, True):  # candidates first, queries on top
+        for rank, cat in enumerate(order):
+            idx = [i for i, c in enumerate(cats) if c == cat and (points[i]["role"] == QUERY_ROLE) == is_query]
+            if not idx:
+                continue
+            trace = _points_trace(points, xy, idx, cat, _colour(cat, color_by, rank), is_query, custom_hover,
+                                  show_legend=cat not in shown)
+            trace.legendrank = 1000 + rank  # the legend keeps the group order (queries first) while drawn last
+            fig.add_trace(trace)
+            shown.add(cat)
+    if joined:
+        _add_question_lines(fig, points, xy, joined)
+    if len(highlight):
+        idx = [int(i) for i in highlight]
+        fig.add_trace(go.Scatter(x=xy[idx, 0], y=xy[idx, 1], mode="markers", hoverinfo="skip",
+                                 name=highlight_label or f"highlighted ({len(idx)})",
+                                 marker=dict(symbol="circle-open", size=20, color="#ff7f0e", line=dict(width=3))))
     fig.update_layout(title=title, height=height, legend_title_text=COLOR_LABELS.get(color_by, color_by),
                       margin=dict(l=40, r=20, t=50, b=40), plot_bgcolor="#fafafa", hovermode="closest",
+                      dragmode="select", legend=dict(itemclick="toggle", itemdoubleclick="toggleothers"),
                       xaxis=dict(showticklabels=False, title=""), yaxis=dict(showticklabels=False, title=""))
     if custom_hover:
         fig.update_layout(meta=hover_data(points, thumbs))
     return fig
+
+
+QUERY_ROLE = "query"
+
+
+def _points_trace(points: Sequence[dict[str, Any]], xy: np.ndarray, idx: Sequence[int], cat: str, colour: str,
+                  is_query: bool, custom_hover: bool, show_legend: bool) -> go.Scatter:
+    pts = [points[i] for i in idx]
+    return go.Scatter(
+        x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=cat, legendgroup=cat, showlegend=show_legend,
+        marker=dict(color=colour, size=14 if is_query else 8, opacity=0.95 if is_query else 0.75,
+                    symbol=[SYMBOLS.get(p["modality"], "circle") for p in pts],
+                    line=dict(width=2 if is_query else 0.5, color="#111" if is_query else "white")),
+        customdata=[[p["id"], p["question"], i] for p, i in zip(pts, idx, strict=True)],
+        text=[f"{hover_caption(p['caption'])}<br><i>{p['role']} · {p['modality']} · N={p['n_objects']} · "
+              f"{'correct' if p['correct'] else 'wrong'}</i><br>{p['id']}" for p in pts],
+        hoverinfo="none" if custom_hover else "text",
+        hovertemplate=None if custom_hover else "%{text}<extra></extra>",
+    )
+
+
+def _add_question_lines(fig: go.Figure, points: Sequence[dict[str, Any]], xy: np.ndarray, question: str) -> None:
+    """Lines from a question's query to each of its candidates (per modality), candidates labelled by role."""
+    for modality in dict.fromkeys(p["modality"] for p in points):
+        items = [i for i, p in enumerate(points) if p["question"] == question and p["modality"] == modality]
+        query = next((i for i in items if points[i]["role"] == QUERY_ROLE), None)
+        if query is None:
+            continue
+        cands = [i for i in items if i != query]
+        xs, ys = [], []
+        for i in cands:
+            xs += [xy[query, 0], xy[i, 0], None]
+            ys += [xy[query, 1], xy[i, 1], None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=f"{question} ({modality})",
+                                 line=dict(color="#555", width=1.5, dash="dot" if modality == "image" else "solid")))
+        fig.add_trace(go.Scatter(x=xy[cands, 0], y=xy[cands, 1], mode="text", hoverinfo="skip", showlegend=False,
+                                 text=[points[i]["role"] for i in cands], textposition="top center",
+                                 textfont=dict(size=11, color="#333")))
 
 
 def hover_data(points: Sequence[dict[str, Any]], thumbs: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,19 +33,25 @@ from bindlab.analysis.embedding_map import (
     item_points,
     layout_key,
     layout_records,
+    nearest_neighbours,
     parse_n_objects,
+    search_points,
     select_questions,
+    selection_summary,
     summary_line,
 )
-from bindlab.studies.validate import encoder_id
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
+from bindlab.studies.validate import (
+    check_options,  # allowed data roots and size caps, as the CLI entry
+    encoder_id,
+)
 
 MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 points, about what a browser can draw
 DEFAULT_MODEL = "minilm"
 
 __all__ = ["COLOR_BY", "DEFAULT_LIMIT", "MAX_LIMIT", "METHODS", "METRICS", "LayoutParams", "MapData", "MapRequest",
-           "cached_layout", "map_provenance", "map_title", "prepare_map", "run_map", "summary_line"]
+           "cached_layout", "map_provenance", "map_title", "point_neighbours", "prepare_map", "run_map", "search_points",
+           "selected_points", "summary_line"]
 
 
 @dataclass(frozen=True)
@@ -231,3 +238,41 @@ def run_map(request: MapRequest, prepared: MapData | None = None, progress: Prog
                                 "title": map_title(data, request.method)},
                   provenance=map_provenance(data, request.settings(), request.seed), notes=list(data.notes))
 
+
+
+# --- looking into a map (the tab's point panel, search and selection) ---------------------------------------------
+def point_index(data: MapData, point_id: str) -> int:
+    """The index of the point with id ``point_id``; ValueError naming an example id when there is none."""
+    for i, p in enumerate(data.points):
+        if p["id"] == point_id:
+            return i
+    raise ValueError(f"no point {point_id!r} in this map (a point id looks like {data.points[0]['id']!r})")
+
+
+def point_neighbours(data: MapData, point_id: str, k: int = 10) -> list[dict[str, Any]]:
+    """The ``k`` nearest points to ``point_id`` by cosine in the full embedding space (not the 2-D layout).
+
+    Returns:
+        rows ``{rank, cosine, id, role, modality, same_question, correct, caption}``, most similar first.
+    """
+    index = point_index(data, point_id)
+    me = data.points[index]
+    rows = []
+    for rank, (j, cos) in enumerate(nearest_neighbours(data.vectors, index, k), 1):
+        p = data.points[j]
+        rows.append({"rank": rank, "cosine": round(cos, 4), "id": p["id"], "role": p["role"],
+                     "modality": p["modality"], "same_question": p["question"] == me["question"],
+                     "correct": p["correct"], "caption": p["caption"]})
+    return rows
+
+
+def selected_points(data: MapData, indices: Sequence[int]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A box or lasso selection: its summary (:func:`~bindlab.analysis.embedding_map.selection_summary`) and one
+    row per selected point ``{id, question, role, modality, n_objects, correct, caption}``."""
+    bad = [i for i in indices if not 0 <= int(i) < len(data.points)]
+    if bad:
+        raise ValueError(f"selected point {bad[0]} is not one of the map's {len(data.points)} points; make the map again")
+    keep = list(dict.fromkeys(int(i) for i in indices))
+    rows = [{k: data.points[i][k] for k in ("id", "question", "role", "modality", "n_objects", "correct", "caption")}
+            for i in keep]
+    return selection_summary(data.points, keep), rows

@@ -30,11 +30,18 @@ PAIRING_OF = {"text": "tt", "image": "ii"}  # Browse pairing that shows a point 
 CSS = """
 #map-detail .map-caption {font-size:1.05em; margin:4px 0}
 #map-detail .map-meta {color:#555}
+#map-selected {display:none !important}
+.map-table {border-collapse:collapse; width:100%; font-size:0.9em}
+.map-table th {white-space:nowrap; text-align:left; border-bottom:1px solid #ccc; padding:2px 6px}
+.map-table td {padding:2px 6px; border-bottom:1px solid #eee; vertical-align:top}
+.map-table td.cap {word-break:normal; overflow-wrap:anywhere}
+#map-selection .map-table-wrap {max-height:360px; overflow-y:auto}
 """
 
 # After every new figure: bind the hover box with thumbnails (map_figure.HOVER_JS, the same as the HTML export's) and
-# bridge plotly clicks to the Point textbox. gr.Plot has no click/select event (Gradio 6), so a plotly_click listener
-# writes the clicked point's id into #map-point and fires its input event.
+# bridge plotly clicks and selections to textboxes. gr.Plot has no click/select event (Gradio 6), so a plotly_click
+# listener writes the clicked point's id into #map-point, and a plotly_selected listener (box / lasso) writes the
+# selected point indices as JSON into the hidden #map-selected, each firing the box's input event.
 CLICK_JS = """
 () => {
   __HOVER_JS__
@@ -51,6 +58,18 @@ CLICK_JS = """
         box.value = p.customdata[0];
         box.dispatchEvent(new Event('input', {bubbles: true}));
       });
+      const send = (ids) => {
+        const sel = document.querySelector('#map-selected textarea, #map-selected input');
+        if (!sel) return;
+        sel.value = JSON.stringify(ids);
+        sel.dispatchEvent(new Event('input', {bubbles: true}));
+      };
+      if (gd.removeAllListeners) { gd.removeAllListeners('plotly_selected'); gd.removeAllListeners('plotly_deselect'); }
+      gd.on('plotly_selected', (ev) => {
+        const pts = (ev && ev.points) || [];
+        send(pts.filter((p) => p.customdata).map((p) => p.customdata[2]));
+      });
+      gd.on('plotly_deselect', () => send([]));
     }
     if (++tries > 20) clearInterval(timer);
   }, 300);
@@ -59,12 +78,66 @@ CLICK_JS = """
 THUMB_SIZE = 64  # hover thumbnails, px
 
 
+NEIGHBOURS_K = 10  # nearest neighbours listed for a clicked point
+MAX_LISTED = 200  # selected points listed in the table (the summary counts all of them)
+
+
 # --- formatting (no maths) ------------------------------------------------------------------------------------------
-def _figure(state: dict[str, Any] | None, color: str) -> Any:
+def _figure(state: dict[str, Any] | None, color: str, search: str = "", joined: str | None = None) -> Any:
     if not state:
         return message_figure("make a map first")
     m, method = state["map"], state["shown"]
-    return map_figure(m.points, state["layouts"][method], color, ms.map_title(m, method), thumbs=state["thumbs"])
+    hits = ms.search_points(m.points, search)
+    label = f"search “{search.strip()}” ({len(hits)})" if hits else ""
+    return map_figure(m.points, state["layouts"][method], color, ms.map_title(m, method), thumbs=state["thumbs"],
+                      highlight=hits, highlight_label=label, joined=joined)
+
+
+def _search_note(state: dict[str, Any] | None, search: str) -> str:
+    if not state or not (search or "").strip():
+        return ""
+    n = len(ms.search_points(state["map"].points, search))
+    if not n:
+        return f"no caption contains every word of “{html.escape(search.strip())}”"
+    return f"**{n}** point{'s' if n != 1 else ''} match “{html.escape(search.strip())}” (ringed in orange)"
+
+
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
+    """A small HTML table (headers never wrap, the caption column does)."""
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for key, _ in columns:
+            v = r[key]
+            text = ("✓" if v else "✗") if isinstance(v, bool) else html.escape(str(v))
+            cells.append(f"<td class='cap'>{text}</td>" if key == "caption" else f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table class='map-table'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def neighbours_html(rows: list[dict[str, Any]]) -> str:
+    """The nearest-neighbour table of a clicked point."""
+    if not rows:
+        return ""
+    table = _table(rows, [("rank", "#"), ("cosine", "cos"), ("role", "role"), ("modality", "mod."),
+                          ("same_question", "same q."), ("caption", "caption")])
+    return f"<b>{len(rows)} nearest points</b> (cosine in the full embedding space, not the 2-D layout){table}"
+
+
+def selection_html(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """What a box / lasso selection holds: counts, the model's accuracy on those questions, one row per point."""
+    if not rows:
+        return ""
+    acc = summary["accuracy"]
+    roles = ", ".join(f"{r} {n}" for r, n in summary["roles"].items())
+    more = f" (first {MAX_LISTED} listed)" if len(rows) > MAX_LISTED else ""
+    table = _table(rows[:MAX_LISTED], [("id", "point"), ("role", "role"), ("modality", "mod."), ("n_objects", "N"),
+                                       ("correct", "model correct"), ("caption", "caption")])
+    return (f"<p><b id='map-sel-count'>{summary['n_points']}</b> selected points{more} from "
+            f"{summary['n_questions']} questions · model correct on {summary['n_correct']} of {summary['n_answers']} "
+            f"(question, modality) answers = <b>{acc:.0%}</b> · {html.escape(roles)}</p>"
+            f"<div class='map-table-wrap'>{table}</div>")
 
 
 def _status(state: dict[str, Any], pending: str = "") -> str:
@@ -107,7 +180,7 @@ def _thumbnail(path: str | None) -> Any:
 @gpu_task(duration=120)
 @friendly
 def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: float, color: str, method: str,
-             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+             search: str = "", progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     """Embed the subset and show its PCA map; the state keeps what the UMAP step and the point panel need."""
     request = ms.MapRequest(model=model, data=data, n_objects=n_objects or None,
                             limit=ms.DEFAULT_LIMIT if limit in (None, "") else limit,
@@ -117,34 +190,64 @@ def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: fl
     state = {"map": m, "result": res, "layouts": {"pca": res.figures_data["xy"]}, "shown": "pca", "request": request,
              "thumbs": thumbnails(m.points, THUMB_SIZE)}  # thumbnails read the images once, not on every recolour
     pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""
-    return _figure(state, color), state, _status(state, pending)
+    # a new map: the point, its neighbours and any selection belong to the old one
+    return _figure(state, color, search), state, _status(state, pending), "", "", ""
 
 
 @friendly
-def add_umap(state: dict[str, Any] | None, color: str, method: str) -> tuple[Any, ...]:
+def add_umap(state: dict[str, Any] | None, color: str, method: str, search: str = "") -> tuple[Any, ...]:
     """Chained after :func:`make_map`: compute (or read from the cache) the UMAP layout and show it."""
     if not state or method != "umap":
         return gr.update(), state, gr.update()
     res = ms.run_map(replace(state["request"], method="umap"), prepared=state["map"])
     state = {**state, "result": res, "layouts": {**state["layouts"], "umap": res.figures_data["xy"]}, "shown": "umap"}
-    return _figure(state, color), state, _status(state, " (from cache)" if res.summary["from_cache"] else "")
+    return (_figure(state, color, search), state,
+            _status(state, " (from cache)" if res.summary["from_cache"] else ""))
 
 
-def recolor(state: dict[str, Any] | None, color: str) -> Any:
-    return _figure(state, color)
+def recolor(state: dict[str, Any] | None, color: str, search: str = "", join: bool = False, point: str = ""
+            ) -> tuple[Any, str]:
+    """Redraw with the colouring, the search rings and (when asked) the clicked point's question joined."""
+    joined = None
+    if join and state and (point or "").strip():
+        try:
+            joined = find_point(state, point)["question"]
+        except ValueError:
+            joined = None  # the Point box says why already
+    return _figure(state, color, search, joined), _search_note(state, search)
+
+
+def join_clicked(state: dict[str, Any] | None, color: str, search: str, join: bool, point: str) -> tuple[Any, Any]:
+    """After a click: redraw with the point's question joined when that option is on (else leave the plot)."""
+    return recolor(state, color, search, join, point) if join else (gr.update(), gr.update())
 
 
 @friendly
-def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str]:
-    """Image and description of the point named in the Point box; while it names none, say so (no error toast:
-    this runs on every change of the box, keystrokes included)."""
+def show_selection(state: dict[str, Any] | None, text: str) -> str:
+    """The box / lasso selection (point indices as JSON, written by the plot bridge) as a summary and a table."""
+    import json
+
+    if not state or not (text or "").strip():
+        return ""
+    try:
+        indices = [int(i) for i in json.loads(text)]
+    except (TypeError, ValueError):
+        raise ValueError(f"selection {text[:40]!r} is not a list of point numbers") from None
+    return selection_html(*ms.selected_points(state["map"], indices))
+
+
+@friendly
+def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str, str]:
+    """Image, description and nearest neighbours (full embedding space) of the point named in the Point box; while
+    it names none, say so (no error toast: this runs on every change of the box, keystrokes included)."""
     if not (text or "").strip():
-        return None, ""
+        return None, "", ""
     try:
         p = find_point(state, text)
     except ValueError as e:
-        return None, html.escape(str(e))
-    return _thumbnail(p["image"]), point_markdown(p)
+        return None, html.escape(str(e)), ""
+    near = neighbours_html(ms.point_neighbours(state["map"], p["id"], NEIGHBOURS_K))
+    return _thumbnail(p["image"]), point_markdown(p), near
 
 
 @friendly
@@ -174,8 +277,10 @@ def build_tab() -> dict[str, Any]:
     """Lay out the Map tab; returns a ``wire`` hook that ``build_app`` calls with the Tabs and the Browse handles."""
     gr.Markdown("A 2-D map of the embeddings of a SABER subset: every query and candidate, in text and (for "
                 "image+text models on an image benchmark) image form. Colour by role, modality, number of objects "
-                "or whether the model answers the question correctly. PCA shows at once, UMAP follows. Click a point "
-                "to see it, then open its question in Browse.")
+                "or whether the model answers the question correctly; queries are the large outlined markers, drawn "
+                "on top. PCA shows at once, UMAP follows. Click a legend entry to hide or show a group. Click a "
+                "point to see it and its nearest neighbours, then open its question in Browse. Drag a box (or pick "
+                "the lasso in the plot's toolbar) to list the points inside with the model's accuracy on them.")
     with gr.Row():
         data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark; with images for image models)", value="",
                           scale=3, elem_id="map-data")
@@ -190,6 +295,12 @@ def build_tab() -> dict[str, Any]:
         method = gr.Radio(METHOD_CHOICES, value="umap", label="Layout (PCA shows at once while UMAP computes)", scale=2, elem_id="map-method")
         seed = gr.Number(0, precision=0, label="Seed", scale=1, elem_id="map-seed")
         run = gr.Button("Make map", variant="primary", scale=1, elem_id="map-run")
+    with gr.Row():
+        search = gr.Textbox(label="Search captions (points whose caption has every word are ringed)", scale=3,
+                            placeholder="red cube (then Enter)", elem_id="map-search")
+        join = gr.Checkbox(False, label="Join the clicked point's question (lines from its query to its candidates)",
+                           scale=2, elem_id="map-join")
+    search_note = gr.Markdown(elem_id="map-search-note")
     status = gr.Markdown(elem_id="map-status")
     with gr.Row():
         with gr.Column(scale=3):
@@ -201,17 +312,27 @@ def build_tab() -> dict[str, Any]:
                              elem_id="map-thumb")
             detail = gr.Markdown(elem_id="map-detail")
             open_btn = gr.Button("Open in Browse", elem_id="map-open")
+            neighbours = gr.HTML(elem_id="map-neighbours")
+    selected = gr.Textbox(label="selected points", elem_id="map-selected", container=False)
+    selection = gr.HTML(elem_id="map-selection")
     state = gr.State(None)
     wire_export(export_panel("map", "the map"), export, [state, color], api_name="map_export")
     target = gr.State(None)  # the question id that Open in Browse hands over
 
-    run.click(make_map, [data, model, n_objects, limit, seed, color, method], [plot, state, status],
-              api_name="map_make", **GPU_QUEUE).success(add_umap, [state, color, method], [plot, state, status],
-                                                        api_name="map_umap")
-    color.change(recolor, [state, color], [plot], api_name="map_color")
+    run.click(make_map, [data, model, n_objects, limit, seed, color, method, search],
+              [plot, state, status, point, selected, selection], api_name="map_make", **GPU_QUEUE
+              ).success(add_umap, [state, color, method, search], [plot, state, status], api_name="map_umap")
+    redraw_inputs = [state, color, search, join, point]
+    color.change(recolor, redraw_inputs, [plot, search_note], api_name="map_color")
+    search.submit(recolor, redraw_inputs, [plot, search_note], api_name="map_search")
+    join.change(recolor, redraw_inputs, [plot, search_note], api_name="map_join")
     plot.change(None, None, None, js=CLICK_JS, api_name=False)
-    # .change, not .input: the click bridge sets the box from JavaScript, which Gradio reports as a change only.
-    point.change(select_point, [state, point], [thumb, detail], api_name="map_point", trigger_mode="always_last")
+    # .change, not .input: the bridges set the boxes from JavaScript, which Gradio reports as a change only.
+    point.change(select_point, [state, point], [thumb, detail, neighbours], api_name="map_point",
+                 trigger_mode="always_last").then(
+        join_clicked, redraw_inputs, [plot, search_note], api_name=False)
+    selected.change(show_selection, [state, selected], [selection], api_name="map_selection",
+                    trigger_mode="always_last")
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Open in Browse: set Browse's inputs (no filters), switch tab, then select the question there."""

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from bindlab.analysis import embedding_map as em
-from bindlab.present.map_figure import map_figure, map_html, thumbnails
 from bindlab.cli import main
 from bindlab.data.saber import write_benchmark
 from bindlab.data.schema import MCQ, Item
+from bindlab.present.map_figure import map_figure, map_html, thumbnails
 from bindlab.studies import map as ms
 
 
@@ -161,11 +161,19 @@ def test_figure_groups_points_by_the_chosen_colour(hand_made):
     pts = em.item_points(qs, path.parent, "text", [True, False])
     xy = np.arange(20, dtype=float).reshape(10, 2)
     fig = map_figure(pts, xy, "role")
-    assert [t.name for t in fig.data] == ["query", "preserve", "attr_swap", "obj_swap", "replace"]
+    # queries are drawn last (on top) and larger; the legend keeps the role order
+    assert [t.name for t in fig.data] == ["preserve", "attr_swap", "obj_swap", "replace", "query"]
+    assert [t.name for t in sorted(fig.data, key=lambda t: t.legendrank)][0] == "query"
+    assert fig.data[-1].marker.size > fig.data[0].marker.size
     assert sum(len(t.x) for t in fig.data) == 10
     assert {cd[0] for t in fig.data for cd in t.customdata} == {p["id"] for p in pts}
-    assert [t.name for t in map_figure(pts, xy, "correct").data] == ["correct", "wrong"]
-    assert [t.name for t in map_figure(pts, xy, "n").data] == ["N=2"]
+    # other colourings: each group's queries are a second trace of the same legend group, drawn after every group
+    by_correct = map_figure(pts, xy, "correct").data
+    assert [(t.name, t.showlegend is not False) for t in by_correct] == [("correct", True), ("wrong", True),
+                                                                         ("correct", False), ("wrong", False)]
+    assert {t.legendgroup for t in by_correct} == {"correct", "wrong"}
+    assert all(pts[cd[2]]["role"] == "query" for t in by_correct[2:] for cd in t.customdata)
+    assert [t.name for t in map_figure(pts, xy, "n").data] == ["N=2", "N=2"]
     with pytest.raises(ValueError, match="unknown colour"):
         map_figure(pts, xy, "size")
 
@@ -264,3 +272,55 @@ def test_cli_export_writes_the_points_table_and_the_figure(small_benchmark, tmp_
     assert doc["provenance"]["settings"]["kind"] == "map" and doc["provenance"]["encoder"]["id"] == "bow:words"
     assert doc["rows"] == [{"model": "bow:words", "modality": "text", "correct_share": 0.0, "n_points": 20}]
     assert "plotly.js v" in (folder / "map_pca.html").read_text()
+
+
+# --- neighbours, search, selections ----------------------------------------------------------------------------
+def test_nearest_neighbours_match_a_naive_loop():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 7)) * rng.uniform(0.5, 3, size=(40, 1))  # not unit: cosine must normalise
+    x[5] = x[9] * 2  # an exact tie in direction with another point
+    for index in (0, 9, 39):
+        naive = []
+        for j in range(len(x)):
+            if j != index:
+                cos = float(x[index] @ x[j] / np.linalg.norm(x[index]) / np.linalg.norm(x[j]))
+                naive.append((-cos, j))
+        want = [(j, -c) for c, j in sorted(naive)[:6]]
+        got = em.nearest_neighbours(x, index, k=6)
+        assert [j for j, _ in got] == [j for j, _ in want]
+        np.testing.assert_allclose([c for _, c in got], [c for _, c in want], rtol=1e-12)
+    assert em.nearest_neighbours(x, 9, k=1)[0][0] == 5  # same direction, cosine 1
+    assert len(em.nearest_neighbours(x[:3], 0, k=10)) == 2
+    with pytest.raises(ValueError, match="not one of the map's 40 points"):
+        em.nearest_neighbours(x, 40)
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        em.nearest_neighbours(x, 0, k=0)
+
+
+def test_search_and_selection_summary(hand_made):
+    path, qs = hand_made
+    pts = em.item_points(qs, path.parent, "text", [True, False])
+    word = pts[0]["caption"].split()[-1]
+    hits = em.search_points(pts, word.upper())
+    assert 0 in hits and all(word.lower() in pts[i]["caption"].lower() for i in hits)
+    assert em.search_points(pts, "  ") == [] and em.search_points(pts, "zzz-nothing") == []
+    # one whole question (correct) and one point of the other (wrong): 2 answers, 1 correct
+    first = [i for i, p in enumerate(pts) if p["question"] == pts[0]["question"]]
+    other = next(i for i, p in enumerate(pts) if p["question"] != pts[0]["question"])
+    s = em.selection_summary(pts, first + [other, other])
+    assert (s["n_points"], s["n_questions"], s["n_correct"], s["n_answers"], s["accuracy"]) == (6, 2, 1, 2, 0.5)
+    assert s["roles"]["query"] == 1 + (pts[other]["role"] == "query")
+    assert em.selection_summary(pts, [])["accuracy"] is None
+
+
+def test_figure_rings_search_matches_and_joins_a_question(hand_made):
+    path, qs = hand_made
+    pts = em.item_points(qs, path.parent, "text", [True, False])
+    xy = np.arange(20, dtype=float).reshape(10, 2)
+    fig = map_figure(pts, xy, "role", highlight=[1, 3], highlight_label="search (2)", joined=pts[0]["question"])
+    ring = fig.data[-1]
+    assert ring.name == "search (2)" and list(ring.x) == [xy[1, 0], xy[3, 0]] and ring.hoverinfo == "skip"
+    lines = next(t for t in fig.data if t.mode == "lines")
+    assert lines.x.count(None) == 4 and lines.x[0] == xy[0, 0]  # query -> each of its 4 candidates
+    labels = next(t for t in fig.data if t.mode == "text")
+    assert list(labels.text) == [p["role"] for p in pts[1:5]]

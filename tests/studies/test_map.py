@@ -26,7 +26,9 @@ def test_cli_and_tab_give_the_same_points_and_coordinates(small_benchmark, tmp_p
                  "--method", "pca", "--out", str(out)]) == 0
     cli = json.loads(out.with_suffix(".json").read_text())
 
-    _, state, status = tab.make_map(str(path), "bow", ["2", "3"], 6.0, 4.0, "role", "pca", progress=_noop_progress)
+    _, state, status, *cleared = tab.make_map(str(path), "bow", ["2", "3"], 6.0, 4.0, "role", "pca",
+                                              progress=_noop_progress)
+    assert cleared == ["", "", ""]  # a new map clears the clicked point and the selection of the old one
     m = state["map"]
     assert [p["id"] for p in m.points] == [p["id"] for p in cli["points"]]
     np.testing.assert_array_equal(np.asarray(state["layouts"]["pca"], dtype=np.float64),
@@ -50,7 +52,7 @@ def test_cli_and_tab_export_the_same_points_table(small_benchmark, tmp_path):
     folder = tmp_path / "export"
     assert main(["map", "--model", "bow", "--data", str(path), "--limit", "4", "--method", "pca",
                  "--out", str(tmp_path / "map.html"), "--export", str(folder), "--export-formats", "csv"]) == 0
-    _, state, _ = tab.make_map(str(path), "bow", [], 4, 0, "role", "pca", progress=_noop_progress)
+    _, state, *_ = tab.make_map(str(path), "bow", [], 4, 0, "role", "pca", progress=_noop_progress)
     files, _ = tab.export(state, "role", ["csv"])
     from_tab = next(f for f in files if f.endswith("map_points.csv"))
     pd.testing.assert_frame_equal(pd.read_csv(from_tab), pd.read_csv(folder / "map_points.csv"))
@@ -103,3 +105,40 @@ def test_a_missing_file_is_one_clear_error(tmp_path, capsys):
     assert "file not found" in capsys.readouterr().err
     assert main(["map", "--model", "bow", "--limit", "0", "--method", "pca", "--out", str(tmp_path / "m.html")]) == 2
     assert "limit" in capsys.readouterr().err
+
+
+def test_neighbours_search_and_selection_in_the_tab(small_benchmark):
+    from bindlab.analysis.embedding_map import nearest_neighbours
+    from bindlab.ui import embedding_map as tab
+
+    path, _ = small_benchmark
+    _, state, *_ = tab.make_map(str(path), "minilm", [], 4, 0, "role", "pca", progress=_noop_progress)
+    m = state["map"]
+    point = m.points[7]["id"]
+    rows = ms.point_neighbours(m, point, k=5)
+    want = nearest_neighbours(m.vectors, 7, k=5)
+    assert [r["id"] for r in rows] == [m.points[j]["id"] for j, _ in want] and point not in [r["id"] for r in rows]
+    assert all(a["cosine"] >= b["cosine"] for a, b in zip(rows, rows[1:], strict=False))
+    _, _, near = tab.select_point(state, point)
+    assert near.count("<tr>") == 1 + tab.NEIGHBOURS_K and "full embedding space" in near
+
+    # search rings the matches and says how many; an unmatched search says so
+    word = m.points[0]["caption"].split()[-1]
+    fig, note = tab.recolor(state, "role", word)
+    hits = ms.search_points(m.points, word)
+    assert fig.data[-1].name.startswith("search") and len(fig.data[-1].x) == len(hits) and f"**{len(hits)}**" in note
+    assert "no caption contains" in tab.recolor(state, "role", "qqqq")[1]
+    # joining the clicked point's question draws lines from its query to its 4 candidates
+    fig, _ = tab.recolor(state, "role", "", True, point)
+    assert next(t for t in fig.data if t.mode == "lines").x.count(None) == 4
+
+    # a selection lists its points with the model's accuracy on their questions
+    sel = tab.show_selection(state, "[0, 1, 2, 3, 4, 5]")
+    summary, listed = ms.selected_points(m, range(6))
+    assert "id='map-sel-count'>6<" in sel and sel.count("<tr>") == 1 + 6 and summary["n_questions"] == 2
+    assert f"= <b>{summary['accuracy']:.0%}</b>" in sel and listed[0]["id"] == m.points[0]["id"]
+    assert tab.show_selection(state, "[]") == ""
+    import gradio as gr
+
+    with pytest.raises(gr.Error, match="not one of the map's"):
+        tab.show_selection(state, "[99999]")
