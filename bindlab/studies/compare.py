@@ -34,7 +34,7 @@ from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
-from bindlab.studies.validate import nonneg_int, positive_int
+from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
 TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
 PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
@@ -98,6 +98,9 @@ class CompareRequest:
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
         self.data = str(self.data).strip() or None if self.data else None
         self.pairs_data = str(self.pairs_data).strip() or None if self.pairs_data else None
+        for name in ("data", "pairs_data"):  # inside the allowed data roots
+            if getattr(self, name):
+                input_path(getattr(self, name), name, must_exist=False)
 
     def settings(self) -> dict[str, Any]:
         return {"models": list(self.models), "suite": list(self.suite), "pairings": list(self.pairings),
@@ -247,7 +250,7 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Re
         "by_edit_type", "from_cache"}`` (``top_score`` is the primary metric: the leader's value in ``sort_by``);
         rows = one per (question, pairing): ``{id, pairing, n_objects, subset, credit: {model: c}, margin:
         {model: m}}``; tables = ``leaderboard``, ``scores`` (long form with CIs and chance), ``by_n``,
-        ``by_edit_type``, ``question_diff`` (the leader right, the runner-up wrong), ``cross_benchmark``,
+        ``by_edit_type``, ``question_diff`` (of ``diff_models``: the leader and the runner-up, in the direction with more questions), ``cross_benchmark``,
         ``per_scene_margin``, ``agreement``.
     """
     encoders = {m: get_encoder(m, request.device, request.batch_size) for m in request.models}  # unknown ids first
@@ -418,8 +421,12 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
     board, sort_by = leaderboard(scores, models)
     qrows = question_rows(jobs, models)
     ranked = [r["model"] for r in board if qrows and qrows[0]["credit"][r["model"]] is not None]
-    diff_models = ranked[:2]  # the default diff: the leader against the runner-up
-    diff = question_diff(qrows, *diff_models) if len(diff_models) == 2 else []
+    diff_models, diff = ranked[:2], []  # the default diff: leader and runner-up, the direction with more rows
+    if len(diff_models) == 2:
+        diff = question_diff(qrows, *diff_models)
+        other = question_diff(qrows, *diff_models[::-1])
+        if len(other) > len(diff):
+            diff_models, diff = diff_models[::-1], other
     per_scene = _per_scene(jobs)
     agreement = scene_agreement(per_scene)
     cross = cross_benchmark(scores, models)
