@@ -111,8 +111,10 @@ def test_grounding_at_zero_is_the_text_query_and_alpha_moves_it(tiny_grid):
     assert r0["margin_grounded"] == pytest.approx(r0["margin_native"])
     r = wt.step_grounding(alpha=3.0, value="striped", grid=tiny_grid)
     assert r["value"] == "striped" and r["alpha"] == 3.0
-    # the closed form of DESIGN.md: M(alpha) = |Delta| (c + alpha) / sqrt(1 + alpha^2 + 2 alpha c), c = -alpha*
-    c = -r["alpha_star"]
+    # the closed form of DESIGN.md: M(alpha) = |Delta| (c + alpha) / sqrt(1 + alpha^2 + 2 alpha c); alpha* = -c
+    # only where the margin crosses zero (-1 < c < 0)
+    c = r["c"]
+    assert r["alpha_star"] == (pytest.approx(-c) if -1 < c < 0 else None)
     norm = r["margin_native"] / c
     assert r["margin_grounded"] == pytest.approx(norm * (c + 3.0) / np.sqrt(1 + 9.0 + 6.0 * c), rel=1e-5)
     assert 0 <= r["map_prototype"] <= 1 and 0 <= r["alpha_validation"] <= 8

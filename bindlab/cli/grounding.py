@@ -54,6 +54,9 @@ def cmd_ground(a: argparse.Namespace) -> None:
             c = r["controls"]["test"]
             print("  controls (macro-mAP): " + ", ".join(
                 f"{k} {v['macro_map']:.3f}" for k, v in c.items() if v is not None))
+        print("  alpha* (zero crossing of the margin, only where -1 < c < 0): " + ", ".join(
+            f"{row['value']} " + ("no crossing" if row["alpha_star"] is None else f"{row['alpha_star']:.2f}")
+            for row in r["per_value"]))
     _write_json(a.out, result.to_json())
     _write_export(a, lambda: grounding_export(result), result.provenance)
 

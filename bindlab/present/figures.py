@@ -88,22 +88,40 @@ def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", 
 
 
 def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by edit type") -> go.Figure:
-    """Grouped bars of I2T / T2I / Group per edit type, with the chance lines (25 %, 25 %, 16.7 %) dashed.
+    """Horizontal grouped bars of I2T / T2I / Group per edit type, every edit type on the axis with its n.
+
+    A score of zero is drawn as zero (a thin stub at 0 labelled "0"); an edit type with no pairs (``n = 0``, scores
+    ``None``) stays on the axis and says "no pairs". The chance levels (25 %, 25 %, 16.7 %) are dashed lines named
+    in the legend, so no label sits on a bar.
 
     Args:
-        rows: ``{"edit_type", "n", "i2t", "t2i", "group"}`` dicts (``bindlab.eval.pairs.by_edit_type_rows``).
+        rows: ``{"edit_type", "n", "i2t", "t2i", "group"}`` dicts (``bindlab.studies.pairs.edit_type_table``), in
+            the order to show top to bottom.
     """
     if not rows:
         return message_figure("no pairs to summarise")
     fig = go.Figure()
-    names = [r["edit_type"] for r in rows]
-    for key, label, colour in (("i2t", "I2T", "#1f77b4"), ("t2i", "T2I", "#ff7f0e"), ("group", "Group", "#2ca02c")):
-        fig.add_trace(go.Bar(x=names, y=[r[key] for r in rows], name=label, marker_color=colour,
-                             customdata=[r["n"] for r in rows],
-                             hovertemplate="%{x}: %{y:.3f} (n=%{customdata})<extra>" + label + "</extra>"))
-    fig.add_hline(y=0.25, line_dash="dash", line_color="grey", annotation_text="chance I2T/T2I 0.25")
-    fig.add_hline(y=1 / 6, line_dash="dot", line_color="#2ca02c", annotation_text="chance Group 0.167",
-                  annotation_position="bottom right")
-    fig.update_layout(title=title, barmode="group", yaxis_title="share of pairs passing", yaxis_range=[0, 1.02],
-                      height=400, margin=dict(l=50, r=20, t=50, b=110), legend=dict(orientation="h", y=1.08))
+    labels = [f"{r['edit_type']} (n={r['n']})" for r in rows]
+    stub = 0.004  # a zero score still shows as a sliver at 0 (its label and hover say 0)
+    for key, label, colour in (("group", "Group", "#2ca02c"), ("t2i", "T2I", "#ff7f0e"), ("i2t", "I2T", "#1f77b4")):
+        vals = [r.get(key) for r in rows]
+        fig.add_trace(go.Bar(
+            y=labels, x=[None if v is None else max(float(v), stub) for v in vals], orientation="h", name=label,
+            marker_color=colour, text=["0" if v is not None and v == 0 else "" for v in vals],
+            textposition="outside", textfont=dict(size=10, color=colour), cliponaxis=False,
+            customdata=[[r["n"], "no pairs" if v is None else f"{float(v):.3f}"] for r, v in zip(rows, vals, strict=True)],
+            hovertemplate="%{y}: %{customdata[1]}<extra>" + label + "</extra>"))
+    for r, lab in zip(rows, labels, strict=True):
+        if not r["n"] or all(r.get(k) is None for k in ("i2t", "t2i", "group")):
+            fig.add_annotation(x=0.01, y=lab, xref="x", yref="y", text="no pairs (missing)", showarrow=False,
+                               xanchor="left", font=dict(color="#888", size=11))
+    for x, name, dash, colour in ((0.25, "chance I2T / T2I (0.25)", "dash", "grey"),
+                                  (1 / 6, "chance Group (0.167)", "dot", "#2ca02c")):
+        fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, hoverinfo="skip",  # legend entry
+                                 line=dict(color=colour, dash=dash, width=1.5)))
+    fig.update_layout(title=title, barmode="group", xaxis=dict(title="share of pairs passing", range=[0, 1.02]),
+                      yaxis=dict(autorange="reversed", automargin=True, type="category"),
+                      height=max(360, 110 + 46 * len(rows)), bargap=0.25, margin=dict(l=10, r=20, t=50, b=40),
+                      legend=dict(orientation="h", y=-0.06, yanchor="top", traceorder="normal"))
     return fig

@@ -305,7 +305,8 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
         dict with the :meth:`GroundingState.at_alpha` readout (all values), the margin curve ``M(alpha)`` of
         ``value`` over ``curve``, the top-:data:`TOP_K` test images of the grounded query (paths, labels, scores)
         and a 2-D view: test images projected on the plane spanned by ``d_v`` (x) and the part of ``q_v``
-        orthogonal to it (y), where ``q_v``, ``q'_v(alpha)`` and ``d_v`` lie exactly.
+        orthogonal to it (y), where ``q_v``, ``q'_v(alpha)`` and ``d_v`` lie exactly (``plane["labels"]``: each
+        drawn image's value). ``alpha_star`` is ``None`` for values whose margin has no zero crossing.
     """
     state = session.state(factor)
     values = state.values.tolist()
@@ -333,6 +334,7 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
     qa = np.array([c, perp]) + float(alpha) * np.array([1.0, 0.0])
     qa = qa / np.linalg.norm(qa)
     view["plane"] = {"x": x.tolist(), "y": y.tolist(), "positive": (test.value_idx[pick] == v).tolist(),
+                     "labels": [str(values[i]) for i in test.value_idx[pick]],
                      "q": [c, perp], "q_alpha": qa.tolist(), "d": [1.0, 0.0]}
     return view
 

@@ -145,8 +145,20 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
 
 
 def edit_type_table(s: ScoredPairs) -> list[dict[str, Any]]:
-    """Rows ``{edit_type, category, n, i2t, t2i, group}`` for the per-edit-type chart and table."""
-    return s.result.tables["by_edit_type"]
+    """Rows ``{edit_type, category, n, i2t, t2i, group}`` for the per-edit-type chart and table.
+
+    For a CompoSET-style set (every edit type in the taxonomy) each of the taxonomy's edit types has a row, in
+    its order; a type the set lacks has ``n = 0`` and ``None`` scores (missing, not zero). Other sets: their own
+    edit types only.
+    """
+    from bindlab.data.composet import EDIT_TYPES
+
+    rows = s.result.tables["by_edit_type"]
+    have = {r["edit_type"]: r for r in rows}
+    if not have or not set(have) <= set(EDIT_TYPES):
+        return rows
+    return [have.get(t) or {"edit_type": t, "category": c, "n": 0, "i2t": None, "t2i": None, "group": None}
+            for t, c in EDIT_TYPES.items()]
 
 
 def check_model(model: str) -> None:

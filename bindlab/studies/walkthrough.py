@@ -235,7 +235,8 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
 
     Returns:
         the :func:`~bindlab.analysis.grounding_session.slider_view` numbers for ``value`` (default: the factor's
-        first value) — ``ap_native``/``ap_grounded``, ``margin_native``/``margin_grounded``, ``alpha_star``,
+        first value) — ``ap_native``/``ap_grounded``, ``margin_native``/``margin_grounded``, ``c`` (= q . d),
+        ``alpha_star`` (the zero crossing -c, ``None`` unless -1 < c < 0),
         ``map_native``/``map_grounded``, the margin ``curve`` — plus ``map_prototype`` (test macro-mAP when the
         image prototype itself is the query: what the image embeddings hold), ``alpha_validation`` (the protocol's
         α, chosen on validation) and ``values``.
@@ -254,7 +255,7 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
             "ap_native": view["ap_native"][v], "ap_grounded": view["ap_grounded"][v],
             "ap_native_all": view["ap_native"], "ap_grounded_all": view["ap_grounded"],
             "margin_native": view["margin_native"][v], "margin_grounded": view["margin_grounded"][v],
-            "alpha_star": view["alpha_star"][v], "map_native": view["map_native"],
+            "c": view["c"][v], "alpha_star": view["alpha_star"][v], "map_native": view["map_native"],
             "map_grounded": view["map_grounded"], "top1_native": view["top1_native"],
             "top1_grounded": view["top1_grounded"], "map_prototype": state.prototype_test.macro_map,
             "ap_prototype": float(state.prototype_test.ap[v]), "alpha_validation": sel.value,

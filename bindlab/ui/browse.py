@@ -12,7 +12,7 @@ import pandas as pd
 from bindlab.present import figures
 from bindlab.present.exports import mcq_export
 from bindlab.studies import browse
-from bindlab.ui.common import friendly
+from bindlab.ui.common import clear_on_error, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -122,6 +122,8 @@ def refilter(data: str, model: str, pairing: str, n_objects: str, subset: str, o
 
 @friendly
 def show_question(data: str, model: str, pairing: str, qid: str, k: int) -> tuple[Any, ...]:
+    if not qid:  # the list was emptied (no match, or cleared after an error): nothing to score or show
+        return ("", pd.DataFrame(), gr.update(value=[]), pd.DataFrame(), gr.update(value=[]))
     return _show(_scored(data, model, pairing), qid, k)
 
 
@@ -138,13 +140,18 @@ def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
 
 
 def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
+    # image boxes only where the pairing has images (none for text–text); the top-k images where the gallery does
+    with_images = browse.needs_images(s.pairing)
+    gallery_images = s.pairing.endswith("i")
     if not qid:
-        return "<p>No question matches these filters.</p>", pd.DataFrame(), [], pd.DataFrame(), []
+        return ("<p>No question matches these filters.</p>", pd.DataFrame(), gr.update(value=[], visible=with_images),
+                pd.DataFrame(), gr.update(value=[], visible=gallery_images))
     view = browse.question_view(s, qid)
     top = browse.retrieval_topk(s, qid, k)
     top_images = [(r["image"], f"#{r['rank']} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
                   for r in top if r["image"]]
-    return question_html(view), candidates_frame(view), gallery_items(view), topk_frame(top), top_images
+    return (question_html(view), candidates_frame(view), gr.update(value=gallery_items(view), visible=with_images),
+            topk_frame(top), gr.update(value=top_images, visible=gallery_images or bool(top_images)))
 
 
 @friendly
@@ -211,7 +218,7 @@ def build_tab() -> dict[str, Any]:
             count = gr.Markdown()
             q_html = gr.HTML(elem_id="bl-question-html")
             images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
-                                elem_id="bl-images")
+                                visible=False, elem_id="bl-images")  # shown for pairings with images
             table = gr.Dataframe(label="Candidates", interactive=False, elem_id="bl-candidates")
             compare_model = gr.Dropdown(MODEL_CHOICES, value=None, allow_custom_value=True,
                                         label="Compare with model B (optional: its scores beside these)",
@@ -223,21 +230,26 @@ def build_tab() -> dict[str, Any]:
             top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
                                      elem_id="bl-topk")
             top_images = gr.Gallery(label="Top-k images", columns=4, height=220, object_fit="contain",
-                                    elem_id="bl-topk-images")
+                                    visible=False, elem_id="bl-topk-images")  # shown when the gallery has images
 
     source = [data, model, pairing]
     filters = [n_objects, subset, outcome]
     shown = [q_html, table, images, top_table, top_images]
     score_outputs = [summary, chart, question, count, *shown]
-    run.click(score, source + filters + [k], score_outputs, api_name="browse_score", **GPU_QUEUE)
-    pairing.input(_pairing_model, [model, pairing], [model], api_name=False).then(
-        score, source + filters + [k], score_outputs, api_name=False, **GPU_QUEUE)
+    # results after an error (bindlab.ui.common): a failed score clears everything it draws; a failed filter or
+    # question pick clears the question shown
+    listed = [summary, chart, question, count, *shown]
+    clear_on_error(run.click(score, source + filters + [k], score_outputs, api_name="browse_score", **GPU_QUEUE),
+                   listed)
+    clear_on_error(pairing.input(_pairing_model, [model, pairing], [model], api_name=False).then(
+        score, source + filters + [k], score_outputs, api_name=False, **GPU_QUEUE), listed)
     for f in filters:
-        f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False)
-    question.change(show_question, source + [question, k], shown, api_name="browse_question")
+        clear_on_error(f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False),
+                       [question, count, *shown])
+    clear_on_error(question.change(show_question, source + [question, k], shown, api_name="browse_question"), shown)
     question.change(compare_view, source + [question, compare_model], [compare_out], api_name=False)
     compare_model.input(compare_view, source + [question, compare_model], [compare_out], api_name="browse_compare")
-    k.release(show_question, source + [question, k], shown, api_name=False)
+    clear_on_error(k.release(show_question, source + [question, k], shown, api_name=False), shown)
     wire(export_panel("bl", "scores"), export, source, api_name="browse_export")
     # Score the embedded default as soon as a visitor opens the page.
     # handles: what other tabs wire to (Map's "Open in Browse"); user edits above fire .input, so setting these

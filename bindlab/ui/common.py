@@ -38,6 +38,65 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+# --- results after an error: one rule for every tab ---------------------------------------------------------------
+# When an action fails, every result it would have drawn no longer matches the inputs on the page, so the tab clears
+# it: after wiring an action, ``clear_on_error(event, results)`` blanks each of the action's result components (text,
+# tables, figures, galleries, pickers of its items, the state it would have set) when the action raises, while the
+# error itself shows as a message. Inputs are never touched. The Grounding, Pairs and Browse tabs follow the rule;
+# another tab adopts it by listing, per action, the components that action produces.
+def cleared(results: list[Any] | tuple[Any, ...], hide: list[Any] | tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """Blank values for result components, in order: what each shows before its action has run.
+
+    Args:
+        results: Gradio components (a ``gr.State`` included).
+        hide: those among ``results`` to hide as well (e.g. a table shown only once its action ran).
+
+    Returns:
+        One value or update per component: ``None`` for state, ``""`` for text, an empty table, an empty gallery,
+        a dropdown with no choices, no figure or image.
+    """
+    import pandas as pd
+
+    hidden = {id(c) for c in hide}
+    out: list[Any] = []
+    for c in results:
+        if isinstance(c, gr.State):
+            out.append(None)
+            continue
+        if isinstance(c, gr.Dropdown):
+            value: dict[str, Any] = gr.update(choices=[], value=None)
+        elif isinstance(c, gr.Dataframe):
+            value = gr.update(value=pd.DataFrame())
+        elif isinstance(c, gr.Gallery):
+            value = gr.update(value=[])
+        elif isinstance(c, (gr.HTML, gr.Markdown, gr.Textbox)):
+            value = gr.update(value="")
+        else:  # gr.Plot, gr.Image, ...
+            value = gr.update(value=None)
+        out.append({**value, "visible": False} if id(c) in hidden else value)
+    return tuple(out)
+
+
+def clear_on_error(event: Any, results: list[Any] | tuple[Any, ...], hide: list[Any] | tuple[Any, ...] = ()) -> Any:
+    """Apply the rule for results after an error (above) to one wired action.
+
+    Args:
+        event: what ``btn.click(...)`` / ``.change(...)`` / ``.then(...)`` returned for the action.
+        results: the components that action produces, which would be stale after it fails.
+        hide: those to hide as well (see :func:`cleared`).
+
+    Returns:
+        The failure listener (chain more on it if needed).
+    """
+    results = list(results)
+
+    def clear() -> Any:
+        values = cleared(results, hide)
+        return values[0] if len(values) == 1 else values
+
+    return event.failure(clear, None, results, api_name=False, show_progress="hidden", queue=False)
+
+
 def max_upload_mb() -> float:
     """``$BINDLAB_MAX_UPLOAD_MB`` (default 50): the largest file a visitor may upload, in MiB.
 

@@ -17,7 +17,7 @@ from PIL import Image
 from bindlab.present import grounding_figures as gf
 from bindlab.present.exports import grounding_export
 from bindlab.studies import grounding as gs
-from bindlab.ui.common import friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -44,9 +44,18 @@ def _session(key: dict[str, Any] | None, progress: gr.Progress | None = None) ->
     return gs.open_session(request.data, request.model, progress=_report(progress))
 
 
+def crossing_html(alpha_star: float | None, c: float | None = None) -> str:
+    """``α* = 0.43`` where the value's margin crosses zero (−1 < c < 0), otherwise "no crossing" and why."""
+    if alpha_star is not None:
+        return f"α* = <span id='gd-alpha-star' class='gd-num'>{alpha_star:.2f}</span>"
+    why = f" (c = q·d = {c:.2f} ≥ 0: the margin is never negative)" if c is not None and c >= 0 else ""
+    return f"α*: <span id='gd-alpha-star' class='gd-num'>no crossing</span>{why}"
+
+
 def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | None) -> str:
     """One line of headline numbers (ids let tests read them)."""
     v = view["value_index"]
+    c = view["c"][v] if "c" in view else None
     pick = f" · validation α = <span id='gd-chosen' class='gd-num'>{chosen:.2f}</span>" if chosen is not None else ""
     return (f"<div id='gd-summary-line'><b>{model}</b> · factor <b>{factor}</b> · α = "
             f"<span id='gd-alpha-shown' class='gd-num'>{view['alpha']:.2f}</span>{pick}<br>"
@@ -54,8 +63,8 @@ def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | 
             f"grounded <span id='gd-map-grounded' class='gd-num'>{view['map_grounded']:.4f}</span> · top-1 "
             f"{view['top1_native']:.3f} → {view['top1_grounded']:.3f}<br>"
             f"value <b>{view['value']}</b>: AP {view['ap_native'][v]:.3f} → "
-            f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.4f}</span>, α* = "
-            f"{view['alpha_star'][v]:.2f}, top-8 precision {view['top_precision']:.3f}</div>")
+            f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.4f}</span>, "
+            f"{crossing_html(view['alpha_star'][v], c)}, top-8 precision {view['top_precision']:.3f}</div>")
 
 
 def _render(key: dict[str, Any], value: str, alpha: float) -> tuple[Any, ...]:
@@ -89,7 +98,9 @@ def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress
     progress(0.0, desc=f"embedding the grid and building the {factor} state")
     result = gs.run_grounding(_request(key, alpha), _report(progress))  # the numbers `ground` reports
     values = result.summary["factors"][factor]["values"]
-    return (key, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha), pd.DataFrame())
+    # a new grid/model/factor: controls and notes of the previous one no longer apply
+    return (key, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha),
+            gr.update(value=pd.DataFrame(), visible=False), "")
 
 
 @friendly
@@ -111,7 +122,7 @@ def select_alpha(key: dict[str, Any] | None) -> tuple[dict[str, Any], Any, str]:
 
 @gpu_task(duration=60)
 @friendly
-def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[pd.DataFrame, str]:
+def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
     request = _request(key, "auto", controls=True)
     progress(0.1, desc="selecting α, λ and the selective gate on validation, then scoring test")
     d = gs.run_grounding(request, _report(progress)).summary["factors"][key["factor"]]["controls"]
@@ -121,7 +132,7 @@ def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress
     kept = "all" if gate is None else f"{sum(gate['ground'])}/{len(gate['ground'])}"
     note = (f"Controls on test: α = {d['alpha']:.2f}, λ = {d['lambda']:.4f} (both from validation); selective "
             f"grounding keeps {kept} values. Mismatched = each query grounded with every other value's direction.")
-    return pd.DataFrame(rows), note
+    return gr.update(value=pd.DataFrame(rows), visible=True), note
 
 
 @friendly
@@ -143,7 +154,7 @@ def build_tab() -> None:
                 "direction, q′(α) = norm(q + α·d), and watch test retrieval change. Empty grid = a default "
                 "grid rendered once under $BINDLAB_HOME (3,840 images); the encoder must embed images and text.")
     with gr.Row():
-        data = gr.Textbox(label="Factor grid folder (empty = default grid)", value="", scale=3, elem_id="gd-data")
+        data = data_picker("grid", "Factor grid folder (empty = default grid)", "gd-data")
         model = gr.Dropdown(MODEL_CHOICES, value="toy:clip", label="Encoder id", allow_custom_value=True, scale=2,
                             elem_id="gd-model")
         factor = gr.Radio(list(gs.FACTORS), value="pattern", label="Factor", scale=2, elem_id="gd-factor")
@@ -163,15 +174,21 @@ def build_tab() -> None:
         with gr.Column(scale=1):
             gallery = gr.Gallery(label="Top-8 test images, grounded query", columns=4, height=360,
                                  elem_id="gd-gallery")
-            controls = gr.Dataframe(label="Controls (test)", interactive=False, elem_id="gd-controls-table")
+            # shown once "Run controls" has run (no placeholder table before)
+            controls = gr.Dataframe(label="Controls (test)", interactive=False, visible=False,
+                                    elem_id="gd-controls-table")
         plane = gr.Plot(label="2-D view", elem_id="gd-plane")
 
     view = [summary, margin, bars, plane, gallery]
-    load_btn.click(load, [data, model, factor, alpha], [key, value, *view, controls], api_name="grounding_load",
-                   **GPU_QUEUE)
-    alpha.change(move, [key, value, alpha], view, api_name="grounding_alpha", trigger_mode="always_last",
-                 show_progress="hidden")
-    value.change(move, [key, value, alpha], view, api_name="grounding_value", show_progress="hidden")
-    select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha")
-    controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls", **GPU_QUEUE)
+    # results after an error (bindlab.ui.common): a failed Load clears everything loaded before (the state too,
+    # so the slider asks for Load again); a failed slider/value move clears the view; failed controls clear theirs
+    clear_on_error(load_btn.click(load, [data, model, factor, alpha], [key, value, *view, controls, note],
+                                  api_name="grounding_load", **GPU_QUEUE), [key, *view, controls, note], hide=[controls])
+    clear_on_error(alpha.change(move, [key, value, alpha], view, api_name="grounding_alpha",
+                                trigger_mode="always_last", show_progress="hidden"), view)
+    clear_on_error(value.change(move, [key, value, alpha], view, api_name="grounding_value", show_progress="hidden"),
+                   view)
+    clear_on_error(select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha"), [note])
+    clear_on_error(controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls",
+                                      **GPU_QUEUE), [controls, note], hide=[controls])
     wire(export_panel("gd", "results"), export, [key, value, alpha, controls], api_name="grounding_export")

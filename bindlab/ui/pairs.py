@@ -10,7 +10,7 @@ import gradio as gr
 from bindlab.present import figures
 from bindlab.present.exports import pairs_export
 from bindlab.studies import pairs as pairs_study
-from bindlab.ui.common import friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -138,7 +138,7 @@ def build_tab() -> dict[str, Any]:
                 "I2T passes when each image prefers its own caption, T2I when each caption prefers its own image, "
                 "Group when both do (ties fail). Chance: 25 % / 25 % / 16.7 %.")
     with gr.Row():
-        data = gr.Textbox(label="Pairs file (empty = embedded mini CompoSET set)", value="", scale=3, elem_id="bl-pairs-data")
+        data = data_picker("pairs", "Pairs file (empty = embedded mini CompoSET set)", "bl-pairs-data")
         model = gr.Dropdown([DEFAULT_MODEL, "toy:shared"], value=DEFAULT_MODEL, label="Image+text encoder id",
                             allow_custom_value=True, scale=2, elem_id="bl-pairs-model")
         verbosity = gr.Radio(["all", "short", "medium", "long"], value="all", label="Caption levels to score", scale=2)
@@ -170,9 +170,13 @@ def build_tab() -> dict[str, Any]:
     view = [base_img, base_cap, foil_img, foil_cap, matrix]
     source = [data, model, verbosity]
     filters = [edit_type, category, scene, level, outcome]
-    run.click(score, source, [summary, chart, *filters, pair, count, *view], api_name="pairs_score", **GPU_QUEUE)
+    # results after an error (bindlab.ui.common): a failed Score clears the summary, chart and pair shown; a failed
+    # filter or pick clears the pair list and the pair shown
+    clear_on_error(run.click(score, source, [summary, chart, *filters, pair, count, *view], api_name="pairs_score",
+                             **GPU_QUEUE), [summary, chart, pair, count, *view])
     for k, f in enumerate(filters):
-        f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}")
-    pair.input(show_pair, source + [level, pair], view, api_name="pairs_show")
+        clear_on_error(f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}"),
+                       [pair, count, *view])
+    clear_on_error(pair.input(show_pair, source + [level, pair], view, api_name="pairs_show"), view)
     wire(export_panel("bl-pairs", "scores"), export, source, api_name="pairs_export")
     return {"event_fn": check_default_model, "inputs": [], "outputs": [summary]}

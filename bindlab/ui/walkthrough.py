@@ -146,6 +146,15 @@ def objects_md(r: dict[str, Any]) -> str:
             f"questions): change {_num(g['accuracy'] - s['accuracy'], signed=True)}; {verdict}.</div>")
 
 
+def _crossing(r: dict[str, Any]) -> str:
+    """Where the margin crosses zero: at α* = −c when −1 < c < 0, otherwise "no crossing" (DESIGN.md)."""
+    if r.get("alpha_star") is None:
+        c = r.get("c")
+        why = f" (c = q·d = {_num(c, 2)} ≥ 0: the text query already leans towards the value)" if c is not None and c >= 0 else ""
+        return f"it has no zero crossing{why}"
+    return f"it crosses zero at <span id='wt-grounding-star'>α* = {_num(r['alpha_star'], 2)}</span>"
+
+
 def grounding_md(r: dict[str, Any]) -> str:
     gain = r["ap_grounded"] - r["ap_native"]
     return (f"<div id='wt-grounding-line'><b>{r['model']}</b>, {r['factor']} <b>{html.escape(r['value'])}</b> at "
@@ -155,8 +164,8 @@ def grounding_md(r: dict[str, Any]) -> str:
             f"{len(r['values'])} {r['factor']}s macro-mAP {_num(r['map_native'])} → {_num(r['map_grounded'])}. "
             f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
             f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
-            f"{_num(r['margin_native'], 4, True)} at α = 0 → {_num(r['margin_grounded'], 4, True)} now; it crosses "
-            f"zero at α* = {_num(r['alpha_star'], 2)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
+            f"{_num(r['margin_native'], 4, True)} at α = 0 → {_num(r['margin_grounded'], 4, True)} now; "
+            f"{_crossing(r)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
             f"({r['n_images'].get('test', 0)} test images.)</div>")
 
 
