@@ -366,6 +366,82 @@ def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str,
             "umap_cached_s": round(t_cached, 4), "cache_hit": hit}
 
 
+def scale_worker(model: str, per_size: int, out: str) -> None:
+    """One process of a ``bench --only scale`` launch: rank 0 embeds a SABER benchmark's unique texts on a cold
+    cache (sharded over every rank), then scores it from the warm cache, and writes the timings to ``out``."""
+    import json
+
+    from bindlab.data.saber import generate_saber
+    from bindlab.encoders import distributed
+    from bindlab.encoders.service import (
+        embed_texts,
+        get_encoder,
+        serve_embedding_requests,
+        shard_seconds,
+        shard_totals,
+        stop_serving,
+    )
+    from bindlab.eval.mcq import evaluate_mcq
+
+    world = distributed.init()
+    if not world.main:
+        serve_embedding_requests()
+        distributed.shutdown()
+        return
+    try:
+        qs = generate_saber(per_size=per_size, sizes=range(2, 7), seed=0)
+        texts = list(dict.fromkeys(t for q in qs for t in (q.query.text, *(c.text for c in q.candidates))))
+        encoder = get_encoder(model, device=os.environ.get("BINDLAB_DEVICE", "auto"))
+        embed_texts(encoder, [f"warm up {i}" for i in range(4 * world.size)])  # every rank loads the model first
+        items0, seconds0 = shard_totals(), shard_seconds()
+        t_embed, _ = _timed(lambda: embed_texts(encoder, texts))
+        t_score, _ = _timed(lambda: evaluate_mcq(qs, ".", encoder, ["tt"]))
+        per_rank = [a - b for a, b in zip(shard_totals(), items0 or [0] * world.size, strict=False)] or [len(texts)]
+        if world.active:
+            compute = max(a - b for a, b in zip(shard_seconds(), seconds0 or [0.0] * world.size, strict=False))
+        else:  # the bare encoder on the same texts, model already loaded
+            compute, _ = _timed(lambda: encoder.embed_texts(texts))
+        Path(out).write_text(json.dumps({
+            "processes": world.size, "items": len(texts), "embed_s": round(t_embed, 3), "score_s": round(t_score, 3),
+            "items_per_s": round(len(texts) / t_embed, 1), "items_per_rank": per_rank, "compute_s": round(compute, 3),
+            "overhead_ratio": round((t_embed + t_score) / compute, 3)}))
+    finally:
+        stop_serving()
+        distributed.shutdown()
+
+
+def bench_scale(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
+    """1 vs 2 processes (``torchrun``, gloo on CPU / NCCL on GPU) embedding a benchmark's unique texts on a cold
+    cache: items/s each, and ``overhead_ratio`` = (sharded embed + gather + cache write + rank-0 scoring) / the
+    slowest rank's bare encoder time; a cold ``BINDLAB_HOME`` per run."""
+    import json
+    import subprocess
+    import sys
+
+    from bindlab.config import repo_root
+
+    per_size = 10 if quick else 60
+    out: dict[str, Any] = {"model": model, "load_avg_1m": round(os.getloadavg()[0], 2), "runs": {}}
+    for n in (1, 2):
+        with tempfile.TemporaryDirectory(prefix="bindlab-bench-scale-") as d:
+            res = Path(d) / "res.json"
+            run = ["-m", "bindlab.bench", "scale-worker", model, str(per_size), str(res)]
+            launch = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n)]
+                      if n > 1 else [sys.executable])
+            env = {**os.environ, "BINDLAB_HOME": d, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // n)),
+                   "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
+            env = {k: v for k, v in env.items() if n > 1 or k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+            p = subprocess.run([*launch, *run], capture_output=True, text=True, env=env, cwd=repo_root(), timeout=1800)
+            if p.returncode != 0:
+                raise RuntimeError(f"scale bench with {n} process(es) failed: {p.stderr.strip()[-400:]}")
+            out["runs"][str(n)] = json.loads(res.read_text())
+    one, two = out["runs"]["1"], out["runs"]["2"]
+    out["speedup_2_vs_1"] = round(two["items_per_s"] / one["items_per_s"], 3)
+    out["overhead_ratio"] = {"1": one["overhead_ratio"], "2": two["overhead_ratio"]}
+    out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
+    return out
+
+
 SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("eval_mcq_pipeline", lambda quick, model: bench_eval_pipeline(model=model, per_size=20 if quick else 200)),
     ("retrieval", lambda quick, model: bench_retrieval(per_size=20 if quick else 200)),
@@ -380,6 +456,7 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("toy", lambda quick, model: bench_toy(quick)),
     ("embedding_map", lambda quick, model: bench_embedding_map(quick, model)),
     ("walkthrough", lambda quick, model: bench_walkthrough(quick)),
+    ("scale", lambda quick, model: bench_scale(quick, model)),
 ]
 
 
@@ -400,3 +477,11 @@ def run_bench(quick: bool = False, model: str = "minilm", only: list[str] | None
             continue
         out[name] = fn(quick, model)
     return out
+
+
+if __name__ == "__main__":  # the processes of `bench --only scale` (under torchrun): scale-worker MODEL PER_SIZE OUT
+    import sys
+
+    if len(sys.argv) != 5 or sys.argv[1] != "scale-worker":
+        raise SystemExit("usage: python -m bindlab.bench scale-worker MODEL PER_SIZE OUT (run by 'bench --only scale')")
+    scale_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])

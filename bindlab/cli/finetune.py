@@ -148,6 +148,8 @@ def cmd_jobs(a: argparse.Namespace) -> None:
     elif a.action == "resume":
         st = fs.resume_job(a.job)
         print(f"{st['id']}: {st['state']} ({st['message']})")
+    elif a.action == "export-script":
+        _export_script(a)
     elif a.action == "compare":
         from bindlab.present.exports import compare_export
 
@@ -160,6 +162,56 @@ def cmd_jobs(a: argparse.Namespace) -> None:
         _write_json(a.out, {**res.summary, "provenance": res.provenance})
         _write_export(a, lambda: compare_export(res.tables["mcq"], res.tables["triplets"], res.figures_data["metrics"],
                                                 res.figures_data["attention"]), res.provenance)
+
+
+# --- a job that runs elsewhere --------------------------------------------------------------------------------------
+def job_scripts(job_dir: Path, job_id: str, nproc: int, nodes: int = 1, repo: Path | None = None) -> dict[str, str]:
+    """``launch.sh`` (torchrun, or ``LAUNCHER=accelerate``, on one machine) and ``sbatch.sh`` (SLURM, ``nodes``
+    machines x ``nproc`` GPUs) that run the job in ``job_dir``; the global batch is the job's whatever the count.
+
+    Both resume from the job's last checkpoint when there is one (a requeued SLURM job continues).
+    """
+    from bindlab.config import repo_root
+
+    repo = repo or repo_root()
+    head = (f'JOB_DIR="${{JOB_DIR:-{job_dir}}}"\nexport PYTHONPATH="${{BINDLAB_REPO:-{repo}}}:${{PYTHONPATH:-}}"\n'
+            "export BINDLAB_JOB_RESUME=1  # continue from checkpoints/last.pt when it exists\n")
+    launch = (f"#!/usr/bin/env bash\n# bindlab job {job_id}: data-parallel finetune on this machine's GPUs.\n"
+              f"# Written by 'python -m bindlab jobs export-script {job_id}'. Result: lora:$JOB_DIR\n"
+              f"set -euo pipefail\n{head}NPROC=\"${{NPROC:-{nproc}}}\"\n"
+              'if [ "${LAUNCHER:-torchrun}" = accelerate ]; then\n'
+              '  exec accelerate launch --multi_gpu --num_processes "$NPROC" --num_machines 1 --mixed_precision no '
+              '--dynamo_backend no -m bindlab jobs _run "$JOB_DIR"\n'
+              "else\n"
+              '  exec torchrun --standalone --nproc_per_node "$NPROC" -m bindlab jobs _run "$JOB_DIR"\n'
+              "fi\n")
+    sbatch = (f"#!/usr/bin/env bash\n#SBATCH --job-name=bindlab-{job_id}\n#SBATCH --nodes={nodes}\n"
+              f"#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={nproc}\n#SBATCH --cpus-per-task={4 * nproc}\n"
+              f"#SBATCH --time=04:00:00\n#SBATCH --requeue\n#SBATCH --output={job_dir}/slurm-%j.out\n"
+              f"# bindlab job {job_id} on {nodes} node(s) x {nproc} GPU(s): submit with 'sbatch {job_dir}/sbatch.sh'.\n"
+              f"# Result: lora:$JOB_DIR (copy the folder back, or load it in place).\n"
+              f"set -euo pipefail\n{head}"
+              'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"\n'
+              f'srun torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {nproc} --rdzv_id "$SLURM_JOB_ID" '
+              '--rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:29500" -m bindlab jobs _run "$JOB_DIR"\n')
+    return {"launch.sh": launch, "sbatch.sh": sbatch}
+
+
+def _export_script(a: argparse.Namespace) -> None:
+    from bindlab.studies import finetune as fs
+
+    info = fs.job_info(a.job, log_lines=0)  # a missing job, or another owner's, is refused here
+    d = fs.jobs_folder() / info["status"]["id"]
+    nproc = a.nproc or int((info.get("config") or {}).get("num_processes", 1) or 1)
+    if nproc < 1 or a.nodes < 1:
+        raise ValueError(f"--nproc and --nodes must be >= 1, got {nproc} and {a.nodes}")
+    for name, text in job_scripts(d, info["status"]["id"], nproc, a.nodes).items():
+        path = d / name
+        path.write_text(text)
+        path.chmod(0o755)
+        print(f"# --- {path}\n{text}")
+    print(f"run 'bash {d / 'launch.sh'}' here (LAUNCHER=accelerate for accelerate launch) or 'sbatch {d / 'sbatch.sh'}' "
+          f"on a SLURM cluster; then load the result as lora:{d}")
 
 
 def add_commands(g: Groups) -> None:
@@ -193,14 +245,17 @@ def add_commands(g: Groups) -> None:
     f.add_argument("--seed", type=int)
     f.add_argument("--device", help="auto|cpu|cuda|cuda:N|mps")
     f.add_argument("--eval-rows", type=int, help="rows per split used for evaluation (default 400, 0 = all)")
-    f.add_argument("--num-processes", type=int, help=">1: data parallel under 'accelerate launch'")
+    f.add_argument("--num-processes", type=int,
+                   help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints)")
     f.add_argument("--background", action="store_true", help="start the job and return at once")
     f.add_argument("--out", help="write the result JSON here (foreground only)")
     f.set_defaults(func=cmd_finetune)
 
-    j = g.top.add_parser("jobs", help="background jobs: list | show ID | cancel ID | resume ID | compare ID --data F")
-    j.add_argument("action", choices=["list", "show", "cancel", "resume", "compare", "_run"], metavar="ACTION",
-                   help="list | show | cancel | resume | compare (_run DIR is what a job process executes)")
+    j = g.top.add_parser("jobs", help="background jobs: list | show ID | cancel ID | resume ID | compare ID --data F | "
+                         "export-script ID")
+    j.add_argument("action", choices=["list", "show", "cancel", "resume", "compare", "export-script", "_run"],
+                   metavar="ACTION", help="list | show | cancel | resume | compare | export-script (a torchrun/"
+                   "accelerate launch script and an sbatch wrapper) (_run DIR is what a job process executes)")
     j.add_argument("job", nargs="?", help="job id (as printed by finetune / jobs list)")
     j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on")
     j.add_argument("--pairings", default="auto", help="compare: tt,ti,it,ii or auto (all the model and data allow)")
@@ -209,6 +264,8 @@ def add_commands(g: Groups) -> None:
                    help="compare: attention binding margins per layer on the first N query captions (0 = all)")
     j.add_argument("--no-attention", action="store_true", help="compare: skip the attention margins")
     j.add_argument("--log", action="store_true", help="show: print the log tail")
+    j.add_argument("--nproc", type=int, help="export-script: processes (GPUs) per node (default: the job's)")
+    j.add_argument("--nodes", type=int, default=1, help="export-script: SLURM nodes (default 1)")
     j.add_argument("--out", help="write JSON here")
     _export_args(j)  # used by compare
     j.set_defaults(func=cmd_jobs)

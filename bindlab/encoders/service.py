@@ -14,6 +14,7 @@ the cache (no concurrent SQLite writers across ranks or nodes) and scores.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ _KEY_LOCKS: dict[tuple[str, str, tuple[tuple[str, str], ...]], threading.Lock] =
 _LOCK = threading.Lock()
 _RECIPES: dict[int, tuple[str, dict[str, Any]]] = {}  # id(instance) -> (model, options): how other ranks load it
 _SHARD_TOTALS: list[int] = []  # on rank 0: items each rank embedded in this process's sharded calls
+_SHARD_SECONDS: list[float] = []  # on rank 0: seconds each rank spent embedding its shards
 
 
 def instance_key(model: str, **options: Any) -> tuple[str, str, tuple[tuple[str, str], ...]]:
@@ -160,26 +162,35 @@ def _embed_shard(request: dict[str, Any], encoder: Encoder | None = None) -> np.
 
     rank, size = dist.get_rank(), dist.get_world_size()
     lo, hi = distributed.shard_range(len(request["items"]), rank, size)
+    t0 = time.perf_counter()
     try:
-        reply: tuple[str, Any] = ("ok", _embed_local(request, request["items"][lo:hi], encoder))
+        reply: tuple[str, Any, float] = ("ok", _embed_local(request, request["items"][lo:hi], encoder), 0.0)
     except Exception as e:  # noqa: BLE001 - sent to rank 0, which raises it
-        reply = ("error", f"rank {rank}: {e}")
+        reply = ("error", f"rank {rank}: {e}", 0.0)
+    reply = (reply[0], reply[1], time.perf_counter() - t0)
     parts = distributed.gather(reply)
     if parts is None:
         return np.zeros((0, 0), dtype=np.float32)
-    errors = [msg for kind, msg in parts if kind == "error"]
+    errors = [msg for kind, msg, _ in parts if kind == "error"]
     if errors:
         raise EncoderError(errors[0])
     if len(_SHARD_TOTALS) < len(parts):
         _SHARD_TOTALS.extend([0] * (len(parts) - len(_SHARD_TOTALS)))
-    for r, (_, vecs) in enumerate(parts):
+        _SHARD_SECONDS.extend([0.0] * (len(parts) - len(_SHARD_SECONDS)))
+    for r, (_, vecs, seconds) in enumerate(parts):
         _SHARD_TOTALS[r] += len(vecs)
-    return distributed.merge_shards([vecs for _, vecs in parts])
+        _SHARD_SECONDS[r] += seconds
+    return distributed.merge_shards([vecs for _, vecs, _ in parts])
 
 
 def shard_totals() -> list[int]:
     """On rank 0 of a launch: how many items each rank embedded so far (empty when nothing was sharded)."""
     return list(_SHARD_TOTALS)
+
+
+def shard_seconds() -> list[float]:
+    """On rank 0 of a launch: seconds each rank spent in its encoder on its shards (the bare compute)."""
+    return list(_SHARD_SECONDS)
 
 
 def _embed_local(request: dict[str, Any], shard: list[str], encoder: Encoder | None) -> np.ndarray:

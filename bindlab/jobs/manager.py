@@ -153,8 +153,43 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def live_message(status: dict[str, Any], progress: dict[str, Any] | None) -> str:
+    """The message of a job as its progress tells it: a running job that has reported progress since it (re)started
+    says its phase and step (``training: step 87/160``), never the ``starting`` written when its process began.
+
+    Args:
+        status: the job's ``status.json``.
+        progress: its ``progress.json`` (``phase``, ``step``, ``total_steps``, ``updated`` in epoch seconds).
+
+    Returns:
+        the message to show; the status's own message for a job that is not running or has not reported yet.
+    """
+    message = str(status.get("message") or "")
+    if status.get("state") != "running" or not progress or progress.get("step") is None:
+        return message
+    step, total = progress.get("step") or 0, progress.get("total_steps") or "?"
+    try:
+        started = _dt.datetime.fromisoformat(status["started"]).timestamp() if status.get("started") else None
+    except (TypeError, ValueError):
+        started = None
+    if started is not None and float(progress.get("updated") or 0.0) < started - 1.0:  # a previous attempt's report
+        return f"starting (resuming after step {step}/{total})"
+    return f"{progress.get('phase') or 'training'}: step {step}/{total}"
+
+
 class JobLimitError(ValueError):
     """A job refused because of a cap (jobs per session or on the server, steps, epochs); the message says which."""
+
+
+def launch_command(job_dir: Path, num_processes: int = 1, python: str | None = None) -> list[str]:
+    """The command that runs a job: ``python -m bindlab jobs _run DIR``, or for N > 1 processes the same module
+    under ``torchrun --standalone`` (a free rendezvous port, so jobs and tests never collide). Every process is in
+    the job's one process group, so a cancel (killpg) reaches every rank."""
+    py = python or sys.executable
+    run = ["bindlab", "jobs", "_run", str(job_dir)]
+    if num_processes <= 1:
+        return [py, "-m", *run]
+    return [py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(num_processes), "-m", *run]
 
 
 def check_training_caps(epochs: int, max_steps: int, lim: Any = None) -> None:
@@ -380,9 +415,7 @@ class JobManager:
 
         cfg = read_json(d / "config.json", {})
         n = int(cfg.get("num_processes", 1) or 1)
-        run = ["bindlab", "jobs", "_run", str(d)]
-        cmd = ([sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(n), "--module", *run]
-               if n > 1 else [sys.executable, "-m", *run])
+        cmd = launch_command(d, n)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")])),
                "PYTHONUNBUFFERED": "1", "BINDLAB_JOB_ID": st["id"]}
         with open(d / "log.txt", "a") as log:
@@ -394,6 +427,13 @@ class JobManager:
         st.update(self._set(d, state="running", pid=proc.pid, pgid=proc.pid, pid_start=_proc_start(proc.pid),
                             started=_now(), finished=None, attempts=st.get("attempts", 0) + 1,
                             message="starting"))
+
+    def mark_running(self, job_dir: str | Path, message: str) -> None:
+        """A job started outside this manager (an exported script on another machine): running, this process."""
+        d = Path(job_dir)
+        with self._locked():
+            self._set(d, state="running", pid=os.getpid(), pgid=os.getpgid(0), pid_start=_proc_start(os.getpid()),
+                      started=_now(), finished=None, message=message)
 
     def finish(self, job_dir: str | Path, state: str, message: str = "", log_tail: str | None = None) -> None:
         """Called by the runner as it exits: record the final state (unless already cancelled), then promote."""
@@ -459,16 +499,21 @@ class JobManager:
     def list(self) -> list[dict[str, Any]]:
         """This owner's jobs (all for an admin), oldest first, each status with its progress; promotes first."""
         self.promote()
-        return [self._view({**s, "progress": read_json(self.root / s["id"] / "progress.json", {}) or {}})
-                for s in self._statuses() if self._mine(s)]
+        out = []
+        for s in self._statuses():
+            if self._mine(s):
+                pr = read_json(self.root / s["id"] / "progress.json", {}) or {}
+                out.append(self._view({**s, "progress": pr, "message": live_message(s, pr)}))
+        return out
 
     def show(self, job_id: str, log_lines: int = 30) -> dict[str, Any]:
         """Everything about one job: status, config, progress, metrics, LiNeS choice, result, and with
         ``show_logs`` the log tail and folder (``log_tail`` is '' without)."""
         self.promote()
         d = self.job_dir(job_id)
-        out = {"status": self._view(self._status(d)), "config": read_json(d / "config.json", {}),
-               "progress": read_json(d / "progress.json", {}) or {}, "metrics": self.metrics(job_id),
+        st, pr = self._status(d), read_json(d / "progress.json", {}) or {}
+        out = {"status": self._view({**st, "message": live_message(st, pr)}), "config": read_json(d / "config.json", {}),
+               "progress": pr, "metrics": self.metrics(job_id),
                "lines": read_json(d / "lines.json"), "result": read_json(d / "result.json"), "log_tail": ""}
         if self.show_logs:
             out.update(log_tail=tail(d / "log.txt", log_lines), dir=str(d))

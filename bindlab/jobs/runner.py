@@ -1,7 +1,8 @@
 """The process side of a job: ``python -m bindlab jobs _run DIR`` runs the job's config and reports on disk.
 
 Progress goes to ``progress.json`` (phase, step, total, loss, rate, ETA; rewritten atomically, at most a few times
-a second) and ``metrics.jsonl`` (one line per step and per evaluation). SIGTERM sets the training
+a second) and ``metrics.jsonl`` (one line per step and per evaluation); in a data-parallel job (``torchrun``,
+``accelerate launch``) rank 0 reports and checkpoints, and every rank stops at the same step. SIGTERM sets the training
 :class:`~bindlab.train.finetune.Control` flag: the loop saves a checkpoint and stops at the next step boundary.
 On exit the runner records the final state and promotes the queue, so the next queued job starts without any
 daemon. A failure's traceback goes to the job's log only; its status gets one line. A job without ``max_steps``
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
 import sys
 import time
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.config import limits
+from bindlab.encoders.distributed import world_from_env
 from bindlab.jobs.manager import JobManager, one_line, read_json, tail, write_json_atomic
 from bindlab.train.finetune import Callback, Control, FinetuneConfig, Stopped, TrainState, train
 
@@ -95,19 +98,32 @@ def run_job(job_dir: str | Path) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         cfg = capped(FinetuneConfig.from_dict(read_json(d / "config.json", {})))
-        result = train(cfg, d, [JobReporter(d)], control, resume=bool(status.get("resume")))
+        exported = os.environ.get("BINDLAB_JOB_RESUME", "") == "1"  # started by `jobs export-script`'s scripts
+        if exported and _rank() == 0:
+            manager.mark_running(d, "running from an exported launch script")
+        result = train(cfg, d, [JobReporter(d)], control, resume=bool(status.get("resume")) or exported)
     except Stopped as e:
-        manager.finish(d, "cancelled", f"{e}; last checkpoint kept")
+        if _rank() == 0:  # one job, one report, however many processes it has
+            manager.finish(d, "cancelled", f"{e}; last checkpoint kept")
         return 0
     except BaseException as e:  # noqa: BLE001 - every failure must reach status.json
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
-        manager.finish(d, "failed", one_line(f"{type(e).__name__}: {e}"), log_tail=tail(d / "log.txt", 20))
+        where = f"rank {_rank()}: " if _rank() else ""
+        manager.finish(d, "failed", one_line(f"{where}{type(e).__name__}: {e}"), log_tail=tail(d / "log.txt", 20))
         return 1
     if result:  # rank 0 only
         manager.finish(d, "done", f"finished {result['steps']} steps; LiNeS a = {result['lines']['a']}")
     return 0
+
+
+def _rank() -> int:
+    """This process's rank in a data-parallel job (0 in one process)."""
+    try:
+        return world_from_env().rank
+    except ValueError:
+        return 0
 
 
 def capped(cfg: FinetuneConfig) -> FinetuneConfig:

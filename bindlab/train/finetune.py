@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from bindlab.encoders import distributed
 from bindlab.train.lines import check_a, lines_factors, scale_lora_state
 
 LINES_GRID: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 1.0)
@@ -59,7 +59,7 @@ class FinetuneConfig:
     eval_rows: int = 400  # rows per split used by evaluations (0 = all)
     checkpoint_every: int = 0  # steps between checkpoints (0 = at every evaluation and at the end)
     evaluate: bool = True  # baseline + final evaluation and the LiNeS grid (off only for throughput benches)
-    num_processes: int = 1  # >1: the job runs under `accelerate launch --num_processes N` (data parallel)
+    num_processes: int = 1  # >1: data parallel on N processes (torchrun here; `jobs export-script` for clusters)
     threads: int = 0  # torch CPU threads (0 = torch's default); 1 is far faster for small models on a busy CPU
     heavy: bool = True  # counts against the one-GPU-heavy-job-at-a-time limit of the job manager
     debug: dict = field(default_factory=dict)  # tests only: {"fail_at_step": k, "sleep_per_step": s}
@@ -391,41 +391,44 @@ def plan_steps(n_train: int, cfg: FinetuneConfig) -> int:
 
 
 class _Dist:
-    """Data parallelism under ``accelerate launch``: rank, world size, gradient averaging; trivial in one process."""
+    """Data parallelism under ``torchrun``/``accelerate launch`` (:mod:`bindlab.encoders.distributed`): rank,
+    world size, the rank's share of a batch, gradient averaging; trivial in one process.
+
+    Each rank takes every ``world``-th row of the global batch (``batch_size`` stays the global batch, so a run
+    on N processes takes the same steps as one process) and its loss is weighted by its share, so the averaged
+    gradient is the gradient of the global batch's mean loss, also when the rows do not split evenly.
+    """
 
     def __init__(self) -> None:
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.accelerator = None
-        if self.world > 1:
-            from accelerate import Accelerator
-
-            self.accelerator = Accelerator()
-            self.rank = self.accelerator.process_index
+        self.world_info = distributed.init()
+        self.world, self.rank = self.world_info.size, self.world_info.rank
 
     @property
     def main(self) -> bool:
         return self.rank == 0
 
-    @property
-    def device(self) -> str | None:
-        return str(self.accelerator.device) if self.accelerator else None
+    def device(self, asked: str) -> str:
+        """One process per GPU: ``cuda``/``cuda:N`` means this rank's own GPU (selected by ``init``)."""
+        return "cuda" if self.world > 1 and str(asked).startswith("cuda") else asked
 
     def shard(self, items: list[Any]) -> list[Any]:
         return items[self.rank :: self.world]
 
-    def average_grads(self, params: list[Any]) -> None:
-        if self.accelerator is None:
-            return
-        import torch.distributed as dist
+    def weight(self, n_shard: int, n_batch: int) -> float:
+        """Factor on this rank's mean loss so that averaging gradients gives the global batch's mean gradient."""
+        return n_shard * self.world / n_batch if n_batch else 0.0
 
-        for p in params:
-            if p.grad is not None:
-                dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+    def average_grads(self, params: list[Any]) -> None:
+        distributed.average_grads(params)
+
+    def mean(self, value: float) -> float:
+        return distributed.mean(value)
+
+    def any(self, flag: bool) -> bool:
+        return distributed.any_rank(flag)
 
     def barrier(self) -> None:
-        if self.accelerator is not None:
-            self.accelerator.wait_for_everyone()
+        distributed.barrier()
 
 
 def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback] = (), control: Control | None = None,
@@ -471,7 +474,7 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     splits = load_splits(cfg.data, cfg.eval_rows, cfg.seed)
-    encoder = load_encoder(cfg.model, device=dist.device or cfg.device)
+    encoder = load_encoder(cfg.model, device=dist.device(cfg.device))
     tower = text_tower(encoder)
     params = inject_lora(tower, LoraSettings(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout))  # B = 0: the base
     tower.module.eval()  # no dropout anywhere but LoRA's own (0 by default)
@@ -511,14 +514,14 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     emit("on_train_start")
     steps_per_epoch = math.ceil(len(train_rows) / cfg.batch_size)
     while state.step < state.total_steps:
-        if any(cb.should_stop(state) for cb in (*hooks, *cbs)):
+        if dist.any(any(cb.should_stop(state) for cb in (*hooks, *cbs))):  # every rank stops at the same step
             emit("on_stop")
             raise Stopped(f"stopped at step {state.step}")
         state.epoch, pos = divmod(state.step, steps_per_epoch)
         order = batch_order(len(train_rows), state.epoch, cfg.seed)
         batch = [train_rows[i] for i in order[pos * cfg.batch_size : (pos + 1) * cfg.batch_size]]
         t0 = time.perf_counter()
-        state.loss = train_step(tower, optimizer, params, dist.shard(batch), cfg.margin, dist)
+        state.loss = train_step(tower, optimizer, params, batch, cfg.margin, dist)
         state.train_seconds += time.perf_counter() - t0
         state.step += 1
         state.triplets_seen += len(batch)
@@ -563,17 +566,30 @@ def _baseline(encoder: Any, embed: Any, splits: dict[str, list[dict]], curve_row
 
 
 def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict], margin: float, dist: Any = None) -> float:
-    """One optimizer step on a batch of triplet rows; returns the loss. (b, d) embeddings per role."""
-    texts = [r["query"] for r in batch] + [r["positive"] for r in batch] + [r["negative"] for r in batch]
-    emb = tower.forward(texts)  # (3b, d), one forward for all three roles
-    b = len(batch)
-    loss = compute_loss_from_embeddings(emb[:b], emb[b : 2 * b], emb[2 * b :], margin)
+    """One optimizer step on a (global) batch of triplet rows; returns the batch's mean loss. (b, d) per role.
+
+    With ``dist`` (data parallel) this rank embeds only its share of ``batch``; gradients and the loss are
+    averaged over ranks, so every rank takes the step one process would take on the whole batch.
+    """
+    rows = dist.shard(batch) if dist is not None else batch
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if rows:
+        texts = [r["query"] for r in rows] + [r["positive"] for r in rows] + [r["negative"] for r in rows]
+        emb = tower.forward(texts)  # (3b, d), one forward for all three roles
+        b = len(rows)
+        loss = compute_loss_from_embeddings(emb[:b], emb[b : 2 * b], emb[2 * b :], margin)
+        weight = dist.weight(b, len(batch)) if dist is not None else 1.0
+        (loss * weight).backward()
+        value = float(loss.detach()) * weight
+    else:  # fewer rows than ranks: this rank adds nothing, but still takes part in the averaging
+        for p in params:
+            p.grad = p.detach().new_zeros(p.shape)
+        value = 0.0
     if dist is not None:
         dist.average_grads(params)
+        value = dist.mean(value)
     optimizer.step()
-    return float(loss.detach())
+    return value
 
 
 def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tower: Any, splits: dict[str, list[dict]],
