@@ -55,8 +55,8 @@ def cmd_generate_saber(a: argparse.Namespace) -> None:
         settings.update(image_size=a.size, vocab="renderable")
         print(f"rendered {n} new images ({5 * len(questions) - n} already there) at {a.size}px")
     path = write_benchmark(a.out, questions, settings)
-    print(f"generated {len(questions)} {template} questions (sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per size, "
-          f"seed {a.seed}) in {time.perf_counter() - t:.1f}s -> {path}")
+    print(f"generated {len(questions)} questions ({template} template, sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per "
+          f"size, seed {a.seed}) in {time.perf_counter() - t:.1f}s -> {path}")
 
 
 # --- eval: parse -> studies.browse.run_* -> print / write ------------------------------------------------------
