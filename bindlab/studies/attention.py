@@ -116,6 +116,9 @@ class CaptionRequest:
         if n_words > MAX_CAPTION_WORDS or len(self.text) > MAX_CAPTION_CHARS:
             raise ValueError(f"the caption has {n_words} words and {len(self.text)} characters; the limit is "
                              f"{MAX_CAPTION_WORDS} words and {MAX_CAPTION_CHARS} characters: shorten it")
+        from bindlab.studies.validate import check_caption  # and the caps in force (tighter in public mode)
+
+        check_caption(self.text)
         pairs = att.parse_bindings(self.bindings) if isinstance(self.bindings, str) else self.bindings
         self.bindings = [[str(a), str(o)] for a, o in pairs]
         self.direction = att.check_direction(self.direction)

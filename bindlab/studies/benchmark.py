@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
-from bindlab.studies.validate import nonneg_int, positive_int
+from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
 SOURCES = ("auto", "local", "hub")
 TASKS = ("itt", "tot")
@@ -57,6 +57,12 @@ class BenchmarkRequest:
         self.seed = nonneg_int(self.seed, "seed")
         if not isinstance(self.device, str) or not self.device.strip():
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        paths = {"data": self.data, "images": self.images}
+        if self.name.endswith(".json") or "/" in self.name:  # a manifest given by path
+            paths["name"] = self.name
+        for name, value in paths.items():  # inside the allowed data roots
+            if value and str(value).strip():
+                input_path(str(value).strip(), name, must_exist=False)
 
 
 def native_value(summary: dict) -> float | None:

@@ -24,7 +24,7 @@ from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, evaluate_
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
 from bindlab.studies.result import Result
-from bindlab.studies.validate import nonneg_int, positive_int
+from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
 DEFAULT_IMAGE_SIZE = 128
@@ -84,6 +84,7 @@ class McqRequest:
         if not str(self.data or "").strip():
             raise ValueError("data: give an MCQ JSONL file, e.g. DIR/mcq.jsonl "
                              "(make one with 'python -m bindlab generate saber --out DIR')")
+        input_path(str(self.data).strip(), "data", must_exist=False)  # inside the allowed data roots
         self.data = Path(self.data)
         self.model = (self.model or "").strip()
         if not self.model:

@@ -20,7 +20,7 @@ from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosit
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
-from bindlab.studies.validate import nonneg_int, positive_int
+from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
@@ -60,6 +60,7 @@ class PairsRequest:
         if not str(self.data or "").strip():
             raise ValueError("data: give a Pairs JSONL file, e.g. DIR/pairs.jsonl "
                              "(make one with 'python -m bindlab generate composet --out DIR')")
+        input_path(str(self.data).strip(), "data", must_exist=False)  # inside the allowed data roots
         self.data = Path(self.data)
         self.model = (self.model or "").strip()
         if not self.model:

@@ -11,6 +11,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from bindlab.config import public_mode
 from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse
 from bindlab.ui import compare as compare_tab
@@ -20,7 +21,7 @@ from bindlab.ui import finetune as finetune_tab
 from bindlab.ui import grounding as grounding_tab
 from bindlab.ui import pairs as pairs_tab
 from bindlab.ui import walkthrough as walkthrough_tab
-from bindlab.ui.common import max_upload_bytes
+from bindlab.ui.common import install_uploads, max_upload_bytes
 from bindlab.ui.gpu import GPU_QUEUE
 
 INTRO = """# bindlab — attribute–object binding lab
@@ -68,6 +69,7 @@ def build_app() -> gr.Blocks:
                 demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False,
                           **(GPU_QUEUE if hook.get("gpu") else {}))
         exports_ui.install(demo)  # a session's downloads are deleted when it ends, old ones on a timer
+        install_uploads(demo)  # and its uploads (public mode's upload widgets)
     return demo
 
 
@@ -115,5 +117,8 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     from gradio import networking
 
     networking.url_ok = patient_url_ok  # Blocks.launch calls networking.url_ok(local_url) once the server is up
-    demo.launch(server_name=host, server_port=port, css=CSS, show_error=True, **kwargs)
+    # Messages of gr.Error (every user error, via ui.common.friendly) always show; with show_error off, any other
+    # exception's text stays in the server log. Public mode keeps it off; locally raw errors show too.
+    kwargs.setdefault("show_error", not public_mode())
+    demo.launch(server_name=host, server_port=port, css=CSS, **kwargs)
     return demo

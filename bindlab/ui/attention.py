@@ -10,7 +10,7 @@ import gradio as gr
 from bindlab.present import attention_figures as figs
 from bindlab.present.exports import attention_export
 from bindlab.studies import attention as study
-from bindlab.ui.common import friendly
+from bindlab.ui.common import data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -199,8 +199,8 @@ def build_tab() -> None:
                             elem_id="at-model")
         compare = gr.Dropdown([""] + MODEL_CHOICES, value="", label="Compare with (optional)", allow_custom_value=True,
                               scale=2, elem_id="at-compare")
-        data = gr.Textbox(label="Captions: MCQ, triplets or captions JSONL (empty = embedded mini benchmark)",
-                          value="", scale=3, elem_id="at-data")
+        data = data_picker("captions", "Captions: MCQ, triplets or captions JSONL (empty = embedded mini benchmark)",
+                           "at-data")
         limit = gr.Number(value=40, precision=0, label="Captions per set (0 = all)", scale=1, elem_id="at-limit")
     with gr.Row():
         direction = gr.Radio(DIRECTION_CHOICES, value="later_to_earlier", label="Direction", scale=3,

@@ -12,7 +12,7 @@ import pandas as pd
 from bindlab.present import figures
 from bindlab.present.exports import mcq_export
 from bindlab.studies import browse
-from bindlab.ui.common import clear_on_error, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -201,7 +201,7 @@ def build_tab() -> dict[str, Any]:
                 "attribute on its own object. Green phrases are query bindings, red ones are broken. Pairings put "
                 "the query in one modality and the candidates in another (t = text, i = image).")
     with gr.Row():
-        data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark)", value="", scale=3, elem_id="bl-data")
+        data = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "bl-data")
         model = gr.Dropdown(MODEL_CHOICES, value="minilm", label="Encoder id (empty = default for the pairing)",
                             allow_custom_value=True, scale=2, elem_id="bl-model")
         pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="Pairing (query→candidates)", scale=2,

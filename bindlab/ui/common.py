@@ -1,14 +1,20 @@
-"""Shared UI helpers: turning backend errors into readable messages; the upload size limit."""
+"""Shared UI helpers: turning backend errors into readable messages; the upload size limit; the data input of a tab
+(a path box locally, offered sets and uploads in public mode)."""
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
+
+from bindlab.config import limits, public_mode
+from bindlab.studies import datasets
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +25,8 @@ USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, FileNotFou
 def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a callback so a user error becomes a ``gr.Error`` toast with its message and the app keeps running.
 
-    Unexpected exceptions are logged with their traceback and shown as one line naming the exception type.
+    A user error logs one line on the server; an unexpected exception logs its traceback and shows one line naming
+    the exception type (in public mode without its message, which may quote a file or a server path).
     """
 
     @functools.wraps(fn)
@@ -29,11 +36,14 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         except gr.Error:
             raise
         except USER_ERRORS as e:
-            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            raise gr.Error(str(msg), duration=None) from None
+            msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+            log.info("callback %s refused: %s", fn.__name__, msg.splitlines()[0] if msg else type(e).__name__)
+            raise gr.Error(msg, duration=None, print_exception=False) from None
         except Exception as e:  # noqa: BLE001 - the app must survive any callback failure
             log.exception("callback %s failed", fn.__name__)
-            raise gr.Error(f"{type(e).__name__}: {e} (see the server log for details)", duration=None) from None
+            detail = "" if public_mode() else f": {e}"
+            raise gr.Error(f"{type(e).__name__}{detail} (see the server log for details)", duration=None,
+                           print_exception=False) from None
 
     return wrapper
 
@@ -97,41 +107,90 @@ def clear_on_error(event: Any, results: list[Any] | tuple[Any, ...], hide: list[
     return event.failure(clear, None, results, api_name=False, show_progress="hidden", queue=False)
 
 
-def max_upload_mb() -> float:
-    """``$BINDLAB_MAX_UPLOAD_MB`` (default 50): the largest file a visitor may upload, in MiB.
+def max_upload_mb() -> int:
+    """``limits().max_upload_mb`` (``$BINDLAB_MAX_UPLOAD_MB``; 50 locally, 20 in public mode): the largest file a
+    visitor may upload, in MiB.
 
     Raises:
-        ValueError: the variable is not a positive number.
+        ValueError: the variable is not a positive whole number.
     """
-    raw = os.environ.get("BINDLAB_MAX_UPLOAD_MB", "50").strip() or "50"
     try:
-        mb = float(raw)
-    except ValueError:
-        mb = 0.0
-    if not mb > 0:
-        raise ValueError(f"BINDLAB_MAX_UPLOAD_MB must be a positive number of MiB, got {raw!r}")
+        mb = limits().max_upload_mb
+    except ValueError as e:
+        raise ValueError(f"BINDLAB_MAX_UPLOAD_MB must be a positive whole number of MiB ({e})") from None
+    if mb <= 0:
+        raise ValueError(f"BINDLAB_MAX_UPLOAD_MB must be a positive whole number of MiB, got {mb}")
     return mb
 
 
 def max_upload_bytes() -> int:
     """:func:`max_upload_mb` in bytes; ``launch()`` passes it to Gradio, whose upload route refuses larger files."""
-    return int(max_upload_mb() * 1024 * 1024)
+    return max_upload_mb() * 1024 * 1024
 
 
 def check_upload(path: str | Path | None) -> Path:
     """The path of an uploaded file, checked again in the callback (Gradio's limit guards its upload route; this
-    guards files reaching a callback some other way).
+    guards files reaching a callback some other way) against ``limits().max_upload_mb``.
 
     Raises:
         ValueError: no file, a missing file, or one over the limit (the message gives both sizes).
     """
-    if not path:
-        raise ValueError("no file uploaded; choose a file first")
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"uploaded file {p.name} is missing on the server; upload it again")
-    size, limit = p.stat().st_size, max_upload_bytes()
-    if size > limit:
-        raise ValueError(f"{p.name} is {size / 2**20:.1f} MiB; uploads are limited to {limit / 2**20:g} MiB "
-                         "(BINDLAB_MAX_UPLOAD_MB)")
-    return p
+    return datasets.check_upload_size(path or "")
+
+
+# --- choosing data: the embedded and offered sets, uploads; a free path only outside public mode ----------------
+def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textbox | gr.Dropdown:
+    """The data input of a tab; its value (a path, or "" for the embedded default) goes to the callback as before.
+
+    Locally: the plain path textbox. In public mode: a dropdown of the sets a visitor may choose
+    (:func:`bindlab.studies.datasets.list_data_sets`) and an upload widget beside it; an uploaded file is stored in
+    the session's upload folder (deleted when the session ends) and becomes the dropdown's chosen value. The dropdown
+    takes no typed values, and Gradio refuses a value that is not one of the session's choices.
+
+    Args:
+        kind: a key of :data:`bindlab.studies.datasets.KINDS` (mcq, pairs, captions, grid, triplets).
+        label: the label of the input (locally it says what an empty box means).
+        elem_id: element id of the textbox / dropdown (the upload widget gets ``<elem_id>-upload``).
+        scale: width share in the surrounding row.
+    """
+    if not public_mode():
+        return gr.Textbox(label=label, value="", scale=scale, elem_id=elem_id)
+    folder = datasets.is_folder_kind(kind)
+    with gr.Column(scale=scale, min_width=240):
+        choice = gr.Dropdown(datasets.list_data_sets(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
+                             allow_custom_value=False, filterable=False)
+        upload = gr.File(label=f"…or upload ({'several files' if folder else 'one file'}, at most "
+                               f"{max_upload_mb()} MiB each)", file_count="multiple" if folder else "single",
+                         file_types=datasets.UPLOAD_TYPES[kind], height=90, elem_id=f"{elem_id}-upload")
+
+    def take(files: Any, request: gr.Request) -> tuple[Any, Any]:
+        stored = datasets.store_upload(files, kind, getattr(request, "session_hash", None))
+        name = f"uploaded: {stored.name if not folder else ', '.join(sorted(p.name for p in stored.iterdir()))[:80]}"
+        return gr.update(choices=[*datasets.list_data_sets(kind), (name, str(stored))], value=str(stored)), None
+
+    upload.upload(friendly(take), [upload], [choice, upload], api_name=f"{elem_id.replace('-', '_')}_upload")
+    return choice
+
+
+_UPLOAD_SWEEPER: threading.Thread | None = None
+
+
+def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float = 3600.0) -> None:
+    """Delete a session's uploads when it ends (``demo.unload``), and old ones every ``every_s`` seconds."""
+    global _UPLOAD_SWEEPER
+
+    def end(request: gr.Request) -> None:
+        datasets.delete_uploads(getattr(request, "session_hash", None))
+
+    demo.unload(end)
+    if _UPLOAD_SWEEPER is None or not _UPLOAD_SWEEPER.is_alive():
+        def loop() -> None:
+            while True:
+                try:
+                    datasets.sweep_uploads(older_than_s)
+                except Exception:  # noqa: BLE001 - a failed sweep must not end the thread; the next one retries
+                    log.exception("sweeping old uploads failed")
+                time.sleep(every_s)
+
+        _UPLOAD_SWEEPER = threading.Thread(target=loop, name="bindlab-upload-sweeper", daemon=True)
+        _UPLOAD_SWEEPER.start()

@@ -17,7 +17,7 @@ import pandas as pd
 from bindlab.present import compare_figures as cf
 from bindlab.present.exports import models_compare_export
 from bindlab.studies import compare as cs
-from bindlab.ui.common import friendly
+from bindlab.ui.common import data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -159,9 +159,9 @@ def build_tab() -> dict[str, Any]:
                                  elem_id="cmp-suite")
         pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="MCQ pairing", scale=1, elem_id="cmp-pairing")
     with gr.Row():
-        data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark)", scale=2, elem_id="cmp-data")
-        pairs_data = gr.Textbox(label="Pairs file (empty = embedded CompoSET-style set)", scale=2,
-                                elem_id="cmp-pairs-data")
+        data = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "cmp-data", scale=2)
+        pairs_data = data_picker("pairs", "Pairs file (empty = embedded CompoSET-style set)", "cmp-pairs-data",
+                                 scale=2)
         benchmark = gr.Textbox(label="Published benchmark (optional): NAME or NAME=PATH", scale=2,
                                elem_id="cmp-benchmark")
         go = gr.Button("Run", variant="primary", scale=1, elem_id="cmp-run")

@@ -17,7 +17,7 @@ import gradio as gr
 from bindlab.present.figures import message_figure
 from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
 from bindlab.studies import map as ms
-from bindlab.ui.common import friendly
+from bindlab.ui.common import data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -282,8 +282,8 @@ def build_tab() -> dict[str, Any]:
                 "point to see it and its nearest neighbours, then open its question in Browse. Drag a box (or pick "
                 "the lasso in the plot's toolbar) to list the points inside with the model's accuracy on them.")
     with gr.Row():
-        data = gr.Textbox(label="MCQ file (empty = embedded mini benchmark; with images for image models)", value="",
-                          scale=3, elem_id="map-data")
+        data = data_picker("mcq", "MCQ file (empty = embedded mini benchmark; with images for image models)",
+                           "map-data")
         model = gr.Dropdown(MODEL_CHOICES, value="toy:clip", label="Encoder id", allow_custom_value=True, scale=2,
                             elem_id="map-model")
         n_objects = gr.Dropdown([str(n) for n in range(2, 11)], value=[], multiselect=True, scale=2,

@@ -137,8 +137,8 @@ def test_env_settings_are_validated(monkeypatch):
     from bindlab.ui import gpu
     from bindlab.ui.common import max_upload_bytes, max_upload_mb
 
-    monkeypatch.setenv("BINDLAB_MAX_UPLOAD_MB", "2.5")
-    assert max_upload_mb() == 2.5 and max_upload_bytes() == int(2.5 * 2**20)
+    monkeypatch.setenv("BINDLAB_MAX_UPLOAD_MB", "3")
+    assert max_upload_mb() == 3 and max_upload_bytes() == 3 * 2**20
     for bad in ("0", "-1", "lots"):
         monkeypatch.setenv("BINDLAB_MAX_UPLOAD_MB", bad)
         with pytest.raises(ValueError, match="BINDLAB_MAX_UPLOAD_MB"):

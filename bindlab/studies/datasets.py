@@ -1,0 +1,207 @@
+"""Which data a visitor may choose, and the files they upload.
+
+In public mode (:func:`bindlab.config.public_mode`) a tab never takes a free server path: it offers the embedded
+sets, the sets found under ``$BINDLAB_HOME`` and the allowed data roots (:func:`list_data_sets`), and files the
+visitor uploads. An upload is copied into ``$BINDLAB_HOME/uploads/<session>/<fresh folder>/`` (:func:`store_upload`),
+which lies inside the allowed roots, so the studies read it through the same checks as any other path; image fields
+inside an uploaded file resolve relative to its own folder, so they can only name files uploaded with it. A session's
+uploads are deleted when it ends (:func:`delete_uploads`) and old ones are swept by age (:func:`sweep_uploads`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bindlab.config import data_roots, home, limits, public_mode
+
+# kind -> (what it is, file names that make a set of that kind; "/" marks a folder holding that file)
+KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "mcq": ("MCQ JSONL file", ("mcq.jsonl",)),
+    "pairs": ("pairs JSONL file", ("pairs.jsonl",)),
+    "captions": ("MCQ, triplets or captions JSONL file", ("mcq.jsonl", "triplets.jsonl", "captions.jsonl")),
+    "grid": ("factor grid folder (index.csv and its images)", ("/index.csv",)),
+    "triplets": ("triplets folder (triplets.jsonl)", ("/triplets.jsonl",)),
+}
+# Upload file types per kind (what the upload widget accepts).
+UPLOAD_TYPES: dict[str, list[str]] = {
+    "mcq": [".jsonl", ".json"], "pairs": [".jsonl", ".json"], "captions": [".jsonl", ".json"],
+    "grid": [".csv", ".png", ".jpg", ".jpeg"], "triplets": [".jsonl", ".json"],
+}
+# Folders under $BINDLAB_HOME that hold no data sets a visitor should see.
+_SKIP = {"jobs", "exports", "uploads", "cache", "compare", "maps", ".git", "__pycache__", "node_modules"}
+MAX_DEPTH = 4  # how deep under a root the listing looks
+MAX_SETS = 50  # at most this many sets are offered per kind
+NO_SESSION = "no-session"
+
+
+def _check_kind(kind: str) -> tuple[str, tuple[str, ...]]:
+    if kind not in KINDS:
+        raise ValueError(f"unknown data kind {kind!r}; choose one of {', '.join(KINDS)}")
+    return KINDS[kind]
+
+
+def is_folder_kind(kind: str) -> bool:
+    """True when a set of this kind is a folder (a factor grid, a triplets folder), not one file."""
+    return _check_kind(kind)[1][0].startswith("/")
+
+
+def _walk(root: Path, names: tuple[str, ...], out: list[Path]) -> None:
+    """Depth-limited search of ``root`` for files named in ``names`` (no symlinked folders, skipped names)."""
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack and len(out) < MAX_SETS:
+        folder, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH and e.name not in _SKIP:
+                stack.append((Path(e.path), depth + 1))
+            elif e.is_file(follow_symlinks=False) and e.name in names:
+                out.append(Path(e.path))
+
+
+def list_data_sets(kind: str) -> list[tuple[str, str]]:
+    """The sets of ``kind`` a visitor may choose: ``(label, path)`` pairs, the embedded default first as
+    ``("embedded default", "")``. Sets are looked for under every allowed data root except the current folder in
+    local mode (a checkout can be large); labels are paths relative to their root."""
+    _, names = _check_kind(kind)
+    folder = names[0].startswith("/")
+    wanted = tuple(n.lstrip("/") for n in names)
+    found: list[Path] = []
+    cwd = Path(os.path.realpath(Path.cwd()))
+    for root in data_roots():
+        if root == cwd and not public_mode():
+            continue
+        if root.is_dir():
+            _walk(root, wanted, found)
+    sets: list[tuple[str, str]] = [("embedded default", "")]
+    seen: set[str] = set()
+    for f in found:
+        target = f.parent if folder else f
+        if str(target) in seen:
+            continue
+        seen.add(str(target))
+        root = next((r for r in data_roots() if r == target or r in target.parents), target.parent)
+        sets.append((f"{root.name}/{target.relative_to(root)}" if target != root else root.name, str(target)))
+    return sets
+
+
+# --- uploads -------------------------------------------------------------------------------------------------------
+def uploads_root() -> Path:
+    """``$BINDLAB_HOME/uploads``: one folder per browser session."""
+    return home() / "uploads"
+
+
+def session_uploads(session: str | None) -> Path:
+    """The upload folder of one browser session (its hash, made safe as a folder name)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(session or ""))[:64] or NO_SESSION
+    return uploads_root() / name
+
+
+def _safe_name(name: str) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name).lstrip(".")[:100]
+    return base or "upload"
+
+
+def check_upload_size(path: str | os.PathLike) -> Path:
+    """An uploaded file, present, regular and within ``limits().max_upload_mb``.
+
+    Raises:
+        ValueError: no file, a missing or non-regular file, or one over the limit (the message gives both sizes).
+    """
+    if not path:
+        raise ValueError("no file uploaded; choose a file first")
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"uploaded file {p.name} is missing on the server; upload it again")
+    mb = limits().max_upload_mb
+    size = p.stat().st_size
+    if size > mb * 1024 * 1024:
+        raise ValueError(f"{p.name} is {size / 2**20:.1f} MiB; uploads are limited to {mb} MiB "
+                         "(BINDLAB_MAX_UPLOAD_MB)")
+    return p
+
+
+def store_upload(files: str | os.PathLike | Sequence[str | os.PathLike], kind: str, session: str | None) -> Path:
+    """Copy uploaded files into a fresh folder of the session's upload folder.
+
+    Args:
+        files: one file (a file kind) or several (a folder kind: e.g. ``index.csv`` and its images).
+        kind: a key of :data:`KINDS`.
+        session: the browser session hash (its folder is deleted when the session ends).
+
+    Returns:
+        The stored file (a file kind) or the folder holding the files (a folder kind).
+
+    Raises:
+        ValueError: no file, a file over the size limit, several files for a file kind, or a folder kind without
+            the file that makes the set (``index.csv``, ``triplets.jsonl``).
+    """
+    what, names = _check_kind(kind)
+    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files or [])
+    paths = [check_upload_size(p) for p in paths if p]
+    if not paths:
+        raise ValueError(f"no file uploaded; choose a {what}")
+    folder_kind = names[0].startswith("/")
+    if not folder_kind and len(paths) > 1:
+        raise ValueError(f"upload one {what}, got {len(paths)} files")
+    if folder_kind and names[0][1:] not in {_safe_name(p.name) for p in paths}:
+        raise ValueError(f"a {what} needs a file named {names[0][1:]} among the uploaded files")
+    parent = session_uploads(session)
+    parent.mkdir(parents=True, exist_ok=True)
+    dest = Path(tempfile.mkdtemp(prefix="upload-", dir=parent))
+    for p in paths:
+        shutil.copyfile(p, dest / _safe_name(p.name))
+    return dest if folder_kind else dest / _safe_name(paths[0].name)
+
+
+def is_upload(path: str | os.PathLike) -> bool:
+    """True when ``path`` lies in some session's upload folder."""
+    real = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(uploads_root()))
+    return root in real.parents
+
+
+def delete_uploads(session: str | None) -> bool:
+    """Delete one session's uploads; True when there were some."""
+    folder = session_uploads(session)
+    if not folder.is_dir():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def sweep_uploads(older_than_s: float, now: float | None = None) -> int:
+    """Delete upload folders last changed more than ``older_than_s`` ago; returns how many went."""
+    root = uploads_root()
+    if not root.is_dir():
+        return 0
+    cutoff = (time.time() if now is None else now) - older_than_s
+    removed = 0
+    for session in root.iterdir():
+        if not session.is_dir() or session.is_symlink():
+            continue
+        for entry in session.iterdir():
+            try:
+                if entry.lstat().st_mtime < cutoff:
+                    shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+                    removed += 1
+            except OSError:
+                continue
+        try:
+            if not any(session.iterdir()):
+                session.rmdir()
+        except OSError:
+            pass
+    return removed
+
+
+__all__ = ["KINDS", "UPLOAD_TYPES", "check_upload_size", "delete_uploads", "is_folder_kind",
+           "is_upload", "list_data_sets", "session_uploads", "store_upload", "sweep_uploads", "uploads_root"]
