@@ -285,6 +285,8 @@ class CompareRequest:
             raise ValueError("select a finished job to compare (ids as 'python -m bindlab jobs list' prints them)")
         object.__setattr__(self, "job", job)
         object.__setattr__(self, "data", str(self.data or "").strip())
+        if self.data:
+            input_path(self.data, "data", must_exist=False)  # inside the allowed data roots
         object.__setattr__(self, "limit", nonneg_int(self.limit, "limit"))
         if self.attention_limit is not None:
             object.__setattr__(self, "attention_limit", nonneg_int(self.attention_limit, "attention_limit"))

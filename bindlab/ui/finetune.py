@@ -16,7 +16,7 @@ import pandas as pd
 
 from bindlab.present import figures
 from bindlab.studies import finetune as fs
-from bindlab.ui.common import friendly
+from bindlab.ui.common import data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -190,7 +190,7 @@ def build_tab() -> None:
                 "layer. Jobs run in the background; this page polls them.")
     with gr.Row():
         model = gr.Textbox(value="minilm", label="Base model id", elem_id="ft-model", scale=2)
-        data = gr.Textbox(value="", label="Triplets folder (empty = generate 4,000 rows)", elem_id="ft-data", scale=3)
+        data = data_picker("triplets", "Triplets folder (empty = generate 4,000 rows)", "ft-data")
         lines_a = gr.Textbox(value="auto", label="LiNeS a (auto = chosen on validation)", elem_id="ft-lines-a")
     with gr.Row():
         epochs = gr.Number(value=1, precision=0, minimum=1, label="Epochs", elem_id="ft-epochs")
@@ -210,7 +210,7 @@ def build_tab() -> None:
     jobs = gr.Dataframe(headers=JOB_COLUMNS, label="All jobs", interactive=False, elem_id="ft-jobs")
     gr.Markdown("### Before vs after")
     with gr.Row():
-        mcq = gr.Textbox(value="", label="MCQ file (empty = embedded mini benchmark)", elem_id="ft-mcq", scale=3)
+        mcq = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "ft-mcq")
         cmp_btn = gr.Button("Compare base vs finetuned", elem_id="ft-compare-btn")
     cmp_head = gr.Markdown(elem_id="ft-compare-head")
     with gr.Row():
