@@ -207,3 +207,9 @@ def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
     assert groups.loc["large", "accuracy"] == pytest.approx(results["objects"]["large"]["accuracy"])
     with pytest.raises(ValueError, match="run at least one step"):
         exports.walkthrough_export({})
+
+
+def test_grounding_refuses_a_value_not_in_the_grid(tiny_grid):
+    """A typed pattern that the grid does not hold is refused with the list, never silently replaced."""
+    with pytest.raises(ValueError, match=r"'zebra' is not in the grid; choose one of .*striped"):
+        wt.step_grounding(alpha=1.0, value="zebra", grid=tiny_grid)

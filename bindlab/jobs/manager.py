@@ -181,6 +181,18 @@ class JobLimitError(ValueError):
     """A job refused because of a cap (jobs per session or on the server, steps, epochs); the message says which."""
 
 
+MAX_PROCESSES_ENV = "BINDLAB_MAX_JOB_PROCESSES"  # processes one job may start (data parallel), default 8
+
+
+def check_processes(n: int) -> None:
+    """Refuse a job asking for more processes than ``BINDLAB_MAX_JOB_PROCESSES`` (default 8) allows."""
+    raw = os.environ.get(MAX_PROCESSES_ENV, "").strip()
+    cap = int(raw) if raw.isdigit() else 8
+    if n > cap:
+        raise JobLimitError(f"num_processes {n} is over this server's cap of {cap} ({MAX_PROCESSES_ENV}); use at "
+                            f"most {cap} here, and for more run the job elsewhere ('jobs export-script ID --nproc {n}')")
+
+
 def launch_command(job_dir: Path, num_processes: int = 1, python: str | None = None) -> list[str]:
     """The command that runs a job: ``python -m bindlab jobs _run DIR``, or for N > 1 processes the same module
     under ``torchrun --standalone`` (a free rendezvous port, so jobs and tests never collide). Every process is in
@@ -313,6 +325,7 @@ class JobManager:
         parse_encoder_id(cfg.model)
         lim = limits()
         check_training_caps(cfg.epochs, cfg.max_steps, lim)
+        check_processes(cfg.num_processes)
         data = Path(cfg.data)
         if not (data.is_file() or (data / "triplets.jsonl").is_file()):
             raise FileNotFoundError(f"no triplets at {data}; make them with "

@@ -37,6 +37,43 @@ def attention_figure(r: dict[str, Any]) -> Any:
     return af.margin_curves(af.result_curves(r), title=f"Attention binding margin per layer: {r['model']}")
 
 
-def finetune_figure(r: dict[str, Any]) -> Any:
-    """Step 7: accuracy by N, base vs finetuned vs LiNeS, in every pairing."""
-    return figures.compare_by_n(r["by_n"])
+FINETUNE_MODELS = (("base", "base", "#7f7f7f", "dot"), ("unscaled", "finetuned (no LiNeS)", "#ff7f0e", "dash"),
+                   ("lines", "finetuned + LiNeS", "#2ca02c", "solid"))
+
+
+def finetune_figure(r: dict[str, Any], chance: float = 0.25) -> Any:
+    """Step 7: accuracy by N, base vs finetuned vs LiNeS: one small chart per pairing (2 x 2), the three models in
+    the same colours in each, one legend entry per model, the chance level dashed.
+
+    Args:
+        r: :func:`bindlab.studies.walkthrough.step_finetune`'s dict; its ``by_n`` rows are
+            ``{"pairing", "N", "base", "unscaled", "lines"}`` with ``N`` an int-like string or ``"all"``.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    pts = [x for x in r["by_n"] if x["N"] != "all"]
+    if not pts:
+        return figures.message_figure("nothing to compare yet")
+    pairings = list(dict.fromkeys(x["pairing"] for x in pts))
+    cols = 2 if len(pairings) > 1 else 1
+    rows = (len(pairings) + cols - 1) // cols
+    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, shared_yaxes=True, vertical_spacing=0.14,
+                        horizontal_spacing=0.06, subplot_titles=[PAIRING_NAMES.get(p, p) for p in pairings])
+    for i, p in enumerate(pairings):
+        sel = sorted((x for x in pts if x["pairing"] == p), key=lambda x: int(x["N"]))
+        for key, label, colour, dash in FINETUNE_MODELS:
+            fig.add_trace(go.Scatter(x=[int(x["N"]) for x in sel], y=[x[key] for x in sel], mode="lines+markers",
+                                     name=label, legendgroup=key, showlegend=i == 0,
+                                     line=dict(color=colour, dash=dash), marker=dict(size=6),
+                                     hovertemplate=f"{PAIRING_NAMES.get(p, p)} · {label}<br>N = %{{x}}: "
+                                                   "%{y:.3f}<extra></extra>"),
+                          row=i // cols + 1, col=i % cols + 1)
+        fig.add_hline(y=chance, line_dash="dash", line_color="grey", line_width=1, row=i // cols + 1,
+                      col=i % cols + 1)
+    fig.update_yaxes(range=[0, 1.02], title_text="accuracy", col=1)
+    fig.update_xaxes(title_text="number of objects (N)", dtick=1, row=rows)
+    fig.update_layout(title=f"MCQ accuracy by N: base vs finetuned (chance {chance:.2f} dashed)",
+                      height=260 * rows + 150, margin=dict(l=55, r=20, t=70, b=90),
+                      legend=dict(orientation="h", y=-0.1, yanchor="top", x=0.5, xanchor="center"))
+    return fig

@@ -29,7 +29,7 @@ Progress = Callable[[float, str], None]
 
 __all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", "attention_rows", "cancel_job",
            "check_config", "compare_job", "compare_provenance", "default_triplets", "format_compare", "job_info",
-           "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "per_layer_rows", "result_rows", "resume_job",
+           "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "page_manager", "per_layer_rows", "result_rows", "resume_job",
            "run_finetune_compare", "run_job_process", "submit_finetune"]
 
 
@@ -38,6 +38,24 @@ def _manager(manager: Any = None) -> Any:
     from bindlab.jobs.manager import JobManager
 
     return manager or JobManager()
+
+
+def page_manager(session: str | None) -> Any:
+    """The job manager of one page visitor: jobs owned by ``session:<session>`` and shown without server details
+    (a failed job carries its one-line ``error``, never a log tail or traceback).
+
+    Outside public mode (:func:`bindlab.config.public_mode`) the page is the local user's own, so it also sees and
+    can follow the jobs started from this machine's CLI (as an admin); in public mode a visitor sees only their own.
+
+    Raises:
+        ValueError: no session id (a page event always has one).
+    """
+    from bindlab.config import public_mode
+    from bindlab.jobs.manager import JobManager
+
+    if not str(session or "").strip():
+        raise ValueError("this page has no session id; reload the page")
+    return JobManager(owner=f"session:{str(session).strip()}", admin=not public_mode(), show_logs=False)
 
 
 def default_triplets() -> Path:

@@ -240,13 +240,18 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
         ``map_native``/``map_grounded``, the margin ``curve`` — plus ``map_prototype`` (test macro-mAP when the
         image prototype itself is the query: what the image embeddings hold), ``alpha_validation`` (the protocol's
         α, chosen on validation) and ``values``.
+
+    Raises:
+        ValueError: ``value`` is given but is not one of the factor's values (the message lists them).
     """
     from bindlab.studies.grounding import slider_view
 
     session = grounding_session(grid, model, progress)
     state = session.state(factor)
     values = state.values.tolist()
-    value = value if value in values else values[0]
+    if value is not None and value not in values:
+        raise ValueError(f"{factor} {str(value)[:60]!r} is not in the grid; choose one of {', '.join(values)}")
+    value = values[0] if value is None else value
     view = slider_view(session, factor, value, float(alpha))
     v = view["value_index"]
     sel = state.select_alpha()
@@ -367,6 +372,7 @@ def finetune_status(job_id: str, manager: Any = None) -> dict[str, Any]:
     info = job_info(job_id, log_lines=10, manager=manager)
     st, pr = info["status"], info["progress"]
     return {"id": st["id"], "state": st["state"], "message": st.get("message", ""), "done": st["state"] == "done",
+            "error": st.get("error"),
             "step": pr.get("step", 0), "total_steps": pr.get("total_steps"), "phase": pr.get("phase"),
             "fraction": 1.0 if st["state"] == "done" else float(pr.get("fraction") or 0.0), "loss": pr.get("loss"),
             "eta_s": pr.get("eta_s"), "elapsed_s": pr.get("elapsed_s"), "config": info["config"],
@@ -385,17 +391,19 @@ def latest_finished(manager: Any = None, **overrides: Any) -> str | None:
     return None
 
 
-def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60) -> dict[str, float]:
+def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60, manager: Any = None
+                ) -> dict[str, float]:
     """How far the finetune moved *image* embeddings: mean 1 − cos(base, LiNeS) over the benchmark's query images.
 
     For ``toy:shared`` a text-only LoRA changes images too (the blocks are shared); for a dual encoder it is 0.
+    ``manager``: the job manager the job belongs to (default: the local one).
     """
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.service import embed_image_files
     from bindlab.studies.finetune import job_info
 
-    base = job_info(job_id, log_lines=0)["status"]["base_model"]
+    base = job_info(job_id, log_lines=0, manager=manager)["status"]["base_model"]
     path = _dataset(data, images=True)
     questions, _ = load_mcqs(path)
     files = [path.parent / q.query.image for q in questions[:limit]]
@@ -408,9 +416,10 @@ def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60) ->
 
 
 def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: int | None = 40,
-                  progress: Progress | None = None) -> dict[str, Any]:
+                  progress: Progress | None = None, manager: Any = None) -> dict[str, Any]:
     """Step 7, once the job is done: base vs finetuned (no LiNeS) vs LiNeS on the image benchmark, all four
-    pairings, plus the job's triplet accuracy, the attention margins and the image-embedding drift.
+    pairings, plus the job's triplet accuracy, the attention margins and the image-embedding drift. ``manager``: the
+    job manager the job belongs to (a page visitor's; default: the local one).
 
     Returns:
         ``{"job", "models", "rows": [{"pairing", "base", "unscaled", "lines"}] (N = all), "by_n" (all rows of
@@ -419,17 +428,17 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
     """
     from bindlab.studies.finetune import compare_job, job_info, mcq_table
 
-    info = job_info(job_id, log_lines=0)
+    info = job_info(job_id, log_lines=0, manager=manager)
     if info["status"]["state"] != "done":
         raise ValueError(f"job {job_id} is {info['status']['state']}; the before/after needs it done")
     path = _dataset(data, images=True, progress=progress)
-    res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress,
+    res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress, manager=manager,
                       attention_limit=attention_limit)
     table = mcq_table(res)
     result = info["result"] or {}
     return {"job": res["job"], "models": res["models"], "rows": [r for r in table if r["N"] == "all"],
             "by_n": table, "triplets": res["triplets"], "lines_a": (res.get("lines") or {}).get("a"),
-            "attention": res.get("attention"), "image_drift": image_drift(job_id, data),
+            "attention": res.get("attention"), "image_drift": image_drift(job_id, data, manager=manager),
             "steps": result.get("steps"), "train_seconds": result.get("train_seconds"),
             "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"]}
 

@@ -21,6 +21,12 @@ from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 CSS = """
+#ft-status table {display: block; max-width: 100%; overflow-x: auto}
+#ft-status table th {white-space: normal; word-break: keep-all; overflow-wrap: normal; hyphens: none}
+#ft-status table td {overflow-wrap: anywhere}
+#ft-jobs th, #ft-compare th, #ft-compare-triplets th, #ft-compare-attention th {white-space: nowrap; word-break: keep-all}
+#ft-jobs th *, #ft-compare th *, #ft-compare-triplets th *, #ft-compare-attention th * {white-space: nowrap; word-break: keep-all}
+#ft-jobs td, #ft-compare td, #ft-compare-triplets td, #ft-compare-attention td {white-space: normal; overflow-wrap: anywhere}
 .ft-bar {background:#eee; border-radius:6px; height:18px; width:100%; overflow:hidden}
 .ft-bar > div {background:#2ca02c; height:100%}
 .ft-state-failed {color:#c0392b; font-weight:bold}
@@ -57,12 +63,15 @@ def md_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     keys = list(rows[0])
-    out = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    # "triplet_heldout:deferred_bind_anaphoric" may break after its colon; headers never break inside a word (CSS)
+    out = ["| " + " | ".join(k.replace(":", ": ") for k in keys) + " |", "|" + "---|" * len(keys)]
     out += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
     return "\n".join(out)
 
 
 def status_md(info: dict[str, Any]) -> str:
+    """The selected job: its state and message, its result table once done, its one-line error when failed (never a
+    log tail or traceback: those stay on the server)."""
     st = info["status"]
     lines = [f"**{st['id']}** → model `{st['model_id']}` (base `{st['base_model']}`): "
              f"<span class='ft-state-{st['state']}' id='ft-state'>{st['state']}</span> — {html.escape(st.get('message', ''))}"]
@@ -72,59 +81,90 @@ def status_md(info: dict[str, Any]) -> str:
                      f"{res['triplets_per_s']} triplets/s")
         lines.append(md_table(fs.result_rows(res)))
     if st["state"] == "failed":
-        lines.append("**Log tail**\n```\n" + (st.get("log_tail") or info.get("log_tail", "")) + "\n```")
+        lines.append(f"<span id='ft-error'>**Error:** {html.escape(st.get('error') or st.get('message') or 'unknown')}"
+                     "</span>")
     return "\n\n".join(lines)
+
+
+def _manager(request: gr.Request | None) -> Any:
+    """This visitor's job manager (their own jobs; outside public mode also the CLI's)."""
+    return fs.page_manager(getattr(request, "session_hash", None))
+
+
+def default_job(jobs: list[dict[str, Any]]) -> str | None:
+    """The job to show when none is selected: the newest running (or queued) one, else the newest one, else None.
+
+    Args:
+        jobs: statuses oldest first, as :func:`bindlab.studies.finetune.list_jobs` returns them.
+    """
+    for states in (("running",), ("queued",)):
+        live = [j for j in jobs if j["state"] in states]
+        if live:
+            return live[-1]["id"]
+    return jobs[-1]["id"] if jobs else None
 
 
 # --- callbacks -----------------------------------------------------------------------------------------------
 @friendly
 def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: float, lr: float, rank: float,
-           lines_a: str) -> tuple[Any, str]:
+           lines_a: str, request: gr.Request = None) -> tuple[Any, str]:
     if not (model or "").strip():
         raise ValueError("give a base model id, e.g. minilm or toy:shared")
     cfg = {"model": model.strip(), "data": (data or "").strip() or str(fs.default_triplets()), "epochs": epochs,
            "max_steps": max_steps or 0, "batch_size": batch_size, "lr": lr, "lora_rank": rank,
            "lines_a": (lines_a or "auto").strip()}
-    job_id = fs.submit_finetune(cfg)  # checked before the job exists: a bad number is refused, nothing is queued
-    return gr.update(choices=[j["id"] for j in fs.list_jobs()], value=job_id), \
+    manager = _manager(request)
+    job_id = fs.submit_finetune(cfg, manager)  # checked before the job exists: a bad number is refused, nothing queued
+    return gr.update(choices=[j["id"] for j in reversed(fs.list_jobs(manager))], value=job_id), \
         f"Started job **{job_id}**; it will produce `lora:{job_id}`."
 
 
 @friendly
-def poll(job_id: str) -> tuple[Any, ...]:
-    jobs = fs.list_jobs()
+def poll(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
+    """Timer tick: the selected job's status, progress and curves, and the jobs table. With no job selected, the
+    running (or newest) job is selected, so the tab never opens on "No job selected" while a job runs."""
+    manager = _manager(request)
+    jobs = fs.list_jobs(manager)
     ids = [j["id"] for j in reversed(jobs)]
+    job_id = (job_id or "").strip() or default_job(jobs)
     if not job_id:
-        return ("No job selected.", progress_html({}, {}), figures.message_figure("no job selected"),
+        return ("No jobs yet: launch one above.", progress_html({}, {}), figures.message_figure("no job yet"),
                 jobs_frame(jobs), gr.update(choices=ids))
-    info = fs.job_info(job_id, log_lines=15)
+    info = fs.job_info(job_id, log_lines=0, manager=manager)
     return (status_md(info), progress_html(info["status"], info["progress"]),
-            figures.training_curves(info["metrics"], title=f"{job_id}: loss and validation triplet accuracy"),
-            jobs_frame(jobs), gr.update(choices=ids))
+            figures.training_curves(info["metrics"], title=f"{info['status']['id']}: loss and validation triplet accuracy"),
+            jobs_frame(jobs), gr.update(choices=ids, value=info["status"]["id"]))
+
+
+def show(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
+    """The tab comes into view: poll once (selecting the running or newest job) and start the timer."""
+    return (*poll(job_id, request), gr.Timer(active=True))
 
 
 @friendly
-def cancel(job_id: str) -> str:
+def cancel(job_id: str, request: gr.Request = None) -> str:
     if not job_id:
         raise ValueError("select a job to cancel")
-    st = fs.cancel_job(job_id)
+    st = fs.cancel_job(job_id, _manager(request))
     return f"{st['id']}: {st['state']} ({st['message']})"
 
 
 @friendly
-def resume(job_id: str) -> str:
+def resume(job_id: str, request: gr.Request = None) -> str:
     if not job_id:
         raise ValueError("select a cancelled or failed job to resume")
-    st = fs.resume_job(job_id)
+    st = fs.resume_job(job_id, _manager(request))
     return f"{st['id']}: {st['state']} ({st['message']})"
 
 
 @gpu_task(duration=180)
 @friendly
-def compare(job_id: str, mcq: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Progress = gr.Progress()
+            ) -> tuple[Any, ...]:
     if not job_id:
         raise ValueError("select a finished job to compare")
-    res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq), progress=lambda f, msg: progress(f, desc=msg))
+    res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq), progress=lambda f, msg: progress(f, desc=msg),
+                                  manager=_manager(request))
     models, lines = res.summary["models"], res.summary.get("lines") or {}
     head = (f"Base `{models['base']}` vs `{models['unscaled']}` (no LiNeS) vs `{models['lines']}` "
             f"(LiNeS a = {lines.get('a')}) on {res.summary['data']}")
@@ -163,7 +203,8 @@ def _shown_rows(table: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 @friendly
 def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: pd.DataFrame | None,
-                   attention: pd.DataFrame | None, formats: list[str]) -> tuple[list[str], str]:
+                   attention: pd.DataFrame | None, formats: list[str], request: gr.Request = None
+                   ) -> tuple[list[str], str]:
     """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
     figure and the job's training curves."""
     from bindlab.present.exports import compare_export
@@ -172,7 +213,8 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
     if not job_id:
         raise ValueError("select a job first (its training curves download at any time; the before/after tables "
                          "after Compare)")
-    info = fs.job_info(job_id, log_lines=0)
+    manager = _manager(request)
+    info = fs.job_info(job_id, log_lines=0, manager=manager)
     st, rows = info["status"], _shown_rows(table)
     view = compare_export(rows, _shown_rows(triplets), info["metrics"])
     if _shown_rows(attention):
@@ -180,11 +222,16 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
     if not view.tables:
         raise ValueError(f"nothing to download yet for job {st['id']}: no training steps and no comparison")
     dataset = ((mcq or "").strip() or str(default_dataset())) if rows else None
-    return deliver(view, fs.compare_provenance(st["id"], dataset), formats)
+    return deliver(view, fs.compare_provenance(st["id"], dataset, manager), formats)
 
 
-def build_tab() -> None:
-    """Lay out the Finetune tab inside the current ``gr.Blocks``."""
+def build_tab() -> dict[str, Any]:
+    """Lay out the Finetune tab inside the current ``gr.Tab``; returns the hooks that start its polling when the tab
+    comes into view and stop it when another tab is selected (nothing polls while a visitor is elsewhere, e.g. while
+    the first tab is being drawn)."""
+    from gradio.context import Context
+
+    tab = Context.block  # the gr.Tab this tab is built in (build_app opens it)
     gr.Markdown("Text-only binding finetune (SABER §4): LoRA on the text attention projections, hinge loss on "
                 "triplets whose hard negative differs only in its bindings, then LiNeS rescales the update layer by "
                 "layer. Jobs run in the background; this page polls them.")
@@ -226,7 +273,7 @@ def build_tab() -> None:
                                  label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
     wire(export_panel("ft", "comparison and curves"), export_compare, [job, mcq, cmp_table, trip_table, att_table],
          api_name="ft_export")
-    timer = gr.Timer(2.0)
+    timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
 
     polled = [status, bar, curves, jobs, job]
     start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a], [job, message],
@@ -237,3 +284,16 @@ def build_tab() -> None:
     again.click(resume, [job], [message], api_name="ft_resume").then(poll, [job], polled, api_name=False)
     cmp_btn.click(compare, [job, mcq], [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table],
                   api_name="ft_compare", **GPU_QUEUE)
+    on_show = {"fn": show, "inputs": [job], "outputs": [*polled, timer]}
+    label = getattr(tab, "label", None)
+    if isinstance(tab, gr.Tab):
+        tab.select(show, [job], [*polled, timer], api_name=False)
+
+    def wire_tabs(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
+        """Stop polling when the visitor selects another tab."""
+        def leave(evt: gr.SelectData) -> Any:
+            return gr.Timer(active=evt.value == label) if isinstance(evt.value, str) and label else gr.update()
+
+        tabs.select(leave, None, [timer], api_name=False)
+
+    return {"wire": wire_tabs, "on_show": on_show}

@@ -9,8 +9,10 @@ for it; the job id lives in per-session ``gr.State``.
 
 from __future__ import annotations
 
+import functools
 import html
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,8 +23,9 @@ from PIL import Image
 from bindlab.present import walkthrough_figures as wf
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
 from bindlab.studies import walkthrough as wt
+from bindlab.studies.finetune import page_manager
 from bindlab.ui.browse import question_html
-from bindlab.ui.common import friendly
+from bindlab.ui.common import USER_ERRORS, friendly
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -33,6 +36,8 @@ CSS = """
 .wt-num {font-family: monospace; font-weight: bold}
 .wt-bar {background:#eee; border-radius:6px; height:16px; width:100%; overflow:hidden}
 .wt-bar > div {background:#2ca02c; height:100%}
+#wt-images-table th, #wt-images-table th *, #wt-ft-table th, #wt-ft-table th * {white-space: nowrap; word-break: keep-all}
+#wt-images-table td, #wt-ft-table td {white-space: normal; overflow-wrap: anywhere}
 """
 
 INTRO = """## Walkthrough — binding failures in seven live steps
@@ -81,6 +86,53 @@ STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · tex
                  ("toy:clip · text → image", "toy:clip|ti"), ("toy:shared · text → image", "toy:shared|ti")]
 ATTENTION_MODELS = ["minilm", "toy:shared", "toy:clip"]
 TAB_LABELS = {s.tab: s.tab.capitalize() for s in wt.STEPS}
+
+
+# --- messages: only what this page offers ---------------------------------------------------------------------
+_FLAG = re.compile(r"(?<![\w-])--([a-z][\w-]*)")
+_CLI = re.compile(r"python -m bindlab|(?<![\w-])--[a-z]")
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at the semicolons outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")" and depth > 0
+        if ch == ";" and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()]
+
+
+def page_message(text: str) -> str:
+    """A backend message as this page can act on it: the page has no command line, so hints that name CLI flags or
+    commands (``--skip-bad``, ``(--data)``, ``'python -m bindlab …'``) are left out, and a flag that names the
+    subject of the message becomes the setting's words (``--lora-rank 5000`` → ``lora rank 5000``)."""
+    text = re.sub(r"\s+or\s+[^;()]*?--[a-z][\w-]*", "", str(text))  # "fix it or load with … --skip-bad"
+    text = re.sub(r"\s*\([^()]*(?:python -m bindlab|--[a-z])[^()]*\)", "", text)  # "(--data)", "(see 'python -m …')"
+    first, *rest = _clauses(text)
+    text = "; ".join([first, *(c for c in rest if c and not _CLI.search(c))])
+    return _FLAG.sub(lambda m: m.group(1).replace("-", " "), text).strip()
+
+
+def on_page(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a callback (under :func:`~bindlab.ui.common.friendly`) so its user errors read as :func:`page_message`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as e:
+            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            raise ValueError(page_message(str(msg))) from None
+
+    return wrapper
+
+
+def _manager(request: gr.Request | None) -> Any:
+    """This visitor's job manager (their own jobs; outside public mode also the CLI's)."""
+    return page_manager(getattr(request, "session_hash", None))
 
 
 def _num(x: float, digits: int = 3, signed: bool = False) -> str:
@@ -244,6 +296,7 @@ def _keep(results: dict[str, Any] | None, key: str, r: dict[str, Any]) -> dict[s
 
 
 @friendly
+@on_page
 def run_bow(results: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
     # outside the GPU queue: a bag of words is a word count, and step 1 should answer at once even while the
     # Browse tab's page-load scoring holds the queue
@@ -253,6 +306,7 @@ def run_bow(results: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
 
 @gpu_task(duration=120)
 @friendly
+@on_page
 def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, dict]:
     r = wt.step_text_encoder(progress=_report(progress))
     return text_md(r), question_html(r["example"]), _keep(results, "text", r)
@@ -260,19 +314,36 @@ def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress
 
 @gpu_task(duration=300)
 @friendly
+@on_page
 def run_images(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                ) -> tuple[str, pd.DataFrame, list, dict]:
     r = wt.step_images(progress=_report(progress))
     return images_md(r), images_frame(r), example_gallery(r["example"]), _keep(results, "images", r)
 
 
+def objects_choice(choice: str | None) -> tuple[str, str]:
+    """``(model, pairing)`` of the step-4 dropdown: one of its entries (label or value) or a typed
+    ``model|pairing`` (pairing tt, ti, it or ii), e.g. ``toy:clip|it``.
+
+    Raises:
+        ValueError: anything else, naming the typed text and the entries.
+    """
+    text = (choice or "").strip()
+    text = dict(STEP_MODELS_N).get(text, text)
+    model, _, pairing = text.partition("|")
+    if not model.strip() or pairing.strip() not in PAIRING_NAMES:
+        raise ValueError(f"{text[:60]!r} is not a model and pairing; choose one from the list "
+                         f"({', '.join(label for label, _ in STEP_MODELS_N)}) or type MODEL|PAIRING with PAIRING "
+                         f"one of {', '.join(PAIRING_NAMES)}, e.g. toy:clip|it")
+    return model.strip(), pairing.strip()
+
+
 @gpu_task(duration=120)
 @friendly
+@on_page
 def run_objects(choice: str, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                 ) -> tuple[str, Any, dict]:
-    model, _, pairing = (choice or "").partition("|")
-    if not model or pairing not in PAIRING_NAMES:
-        raise ValueError(f"choose a model and pairing from the list ({[c for _, c in STEP_MODELS_N]})")
+    model, pairing = objects_choice(choice)
     r = wt.step_objects(model=model, pairing=pairing, progress=_report(progress))
     return objects_md(r), wf.objects_figure(r), _keep(results, "objects", r)
 
@@ -283,6 +354,7 @@ def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
 
 @gpu_task(duration=300)
 @friendly
+@on_page
 def load_grounding(alpha: float, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                    ) -> tuple[Any, ...]:
     r = wt.step_grounding(alpha=float(alpha), progress=_report(progress))
@@ -291,76 +363,93 @@ def load_grounding(alpha: float, results: dict[str, Any] | None, progress: gr.Pr
 
 
 @friendly
+@on_page
 def move_grounding(loaded: bool, value: str, alpha: float, results: dict[str, Any] | None) -> tuple[Any, ...]:
     if not loaded:
         raise ValueError("press 'Load the grid' first (it renders and embeds the default grid once)")
-    r = wt.step_grounding(alpha=float(alpha), value=value)
+    if not (value or "").strip():
+        raise ValueError("choose a pattern from the list")
+    r = wt.step_grounding(alpha=float(alpha), value=value.strip())  # a typed value not in the grid is refused
     return (*_grounding_outputs(r), _keep(results, "grounding", r))
 
 
 @gpu_task(duration=300)
 @friendly
+@on_page
 def run_attention(model: str, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                   ) -> tuple[str, Any, dict]:
     model = (model or "").strip()
-    if not model:
-        raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)})")
+    if not model:  # a typed encoder id is accepted; an unknown one is refused by the encoder registry
+        raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)}) or type an encoder id")
     r = wt.step_attention(model=model, progress=_report(progress))
     return attention_md(r), wf.attention_figure(r), _keep(results, "attention", r)
 
 
 @friendly
-def start_finetune(job: str | None) -> tuple[str, str, Any, Any]:
+@on_page
+def start_finetune(job: str | None, request: gr.Request = None) -> tuple[str, str, Any, Any]:
+    manager = _manager(request)
     if job:
-        st = wt.finetune_status(job)
+        st = wt.finetune_status(job, manager)
         if st["state"] in ("queued", "running"):
             return job, f"Job **{job}** is still {st['state']}; it is followed below.", progress_html(st), \
                 gr.Timer(active=True)
-    job = wt.start_finetune()
-    st = wt.finetune_status(job)
+    job = wt.start_finetune(manager)
+    st = wt.finetune_status(job, manager)
     return job, f"Started job **{job}** (`lora:{job}`) in the background.", progress_html(st), gr.Timer(active=True)
 
 
 @friendly
-def reuse_finetune() -> tuple[str, str, Any, Any]:
-    job = wt.latest_finished()
+@on_page
+def reuse_finetune(request: gr.Request = None) -> tuple[str, str, Any, Any]:
+    manager = _manager(request)
+    job = wt.latest_finished(manager)
     if not job:
         raise ValueError("no finished walkthrough job yet; press 'Start the finetune'")
-    st = wt.finetune_status(job)
+    st = wt.finetune_status(job, manager)
     return job, f"Showing the finished job **{job}**.", progress_html(st), gr.Timer(active=True)
 
 
-def poll_finetune(job: str | None) -> tuple[Any, Any, Any]:
+def failed_html(st: dict[str, Any]) -> str:
+    """A failed job's one-line error (its traceback stays in the job's log on the server)."""
+    return (f"<p id='wt-ft-error' class='wt-error'>The job failed: "
+            f"{html.escape(page_message(st.get('error') or st.get('message') or 'no reason recorded'))}</p>")
+
+
+def poll_finetune(job: str | None, request: gr.Request = None) -> tuple[Any, Any, Any]:
     """Timer tick: the job's progress; stops the timer and hands the job id on (``finished``) once it is final."""
     if not job:
         return gr.update(), gr.Timer(active=False), gr.update()
     try:
-        st = wt.finetune_status(job)
-    except (KeyError, OSError) as e:
-        return f"<p>Cannot read job {html.escape(job)}: {html.escape(str(e))}</p>", gr.Timer(active=False), gr.update()
+        st = wt.finetune_status(job, _manager(request))
+    except (KeyError, ValueError, OSError) as e:
+        msg = page_message(e.args[0] if isinstance(e, KeyError) and e.args else str(e))
+        return f"<p>Cannot read job {html.escape(job)}: {html.escape(msg)}</p>", gr.Timer(active=False), gr.update()
     text = progress_html(st)
     if st["state"] == "failed":
-        text += f"<pre>{html.escape(st.get('log_tail') or '')}</pre>"
+        text += failed_html(st)
     final = st["state"] in ("done", "failed", "cancelled")
     return text, gr.Timer(active=not final), (job if st["done"] else gr.update())
 
 
 @friendly
-def check_finished(job: str | None) -> None:
+@on_page
+def check_finished(job: str | None, request: gr.Request = None) -> None:
     """Outside the GPU queue, so a premature click is answered at once."""
     if not job:
         raise ValueError("start the finetune first (or show the last finished one)")
-    st = wt.finetune_status(job)
+    st = wt.finetune_status(job, _manager(request))
     if not st["done"]:
         raise ValueError(f"job {job} is {st['state']}; the before/after needs it done")
 
 
 @gpu_task(duration=300)
 @friendly
-def show_finetune(job: str | None, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-                  ) -> tuple[str, pd.DataFrame, Any, dict]:
-    check_finished(job)
-    r = wt.step_finetune(job, progress=_report(progress))
+@on_page
+def show_finetune(job: str | None, results: dict[str, Any] | None, request: gr.Request = None,
+                  progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any, dict]:
+    check_finished(job, request)
+    r = wt.step_finetune(job, progress=_report(progress), manager=_manager(request))
     return finetune_md(r), finetune_frame(r), wf.finetune_figure(r), _keep(results, "finetune", r)
 
 
@@ -411,22 +500,22 @@ def build_tab() -> dict[str, Any]:
     with _step(steps["images"], links):
         img_btn = _run_button("Score the toy models in all four pairings", "images")
     img_out = gr.HTML(elem_id="wt-images-result")
-    with gr.Row():
-        img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
-                                 interactive=False, elem_id="wt-images-table", scale=2)
-        img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
-                                 elem_id="wt-images-gallery", scale=3)
+    # full width: every pairing's column (image → image holds the headline) stays in view
+    img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
+                             interactive=False, elem_id="wt-images-table")
+    img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
+                             elem_id="wt-images-gallery")
 
     with _step(steps["objects"], links):
-        obj_choice = gr.Dropdown(STEP_MODELS_N, value="minilm|tt", label="Model and pairing",
-                                 elem_id="wt-objects-model", scale=2)
+        obj_choice = gr.Dropdown(STEP_MODELS_N, value="minilm|tt", label="Model and pairing (or type MODEL|PAIRING)",
+                                 allow_custom_value=True, elem_id="wt-objects-model", scale=2)
         obj_btn = _run_button("Chart accuracy by N", "objects")
     obj_out = gr.HTML(elem_id="wt-objects-result")
     obj_fig = gr.Plot(label="Accuracy by number of objects", elem_id="wt-objects-fig")
 
     with _step(steps["grounding"], links):
         gr_btn = _run_button("Load the grid", "grounding")
-        gr_value = gr.Dropdown([], label="Pattern", elem_id="wt-grounding-value", scale=1)
+        gr_value = gr.Dropdown([], label="Pattern", allow_custom_value=True, elem_id="wt-grounding-value", scale=1)
         gr_alpha = gr.Slider(0.0, 8.0, value=0.0, step=0.05, label="α (grounding strength)",
                              elem_id="wt-grounding-alpha-slider", scale=3)
     gr_loaded = gr.State(False)
@@ -436,7 +525,8 @@ def build_tab() -> dict[str, Any]:
         gr_bars = gr.Plot(label="Test AP per value: text query vs grounded", elem_id="wt-grounding-bars")
 
     with _step(steps["attention"], links):
-        at_model = gr.Dropdown(ATTENTION_MODELS, value="minilm", label="Model", elem_id="wt-attention-model", scale=1)
+        at_model = gr.Dropdown(ATTENTION_MODELS, value="minilm", label="Model (or type an encoder id)",
+                               allow_custom_value=True, elem_id="wt-attention-model", scale=1)
         at_btn = _run_button("Compute margins per layer", "attention")
     at_out = gr.HTML(elem_id="wt-attention-result")
     at_fig = gr.Plot(label="Attention binding margin per layer", elem_id="wt-attention-fig")
@@ -448,10 +538,9 @@ def build_tab() -> dict[str, Any]:
     ft_msg = gr.Markdown(elem_id="wt-ft-message")
     ft_progress = gr.HTML(elem_id="wt-ft-progress")
     ft_out = gr.HTML(elem_id="wt-ft-result")
-    with gr.Row():
-        ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (no LiNeS)", "finetuned + LiNeS"],
-                                label="MCQ accuracy, all N (chance 0.25)", interactive=False, elem_id="wt-ft-table")
-        ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned", elem_id="wt-ft-fig")
+    ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (no LiNeS)", "finetuned + LiNeS"],
+                            label="MCQ accuracy, all N (chance 0.25)", interactive=False, elem_id="wt-ft-table")
+    ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned, one chart per pairing", elem_id="wt-ft-fig")
     ft_job = gr.State(None)  # this session's job id
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
     ft_timer = gr.Timer(2.0, active=False)
@@ -487,7 +576,10 @@ def build_tab() -> dict[str, Any]:
         known = set(hooks)  # build_app lists every tab of the app there
         for btn, tab_id in links:
             if tab_id in known:
-                btn.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, api_name=False)
+                event = btn.click(lambda t=tab_id: gr.Tabs(selected=t), None, tabs, api_name=False)
+                show = hooks[tab_id].get("on_show")  # e.g. the Finetune tab starts polling when shown
+                if show:
+                    event.then(show["fn"], show["inputs"], show["outputs"], api_name=False)
             else:
                 btn.visible = False
 
