@@ -285,3 +285,29 @@ def test_cli_images_with_a_template(tmp_path):
                  "--size", "32", "--workers", "1", "--template", "predicative"]) == 0
     qs, _ = load_mcqs(tmp_path / "mcq.jsonl")
     assert qs[0].query.text.startswith("The ") and (tmp_path / qs[0].query.image).is_file()
+
+
+def test_validator_checks_the_template_query():
+    from dataclasses import replace
+
+    from bindlab.data.triplets import generate_examples, validate
+
+    exs, _ = generate_examples(20, seed=8, variants=Variants(("predicative",)))
+    ex = exs[0]
+    assert ex.template == "predicative" and validate(ex) == []
+    assert "query_structure" in validate(replace(ex, query=query_text(list(ex.bindings))))  # attributive text
+    assert "query_structure" in validate(replace(ex, template="passive"))
+
+
+@pytest.mark.parametrize(("fraction", "templates"), [(0.5, ("predicative", "relative")), (0.05, ("with",))])
+def test_small_pools_still_generate(fraction, templates):
+    """Frequency caps grow with how much smaller the pools are, so restricted runs do not run out of words."""
+    v = Variants(templates, holdout=select_holdout(fraction, 7))
+    assert v.cap_scale() > 1
+    rows, stats = generate_triplets(2000, seed=7, variants=v)
+    assert stats["n_rows"] == 2000 and stats["n_rejected_examples"] < 100
+
+
+def test_too_small_holdout_is_a_clear_error():
+    with pytest.raises(ValueError, match="too few allowed attribute words .*--holdout-words"):
+        generate_triplets(400, seed=7, variants=Variants(holdout=select_holdout(0.01, 7)))

@@ -11,7 +11,7 @@ from typing import Any
 
 from bindlab.data.holdout import HeldOutWords
 from bindlab.data.templates import DEFAULT_TEMPLATE, WITH_NOUNS, check_template
-from bindlab.data.triplet_templates import ATTRIBUTE_POOL, OBJECT_POOL
+from bindlab.data.triplet_templates import ATTRIBUTE_POOL, FAMILY_OF, OBJECT_POOL
 from bindlab.data.triplets.engines import Engine, EngineOutputError, make_engine
 from bindlab.data.triplets.example import Example, assemble, query_text, template_allows
 from bindlab.data.triplets.plan import UsageTracker, WordPools, assign_splits, construction_schedule, plan_example
@@ -58,6 +58,19 @@ class Variants:
             return self.templates[0]
         return random.Random(f"bindlab-triplet-template:{seed}:{i}").choice(self.templates)
 
+    def cap_scale(self) -> float:
+        """How much smaller the largest restricted word pool is than the full lists (frequency caps grow by it)."""
+        if not self.active:
+            return 1.0
+        ratios = [1.0]
+        for t in self.templates or (None,):
+            pools = self.pools(t, unseen=False)
+            if pools is not None:
+                attrs = [w for w in ATTRIBUTE_POOL if (pools.attributes is None or w in pools.attributes)
+                         and (pools.families is None or FAMILY_OF[w].name in pools.families)]
+                ratios += [len(OBJECT_POOL) / len(pools.objects), len(ATTRIBUTE_POOL) / max(1, len(attrs))]
+        return max(ratios)
+
     def pools(self, template: str | None, unseen: bool) -> WordPools | None:
         """Word pools of one example: held-out words excluded (or, for ``unseen``, the only queried words)."""
         families = frozenset(WITH_NOUNS) if template == "with" else None
@@ -94,7 +107,7 @@ def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "te
         raise ValueError(f"max_attempts_factor must be at least 1, got {max_attempts_factor}")
     eng = make_engine(engine) if isinstance(engine, str) else engine
     rng = random.Random(seed)
-    usage = UsageTracker()
+    usage = UsageTracker(scale=variants.cap_scale())
     rejected: Counter = Counter()
     n_rejected = attempts = 0
     examples: list[Example] = []

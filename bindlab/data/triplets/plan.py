@@ -46,10 +46,11 @@ class UsageTracker:
     counts: Counter = field(default_factory=Counter)
     n_accepted: int = 0
     seen_sets: set = field(default_factory=set)
+    scale: float = 1.0  # > 1 when the word pools are smaller than the full lists (held-out words, 'with')
 
     def cap(self, n_attributes: int) -> float:
         """Most uses a queried word may have so far, for an example with ``n_attributes`` queried attributes."""
-        return max(CAP_MIN, CAP_FRACTION_PER_ATTRIBUTE * n_attributes * self.n_accepted)
+        return self.scale * max(CAP_MIN, CAP_FRACTION_PER_ATTRIBUTE * n_attributes * self.n_accepted)
 
     def check(self, ex: Example) -> list[str]:
         """``frequency_cap`` / ``duplicate_word_set`` reasons for accepting ``ex`` now."""
@@ -131,13 +132,11 @@ def restrict_families(families: tuple[AttributeFamily, ...], allowed: frozenset[
 
 
 def _plan_families(objects: list[str], pools: WordPools, per: int) -> tuple[AttributeFamily, ...]:
+    """The attribute families a plan may draw from for ``objects``; empty when they cannot fill the plan."""
     families = restrict_families(_families_for(frozenset(object_kind(o) for o in objects)), pools.attributes,
                                  pools.families, len(objects))
     enough = len(families) >= 2 if per == 2 else sum(len(f.words) for f in families) >= len(objects)
-    if not enough:
-        raise ValueError(f"too few allowed attribute words for the objects {objects}; hold out a larger fraction of "
-                         "words (--holdout-words) or use another template")
-    return families
+    return families if enough else ()
 
 
 def plan_example(construction: str, rng: random.Random, usage: UsageTracker | None = None,
@@ -151,6 +150,14 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
     cap = usage.cap(n_obj * per)
     objects = _sample(pools.objects, n_obj, rng, usage, cap, set())
     families = _plan_families(objects, pools, per)
+    for _ in range(50):  # restricted pools only: other objects may leave enough attribute words
+        if families:
+            break
+        objects = _sample(pools.objects, n_obj, rng, usage, cap, set())
+        families = _plan_families(objects, pools, per)
+    if not families:
+        raise ValueError(f"too few allowed attribute words for {construction} examples; hold out a larger fraction "
+                         "of words (--holdout-words) or use another template")
     if per == 2:
         f1, f2 = sorted(rng.sample(families, 2), key=lambda f: f.rank)
         col1 = _sample(f1.words, n_obj, rng, usage, cap, set())
