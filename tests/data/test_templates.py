@@ -311,3 +311,17 @@ def test_small_pools_still_generate(fraction, templates):
 def test_too_small_holdout_is_a_clear_error():
     with pytest.raises(ValueError, match="too few allowed attribute words .*--holdout-words"):
         generate_triplets(400, seed=7, variants=Variants(holdout=select_holdout(0.01, 7)))
+
+
+def test_attention_reads_templated_triplet_files(tmp_path, variant_run):
+    from bindlab.analysis.attention import load_caption_sets
+    from bindlab.data.triplets import write_triplets
+
+    _, rows, stats = variant_run
+    write_triplets(tmp_path, rows, stats)
+    sets = load_caption_sets(tmp_path / "triplets.jsonl")
+    queries = [c for c in sets["queries"] if c.text.startswith(("the ", "a ", "an "))]
+    assert len(queries) == len(sets["queries"]) > 0
+    for cap in queries[::25]:
+        layout = locate_bindings(WORD.findall(cap.text), list(cap.bindings))
+        assert len(layout.objects) == len({o for _, o in cap.bindings})

@@ -23,6 +23,12 @@ Splits (B.5): the five in-distribution types split 80/10/10 into train/val/test 
 seed); every example of the two deferred_bind types is ``heldout``. Each example yields two triplet rows
 (``ex000123-a`` with the attribute negative, ``ex000123-o`` with the object negative).
 
+Two optional axes (:class:`Variants`; without them the output is unchanged): the query's sentence template
+(:mod:`bindlab.data.templates`; rows then carry ``template``, and each held-out template gets the test examples
+re-written in it as ``test_template_<name>``, ids ``ex000123-<name>-a``), and held-out words
+(:mod:`bindlab.data.holdout`: no train/val/test/heldout text contains one; half of the test examples are planned from
+them alone, split ``test_unseen_words``).
+
 The package, by concern: :mod:`~.spec` (construction types, splits, limits), :mod:`~.words` (word positions,
 permutations), :mod:`~.example` (assembling an example), :mod:`~.validate` (the B.3/B.4 rules), :mod:`~.engines`
 (who writes the positive: templates or a language model), :mod:`~.plan` (diversity controls, caps, splits),
