@@ -70,6 +70,17 @@ def test_collectives_are_identity_in_one_process(monkeypatch):
     assert distributed.mean(0.25) == 0.25 and distributed.any_rank(True) and not distributed.any_rank(False)
 
 
+def test_a_job_asking_for_too_many_processes_is_refused(monkeypatch):
+    from bindlab.jobs.manager import JobLimitError, check_processes
+
+    check_processes(8)
+    with pytest.raises(JobLimitError, match="num_processes 9 is over this server's cap of 8"):
+        check_processes(9)
+    monkeypatch.setenv("BINDLAB_MAX_JOB_PROCESSES", "2")
+    with pytest.raises(JobLimitError, match="cap of 2"):
+        check_processes(3)
+
+
 # --- launches ----------------------------------------------------------------------------------------------------
 def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "BINDLAB_HOME": str(home), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
@@ -257,3 +268,52 @@ def test_two_process_finetune_cancels_every_rank_and_resumes(tiny, tmp_path, mon
     assert f"(from step {step})" in m.log_tail(job, 300)
     assert read_json(d / "result.json")["steps"] == 5
     assert sorted({e["step"] for e in m.metrics(job) if "loss" in e}) == [1, 2, 3, 4, 5]
+
+
+# --- a job that runs elsewhere -------------------------------------------------------------------------------------
+@pytest.fixture()
+def queued_job(tiny, tmp_path, monkeypatch):
+    """A 2-process job created in $BINDLAB_HOME/jobs and left queued (never started here)."""
+    from bindlab.jobs.manager import JobManager
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(JobManager, "promote", lambda self: None)
+    m = JobManager(tmp_path / "home" / "jobs")
+    job = m.submit(_job(tiny, max_steps=2, num_processes=2))
+    monkeypatch.undo()
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    return job, m.job_dir(job)
+
+
+def test_export_script_writes_a_torchrun_accelerate_and_sbatch_launch(queued_job, capsys):
+    from bindlab.cli import main
+
+    job, d = queued_job
+    assert main(["jobs", "export-script", job, "--nodes", "2"]) == 0
+    out = capsys.readouterr().out
+    launch, sbatch = (d / "launch.sh").read_text(), (d / "sbatch.sh").read_text()
+    assert launch in out and sbatch in out and f"lora:{d}" in out
+    assert 'torchrun --standalone --nproc_per_node "$NPROC" -m bindlab jobs _run "$JOB_DIR"' in launch
+    assert 'NPROC="${NPROC:-2}"' in launch and "accelerate launch --multi_gpu" in launch
+    assert "#SBATCH --nodes=2" in sbatch and "#SBATCH --gpus-per-node=2" in sbatch and "srun torchrun" in sbatch
+    assert f'JOB_DIR="${{JOB_DIR:-{d}}}"' in sbatch and os.access(d / "launch.sh", os.X_OK)
+    for script in (d / "launch.sh", d / "sbatch.sh"):
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert main(["jobs", "export-script", "nope-123"]) == 2  # a missing job is one error line
+
+
+@pytest.mark.slow  # a real 2-process run of the exported script
+def test_the_exported_launch_script_runs_the_job_and_its_result_loads(queued_job):
+    from bindlab.encoders.base import load_encoder
+    from bindlab.jobs.manager import read_json
+
+    job, d = queued_job
+    from bindlab.cli import main
+
+    assert main(["jobs", "export-script", job]) == 0
+    p = subprocess.run(["bash", str(d / "launch.sh")], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, (d / "log.txt").read_text()[-2000:] if (d / "log.txt").exists() else p.stderr[-2000:]
+    assert read_json(d / "status.json")["state"] == "done" and read_json(d / "result.json")["steps"] == 2
+    enc = load_encoder(f"lora:{d}", device="cpu")
+    assert enc.embed_texts(["a red cube"]).shape[0] == 1
