@@ -98,7 +98,7 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
                 continue
             trace = _points_trace(points, xy, idx, cat, _colour(cat, color_by, rank), is_query, custom_hover,
                                   show_legend=cat not in shown)
-            trace.legendrank = 1000 + rank  # the legend keeps the group order (queries first) while drawn last
+            trace.legendrank = 1 + rank  # the legend keeps the group order (queries first) while drawn last
             fig.add_trace(trace)
             shown.add(cat)
     if joined:

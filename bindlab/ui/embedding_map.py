@@ -312,9 +312,10 @@ def build_tab() -> dict[str, Any]:
                              elem_id="map-thumb")
             detail = gr.Markdown(elem_id="map-detail")
             open_btn = gr.Button("Open in Browse", elem_id="map-open")
-            neighbours = gr.HTML(elem_id="map-neighbours")
+    with gr.Row():
+        neighbours = gr.HTML(elem_id="map-neighbours")
+        selection = gr.HTML(elem_id="map-selection")
     selected = gr.Textbox(label="selected points", elem_id="map-selected", container=False)
-    selection = gr.HTML(elem_id="map-selection")
     state = gr.State(None)
     wire_export(export_panel("map", "the map"), export, [state, color], api_name="map_export")
     target = gr.State(None)  # the question id that Open in Browse hands over

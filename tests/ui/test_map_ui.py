@@ -87,3 +87,67 @@ def test_map_bad_model_shows_a_message_and_tab_keeps_working(app_url, page, imag
     assert len(table) == 20 and {"id", "role", "caption", "pca_x", "pca_y"} <= set(table.columns)
     assert set(table["modality"]) == {"text"}
     screenshot(page, "export-map")
+
+
+def _plot_traces(page) -> list[dict]:
+    """The drawn traces (plotly's full data: arrays decoded): name, number of points, mode, visibility, marker size."""
+    return page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot')._fullData.map(t => ({name: t.name, "
+                         "n: t._length, mode: t.mode, visible: t.visible, size: t.marker && t.marker.size, "
+                         "group: t.legendgroup}))")
+
+
+def test_map_legend_selection_search_neighbours_and_join(app_url, page, image_benchmark):
+    _open_map_tab(page, app_url)
+    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
+    page.click("#map-method [data-testid='PCA-radio-label']")
+    page.click("#map-run")
+    page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=120_000)
+    traces = _plot_traces(page)
+    assert traces[-1]["name"] == "query" and traces[-1]["size"] > traces[0]["size"]  # queries on top, larger
+
+    # Legend click hides a role, a second click shows it again.
+    page.locator("#map-plot .legend .traces", has_text="joint_swap").click()
+    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
+                           ".find(t => t.name === 'joint_swap').visible === 'legendonly'", timeout=10_000)
+    page.locator("#map-plot .legend .traces", has_text="joint_swap").click()
+    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
+                           ".find(t => t.name === 'joint_swap').visible !== 'legendonly'", timeout=10_000)
+
+    # Box selection over the whole plot area lists every point with the model's accuracy.
+    page.locator("#map-plot").scroll_into_view_if_needed()
+    area = page.locator("#map-plot .nsewdrag").first.bounding_box()
+    page.mouse.move(area["x"] + 3, area["y"] + 3)
+    page.mouse.down()
+    page.mouse.move(area["x"] + area["width"] / 2, area["y"] + area["height"] / 2, steps=5)
+    page.mouse.move(area["x"] + area["width"] - 3, area["y"] + area["height"] - 3, steps=5)
+    page.mouse.up()
+    page.wait_for_selector("#map-sel-count", timeout=60_000)
+    count = int(page.inner_text("#map-sel-count"))
+    assert count >= 30  # 40 points; a few may sit under the plot's edge
+    assert page.locator("#map-selection tbody tr").count() == count
+    assert "model correct on" in page.inner_text("#map-selection")
+
+    # Caption search rings the matches and says how many.
+    word = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
+                         ".points[0].caption.split(' ').pop()")
+    page.fill("#map-search textarea, #map-search input", word)
+    page.press("#map-search textarea, #map-search input", "Enter")
+    page.wait_for_function("() => (document.querySelector('#map-search-note') || {}).innerText"
+                           " && document.querySelector('#map-search-note').innerText.includes('match')",
+                           timeout=60_000)
+    ring = next(t for t in _plot_traces(page) if (t["name"] or "").startswith("search"))
+    assert ring["n"] >= 2 and f"{ring['n']} point" in page.inner_text("#map-search-note")
+
+    # Click a query: its nearest neighbours (full embedding space) are listed with their roles; join draws its lines.
+    page.check("#map-join input")
+    page.wait_for_timeout(1500)
+    k = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').data.findIndex(t => t.name === 'query')")
+    q = page.locator("#map-plot .scatterlayer .trace").nth(k).locator(".point").first.bounding_box()
+    page.mouse.move(q["x"] + q["width"] / 2, q["y"] + q["height"] / 2)
+    page.mouse.click(q["x"] + q["width"] / 2, q["y"] + q["height"] / 2)
+    page.wait_for_selector("#map-neighbours tbody tr", timeout=60_000)
+    assert page.locator("#map-neighbours tbody tr").count() == 10
+    assert "full embedding space" in page.inner_text("#map-neighbours")
+    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
+                           ".some(t => t.mode === 'lines')", timeout=60_000)
+    screenshot(page, "tab-map-tools")
