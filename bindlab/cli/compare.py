@@ -67,7 +67,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
 
 
 def add_commands(g: Groups) -> None:
-    p = g.top.add_parser("compare", help="several encoders on the same suite: leaderboard with 95% CIs, per-N and "
+    p = g.top.add_parser("compare", help="several encoders on the same suite: leaderboard with 95 %% CIs, per-N and "
                                          "per-edit-type scores, per-question diff, per-scene agreement")
     p.add_argument("--models", required=True, help="comma-separated encoder ids, e.g. bow,minilm,toy:clip,toy:shared")
     p.add_argument("--suite", default="mcq", help="comma-separated tasks: mcq, retrieval, pairs, "
