@@ -27,7 +27,7 @@ from bindlab.analysis.grounding_controls import grounding_audit
 from bindlab.data.factors import FACTORS, FactorIndex, load_index
 from bindlab.studies.result import Result
 
-__all__ = ["ALPHA_GRID", "FACTORS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
+__all__ = ["ALIGNMENTS", "ALPHA_GRID", "FACTORS", "PROTOCOLS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
            "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_view", "validation_choice"]
 
 Progress = Callable[[float, str], None]
@@ -35,6 +35,16 @@ MAX_SESSIONS = 4  # sessions kept in memory (each holds (n, d) float32 embedding
 TOP_K = 8  # images shown for the grounded query
 MAP_POINTS = 1500  # test images drawn in the 2-D view (a fixed, evenly spaced subsample)
 ALPHA_MAX = float(ALPHA_GRID[-1])  # the largest alpha a request may fix (8)
+
+
+PROTOCOLS = ("context", "combination")  # held-out protocols (paper Table 2: context holdout, unseen combinations)
+ALIGNMENTS = ("none", "shared", "factor")  # global alignment baselines (paper §3.4): none, A_shared, A_f
+
+
+def check_protocol(protocol: str) -> str:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    return protocol
 
 
 def check_factor(factor: str) -> str:
@@ -97,6 +107,11 @@ class GroundingRequest:
         seed: bootstrap seed.
         device: ``auto|cpu|cuda|cuda:N|mps``.
         batch_size: images per encoder batch (>= 1).
+        protocol: ``"context"`` (split by nuisance context) or ``"combination"`` (unseen combinations of the two
+            non-target factors; every value, context and replica in every split).
+        align: ``"none"``, ``"shared"`` (one map ``A_shared``) or ``"factor"`` (one map ``A_f`` per factor): also
+            report the global-alignment baseline ``norm(A q)`` and matched grounding on top of it
+            (:mod:`bindlab.studies.grounding_align`).
     """
 
     data: str | Path
@@ -109,6 +124,8 @@ class GroundingRequest:
     device: str = "auto"
     batch_size: int = 64
     settings: dict[str, Any] = field(default_factory=dict, repr=False)  # extra settings for the provenance
+    protocol: str = "context"
+    align: str = "none"
 
     def __post_init__(self) -> None:
         self.model = (self.model or "").strip()
@@ -121,6 +138,10 @@ class GroundingRequest:
         self.batch_size = _int_at_least(self.batch_size, 1, "batch_size")
         self.seed = _int_at_least(self.seed, 0, "seed")
         self.device = (self.device or "auto").strip()
+        self.protocol = check_protocol(str(self.protocol or "context").strip())
+        self.align = str(self.align or "none").strip()
+        if self.align not in ALIGNMENTS:
+            raise ValueError(f"unknown alignment {self.align!r}; choose one of {', '.join(ALIGNMENTS)}")
         from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
 
         check_options({"data": self.data or None, "n_boot": self.n_boot, "batch_size": self.batch_size})
@@ -163,19 +184,47 @@ class GroundingSession:
         self.index, self.embeddings, self.embed_texts, self.encoder = index, embeddings, embed_texts, encoder
         self.masks = index.masks()
         self.groups = index.groups()
+        self.protocol = "context"
+        self._query_override: dict[str, np.ndarray] = {}
         self._states: dict[str, GroundingState] = {}
         self._audits: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def queries(self, factor: str) -> np.ndarray:
+    def view(self, protocol: str | None = None, queries: dict[str, np.ndarray] | None = None) -> GroundingSession:
+        """A session over the same embeddings with another split protocol and/or replaced queries per factor.
+
+        Args:
+            protocol: ``"context"`` (splits by nuisance context) or ``"combination"`` (unseen combinations of the
+                two non-target factors, :meth:`FactorIndex.combination_masks`); None keeps this one's.
+            queries: factor -> ``(k, d)`` queries used instead of the native ones (e.g. globally aligned ``A q``).
+        """
+        protocol = self.protocol if protocol is None else check_protocol(protocol)
+        out = GroundingSession(self.index, self.embeddings, self.embed_texts, self.encoder)
+        out.protocol = protocol
+        out._query_override = {**self._query_override, **(queries or {})}
+        return out
+
+    def masks_for(self, factor: str) -> dict[str, np.ndarray]:
+        """The split masks of ``factor`` under this session's protocol (context splits are the same for all)."""
+        if self.protocol == "combination":
+            return self.index.combination_masks(check_factor(factor))
+        return self.masks
+
+    def native(self, factor: str) -> np.ndarray:
         """``(k, d)`` native queries of ``factor`` (mean of its three templates), in :meth:`values` order."""
         return native_queries(self.embed_texts, check_factor(factor), self.index.values(factor))
+
+    def queries(self, factor: str) -> np.ndarray:
+        """The queries grounding starts from: native ones unless :meth:`view` replaced them."""
+        if factor in self._query_override:
+            return self._query_override[factor]
+        return self.native(factor)
 
     def state(self, factor: str) -> GroundingState:
         """The memoised slider state of ``factor`` (directions from calibration, scores of every split)."""
         with self._lock:
             if factor not in self._states:
-                m = self.masks
+                m = self.masks_for(factor)
                 self._states[factor] = GroundingState(
                     self.embeddings, self.index.labels(factor), self.queries(factor), m["calibration"],
                     m["validation"], m["test"], values=self.index.values(factor), groups=self.groups)
@@ -186,19 +235,19 @@ class GroundingSession:
         key = f"{factor}|{n_boot}|{seed}"
         with self._lock:
             if key not in self._audits:
-                m = self.masks
+                m = self.masks_for(factor)
                 self._audits[key] = grounding_audit(
                     self.embeddings, self.index.labels(factor), self.queries(check_factor(factor)), m["calibration"],
                     m["validation"], m["test"], values=self.index.values(factor), groups=self.groups,
                     n_boot=n_boot, seed=seed)
             return self._audits[key]
 
-    def test_rows(self) -> np.ndarray:
-        """Index rows of the test images, in the order of the state's test scores."""
-        return np.flatnonzero(self.masks["test"])
+    def test_rows(self, factor: str | None = None) -> np.ndarray:
+        """Index rows of the test images, in the order of the state's test scores (of ``factor``'s protocol)."""
+        return np.flatnonzero((self.masks if factor is None else self.masks_for(factor))["test"])
 
-    def split_sizes(self) -> dict[str, int]:
-        return {s: int(m.sum()) for s, m in self.masks.items()}
+    def split_sizes(self, factor: str | None = None) -> dict[str, int]:
+        return {s: int(m.sum()) for s, m in (self.masks if factor is None else self.masks_for(factor)).items()}
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -289,7 +338,7 @@ def factor_report(session: GroundingSession, factor: str, alpha: str | float = "
         "validation": {"alpha": selection.value, "macro_map": selection.macro_map, "top1": selection.top1},
         "test": {"native": {"macro_map": view["map_native"], "top1": view["top1_native"]},
                  "grounded": {"macro_map": view["map_grounded"], "top1": view["top1_grounded"]}},
-        "per_value": rows, "n_images": session.split_sizes(),
+        "per_value": rows, "n_images": session.split_sizes(factor), "protocol": session.protocol,
     }
     if controls:
         audit = session.audit(factor, n_boot=n_boot, seed=seed)
@@ -321,7 +370,7 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
     test = state.test
     s = pencil_scores(test, 1.0, float(alpha))[:, v]  # (n_test,) grounded cosines of value v
     top = np.argsort(-s, kind="stable")[:TOP_K]
-    rows = session.test_rows()
+    rows = session.test_rows(factor)
     labels = session.index.labels(factor)
     view["top"] = [{"path": str(session.index.root / session.index.rows[rows[i]].image), "label": str(labels[rows[i]]),
                     "score": float(s[i]), "hit": bool(test.value_idx[i] == v)} for i in top]
@@ -359,17 +408,27 @@ def run_grounding(request: GroundingRequest, progress: Progress | None = None) -
     grid = resolve_grid(request.data, progress)
     session = open_session(grid, request.model, progress=progress, device=request.device,
                            batch_size=request.batch_size)
+    if request.protocol != "context":
+        session = session.view(request.protocol)
     reports = {f: factor_report(session, f, request.alpha, controls=request.controls, n_boot=request.n_boot,
                                 seed=request.seed) for f in request.factors}
+    if request.align != "none":
+        from bindlab.studies.grounding_align import alignment_reports, alignment_summary
+
+        for f, block in alignment_reports(session, request.factors, request.align, progress).items():
+            reports[f]["alignment"] = block
     summary: dict[str, Any] = {
         "factors": reports,
         "grounded_macro_map": float(np.mean([r["test"]["grounded"]["macro_map"] for r in reports.values()])),
         "native_macro_map": float(np.mean([r["test"]["native"]["macro_map"] for r in reports.values()])),
     }
+    if request.align != "none":
+        summary.update(alignment_summary(reports))  # noqa: F821 - imported with alignment_reports above
     rows = [{"factor": f, **row} for f, r in reports.items() for row in r["per_value"]]
     curves = {f: session.state(f).margin_curve(ALPHA_GRID) for f in request.factors}
     settings = {"factors": list(request.factors), "alpha": request.alpha, "controls": request.controls,
-                "n_boot": request.n_boot, "splits": session.index.splits, **request.settings,
+                "n_boot": request.n_boot, "splits": session.index.splits, "protocol": request.protocol,
+                "align": request.align, **request.settings,
                 "seconds": round(time.perf_counter() - t, 3)}
     from bindlab.provenance import provenance
 

@@ -164,7 +164,7 @@ def signal(tmp_path_factory):
 
 
 def test_signal_grids_blend_with_the_nuisance_matched_plain_image(signal):
-    from bindlab.data.render import ObjectSpec, render_single
+    from bindlab.data.render import render_single
 
     root, spec, grids = signal
     assert [g for g, _ in grids] == [1.0, 0.5, 0.0] == [g for g, _ in F.signal_grids(root)]
