@@ -34,7 +34,7 @@ def margin_curve(alphas: Sequence[float], margin: Sequence[float], alpha: float,
     if star is not None:
         fig.add_vline(x=star, line=dict(color=TARGET, dash="dash"))
         fig.add_trace(go.Scatter(x=[star], y=[0.0], mode="markers+text", name=f"α* = {star:.2f} (zero crossing)",
-                                 text=[f"α* = {star:.2f}"], textposition="top left",
+                                 text=[f"α* = {star:.2f}"], textposition="bottom right", cliponaxis=False,
                                  marker=dict(size=13, color=TARGET, symbol="diamond", line=dict(color="white", width=1))))
     if chosen is not None:
         fig.add_vline(x=chosen, line=dict(color="#2ca02c", dash="dot"), annotation_text=f"validation α = {chosen:.2f}",
@@ -95,7 +95,7 @@ def grounding_plane(plane: dict[str, Any], value: str, alpha: float) -> go.Figur
         m = np.array([str(lab) == name and not p for lab, p in zip(labels, pos, strict=True)], dtype=bool)
         colour = OTHER if name == "other values" else PALETTE[k % len(PALETTE)]
         fig.add_trace(go.Scatter(x=x[m], y=y[m], mode="markers", name=name, legendgroup="others",
-                                 marker=dict(size=5, color=colour, opacity=0.45)))
+                                 marker=dict(size=6, color=colour, opacity=0.6)))
     fig.add_trace(go.Scatter(x=x[pos], y=y[pos], mode="markers", name=f"{value} (target)",
                              marker=dict(size=8, color=TARGET, opacity=0.9, line=dict(color="black", width=0.6))))
     xr, yr = _zoom(x), _zoom(y)

@@ -76,3 +76,29 @@ def test_images_load_in_an_image_pairing(app_url, page, image_benchmark):
     assert page.locator("#bl-topk-images img").count() >= 1
     assert "positive" in page.inner_text("#bl-topk")
     screenshot(page, "browse-images")
+
+
+def test_text_text_hides_the_image_boxes_and_an_error_clears_the_results(app_url, page, image_benchmark):
+    page.goto(app_url)
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
+    assert "pairing tt" in page.inner_text("#bl-summary")
+    assert not page.locator("#bl-images").is_visible() and not page.locator("#bl-topk-images").is_visible()
+
+    # an image pairing shows them
+    path, model = image_benchmark
+    page.fill("#bl-data textarea, #bl-data input", str(path))
+    set_dropdown(page, "bl-model", model)
+    page.click("#bl-pairing label:has-text('ti')")
+    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('pairing ti')",
+                           timeout=120_000)
+    page.wait_for_selector("#bl-images img", timeout=60_000)
+    assert page.locator("#bl-images").is_visible() and page.locator("#bl-topk-images").is_visible()
+    screenshot(page, "tab-browse-images")
+
+    # an error: nothing of the earlier question stays on the page
+    set_dropdown(page, "bl-model", "nope:model")
+    page.click("#bl-score-btn")
+    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#bl-question-html .bl-card')", timeout=30_000)
+    assert "accuracy" not in page.inner_text("#bl-summary")
+    assert page.locator("#bl-images img").count() == 0

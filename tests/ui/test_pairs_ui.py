@@ -71,3 +71,37 @@ def test_pairs_tab_bad_file_shows_message(app_url, page):
     page.fill("#bl-pairs-data textarea, #bl-pairs-data input", "/nonexistent/pairs.jsonl")
     page.click("#bl-pairs-score-btn")
     page.wait_for_selector("text=file not found", timeout=60_000)
+
+
+def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_results(app_url, page, pairs_setup):
+    from bindlab.data.composet import EDIT_TYPES
+    from bindlab.data.pairs_schema import load_pairs
+
+    data, model = pairs_setup
+    counts = {t: 0 for t in EDIT_TYPES}
+    for p in load_pairs(data)[0]:
+        counts[p.edit_type] += 3  # three verbosity levels scored per pair
+    page.goto(app_url)
+    page.get_by_role("tab", name="Pairs").click()
+    page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
+    set_dropdown(page, "bl-pairs-model", model)
+    page.click("#bl-pairs-score-btn")
+    page.wait_for_selector("#bl-pairs-matrix td[data-cell='c0_i0']", timeout=180_000)
+    page.wait_for_selector("#bl-pairs-chart .ytick text", timeout=60_000)
+    ticks = page.locator("#bl-pairs-chart .ytick text")
+    top_down = sorted((ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count()))
+    # every edit type, top to bottom in taxonomy order, with its n
+    assert [t for _, t in top_down] == [f"{t} (n={n})" for t, n in counts.items()]
+    chart = " ".join(page.locator("#bl-pairs-chart text").all_text_contents())
+    if 0 in counts.values():
+        assert "no pairs (missing)" in chart  # an edit type without pairs says so
+    assert "chance Group (0.167)" in chart  # chance lines are named in the legend
+    screenshot(page, "tab-pairs")
+
+    # an error: the previous results no longer match the inputs and are cleared
+    set_dropdown(page, "bl-pairs-model", "nope:model")
+    page.click("#bl-pairs-score-btn")
+    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#bl-pairs-matrix td[data-cell]')", timeout=30_000)
+    assert "Group" not in page.inner_text("#bl-pairs-summary")
+    assert page.locator("#bl-pairs-chart .ytick text").count() == 0
