@@ -241,7 +241,8 @@ def add_commands(g: Groups) -> None:
     f.add_argument("--margin", type=float, help="hinge margin (default 0.05)")
     f.add_argument("--lora-rank", type=int, help="LoRA r (default 4)")
     f.add_argument("--lora-alpha", type=float, help="LoRA alpha (default 4)")
-    f.add_argument("--lines-a", help="LiNeS a in [0, 1], or auto (chosen on validation; default)")
+    f.add_argument("--lines-a", help="LiNeS a in [0, 1] (default 0.1, Wang et al.'s single-task setting; 1 = "
+                   "unscaled), or auto (searched on validation over their grid 1.0, 0.9, ..., 0.0)")
     f.add_argument("--seed", type=int)
     f.add_argument("--device", help="auto|cpu|cuda|cuda:N|mps")
     f.add_argument("--eval-rows", type=int, help="rows per split used for evaluation (default 400, 0 = all)")

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from bindlab.encoders import distributed
-from bindlab.train.lines import check_a, lines_factors, scale_lora_state
+from bindlab.train.lines import PAPER_DEFAULT_A, PAPER_GRID, check_a, lines_factors, model_label, scale_lora_state
 
-LINES_GRID: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 1.0)
-DEFAULT_LINES_A = 0.1  # DESIGN.md: when there is nothing to choose on
+LINES_GRID: tuple[float, ...] = PAPER_GRID  # the --lines-a auto search: Wang et al.'s single-task grid 1.0..0.0
+DEFAULT_LINES_A = PAPER_DEFAULT_A  # Wang et al.'s single-task default (bindlab.train.lines cites where)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -51,7 +51,7 @@ class FinetuneConfig:
     lora_rank: int = 4  # LoRA r
     lora_alpha: float = 4.0  # LoRA alpha (update scale alpha / r)
     lora_dropout: float = 0.0  # LoRA dropout
-    lines_a: str | float = "auto"  # LiNeS a: a number in [0, 1], or "auto" = chosen on validation
+    lines_a: str | float = DEFAULT_LINES_A  # LiNeS a in [0, 1] (default: Wang et al.'s 0.1), or "auto" (validation)
     forget_weight: float = 1.0  # auto a maximises val gain - forget_weight * drift
     seed: int = 0  # shuffling (and LoRA init through torch's seed)
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
@@ -361,17 +361,22 @@ class Stopped(Exception):
 
 
 def load_splits(data: str, eval_rows: int, seed: int) -> dict[str, list[dict]]:
-    """Triplet rows by split; evaluation splits capped at ``eval_rows`` (a fixed, seeded sample)."""
+    """Triplet rows by split; evaluation splits capped at ``eval_rows`` (a fixed, seeded sample).
+
+    Besides train/val/test/heldout, the extra test splits a triplets file may hold (``test_template_<name>`` for a
+    held-out sentence template, ``test_unseen_words``) are kept and evaluated like the others.
+    """
     from bindlab.data.triplets import SPLITS, load_triplets
 
     rows = load_triplets(data)
-    splits = {s: [r for r in rows if r["split"] == s] for s in SPLITS}
+    extra = sorted({r["split"] for r in rows} - set(SPLITS))  # test_template_<name>, test_unseen_words
+    splits = {s: [r for r in rows if r["split"] == s] for s in (*SPLITS, *extra)}
     if not splits["train"]:
         raise ValueError(f"{data}: no rows in the train split; generate triplets with "
                          "'python -m bindlab generate triplets --out DIR --n 4000'")
     if eval_rows:
         rng = random.Random(f"eval-{seed}")
-        for s in ("val", "test", "heldout"):
+        for s in [s for s in splits if s != "train"]:
             if len(splits[s]) > eval_rows:
                 splits[s] = rng.sample(splits[s], eval_rows)
     return splits
@@ -618,7 +623,7 @@ def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tow
     save_adapter(out / "adapter_lines.safetensors", scaled)
     lines = {"a": a, "n_blocks": tower.n_blocks, "factors": [round(float(f), 6) for f in lines_factors(tower.n_blocks, a)],
              "chosen_on": "validation" if grid else ("given" if str(cfg.lines_a) != "auto" else "default"),
-             "grid": grid, "forget_weight": cfg.forget_weight}
+             "grid": grid, "forget_weight": cfg.forget_weight, "label": model_label(a)}
     (out / "lines.json").write_text(json.dumps(lines, indent=2))
 
     result: dict[str, Any] = {"steps": state.step, "triplets_seen": state.triplets_seen,

@@ -5,6 +5,29 @@ shallow blocks keep only a fraction ``a`` of their change, the deepest block kee
 belong to no block (embeddings, projections) are scaled by ``a``. For a LoRA update ``dW = (alpha / r) * B @ A``
 scaling ``B`` alone scales ``dW`` exactly, so :func:`scale_lora_state` multiplies only the ``lora_B`` tensors.
 
+**As published.** Wang, Dimitriadis, Favero, Ortiz-Jimenez, Fleuret, Frossard, "LiNeS: Post-training Layer Scaling
+Prevents Forgetting and Enhances Model Merging", ICLR 2025 (arXiv 2410.17146), write
+``lambda(l) = alpha + beta * (l - 1) / (L - 1)`` for 1-based ``l``. Their official code (github.com/wang-kee/LiNeS,
+commit 43a7bdd564a16195b164abc2c64ec1856c59c211) is where the single-task setting is pinned down:
+
+- ``src/eval/eval.py`` lines 56-97, ``LiNeS_scaling``: factor ``alpha + beta * (layer / (num_blocks - 1))`` for
+  0-based ``layer`` (line 85); parameters outside the residual blocks get ``alpha`` (line 93).
+- ``src/eval/eval.py`` lines 111-116: for ``method.name == "single_task"`` they call it with
+  ``alpha=scaling_coef, beta=1 - scaling_coef`` — so the deepest block is never scaled.
+- ``LiNeS_example.ipynb``, cell "Apply LiNeS" (the authors' worked single-task example):
+  ``alpha = 0.1`` and ``line_scaling(task_vector, alpha=alpha, beta=1-alpha, num_blocks=12)``; the only fixed
+  single-task value the authors publish. That is :data:`PAPER_DEFAULT_A`, bindlab's default.
+- ``src/eval/eval.py`` line 202: their optional search grid ``np.arange(0.0, 1.1, 0.1)[::-1]`` (1.0, 0.9, ..., 0.0),
+  scored on validation by ``find_optimal_coef_tradeoff`` (``src/utils/utils.py`` line 171) with
+  ``tradeoff_target_weight = 2`` (``config/method/single_task.yaml``). :data:`PAPER_GRID` is that grid; bindlab's
+  ``--lines-a auto`` searches it on validation triplets against the forgetting control.
+
+Mapping onto bindlab exactly: ``a = alpha``, ``1 - a = beta``, and bindlab's 0-based ``l`` is their ``layer``
+(their paper's ``l - 1``): ``a + (1 - a) * l / (L - 1) == alpha + beta * layer / (num_blocks - 1)`` term by term,
+with the same ``alpha`` for parameters outside the blocks (:func:`from_alpha_beta` refuses an ``(alpha, beta)`` pair
+that is not single-task, i.e. ``alpha + beta != 1``). ``a = 1`` is no scaling at all: such a model is "unscaled",
+never "LiNeS" (:func:`model_label`).
+
 Everything here is pure: names and numbers in, numbers out; tensors may be numpy arrays or torch tensors.
 """
 
@@ -19,6 +42,39 @@ import numpy as np
 # Block containers across the backbones bindlab trains: BERT ``encoder.layer.3``, CLIP/Qwen ``layers.3``,
 # GPT ``h.3``, ViT/toy ``blocks.3``, open_clip ``resblocks.3``.
 _BLOCK_RE = re.compile(r"(?:^|\.)(?:layer|layers|h|blocks|resblocks)\.(\d+)(?:\.|$)")
+
+
+PAPER_DEFAULT_A = 0.1  # Wang et al.'s single-task example: alpha = 0.1, beta = 1 - alpha (see the module docstring)
+PAPER_GRID: tuple[float, ...] = tuple(round(1.0 - 0.1 * i, 1) for i in range(11))  # 1.0, 0.9, ..., 0.0 (eval.py:202)
+UNSCALED_LABEL = "unscaled"
+
+
+def from_alpha_beta(alpha: float, beta: float) -> float:
+    """Wang et al.'s single-task ``(alpha, beta)`` as bindlab's ``a`` (``a = alpha``; requires ``beta = 1 - alpha``).
+
+    Raises:
+        ValueError: ``alpha + beta != 1`` (their multi-task merging setting, which bindlab does not implement).
+    """
+    if abs(float(alpha) + float(beta) - 1.0) > 1e-9:
+        raise ValueError(f"LiNeS alpha={alpha}, beta={beta} is not the single-task setting (alpha + beta = 1, so the "
+                         "deepest block keeps its whole update); bindlab's a is alpha with beta = 1 - a")
+    return check_a(alpha)
+
+
+def is_scaled(a: float) -> bool:
+    """Whether ``a`` scales anything (``a < 1``); ``a = 1`` leaves every block's update as it is."""
+    return check_a(a) < 1.0
+
+
+def model_label(a: float | None) -> str:
+    """What a model with LiNeS ``a`` is called in results, tables, the tab and the CLI.
+
+    ``"unscaled"`` when ``a = 1`` (nothing is scaled, so it must never be called LiNeS), else ``"LiNeS (a=0.1)"``.
+    ``None`` (no LiNeS record) is also ``"unscaled"``.
+    """
+    if a is None or not is_scaled(a):
+        return UNSCALED_LABEL
+    return f"LiNeS (a={check_a(a):g})"
 
 
 def lines_factors(n_blocks: int, a: float) -> np.ndarray:
