@@ -125,3 +125,17 @@ def test_tab_errors_are_messages():
         tab.analyse_text("minilm", "later_to_earlier", "word " * 600, "red:cube, blue:ball", 0)
     with pytest.raises(gr.Error, match="at least two objects"):
         tab.analyse_text("minilm", "later_to_earlier", "a red cube", "red:cube", 0)
+
+
+def test_compare_with_a_model_of_fewer_layers_uses_relative_depth(small_benchmark):
+    """MiniLM (6 layers) against toy:clip (3 layers): both curves on a [0, 1] depth axis, and the tab says so."""
+    from bindlab.ui import attention as tab
+
+    summary, fig, *_, result = tab.compute("minilm", "toy:clip", str(small_benchmark[0]), 4, "later_to_earlier", 0,
+                                           progress=_noop)
+    curves = result.figures_data["curves"]
+    assert [len(c["layers"]) for c in curves] == [6, 3] and curves[1]["depth"] == [0.0, 0.5, 1.0]
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [list(t.x) for t in lines] == [pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1]), [0.0, 0.5, 1.0]]
+    assert "layer counts differ" in fig.layout.title.text and "relative depth" in fig.layout.xaxis.title.text
+    assert "layer counts differ" in summary and "toy" in summary
