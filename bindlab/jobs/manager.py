@@ -174,7 +174,8 @@ def live_message(status: dict[str, Any], progress: dict[str, Any] | None) -> str
         started = None
     if started is not None and float(progress.get("updated") or 0.0) < started - 1.0:  # a previous attempt's report
         return f"starting (resuming after step {step}/{total})"
-    return f"{progress.get('phase') or 'training'}: step {step}/{total}"
+    phase = progress.get("phase") or "training"
+    return f"{phase}: step {step}/{total}" if step else phase  # "loading", "baseline" before the first step
 
 
 class JobLimitError(ValueError):

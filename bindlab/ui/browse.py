@@ -39,6 +39,8 @@ CSS = """
 .bl-score {font-family: monospace; float:right}
 .bl-side {width:100%; border-collapse:collapse} .bl-side td, .bl-side th {padding:2px 6px; border-bottom:1px solid #eee}
 .bl-side tr.bl-answer-row {background:#eef8ee}
+#bl-candidates th, #bl-candidates th *, #bl-topk th, #bl-topk th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
+#bl-candidates td, #bl-topk td {white-space: normal; overflow-wrap: anywhere}
 """
 
 
@@ -219,7 +221,7 @@ def build_tab() -> dict[str, Any]:
             q_html = gr.HTML(elem_id="bl-question-html")
             images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
                                 visible=False, elem_id="bl-images")  # shown for pairings with images
-            table = gr.Dataframe(label="Candidates", interactive=False, elem_id="bl-candidates")
+            table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, elem_id="bl-candidates")
             compare_model = gr.Dropdown(MODEL_CHOICES, value=None, allow_custom_value=True,
                                         label="Compare with model B (optional: its scores beside these)",
                                         elem_id="bl-compare-model")

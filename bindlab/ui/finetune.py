@@ -24,8 +24,8 @@ CSS = """
 #ft-status table {display: block; max-width: 100%; overflow-x: auto}
 #ft-status table th {white-space: normal; word-break: keep-all; overflow-wrap: normal; hyphens: none}
 #ft-status table td {overflow-wrap: anywhere}
-#ft-jobs th, #ft-compare th, #ft-compare-triplets th, #ft-compare-attention th {white-space: nowrap; word-break: keep-all}
-#ft-jobs th *, #ft-compare th *, #ft-compare-triplets th *, #ft-compare-attention th * {white-space: nowrap; word-break: keep-all}
+#ft-jobs th, #ft-compare th, #ft-compare-triplets th, #ft-compare-attention th {white-space: normal; word-break: keep-all; overflow-wrap: normal}
+#ft-jobs th *, #ft-compare th *, #ft-compare-triplets th *, #ft-compare-attention th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
 #ft-jobs td, #ft-compare td, #ft-compare-triplets td, #ft-compare-attention td {white-space: normal; overflow-wrap: anywhere}
 .ft-bar {background:#eee; border-radius:6px; height:18px; width:100%; overflow:hidden}
 .ft-bar > div {background:#2ca02c; height:100%}
@@ -126,14 +126,16 @@ def poll(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
     manager = _manager(request)
     jobs = fs.list_jobs(manager)
     ids = [j["id"] for j in reversed(jobs)]
-    job_id = (job_id or "").strip() or default_job(jobs)
+    chosen = (job_id or "").strip()
+    job_id = chosen or default_job(jobs)
     if not job_id:
         return ("No jobs yet: launch one above.", progress_html({}, {}), figures.message_figure("no job yet"),
                 jobs_frame(jobs), gr.update(choices=ids))
     info = fs.job_info(job_id, log_lines=0, manager=manager)
     return (status_md(info), progress_html(info["status"], info["progress"]),
             figures.training_curves(info["metrics"], title=f"{info['status']['id']}: loss and validation triplet accuracy"),
-            jobs_frame(jobs), gr.update(choices=ids, value=info["status"]["id"]))
+            # the value only when chosen here: a visitor's pick made while this tick ran is never undone
+            jobs_frame(jobs), gr.update(choices=ids) if chosen else gr.update(choices=ids, value=info["status"]["id"]))
 
 
 def show(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
@@ -254,7 +256,7 @@ def build_tab() -> dict[str, Any]:
     status = gr.Markdown(elem_id="ft-status")
     bar = gr.HTML(elem_id="ft-progress")
     curves = gr.Plot(label="Loss and validation triplet accuracy", elem_id="ft-curves")
-    jobs = gr.Dataframe(headers=JOB_COLUMNS, label="All jobs", interactive=False, elem_id="ft-jobs")
+    jobs = gr.Dataframe(headers=JOB_COLUMNS, label="All jobs", interactive=False, wrap=True, elem_id="ft-jobs")
     gr.Markdown("### Before vs after")
     with gr.Row():
         mcq = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "ft-mcq")
@@ -262,14 +264,14 @@ def build_tab() -> dict[str, Any]:
     cmp_head = gr.Markdown(elem_id="ft-compare-head")
     with gr.Row():
         cmp_table = gr.Dataframe(headers=["pairing", "N", "base", "unscaled", "lines"], label="MCQ accuracy per pairing and N",
-                                 interactive=False, elem_id="ft-compare")
+                                 interactive=False, wrap=True, elem_id="ft-compare")
         cmp_fig = gr.Plot(label="Accuracy by N", elem_id="ft-compare-fig")
     trip_table = gr.Dataframe(headers=["model", "triplet_test", "triplet_heldout", "drift", "paraphrase_r1"],
-                              label="Triplet accuracy and forgetting control", interactive=False,
+                              label="Triplet accuracy and forgetting control", interactive=False, wrap=True,
                               elem_id="ft-compare-triplets")
     with gr.Row():
         att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
-        att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, elem_id="ft-compare-attention",
+        att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",
                                  label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
     wire(export_panel("ft", "comparison and curves"), export_compare, [job, mcq, cmp_table, trip_table, att_table],
          api_name="ft_export")

@@ -36,7 +36,7 @@ CSS = """
 .wt-num {font-family: monospace; font-weight: bold}
 .wt-bar {background:#eee; border-radius:6px; height:16px; width:100%; overflow:hidden}
 .wt-bar > div {background:#2ca02c; height:100%}
-#wt-images-table th, #wt-images-table th *, #wt-ft-table th, #wt-ft-table th * {white-space: nowrap; word-break: keep-all}
+#wt-images-table th, #wt-images-table th *, #wt-ft-table th, #wt-ft-table th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
 #wt-images-table td, #wt-ft-table td {white-space: normal; overflow-wrap: anywhere}
 """
 
@@ -502,7 +502,7 @@ def build_tab() -> dict[str, Any]:
     img_out = gr.HTML(elem_id="wt-images-result")
     # full width: every pairing's column (image → image holds the headline) stays in view
     img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
-                             interactive=False, elem_id="wt-images-table")
+                             interactive=False, wrap=True, elem_id="wt-images-table")
     img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
                              elem_id="wt-images-gallery")
 
@@ -539,7 +539,7 @@ def build_tab() -> dict[str, Any]:
     ft_progress = gr.HTML(elem_id="wt-ft-progress")
     ft_out = gr.HTML(elem_id="wt-ft-result")
     ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (no LiNeS)", "finetuned + LiNeS"],
-                            label="MCQ accuracy, all N (chance 0.25)", interactive=False, elem_id="wt-ft-table")
+                            label="MCQ accuracy, all N (chance 0.25)", interactive=False, wrap=True, elem_id="wt-ft-table")
     ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned, one chart per pairing", elem_id="wt-ft-fig")
     ft_job = gr.State(None)  # this session's job id
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after

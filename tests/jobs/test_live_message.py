@@ -53,3 +53,8 @@ def test_final_states_keep_their_own_message():
     pr = {"phase": "done", "step": 160, "total_steps": 160, "updated": time.time()}
     assert live_message({"state": "done", "message": "finished 160 steps"}, pr) == "finished 160 steps"
     assert live_message({"state": "failed", "message": "RuntimeError: boom"}, pr) == "RuntimeError: boom"
+
+
+def test_before_the_first_step_the_phase_is_said():
+    st = {"state": "running", "started": None, "message": "starting"}
+    assert live_message(st, {"phase": "loading", "step": 0, "total_steps": None, "updated": time.time()}) == "loading"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.ui.conftest import screenshot
@@ -78,3 +80,29 @@ def test_bad_launch_shows_a_message(app_url, page):
     _fill(page, "ft-data", str(repo_root() / "data" / "no-such-triplets"))
     page.click("#ft-launch")
     page.wait_for_selector("text=no triplets at", timeout=60_000)
+
+
+def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(app_url, page, tiny_job_inputs):
+    """A job started outside the page (the CLI's local owner, visible to the local page) is selected when the tab
+    opens, not "No job selected"; once it reports steps, its jobs-table message says the step, not "starting"."""
+    from bindlab.jobs.manager import JobManager
+
+    model, data = tiny_job_inputs
+    m = JobManager()  # the app's jobs folder: the same BINDLAB_HOME
+    job = m.submit({"model": model, "data": data, "max_steps": 30, "batch_size": 4, "eval_rows": 8, "device": "cpu",
+                    "debug": {"sleep_per_step": 1.0}})
+    try:
+        page.goto(app_url)
+        page.get_by_role("tab", name="Finetune").click(timeout=180_000)
+        page.wait_for_function("(job) => { const i = document.querySelector('#ft-job input');"
+                               " return i && i.value === job; }", arg=job, timeout=120_000)
+        assert "No job selected" not in page.inner_text("#ft-status")
+        assert job in page.inner_text("#ft-status")
+        # the polled table: the job's row says its step once it has one (never "starting" at step k > 0)
+        page.wait_for_function("(job) => { const t = document.querySelector('#ft-jobs');"
+                               " return t && /step [1-9][0-9]*\\/30/.test(t.innerText); }", arg=job, timeout=300_000)
+        row = next(r for r in page.inner_text("#ft-jobs").splitlines() if job in r)
+        assert "starting" not in row and "running" in row
+    finally:
+        with contextlib.suppress(ValueError):  # already finished
+            m.cancel(job, grace_s=2)

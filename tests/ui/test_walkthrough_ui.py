@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from bindlab.studies import walkthrough as wt
-from tests.ui.conftest import download_export, pick_option, screenshot
+from tests.ui.conftest import download_export, pick_option, screenshot, set_dropdown
 
 pytestmark = pytest.mark.ui
 
@@ -98,3 +98,23 @@ def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, p
     table = page.inner_text("#wt-ft-table")
     assert all(p in table for p in ("text → text", "text → image", "image → text", "image → image"))
     assert "LiNeS a =" in page.inner_text("#wt-ft-result")
+    # one small chart per pairing, one legend entry per model (not 12 lines in one chart)
+    titles = page.locator("#wt-ft-fig .annotation-text").all_text_contents()
+    assert {"text → text", "text → image", "image → text", "image → image"} <= set(titles)
+    assert len(page.locator("#wt-ft-fig .legendtext").all_text_contents()) == 3
+
+
+def test_typed_dropdown_values_are_used_or_refused_with_a_message(app_url, page):
+    """Step 4: a typed entry that is not a model and pairing is refused with a message (never the previous choice
+    run silently); step 6: a typed encoder id is used (an unknown one is named in the registry's message)."""
+    _open(page, app_url)
+    set_dropdown(page, "wt-objects-model", "not a model")
+    page.click("#wt-objects-run")
+    page.wait_for_selector("text=is not a model and pairing", timeout=60_000)
+    assert page.locator("#wt-objects-small").count() == 0  # nothing ran
+    set_dropdown(page, "wt-attention-model", "nope:model")
+    page.click("#wt-attention-run")
+    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    assert page.locator("#wt-attention-peak").count() == 0
+    body = page.inner_text("body")
+    assert "--skip-bad" not in body and "python -m bindlab" not in body
