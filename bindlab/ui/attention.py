@@ -213,7 +213,10 @@ def build_tab() -> None:
     result = gr.State(None)
     current = gr.State(None)
 
-    gr.Markdown("### One caption: word × word attention")
+    gr.Markdown("### One caption: word × word attention, and the margin of every head\n"
+                "The grid beside the map shows the caption's binding margin per layer and head (the mean of a row is "
+                "the curve's margin at that layer); click a cell to see that head's word × word attention. When the "
+                "two compared models have different layer counts, the curves above share a relative-depth axis.")
     with gr.Row():
         caption = gr.Dropdown([], label="Caption (from the set above)", scale=4, elem_id="at-caption")
         layer = gr.Slider(0, 47, value=0, step=1, label="Layer", scale=2, elem_id="at-layer")

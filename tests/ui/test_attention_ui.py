@@ -22,17 +22,17 @@ def _traces(page, elem_id: str) -> list[dict]:
 
 def test_attention_curve_heatmap_and_free_text(app_url, page):
     page.goto(app_url)
-    page.get_by_role("tab", name="Attention").click()
+    page.get_by_role("tab", name="Attention").click(timeout=480_000)  # a loaded machine draws the page slowly
     page.fill("#at-limit input", "8")
     page.click("#at-run")
     page.wait_for_function("() => document.querySelector('#at-summary').innerText.includes('captions')",
-                           timeout=180_000)
+                           timeout=480_000)
     summary = page.inner_text("#at-summary")
     assert "st:all-MiniLM-L6-v2" in summary and "8 captions (0 skipped)" in summary and "6 layers" in summary
 
     # The curve: one line of 6 layers (MiniLM has 6 blocks) and its interval band around it.
     page.wait_for_function(f"() => {PLOT.format(id='at-curve')} && {PLOT.format(id='at-curve')}.data.length >= 2",
-                           timeout=60_000)
+                           timeout=240_000)
     traces = _traces(page, "at-curve")
     line = next(t for t in traces if t["name"] == "st:all-MiniLM-L6-v2")
     band = next(t for t in traces if t["fill"] == "toself")
@@ -43,7 +43,8 @@ def test_attention_curve_heatmap_and_free_text(app_url, page):
     assert peak == pytest.approx(max(line["y"]), abs=1e-4)
 
     # Computing margins selects the first caption and draws its heatmap with the binding cells outlined.
-    page.wait_for_selector("#at-caption-margin", timeout=60_000)
+    page.wait_for_selector("#at-caption-margin", timeout=240_000)
+    _head_grid_click_shows_that_heads_map(page)
     heat = _traces(page, "at-heatmap")
     assert heat and heat[0]["type"] == "heatmap"
     n_shapes = page.evaluate(f"() => ({PLOT.format(id='at-heatmap')}.layout.shapes || []).length")
@@ -54,14 +55,36 @@ def test_attention_curve_heatmap_and_free_text(app_url, page):
     page.fill("#at-bindings textarea, #at-bindings input", "polka-dot:teddy-bear, red:cube, striped:yo-yo")
     page.click("#at-text-btn")
     page.wait_for_function("() => document.querySelector('#at-caption-info').innerText.includes('teddy-bear')",
-                           timeout=60_000)
+                           timeout=240_000)
     info = page.inner_text("#at-caption-info")
     assert "polka-dot:teddy-bear" in info and len(re.findall(r"L\d: [+-]\d\.\d{4}", info)) == 6
     page.wait_for_function(f"() => ({PLOT.format(id='at-heatmap')}.layout.shapes || []).length == 9",
-                           timeout=60_000)  # 3 objects x (1 own + 2 other)
+                           timeout=240_000)  # 3 objects x (1 own + 2 other)
     screenshot(page, "attention")
 
     # A malformed binding is a readable message and the tab keeps working.
     page.fill("#at-bindings textarea, #at-bindings input", "red cube")
     page.click("#at-text-btn")
-    page.wait_for_selector("text=is not attribute:object", timeout=60_000)
+    page.wait_for_selector("text=is not attribute:object", timeout=240_000)
+
+
+def _head_grid_click_shows_that_heads_map(page):
+    """The per-head grid (MiniLM: 6 layers x 12 heads) shows; clicking the cell of layer 2, head 7 redraws the word x
+    word map for that head and moves the layer slider to 2."""
+    grid = PLOT.format(id="at-heads")
+    page.wait_for_function(f"() => {grid} && {grid}.data.length && {grid}.data[0].type === 'heatmap'",
+                           timeout=240_000)
+    # calcdata holds the decoded z (gd.data keeps plotly's base64 array spec)
+    assert page.evaluate(f"() => [{grid}.calcdata[0][0].z.length, {grid}.calcdata[0][0].z[0].length]") == [6, 12]
+    page.locator("#at-heads").scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)  # the click bridge binds after the plot draws
+    x, y = page.evaluate(f"""() => {{ const gd = {grid}, r = gd.getBoundingClientRect(), fl = gd._fullLayout;
+        return [r.left + fl._size.l + fl.xaxis.l2p(7), r.top + fl._size.t + fl.yaxis.l2p(2)]; }}""")
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.wait_for_function(f"() => {PLOT.format(id='at-heatmap')}.layout.title.text.includes('head 7')",
+                           timeout=240_000)
+    assert "layer 2" in page.evaluate(f"() => {PLOT.format(id='at-heatmap')}.layout.title.text")
+    assert page.inner_text("#at-head-shown") == "7"
+    assert page.input_value("#at-layer input[type='number']") == "2"
+    screenshot(page, "attention-heads")
