@@ -153,9 +153,7 @@ def cmd_jobs(a: argparse.Namespace) -> None:
     elif a.action == "compare":
         from bindlab.present.exports import compare_export
 
-        if not a.data:
-            raise ValueError("'jobs compare' needs --data MCQ.jsonl (e.g. from 'python -m bindlab generate saber')")
-        request = fs.CompareRequest(a.job, a.data, pairings=a.pairings, limit=a.limit,
+        request = fs.CompareRequest(a.job, a.data or "", pairings=a.pairings, limit=a.limit,
                                     attention_limit=None if a.no_attention else a.attention_limit)
         res = fs.run_finetune_compare(request)
         print(fs.format_compare(res.summary))
@@ -258,7 +256,8 @@ def add_commands(g: Groups) -> None:
                    metavar="ACTION", help="list | show | cancel | resume | compare | export-script (a torchrun/"
                    "accelerate launch script and an sbatch wrapper) (_run DIR is what a job process executes)")
     j.add_argument("job", nargs="?", help="job id (as printed by finetune / jobs list)")
-    j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on")
+    j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on (default: the embedded mini "
+                                  "benchmark); the other templates and the held-out words are generated on the fly")
     j.add_argument("--pairings", default="auto", help="compare: tt,ti,it,ii or auto (all the model and data allow)")
     j.add_argument("--limit", type=int, default=0, help="compare: first N questions only")
     j.add_argument("--attention-limit", type=int, default=200,

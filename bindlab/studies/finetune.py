@@ -19,16 +19,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bindlab.studies.validate import encoder_id
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_options, finite_float, input_path, nonneg_int
-from bindlab.train.compare import LABELS, format_compare, job_models, mcq_table, result_rows
+from bindlab.studies.validate import check_options, encoder_id, finite_float, input_path, nonneg_int
+from bindlab.train.compare import (
+    LABELS,
+    display_labels,
+    format_compare,
+    job_models,
+    labelled,
+    mcq_table,
+    report_rows,
+    report_text,
+    result_rows,
+)
 from bindlab.train.compare_attention import CAPTION_SET, attention_curves, attention_rows, per_layer_rows
 
 Progress = Callable[[float, str], None]
 
 __all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", "attention_rows", "cancel_job",
-           "check_config", "compare_job", "compare_provenance", "default_triplets", "format_compare", "job_info",
+           "check_config", "compare_job", "compare_provenance", "default_triplets", "display_labels",
+           "format_compare", "job_info", "labelled", "report_rows", "report_text",
            "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "page_manager", "per_layer_rows", "result_rows", "resume_job",
            "run_finetune_compare", "run_job_process", "submit_finetune"]
 
@@ -225,7 +235,7 @@ def attention_compare(encoders: dict[str, Any], captions: Sequence[Any], directi
 
 def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit: int = 0,
                 progress: Progress | None = None, manager: Any = None,
-                attention_limit: int | None = 200) -> dict[str, Any]:
+                attention_limit: int | None = 200, report: bool = False) -> dict[str, Any]:
     """Score base, unscaled and LiNeS models of a finished job on the same MCQs.
 
     Args:
@@ -238,10 +248,13 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
         manager: the job manager (default: the one on ``$BINDLAB_HOME/jobs``).
         attention_limit: attention margins on the first N of those questions' query captions (0 = all of them,
             None = skip the attention part).
+        report: also build the separated report (:func:`bindlab.studies.finetune_report.separated_report`:
+            in-format vs out-of-template vs unseen-word MCQs and triplets, held-out constructions, controls).
 
     Returns:
-        ``{"job", "models", "pairings", "mcq": {label: {pairing: summary}}, "attention": section or None,
-        "triplets": rows, "lines", "provenance"}``; the attention section is :func:`attention_compare`'s.
+        ``{"job", "models", "labels", "pairings", "mcq": {label: {pairing: summary}}, "attention": section or None,
+        "triplets": rows, "lines", "report": entries or None, "provenance"}``; the attention section is
+        :func:`attention_compare`'s; ``labels`` names the models for a reader (``a = 1`` is "unscaled").
     """
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
@@ -278,9 +291,16 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
         captions = [Caption(q.query.text, tuple(q.query.bindings), q.id) for q in qs]
         attention = attention_compare(encoders, captions, progress=(lambda f, msg: progress(0.5 + 0.5 * f, msg))
                                       if progress else None)
+    entries = None
+    if report:
+        from bindlab.studies.finetune_report import separated_report
+
+        entries = separated_report(encoders, questions, info.get("config") or {}, progress=(
+            lambda f, msg: progress(f, msg)) if progress else None)
     if progress:
         progress(1.0, "done")
-    return {"job": st["id"], "models": models, "pairings": plist, "mcq": mcq, "attention": attention,
+    return {"job": st["id"], "models": models, "labels": display_labels((info["lines"] or {}).get("a")),
+            "pairings": plist, "mcq": mcq, "attention": attention, "report": entries,
             "triplets": result_rows(info["result"] or {}), "lines": info["lines"],
             "provenance": provenance(mcq_path, encoders["lines"], {"kind": "finetune-compare", "pairings": plist,
                                                                    "limit": limit, "models": models,
@@ -296,6 +316,7 @@ class CompareRequest:
     pairings: str = "auto"  # tt,ti,it,ii or auto (every pairing the model and the data allow)
     limit: int = 0  # first N questions only (0 = all)
     attention_limit: int | None = 200  # attention margins on the first N query captions (0 = all, None = skip)
+    report: bool = True  # the separated report: in-format vs out-of-template / unseen-word / held-out, with CIs
 
     def __post_init__(self) -> None:
         job = str(self.job or "").strip()
@@ -326,16 +347,21 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
 
         path = str(default_dataset())
     res = compare_job(request.job, path, pairings=request.pairings, limit=request.limit, progress=progress,
-                      manager=manager, attention_limit=request.attention_limit)
+                      manager=manager, attention_limit=request.attention_limit, report=request.report)
     table = mcq_table(res)
     section = res.get("attention")
+    a = (res.get("lines") or {}).get("a")
     tables: dict[str, list[dict[str, Any]]] = {"mcq": table, "triplets": res["triplets"]}
+    notes: list[str] = []
+    if res.get("report"):
+        tables["report"] = report_rows(res["report"], a)
+        notes.append(report_text(res["report"], a))
     if section:
         tables["attention"] = attention_rows(section)
         tables["attention_per_layer"] = per_layer_rows(section) if section.get("available") else []
     summary = {k: v for k, v in res.items() if k != "provenance"}
     summary["data"] = path
-    return Result("finetune", summary, rows=table, tables=tables, provenance=res["provenance"],
+    return Result("finetune", summary, rows=table, tables=tables, provenance=res["provenance"], notes=notes,
                   figures_data={"mcq_rows": table, "attention": section,
                                 "attention_curves": attention_curves(section) if section else [],
                                 "metrics": job_metrics(res["job"], manager)})

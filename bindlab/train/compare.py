@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from bindlab.train.lines import model_label
+
 LABELS = ("base", "unscaled", "lines")
+
+# What each format of the separated report measures (bindlab.studies.finetune_report builds the entries).
+FORMATS: dict[str, str] = {
+    "in-format": "the training sentence template and vocabulary: shows the model learnt the training format",
+    "unseen words": "the training template, only words no training text contains",
+    "out-of-template": "a sentence template the model was never trained on (same bindings, other wording)",
+    "held-out construction": "triplet construction types never trained on (deferred binding)",
+    "control": "forgetting controls on general sentences: what finetuning may have cost",
+}
 
 
 def job_models(job_id: str, base: str) -> dict[str, str]:
@@ -19,20 +30,107 @@ def job_models(job_id: str, base: str) -> dict[str, str]:
     return {"base": base, "unscaled": f"lora:{job_id}/unscaled", "lines": f"lora:{job_id}"}
 
 
-def result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per model from a job's result: triplet accuracy per split and forgetting-control figures."""
+def display_labels(lines_a: float | None) -> dict[str, str]:
+    """How the three models are named to a reader: ``base``, ``unscaled`` and ``LiNeS (a=…)``.
+
+    When ``a = 1`` LiNeS scaled nothing, so ``lora:<job>`` *is* the unscaled model: it is named ``unscaled`` too and
+    the report shows it once (:func:`report_models`), never as LiNeS.
+    """
+    return {"base": "base", "unscaled": "unscaled", "lines": model_label(lines_a)}
+
+
+def report_models(lines_a: float | None) -> list[str]:
+    """The model keys a report shows: base, unscaled and, only when it scales something, the LiNeS model."""
+    return ["base", "unscaled"] if model_label(lines_a) == "unscaled" else list(LABELS)
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None or v != v else f"{v:.{digits}f}"
+
+
+def report_rows(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
+    """The separated report as table rows: evaluation, format, in-format (yes/no), N, then per model its value
+    and its 95 % CI (``"[lo, hi]"``), the columns named by :func:`display_labels`."""
+    names = display_labels(lines_a)
     rows = []
-    for label in LABELS:
+    for e in entries:
+        row: dict[str, Any] = {"evaluation": e["evaluation"], "format": e["format"],
+                               "in-format": "yes" if e["in_format"] else "no", "N": e["n"]}
+        for key in report_models(lines_a):
+            m = e["models"].get(key)
+            if m is None:
+                continue
+            row[names[key]] = round(m["value"], 4)
+            row[f"{names[key]} 95% CI"] = f"[{_fmt(m['ci95'][0])}, {_fmt(m['ci95'][1])}]"
+        rows.append(row)
+    return rows
+
+
+def report_text(entries: list[dict[str, Any]], lines_a: float | None) -> str:
+    """What the report proves, in plain words: which rows are in-format and what the gap is."""
+    names = display_labels(lines_a)
+    keys = report_models(lines_a)
+    tuned = keys[-1]
+    head = ("Rows marked in-format use the training sentence template and vocabulary: a gain there shows the model "
+            "learnt the training format, not binding in general. Out-of-template, unseen-word and held-out "
+            "construction rows are the general test; control rows are what finetuning may have cost (drift: lower "
+            "is better).")
+    if tuned == "unscaled":
+        head += " LiNeS a = 1 scales nothing, so the job's model is the unscaled one (shown once, never as LiNeS)."
+    gains: dict[str, list[float]] = {}
+    for e in entries:
+        if e["kind"] == "control" or tuned not in e["models"] or "base" not in e["models"]:
+            continue
+        gains.setdefault("in-format" if e["in_format"] else "general", []).append(
+            e["models"][tuned]["value"] - e["models"]["base"]["value"])
+    parts = [f"{k}: {sum(v) / len(v):+.3f} on average over {len(v)} rows" for k, v in gains.items() if v]
+    if parts:
+        head += f" Gain of {names[tuned]} over base — " + "; ".join(parts) + "."
+    return head
+
+
+def format_report(entries: list[dict[str, Any]], lines_a: float | None) -> str:
+    """Plain-text separated report for the command line."""
+    names = display_labels(lines_a)
+    keys = report_models(lines_a)
+    out = ["separated report (value [95 % CI]); in-format = the training template and words",
+           f"{'evaluation':<62}{'format':<23}{'N':>5}" + "".join(f"{names[k]:>26}" for k in keys)]
+    for e in entries:
+        cells = "".join(f"{_fmt(m['value'])} [{_fmt(m['ci95'][0])}, {_fmt(m['ci95'][1])}]".rjust(26)
+                        for m in (e["models"].get(k) for k in keys) if m is not None)
+        fmt = e["format"] + (" *" if e["in_format"] else "")
+        out.append(f"{e['evaluation'][:61]:<62}{fmt:<23}{e['n']:>5}{cells}")
+    out.append("* in-format. " + report_text(entries, lines_a))
+    return "\n".join(out)
+
+
+def result_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per model from a job's result: triplet accuracy per split and forgetting-control figures.
+
+    The model column names each model as :func:`display_labels` does; with ``a = 1`` the LiNeS row (identical to
+    the unscaled one) is left out rather than shown as LiNeS.
+    """
+    a = (result.get("lines") or {}).get("a")
+    names = display_labels(a)
+    rows = []
+    for label in report_models(a):
         ev = (result.get("eval") or {}).get(label)
         if not ev:
             continue
-        row: dict[str, Any] = {"model": label}
+        row: dict[str, Any] = {"model": names[label]}
         for k, v in ev["triplets"].items():
             row[f"triplet_{k}"] = round(v, 4)
         for k, v in ev["forgetting"].items():
             row[k] = round(v, 4)
         rows.append(row)
     return rows
+
+
+def labelled(rows: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
+    """Rows keyed ``base`` / ``unscaled`` / ``lines`` with those columns named for a reader (:func:`display_labels`);
+    the ``lines`` column is dropped when ``a = 1`` (it equals ``unscaled``)."""
+    names, keep = display_labels(lines_a), set(report_models(lines_a))
+    return [{(names[k] if k in names else k): v for k, v in r.items() if k not in names or k in keep} for r in rows]
 
 
 def mcq_table(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -48,15 +146,19 @@ def mcq_table(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def format_compare(res: dict[str, Any]) -> str:
     """Plain-text side-by-side table for the command line."""
-    lines = [f"job {res['job']}: base = {res['models']['base']}, lines = {res['models']['lines']} "
-             f"(a = {(res.get('lines') or {}).get('a')})", "MCQ accuracy (chance 0.25)",
-             f"{'pairing':<8}{'N':>5}{'base':>10}{'unscaled':>10}{'lines':>10}"]
-    for r in mcq_table(res):
-        lines.append(f"{r['pairing']:<8}{r['N']:>5}{r['base']:>10.3f}{r['unscaled']:>10.3f}{r['lines']:>10.3f}")
+    a = (res.get("lines") or {}).get("a")
+    lines = [f"job {res['job']}: base = {res['models']['base']}, {display_labels(a)['lines']} = "
+             f"{res['models']['lines']} (a = {a})", "MCQ accuracy (chance 0.25)",
+             f"{'pairing':<8}{'N':>5}" + "".join(f"{display_labels(a)[k]:>16}" for k in report_models(a))]
+    for r in labelled(mcq_table(res), a):
+        lines.append(f"{r['pairing']:<8}{r['N']:>5}" + "".join(f"{v:>16.3f}" for k, v in r.items()
+                                                            if k not in ("pairing", "N")))
     if res.get("attention"):
         from bindlab.train.compare_attention import format_attention
 
         lines.append(format_attention(res["attention"]))
+    if res.get("report"):
+        lines.append(format_report(res["report"], a))
     if res["triplets"]:
         lines.append("triplet accuracy and forgetting control (from the job)")
         for r in res["triplets"]:

@@ -155,3 +155,74 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
     assert res.summary["mcq"] == cli["mcq"] and res.provenance["settings"] == cli["provenance"]["settings"]
     assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(cli["attention"])
+
+
+# --- the separated report: in-format vs general, each row with its label and CI ---------------------------------------
+@pytest.fixture(scope="module")
+def report_jobs(tmp_path_factory):
+    """Two finished 2-step jobs of a tiny text encoder on triplets with a held-out template (predicative) and held-out
+    words: one at the default LiNeS a (0.1), one at a = 1; and a small attributive benchmark."""
+    from bindlab.data.holdout import select_holdout
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.triplets import Variants, generate_triplets, write_triplets
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("ft-report")
+    variants = Variants(("attributive",), ("predicative",), select_holdout(0.2, 0))
+    rows, stats = generate_triplets(400, seed=0, variants=variants)
+    write_triplets(root / "trip", rows, stats, variants.holdout)
+    model = build_tiny("st", root / "st")
+    cfg = {"model": model, "data": str(root / "trip"), "batch_size": 4, "eval_rows": 12, "device": "cpu",
+           "max_steps": 2, "lr": 1e-2}
+    scaled = fs.submit_finetune(cfg)  # the default a
+    unscaled = fs.submit_finetune({**cfg, "lines_a": 1.0})
+    for job in (scaled, unscaled):
+        st = JobManager().wait(job, timeout=300)
+        assert st["state"] == "done", fs.job_info(job)["log_tail"]
+    mcq = write_benchmark(root / "saber", generate_saber(per_size=3, sizes=[2, 3], seed=5), {"seed": 5})
+    return scaled, unscaled, mcq
+
+
+def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):
+    job, _, mcq = report_jobs
+    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
+    entries = res.summary["report"]
+    by_name = {e["evaluation"]: e for e in entries}
+    fmt = {e["evaluation"]: (e["format"], e["in_format"]) for e in entries}
+    assert fmt["MCQ, attributive template (the questions given)"] == ("in-format", True)
+    for t in ("predicative", "relative", "with"):  # every template the job did not train on, made on the fly
+        assert fmt[f"MCQ, {t} template (held out of training)"] == ("out-of-template", False)
+    assert [f for name, f in fmt.items() if "held-out words" in name] == [("unseen words", False)]
+    assert fmt["triplets, val"] == fmt["triplets, test"] == ("in-format", True)
+    assert fmt["triplets, test_template_predicative"] == ("out-of-template", False)
+    assert fmt["triplets, test_unseen_words"] == ("unseen words", False)
+    assert fmt["triplets, held-out deferred-binding"] == ("held-out construction", False)
+    assert {f for f, _ in fmt.values()} >= {"control"}
+    assert by_name["MCQ, predicative template (held out of training)"]["n"] == 6  # same sizes and count as given
+    for e in entries:
+        assert set(e["models"]) == {"base", "unscaled", "lines"}
+        for m in e["models"].values():
+            lo, hi = m["ci95"]
+            assert lo - 1e-9 <= m["value"] <= hi + 1e-9 and m["n"] == e["n"] > 0
+    drift = by_name["control: general-sentence similarity drift from base"]["models"]["base"]
+    assert drift["value"] == 0.0 and drift["ci95"] == [0.0, 0.0]  # the base against itself
+
+    rows = res.tables["report"]
+    assert [r["evaluation"] for r in rows] == [e["evaluation"] for e in entries]
+    assert {r["in-format"] for r in rows} == {"yes", "no"}
+    assert all(re.fullmatch(r"\[\d\.\d{3}, \d\.\d{3}\]", r["LiNeS (a=0.1) 95% CI"]) for r in rows)
+    assert "in-format" in res.notes[0] and "not binding in general" in res.notes[0]
+
+
+def test_a_of_one_is_reported_as_unscaled_never_lines(report_jobs, tmp_path, capsys):
+    _, job, mcq = report_jobs
+    out = tmp_path / "cmp.json"
+    assert main(["jobs", "compare", job, "--data", str(mcq), "--no-attention", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    cli = json.loads(out.read_text())
+    assert cli["lines"]["a"] == 1.0 and cli["lines"]["label"] == "unscaled" and cli["labels"]["lines"] == "unscaled"
+    assert "LiNeS (a=" not in printed and "scales nothing" in printed
+    assert all(r["model"] in ("base", "unscaled") for r in cli["triplets"])  # the job's rows: no LiNeS row
+    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
+    assert all("LiNeS" not in k for r in res.tables["report"] for k in r)
+    assert all("LiNeS" not in k for r in fs.labelled(res.rows, 1.0) for k in r)
