@@ -67,15 +67,13 @@ def alignment_reports(session: Any, factors: Sequence[str], scope: str, progress
         progress: optional ``progress(fraction, message)``.
         options: passed to :func:`fit_global_map` (``lrs``, ``epochs``, ``batch_size``, ...; tests shrink them).
     """
-    from bindlab.studies.grounding import factor_report
-
     out: dict[str, dict[str, Any]] = {}
     for i, f in enumerate(factors):
         if progress:
             progress(i / max(len(factors), 1), f"training the {scope} alignment map for {f}")
         fit = fit_for(session, f, scope, **options)
-        native = factor_report(session, f, "auto", controls=False)
-        aligned = factor_report(session.view(queries={f: fit.apply(session.native(f))}), f, "auto", controls=False)
+        native = _readouts(session, f)
+        aligned = _readouts(session.view(queries={f: fit.apply(session.native(f))}), f)
         out[f] = {"scope": scope, "map": fit.to_dict(), "alpha": aligned["alpha"],
                   "test": {"native": native["test"]["native"], "matched": native["test"]["grounded"],
                            "global": aligned["test"]["native"], "global_matched": aligned["test"]["grounded"]},
@@ -83,6 +81,18 @@ def alignment_reports(session: Any, factors: Sequence[str], scope: str, progress
                                  "ap_global": a["ap_native"], "ap_global_matched": a["ap_grounded"]}
                                 for n, a in zip(native["per_value"], aligned["per_value"], strict=True)]}
     return out
+
+
+def _readouts(session: Any, factor: str) -> dict[str, Any]:
+    """Test native vs grounded readouts at the validation-chosen alpha (as ``factor_report`` without controls)."""
+    state = session.state(factor)
+    alpha = state.select_alpha().value
+    view = state.at_alpha(alpha)
+    return {"alpha": alpha,
+            "test": {"native": {"macro_map": view["map_native"], "top1": view["top1_native"]},
+                     "grounded": {"macro_map": view["map_grounded"], "top1": view["top1_grounded"]}},
+            "per_value": [{"value": v, "ap_native": view["ap_native"][i], "ap_grounded": view["ap_grounded"][i]}
+                          for i, v in enumerate(view["values"])]}
 
 
 def alignment_summary(reports: dict[str, dict[str, Any]]) -> dict[str, float]:
