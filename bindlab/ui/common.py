@@ -18,7 +18,9 @@ from bindlab.studies import datasets
 
 log = logging.getLogger(__name__)
 
-# Errors whose message is written for a user: shown as they are.
+MAX_MESSAGE = 600  # characters of an error message shown on the page
+
+# Errors whose message is written for a user: shown as they are (up to MAX_MESSAGE characters).
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, FileNotFoundError, OSError)
 
 
@@ -37,6 +39,8 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except USER_ERRORS as e:
             msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+            if len(msg) > MAX_MESSAGE:  # a message quoting a huge input: the page gets its start
+                msg = msg[:MAX_MESSAGE] + " …"
             log.info("callback %s refused: %s", fn.__name__, msg.splitlines()[0] if msg else type(e).__name__)
             raise gr.Error(msg, duration=None, print_exception=False) from None
         except Exception as e:  # noqa: BLE001 - the app must survive any callback failure
