@@ -177,8 +177,7 @@ def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float
     which = "mean over heads" if h is None else f"head {h}"
     fig = figs.attention_heatmap(v["words"], v["matrix"], v["cells"],
                                  title=f"{v['model']} · layer {li} · {which} · word × word attention (row = from)")
-    grid = figs.head_grid(v["head_margins"], li, h, title="Binding margin per layer × head (mean of a row = the "
-                                                          "curve's margin) · click a cell")
+    grid = figs.head_grid(v["head_margins"], li, h, title="Margin per layer × head · click a cell")
     per_layer = " ".join(f"L{i}: {m:+.4f}" for i, m in enumerate(v["margins"]))
     note = f" (layer {v['asked_layer']} does not exist; showing {li})" if v["asked_layer"] != li else ""
     info = (f"<p><b>{html.escape(v['text'])}</b></p><p>bindings: <span class='at-own'>"
