@@ -233,7 +233,8 @@ def test_hostile_upload_free_paths_and_sessions_through_the_api(public_app, tmp_
         msg = _api_error(a, p, "bow", "tt", "all", "all", "all", 8, api_name="/browse_score")
         assert "root:" not in msg and "[core]" not in msg and "not found" not in msg.lower()
     # an uploaded MCQ whose image fields name server files: stored for this session, refused when scored
-    stored, _ = a.predict(handle_file(str(_hostile_mcq(tmp_path / "up"))), api_name="/bl_data_upload")
+    choice, _ = a.predict(handle_file(str(_hostile_mcq(tmp_path / "up"))), api_name="/bl_data_upload")
+    stored = choice["value"] if isinstance(choice, dict) else choice  # the dropdown's update: the stored file chosen
     assert "/uploads/" in stored
     msg = _api_error(a, stored, "toy:clip", "ti", "all", "all", "all", 8, api_name="/browse_score")
     assert "outside the data file's folder" in msg and "root:" not in msg
@@ -246,7 +247,7 @@ def test_hostile_upload_free_paths_and_sessions_through_the_api(public_app, tmp_
     with pytest.raises(Exception):  # noqa: B017 - gradio_client raises its own error types for a refused upload
         a.predict(handle_file(str(big)), api_name="/bl_data_upload")
     # a caption over the cap: refused with the cap in the message
-    msg = _api_error(a, "minilm", "later_to_earlier", "red " * 3000, "", 0, "", api_name="/attention_text")
+    msg = _api_error(a, "minilm", "later_to_earlier", "red " * 300, "", 0, "", api_name="/attention_text")
     assert "above the cap" in msg
 
 
