@@ -1,0 +1,68 @@
+"""Compare tab in a real browser: run several encoders on a tiny set, see the leaderboard with intervals, pick a
+question from the per-question diff and open it in Browse with both models' scores side by side."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.conftest import screenshot, set_dropdown
+
+pytestmark = pytest.mark.ui
+
+
+@pytest.fixture(scope="module")
+def tiny_set(tmp_path_factory):
+    from bindlab.data.saber import generate_saber, write_benchmark
+
+    qs = generate_saber(per_size=4, sizes=[2, 3, 4], seed=11)
+    return str(write_benchmark(tmp_path_factory.mktemp("cmp-ui"), qs, {"seed": 11}))
+
+
+def _text(page, sel: str) -> str:
+    return page.inner_text(sel) if page.locator(sel).count() else ""
+
+
+def test_compare_table_and_diff_open_in_browse(app_url, page, tiny_set):
+    page.goto(app_url, timeout=120_000)
+    # Wait for Browse's page-load scoring: it would otherwise land after "Open in Browse" and show question 1.
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)
+    page.click("button[role='tab']:has-text('Compare')")
+    page.wait_for_selector("#cmp-run", state="visible")
+    page.fill("#cmp-data textarea, #cmp-data input", tiny_set)
+    for label in ("retrieval mAP", "Pairs 2x2"):  # MCQ only: the four default models on the tiny set
+        page.locator("#cmp-suite label", has_text=label).click()
+    page.click("#cmp-run")
+    page.wait_for_function("() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
+                           timeout=300_000)
+    board = page.inner_text("#cmp-leaderboard")
+    for text in ("bow", "minilm", "toy:clip", "MCQ tt", "95% CI"):
+        assert text in board
+    assert "sorted by" in page.inner_text("#cmp-status")
+    page.wait_for_selector("#cmp-by-n .js-plotly-plot", timeout=60_000)
+
+    # the diff: minilm right, bow wrong (bow ties on every exact binding swap, so it never has full credit)
+    set_dropdown(page, "cmp-a", "minilm")
+    set_dropdown(page, "cmp-b", "bow")
+    page.wait_for_function("() => (document.querySelector('#cmp-diff') || {}).innerText?.includes('n0')",
+                           timeout=60_000)
+    first = page.locator("#cmp-diff [data-testid='cell-0-0']")  # Gradio 6 draws body cells as grid cells
+    qid = first.inner_text().strip()
+    first.click()  # choosing a row selects its question
+    page.wait_for_function(
+        f"() => (document.querySelector('#cmp-question input') || {{}}).value === {qid!r}", timeout=30_000)
+    screenshot(page, "tab-compare")
+
+    page.click("#cmp-open")
+    page.wait_for_function(
+        f"() => document.querySelector('#bl-question-html') && "
+        f"document.querySelector('#bl-question-html').innerText.includes({qid + ' ·'!r})", timeout=120_000)
+    assert page.locator("button[role='tab'][aria-selected='true']").inner_text().strip() == "Browse"
+    assert page.input_value("#bl-question input") == qid
+    assert "MiniLM" in page.inner_text("#bl-summary")  # model A, by its resolved id (st:all-MiniLM-L6-v2)
+    page.wait_for_function("() => (document.querySelector('#bl-compare') || {}).innerText?.includes(' vs bow')",
+                           timeout=120_000)
+    side = page.inner_text("#bl-compare")
+    assert qid in side and "MiniLM-L6-v2 score" in side and "bow" in side and "(correct)" in side
+    assert side.count("score") >= 2 and ("(wrong)" in side or "(tied)" in side)  # A right, B not
+    assert page.locator("#bl-compare table tr").count() == 5  # header + four candidates
+    screenshot(page, "compare-open-in-browse")
