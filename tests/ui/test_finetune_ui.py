@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import pytest
 
@@ -66,9 +67,17 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
     page.click("#ft-compare-btn")
     page.wait_for_selector("#ft-compare-attention-fig .gtitle:has-text('base vs finetuned')", timeout=300_000)
     legend = page.locator("#ft-compare-attention-fig .legendtext").all_text_contents()
-    assert [t.split(" ")[0] for t in legend] == ["base", "unscaled", "lines"]
+    assert [t.split(" ")[0] for t in legend] == ["base", "unscaled", "LiNeS"]  # the job's a = 0.1, named so
     rows = page.inner_text("#ft-compare-attention")
-    assert "unscaled" in rows and "lines" in rows and "[" in rows  # differences carry their 95 % interval
+    assert "unscaled" in rows and "LiNeS (a=0.1)" in rows and "[" in rows  # differences carry their 95 % interval
+
+    # The separated report: every row says its format and whether it is in-format, each model with its 95 % CI.
+    report = page.inner_text("#ft-report")
+    for label in ("in-format", "out-of-template", "held-out construction", "control", "LiNeS (a=0.1) 95% CI",
+                  "predicative template (held out of training)"):
+        assert label in report, label
+    assert "not binding in general" in page.inner_text("#ft-report-note")
+    assert "3–5 minutes" in page.inner_text("#ft-expect")  # the page says how long the default job takes
 
 
 def test_bad_launch_shows_a_message(app_url, page):
@@ -85,7 +94,7 @@ def test_bad_launch_shows_a_message(app_url, page):
 def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(app_url, page, tiny_job_inputs):
     """A job started outside the page (the CLI's local owner, visible to the local page) is selected when the tab
     opens, not "No job selected"; once it reports steps, its jobs-table message says the step, not "starting"."""
-    from bindlab.jobs.manager import JobManager
+    from bindlab.jobs.manager import JobManager, read_json
 
     model, data = tiny_job_inputs
     m = JobManager()  # the app's jobs folder: the same BINDLAB_HOME
@@ -98,9 +107,14 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
                                " return i && i.value === job; }", arg=job, timeout=120_000)
         assert "No job selected" not in page.inner_text("#ft-status")
         assert job in page.inner_text("#ft-status")
-        # the polled table: the job's row says its step once it has one (never "starting" at step k > 0)
+        # the polled table: the job's row says its step once it has one (never "starting" at step k > 0); a loaded
+        # machine may take minutes to start the job's process, so wait for its first step on disk first
+        deadline = time.time() + 900
+        while (read_json(m.job_dir(job) / "progress.json", {}) or {}).get("step", 0) < 1:
+            assert time.time() < deadline, f"job {job} reported no step: {m.log_tail(job)}"
+            time.sleep(1)
         page.wait_for_function("(job) => { const t = document.querySelector('#ft-jobs');"
-                               " return t && /step [1-9][0-9]*\\/30/.test(t.innerText); }", arg=job, timeout=300_000)
+                               " return t && /step [1-9][0-9]*\\/30/.test(t.innerText); }", arg=job, timeout=120_000)
         row = next(r for r in page.inner_text("#ft-jobs").splitlines() if job in r)
         assert "starting" not in row and "running" in row
     finally:
