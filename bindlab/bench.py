@@ -16,9 +16,10 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from bindlab.bench_browser import bench_startup, bench_walkthrough
 
@@ -96,10 +97,9 @@ def bench_retrieval(per_size: int = 200) -> dict[str, Any]:
 
 def bench_encoder_throughput(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
     """Embedding throughput (items/s) of the text model and of every tiny random backend, texts and images."""
-    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.render import RENDER_VOCAB, render_scene
     from bindlab.data.saber import generate_saber
     from bindlab.data.saber_images import item_specs
-    from bindlab.data.render import render_scene
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.throughput import embedding_throughput
     from bindlab.encoders.tiny import BUILDERS, build_tiny
@@ -229,13 +229,13 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
     import torch
 
     from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.encoders.adapter import LoraSettings, inject_lora
     from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.text_tower import text_tower
     from bindlab.encoders.tiny import build_tiny
     from bindlab.jobs.manager import JobManager, read_json
     from bindlab.jobs.runner import JobReporter
     from bindlab.train.finetune import Callback, FinetuneConfig, batch_order, load_splits, train, train_step
-    from bindlab.encoders.adapter import LoraSettings, inject_lora
-    from bindlab.encoders.text_tower import text_tower
 
     steps = steps or (20 if quick else 40)
     with _temporary_home() as home:
@@ -336,11 +336,11 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
         model.train()
         px = torch.from_numpy(enc.pixels(images[:128]))
         ids = torch.from_numpy(WordTokenizer.load(enc.folder / "vocab.json").batch(texts[:128]))
-        step_s = []
-        for _ in range(2 if quick else 4):
-            t, _ = _timed(lambda: contrastive_loss(model.encode_image(px), model.encode_text(ids),
-                                                   model.logit_scale).backward())
-            step_s.append(t)
+
+        def train_step(model=model, px=px, ids=ids) -> None:  # this model's batch, bound now (not the loop's last)
+            contrastive_loss(model.encode_image(px), model.encode_text(ids), model.logit_scale).backward()
+
+        step_s = [_timed(train_step)[0] for _ in range(2 if quick else 4)]
         model.zero_grad(set_to_none=True)
         model.eval()
         out[eid] = {"text_per_s": tp["text"]["items_per_s"], "image_per_s": (tp["image"] or {}).get("items_per_s"),
@@ -351,8 +351,8 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
 def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
     """Map tab layouts on a text subset: PCA, UMAP on its first run in this process (numba compiles), UMAP again
     with another seed (compiled, not cached) and UMAP read back from the layout cache."""
-    from bindlab.studies.map import LayoutParams, MapRequest, cached_layout, prepare_map
     from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.studies.map import LayoutParams, MapRequest, cached_layout, prepare_map
 
     with _temporary_home() as home:
         path = write_benchmark(home / "saber", generate_saber(per_size=4 if quick else 20, seed=0), {"seed": 0})

@@ -9,8 +9,8 @@ the slots in the item's caption order, so an attribute swap changes only which o
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from bindlab.data.schema import MCQ, DataError, Item
 
@@ -48,7 +48,7 @@ def render_mcq_images(questions: Sequence[MCQ], out_dir: str | Path, size: int =
     for q in questions:
         real = q.extra.get("realisations", {})
         s = question_seed(q.id, seed)
-        for item, rel in zip((q.query, *q.candidates), image_paths(q)):
+        for item, rel in zip((q.query, *q.candidates), image_paths(q), strict=False):
             tasks.append((rel, item_specs(item, real), s))
             item.image = rel
     return render_batch(tasks, out_dir, size=size, workers=workers, progress=progress)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -191,7 +191,7 @@ def _normalise(parts: list[Part]) -> tuple[Part, ...]:
 SHAPES: dict[str, Shape] = {name: Shape(name, _normalise(parts), shading) for name, (parts, shading) in _RAW.items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def spike_parts(name: str, n_spikes: int = 14, inner: float = 0.8) -> tuple[Part, ...]:
     """The shape shrunk to ``inner`` with spikes on its outline reaching the unit circle (the ``spiky`` look).
 

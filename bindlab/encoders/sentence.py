@@ -139,7 +139,12 @@ class SentenceEncoder(TextOnlyMixin):
 
     def attention_access(self) -> Any:
         """Per-layer attention of the (bidirectional) transformer, one caption at a time; see attention_access.py."""
-        from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, hf_layer_maps, spans_from_offsets
+        from bindlab.encoders.attention_access import (
+            EncodedText,
+            TextAttentionAccess,
+            hf_layer_maps,
+            spans_from_offsets,
+        )
 
         def encode(text: str) -> EncodedText:
             check_texts([text], self.id)

@@ -50,7 +50,7 @@ def group_accuracy(passes: np.ndarray, groups: Sequence[str], min_count: int = 0
     """
     passes = np.asarray(passes, dtype=np.float64)
     by: dict[str, list[float]] = defaultdict(list)
-    for p, g in zip(passes, groups):
+    for p, g in zip(passes, groups, strict=False):
         by[str(g)].append(float(p))
     table = {g: {"accuracy": float(np.mean(v)), "n": len(v)} for g, v in sorted(by.items())}
     used = [r["accuracy"] for r in table.values() if r["n"] >= min_count]
@@ -169,7 +169,7 @@ def evaluate_benchmark(bench: Benchmark, encoder: Encoder, task: str | None = No
                                  "by_group": {g: r["accuracy"] for g, r in bow_acc["by_group"].items()}},
                "validity": _validity(model, bow, flags)}
     rows = [{"id": it.id, "group": it.group, "pass": bool(m), "bow_pass": bool(b), "same_bag": bool(f)}
-            for it, m, b, f in zip(items, model, bow, flags)]
+            for it, m, b, f in zip(items, model, bow, flags, strict=False)]
     return summary, rows
 
 
@@ -201,6 +201,6 @@ def _evaluate_2x2(bench: Benchmark, encoder: Encoder, seed: int) -> tuple[dict[s
                                for k, sel in (("same_bag", flags), ("different_bag", ~flags))},
                             "bow_text_only_group": float(bow_passes["group"].mean())}}
     rows = per_item_rows(pairs, {"short": m})
-    for r, f in zip(rows, flags):
+    for r, f in zip(rows, flags, strict=False):
         r["same_bag"] = bool(f)
     return summary, rows

@@ -6,8 +6,9 @@ A pairing ``XY`` puts the query in modality X and the candidates in modality Y (
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def summarize(credit: np.ndarray, questions: Sequence[MCQ]) -> dict[str, Any]:
     """Accuracy overall, by number of objects and by subset, with a bootstrap 95 % interval."""
     by_n: dict[str, list[float]] = defaultdict(list)
     by_subset: dict[str, list[float]] = defaultdict(list)
-    for c, q in zip(credit, questions):
+    for c, q in zip(credit, questions, strict=False):
         by_n[str(q.n_objects)].append(float(c))
         by_subset[q.subset].append(float(c))
     lo, hi = bootstrap_ci(credit)

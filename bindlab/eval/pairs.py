@@ -108,7 +108,7 @@ def scene_edit_split(margins: np.ndarray, scenes: Sequence[str], quantile: float
     ids = list(dict.fromkeys(scenes.tolist()))
     mean = np.array([margins[scenes == s].mean() for s in ids])
     resid = np.empty_like(margins)
-    for s, m in zip(ids, mean):
+    for s, m in zip(ids, mean, strict=False):
         resid[scenes == s] = margins[scenes == s] - m
     worst = np.array([resid[scenes == s].min() for s in ids])
     scene_cut, edit_cut = np.quantile(mean, quantile), np.quantile(worst, quantile)
@@ -117,7 +117,7 @@ def scene_edit_split(margins: np.ndarray, scenes: Sequence[str], quantile: float
     within = float((resid ** 2).sum())
     rows = [{"scene": s, "margin": float(m), "worst_residual": float(w), "n": int((scenes == s).sum()),
              "scene_hard": bool(a), "edit_hard": bool(b)}
-            for s, m, w, a, b in zip(ids, mean, worst, scene_hard, edit_hard)]
+            for s, m, w, a, b in zip(ids, mean, worst, scene_hard, edit_hard, strict=False)]
     n = len(ids)
     return {
         "scenes": rows,
@@ -310,7 +310,7 @@ def evaluate_pairs(pairs: Sequence[PairItem], root: str | Path, encoder: Encoder
     summary["controls"] = controls
     summary["skipped_levels"] = [lv for lv in levels if lv not in have]
     rows = per_item_rows(pairs, matrices)
-    cos = {p.id: float(c) for p, c in zip(pairs, within)}
+    cos = {p.id: float(c) for p, c in zip(pairs, within, strict=False)}
     for r in rows:
         r["image_cosine"] = cos[r["id"]]
     if progress:
@@ -327,12 +327,3 @@ def by_edit_type_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     cats = summary.get("edit_categories", {})
     return [{"edit_type": t, "category": cats.get(t, EDIT_TYPES.get(t, "")), "n": by[t]["n"],
              **{m: by[t][m] for m in METRICS}} for t in order]
-
-
-def format_table(rows: list[dict[str, Any]]) -> str:
-    """Plain-text table of :func:`by_edit_type_rows` (for the CLI)."""
-    lines = [f"{'edit type':<22}{'category':<16}{'n':>6}{'I2T':>8}{'T2I':>8}{'Group':>8}"]
-    for r in rows:
-        lines.append(f"{r['edit_type']:<22}{r['category']:<16}{r['n']:>6}{r['i2t']:>8.3f}{r['t2i']:>8.3f}{r['group']:>8.3f}")
-    return "\n".join(lines)
-

@@ -12,8 +12,9 @@ its chain. Diagnostics separate binding errors from unrelated-scene errors:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -449,8 +449,8 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
         tables["training"] = metrics
         figs["training"] = figures.training_curves(metrics, title="loss and validation triplet accuracy")
     if attention and attention.get("available"):
-        from bindlab.train.compare_attention import attention_curves, attention_rows, per_layer_rows
         from bindlab.present.attention_figures import margin_curves
+        from bindlab.train.compare_attention import attention_curves, attention_rows, per_layer_rows
 
         tables["attention"] = attention_rows(attention)
         tables["attention_per_layer"] = per_layer_rows(attention)

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindlab.studies.validate import encoder_id
 from bindlab.studies.result import Result
+from bindlab.studies.validate import encoder_id
 
 __all__ = ["ToyEvalRequest", "ToyTrainRequest", "run_toy_eval", "run_toy_train", "summary_lines"]
 

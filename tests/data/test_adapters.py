@@ -76,7 +76,7 @@ def test_sugarcrepe_seven_splits_accuracy(clip):
     res, rows = evaluate_benchmark(bench, clip)
     by = res["native_metric"]["by_split"]
     assert set(by) == {"add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"}
-    for it, row in zip(bench.items, rows):
+    for it, row in zip(bench.items, rows, strict=False):
         t = clip.embed_texts([it.positives[0], it.negative])
         s = t @ _img(clip, it.image)
         assert row["pass"] == bool(s[0] > s[1])
@@ -88,12 +88,12 @@ def test_sugarcrepe_pp_itt_and_tot(clip, minilm):
     bench = load_benchmark("sugarcrepe_pp", data=str(FIX / "sugarcrepe_pp"))
     assert len(bench.items) == 10 and all(len(it.positives) == 2 for it in bench.items)
     itt, rows = evaluate_benchmark(bench, clip, task="itt")
-    for it, row in zip(bench.items, rows):
+    for it, row in zip(bench.items, rows, strict=False):
         t = clip.embed_texts([*it.positives, it.negative])
         s = t @ _img(clip, it.image)
         assert row["pass"] == bool(s[0] > s[2] and s[1] > s[2])
     tot, rows = evaluate_benchmark(bench, minilm, task="tot")
-    for it, row in zip(bench.items, rows):
+    for it, row in zip(bench.items, rows, strict=False):
         p1, p2, n = minilm.embed_texts([*it.positives, it.negative])
         assert row["pass"] == bool(p1 @ p2 > p1 @ n and p1 @ p2 > p2 @ n)
     assert tot["native_metric"]["name"] == "TOT accuracy" and itt["native_metric"]["name"] == "ITT accuracy"

@@ -116,7 +116,7 @@ def test_masks_disjoint_and_nonempty():
     rng = random.Random(0)
     for n in (1, 2, 5, 10):
         objs = [ObjectSpec(s, a.name, a.instantiate(rng))
-                for s, a in zip(rng.sample(RENDER_SHAPES, n), rng.sample(RENDER_ATTRIBUTES, n))]
+                for s, a in zip(rng.sample(RENDER_SHAPES, n), rng.sample(RENDER_ATTRIBUTES, n), strict=False)]
         _, masks = render_scene(objs, size=256, seed=n, return_masks=True)
         assert len(masks) == n
         assert all(m.dtype == bool and m.shape == (256, 256) and m.sum() > 30 for m in masks)
@@ -171,7 +171,7 @@ def test_objects_are_scattered_not_in_a_row():
             sv = np.linalg.svd(pts - pts.mean(0), compute_uv=False)
             assert sv[1] > 0.2 * sv[0], (n, seed)
             gaps = [np.hypot(*(p - q)) - si.radius - sj.radius
-                    for i, (p, si) in enumerate(zip(pts, slots)) for q, sj in zip(pts[i + 1:], slots[i + 1:])]
+                    for i, (p, si) in enumerate(zip(pts, slots, strict=False)) for q, sj in zip(pts[i + 1:], slots[i + 1:], strict=False)]
             assert min(gaps) > 0  # discs (and so objects, halos and shadows) never touch
             assert slots[0].radius > 0.08 * 256  # ten objects still get a usable size
 
@@ -180,7 +180,7 @@ def test_layout_shared_across_bindings():
     """Two images of one question (same objects, swapped attributes) share the layout for one seed."""
     _, m1 = render_scene([ObjectSpec("cube", "red"), ObjectSpec("sphere", "blue")], size=128, seed=5, return_masks=True)
     _, m2 = render_scene([ObjectSpec("cube", "blue"), ObjectSpec("sphere", "red")], size=128, seed=5, return_masks=True)
-    assert all((a == b).all() for a, b in zip(m1, m2))
+    assert all((a == b).all() for a, b in zip(m1, m2, strict=False))
 
 
 def test_flip():
@@ -188,7 +188,7 @@ def test_flip():
     plain, m0 = render_scene(objs, size=128, seed=3, flip=False, return_masks=True)
     flipped, m1 = render_scene(objs, size=128, seed=3, flip=True, return_masks=True)
     assert (_px(flipped) == _px(plain)[:, ::-1]).all()
-    assert all((a[:, ::-1] == b).all() for a, b in zip(m0, m1))
+    assert all((a[:, ::-1] == b).all() for a, b in zip(m0, m1, strict=False))
     outcomes = {render_scene(objs, size=64, seed=s).tobytes() == render_scene(objs, size=64, seed=s, flip=True).tobytes()
                 for s in range(12)}
     assert outcomes == {True, False}  # flip=None flips some seeds and not others

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bindlab.data.saber import generate_saber, make_candidates, parse_sizes, SABER_VOCAB
-from bindlab.data.vocab import ATTRIBUTES, OBJECTS, PALETTE, article, caption
+from bindlab.data.saber import SABER_VOCAB, generate_saber, make_candidates, parse_sizes
 from bindlab.data.schema import mcq_from_json
+from bindlab.data.vocab import ATTRIBUTES, OBJECTS, PALETTE, article, caption
 
 
 def check_question(q) -> None:
@@ -75,7 +75,7 @@ def test_sizes_subsets_and_chains():
     for chain in chains.values():
         chain.sort(key=lambda q: q.chain_pos)
         assert [q.n_objects for q in chain] == list(range(2, 11))
-        for prev, nxt in zip(chain, chain[1:]):
+        for prev, nxt in zip(chain, chain[1:], strict=False):
             assert prev.query.binding_set() < nxt.query.binding_set()  # keeps earlier bindings, adds one
             assert len(nxt.query.binding_set() - prev.query.binding_set()) == 1
             for a, _ in prev.query.bindings:  # an attribute keeps its realisation along the chain

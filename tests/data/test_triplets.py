@@ -78,7 +78,7 @@ def test_thousands_of_generated_examples_pass_the_validator(generated):
 def test_rows_are_two_per_example_with_both_negative_kinds(generated):
     _, _, rows, stats = generated
     assert len(rows) == 6000 == stats["n_rows"]
-    for a, o in zip(rows[::2], rows[1::2]):
+    for a, o in zip(rows[::2], rows[1::2], strict=False):
         assert a["id"].endswith("-a") and o["id"].endswith("-o") and a["id"][:-2] == o["id"][:-2]
         assert (a["negative_kind"], o["negative_kind"]) == ("attribute", "object")
         assert a["query"] == o["query"] and a["positive"] == o["positive"] and a["split"] == o["split"]

@@ -22,7 +22,7 @@ def test_bow_scores_chance_exactly(small_benchmark):
         assert by_n[str(n)] == pytest.approx(1 / 4)
     for r in rows:  # the preserve candidate ties exactly with every swap
         pres = r["scores"][r["answer"]]
-        for role, s in zip(r["roles"], r["scores"]):
+        for role, s in zip(r["roles"], r["scores"], strict=False):
             if role != "replace":
                 assert s == pytest.approx(pres, abs=1e-6)
 
@@ -94,7 +94,7 @@ def test_matches_independent_minilm_and_sklearn(small_benchmark, minilm):
     Q = embed([q.query.text for q in qs])
     C = embed([c.text for q in qs for c in q.candidates]).reshape(len(qs), 4, -1)
     s = np.einsum("qd,qkd->qk", Q, C)
-    ref_acc = np.mean([float(np.argmax(r) == q.answer) for r, q in zip(s, qs)])
+    ref_acc = np.mean([float(np.argmax(r) == q.answer) for r, q in zip(s, qs, strict=False)])
     res, _ = evaluate_mcq(qs, path.parent, minilm, ["tt"])
     assert res["tt"]["accuracy"] == pytest.approx(ref_acc, abs=0.005)
 

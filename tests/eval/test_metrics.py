@@ -23,7 +23,7 @@ def test_mcq_credit_matches_naive_loop():
     scores = np.round(rng.random((500, 4)), 1)  # coarse values: many ties
     answer = rng.integers(0, 4, 500)
     got = mcq_credit(scores, answer)
-    want = [naive_credit(r, a) for r, a in zip(scores, answer)]
+    want = [naive_credit(r, a) for r, a in zip(scores, answer, strict=False)]
     np.testing.assert_allclose(got, want)
 
 

@@ -80,7 +80,7 @@ def test_scene_edit_split_separates_hard_scenes_from_hard_edits():
     # within-scene variance share against a naive computation
     m = np.array(margins)
     means = {s: m[np.array(scenes) == s].mean() for s in set(scenes)}
-    within = sum((x - means[s]) ** 2 for x, s in zip(m, scenes))
+    within = sum((x - means[s]) ** 2 for x, s in zip(m, scenes, strict=False))
     assert out["within_scene_variance_share"] == pytest.approx(within / ((m - m.mean()) ** 2).sum())
 
 
