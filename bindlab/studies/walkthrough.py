@@ -251,7 +251,7 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
     values = state.values.tolist()
     if value is not None and value not in values:
         raise ValueError(f"{factor} {str(value)[:60]!r} is not in the grid; choose one of {', '.join(values)}")
-    value = values[0] if value is None else value
+    value = next((v for v in values if v != "plain"), values[0]) if value is None else value  # plain: no pattern to ground
     view = slider_view(session, factor, value, float(alpha))
     v = view["value_index"]
     sel = state.select_alpha()

@@ -200,7 +200,8 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     assert shown["map-native"] == pytest.approx(fixed["test"]["native"]["macro_map"], abs=5e-5)
     assert shown["map-grounded"] == pytest.approx(fixed["test"]["grounded"]["macro_map"], abs=5e-5)
 
-    table, _ = tab.run_controls(key, progress=_noop)  # the protocol's audit: alpha chosen on validation
+    shown_table, _ = tab.run_controls(key, progress=_noop)  # the protocol's audit: alpha chosen on validation
+    table = shown_table["value"]  # a gr.update: the table is hidden until controls have run
     auto = _ground(root, model, tmp_path / "auto.json", "--factor", "hue")["factors"]["hue"]
     assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == {
         k: round(v["macro_map"], 4) for k, v in auto["controls"]["test"].items() if v is not None}
