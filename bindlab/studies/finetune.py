@@ -295,8 +295,7 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
     if report:
         from bindlab.studies.finetune_report import separated_report
 
-        entries = separated_report(encoders, questions, info.get("config") or {}, progress=(
-            lambda f, msg: progress(f, msg)) if progress else None)
+        entries = separated_report(encoders, questions, info.get("config") or {}, progress=progress, mcq_path=mcq_path)
     if progress:
         progress(1.0, "done")
     return {"job": st["id"], "models": models, "labels": display_labels((info["lines"] or {}).get("a")),
@@ -357,13 +356,13 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
         tables["report"] = report_rows(res["report"], a)
         notes.append(report_text(res["report"], a))
     if section:
-        tables["attention"] = attention_rows(section)
+        tables["attention"] = attention_rows(section, display_labels(a))
         tables["attention_per_layer"] = per_layer_rows(section) if section.get("available") else []
     summary = {k: v for k, v in res.items() if k != "provenance"}
     summary["data"] = path
     return Result("finetune", summary, rows=table, tables=tables, provenance=res["provenance"], notes=notes,
                   figures_data={"mcq_rows": table, "attention": section,
-                                "attention_curves": attention_curves(section) if section else [],
+                                "attention_curves": attention_curves(section, display_labels(a)) if section else [],
                                 "metrics": job_metrics(res["job"], manager)})
 
 

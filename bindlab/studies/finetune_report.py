@@ -56,12 +56,23 @@ def question_template(questions: Sequence[Any]) -> str:
     return (questions[0].extra or {}).get("template", DEFAULT_TEMPLATE) if questions else DEFAULT_TEMPLATE
 
 
+def base_vocab(questions: Sequence[Any]) -> Any:
+    """The vocabulary the given questions come from: the renderable one (the toy models' world) when every object
+    of theirs is in it, else SABER's; the generated sets use it, so a toy model is not tested on words it never saw."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import SABER_VOCAB
+
+    objects = {o for q in questions for _, o in q.query.bindings}
+    return RENDER_VOCAB if objects and objects <= set(RENDER_VOCAB.objects) else SABER_VOCAB
+
+
 def _mcq_sets(questions: list[Any], data_dir: Path, trained: tuple[str, ...], seed: int) -> list[dict[str, Any]]:
     """The MCQ sets of the report: the given questions, each other template, and the unseen-word questions."""
     from bindlab.data.holdout import HOLDOUT_FILE, saber_vocab_from
-    from bindlab.data.saber import SABER_VOCAB, generate_saber, max_size, template_vocab
+    from bindlab.data.saber import generate_saber, max_size, template_vocab
     from bindlab.data.templates import TEMPLATES
 
+    vocab0 = base_vocab(questions)
     own = question_template(questions)
     counts = Counter(q.n_objects for q in questions)
     sizes, per_size = sorted(counts), max(counts.values())
@@ -70,14 +81,16 @@ def _mcq_sets(questions: list[Any], data_dir: Path, trained: tuple[str, ...], se
     for t in TEMPLATES:
         if t in trained or t == own:
             continue
-        usable = [n for n in sizes if n <= max_size(template_vocab(SABER_VOCAB, t))]
-        qs = generate_saber(per_size=per_size, sizes=usable, seed=seed, template=t)
+        usable = [n for n in sizes if n <= max_size(template_vocab(vocab0, t))]
+        if not usable:
+            continue
+        qs = generate_saber(per_size=per_size, sizes=usable, seed=seed, vocab=vocab0, template=t)
         sets.append({"evaluation": f"MCQ, {t} template (held out of training)", "questions": qs,
                      "format": "out-of-template", "template": t})
     holdout = data_dir / HOLDOUT_FILE
     if holdout.is_file():
         t = trained[0]
-        vocab = saber_vocab_from(holdout)
+        vocab = saber_vocab_from(holdout, vocab0)
         usable = [n for n in sizes if n <= max_size(template_vocab(vocab, t))]
         if usable:
             qs = generate_saber(per_size=per_size, sizes=usable, seed=seed, vocab=vocab, template=t)
@@ -121,23 +134,34 @@ def _forgetting_items(encoder: Any, base_general: np.ndarray) -> dict[str, np.nd
     return {"drift": drift, "paraphrase_r1": hits}
 
 
-def _t2i_items(encoder: Any) -> np.ndarray:
-    from bindlab.train.finetune import single_object_set
-
-    items = single_object_set()
+def _t2i_items(encoder: Any, items: list[tuple[str, Any]]) -> np.ndarray:
+    """``(n,)`` 1.0 where a single-object caption retrieves its own render among ``items`` (text->image R@1)."""
     t = encoder.embed_texts([c for c, _ in items])
     i = encoder.embed_images([im for _, im in items])
     return (np.argmax(t @ i.T, axis=1) == np.arange(len(items))).astype(np.float64)
 
 
+def benchmark_seed(mcq_path: str | Path | None) -> int:
+    """The seed a benchmark was generated with (its ``meta.json``, as ``generate saber`` writes it); 0 without one."""
+    import json
+
+    meta = Path(mcq_path).parent / "meta.json" if mcq_path else None
+    try:
+        return int(json.loads(meta.read_text()).get("seed", 0)) if meta and meta.is_file() else 0
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
+
+
 def separated_report(encoders: dict[str, Any], questions: list[Any], config: dict[str, Any],
-                     progress: Progress | None = None) -> list[dict[str, Any]]:
+                     progress: Progress | None = None, mcq_path: str | Path | None = None) -> list[dict[str, Any]]:
     """Every model of a job on every evaluation of the report, each value with its 95 % CI.
 
     Args:
         encoders: ``{"base": …, "unscaled": …, "lines": …}`` (the job's three models).
         questions: the in-template MCQs of the compare (text pairing ``tt`` is what the report scores).
         config: the job's finetune config (its ``data`` folder, ``eval_rows`` and ``seed``).
+        mcq_path: where ``questions`` came from: the generated sets use the seed of its ``meta.json`` (0 without one),
+            so with a generated file they are the same questions in other words.
         progress: optional ``(fraction, message)`` callback.
 
     Returns:
@@ -152,7 +176,7 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
     data_dir = data if data.is_dir() else data.parent
     splits = load_splits(str(data), int(config.get("eval_rows", 400) or 0), int(config.get("seed", 0) or 0))
     trained = training_templates(splits["train"]) or ("attributive",)
-    sets = _mcq_sets(questions, data_dir, trained, seed=0)
+    sets = _mcq_sets(questions, data_dir, trained, seed=benchmark_seed(mcq_path))
     entries: list[dict[str, Any]] = []
     n_steps, done = len(encoders) * (len(sets) + 2), 0
     labels = list(encoders)
@@ -189,9 +213,12 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
                     "format": "control", "in_format": False, "higher_is_better": True,
                     "models": {label: _item_summary(forget[label]["paraphrase_r1"]) for label in labels}})
     if "image" in encoders[labels[0]].modalities:
+        from bindlab.train.finetune import single_object_set
+
+        items = single_object_set()  # rendered once, for all three models
         entries.append({"evaluation": "control: single-object text->image R@1", "kind": "control",
                         "format": "control", "in_format": False, "higher_is_better": True,
-                        "models": {label: _item_summary(_t2i_items(encoders[label])) for label in labels}})
+                        "models": {label: _item_summary(_t2i_items(encoders[label], items)) for label in labels}})
     tick("report: forgetting controls")
     for e in entries:
         e["n"] = next(iter(e["models"].values()))["n"]

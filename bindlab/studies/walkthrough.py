@@ -302,7 +302,8 @@ def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL,
 # Sized for a few minutes on 2 busy CPU cores with one torch thread (measured in the README's walkthrough timings).
 FINETUNE_SETTINGS: dict[str, Any] = {
     "lr": 2e-3,  # 40x the paper's 5e-5: a few hundred steps on a 0.37 M-parameter toy must move it visibly
-    "max_steps": 300, "epochs": 3, "batch_size": 16, "eval_rows": 200, "lines_a": "auto",
+    "max_steps": 300, "epochs": 3, "batch_size": 16, "eval_rows": 200,
+    "lines_a": 0.1,  # Wang et al.'s single-task setting (bindlab.train.lines); "auto" could pick 1 = no LiNeS at all
     "threads": 1,  # torch threads; one is far faster than two on a busy 2-core machine
     "heavy": False,  # a CPU toy job: it does not wait for the one-heavy-job slot of a GPU finetune
 }

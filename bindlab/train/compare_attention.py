@@ -19,9 +19,22 @@ CAPTION_SET = "queries"
 
 
 # --- formatting for the CLI and the Finetune tab -------------------------------------------------------------------
-def attention_curves(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """Curves for :func:`bindlab.present.attention_figures.margin_curves`, one per model that has margins."""
-    return [{"label": f"{label} ({m['model']})", **m} for label, m in section.get("models", {}).items()
+def _shown(section: dict[str, Any], names: dict[str, str] | None) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{key: (display name, model entry)}``; with ``names`` (:func:`bindlab.train.compare.display_labels`) a second
+    model named like an earlier one (the ``lines`` model at a = 1, which is the unscaled one) is left out."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for key, m in section.get("models", {}).items():
+        name = (names or {}).get(key, key)
+        if names and name in {n for n, _ in out.values()}:
+            continue
+        out[key] = (name, m)
+    return out
+
+
+def attention_curves(section: dict[str, Any], names: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Curves for :func:`bindlab.present.attention_figures.margin_curves`, one per model that has margins, labelled
+    with ``names`` when given (``{"lines": "LiNeS (a=0.1)", …}``)."""
+    return [{**m, "label": f"{name} ({m['model']})"} for name, m in _shown(section, names).values()
             if m.get("layers") and m.get("n_captions")]
 
 
@@ -37,17 +50,18 @@ def _with_ci(s: dict[str, Any] | None) -> str:
     return f"{s['mean']:+.4f}{ci}"
 
 
-def attention_rows(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per model: captions used, last-layer and deep-layer margins, and the difference to the base (95 % CI)."""
+def attention_rows(section: dict[str, Any], names: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One row per model: captions used, last-layer and deep-layer margins, and the difference to the base (95 % CI);
+    the model column as ``names`` calls it (a duplicate name is shown once)."""
     rows = []
-    for label, m in section.get("models", {}).items():
+    for label, (name, m) in _shown(section, names).items():
         if "note" in m:
-            rows.append({"model": label, "captions": 0, "last layer": None, "deep layers": None,
+            rows.append({"model": name, "captions": 0, "last layer": None, "deep layers": None,
                          "Δ last vs base": m["note"], "Δ deep vs base": ""})
             continue
         d = section.get("diff", {}).get(label)
         has = bool(m["n_captions"])
-        rows.append({"model": label, "captions": m["n_captions"],
+        rows.append({"model": name, "captions": m["n_captions"],
                      "last layer": m["margin_mean"][-1] if has else None,
                      "deep layers": _deep_mean(m) if has else None,
                      "Δ last vs base": "—" if d is None else d.get("note") or _with_ci(d["last"]),

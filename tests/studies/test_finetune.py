@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -100,9 +101,9 @@ def test_the_tab_refuses_before_queueing(triplets, tmp_path, monkeypatch):
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     with pytest.raises(gr.Error, match="lr must be a finite number"):
-        tab.launch("minilm", str(triplets), 1, 0, 16, math.inf, 4, "auto")
+        tab.launch("minilm", str(triplets), 1, 0, 16, math.inf, 4, "auto", request=SimpleNamespace(session_hash="t"))
     with pytest.raises(gr.Error, match="epochs must be at least 1"):
-        tab.launch("minilm", str(triplets), 0, 0, 16, 5e-5, 4, "auto")
+        tab.launch("minilm", str(triplets), 0, 0, 16, 5e-5, 4, "auto", request=SimpleNamespace(session_hash="t"))
     assert fs.list_jobs() == []
 
 
@@ -143,18 +144,21 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     assert "MCQ accuracy" in capsys.readouterr().out
     cli = json.loads(out.read_text())
 
-    head, table, trip, _, _, att = tab.compare(job, str(mcq), progress=_noop_progress)
-    assert job in " ".join(cli["models"].values()) and str(mcq) in head
-    assert table.to_dict(orient="records") == fs.mcq_table(cli)
+    page = SimpleNamespace(session_hash="test-page")  # a page visitor (outside public mode: sees CLI jobs too)
+    head, table, trip, _, _, att, report, note = tab.compare(job, str(mcq), request=page, progress=_noop_progress)
+    assert job in " ".join(cli["models"].values()) and str(mcq) in head and "LiNeS (a=0.5)" in head
+    assert table.to_dict(orient="records") == fs.labelled(fs.mcq_table(cli), 0.5)
+    assert list(table.columns) == ["pairing", "N", "base", "unscaled", "LiNeS (a=0.5)"]
+    assert report.to_dict(orient="records") == fs.report_rows(cli["report"], 0.5) and "in-format" in note
     assert trip.to_dict(orient="records") == cli["triplets"] and len(cli["triplets"]) == 3
-    want = pd.DataFrame(fs.attention_rows(cli["attention"]), columns=tab.ATTENTION_COLUMNS)
+    want = pd.DataFrame(fs.attention_rows(cli["attention"], fs.display_labels(0.5)), columns=tab.ATTENTION_COLUMNS)
     pd.testing.assert_frame_equal(att, want)
     assert cli["attention"]["available"] and cli["attention"]["n_captions"] == 4
 
     res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq)))
     assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
     assert res.summary["mcq"] == cli["mcq"] and res.provenance["settings"] == cli["provenance"]["settings"]
-    assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(cli["attention"])
+    assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(cli["attention"], fs.display_labels(0.5))
 
 
 # --- the separated report: in-format vs general, each row with its label and CI ---------------------------------------
