@@ -57,7 +57,8 @@ def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path
     assert s.result.provenance["encoder"] == cli["provenance"]["encoder"]
     assert s.result.provenance["dataset"] == cli["provenance"]["dataset"]
     chart = pd.read_csv(folder / "pairs_by_edit_type.csv")
-    assert study.edit_type_table(s) == chart.to_dict("records")
+    # the tab's chart also lists the taxonomy's types this set lacks (n = 0, "missing"); the export has the scored ones
+    assert [r for r in study.edit_type_table(s) if r["n"]] == chart.to_dict("records")
 
     # the tab's Download writes the same tables as --export
     paths, _ = tab.export(data, model, "short", ["csv", "json"])
