@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import pytest
 from PIL import Image
 
-from bindlab import exports
 from bindlab.cli import main
+from bindlab.present import exports
 
 needs_browser = pytest.mark.skipif(exports.find_browser() is None,
                                    reason="PNG/SVG need Chromium (apt-get install chromium, or set BROWSER_PATH)")

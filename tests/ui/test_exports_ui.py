@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 
-from bindlab import exports
+from bindlab.present import exports
 from tests.ui.conftest import download_export, screenshot
 
 pytestmark = pytest.mark.ui
