@@ -257,7 +257,7 @@ def add_commands(g: Groups) -> None:
                    "accelerate launch script and an sbatch wrapper) (_run DIR is what a job process executes)")
     j.add_argument("job", nargs="?", help="job id (as printed by finetune / jobs list)")
     j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on (default: the embedded mini "
-                                  "benchmark); the other templates and the held-out words are generated on the fly")
+                                  "benchmark, its image version for a toy: base); the other templates and the held-out words are generated on the fly")
     j.add_argument("--pairings", default="auto", help="compare: tt,ti,it,ii or auto (all the model and data allow)")
     j.add_argument("--limit", type=int, default=0, help="compare: first N questions only")
     j.add_argument("--attention-limit", type=int, default=200,

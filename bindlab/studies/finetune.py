@@ -37,7 +37,8 @@ from bindlab.train.compare_attention import CAPTION_SET, attention_curves, atten
 Progress = Callable[[float, str], None]
 
 __all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", "attention_rows", "cancel_job",
-           "check_config", "compare_job", "compare_provenance", "default_triplets", "display_labels",
+           "check_config", "compare_job", "compare_provenance", "default_compare_data", "default_triplets",
+           "display_labels",
            "format_compare", "job_info", "labelled", "report_rows", "report_text",
            "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "page_manager", "per_layer_rows", "result_rows", "resume_job",
            "run_finetune_compare", "run_job_process", "submit_finetune"]
@@ -330,6 +331,15 @@ class CompareRequest:
             object.__setattr__(self, "attention_limit", nonneg_int(self.attention_limit, "attention_limit"))
 
 
+def default_compare_data(job_id: str, manager: Any = None) -> Path:
+    """The MCQs a compare uses when none is given: the embedded mini benchmark, in the renderable vocabulary with
+    images for a ``toy:`` base model (the toy models know only those words; the Walkthrough compares on the same)."""
+    from bindlab.studies.browse import default_dataset
+
+    base = str(job_info(job_id, log_lines=0, manager=manager)["status"].get("base_model") or "")
+    return default_dataset(images=base.startswith("toy:"))
+
+
 def run_finetune_compare(request: CompareRequest, progress: Progress | None = None, manager: Any = None) -> Result:
     """Base vs ``lora:<job>/unscaled`` vs ``lora:<job>`` on the request's MCQs: the study both faces call.
 
@@ -340,11 +350,7 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
         ``attention_per_layer``; ``figures_data`` = ``{"mcq_rows", "attention": section or None,
         "attention_curves", "metrics": the job's training curve}``.
     """
-    path = request.data
-    if not path:
-        from bindlab.studies.browse import default_dataset
-
-        path = str(default_dataset())
+    path = request.data or str(default_compare_data(request.job, manager))
     res = compare_job(request.job, path, pairings=request.pairings, limit=request.limit, progress=progress,
                       manager=manager, attention_limit=request.attention_limit, report=request.report)
     table = mcq_table(res)

@@ -247,7 +247,6 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
     """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
     figure and the job's training curves."""
     from bindlab.present.exports import compare_export
-    from bindlab.studies.browse import default_dataset
 
     if not job_id:
         raise ValueError("select a job first (its training curves download at any time; the before/after tables "
@@ -260,7 +259,7 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
         view.tables["attention"] = _shown_rows(attention)
     if not view.tables:
         raise ValueError(f"nothing to download yet for job {st['id']}: no training steps and no comparison")
-    dataset = ((mcq or "").strip() or str(default_dataset())) if rows else None
+    dataset = ((mcq or "").strip() or str(fs.default_compare_data(st["id"], manager))) if rows else None
     return deliver(view, fs.compare_provenance(st["id"], dataset, manager), formats)
 
 
@@ -302,7 +301,8 @@ def build_tab() -> dict[str, Any]:
     jobs = gr.Dataframe(headers=JOB_COLUMNS, label="All jobs", interactive=False, wrap=True, elem_id="ft-jobs")
     gr.Markdown("### Before vs after")
     with gr.Row():
-        mcq = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "ft-mcq")
+        mcq = data_picker("mcq", "MCQ file (empty = embedded mini benchmark; for a toy:* job its renderable, "
+                          "image version)", "ft-mcq")
         cmp_btn = gr.Button("Compare base vs finetuned", elem_id="ft-compare-btn")
     cmp_head = gr.Markdown(elem_id="ft-compare-head")
     with gr.Row():
