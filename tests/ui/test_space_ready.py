@@ -45,7 +45,8 @@ def test_readme_front_matter_is_a_gradio_space_config():
     lines = [ln for ln in body.splitlines() if ln.strip()]
     assert lines[0].startswith("# ") and lines[1] == "```bash"
     assert "pip install -r requirements.txt && python app.py" in lines[2]
-    assert "pip install -r requirements.txt && python -m pytest" in lines[3] and lines[4] == "```"
+    assert "pip install -r requirements.txt && ruff check . && python -m pytest" in lines[3] and lines[4] == "```"
+    assert lines[3].split("#")[0].strip().endswith(ci_test_command())  # the README's test command is what CI runs
     assert "docs/deploy.md" in body and (ROOT / "docs" / "deploy.md").is_file()
 
 
@@ -236,3 +237,8 @@ def test_start_up_self_check_waits_for_a_slow_page():
     t = time.monotonic()
     assert not patient_url_ok(f"http://127.0.0.1:{_free_port()}/", within_s=1.5)
     assert time.monotonic() - t < 10
+
+
+def ci_test_command() -> str:
+    """The last command line of .ci/run: the install, the lint and the tests."""
+    return (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1].strip()
