@@ -230,3 +230,8 @@ def test_a_of_one_is_reported_as_unscaled_never_lines(report_jobs, tmp_path, cap
     res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
     assert all("LiNeS" not in k for r in res.tables["report"] for k in r)
     assert all("LiNeS" not in k for r in fs.labelled(res.rows, 1.0) for k in r)
+
+
+def test_default_compare_data_is_the_text_benchmark_for_a_text_model(report_jobs):
+    job, _, _ = report_jobs
+    assert fs.default_compare_data(job).parent.name == "saber-mini"  # a toy: base gets saber-mini-images instead
