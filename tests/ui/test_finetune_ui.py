@@ -98,7 +98,7 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
 
     model, data = tiny_job_inputs
     m = JobManager()  # the app's jobs folder: the same BINDLAB_HOME
-    job = m.submit({"model": model, "data": data, "max_steps": 30, "batch_size": 4, "eval_rows": 8, "device": "cpu",
+    job = m.submit({"model": model, "data": data, "max_steps": 300, "epochs": 100, "batch_size": 4, "eval_rows": 8, "device": "cpu",
                     "debug": {"sleep_per_step": 1.0}})
     try:
         page.goto(app_url)
@@ -114,8 +114,11 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
             assert time.time() < deadline, f"job {job} reported no step: {m.log_tail(job)}"
             time.sleep(1)
         page.wait_for_function("(job) => { const t = document.querySelector('#ft-jobs');"
-                               " return t && /step [1-9][0-9]*\\/30/.test(t.innerText); }", arg=job, timeout=120_000)
-        row = next(r for r in page.inner_text("#ft-jobs").splitlines() if job in r)
+                               " return t && /step [1-9][0-9]*\\/[0-9]+/.test(t.innerText); }", arg=job, timeout=120_000)
+        # cells wrap, so the table's text has one cell per line: the job's row is its id and the 5 cells after it
+        lines = [x.strip() for x in page.inner_text("#ft-jobs").splitlines() if x.strip()]
+        start = next(i for i, x in enumerate(lines) if x == job)
+        row = " | ".join(lines[start:start + 6])
         assert "starting" not in row and "running" in row
     finally:
         with contextlib.suppress(ValueError):  # already finished
