@@ -208,4 +208,12 @@ def limits() -> Limits:
         ValueError: an environment variable that is not a non-negative whole number.
     """
     col = 1 if public_mode() else 0
+    env = tuple(os.environ.get(var) for var in LIMIT_ENV.values())
+    return _limits_for(col, env)
+
+
+@lru_cache(maxsize=8)
+def _limits_for(col: int, env: tuple[str | None, ...]) -> Limits:
+    """The limits for one public/local choice and one set of environment values (readers call limits() per line)."""
+    del env  # the cache key: _limit_from_env reads the same values
     return Limits(**{name: _limit_from_env(name, pair[col]) for name, pair in LIMIT_DEFAULTS.items()})

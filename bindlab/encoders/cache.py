@@ -75,6 +75,12 @@ def bad_rows(vecs: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~ok)
 
 
+def valid_vector(vec: np.ndarray) -> bool:
+    """One vector's :func:`bad_rows` test, without the matrix set-up (the cache runs it on every row it reads):
+    finite everywhere and not all zeros (for finite values, a zero norm means every entry is zero). (d,) -> bool."""
+    return bool(np.isfinite(vec).all() and vec.any())
+
+
 def _classify(e: sqlite3.Error) -> type[Exception] | None:
     """_Corrupt, _DiskRefused, or None (another error, e.g. 'database is locked') for a sqlite error."""
     code = getattr(e, "sqlite_errorcode", None)
@@ -246,7 +252,7 @@ class EmbeddingCache:
             return
         keys = list(items)
         vecs = [np.ascontiguousarray(items[k], dtype=np.float32).ravel() for k in keys]
-        bad = [keys[i] for i in range(len(vecs)) if len(bad_rows(vecs[i][None, :]))]
+        bad = [k for k, v in zip(keys, vecs, strict=True) if not valid_vector(v)]
         if bad:
             raise ValueError(f"refusing to cache {len(bad)} zero or non-finite vector(s) (first key {bad[0][:12]}…); "
                              "a broken encoder output must never be stored")
@@ -338,7 +344,7 @@ def _decode(dim: int, crc: int, blob: bytes) -> np.ndarray | None:
     if not isinstance(blob, bytes) or dim < 1 or len(blob) != 4 * dim or zlib.crc32(blob) != crc:
         return None
     vec = np.frombuffer(blob, dtype=np.float32)
-    return None if len(bad_rows(vec[None, :])) else vec
+    return vec if valid_vector(vec) else None
 
 
 def _inode(path: Path) -> int | None:
