@@ -107,11 +107,10 @@ def build_hf_clip(folder: Path) -> str:
     return f"hf:{folder}"
 
 
-def build_hf_siglip(folder: Path) -> str:
-    """Tiny transformers SigLIP (bidirectional text tower, last-token pooling, max_length padding)."""
+def _save_siglip(folder: Path, tok: Any) -> str:
+    """A tiny random SigLIP around ``tok`` (a fast BPE or a sentencepiece SiglipTokenizer), saved with its processor."""
     from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
 
-    tok = _fast_tokenizer(_bpe_tokenizer(["</s>", "<pad>"]), None, "</s>", "<pad>", TEXT_LEN)
     cfg = SiglipConfig(text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
                                           projection_size=WIDTH, pad_token_id=tok.pad_token_id,
                                           eos_token_id=tok.eos_token_id, bos_token_id=None),
@@ -121,6 +120,12 @@ def build_hf_siglip(folder: Path) -> str:
     ip = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
     SiglipProcessor(image_processor=ip, tokenizer=tok).save_pretrained(folder)
     return f"hf:{folder}"
+
+
+def build_hf_siglip(folder: Path) -> str:
+    """Tiny transformers SigLIP (bidirectional text tower, last-token pooling, max_length padding)."""
+    tok = _fast_tokenizer(_bpe_tokenizer(["</s>", "<pad>"]), None, "</s>", "<pad>", TEXT_LEN)
+    return _save_siglip(folder, tok)
 
 
 def build_hf_siglip2(folder: Path) -> str:
@@ -160,21 +165,13 @@ def build_hf_siglip_spm(folder: Path) -> str:
 
     The tokenizer config lists ``model_input_names: ["input_ids"]`` as the hub checkpoints do (no attention mask).
     """
-    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor, SiglipTokenizer
+    from transformers import SiglipTokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     spiece = folder / "spiece.model"
     spiece.write_bytes(sentencepiece_model())
     tok = SiglipTokenizer(str(spiece), model_max_length=TEXT_LEN, model_input_names=["input_ids"])
-    cfg = SiglipConfig(text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
-                                          projection_size=WIDTH, pad_token_id=tok.pad_token_id,
-                                          eos_token_id=tok.eos_token_id, bos_token_id=None),
-                       vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE))
-    _seed()
-    SiglipModel(cfg).save_pretrained(folder, safe_serialization=True)
-    ip = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
-    SiglipProcessor(image_processor=ip, tokenizer=tok).save_pretrained(folder)
-    return f"hf:{folder}"
+    return _save_siglip(folder, tok)
 
 
 def build_open_clip(folder: Path) -> str:

@@ -312,10 +312,9 @@ def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def leaderboard(scores: list[dict[str, Any]], models: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
-    """One row per model: ``{rank, model, <column>: value, "<column> 95% CI": [lo, hi]}``, best first by the
-    first column (models without it last). Returns ``(rows, sort column)``."""
-    columns = list(dict.fromkeys(s["column"] for s in scores))
+def _model_rows(scores: list[dict[str, Any]], models: Sequence[str], columns: list[str],
+                extra: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per model: ``{model, <column>: value, **extra(column, score)}`` (a missing score is None)."""
     by = {(s["model"], s["column"]): s for s in scores}
     rows = []
     for m in models:
@@ -323,8 +322,17 @@ def leaderboard(scores: list[dict[str, Any]], models: Sequence[str]) -> tuple[li
         for c in columns:
             s = by.get((m, c))
             row[c] = s["value"] if s else None
-            row[f"{c} 95% CI"] = [s["ci95_low"], s["ci95_high"]] if s and s["ci95_low"] is not None else None
+            row.update(extra(c, s))
         rows.append(row)
+    return rows
+
+
+def leaderboard(scores: list[dict[str, Any]], models: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
+    """One row per model: ``{rank, model, <column>: value, "<column> 95% CI": [lo, hi]}``, best first by the
+    first column (models without it last). Returns ``(rows, sort column)``."""
+    columns = list(dict.fromkeys(s["column"] for s in scores))
+    rows = _model_rows(scores, models, columns, lambda c, s: {
+        f"{c} 95% CI": [s["ci95_low"], s["ci95_high"]] if s and s["ci95_low"] is not None else None})
     sort_by = columns[0] if columns else ""
     rows.sort(key=lambda r: (r.get(sort_by) is None, -(r.get(sort_by) or 0.0)))
     return [{"rank": k + 1, **r} for k, r in enumerate(rows)], sort_by
@@ -335,15 +343,7 @@ def cross_benchmark(scores: list[dict[str, Any]], models: Sequence[str]) -> list
     "<benchmark> vs chance": above/at/below chance}`` (MCQ accuracy, pairs Group, published benchmarks)."""
     keep = [s for s in scores if s["chance"] is not None and s["column"] not in ("Pairs I2T", "Pairs T2I")]
     columns = list(dict.fromkeys(s["column"] for s in keep))
-    by = {(s["model"], s["column"]): s for s in keep}
-    rows = []
-    for m in models:
-        row: dict[str, Any] = {"model": m}
-        for c in columns:
-            s = by.get((m, c))
-            row[c] = s["value"] if s else None
-            row[f"{c} vs chance"] = s["vs_chance"] if s else "n/a"
-        rows.append(row)
+    rows = _model_rows(keep, models, columns, lambda c, s: {f"{c} vs chance": s["vs_chance"] if s else "n/a"})
     return rows
 
 
