@@ -23,6 +23,7 @@ from bindlab.data.schema import MCQ, LoadReport, load_mcqs
 from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, evaluate_mcq, parse_pairings
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
+from bindlab.studies.access import check_model_access
 from bindlab.studies.result import Result
 from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
@@ -104,7 +105,7 @@ def get_encoder(model: str, device: str = "auto", batch_size: int | None = None)
     With the defaults the backend's own defaults apply (what the tabs use); a command passes its options.
     """
     from bindlab.encoders.service import get_encoder as shared_encoder
-
+    check_model_access(model)  # public mode: a visitor loads only their own jobs' lora: models
     options: dict[str, Any] = {}
     if device != "auto" or batch_size is not None:
         options["device"] = device
@@ -257,6 +258,7 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
     if not p.exists():
         raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate saber --out DIR'")
     key = (str(p.resolve()), p.stat().st_mtime, request.model, request.pairings[0])
+    check_model_access(request.model)  # before the memo: another visitor's scoring of their lora: model stays theirs
     with _LOCK:
         key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with key_lock:  # two visitors asking for the same set at once: the second waits for the first's result

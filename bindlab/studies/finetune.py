@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindlab.studies.access import check_model_access
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_options, encoder_id, finite_float, input_path, nonneg_int
 from bindlab.train.compare import (
@@ -111,7 +112,7 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     cfg = dict(config)
     if not str(cfg.get("model") or "").strip():
         raise ValueError("finetune needs a base model id (--model), e.g. minilm or toy:shared")
-    cfg["model"] = encoder_id(cfg["model"])
+    cfg["model"] = check_model_access(encoder_id(cfg["model"]))
     if str(cfg.get("data") or "").strip():
         input_path(str(cfg["data"]).strip(), "data", must_exist=False)  # inside the allowed data roots
     cfg["data"] = _triplets_path(cfg.get("data"))

@@ -271,7 +271,9 @@ def open_session(data: str | Path, model: str, progress: Progress | None = None,
     """
     from bindlab.encoders.base import EncoderError, load_encoder
     from bindlab.encoders.service import embed_image_files, embed_texts
+    from bindlab.studies.access import check_model_access
 
+    check_model_access(model)  # before the session cache: a visitor reuses only their own jobs' lora: models
     key = (_index_key(data), model.strip())
     with _SESSIONS_LOCK:
         if key in _SESSIONS:

@@ -18,6 +18,7 @@ from bindlab.config import home
 from bindlab.data.pairs_schema import PairItem, load_pairs
 from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosity
 from bindlab.provenance import provenance
+from bindlab.studies.access import check_model_access
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
 from bindlab.studies.validate import input_path, nonneg_int, positive_int
@@ -137,6 +138,7 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
     if not p.exists():
         raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate composet --out DIR'")
     key = (str(p.resolve()), p.stat().st_mtime, request.model, verbosity)
+    check_model_access(request.model)  # before the memo: another visitor's scoring of their lora: model stays theirs
     if key in _SCORED:
         return _SCORED[key]
     result, pairs = _run(request, progress)

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from bindlab.config import limits, public_mode
-from bindlab.studies import datasets
+from bindlab.studies import access, datasets
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +28,16 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a callback so a user error becomes a ``gr.Error`` toast with its message and the app keeps running.
 
     A user error logs one line on the server; an unexpected exception logs its traceback and shows one line naming
-    the exception type (in public mode without its message, which may quote a file or a server path).
+    the exception type (in public mode without its message, which may quote a file or a server path). The callback
+    runs as its page's visitor (:func:`bindlab.studies.access.visitor`), so the studies know whose jobs' ``lora:``
+    models it may load.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with access.visitor(_session_hash()):
+                return fn(*args, **kwargs)
         except gr.Error:
             raise
         except USER_ERRORS as e:
@@ -50,6 +53,14 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
                            print_exception=False) from None
 
     return wrapper
+
+
+def _session_hash() -> str | None:
+    """The browser session id of the Gradio event this thread serves (None outside one)."""
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    return getattr(request, "session_hash", None) if request is not None else None
 
 
 # --- results after an error: one rule for every tab ---------------------------------------------------------------
