@@ -10,7 +10,7 @@ import gradio as gr
 from bindlab.present import attention_figures as figs
 from bindlab.present.exports import attention_export
 from bindlab.studies import attention as study
-from bindlab.ui.common import data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -126,7 +126,8 @@ def show_caption(model: str, direction: str, choice: str, layer: float, stored: 
 @friendly
 def analyse_text(model: str, direction: str, text: str, bindings: str, layer: float, head: str = ""
                  ) -> tuple[Any, str, Any, dict[str, Any]]:
-    request = study.CaptionRequest(model, text, bindings, direction, layer)  # length checked before tokenising
+    # the bindings box is text: an empty one (None from an API call) gets the "no bindings given" message
+    request = study.CaptionRequest(model, text, bindings or "", direction, layer)  # length checked before tokenising
     item = {"text": request.text, "bindings": request.bindings, "id": request.id}
     return (*_caption_view(model, direction, item, layer, head), item)
 
@@ -235,19 +236,23 @@ def build_tab() -> None:
             grid = gr.Plot(label="Per-head binding margin (layer × head)", elem_id="at-heads")
             cell = gr.Textbox(label="grid cell (layer,head)", elem_id="at-cell", container=False)
 
-    run.click(compute, [model, compare, data, limit, direction, seed], [summary, curve, caption, stored, layer, result],
-              api_name="attention_margins", **GPU_QUEUE)
-    caption.change(show_caption, [model, direction, caption, layer, stored, head], [heatmap, info, grid, current],
-                   api_name="attention_caption", **GPU_QUEUE)
-    layer.release(redraw, [model, direction, current, layer, head], [heatmap, info, grid], api_name="attention_layer",
-                  **GPU_QUEUE)
-    head.submit(redraw, [model, direction, current, layer, head], [heatmap, info, grid], api_name="attention_head",
-                **GPU_QUEUE)
-    text_btn.click(analyse_text, [model, direction, text, bindings, layer, head], [heatmap, info, grid, current],
-                   api_name="attention_text", **GPU_QUEUE)
+    # results after an error (bindlab.ui.common): failed margins clear the curve, the captions and the caption view
+    # (it came from the old inputs); a failed caption, layer, head, cell or free text clears the caption view
+    view = [heatmap, info, grid]
+    clear_on_error(run.click(compute, [model, compare, data, limit, direction, seed],
+                             [summary, curve, caption, stored, layer, result], api_name="attention_margins",
+                             **GPU_QUEUE), [summary, curve, caption, stored, result, *view, current])
+    clear_on_error(caption.change(show_caption, [model, direction, caption, layer, stored, head], [*view, current],
+                                  api_name="attention_caption", **GPU_QUEUE), [*view, current])
+    clear_on_error(layer.release(redraw, [model, direction, current, layer, head], view, api_name="attention_layer",
+                                 **GPU_QUEUE), view)
+    clear_on_error(head.submit(redraw, [model, direction, current, layer, head], view, api_name="attention_head",
+                               **GPU_QUEUE), view)
+    clear_on_error(text_btn.click(analyse_text, [model, direction, text, bindings, layer, head], [*view, current],
+                                  api_name="attention_text", **GPU_QUEUE), [*view, current])
     grid.change(None, None, None, js=GRID_JS, api_name=False)
     # .change, not .input: the grid bridge sets the box from JavaScript, which Gradio reports as a change only.
-    cell.change(pick_cell, [model, direction, current, cell], [heatmap, info, grid, layer, head],
-                api_name="attention_cell", trigger_mode="always_last", **GPU_QUEUE)
+    clear_on_error(cell.change(pick_cell, [model, direction, current, cell], [*view, layer, head],
+                               api_name="attention_cell", trigger_mode="always_last", **GPU_QUEUE), view)
     wire(export_panel("at", "margins"), export, [result, model, direction, current, layer, head],
          api_name="attention_export")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import Any
 
@@ -97,7 +98,35 @@ def topk_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
+TOP_K_DEFAULT = 8  # the top-k slider's starting value: what an empty slider means
+
+
+def _pairing(pairing: Any) -> str:
+    """The pairing radio's value, checked before anything reads it (an API call may send none)."""
+    if not isinstance(pairing, str) or pairing.strip().lower() not in browse.PAIRINGS:
+        raise ValueError(f"choose a pairing: one of {', '.join(browse.PAIRINGS)} (got {pairing!r})")
+    return pairing.strip().lower()
+
+
+def _top_k(k: Any) -> int:
+    """The top-k slider's value as a whole number ≥ 1; an empty slider means :data:`TOP_K_DEFAULT`.
+
+    Raises:
+        ValueError: a value that is not a finite number.
+    """
+    if k is None:
+        return TOP_K_DEFAULT
+    try:
+        value = float(k)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"top-k must be a whole number from 1 to 20, got {str(k)[:40]!r}")
+    return max(1, int(value))
+
+
 def _scored(data: str, model: str, pairing: str, progress: Any = None) -> browse.ScoredSet:
+    pairing = _pairing(pairing)
     data, model = browse.resolve_inputs(data, model, pairing, progress)
     return browse.scored_set(data, model, pairing, progress=progress)
 
@@ -143,6 +172,7 @@ def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
 
 def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
     # image boxes only where the pairing has images (none for text–text); the top-k images where the gallery does
+    k = _top_k(k)
     with_images = browse.needs_images(s.pairing)
     gallery_images = s.pairing.endswith("i")
     if not qid:
@@ -189,6 +219,7 @@ def compare_view(data: str, model: str, pairing: str, qid: str, model_b: str) ->
     model_b = (model_b or "").strip()
     if not model_b or not qid:
         return ""
+    pairing = _pairing(pairing)
     s = _scored(data, model, pairing)
     data, _ = browse.resolve_inputs(data, model, pairing)
     sb = browse.scored_set(data, model_b, pairing)
@@ -228,7 +259,7 @@ def build_tab() -> dict[str, Any]:
             compare_out = gr.HTML(elem_id="bl-compare")
         with gr.Column(scale=2):
             chart = gr.Plot(label="Accuracy by number of objects", elem_id="bl-chart")
-            k = gr.Slider(1, 20, value=8, step=1, label="Retrieval: top-k of the pooled gallery for this query")
+            k = gr.Slider(1, 20, value=TOP_K_DEFAULT, step=1, label="Retrieval: top-k of the pooled gallery for this query")
             top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
                                      elem_id="bl-topk")
             top_images = gr.Gallery(label="Top-k images", columns=4, height=220, object_fit="contain",
@@ -263,7 +294,7 @@ def build_tab() -> dict[str, Any]:
 
 def _pairing_model(model: str, pairing: str) -> Any:
     """Switching to an image pairing with a text-only model selected picks the default image model instead."""
-    if browse.needs_images(pairing) and (model or "").strip() in ("minilm", "bow", ""):
+    if pairing in browse.PAIRINGS and browse.needs_images(pairing) and (model or "").strip() in ("minilm", "bow", ""):
         try:
             return browse.default_model(pairing)
         except ValueError:

@@ -92,6 +92,9 @@ def _thumbnail(path: str) -> Image.Image:
 @gpu_task(duration=180)
 @friendly
 def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    if not isinstance(factor, str) or factor.strip() not in gs.FACTORS:  # the radio sends one factor (or none)
+        raise ValueError(f"choose a factor: one of {', '.join(gs.FACTORS)} (got {str(factor)[:40]!r})")
+    factor = factor.strip()
     request = gs.GroundingRequest(data, model, factor, alpha, controls=False)  # validates factor, model, alpha
     grid = gs.resolve_grid(request.data, _report(progress))
     key = {"data": str(grid), "model": request.model, "factor": factor, "chosen": None}

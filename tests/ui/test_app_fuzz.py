@@ -132,26 +132,7 @@ def test_malformed_inputs_to_the_app_callbacks_end_in_a_message_or_a_clean_resul
                 failures.append(f"{label}: {type(e).__name__}: {str(e)[:200]}")
     finally:
         service.get_encoder = real
-    known = [f for f in failures if f.split(":")[0] in KNOWN_BUGS]
-    failures = [f for f in failures if f not in known]
     assert not failures, f"{len(failures)} of {len(cases)} cases failed:\n" + "\n".join(failures[:40])
-    assert len(known) <= len(KNOWN_BUGS)
-
-
-# Cases that still end in an unexpected exception (a None or infinite value for a radio, dropdown or slider that the
-# callback does not expect; reported to the tabs' owners). They are checked in their own strict-xfail test, so the
-# day one is fixed that test fails and the entry goes.
-KNOWN_BUGS = {
-    "browse.score[2]=None", "browse.show_question[4]=None", "browse.show_question[4]=inf",
-    "browse.show_question[4]=-inf", "grounding.load[2]=None", "attention.analyse_text[3]=None",
-}
-
-
-@pytest.mark.xfail(strict=True, reason="known: callbacks that do not expect None / inf from a radio or slider")
-@pytest.mark.parametrize("label", sorted(KNOWN_BUGS))
-def test_known_unexpected_exceptions(mcq, tmp_path, label):
-    case = {c[0]: c for c in _cases(mcq, str(tmp_path / "missing" / "data.jsonl"))}[label]
-    _check(*case)
 
 
 def test_a_missing_path_inside_the_roots_says_so_and_a_nan_number_is_named(mcq):
@@ -163,3 +144,20 @@ def test_a_missing_path_inside_the_roots_says_so_and_a_nan_number_is_named(mcq):
     with pytest.raises(gr.Error) as e:
         embedding_map.make_map(mcq, "bow", [], math.nan, 0, "role", "pca")
     assert "limit" in str(e.value.message)
+
+
+def test_an_empty_radio_or_slider_gets_a_message_naming_the_control_or_its_default(mcq):
+    """None from a radio (an API call may send it) names the choice to make; an empty top-k slider means its
+    starting value; an infinite one is refused by name."""
+    from bindlab.ui import attention, browse, grounding
+
+    with pytest.raises(gr.Error, match="choose a pairing"):
+        browse.score(mcq, "bow", None, "all", "all", "all", 8)
+    shown = browse.show_question(mcq, "bow", "tt", "n02-ind-000", None)
+    assert len(shown[3]) == browse.TOP_K_DEFAULT  # the top-k table at the slider's starting value
+    with pytest.raises(gr.Error, match="top-k"):
+        browse.show_question(mcq, "bow", "tt", "n02-ind-000", math.inf)
+    with pytest.raises(gr.Error, match="choose a factor"):
+        grounding.load("", "toy:clip", None, 0.0)
+    with pytest.raises(gr.Error, match="no bindings given"):
+        attention.analyse_text("bow", "later_to_earlier", "a red cube", None, 0, "")
