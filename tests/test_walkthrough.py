@@ -136,7 +136,8 @@ def test_toy_triplets_stay_in_the_toy_vocabulary():
 
     path = wt.toy_triplets(per_size=20, seed=5)
     rows = load_triplets(path)  # validates every row (negative = a word permutation of the positive)
-    assert {r["split"] for r in rows} == {"train", "val", "test"}
+    assert {"train", "val", "test"} <= {r["split"] for r in rows}  # held-out splits: tests/test_toy_triplet_splits.py
+    rows = [r for r in rows if r["split"] not in ("test_template_relative", "test_template_with")]  # "that", "colour"
     assert {r["negative_kind"] for r in rows} == {"attribute", "object"}
     assert {len(r["bindings"]) for r in rows} == set(wt.TRIPLET_SIZES)
     vocab = set(json.loads((repo_root() / "assets" / "toy-shared" / "vocab.json").read_text())["vocab"])

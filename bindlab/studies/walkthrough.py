@@ -21,6 +21,8 @@ Steps:
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,42 +313,133 @@ TRIPLET_SIZES = (2, 3)  # like the paper's triplets: bindings permuted among two
 TRIPLET_SEED = 1001  # far from the default benchmark's seed 0, so training and test questions differ
 
 
-def toy_triplets(per_size: int = 1000, seed: int = TRIPLET_SEED) -> Path:
-    """Triplets in the toy models' own world (made once under ``$BINDLAB_HOME/data``; a second or so).
+TOY_HOLDOUT_FRACTION = 0.2  # of the renderable objects and of each attribute category, never in a training text
+TOY_HOLDOUT_TEMPLATES = ("predicative", "relative", "with")  # the training queries are all attributive
+
+
+def toy_holdout(fraction: float = TOY_HOLDOUT_FRACTION, seed: int = TRIPLET_SEED) -> Any:
+    """A seeded ``fraction`` of the renderable vocabulary held out of the toy triplets' training text.
+
+    Stratified like :func:`bindlab.data.holdout.select_holdout`: ``fraction`` of the objects and of each attribute
+    category (colour, material, pattern, ...), rounded, so every category loses about the same share. The words
+    stay renderable (the toy models saw them in their own image-caption training); only the finetune never does.
+
+    Returns:
+        A :class:`bindlab.data.holdout.HeldOutWords` (objects and attribute names, sorted).
+    """
+    import random
+
+    from bindlab.data.holdout import HeldOutWords, check_fraction
+    from bindlab.data.render import RENDER_VOCAB
+
+    f = check_fraction(fraction)
+    rng = random.Random(f"bindlab-toy-holdout:{seed}:{f!r}")
+    objects = rng.sample(sorted(RENDER_VOCAB.objects), round(f * len(RENDER_VOCAB.objects)))
+    attributes: list[str] = []
+    for category in sorted({a.category for a in RENDER_VOCAB.attributes}):
+        names = sorted(a.name for a in RENDER_VOCAB.attributes if a.category == category)
+        attributes += rng.sample(names, round(f * len(names)))
+    return HeldOutWords(tuple(sorted(objects)), tuple(sorted(attributes)), f, seed)
+
+
+def _without(vocab: Any, held: Any) -> Any:
+    """``vocab`` less the held-out words (``held`` None: unchanged)."""
+    from bindlab.data.saber import Vocabulary
+
+    if held is None:
+        return vocab
+    return Vocabulary(tuple(o for o in vocab.objects if o not in held.words),
+                      tuple(a for a in vocab.attributes if a.name not in held.words))
+
+
+def _only(vocab: Any, held: Any) -> Any:
+    """The held-out part of ``vocab``."""
+    from bindlab.data.saber import Vocabulary
+
+    return Vocabulary(tuple(o for o in vocab.objects if o in held.words),
+                      tuple(a for a in vocab.attributes if a.name in held.words))
+
+
+def _question_rows(q: Any, split: str, template: str, tag: str = "") -> list[dict[str, Any]]:
+    """The two triplet rows of a SABER question: query, preserve candidate as positive, attribute / object swap as
+    negative (same words, other bindings); ids ``<question>[-<tag>]-<role>``."""
+    from bindlab.data.triplets import check_row
+
+    positive = q.candidates[q.answer]
+    rows = []
+    for c in q.candidates:
+        if c.role not in ("attr_swap", "obj_swap"):
+            continue
+        row = {"id": f"{q.id}{'-' + tag if tag else ''}-{c.role}",
+               "construction": "pair_swap" if q.n_objects == 2 else "triple_bind_swap",
+               "query": q.query.text, "positive": positive.text, "negative": c.text,
+               "negative_kind": "attribute" if c.role == "attr_swap" else "object",
+               "bindings": [list(b) for b in q.query.bindings], "split": split, "template": template}
+        problem = check_row(row)
+        if problem:  # the generator guarantees permutations; a failure here is a bug, said loudly
+            raise ValueError(f"toy triplet {row['id']}: {problem}")
+        rows.append(row)
+    return rows
+
+
+def _split_of(i: int) -> str:
+    return "train" if i % 10 < 8 else "val" if i % 10 == 8 else "test"
+
+
+def toy_triplets(per_size: int = 1000, seed: int = TRIPLET_SEED, holdout_fraction: float = TOY_HOLDOUT_FRACTION,
+                 holdout_templates: tuple[str, ...] = TOY_HOLDOUT_TEMPLATES) -> Path:
+    """Triplets in the toy models' own world (made once under ``$BINDLAB_HOME/data``; a few seconds).
 
     The general triplet generator writes words the toy models have never seen (they know about a hundred words),
     so these come from SABER-style questions over the renderable vocabulary with N = 2 and 3: query = the
     question's query, positive = its preserve candidate (same bindings, other order), negative = its attribute
     swap (``negative_kind`` attribute) and its object swap (object) — same words, other bindings. Splits by
-    question: 80 % train, 10 % val, 10 % test.
+    question: 80 % train, 10 % val, 10 % test, all in the attributive template.
+
+    Two held-out splits make the finetune report's general rows (like ``generate triplets --holdout-templates
+    --holdout-words``):
+
+    - ``holdout_fraction`` of the renderable words (:func:`toy_holdout`) occur in no train/val/test text; as many
+      questions as ``test`` has, built from them alone, are ``test_unseen_words``, and the words are written to
+      ``holdout_vocab.json`` (so ``jobs compare`` adds unseen-word MCQs in the toy vocabulary). 0 = none.
+    - each of ``holdout_templates`` gets the ``test`` questions re-written in it (same seed and vocabulary, so the
+      same bindings; ``with`` draws only the attributes it can express) as ``test_template_<name>``. The
+      ``relative`` and ``with`` forms add a function word the toy models do not know ("that"; "colour",
+      "pattern", ...), which their tokenizer reads as ``[UNK]``; every object and attribute stays renderable.
     """
     from bindlab.config import home
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
-    from bindlab.data.triplets import check_row, write_triplets
+    from bindlab.data.templates import DEFAULT_TEMPLATE, check_template
+    from bindlab.data.triplets import UNSEEN_WORDS_SPLIT, template_split, write_triplets
 
-    out = home() / "data" / f"toy-triplets-{per_size}-s{seed}"
+    for t in holdout_templates:
+        check_template(t)
+        if t == DEFAULT_TEMPLATE:
+            raise ValueError(f"holdout template {t!r} is the training template; hold out others, e.g. predicative")
+    held = toy_holdout(holdout_fraction, seed) if holdout_fraction else None
+    tag = (f"-hw{round(100 * holdout_fraction)}" if held else "") + \
+        (f"-ht{''.join(t[0] for t in holdout_templates)}" if holdout_templates else "")
+    out = home() / "data" / f"toy-triplets-{per_size}-s{seed}{tag}"
     if (out / "triplets.jsonl").is_file():
         return out
-    questions = generate_saber(per_size=per_size, sizes=TRIPLET_SIZES, seed=seed, vocab=RENDER_VOCAB)
-    rows = []
-    for i, q in enumerate(questions):
-        split = "train" if i % 10 < 8 else "val" if i % 10 == 8 else "test"
-        positive = q.candidates[q.answer]
-        for c in q.candidates:
-            if c.role not in ("attr_swap", "obj_swap"):
-                continue
-            row = {"id": f"{q.id}-{c.role}", "construction": "pair_swap" if q.n_objects == 2 else "triple_bind_swap",
-                   "query": q.query.text, "positive": positive.text, "negative": c.text,
-                   "negative_kind": "attribute" if c.role == "attr_swap" else "object",
-                   "bindings": [list(b) for b in q.query.bindings], "split": split}
-            problem = check_row(row)
-            if problem:  # the generator guarantees permutations; a failure here is a bug, said loudly
-                raise ValueError(f"toy triplet {row['id']}: {problem}")
-            rows.append(row)
-    splits = {s: sum(r["split"] == s for r in rows) for s in ("train", "val", "test")}
+    vocab = _without(RENDER_VOCAB, held)
+    questions = generate_saber(per_size=per_size, sizes=TRIPLET_SIZES, seed=seed, vocab=vocab)
+    rows = [r for i, q in enumerate(questions) for r in _question_rows(q, _split_of(i), DEFAULT_TEMPLATE)]
+    n_test = sum(_split_of(i) == "test" for i in range(len(questions)))
+    for t in holdout_templates:
+        qs = generate_saber(per_size=per_size, sizes=TRIPLET_SIZES, seed=seed, vocab=vocab, template=t)
+        rows += [r for i, q in enumerate(qs) if _split_of(i) == "test"
+                 for r in _question_rows(q, template_split(t), t, t)]
+    if held is not None:
+        per = max(1, math.ceil(n_test / len(TRIPLET_SIZES)))
+        qs = generate_saber(per_size=per, sizes=TRIPLET_SIZES, seed=seed, vocab=_only(RENDER_VOCAB, held))
+        rows += [r for q in qs for r in _question_rows(q, UNSEEN_WORDS_SPLIT, DEFAULT_TEMPLATE, "unseen")]
+    splits = dict(sorted(Counter(r["split"] for r in rows).items()))
     write_triplets(out, rows, {"n_rows": len(rows), "source": "saber-render-vocab", "sizes": list(TRIPLET_SIZES),
-                               "seed": seed, "per_size": per_size, "splits": splits})
+                               "seed": seed, "per_size": per_size, "splits": splits, "templates": [DEFAULT_TEMPLATE],
+                               "holdout_templates": list(holdout_templates),
+                               "holdout_words": held.to_json() if held else None}, holdout=held)
     return out
 
 
