@@ -17,7 +17,8 @@ owner's job reads exactly like a job that does not exist. The local owner outsid
 sees all. The caps of :func:`bindlab.config.limits` hold for every job, walkthrough finetunes included: running
 jobs per owner and on the server (enforced when the queue is promoted), queued jobs per owner and on the server,
 steps and epochs (refused in :meth:`JobManager.submit` before anything is queued), and wall-clock seconds (a
-job past the cap is stopped and can be resumed). A failed job's status carries a one-line ``message``; its
+job past the cap gets SIGTERM and can be resumed; its process group gets SIGKILL if still alive
+:data:`KILL_GRACE_S` seconds later). A failed job's status carries a one-line ``message``; its
 traceback stays in ``log.txt`` on the server and reaches a page only through a manager made with
 ``show_logs=True`` (the admin's default).
 """
@@ -35,6 +36,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,8 +47,11 @@ from bindlab.config import jobs_root, limits, public_mode
 STATES = ("queued", "running", "done", "failed", "cancelled")
 FINAL = ("done", "failed", "cancelled")
 _CHILDREN: dict[int, subprocess.Popen] = {}  # processes this Python process started (polled so none stays a zombie)
-_SERVER_FIELDS = ("pid", "pgid", "pid_start", "log_tail", "dir")  # never shown to a page without show_logs
+_SERVER_FIELDS = ("pid", "pgid", "pid_start", "log_tail", "dir", "kill_after")  # never shown to a page without show_logs
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^/\\\s'\"]+){2,}")
+# Seconds a job stopped for its time cap has, after SIGTERM, to checkpoint and exit before its process group gets
+# SIGKILL (a process that ignores SIGTERM or hangs must not keep its slot's memory and CPU).
+KILL_GRACE_S = 30.0
 
 
 def local_owner() -> str:
@@ -409,7 +414,9 @@ class JobManager:
 
     def _stop_overdue(self, statuses: list[dict[str, Any]], cap_s: int) -> None:
         """SIGTERM the process group of every job running longer than ``cap_s`` seconds (0: no cap) and mark it
-        cancelled; it checkpoints on SIGTERM, so it can be resumed. Called under the lock."""
+        cancelled; it checkpoints on SIGTERM, so it can be resumed. A group still alive :data:`KILL_GRACE_S` seconds
+        later gets SIGKILL (:meth:`_kill_stragglers`). Called under the lock."""
+        self._kill_stragglers(statuses)
         if not cap_s:
             return
         now = _dt.datetime.now(_dt.UTC)
@@ -421,8 +428,38 @@ class JobManager:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(st["pgid"]), signal.SIGTERM)
             st.update(self._set(self.root / st["id"], state="cancelled", finished=_now(),
+                                kill_after=time.time() + KILL_GRACE_S,
                                 message=f"stopped after the {cap_s} s limit of one job (BINDLAB_MAX_JOB_SECONDS); "
                                         "resume it to continue from its last checkpoint"))
+            self._schedule_kill(st["id"], KILL_GRACE_S)
+
+    def _schedule_kill(self, job_id: str, delay_s: float) -> None:
+        """Check the job's process group again in ``delay_s`` seconds, from a daemon timer of this process (a
+        process that exits sooner leaves the check to the next :meth:`promote` of any manager, which sweeps too)."""
+        def check() -> None:
+            with contextlib.suppress(OSError), self._locked():  # OSError: the jobs folder was removed meanwhile
+                self._kill_stragglers([self._status(self.root / job_id)])
+
+        timer = threading.Timer(max(delay_s, 0.0) + 0.05, check)
+        timer.daemon = True
+        timer.start()
+
+    def _kill_stragglers(self, statuses: list[dict[str, Any]]) -> None:
+        """SIGKILL the process group of each job stopped for its time cap whose grace period (``kill_after``) has
+        passed and whose group is still alive; a group that is gone clears ``kill_after``. Called under the lock."""
+        now = time.time()
+        for st in statuses:
+            due = st.get("kill_after")
+            if due is None or st.get("state") != "cancelled" or now < float(due):
+                continue
+            pgid = int(st.get("pgid") or 0)
+            # the group's leader is gone or still the job's process: the pgid was not reused by someone else
+            if pgid and group_alive(pgid) and _proc_start(pgid) in (None, st.get("pid_start")):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
+                with open(self.root / st["id"] / "log.txt", "a") as log:
+                    log.write(f"=== {_now()} still running {KILL_GRACE_S:g} s after SIGTERM: SIGKILL\n")
+            st.update(self._set(self.root / st["id"], kill_after=None))
 
     def _start(self, d: Path, st: dict[str, Any]) -> None:
         from bindlab.config import repo_root
@@ -439,7 +476,7 @@ class JobManager:
                                     cwd=str(repo_root()), env=env, start_new_session=True)
         _CHILDREN[proc.pid] = proc
         st.update(self._set(d, state="running", pid=proc.pid, pgid=proc.pid, pid_start=_proc_start(proc.pid),
-                            started=_now(), finished=None, attempts=st.get("attempts", 0) + 1,
+                            started=_now(), finished=None, attempts=st.get("attempts", 0) + 1, kill_after=None,
                             message="starting"))
 
     def mark_running(self, job_dir: str | Path, message: str) -> None:
