@@ -308,9 +308,7 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
 
 CASES = _cases()
 # Cases whose wiring lives in a CLI module another change owns: strict xfails, so they flip when it is wired.
-_FINETUNE = ("bindlab/cli/finetune.py queues the job before reading the triplets file, so a malformed file fails "
-             "inside the job (its log, with a traceback, is echoed); load the triplets before queueing")
-XFAIL: dict[str, str] = {"finetune-triplets-garbage_bytes": _FINETUNE}
+XFAIL: dict[str, str] = {}
 PARAMS = [pytest.param(cid, argv, env, id=cid,
                        marks=[pytest.mark.xfail(strict=True, reason=XFAIL[cid])] if cid in XFAIL else [])
           for cid, argv, env in CASES]

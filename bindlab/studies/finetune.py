@@ -91,7 +91,20 @@ def _triplets_path(data: Any) -> str:
     p = Path(text).expanduser()
     if not (p.is_file() or (p / "triplets.jsonl").is_file()):
         raise FileNotFoundError(f"no triplets at {p}; make them with 'python -m bindlab generate triplets --out {p}'")
+    _check_triplets(p)
     return text
+
+
+def _check_triplets(path: Path) -> None:
+    """Read the triplets as the job will, before it is queued: every row parses and has its fields (a
+    ``DataError`` names the file and line), and the train split has rows."""
+    from bindlab.data.triplets import load_triplets
+
+    rows = load_triplets(path)
+    if not any(r["split"] == "train" for r in rows):
+        splits = sorted({r["split"] for r in rows})
+        raise ValueError(f"{path}: no rows in the train split (it has {splits}); a finetune trains on 'train' rows — "
+                         "generate triplets with 'python -m bindlab generate triplets --out DIR'")
 
 
 def check_config(config: dict[str, Any]) -> dict[str, Any]:

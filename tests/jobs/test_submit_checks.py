@@ -1,0 +1,45 @@
+"""Checks a finetune passes before it is queued, shared by the CLI and the tab (``studies.finetune.check_config``):
+the triplets parse (a bad row is named by file and line) and have a train split."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bindlab.jobs.manager import JobManager
+from bindlab.studies.finetune import submit_finetune
+
+
+@pytest.fixture(scope="module")
+def triplets(tmp_path_factory):
+    from bindlab.data.triplets import generate_triplets, load_triplets, write_triplets
+
+    root = tmp_path_factory.mktemp("trip")
+    rows, stats = generate_triplets(120, seed=0)
+    write_triplets(root, rows, stats)
+    return root, sum(r["split"] == "train" for r in load_triplets(root))
+
+
+def _queued(root) -> set[str]:
+    return {p.name for p in root.iterdir() if p.is_dir()} if root.exists() else set()
+
+
+def test_bad_triplets_are_named_by_file_and_line_before_a_job_exists(triplets, tmp_path, capsys):
+    from bindlab.cli import main
+
+    good = (triplets[0] / "triplets.jsonl").read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([good[0], good[1], '{"id": "x", "split": "train"}', *good[3:]]) + "\n")
+    no_train = tmp_path / "no_train.jsonl"
+    no_train.write_text("\n".join(x for x in good if json.loads(x)["split"] != "train") + "\n")
+    jobs = JobManager(tmp_path / "jobs", owner="session:a")
+    with pytest.raises(ValueError, match=rf"{bad}:3: missing field"):
+        submit_finetune({"model": "bow", "data": str(bad)}, jobs)
+    with pytest.raises(ValueError, match="no rows in the train split"):
+        submit_finetune({"model": "bow", "data": str(no_train)}, jobs)
+    assert _queued(tmp_path / "jobs") == set()
+    assert main(["finetune", "--model", "minilm", "--data", str(bad), "--background"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3: missing field" in err and "Traceback" not in err
+
