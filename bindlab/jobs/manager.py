@@ -210,10 +210,20 @@ def launch_command(job_dir: Path, num_processes: int = 1, python: str | None = N
     return [py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(num_processes), "-m", *run]
 
 
-def check_training_caps(epochs: int, max_steps: int, lim: Any = None) -> None:
-    """Refuse epochs or an explicit step count over the caps (``BINDLAB_MAX_EPOCHS``, ``BINDLAB_MAX_STEPS``).
+def planned_steps(epochs: int, max_steps: int, n_train: int, batch_size: int) -> int:
+    """The optimizer steps a job will run: ``epochs * ceil(n_train / batch_size)``, at most ``max_steps`` when it is
+    set (0 = no explicit cap) — :func:`bindlab.train.finetune.plan_steps` before the job exists."""
+    total = epochs * -(-max(n_train, 0) // max(batch_size, 1))
+    return min(total, max_steps) if max_steps else total
 
-    A job without ``max_steps`` is capped at ``BINDLAB_MAX_STEPS`` by its runner. A cap of 0 means no cap.
+
+def check_training_caps(epochs: int, max_steps: int, lim: Any = None, n_train: int | None = None,
+                        batch_size: int | None = None) -> None:
+    """Refuse epochs or a step count over the caps (``BINDLAB_MAX_EPOCHS``, ``BINDLAB_MAX_STEPS``; 0 = no cap).
+
+    The step cap holds for the steps the job will run: ``max_steps`` when set, else (``max_steps`` = 0, "no
+    explicit cap") epochs × steps per epoch, when ``n_train`` (train rows) and ``batch_size`` are given. Without
+    them, a job without ``max_steps`` is still cut at ``BINDLAB_MAX_STEPS`` by its runner.
 
     Raises:
         JobLimitError: naming the value, the cap and its environment variable.
@@ -225,6 +235,14 @@ def check_training_caps(epochs: int, max_steps: int, lim: Any = None) -> None:
     if lim.max_steps and max_steps > lim.max_steps:
         raise JobLimitError(f"max_steps={max_steps} is over the cap of {lim.max_steps} (BINDLAB_MAX_STEPS); "
                             "use fewer steps")
+    if lim.max_steps and not max_steps and n_train is not None and batch_size:
+        total = planned_steps(epochs, 0, n_train, batch_size)
+        if total > lim.max_steps:
+            raise JobLimitError(
+                f"max_steps=0 (no cap) means epochs={epochs} x {total // epochs:,} steps per epoch ({n_train:,} "
+                f"train rows, batch size {batch_size}) = {total:,} steps, over the cap of {lim.max_steps:,} "
+                f"(BINDLAB_MAX_STEPS); set max_steps to at most {lim.max_steps:,}, or use fewer epochs or a "
+                "larger batch")
 
 
 class JobManager:

@@ -83,7 +83,7 @@ _ZERO_OK = ("threads", "checkpoint_every")  # 0 = torch's default / checkpoint a
 MAX_LORA_RANK = 1024  # far above any useful LoRA rank; a typo such as 40000 is refused before a job starts
 
 
-def _triplets_path(data: Any) -> str:
+def _triplets_path(data: Any) -> tuple[str, int]:
     text = str(data or "").strip()
     if not text:
         raise ValueError("finetune needs a triplets folder (--data); make one with "
@@ -91,29 +91,45 @@ def _triplets_path(data: Any) -> str:
     p = Path(text).expanduser()
     if not (p.is_file() or (p / "triplets.jsonl").is_file()):
         raise FileNotFoundError(f"no triplets at {p}; make them with 'python -m bindlab generate triplets --out {p}'")
-    _check_triplets(p)
-    return text
+    return text, _check_triplets(p)
 
 
-def _check_triplets(path: Path) -> None:
+def _check_triplets(path: Path) -> int:
     """Read the triplets as the job will, before it is queued: every row parses and has its fields (a
-    ``DataError`` names the file and line), and the train split has rows."""
+    ``DataError`` names the file and line), and the train split has rows. Returns the number of train rows."""
     from bindlab.data.triplets import load_triplets
 
     rows = load_triplets(path)
-    if not any(r["split"] == "train" for r in rows):
+    n_train = sum(r["split"] == "train" for r in rows)
+    if not n_train:
         splits = sorted({r["split"] for r in rows})
         raise ValueError(f"{path}: no rows in the train split (it has {splits}); a finetune trains on 'train' rows — "
                          "generate triplets with 'python -m bindlab generate triplets --out DIR'")
+    return n_train
+
+
+def _check_steps(cfg: dict[str, Any], n_train: int) -> None:
+    """The caps on the steps the job will run (:func:`bindlab.jobs.manager.check_training_caps`): with
+    ``max_steps`` = 0 that is epochs × steps per epoch, so "no cap" cannot step past ``BINDLAB_MAX_STEPS``."""
+    from dataclasses import fields
+
+    from bindlab.jobs.manager import check_training_caps
+    from bindlab.train.finetune import FinetuneConfig
+
+    default = {f.name: f.default for f in fields(FinetuneConfig)}
+    value = {k: default[k] if cfg.get(k) is None else cfg[k] for k in ("epochs", "max_steps", "batch_size")}
+    check_training_caps(value["epochs"], value["max_steps"], n_train=n_train, batch_size=value["batch_size"])
 
 
 def check_config(config: dict[str, Any]) -> dict[str, Any]:
     """A finetune config checked before any job exists: the same dict with its numbers as ints / floats.
 
-    Checks: the model id parses and names a known backend; the triplets folder exists (inside the allowed data
-    roots) and holds ``triplets.jsonl``; epochs, batch size and LoRA rank ≥ 1 and max steps ≥ 0, each capped (epochs,
-    steps and batch by :func:`bindlab.config.limits`); lr, lora_alpha and margin finite and > 0; weight decay,
-    dropout and the forgetting weight finite and ≥ 0; LiNeS ``a`` = ``auto`` or a number in [0, 1] — the rules of
+    Checks: the model id parses and names a known backend (a ``lora:`` one only if the visitor owns its job, see
+    :mod:`bindlab.studies.access`); the triplets folder exists (inside the allowed data roots) and holds
+    ``triplets.jsonl``, whose rows all parse and whose train split has rows; epochs, batch size and LoRA rank ≥ 1
+    and max steps ≥ 0, each capped (epochs, steps and batch by :func:`bindlab.config.limits`; the step cap holds
+    for the steps the job will run, epochs × steps per epoch when max steps is 0); lr, lora_alpha and margin finite
+    and > 0; weight decay, dropout and the forgetting weight finite and ≥ 0; LiNeS ``a`` = ``auto`` or a number in [0, 1] — the rules of
     :func:`bindlab.studies.validate.check_options`, which the CLI entry runs too. Unknown keys are left to
     :class:`bindlab.train.finetune.FinetuneConfig`, which refuses them with the list of valid ones.
 
@@ -128,8 +144,9 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     cfg["model"] = check_model_access(encoder_id(cfg["model"]))
     if str(cfg.get("data") or "").strip():
         input_path(str(cfg["data"]).strip(), "data", must_exist=False)  # inside the allowed data roots
-    cfg["data"] = _triplets_path(cfg.get("data"))
+    cfg["data"], n_train = _triplets_path(cfg.get("data"))
     cfg.update(check_options({k: v for k, v in cfg.items() if k not in _ZERO_OK and k != "data"}))
+    _check_steps(cfg, n_train)
     for name in _ZERO_OK:
         if cfg.get(name) is not None:
             cfg[name] = nonneg_int(cfg[name], name)

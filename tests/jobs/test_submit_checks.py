@@ -1,14 +1,16 @@
 """Checks a finetune passes before it is queued, shared by the CLI and the tab (``studies.finetune.check_config``):
-the triplets parse (a bad row is named by file and line) and have a train split."""
+the triplets parse (a bad row is named by file and line) and have a train split; the steps cap holds for the steps
+the job will run — with ``max_steps=0`` ("no cap") that is epochs × steps per epoch."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
-from bindlab.jobs.manager import JobManager
-from bindlab.studies.finetune import submit_finetune
+from bindlab.jobs.manager import JobLimitError, JobManager, planned_steps
+from bindlab.studies.finetune import check_config, submit_finetune
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +45,26 @@ def test_bad_triplets_are_named_by_file_and_line_before_a_job_exists(triplets, t
     err = capsys.readouterr().err
     assert f"{bad}:3: missing field" in err and "Traceback" not in err
 
+
+def test_max_steps_zero_cannot_step_past_the_cap(triplets, tmp_path, monkeypatch, capsys):
+    from bindlab.cli import main
+
+    data, n_train = triplets
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    monkeypatch.setenv("BINDLAB_MAX_STEPS", "10")
+    per_epoch = math.ceil(n_train / 4)
+    assert per_epoch > 10 and planned_steps(2, 0, n_train, 4) == 2 * per_epoch
+    jobs = JobManager(tmp_path / "jobs", owner="session:a")
+    for cfg in ({"max_steps": 0, "epochs": 2}, {"epochs": 1}):  # 0 and absent: no explicit cap
+        with pytest.raises(JobLimitError, match=rf"= {per_epoch * cfg['epochs']} steps, over the cap of 10 "
+                                                r"\(BINDLAB_MAX_STEPS\)"):
+            submit_finetune({"model": "bow", "data": str(data), "batch_size": 4, **cfg}, jobs)
+    assert _queued(tmp_path / "jobs") == set()
+    assert main(["finetune", "--model", "bow", "--data", str(data), "--batch-size", "4", "--max-steps", "0",
+                 "--background"]) == 2
+    assert "over the cap of 10 (BINDLAB_MAX_STEPS)" in capsys.readouterr().err
+    # Within the cap: an explicit max_steps, or few enough rows per epoch with a larger batch.
+    assert check_config({"model": "bow", "data": str(data), "batch_size": 4, "max_steps": 10})["max_steps"] == 10
+    batch = math.ceil(n_train / 10)
+    assert planned_steps(1, 0, n_train, batch) <= 10
+    check_config({"model": "bow", "data": str(data), "batch_size": batch, "max_steps": 0})
