@@ -25,10 +25,12 @@ from typing import Any
 import numpy as np
 
 from bindlab.encoders import distributed
+from bindlab.train.attention_loss import check_weight, parse_band
 from bindlab.train.lines import PAPER_DEFAULT_A, PAPER_GRID, check_a, lines_factors, model_label, scale_lora_state
 
 LINES_GRID: tuple[float, ...] = PAPER_GRID  # the --lines-a auto search: Wang et al.'s single-task grid 1.0..0.0
 DEFAULT_LINES_A = PAPER_DEFAULT_A  # Wang et al.'s single-task default (bindlab.train.lines cites where)
+SUPERVISION = ("text", "image")  # what the triplet loss compares: texts, or rendered scenes (toy:shared)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -62,6 +64,9 @@ class FinetuneConfig:
     num_processes: int = 1  # >1: data parallel on N processes (torchrun here; `jobs export-script` for clusters)
     threads: int = 0  # torch CPU threads (0 = torch's default); 1 is far faster for small models on a busy CPU
     heavy: bool = True  # counts against the one-GPU-heavy-job-at-a-time limit of the job manager
+    attention_loss: float = 0.0  # weight of the auxiliary attention binding-margin loss (SABER C.4); 0 = off
+    attention_layers: str = ""  # its layer band "A-B" (0-based, inclusive); "" = the last third of the layers
+    supervision: str = "text"  # text triplets, or image: rendered image triplets (toy:shared; SABER appendix E)
     debug: dict = field(default_factory=dict)  # tests only: {"fail_at_step": k, "sleep_per_step": s}
 
     def __post_init__(self) -> None:
@@ -86,6 +91,11 @@ class FinetuneConfig:
             self.lines_a = check_a(self.lines_a)
         if not isinstance(self.debug, dict):
             raise ValueError("debug must be a JSON object")
+        self.attention_loss = check_weight(self.attention_loss)
+        parse_band(self.attention_layers)  # the syntax here; the band against the model's layers in train()
+        self.attention_layers = str(self.attention_layers or "").strip()
+        if self.supervision not in SUPERVISION:
+            raise ValueError(f"supervision must be one of {', '.join(SUPERVISION)}, got {self.supervision!r}")
         self.data = str(Path(self.data).expanduser().resolve())
 
     @classmethod
@@ -238,6 +248,111 @@ def choose_lines_a(grid: list[dict[str, Any]], base_val: float, forget_weight: f
         return DEFAULT_LINES_A
     best = max(grid, key=lambda g: ((g["val"] - base_val) - forget_weight * g["drift"], -g["drift"], -g["a"]))
     return float(best["a"])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The objective beyond text triplets: attention loss (SABER C.4), image supervision (SABER appendix E)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def check_image_supervision(encoder: Any) -> None:
+    """Image supervision trains the LoRA of the text blocks on rendered scenes, which only moves a model whose images
+    pass through those same blocks: ``toy:shared`` (one stack for words and patches).
+
+    Raises:
+        ValueError: any other model, naming it and what to use.
+    """
+    config = getattr(encoder, "config", None)
+    if ("image" not in encoder.modalities or not isinstance(config, dict) or config.get("arch") != "shared"
+            or not callable(getattr(encoder, "pixels", None))):
+        raise ValueError(f"--supervision image needs a model whose images go through the blocks the LoRA adapts, "
+                         f"with a trainable image path: toy:shared (or a toy:/folder of that architecture); "
+                         f"{encoder.id} has none — use --supervision text")
+
+
+class ImageRoles:
+    """Rows -> (anchor, positive, negative) *image* embeddings ``(b, d)`` with gradients (:mod:`bindlab.data.
+    image_triplets` renders them; each row's three images are rendered once and kept)."""
+
+    def __init__(self, encoder: Any, seed: int = 0) -> None:
+        check_image_supervision(encoder)
+        # rendered at the model's side (the toy models' training renders), never under 64 px: some textures need
+        # the room (``encoder.pixels`` downsizes for a smaller model)
+        self.encoder, self.seed, self.size = encoder, seed, max(64, int(encoder.image_size))
+        self._images: dict[str, tuple[Any, Any, Any]] = {}
+
+    def images(self, row: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """The row's (anchor, positive, negative) PIL images."""
+        from bindlab.data.image_triplets import image_triplet
+
+        key = str(row["id"])
+        if key not in self._images:
+            t = image_triplet(row, size=self.size, seed=self.seed)
+            self._images[key] = (t.anchor, t.positive, t.negative)
+        return self._images[key]
+
+    def __call__(self, rows: list[dict]) -> tuple[Any, Any, Any]:
+        import torch
+
+        trip = [self.images(r) for r in rows]
+        images = [t[k] for k in range(3) for t in trip]  # anchors, positives, negatives
+        px = torch.from_numpy(self.encoder.pixels(images)).to(self.encoder.device)  # (3b, 3, s, s)
+        emb = self.encoder.model.encode_image(px)  # (3b, d), through the adapted shared blocks
+        b = len(rows)
+        return emb[:b], emb[b : 2 * b], emb[2 * b :]
+
+
+def objective_terms(cfg: FinetuneConfig, encoder: Any) -> tuple[ImageRoles | None, Any]:
+    """What :func:`train_step` adds to plain text triplets: image roles (``supervision`` image) and the weighted
+    attention loss (``attention_loss`` > 0); ``(None, None)`` for the plain recipe."""
+    from bindlab.train.attention_loss import AttentionLoss
+
+    roles = ImageRoles(encoder, cfg.seed) if cfg.supervision == "image" else None
+    aux = AttentionLoss.for_encoder(encoder, cfg.attention_loss, cfg.attention_layers) if cfg.attention_loss > 0 \
+        else None
+    return roles, aux
+
+
+def objective_record(cfg: FinetuneConfig, aux: Any) -> dict[str, Any]:
+    """The objective as ``result.json`` records it (the band resolved to layer numbers)."""
+    return {"supervision": cfg.supervision, "attention_loss": cfg.attention_loss,
+            "attention_layers": list(aux.band) if aux is not None else None,
+            "loss": "triplet" + (f" + {cfg.attention_loss} x attention" if aux is not None else "")}
+
+
+def check_objective(config: dict[str, Any]) -> dict[str, Any]:
+    """Check the objective settings of a job config against its model before a job is queued: the attention-loss
+    weight finite and ≥ 0, its band inside the model's layers on a model with differentiable attention, image
+    supervision on ``toy:shared`` over renderable triplets.
+
+    Returns:
+        The settings, cleaned (weight as float, band as written, supervision).
+
+    Raises:
+        ValueError: one line naming the bad setting.
+    """
+    from bindlab.encoders.base import load_encoder
+    from bindlab.train.attention_loss import AttentionLoss
+
+    weight = check_weight(config.get("attention_loss") or 0.0)
+    layers = str(config.get("attention_layers") or "").strip()
+    parse_band(layers)
+    supervision = str(config.get("supervision") or "text").strip().lower()
+    if supervision not in SUPERVISION:
+        raise ValueError(f"--supervision must be one of {', '.join(SUPERVISION)}, got {supervision!r}")
+    if layers and weight == 0:
+        raise ValueError(f"--attention-layers {layers} has no effect without --attention-loss WEIGHT > 0")
+    if weight > 0 or supervision == "image":
+        encoder = load_encoder(str(config["model"]))
+        if weight > 0:
+            AttentionLoss.for_encoder(encoder, weight, layers)
+        if supervision == "image":
+            from bindlab.data.image_triplets import check_renderable
+            from bindlab.data.triplets import load_triplets
+
+            check_image_supervision(encoder)
+            check_renderable(r for r in load_triplets(str(config["data"])) if r["split"] == "train")
+    return {"attention_loss": weight, "attention_layers": layers, "supervision": supervision}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -484,6 +599,7 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     params = inject_lora(tower, LoraSettings(cfg.lora_rank, cfg.lora_alpha, cfg.lora_dropout))  # B = 0: the base
     tower.module.eval()  # no dropout anywhere but LoRA's own (0 by default)
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    roles, aux = objective_terms(cfg, encoder)
     train_rows = splits["train"]
     state.total_steps = plan_steps(len(train_rows), cfg)
     eval_every = cfg.eval_every if cfg.eval_every else max(1, state.total_steps // 10)
@@ -526,7 +642,7 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
         order = batch_order(len(train_rows), state.epoch, cfg.seed)
         batch = [train_rows[i] for i in order[pos * cfg.batch_size : (pos + 1) * cfg.batch_size]]
         t0 = time.perf_counter()
-        state.loss = train_step(tower, optimizer, params, batch, cfg.margin, dist)
+        state.loss = train_step(tower, optimizer, params, batch, cfg.margin, dist, roles=roles, aux=aux)
         state.train_seconds += time.perf_counter() - t0
         state.step += 1
         state.triplets_seen += len(batch)
@@ -542,7 +658,8 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     emit("on_loop_end")
     if not dist.main:
         return {}
-    return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase)
+    return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase,
+                   objective_record(cfg, aux))
 
 
 def _resume(ckpt: Path, tower: Any, optimizer: Any, state: TrainState) -> dict[str, Any]:
@@ -570,19 +687,33 @@ def _baseline(encoder: Any, embed: Any, splits: dict[str, list[dict]], curve_row
     return baseline, ref
 
 
-def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict], margin: float, dist: Any = None) -> float:
+def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict], margin: float, dist: Any = None,
+               roles: Callable[[list[dict]], tuple[Any, Any, Any]] | None = None,
+               aux: Callable[[list[dict]], Any] | None = None) -> float:
     """One optimizer step on a (global) batch of triplet rows; returns the batch's mean loss. (b, d) per role.
 
     With ``dist`` (data parallel) this rank embeds only its share of ``batch``; gradients and the loss are
     averaged over ranks, so every rank takes the step one process would take on the whole batch.
+
+    Args:
+        roles: rows -> (anchor, positive, negative) embeddings ``(b, d)`` each, with gradients; None = the rows'
+            three texts through ``tower.forward`` (text supervision). :class:`ImageRoles` renders scenes instead.
+        aux: rows -> an extra scalar loss added to the triplet loss (:class:`~bindlab.train.attention_loss.
+            AttentionLoss`, already weighted); None = the triplet loss alone (nothing else is computed).
     """
     rows = dist.shard(batch) if dist is not None else batch
     optimizer.zero_grad(set_to_none=True)
     if rows:
-        texts = [r["query"] for r in rows] + [r["positive"] for r in rows] + [r["negative"] for r in rows]
-        emb = tower.forward(texts)  # (3b, d), one forward for all three roles
         b = len(rows)
-        loss = compute_loss_from_embeddings(emb[:b], emb[b : 2 * b], emb[2 * b :], margin)
+        if roles is None:
+            texts = [r["query"] for r in rows] + [r["positive"] for r in rows] + [r["negative"] for r in rows]
+            emb = tower.forward(texts)  # (3b, d), one forward for all three roles
+            q, p, n = emb[:b], emb[b : 2 * b], emb[2 * b :]
+        else:
+            q, p, n = roles(rows)
+        loss = compute_loss_from_embeddings(q, p, n, margin)
+        if aux is not None:
+            loss = loss + aux(rows)
         weight = dist.weight(b, len(batch)) if dist is not None else 1.0
         (loss * weight).backward()
         value = float(loss.detach()) * weight
@@ -598,7 +729,8 @@ def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict],
 
 
 def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tower: Any, splits: dict[str, list[dict]],
-            baseline: dict[str, Any], ref: dict[str, np.ndarray] | None, emit: Any, phase: Any) -> dict[str, Any]:
+            baseline: dict[str, Any], ref: dict[str, np.ndarray] | None, emit: Any, phase: Any,
+            objective: dict[str, Any] | None = None) -> dict[str, Any]:
     """After training: save the unscaled adapter, choose and apply LiNeS, evaluate, write result.json."""
     from bindlab.encoders.adapter import load_lora_state, lora_state, save_adapter
     from bindlab.provenance import provenance
@@ -629,7 +761,7 @@ def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tow
     result: dict[str, Any] = {"steps": state.step, "triplets_seen": state.triplets_seen,
                               "train_seconds": round(state.train_seconds, 3),
                               "triplets_per_s": round(state.triplets_seen / max(state.train_seconds, 1e-9), 2),
-                              "lines": lines, "family": tower.family}
+                              "lines": lines, "family": tower.family, "objective": objective or {}}
     if cfg.evaluate:
         phase("final")
         after: dict[str, Any] = {"base": baseline}
