@@ -51,7 +51,8 @@ def cmd_generate_triplets(a: argparse.Namespace) -> None:
 
 
 _FT_KEYS = ("model", "data", "epochs", "max_steps", "batch_size", "lr", "weight_decay", "margin", "lora_rank",
-            "lora_alpha", "lines_a", "seed", "device", "eval_rows", "num_processes")
+            "lora_alpha", "lines_a", "seed", "device", "eval_rows", "num_processes", "attention_loss",
+            "attention_layers", "supervision")
 
 
 def _finetune_config(a: argparse.Namespace) -> dict[str, Any]:
@@ -246,6 +247,14 @@ def add_commands(g: Groups) -> None:
     f.add_argument("--eval-rows", type=int, help="rows per split used for evaluation (default 400, 0 = all)")
     f.add_argument("--num-processes", type=int,
                    help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints)")
+    f.add_argument("--attention-loss", type=float, metavar="WEIGHT",
+                   help="add WEIGHT x the attention binding-margin loss over --attention-layers (SABER C.4; "
+                        "default 0 = off; toy models)")
+    f.add_argument("--attention-layers", metavar="A-B",
+                   help="its layer band, 0-based inclusive (default: the last third of the layers)")
+    f.add_argument("--supervision", choices=["text", "image"],
+                   help="text triplets (default) or image triplets rendered from them: anchor scene, the same "
+                        "scene re-rendered, the scene with one binding swapped (SABER appendix E; toy:shared)")
     f.add_argument("--background", action="store_true", help="start the job and return at once")
     f.add_argument("--out", help="write the result JSON here (foreground only)")
     f.set_defaults(func=cmd_finetune)

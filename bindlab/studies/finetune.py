@@ -159,6 +159,9 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"--eval-every must be -1 (never), 0 (auto) or a number of steps, got {cfg['eval_every']}")
     if cfg.get("lora_rank") is not None and cfg["lora_rank"] > MAX_LORA_RANK:
         raise ValueError(f"--lora-rank {cfg['lora_rank']} is above {MAX_LORA_RANK}; LoRA ranks are small (default 4)")
+    from bindlab.train.finetune import check_objective  # attention loss and supervision, against the model
+
+    cfg.update({k: v for k, v in check_objective(cfg).items() if k in cfg})
     return cfg
 
 
