@@ -17,7 +17,7 @@ import pandas as pd
 from bindlab.present import compare_figures as cf
 from bindlab.present.exports import models_compare_export
 from bindlab.studies import compare as cs
-from bindlab.ui.common import data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, offer_data
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -127,7 +127,7 @@ def pick_row(evt: gr.SelectData) -> Any:
 
 
 @friendly
-def open_target(result: Any, question: str, a: str, b: str) -> tuple[Any, ...]:
+def open_target(result: Any, question: str, a: str, b: str, request: gr.Request | None = None) -> tuple[Any, ...]:
     """Switch to Browse with the comparison's MCQ file, model A (and B beside it), the question's pairing, no filters."""
     if result is None:
         raise ValueError("run a comparison first, then pick a question from the diff")
@@ -135,7 +135,8 @@ def open_target(result: Any, question: str, a: str, b: str) -> tuple[Any, ...]:
         raise ValueError("pick a question from the diff table first")
     qid, _, rest = question.partition(" (")
     pairing = rest.rstrip(")") or result.summary["pairings"][0]
-    return (gr.Tabs(selected="browse"), qid, result.summary["data"], a, pairing, "all", "all", "all", b)
+    data = offer_data("mcq", result.summary["data"], request)  # public mode: Browse's dropdown offers it
+    return (gr.Tabs(selected="browse"), qid, data, a, pairing, "all", "all", "all", b)
 
 
 @friendly
@@ -184,10 +185,13 @@ def build_tab() -> dict[str, Any]:
     state = gr.State(None)
     wire_export(export_panel("cmp", "the comparison"), export, [state], api_name="compare_export")
 
-    go.click(run, [models, suite, pairing, data, pairs_data, benchmark],
-             [status, board, by_n, by_edit, cross, a, b, diff, question, state], api_name="compare_run", **GPU_QUEUE)
-    a.input(rediff, [state, a, b], [diff, question], api_name="compare_diff")
-    b.input(rediff, [state, a, b], [diff, question], api_name=False)
+    # results after an error (bindlab.ui.common): a failed run clears the whole comparison (the Download panel then
+    # says to run one); a failed diff clears the diff
+    results = [status, board, by_n, by_edit, cross, a, b, diff, question, state]
+    clear_on_error(go.click(run, [models, suite, pairing, data, pairs_data, benchmark], results,
+                            api_name="compare_run", **GPU_QUEUE), results)
+    clear_on_error(a.input(rediff, [state, a, b], [diff, question], api_name="compare_diff"), [diff, question])
+    clear_on_error(b.input(rediff, [state, a, b], [diff, question], api_name=False), [diff, question])
     diff.select(pick_row, None, [question], api_name=False)
     target = gr.State(None)  # the question id that Open in Browse hands over
 

@@ -17,7 +17,7 @@ import gradio as gr
 from bindlab.present.figures import message_figure
 from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
 from bindlab.studies import map as ms
-from bindlab.ui.common import data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, offer_data
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -251,11 +251,12 @@ def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str, str
 
 
 @friendly
-def open_target(state: dict[str, Any] | None, text: str) -> tuple[Any, ...]:
+def open_target(state: dict[str, Any] | None, text: str, request: gr.Request | None = None) -> tuple[Any, ...]:
     """Switch to Browse with the map's file and model, the pairing of the point's modality and no filters."""
     p = find_point(state, text)
     m = state["map"]
-    return (gr.Tabs(selected="browse"), p["question"], str(m.path), m.model, PAIRING_OF[p["modality"]],
+    data = offer_data("mcq", str(m.path), request)  # public mode: Browse's dropdown offers it
+    return (gr.Tabs(selected="browse"), p["question"], data, m.model, PAIRING_OF[p["modality"]],
             "all", "all", "all")
 
 
@@ -320,20 +321,28 @@ def build_tab() -> dict[str, Any]:
     wire_export(export_panel("map", "the map"), export, [state, color], api_name="map_export")
     target = gr.State(None)  # the question id that Open in Browse hands over
 
-    run.click(make_map, [data, model, n_objects, limit, seed, color, method, search],
-              [plot, state, status, point, selected, selection], api_name="map_make", **GPU_QUEUE
-              ).success(add_umap, [state, color, method, search], [plot, state, status], api_name="map_umap")
+    # results after an error (bindlab.ui.common): a failed map (or its UMAP step) clears the map and everything read
+    # from it (point shown, neighbours, selection); a failed redraw clears the plot; a failed point or selection
+    # clears what it would have shown
+    made = [plot, state, status, search_note, point, thumb, detail, neighbours, selected, selection]
+    make = run.click(make_map, [data, model, n_objects, limit, seed, color, method, search],
+                     [plot, state, status, point, selected, selection], api_name="map_make", **GPU_QUEUE)
+    clear_on_error(make, made)
+    clear_on_error(make.success(add_umap, [state, color, method, search], [plot, state, status], api_name="map_umap"),
+                   made)
     redraw_inputs = [state, color, search, join, point]
-    color.change(recolor, redraw_inputs, [plot, search_note], api_name="map_color")
-    search.submit(recolor, redraw_inputs, [plot, search_note], api_name="map_search")
-    join.change(recolor, redraw_inputs, [plot, search_note], api_name="map_join")
+    clear_on_error(color.change(recolor, redraw_inputs, [plot, search_note], api_name="map_color"), [plot, search_note])
+    clear_on_error(search.submit(recolor, redraw_inputs, [plot, search_note], api_name="map_search"),
+                   [plot, search_note])
+    clear_on_error(join.change(recolor, redraw_inputs, [plot, search_note], api_name="map_join"), [plot, search_note])
     plot.change(None, None, None, js=CLICK_JS, api_name=False)
     # .change, not .input: the bridges set the boxes from JavaScript, which Gradio reports as a change only.
-    point.change(select_point, [state, point], [thumb, detail, neighbours], api_name="map_point",
-                 trigger_mode="always_last").then(
-        join_clicked, redraw_inputs, [plot, search_note], api_name=False)
-    selected.change(show_selection, [state, selected], [selection], api_name="map_selection",
-                    trigger_mode="always_last")
+    clicked = point.change(select_point, [state, point], [thumb, detail, neighbours], api_name="map_point",
+                           trigger_mode="always_last")
+    clear_on_error(clicked, [thumb, detail, neighbours])
+    clicked.then(join_clicked, redraw_inputs, [plot, search_note], api_name=False)
+    clear_on_error(selected.change(show_selection, [state, selected], [selection], api_name="map_selection",
+                                   trigger_mode="always_last"), [selection])
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Open in Browse: set Browse's inputs (no filters), switch tab, then select the question there."""

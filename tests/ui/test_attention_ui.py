@@ -88,3 +88,26 @@ def _head_grid_click_shows_that_heads_map(page):
     assert page.inner_text("#at-head-shown") == "7"
     assert page.input_value("#at-layer input[type='number']") == "2"
     screenshot(page, "attention-heads")
+
+
+def test_failed_margins_clear_the_earlier_curve_and_caption_view(app_url, page):
+    page.goto(app_url)
+    page.get_by_role("tab", name="Attention").click(timeout=480_000)
+    page.fill("#at-limit input", "4")
+    page.click("#at-run")
+    page.wait_for_function("() => document.querySelector('#at-summary').innerText.includes('captions')",
+                           timeout=480_000)
+    page.wait_for_selector("#at-caption-margin", timeout=240_000)
+    page.wait_for_function(f"() => {PLOT.format(id='at-heads')} && {PLOT.format(id='at-heads')}.data.length",
+                           timeout=240_000)
+    assert any(t["type"] == "heatmap" for t in _traces(page, "at-heatmap"))
+
+    # an error: the curve, the captions and the caption view came from the old inputs and are cleared
+    page.fill("#at-data textarea, #at-data input", "/nonexistent/captions.jsonl")
+    page.click("#at-run")
+    page.wait_for_selector("text=outside the allowed data folders", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('#at-caption-margin')", timeout=60_000)
+    assert "captions" not in page.inner_text("#at-summary")
+    assert not any(t["n"] for t in _traces(page, "at-curve"))
+    for elem_id in ("at-heads", "at-heatmap"):  # blank, or the "pick a caption" message figure: no heatmap
+        assert not any(t["type"] == "heatmap" for t in _traces(page, elem_id))

@@ -66,3 +66,26 @@ def test_compare_table_and_diff_open_in_browse(app_url, page, tiny_set):
     assert side.count("score") >= 2 and ("(wrong)" in side or "(tied)" in side)  # A right, B not
     assert page.locator("#bl-compare table tr").count() == 5  # header + four candidates
     screenshot(page, "compare-open-in-browse")
+
+
+def test_a_failed_run_clears_the_earlier_comparison(app_url, page, tiny_set):
+    page.goto(app_url, timeout=120_000)
+    page.click("button[role='tab']:has-text('Compare')")
+    page.wait_for_selector("#cmp-run", state="visible")
+    page.fill("#cmp-data textarea, #cmp-data input", tiny_set)
+    for label in ("retrieval mAP", "Pairs 2x2"):  # MCQ only
+        page.locator("#cmp-suite label", has_text=label).click()
+    page.click("#cmp-run")
+    page.wait_for_function("() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
+                           timeout=300_000)
+    page.wait_for_selector("#cmp-by-n .js-plotly-plot", timeout=60_000)
+
+    # an error: the leaderboard, charts, model pickers and diff no longer match the inputs and are cleared
+    page.fill("#cmp-data textarea, #cmp-data input", "/nonexistent/mcq.jsonl")
+    page.click("#cmp-run")
+    page.wait_for_selector("text=outside the allowed data folders", timeout=120_000)
+    page.wait_for_function("() => !(document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
+                           timeout=60_000)
+    assert "sorted by" not in page.inner_text("#cmp-status")
+    assert page.locator("#cmp-by-n .js-plotly-plot").count() == 0
+    assert page.input_value("#cmp-a input") == ""

@@ -151,3 +151,28 @@ def test_map_legend_selection_search_neighbours_and_join(app_url, page, image_be
     page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
                            ".some(t => t.mode === 'lines')", timeout=60_000)
     screenshot(page, "tab-map-tools")
+
+
+def test_a_failed_map_clears_the_earlier_map_and_point(app_url, page, image_benchmark):
+    _open_map_tab(page, app_url)
+    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
+    page.click("#map-method [data-testid='PCA-radio-label']")
+    page.click("#map-run")
+    page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=120_000)
+    # a point typed by its id (question/modality/role): its description and nearest neighbours show
+    point = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
+                          ".points[0].id")
+    qid = point.split("/")[0]
+    page.fill("#map-point textarea, #map-point input", point)
+    page.wait_for_selector("#map-neighbours tbody tr", timeout=60_000)
+    assert qid in page.inner_text("#map-detail")
+
+    # an error: the map, its status and the point shown no longer match the inputs and are cleared
+    page.fill("#map-data textarea, #map-data input", "/nonexistent/mcq.jsonl")
+    page.click("#map-run")
+    page.wait_for_selector("text=outside the allowed data folders", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#map-plot .scatterlayer .point')", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('#map-neighbours tbody tr')", timeout=30_000)
+    assert "points" not in page.inner_text("#map-status")
+    assert qid not in page.inner_text("#map-detail")
+    assert page.locator("#map-thumb img").count() == 0
