@@ -93,6 +93,12 @@ def list_data_sets(kind: str) -> list[tuple[str, str]]:
     return sets
 
 
+def is_offered(kind: str, value: str) -> bool:
+    """True when ``value`` is one of the sets :func:`list_data_sets` offers now (the listing is made afresh, so a set
+    written under ``$BINDLAB_HOME`` after the app started counts)."""
+    return any(path == value for _, path in list_data_sets(kind))
+
+
 # --- uploads -------------------------------------------------------------------------------------------------------
 def uploads_root() -> Path:
     """``$BINDLAB_HOME/uploads``: one folder per browser session."""
@@ -156,10 +162,36 @@ def store_upload(files: str | os.PathLike | Sequence[str | os.PathLike], kind: s
         raise ValueError(f"a {what} needs a file named {names[0][1:]} among the uploaded files")
     parent = session_uploads(session)
     parent.mkdir(parents=True, exist_ok=True)
-    dest = Path(tempfile.mkdtemp(prefix="upload-", dir=parent))
+    dest = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=parent))  # the kind in the name: list_uploads filters by it
     for p in paths:
         shutil.copyfile(p, dest / _safe_name(p.name))
     return dest if folder_kind else dest / _safe_name(paths[0].name)
+
+
+def upload_label(stored: Path) -> str:
+    """How an uploaded set reads in the data dropdown: its file name (a folder kind: the names of its files)."""
+    names = sorted(p.name for p in stored.iterdir()) if stored.is_dir() else [stored.name]
+    return f"uploaded: {', '.join(names)[:80]}"
+
+
+def list_uploads(kind: str, session: str | None) -> list[tuple[str, str]]:
+    """The sets of ``kind`` this session uploaded and still has: ``(label, path)`` pairs, oldest first."""
+    _, names = _check_kind(kind)
+    folder = session_uploads(session)
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    wanted = {n.lstrip("/") for n in names}
+    out: list[tuple[float, str, str]] = []
+    for entry in folder.iterdir():  # one fresh folder per upload (store_upload)
+        if not entry.is_dir() or entry.is_symlink() or not entry.name.startswith(f"{kind}-"):
+            continue
+        files = [f for f in entry.iterdir() if f.is_file() and not f.is_symlink()]
+        if names[0].startswith("/"):
+            targets = [entry] if any(f.name in wanted for f in files) else []
+        else:
+            targets = files[:1] if len(files) == 1 else []
+        out += [(entry.stat().st_mtime, upload_label(t), str(t)) for t in targets]
+    return [(label, path) for _, label, path in sorted(out)]
 
 
 def is_upload(path: str | os.PathLike) -> bool:
@@ -203,5 +235,6 @@ def sweep_uploads(older_than_s: float, now: float | None = None) -> int:
     return removed
 
 
-__all__ = ["KINDS", "UPLOAD_TYPES", "check_upload_size", "delete_uploads", "is_folder_kind",
-           "is_upload", "list_data_sets", "session_uploads", "store_upload", "sweep_uploads", "uploads_root"]
+__all__ = ["KINDS", "UPLOAD_TYPES", "check_upload_size", "delete_uploads", "is_folder_kind", "is_offered",
+           "is_upload", "list_data_sets", "list_uploads", "session_uploads", "store_upload", "sweep_uploads",
+           "upload_label", "uploads_root"]

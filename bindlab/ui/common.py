@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import gradio.component_meta as gr_component_meta
 
 from bindlab.config import limits, public_mode
 from bindlab.studies import access, datasets
@@ -154,13 +155,72 @@ def check_upload(path: str | Path | None) -> Path:
 
 
 # --- choosing data: the embedded and offered sets, uploads; a free path only outside public mode ----------------
+NOT_OFFERED = "that data set is not one offered here: choose one from the list, or upload a file"
+
+
+def _no_stub(*args: Any, **kwargs: Any) -> None:
+    """Stands in for Gradio's ``create_or_modify_pyi`` while :class:`DataDropdown` is defined: Gradio's component
+    metaclass would otherwise write a ``common.pyi`` stub into the package on every import."""
+
+
+_write_stub, gr_component_meta.create_or_modify_pyi = gr_component_meta.create_or_modify_pyi, _no_stub
+
+
+class DataDropdown(gr.Dropdown):
+    """The public-mode data dropdown of one data kind (``kind``, a constructor argument).
+
+    It takes a value that is one of its session's choices or, as Gradio's dropdown does not, one of the sets offered
+    now (:func:`bindlab.studies.datasets.is_offered`: a set written under ``$BINDLAB_HOME`` after the page was built).
+    Gradio's own refusal of any other value quotes every choice's value (server paths) and the value sent; this one
+    says only :data:`NOT_OFFERED`.
+    """
+
+    is_template = True  # drawn by the frontend as the plain Dropdown it is
+
+    def __init__(self, choices: Any = None, *, kind: str = "mcq", **kwargs: Any) -> None:
+        """``gr.Dropdown``'s arguments, and the data kind it offers (a key of ``datasets.KINDS``); ``kind`` is a
+        constructor argument so Gradio's per-session copy made by an update keeps it."""
+        self.kind = kind
+        super().__init__(choices=choices, **kwargs)
+
+    def preprocess(self, payload: Any) -> Any:
+        """Gradio's check and conversion; a value offered now passes, any other gets :data:`NOT_OFFERED`."""
+        try:
+            return super().preprocess(payload)
+        except gr.Error:
+            if isinstance(payload, str) and datasets.is_offered(self.kind, payload):
+                return payload
+            log.info("data dropdown %s refused a value that is not one of its choices", self.elem_id)
+            raise gr.Error(NOT_OFFERED, duration=None, print_exception=False) from None
+
+
+gr_component_meta.create_or_modify_pyi = _write_stub
+
+
+def data_choices(kind: str, session: str | None) -> list[tuple[str, str]]:
+    """What a data dropdown offers one session now: the sets of ``kind`` (listed afresh, so sets written under
+    ``$BINDLAB_HOME`` after the app started appear) and the files this session uploaded for it."""
+    return [*datasets.list_data_sets(kind), *datasets.list_uploads(kind, session)]
+
+
+def offer_data(kind: str, value: str, request: gr.Request | None = None) -> Any:
+    """What a callback returns to set another tab's data input to ``value`` (the Map's and Compare's "Open in
+    Browse"): locally the path itself (a textbox); in public mode a dropdown update whose choices are the ones
+    offered to this session now (:func:`data_choices`), so an embedded set rendered after the page loaded or a file
+    this session uploaded in the other tab shows and is accepted there. A value that is neither stays refused."""
+    if not public_mode():
+        return value
+    return gr.update(choices=data_choices(kind, getattr(request, "session_hash", None)), value=value)
+
+
 def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textbox | gr.Dropdown:
     """The data input of a tab; its value (a path, or "" for the embedded default) goes to the callback as before.
 
     Locally: the plain path textbox. In public mode: a dropdown of the sets a visitor may choose
     (:func:`bindlab.studies.datasets.list_data_sets`) and an upload widget beside it; an uploaded file is stored in
     the session's upload folder (deleted when the session ends) and becomes the dropdown's chosen value. The dropdown
-    takes no typed values, and Gradio refuses a value that is not one of the session's choices.
+    takes no typed values; it lists the sets afresh each time it is opened, and refuses a value that is neither one
+    of its choices nor a set offered now with one message that names no path (:class:`DataDropdown`).
 
     Args:
         kind: a key of :data:`bindlab.studies.datasets.KINDS` (mcq, pairs, captions, grid, triplets).
@@ -172,18 +232,23 @@ def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textb
         return gr.Textbox(label=label, value="", scale=scale, elem_id=elem_id)
     folder = datasets.is_folder_kind(kind)
     with gr.Column(scale=scale, min_width=240):
-        choice = gr.Dropdown(datasets.list_data_sets(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
-                             allow_custom_value=False, filterable=False)
+        choice = DataDropdown(datasets.list_data_sets(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
+                              allow_custom_value=False, filterable=False, kind=kind)
         upload = gr.File(label=f"…or upload ({'several files' if folder else 'one file'}, at most "
                                f"{max_upload_mb()} MiB each)", file_count="multiple" if folder else "single",
                          file_types=datasets.UPLOAD_TYPES[kind], height=90, elem_id=f"{elem_id}-upload")
 
     def take(files: Any, request: gr.Request) -> tuple[Any, Any]:
-        stored = datasets.store_upload(files, kind, getattr(request, "session_hash", None))
-        name = f"uploaded: {stored.name if not folder else ', '.join(sorted(p.name for p in stored.iterdir()))[:80]}"
-        return gr.update(choices=[*datasets.list_data_sets(kind), (name, str(stored))], value=str(stored)), None
+        session = getattr(request, "session_hash", None)
+        stored = datasets.store_upload(files, kind, session)
+        return gr.update(choices=data_choices(kind, session), value=str(stored)), None
+
+    def refresh(request: gr.Request) -> Any:
+        return gr.update(choices=data_choices(kind, getattr(request, "session_hash", None)))
 
     upload.upload(friendly(take), [upload], [choice, upload], api_name=f"{elem_id.replace('-', '_')}_upload")
+    # opening the list lists the sets afresh: one written under $BINDLAB_HOME since the page loaded is offered
+    choice.focus(friendly(refresh), None, [choice], api_name=False, queue=False, show_progress="hidden")
     return choice
 
 
