@@ -15,7 +15,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
              "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem, "embed_dim": a.width}
     request = ToyTrainRequest(arch=a.arch, out=a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed,
                               pool_size=a.pool_size, hard_share=a.hard_share, checkpoint_every=a.checkpoint_every,
-                              threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress)
+                              threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress,
+                              holdout_fraction=a.holdout_combos, twin_share=a.twin_share, init_from=a.init_from or "")
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -60,6 +61,14 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--stem", choices=["deep", "light"], help="override the convolutional stem")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
+    p.add_argument("--holdout-combos", type=float, default=0.0, metavar="FRACTION",
+                   help="keep this share of shape x attribute pairs out of every training scene (the shipped models: "
+                        "0.15); eval toy then reports seen vs unseen combinations")
+    p.add_argument("--twin-share", type=float, default=0.0, metavar="SHARE",
+                   help="add binding twins (same scene, two attributes swapped or one replaced, same layout) as hard "
+                        "negatives, this share of the batch size per step (toy:negclip: 0.5)")
+    p.add_argument("--init-from", metavar="DIR", help="start from this toy model folder's weights (a finetune, e.g. "
+                                                      "assets/toy-clip) instead of a fresh init")
     p.add_argument("--eval-sample", type=int, default=300, help="held-out single-object renders for the final "
                                                                  "evaluation (0 = skip it)")
     p.add_argument("--eval-per-size", type=int, default=10, help="MCQs per N = 2..10 in the final evaluation")

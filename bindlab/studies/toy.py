@@ -36,6 +36,9 @@ class ToyTrainRequest:
     threads: int = 1
     model: dict[str, Any] = field(default_factory=dict)  # ToyConfig overrides (width, layers, ...); 0/None = default
     progress: bool = True  # show a progress bar
+    holdout_fraction: float = 0.0  # shape x attribute pairs kept out of every training scene
+    twin_share: float = 0.0  # binding twins (hard negatives with images) per batch, as a share of batch_size
+    init_from: str = ""  # continue from this toy model folder (e.g. assets/toy-clip) instead of a fresh init
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -50,7 +53,8 @@ class ToyTrainRequest:
                            pool_size=self.pool_size, hard_share=self.hard_share,
                            checkpoint_every=self.checkpoint_every, threads=self.threads, lr=self.lr,
                            model={k: v for k, v in self.model.items() if v},
-                           warmup=min(60, max(1, self.steps // 10)))
+                           warmup=min(60, max(1, self.steps // 10)), holdout_fraction=self.holdout_fraction,
+                           twin_share=self.twin_share, init_from=self.init_from)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -101,7 +105,9 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
         raise ValueError(f"--card needs a toy model folder trained by 'train toy' (its training.json); "
                          f"{request.model} has none")
     t = time.perf_counter()
-    result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed)
+    heldout = frozenset(tuple(c) for c in _training(folder).get("heldout_combinations") or [])
+    result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed,
+                          heldout=heldout)
     settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
     notes = summary_lines(result)
     if request.card:
@@ -129,9 +135,15 @@ def _training(folder: Any) -> dict[str, Any]:
 
 
 def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -> Path:
-    from bindlab.train.toy_card import write_card
+    from bindlab.train.toy_card import shown_path, write_card
 
     t = _training(folder)["train_config"]
     command = (f"python -m bindlab train toy --arch {t['arch']} --out DIR --steps {t['steps']} --seed {t['seed']}"
                f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
+    if t.get("holdout_fraction"):
+        command += f" --holdout-combos {t['holdout_fraction']}"
+    if t.get("twin_share"):
+        command += f" --twin-share {t['twin_share']}"
+    if t.get("init_from"):
+        command += f" --init-from {shown_path(t['init_from'])}"
     return write_card(folder, request.model, result, command, list(request.card_notes))

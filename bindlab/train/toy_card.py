@@ -51,6 +51,73 @@ def _schedule_lines(training: dict[str, Any]) -> list[str]:
             "follows one schedule throughout)"]
 
 
+def _holdout_lines(training: dict[str, Any]) -> list[str]:
+    held = training.get("heldout_combinations") or []
+    if not held:
+        return ["- **no shape x attribute combination was held out**: every one of the 1,008 pairs can occur in "
+                "training scenes, so the held-out renders below test recognition of seen combinations, not "
+                "composition."]
+    listed = ", ".join(f"{a} {s}" for s, a in held)
+    return [f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
+            "training scene**, single or multi-object (`bindlab.train.toy_data.heldout_combinations("
+            f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
+            "shape and every attribute still occurs, with other partners). The evaluation reports them separately "
+            f"as *unseen combinations*. They are: {listed}."]
+
+
+def _twin_lines(training: dict[str, Any]) -> list[str]:
+    t = training["train_config"]
+    lines = []
+    if t.get("init_from"):
+        lines.append(f"- **finetuned, not trained from scratch**: started from the weights of `{shown_path(t['init_from'])}`"
+                     " (its training data and held-out combinations are the same as this model's).")
+    if t.get("twin_share"):
+        lines.append(
+            f"- **binding hard negatives** (NegCLIP-style, with images): each step adds "
+            f"{round(t['twin_share'] * t['batch_size'])} *binding twins* to the batch of {t['batch_size']} — a scene "
+            "of the batch with two objects' attributes swapped (or, in single-object scenes and when no swap is "
+            "possible, one attribute replaced), rendered with the same seed, so the layout and shapes are identical "
+            "and only the bindings differ; its caption makes the same wording choices as the scene's. Scene and twin "
+            "are each other's hardest negative in both directions of the contrastive loss. Only non-pattern "
+            "attributes are changed (a pattern is usually unnamed in captions, so its twin's caption could be the "
+            "same), and no twin creates a held-out combination.")
+    return lines
+
+
+def shown_path(path: str) -> str:
+    """``path`` relative to the repository when inside it, else its name (cards are read on other machines)."""
+    from bindlab.config import repo_root
+
+    try:
+        return str(Path(path).resolve().relative_to(repo_root()))
+    except ValueError:
+        return Path(path).name
+
+
+def _combination_lines(evaluation: dict[str, Any]) -> list[str]:
+    combo = evaluation["single_object"].get("by_combination")
+    if not combo:
+        return []
+    lines = ["**Seen vs unseen combinations.** The same single-object evaluation split by whether the pair occurred in "
+             "training (each item still ranked against the whole gallery):", "",
+             "| combinations | n | text -> image top-1 | image -> text top-1 | right attribute | right shape |",
+             "|---|---|---|---|---|---|"]
+    for k, v in combo.items():
+        if v.get("n"):
+            lines.append(f"| {k} | {v['n']} | {v['t2i_top1']:.3f} | {v['i2t_top1']:.3f} | {v['i2t_attribute']:.3f} "
+                         f"| {v['i2t_shape']:.3f} |")
+    mcq = (evaluation.get("mcq") or {}).get("by_combination")
+    if mcq:
+        lines += ["", "MCQs split the same way (a question is *unseen* when its query holds a held-out pair; those "
+                  "questions have more objects on average, mean N in brackets):", "",
+                  "| pairing | seen | unseen |", "|---|---|---|"]
+        for p, r in mcq.items():
+            cells = [f"{r[k]['accuracy']:.3f} (n={r[k]['n']}, N {r[k]['mean_n']:.1f})" if k in r else "–"
+                     for k in ("seen", "unseen")]
+            lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
               notes: list[str] | tuple[str, ...] = ()) -> str:
     """The model card in Markdown."""
@@ -63,8 +130,11 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
     lines = [
         f"# {name} — a toy vision–language model trained by bindlab",
         "",
-        f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`). Trained from scratch on "
-        "procedurally rendered scenes (bindlab.data.render) with bindlab's own code; no pretrained weights, no hub.",
+        f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`). "
+        + (f"Finetuned from `{shown_path(t['init_from'])}` (itself trained from scratch) " if t.get("init_from")
+           else "Trained from scratch ")
+        + "on procedurally rendered scenes (bindlab.data.render) with bindlab's own code; no pretrained weights, "
+        "no hub.",
         "",
         "## Architecture",
         "",
@@ -95,6 +165,8 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         f"- **pattern attributes (striped, polka-dot, checkered, zigzag, plaid, swirled, camouflage, leopard-print) are "
         f"named in only {_pct(toy_data.P_PATTERN_NAMED)} of their mentions**; otherwise the object is mentioned bare "
         "('a cube'): a distinction visible in the pixels but rarely put into words (the FactorAtlas situation).",
+        *_holdout_lines(training),
+        *_twin_lines(training),
         "",
         "## Training",
         "",
@@ -126,6 +198,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items()) + ".",
         "",
     ]
+    lines += _combination_lines(evaluation)
     small = evaluation.get("single_object_samples") or []
     if small:
         lines += ["Smaller galleries (random samples of distinct combinations): " + "; ".join(

@@ -15,6 +15,12 @@ The recipe (all in code, fixed by a seed):
 - **Pool**: ``pool_size`` scenes rendered once (two worker processes) into a uint8 array cached under
   ``$BINDLAB_HOME/toy-data/``; training runs several epochs over it with new captions and random flips.
   Held-out evaluation renders use a different seed (:data:`EVAL_SEED_OFFSET`).
+- **Held-out combinations** (:func:`heldout_combinations`): a fixed, listed share of shape x attribute pairs that no
+  training scene contains (single or multi-object), so evaluation can tell composition from recognition. Every
+  shape and every attribute still occurs in training, with other partners.
+- **Binding twins** (:func:`twin_scene`, for ``toy:negclip``): a scene with two objects' attributes swapped (or one
+  attribute replaced), rendered with the same seed, so layout and geometry are identical and only the bindings
+  differ; in a batch, scene and twin are each other's hardest negatives (NegCLIP's hard negatives, with images).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import multiprocessing
 import os
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -60,13 +66,76 @@ PAIR_TEMPLATES: tuple[str, ...] = ("{a} next to {b}", "{a} beside {b}", "there i
 Scene = list[tuple[str, str, str]]  # (shape, attribute name, generation form) per object
 
 
-def sample_scene(rng: random.Random, n: int | None = None) -> Scene:
-    """A scene of 1–4 objects (or ``n``) with distinct shapes and attributes, each attribute instantiated."""
+Combo = tuple[str, str]  # (shape, attribute name)
+
+
+def heldout_combinations(fraction: float, seed: int = 0) -> list[Combo]:
+    """A fixed share of the shape x attribute pairs, held out of every training scene (a pure function).
+
+    Balanced: each shape loses ``round(fraction * 1008) / 28`` attributes (5 or 6 at 0.15), taken as consecutive
+    windows of a seeded attribute order, so each attribute loses 4 or 5 shapes and keeps the rest.
+
+    Args:
+        fraction: share of the 28 x 36 pairs to hold out, 0 (none) to 0.5.
+        seed: fixes the attribute order.
+
+    Returns:
+        The held-out ``(shape, attribute)`` pairs, sorted.
+    """
+    if not 0 <= fraction <= 0.5:
+        raise ValueError(f"the held-out share of combinations must be between 0 and 0.5, got {fraction}")
+    shapes = list(RENDER_VOCAB.objects)
+    attrs = [a.name for a in RENDER_VOCAB.attributes]
+    random.Random(f"toy-holdout:{seed}").shuffle(attrs)
+    total = round(fraction * len(shapes) * len(attrs))
+    out: list[Combo] = []
+    pos = 0
+    for i, shape in enumerate(shapes):
+        k = total * (i + 1) // len(shapes) - total * i // len(shapes)
+        out += [(shape, attrs[(pos + j) % len(attrs)]) for j in range(k)]
+        pos += k
+    return sorted(out)
+
+
+def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Combo] = frozenset()) -> Scene:
+    """A scene of 1–4 objects (or ``n``) with distinct shapes and attributes, each attribute instantiated.
+
+    No object is a ``heldout`` (shape, attribute) pair: the attributes are drawn again until none is.
+    """
     if n is None:
         n = rng.choices(list(N_OBJECT_WEIGHTS), weights=list(N_OBJECT_WEIGHTS.values()))[0]
     shapes = rng.sample(RENDER_VOCAB.objects, n)
     attrs = rng.sample(RENDER_VOCAB.attributes, n)
+    while heldout and any((s, a.name) in heldout for s, a in zip(shapes, attrs, strict=True)):
+        attrs = rng.sample(RENDER_VOCAB.attributes, n)
     return [(s, a.name, a.instantiate(rng)) for s, a in zip(shapes, attrs, strict=True)]
+
+
+def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = frozenset()) -> Scene | None:
+    """The scene with its bindings changed and nothing else: two objects swap attributes (scenes of 2+ objects),
+    or else one object's attribute is replaced by one the scene lacks.
+
+    Only non-pattern attributes change (patterns are usually left unnamed in captions, so a changed pattern would
+    often leave the caption the same); no new pair is a ``heldout`` one. None when no twin exists.
+    """
+    named = [i for i, (_, a, _) in enumerate(scene) if _category(a) != "pattern"]
+    pairs = [(i, j) for i in named for j in named if i < j
+             and (scene[i][0], scene[j][1]) not in heldout and (scene[j][0], scene[i][1]) not in heldout]
+    if pairs:
+        i, j = rng.choice(pairs)
+        twin = list(scene)
+        twin[i] = (scene[i][0], scene[j][1], scene[j][2])
+        twin[j] = (scene[j][0], scene[i][1], scene[i][2])
+        return twin
+    used = {a for _, a, _ in scene}
+    options = [(i, a) for i in named for a in RENDER_VOCAB.attributes
+               if a.category != "pattern" and a.name not in used and (scene[i][0], a.name) not in heldout]
+    if not options:
+        return None
+    i, attr = rng.choice(options)
+    twin = list(scene)
+    twin[i] = (scene[i][0], attr.name, attr.instantiate(rng))
+    return twin
 
 
 def _category(attribute: str) -> str:
@@ -126,37 +195,60 @@ class ScenePool:
 
     images: np.ndarray
     scenes: list[Scene]
+    twins: dict[int, tuple[Scene, np.ndarray]] = field(default_factory=dict)  # pool index -> (twin, its image)
 
 
-def pool_scenes(pool_size: int, seed: int) -> tuple[list[Scene], list[int]]:
-    """The pool's scenes and render seeds: a pure function of (pool_size, seed)."""
+def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset()) -> tuple[list[Scene], list[int]]:
+    """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout)."""
     rng = random.Random(f"toy-pool:{seed}")
-    scenes = [sample_scene(rng) for _ in range(pool_size)]
+    scenes = [sample_scene(rng, heldout=heldout) for _ in range(pool_size)]
     return scenes, [seed * 10_000_000 + i for i in range(pool_size)]
 
 
-def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
-              progress: Callable[[int, int], None] | None = None) -> ScenePool:
-    """The training pool, rendered once and cached as ``.npy`` (atomically written; a corrupt file is re-rendered)."""
+def pool_twins(scenes: Sequence[Scene], seed: int, heldout: frozenset[Combo] = frozenset()) -> list[Scene | None]:
+    """One binding twin per pool scene (:func:`twin_scene`; None where there is none): a pure function."""
+    rng = random.Random(f"toy-twins:{seed}")
+    return [twin_scene(sc, rng, heldout) for sc in scenes]
+
+
+def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, name: str,
+                   cache_dir: str | Path | None, workers: int,
+                   progress: Callable[[int, int], None] | None) -> np.ndarray:
+    """Render ``scenes`` once and cache them as ``.npy`` (atomically written; a corrupt file is re-rendered)."""
     from bindlab.config import home
 
-    scenes, seeds = pool_scenes(pool_size, seed)
-    key = hashlib.sha256(json.dumps([scenes, seeds, size]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([list(scenes), list(seeds), size]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) if cache_dir else home() / "toy-data"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"pool-{pool_size}-{size}px-seed{seed}-{key}.npy"
+    path = folder / f"{name}-{key}.npy"
     if path.is_file():
         try:
             images = np.load(path)
-            if images.shape == (pool_size, size, size, 3):
-                return ScenePool(images, scenes)
+            if images.shape == (len(scenes), size, size, 3):
+                return images
         except (OSError, ValueError):
             pass  # corrupt or partial: render again
     images = render_many(scenes, seeds, size, workers, progress)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npy")
     np.save(tmp, images)
     os.replace(tmp, path)
-    return ScenePool(images, scenes)
+    return images
+
+
+def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
+              progress: Callable[[int, int], None] | None = None, heldout: frozenset[Combo] = frozenset(),
+              twins: bool = False) -> ScenePool:
+    """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached."""
+    scenes, seeds = pool_scenes(pool_size, seed, heldout)
+    images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{size}px-seed{seed}", cache_dir, workers,
+                            progress)
+    if not twins:
+        return ScenePool(images, scenes)
+    twin_list = pool_twins(scenes, seed, heldout)
+    have = [i for i, t in enumerate(twin_list) if t is not None]
+    twin_images = _cached_render([twin_list[i] for i in have], [seeds[i] for i in have], size,
+                                 f"twins-{pool_size}-{size}px-seed{seed}", cache_dir, workers, progress)
+    return ScenePool(images, scenes, {i: (twin_list[i], twin_images[k]) for k, i in enumerate(have)})
 
 
 def batch_indices(pool_size: int, batch_size: int, step: int, seed: int) -> np.ndarray:
@@ -205,19 +297,39 @@ def shift(images: np.ndarray, offsets: Sequence[tuple[int, int]]) -> np.ndarray:
 
 
 def make_batch(pool: ScenePool, tokenizer: WordTokenizer, step: int, batch_size: int, seed: int,
-               hard_share: float = HARD_SHARE) -> tuple[np.ndarray, np.ndarray]:
+               hard_share: float = HARD_SHARE, twin_share: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips) and caption ids (b, len).
 
-    ``hard_share`` of the batch is :func:`shape_hard_groups`; the rest walks seeded epochs over the pool.
+    ``hard_share`` of the batch is :func:`shape_hard_groups`; the rest walks seeded epochs over the pool. With
+    ``twin_share`` > 0, that share of the walked scenes that have a twin (``pool.twins``) brings it along: the twin
+    image gets its scene's shift and flip, its caption the scene's caption choices (the same random state), and
+    the pair is appended, so the batch grows to ``b + m`` matched pairs in which scene and twin are each other's
+    hard negatives.
     """
     hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
-    idx = np.concatenate([batch_indices(len(pool.scenes), batch_size - len(hard), step, seed),
-                          np.asarray(hard, dtype=np.int64)]).astype(np.int64)
+    walked = batch_indices(len(pool.scenes), batch_size - len(hard), step, seed)
+    idx = np.concatenate([walked, np.asarray(hard, dtype=np.int64)]).astype(np.int64)
     rng = random.Random(f"toy-batch:{seed}:{step}")
-    caps = [make_caption(pool.scenes[i], rng) for i in idx]
-    imgs = shift(pool.images[idx], [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT))
-                                    for _ in idx])  # (b, s, s, 3)
+    with_twin = [int(i) for i in walked if int(i) in pool.twins][: int(round(batch_size * twin_share))]
+    caps, twin_caps = [], []
+    for i in idx:
+        state = rng.getstate()
+        caps.append(make_caption(pool.scenes[i], rng))
+        if int(i) in with_twin and len(twin_caps) < len(with_twin):
+            after = rng.getstate()
+            rng.setstate(state)
+            twin_caps.append(make_caption(pool.twins[int(i)][0], rng))
+            rng.setstate(after)
+    offsets = [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT)) for _ in idx]
     flips = np.array([rng.random() < 0.5 for _ in idx])
+    images = pool.images[idx]
+    if with_twin:
+        pos = {int(i): k for k, i in enumerate(idx)}  # first position of each index (the walked part)
+        images = np.concatenate([images, np.stack([pool.twins[i][1] for i in with_twin])])
+        offsets = offsets + [offsets[pos[i]] for i in with_twin]
+        flips = np.concatenate([flips, flips[[pos[i] for i in with_twin]]])
+        caps = caps + twin_caps
+    imgs = shift(images, offsets)  # (b [+ m], s, s, 3)
     imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
-    pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0  # (b, 3, s, s)
+    pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0  # (b [+ m], 3, s, s)
     return pixels, tokenizer.batch(caps)

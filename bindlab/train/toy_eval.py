@@ -8,6 +8,9 @@
 - **SABER MCQs with images**: ``generate_saber(vocab=RENDER_VOCAB)`` for N = 2..10, images rendered with
   :func:`bindlab.data.saber_images.render_mcq_images`, scored by :func:`bindlab.eval.mcq.evaluate_mcq` in all
   four pairings (chance 0.25).
+- **Seen vs unseen combinations**: for a model trained with held-out shape x attribute pairs (its
+  ``training.json`` lists them), both evaluations are also reported on the items that contain a held-out pair
+  ("unseen": composition) and on the rest ("seen": recognition of pairs the model was shown).
 """
 
 from __future__ import annotations
@@ -76,6 +79,48 @@ def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str
     }
 
 
+Combo = tuple[str, str]  # (shape, attribute name)
+
+
+def _subset_scores(sim: np.ndarray, items: list[tuple[str, str, str]], keep: np.ndarray) -> dict[str, Any]:
+    """Top-1 figures of the items where ``keep`` is True, each still ranked against the whole gallery."""
+    idx = np.flatnonzero(keep)
+    if not len(idx):
+        return {"n": 0}
+    t2i = sim[:, idx].argmax(0)
+    i2t = sim[idx].argmax(1)
+    return {"n": int(len(idx)),
+            "t2i_top1": float((t2i == idx).mean()),
+            "i2t_top1": float((i2t == idx).mean()),
+            "i2t_attribute": float(np.mean([items[j][1] == items[i][1] for i, j in zip(idx, i2t, strict=True)])),
+            "i2t_shape": float(np.mean([items[j][0] == items[i][0] for i, j in zip(idx, i2t, strict=True)]))}
+
+
+def by_combination(sim: np.ndarray, items: list[tuple[str, str, str]], heldout: frozenset[Combo]) -> dict[str, Any]:
+    """:func:`_subset_scores` for the seen and the unseen (held-out) shape x attribute combinations."""
+    unseen = np.array([(s, a) in heldout for s, a, _ in items])
+    return {"seen": _subset_scores(sim, items, ~unseen), "unseen": _subset_scores(sim, items, unseen)}
+
+
+def mcq_by_combination(questions: list[Any], rows: list[dict[str, Any]], heldout: frozenset[Combo]
+                       ) -> dict[str, dict[str, Any]]:
+    """Per pairing, accuracy on questions whose query holds a held-out (shape, attribute) pair vs the others.
+
+    Unseen questions are larger on average (more objects, more chances to hold a held-out pair): ``mean_n`` says it.
+    """
+    unseen = {q.id: any((obj, attr) in heldout for attr, obj in q.query.bindings) for q in questions}
+    n_of = {q.id: q.n_objects for q in questions}
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        split = out.setdefault(r["pairing"], {}).setdefault("unseen" if unseen[r["id"]] else "seen",
+                                                            {"credit": [], "sizes": []})
+        split["credit"].append(r["credit"])
+        split["sizes"].append(n_of[r["id"]])
+    return {p: {k: {"accuracy": float(np.mean(v["credit"])), "n": len(v["credit"]),
+                    "mean_n": float(np.mean(v["sizes"]))} for k, v in sorted(splits.items())}
+            for p, splits in out.items()}
+
+
 def render_single_objects(sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE, workers: int = 2
                           ) -> tuple[list[tuple[str, str, str]], list[str], np.ndarray]:
     """:func:`single_object_set` rendered on held-out seeds: ``(items, captions, pixels (M, size, size, 3))``.
@@ -88,18 +133,22 @@ def render_single_objects(sample: int = 0, seed: int = 0, size: int = EVAL_RENDE
 
 
 def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE,
-                            workers: int = 2) -> dict[str, Any]:
+                            workers: int = 2, heldout: frozenset[Combo] = frozenset()) -> dict[str, Any]:
     """Render held-out single objects, embed them and their captions, score retrieval (see module docstring)."""
     if not {"text", "image"} <= set(encoder.modalities):
         raise EncoderError(f"{encoder.id} needs both text and images for this evaluation")
     items, captions, pixels = render_single_objects(sample, seed, size, workers)
     img = encoder.embed_images(list(pixels))
     txt = encoder.embed_texts(captions)
-    return {**single_object_scores(img, txt, items), "render_size": size}
+    out = {**single_object_scores(img, txt, items), "render_size": size}
+    if heldout:
+        out["by_combination"] = by_combination(img @ txt.T, items, heldout)
+    return out
 
 
 def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, folder: str | Path | None = None,
-                       size: int = MCQ_RENDER_SIZE, workers: int = 2) -> dict[str, Any]:
+                       size: int = MCQ_RENDER_SIZE, workers: int = 2, heldout: frozenset[Combo] = frozenset()
+                       ) -> dict[str, Any]:
     """SABER MCQs on the renderable vocabulary, N = 2..10, in all four pairings.
 
     Args:
@@ -112,27 +161,31 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
 
     questions = generate_saber(per_size=per_size, sizes=MCQ_SIZES, seed=seed, vocab=RENDER_VOCAB)
 
-    def run(root: Path) -> dict[str, Any]:
+    def run(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         render_mcq_images(questions, root, size=size, workers=workers, seed=seed)
         write_benchmark(root, questions, {"seed": seed, "per_size": per_size, "sizes": list(MCQ_SIZES),
                                           "vocab": "render", "images": size})
-        results, _ = evaluate_mcq(questions, root, encoder, ["tt", "ti", "it", "ii"])
-        return results
+        return evaluate_mcq(questions, root, encoder, ["tt", "ti", "it", "ii"])
 
     if folder is None:  # cached: every model evaluated with these settings reuses the rendered images
         from bindlab.config import home
 
         folder = home() / "toy-eval" / f"saber-render-{per_size}-seed{seed}-{size}px"
-    res = run(Path(folder))
-    return {"per_size": per_size, "sizes": list(MCQ_SIZES), "seed": seed, "render_size": size, "pairings": res}
+    res, rows = run(Path(folder))
+    out = {"per_size": per_size, "sizes": list(MCQ_SIZES), "seed": seed, "render_size": size, "pairings": res}
+    if heldout:
+        out["by_combination"] = mcq_by_combination(questions, rows, heldout)
+    return out
 
 
 def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
-                 mcq_folder: str | Path | None = None) -> dict[str, Any]:
-    """Both evaluations; ``per_size=0`` skips the MCQs."""
-    out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed)}
+                 mcq_folder: str | Path | None = None, heldout: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+    """Both evaluations; ``per_size=0`` skips the MCQs. With ``heldout`` pairs, each is also split seen/unseen."""
+    out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed, heldout=heldout)}
     if per_size:
-        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder)
+        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder, heldout=heldout)
+    if heldout:
+        out["heldout_combinations"] = len(heldout)
     return out
 
 
@@ -142,7 +195,15 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"single object (M={s['n']}): text->image top-1 {s['t2i_top1']:.3f} (chance {s['chance']['top1']:.3f}), "
              f"image->text top-1 {s['i2t_top1']:.3f}; top text has the right attribute {s['i2t_attribute']:.3f} "
              f"(chance {s['chance']['attribute']:.3f}), shape {s['i2t_shape']:.3f} (chance {s['chance']['shape']:.3f})"]
+    combo = s.get("by_combination")
+    if combo:
+        lines.append("  " + "; ".join(f"{k} combinations (n={v['n']}): text->image top-1 {v.get('t2i_top1', 0):.3f}, "
+                                      f"image->text {v.get('i2t_top1', 0):.3f}" for k, v in combo.items()))
+    mcq_combo = result.get("mcq", {}).get("by_combination", {})
     for p, r in result.get("mcq", {}).get("pairings", {}).items():
         by_n = " ".join(f"{n}:{v:.2f}" for n, v in r["by_n"].items())
         lines.append(f"MCQ {p}: {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
+        if p in mcq_combo:
+            lines.append("  " + "; ".join(f"{k} (n={v['n']}, mean N {v['mean_n']:.1f}): {v['accuracy']:.3f}"
+                                          for k, v in mcq_combo[p].items()))
     return lines

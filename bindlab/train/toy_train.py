@@ -28,7 +28,7 @@ from typing import Any
 from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
-from bindlab.train.toy_data import load_pool, make_batch
+from bindlab.train.toy_data import heldout_combinations, load_pool, make_batch
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -54,6 +54,9 @@ class TrainConfig:
     threads: int = 1  # torch CPU threads; on a busy 2-core machine 1 thread ran ~10x faster than 2 (measured)
     render_workers: int = 2  # processes that render the pool
     model: dict[str, Any] = field(default_factory=dict)  # ToyConfig overrides (tests use tiny ones)
+    holdout_fraction: float = 0.0  # share of shape x attribute pairs no training scene shows (toy_data.heldout_combinations)
+    twin_share: float = 0.0  # binding twins added per batch, as a share of batch_size (toy_data.make_batch; NegCLIP-style)
+    init_from: str = ""  # start from this toy model folder's weights (a finetune) instead of a fresh init
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -63,6 +66,16 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.batch_size < 2:
             raise ValueError("batch_size must be at least 2 (contrastive training needs negatives)")
+        if not 0 <= self.twin_share <= 1:
+            raise ValueError(f"twin_share must be between 0 and 1, got {self.twin_share}")
+        if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
+            raise ValueError(f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
+                             "a folder written by 'train toy', e.g. assets/toy-clip")
+        self.heldout()  # checks holdout_fraction
+
+    def heldout(self) -> frozenset[tuple[str, str]]:
+        """The held-out (shape, attribute) pairs of this run."""
+        return frozenset(heldout_combinations(self.holdout_fraction, self.seed))
 
     def model_config(self, vocab_size: int) -> ToyConfig:
         return ToyConfig(arch=self.arch, vocab_size=vocab_size, **{**ARCH_DEFAULTS[self.arch], **self.model})
@@ -212,6 +225,14 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     tokenizer.max_len = mcfg.max_text_len
     torch.manual_seed(cfg.seed)
     model = build_model(mcfg)
+    if cfg.init_from:
+        from safetensors.torch import load_file
+
+        try:
+            model.load_state_dict(load_file(str(Path(cfg.init_from) / "model.safetensors")))
+        except RuntimeError as e:
+            raise ValueError(f"init_from {cfg.init_from}: its weights do not fit the {cfg.arch} architecture asked "
+                             f"for ({str(e).splitlines()[0]}); use the same --arch and model sizes") from None
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -219,14 +240,17 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     state = _load_checkpoint(out, model, opt, cfg) or TrainState(schedule=[(0, cfg.steps)])
     state.total_steps = cfg.steps
     t_render = time.perf_counter()
-    pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers)
+    heldout = cfg.heldout()
+    pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
+                     twins=cfg.twin_share > 0)
     state.render_seconds += time.perf_counter() - t_render
     for cb in callbacks:
         cb.on_train_start(state)
     model.train()
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
-        pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share)
+        pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
+                                 cfg.twin_share)
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
@@ -259,7 +283,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
               "render_seconds": round(state.render_seconds, 1), "parameters": n_params, "final_loss": state.loss,
               "temperature": state.temperature, "losses": state.losses, "resumed_from": state.resumed_from,
               "schedule": state.schedule,
-              "train_config": asdict(cfg), "model_config": mcfg.to_json(), "threads": cfg.threads}
+              "train_config": asdict(cfg), "model_config": mcfg.to_json(), "threads": cfg.threads,
+              "heldout_combinations": sorted(map(list, heldout))}
     if record["finished"]:
         model.eval()
         save_model(out, model, tokenizer, record)
