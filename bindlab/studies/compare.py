@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bindlab.analysis.agreement import scene_agreement
-from bindlab.config import __version__, home
+from bindlab.config import LIMIT_ENV, __version__, home, limits
 from bindlab.eval.mcq import PAIRINGS, parse_pairings
 from bindlab.eval.metrics import bootstrap_ci
 from bindlab.eval.pairs import parse_verbosity
@@ -43,11 +43,16 @@ Progress = Callable[[float, str], None]
 
 # --- the request ------------------------------------------------------------------------------------------------
 def parse_models(spec: str | Sequence[str]) -> list[str]:
-    """``"bow, minilm"`` or a list -> distinct stripped ids in order; at least two."""
+    """``"bow, minilm"`` or a list -> distinct stripped ids in order; at least two, at most
+    ``limits().max_compare_models`` (``$BINDLAB_MAX_COMPARE_MODELS``; 8 locally, 4 in public mode)."""
     items = spec.split(",") if isinstance(spec, str) else list(spec or [])
     models = list(dict.fromkeys(str(m).strip() for m in items if str(m).strip()))
     if len(models) < 2:
-        raise ValueError(f"models: give at least two encoder ids to compare, e.g. bow,minilm (got {spec!r})")
+        raise ValueError(f"models: give at least two encoder ids to compare, e.g. bow,minilm (got {str(spec)[:200]!r})")
+    cap = limits().max_compare_models
+    if cap and len(models) > cap:
+        raise ValueError(f"models: {len(models)} encoders given; one comparison takes at most {cap} "
+                         f"({LIMIT_ENV['max_compare_models']}): compare fewer at once")
     return models
 
 
@@ -101,6 +106,10 @@ class CompareRequest:
         for name in ("data", "pairs_data"):  # inside the allowed data roots
             if getattr(self, name):
                 input_path(getattr(self, name), name, must_exist=False)
+        for task in self.suite:  # a benchmark's local copy too, before any model loads
+            path = _benchmark_spec(task)[1] if task.startswith("benchmark:") else None
+            if path:
+                input_path(path, "suite", must_exist=False)
 
     def settings(self) -> dict[str, Any]:
         return {"models": list(self.models), "suite": list(self.suite), "pairings": list(self.pairings),
