@@ -459,15 +459,20 @@ def default_grid(progress: Callable[[int, int], None] | None = None) -> Path:
 # ---------------------------------------------------------------------------------------------- signal strength
 SIGNAL_DIR = "signal"  # folder of the attenuated grids inside a grid folder
 PAPER_STRENGTHS: tuple[float, ...] = (1.0, 0.7, 0.5, 0.35, 0.2, 0.1, 0.0)  # Table 10 of the paper
+MAX_STRENGTHS = 12  # each strength writes (and the sweep scores) a whole grid; the paper uses 7
 
 
 def parse_strengths(arg: str | Sequence[float]) -> tuple[float, ...]:
     """``"1,.75,.5"`` (or numbers) -> distinct strengths in [0, 1], strongest first.
 
     Raises:
-        ValueError: a non-number, a value outside [0, 1], a duplicate or an empty list, naming it.
+        ValueError: a non-number, a value outside [0, 1], a duplicate, an empty list or more than
+            :data:`MAX_STRENGTHS` values, naming it.
     """
     parts = [p.strip() for p in arg.split(",") if p.strip()] if isinstance(arg, str) else list(arg)
+    if len(parts) > MAX_STRENGTHS:
+        raise ValueError(f"--signal-strengths lists {len(parts)} values; at most {MAX_STRENGTHS} (each writes and scores "
+                         "a whole grid), e.g. the paper's 1,.7,.5,.35,.2,.1,0")
     out: list[float] = []
     for p in parts:
         try:
