@@ -56,6 +56,34 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def quiet_refusals(demo: gr.Blocks) -> None:
+    """In public mode, an input Gradio itself refuses before any callback runs (a value that is not one of a radio's
+    or dropdown's choices, a number that is not one) logs one line on the server instead of a full traceback per
+    request; the visitor still gets the message (Gradio's own for its refusals, a generic one for anything else)."""
+    if not public_mode():
+        return
+    preprocess = demo.preprocess_data
+
+    async def quiet(block_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(block_fn, "name", "?")
+        try:
+            return await preprocess(block_fn, *args, **kwargs)
+        except gr.Error as e:
+            if e.print_exception:
+                first = str(e.message).splitlines()[0] if str(e.message) else type(e).__name__
+                log.info("input of %s refused: %s", name, first[:200])
+                e.print_exception = False
+            raise
+        except Exception as e:  # noqa: BLE001 - a component could not read a value a client sent
+            cause = e.__cause__ or e  # Gradio wraps a component's own error in ComponentProcessingError
+            log.info("input of %s unreadable: %s: %s", name, type(cause).__name__,
+                     str(cause).splitlines()[0][:200] if str(cause) else "")
+            raise gr.Error("one of the inputs could not be read; check the values and try again", duration=None,
+                           print_exception=False) from None
+
+    demo.preprocess_data = quiet  # type: ignore[method-assign]
+
+
 def _session_hash() -> str | None:
     """The browser session id of the Gradio event this thread serves (None outside one)."""
     from gradio.context import LocalContext
