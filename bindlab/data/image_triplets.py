@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,21 +94,31 @@ def row_seed(row_id: str, seed: int = 0) -> int:
     return zlib.crc32(f"{seed}|{row_id}".encode()) & 0x7FFFFFFF
 
 
-def image_triplet(row: dict[str, Any], size: int = 64, seed: int = 0) -> ImageTriplet:
-    """Render one triplet row (needs ``id``, ``bindings`` and ``negative_kind``) as anchor, positive and negative.
+def image_triplet(row: dict[str, Any], size: int = 64, seed: int = 0,
+                  render: Callable[[list[ObjectSpec], int, int], Any] | None = None) -> ImageTriplet:
+    """Render one triplet row (needs ``id``, ``query``, ``bindings`` and ``negative_kind``) as anchor, positive and
+    negative.
+
+    Anchor and positive depend only on the query (its text and bindings) and ``seed``, so the rows of one question
+    (an attribute-swap and an object-swap row) share them; the swap is drawn per row.
+
+    Args:
+        render: ``(objects, size, seed) -> image``; default :func:`~bindlab.data.render.render_scene` (pass a
+            memoised one to render a shared anchor once).
 
     Raises:
         ValueError: bindings the renderer cannot draw, or no binding to swap.
     """
+    draw = render or (lambda objects, side, s: render_scene(objects, size=side, seed=s))
     specs = scene_specs(row.get("bindings") or [])
-    s = row_seed(str(row["id"]), seed)
-    rng = random.Random(s)
-    negative, swapped = swap_binding(specs, str(row.get("negative_kind", "attribute")), rng)
+    key = f"{row.get('query', '')}|{row.get('bindings')}"
+    s, ps = row_seed(key, seed), row_seed(f"{key}|positive", seed)
+    negative, swapped = swap_binding(specs, str(row.get("negative_kind", "attribute")),
+                                     random.Random(row_seed(str(row["id"]), seed)))
     reordered = list(specs)
-    rng.shuffle(reordered)
-    ps = row_seed(f"{row['id']}|positive", seed)
-    return ImageTriplet(render_scene(specs, size=size, seed=s), render_scene(reordered, size=size, seed=ps),
-                        render_scene(negative, size=size, seed=s), tuple(specs), tuple(negative), swapped, s, ps)
+    random.Random(ps).shuffle(reordered)
+    return ImageTriplet(draw(specs, size, s), draw(reordered, size, ps), draw(negative, size, s), tuple(specs),
+                        tuple(negative), swapped, s, ps)
 
 
 def check_renderable(rows: Iterable[dict[str, Any]]) -> int:

@@ -280,6 +280,15 @@ class ImageRoles:
         # the room (``encoder.pixels`` downsizes for a smaller model)
         self.encoder, self.seed, self.size = encoder, seed, max(64, int(encoder.image_size))
         self._images: dict[str, tuple[Any, Any, Any]] = {}
+        self._scenes: dict[tuple[Any, ...], Any] = {}  # (objects, size, seed) -> image: a question's rows share two
+
+    def _render(self, objects: list[Any], size: int, seed: int) -> Any:
+        from bindlab.data.render import render_scene
+
+        key = (tuple(objects), size, seed)
+        if key not in self._scenes:
+            self._scenes[key] = render_scene(objects, size=size, seed=seed)
+        return self._scenes[key]
 
     def images(self, row: dict[str, Any]) -> tuple[Any, Any, Any]:
         """The row's (anchor, positive, negative) PIL images."""
@@ -287,7 +296,7 @@ class ImageRoles:
 
         key = str(row["id"])
         if key not in self._images:
-            t = image_triplet(row, size=self.size, seed=self.seed)
+            t = image_triplet(row, size=self.size, seed=self.seed, render=self._render)
             self._images[key] = (t.anchor, t.positive, t.negative)
         return self._images[key]
 

@@ -11,7 +11,7 @@ import pytest
 from bindlab.data.image_triplets import check_renderable, image_triplet, scene_specs, swap_binding
 from bindlab.data.render import ObjectSpec, render_scene, scene_layout
 
-ROW = {"id": "q7-attr_swap", "negative_kind": "attribute",
+ROW = {"id": "q7-attr_swap", "negative_kind": "attribute", "query": "A red cube, a striped star and a blue flag.",
        "bindings": [["red", "cube"], ["striped", "star"], ["blue", "flag"]]}
 
 
@@ -63,3 +63,21 @@ def test_unrenderable_rows_and_scenes_without_a_swap_are_named():
     with pytest.raises(ValueError, match="no binding to swap"):
         swap_binding([ObjectSpec("cube", "red")], "attribute", random.Random(0))
     assert check_renderable([ROW, ROW]) == 2
+
+
+def test_the_rows_of_one_question_share_anchor_and_positive():
+    """The attribute-swap and object-swap rows of a question render the same anchor and positive (so a memoised
+    renderer draws them once); only the negative is drawn per row."""
+    drawn: list[tuple] = []
+
+    def render(objects, size, seed):
+        drawn.append((tuple(objects), size, seed))
+        return render_scene(objects, size=size, seed=seed)
+
+    a = image_triplet(ROW, size=64, render=render)
+    b = image_triplet({**ROW, "id": "q7-obj_swap", "negative_kind": "object"}, size=64, render=render)
+    assert (a.seed, a.positive_seed) == (b.seed, b.positive_seed)
+    assert np.array_equal(np.asarray(a.anchor), np.asarray(b.anchor))
+    assert np.array_equal(np.asarray(a.positive), np.asarray(b.positive))
+    assert a.negative_specs != b.negative_specs
+    assert len(set(drawn)) == 4  # anchor, positive and two negatives: a memo would render four images, not six
