@@ -155,7 +155,8 @@ def cmd_jobs(a: argparse.Namespace) -> None:
         from bindlab.present.exports import compare_export
 
         request = fs.CompareRequest(a.job, a.data or "", pairings=a.pairings, limit=a.limit,
-                                    attention_limit=None if a.no_attention else a.attention_limit)
+                                    attention_limit=None if a.no_attention else a.attention_limit,
+                                    report=not a.no_report)
         res = fs.run_finetune_compare(request)
         print(fs.format_compare(res.summary))
         _write_json(a.out, {**res.summary, "provenance": res.provenance})
@@ -272,6 +273,9 @@ def add_commands(g: Groups) -> None:
     j.add_argument("--attention-limit", type=int, default=200,
                    help="compare: attention binding margins per layer on the first N query captions (0 = all)")
     j.add_argument("--no-attention", action="store_true", help="compare: skip the attention margins")
+    j.add_argument("--no-report", action="store_true",
+                   help="compare: skip the separated in-format vs general report (its generated sets cost most of "
+                        "a compare)")
     j.add_argument("--log", action="store_true", help="show: print the log tail")
     j.add_argument("--nproc", type=int, help="export-script: processes (GPUs) per node (default: the job's)")
     j.add_argument("--nodes", type=int, default=1, help="export-script: SLURM nodes (default 1)")
