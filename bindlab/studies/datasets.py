@@ -6,6 +6,10 @@ visitor uploads. An upload is copied into ``$BINDLAB_HOME/uploads/<session>/<fre
 which lies inside the allowed roots, so the studies read it through the same checks as any other path; image fields
 inside an uploaded file resolve relative to its own folder, so they can only name files uploaded with it. A session's
 uploads are deleted when it ends (:func:`delete_uploads`) and old ones are swept by age (:func:`sweep_uploads`).
+
+The page never sees a server path: a data dropdown's choices carry opaque values (``""``, ``"set:<label>"``,
+``"upload:<token>"``, :func:`offered_choices`), and :func:`resolve_choice` turns one back into a path on the server,
+inside the callback, for the session that sent it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bindlab.config import data_roots, home, limits, public_mode
+from bindlab.data.files import resolve_allowed
 
 # kind -> (what it is, file names that make a set of that kind; "/" marks a folder holding that file)
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -83,20 +88,109 @@ def list_data_sets(kind: str) -> list[tuple[str, str]]:
             _walk(root, wanted, found)
     sets: list[tuple[str, str]] = [("embedded default", "")]
     seen: set[str] = set()
+    labels: set[str] = set()
     for f in found:
         target = f.parent if folder else f
         if str(target) in seen:
             continue
         seen.add(str(target))
         root = next((r for r in data_roots() if r == target or r in target.parents), target.parent)
-        sets.append((f"{root.name}/{target.relative_to(root)}" if target != root else root.name, str(target)))
+        label = base = f"{root.name}/{target.relative_to(root)}" if target != root else root.name
+        n = 1
+        while label in labels:  # two roots of one name: the label stays unique, as it names the set's choice value
+            n += 1
+            label = f"{base} ({n})"
+        labels.add(label)
+        sets.append((label, str(target)))
     return sets
 
 
+# --- what the page sees: opaque choice values, never a server path ------------------------------------------------
+# In public mode a data dropdown's choices carry "" (the embedded default), "set:<label>" (a set of list_data_sets,
+# by its label) and "upload:<token>" (one of the session's uploads, by the name of its upload folder). Only
+# resolve_choice, on the server, turns such a value back into a path; the page config never holds one.
+SET_PREFIX = "set:"
+UPLOAD_PREFIX = "upload:"
+NOT_OFFERED = "that data set is not one offered here: choose one from the list, or upload a file"
+
+
+def set_choices(kind: str) -> list[tuple[str, str]]:
+    """The sets of ``kind`` offered to everyone as ``(label, value)`` choices: ``("embedded default", "")`` first,
+    then ``(label, "set:<label>")`` per set of :func:`list_data_sets`."""
+    return [(label, f"{SET_PREFIX}{label}" if path else "") for label, path in list_data_sets(kind)]
+
+
+def offered_choices(kind: str, session: str | None) -> list[tuple[str, str]]:
+    """What a data dropdown offers one session now: :func:`set_choices` (listed afresh, so sets written under
+    ``$BINDLAB_HOME`` after the app started appear) and ``(label, "upload:<token>")`` per set of ``kind`` this
+    session uploaded and still has."""
+    return [*set_choices(kind), *((label, f"{UPLOAD_PREFIX}{token}") for label, token, _ in _uploads(kind, session))]
+
+
 def is_offered(kind: str, value: str) -> bool:
-    """True when ``value`` is one of the sets :func:`list_data_sets` offers now (the listing is made afresh, so a set
-    written under ``$BINDLAB_HOME`` after the app started counts)."""
-    return any(path == value for _, path in list_data_sets(kind))
+    """True when ``value`` is the choice value of one of the sets offered to everyone now (:func:`set_choices`; the
+    listing is made afresh, so a set written under ``$BINDLAB_HOME`` after the app started counts). A session's
+    uploads are not: only that session's own choices hold them."""
+    return any(v == value for _, v in set_choices(kind))
+
+
+def _inside_roots(path: str) -> str:
+    try:
+        return str(resolve_allowed(path))
+    except ValueError:
+        raise ValueError(NOT_OFFERED) from None
+
+
+def resolve_choice(value: str, session: str | None, kind: str | None = None) -> str:
+    """The server path a data choice value stands for; only ever called on the server, inside a callback.
+
+    Args:
+        value: ``""`` (the embedded default), ``"set:<label>"`` or ``"upload:<token>"`` (see :func:`offered_choices`).
+            Outside public mode any other value is a path the user typed and comes back unchanged (the studies
+            check it against the allowed roots as before).
+        session: the browser session hash; an ``upload:`` value resolves only among this session's uploads.
+        kind: the data kind of the input (a key of :data:`KINDS`); ``None`` looks through every kind.
+
+    Returns:
+        ``""`` for the embedded default, else the realpath of the set, inside the allowed data roots.
+
+    Raises:
+        ValueError: :data:`NOT_OFFERED`, the same words for every value that is not offered to this session now
+            (unknown, gone, another session's upload, a path in public mode); it quotes neither value nor path.
+    """
+    if not isinstance(value, str):
+        raise ValueError(NOT_OFFERED)
+    if value == "":
+        return ""
+    kinds = [kind] if kind is not None else list(KINDS)
+    for k in kinds:
+        if value.startswith(SET_PREFIX):
+            path = next((p for label, p in list_data_sets(k) if p and f"{SET_PREFIX}{label}" == value), None)
+        elif value.startswith(UPLOAD_PREFIX):
+            path = next((str(t) for _, token, t in _uploads(k, session) if f"{UPLOAD_PREFIX}{token}" == value),
+                        None)
+        else:
+            path = None if public_mode() else value
+        if path:
+            return _inside_roots(path) if public_mode() else path
+    raise ValueError(NOT_OFFERED)
+
+
+def choice_value(kind: str, path: str | os.PathLike, session: str | None) -> str | None:
+    """The choice value (:func:`offered_choices`) that stands for the server path ``path`` for this session:
+    ``""`` for an empty path, ``"set:<label>"``, ``"upload:<token>"``, or ``None`` when no offered set is that
+    path. The inverse of :func:`resolve_choice`, for a callback that hands a path it used to another tab."""
+    raw = os.fspath(path)
+    if not raw:
+        return ""
+    real = os.path.realpath(raw)
+    for label, p in list_data_sets(kind):
+        if p and os.path.realpath(p) == real:
+            return f"{SET_PREFIX}{label}"
+    for _, token, t in _uploads(kind, session):
+        if os.path.realpath(t) == real:
+            return f"{UPLOAD_PREFIX}{token}"
+    return None
 
 
 # --- uploads -------------------------------------------------------------------------------------------------------
@@ -174,14 +268,15 @@ def upload_label(stored: Path) -> str:
     return f"uploaded: {', '.join(names)[:80]}"
 
 
-def list_uploads(kind: str, session: str | None) -> list[tuple[str, str]]:
-    """The sets of ``kind`` this session uploaded and still has: ``(label, path)`` pairs, oldest first."""
+def _uploads(kind: str, session: str | None) -> list[tuple[str, str, Path]]:
+    """``(label, token, stored set)`` per set of ``kind`` this session uploaded and still has, oldest first; the
+    token is the name of the set's upload folder (``<kind>-<random>``, made by :func:`store_upload`)."""
     _, names = _check_kind(kind)
     folder = session_uploads(session)
     if not folder.is_dir() or folder.is_symlink():
         return []
     wanted = {n.lstrip("/") for n in names}
-    out: list[tuple[float, str, str]] = []
+    out: list[tuple[float, str, str, Path]] = []
     for entry in folder.iterdir():  # one fresh folder per upload (store_upload)
         if not entry.is_dir() or entry.is_symlink() or not entry.name.startswith(f"{kind}-"):
             continue
@@ -190,8 +285,13 @@ def list_uploads(kind: str, session: str | None) -> list[tuple[str, str]]:
             targets = [entry] if any(f.name in wanted for f in files) else []
         else:
             targets = files[:1] if len(files) == 1 else []
-        out += [(entry.stat().st_mtime, upload_label(t), str(t)) for t in targets]
-    return [(label, path) for _, label, path in sorted(out)]
+        out += [(entry.stat().st_mtime, upload_label(t), entry.name, t) for t in targets]
+    return [(label, token, t) for _, label, token, t in sorted(out)]
+
+
+def list_uploads(kind: str, session: str | None) -> list[tuple[str, str]]:
+    """The sets of ``kind`` this session uploaded and still has: ``(label, path)`` pairs, oldest first."""
+    return [(label, str(t)) for label, _, t in _uploads(kind, session)]
 
 
 def is_upload(path: str | os.PathLike) -> bool:
@@ -235,6 +335,7 @@ def sweep_uploads(older_than_s: float, now: float | None = None) -> int:
     return removed
 
 
-__all__ = ["KINDS", "UPLOAD_TYPES", "check_upload_size", "delete_uploads", "is_folder_kind", "is_offered",
-           "is_upload", "list_data_sets", "list_uploads", "session_uploads", "store_upload", "sweep_uploads",
+__all__ = ["KINDS", "NOT_OFFERED", "SET_PREFIX", "UPLOAD_PREFIX", "UPLOAD_TYPES", "check_upload_size", "choice_value",
+           "delete_uploads", "is_folder_kind", "is_offered", "is_upload", "list_data_sets", "list_uploads",
+           "offered_choices", "resolve_choice", "session_uploads", "set_choices", "store_upload", "sweep_uploads",
            "upload_label", "uploads_root"]

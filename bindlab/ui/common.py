@@ -31,13 +31,16 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     A user error logs one line on the server; an unexpected exception logs its traceback and shows one line naming
     the exception type (in public mode without its message, which may quote a file or a server path). The callback
     runs as its page's visitor (:func:`bindlab.studies.access.visitor`), so the studies know whose jobs' ``lora:``
-    models it may load.
+    models it may load. A data dropdown's choice value (:class:`DataChoice`) among the arguments reaches ``fn`` as
+    the server path it stands for, resolved for this session (:func:`bindlab.studies.datasets.resolve_choice`).
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with access.visitor(_session_hash()):
+            session = _session_hash()
+            args, kwargs = _resolve_choices(args, kwargs, session)
+            with access.visitor(session):
                 return fn(*args, **kwargs)
         except gr.Error:
             raise
@@ -54,6 +57,15 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
                            print_exception=False) from None
 
     return wrapper
+
+
+def _resolve_choices(args: tuple[Any, ...], kwargs: dict[str, Any], session: str | None
+                     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` with each :class:`DataChoice` replaced by the path it stands for for ``session``."""
+    def one(a: Any) -> Any:
+        return datasets.resolve_choice(str(a), session, a.kind) if isinstance(a, DataChoice) else a
+
+    return tuple(one(a) for a in args), {k: one(v) for k, v in kwargs.items()}
 
 
 def quiet_refusals(demo: gr.Blocks) -> None:
@@ -183,7 +195,21 @@ def check_upload(path: str | Path | None) -> Path:
 
 
 # --- choosing data: the embedded and offered sets, uploads; a free path only outside public mode ----------------
-NOT_OFFERED = "that data set is not one offered here: choose one from the list, or upload a file"
+NOT_OFFERED = datasets.NOT_OFFERED
+
+
+class DataChoice(str):
+    """A data dropdown's value as its callback receives it: the opaque choice value (``""``, ``"set:<label>"``,
+    ``"upload:<token>"``) marked with the dropdown's data kind, so :func:`friendly` resolves it to a server path for
+    the calling session (the dropdown's ``preprocess`` runs without the request, so cannot)."""
+
+    kind: str
+
+    def __new__(cls, value: str, kind: str) -> DataChoice:
+        """The value, marked with ``kind`` (a key of ``datasets.KINDS``)."""
+        obj = super().__new__(cls, value)
+        obj.kind = kind
+        return obj
 
 
 def _no_stub(*args: Any, **kwargs: Any) -> None:
@@ -197,10 +223,11 @@ _write_stub, gr_component_meta.create_or_modify_pyi = gr_component_meta.create_o
 class DataDropdown(gr.Dropdown):
     """The public-mode data dropdown of one data kind (``kind``, a constructor argument).
 
-    It takes a value that is one of its session's choices or, as Gradio's dropdown does not, one of the sets offered
-    now (:func:`bindlab.studies.datasets.is_offered`: a set written under ``$BINDLAB_HOME`` after the page was built).
-    Gradio's own refusal of any other value quotes every choice's value (server paths) and the value sent; this one
-    says only :data:`NOT_OFFERED`.
+    Its choices carry opaque values, never a server path (:func:`bindlab.studies.datasets.offered_choices`). It takes
+    a value that is one of its session's choices or, as Gradio's dropdown does not, one of the sets offered now
+    (:func:`bindlab.studies.datasets.is_offered`: a set written under ``$BINDLAB_HOME`` after the page was built), and
+    hands it on as a :class:`DataChoice` that :func:`friendly` resolves to the path. Gradio's own refusal of any other
+    value quotes every choice and the value sent; this one says only :data:`NOT_OFFERED`.
     """
 
     is_template = True  # drawn by the frontend as the plain Dropdown it is
@@ -211,44 +238,63 @@ class DataDropdown(gr.Dropdown):
         self.kind = kind
         super().__init__(choices=choices, **kwargs)
 
+    def get_config(self, cls: Any = None) -> dict[str, Any]:
+        """The page config of a ``gr.Dropdown`` (label, value, elem_id, ...): Gradio collects the props named in the
+        signature of ``cls.__init__``, and this class's takes them as ``**kwargs``."""
+        return super().get_config(gr.Dropdown if cls is None else cls)
+
     def preprocess(self, payload: Any) -> Any:
-        """Gradio's check and conversion; a value offered now passes, any other gets :data:`NOT_OFFERED`."""
+        """Gradio's check and conversion; a value offered now passes (as a :class:`DataChoice`), any other gets
+        :data:`NOT_OFFERED`."""
         try:
-            return super().preprocess(payload)
+            value = super().preprocess(payload)
         except gr.Error:
-            if isinstance(payload, str) and datasets.is_offered(self.kind, payload):
-                return payload
-            log.info("data dropdown %s refused a value that is not one of its choices", self.elem_id)
-            raise gr.Error(NOT_OFFERED, duration=None, print_exception=False) from None
+            if not (isinstance(payload, str) and datasets.is_offered(self.kind, payload)):
+                log.info("data dropdown %s refused a value that is not one of its choices", self.elem_id)
+                raise gr.Error(NOT_OFFERED, duration=None, print_exception=False) from None
+            value = payload
+        return DataChoice(value, self.kind) if isinstance(value, str) else value
 
 
 gr_component_meta.create_or_modify_pyi = _write_stub
 
 
 def data_choices(kind: str, session: str | None) -> list[tuple[str, str]]:
-    """What a data dropdown offers one session now: the sets of ``kind`` (listed afresh, so sets written under
-    ``$BINDLAB_HOME`` after the app started appear) and the files this session uploaded for it."""
-    return [*datasets.list_data_sets(kind), *datasets.list_uploads(kind, session)]
+    """What a data dropdown offers one session now, as ``(label, opaque value)`` choices: the sets of ``kind``
+    (listed afresh, so sets written under ``$BINDLAB_HOME`` after the app started appear) and the files this session
+    uploaded for it (:func:`bindlab.studies.datasets.offered_choices`)."""
+    return datasets.offered_choices(kind, session)
 
 
 def offer_data(kind: str, value: str, request: gr.Request | None = None) -> Any:
-    """What a callback returns to set another tab's data input to ``value`` (the Map's and Compare's "Open in
-    Browse"): locally the path itself (a textbox); in public mode a dropdown update whose choices are the ones
-    offered to this session now (:func:`data_choices`), so an embedded set rendered after the page loaded or a file
-    this session uploaded in the other tab shows and is accepted there. A value that is neither stays refused."""
+    """What a callback returns to set another tab's data input to the data path ``value`` it used (the Map's and
+    Compare's "Open in Browse"): locally the path itself (a textbox); in public mode a dropdown update whose choices
+    are the ones offered to this session now (:func:`data_choices`) and whose value is the opaque choice that stands
+    for ``value``, so an embedded set rendered after the page loaded or a file this session uploaded in the other
+    tab shows and is accepted there.
+
+    Raises:
+        ValueError: in public mode, ``value`` is no set offered to this session (:data:`NOT_OFFERED`).
+    """
     if not public_mode():
         return value
-    return gr.update(choices=data_choices(kind, getattr(request, "session_hash", None)), value=value)
+    session = getattr(request, "session_hash", None)
+    choice = datasets.choice_value(kind, value, session)
+    if choice is None:
+        raise ValueError(NOT_OFFERED)
+    return gr.update(choices=data_choices(kind, session), value=choice)
 
 
 def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textbox | gr.Dropdown:
-    """The data input of a tab; its value (a path, or "" for the embedded default) goes to the callback as before.
+    """The data input of a tab; its value reaches a :func:`friendly` callback as a path (or "" for the embedded
+    default), as before.
 
-    Locally: the plain path textbox. In public mode: a dropdown of the sets a visitor may choose
-    (:func:`bindlab.studies.datasets.list_data_sets`) and an upload widget beside it; an uploaded file is stored in
-    the session's upload folder (deleted when the session ends) and becomes the dropdown's chosen value. The dropdown
-    takes no typed values; it lists the sets afresh each time it is opened, and refuses a value that is neither one
-    of its choices nor a set offered now with one message that names no path (:class:`DataDropdown`).
+    Locally: the plain path textbox. In public mode: a dropdown of the sets a visitor may choose and an upload widget
+    beside it; an uploaded file is stored in the session's upload folder (deleted when the session ends) and becomes
+    the dropdown's chosen value. The choices carry opaque values (``set:<label>``, ``upload:<token>``), never a server
+    path; the callback's wrapper resolves the chosen one for its session. The dropdown takes no typed values; it
+    lists the sets afresh each time it is opened, and refuses a value that is neither one of its choices nor a set
+    offered now with one message that names no path (:class:`DataDropdown`).
 
     Args:
         kind: a key of :data:`bindlab.studies.datasets.KINDS` (mcq, pairs, captions, grid, triplets).
@@ -260,7 +306,7 @@ def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textb
         return gr.Textbox(label=label, value="", scale=scale, elem_id=elem_id)
     folder = datasets.is_folder_kind(kind)
     with gr.Column(scale=scale, min_width=240):
-        choice = DataDropdown(datasets.list_data_sets(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
+        choice = DataDropdown(datasets.set_choices(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
                               allow_custom_value=False, filterable=False, kind=kind)
         upload = gr.File(label=f"…or upload ({'several files' if folder else 'one file'}, at most "
                                f"{max_upload_mb()} MiB each)", file_count="multiple" if folder else "single",
@@ -269,7 +315,7 @@ def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textb
     def take(files: Any, request: gr.Request) -> tuple[Any, Any]:
         session = getattr(request, "session_hash", None)
         stored = datasets.store_upload(files, kind, session)
-        return gr.update(choices=data_choices(kind, session), value=str(stored)), None
+        return gr.update(choices=data_choices(kind, session), value=datasets.choice_value(kind, stored, session)), None
 
     def refresh(request: gr.Request) -> Any:
         return gr.update(choices=data_choices(kind, getattr(request, "session_hash", None)))
