@@ -51,6 +51,8 @@ PRESETS: tuple[Preset, ...] = (
     # bindlab's own toy vision-language models (assets/, trained by `python -m bindlab train toy`)
     Preset("toy:clip", "toy CLIP-style dual encoder trained on rendered scenes (assets/toy-clip)", "bundled"),
     Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (assets/toy-shared)", "bundled"),
+    Preset("toy:negclip", "toy:clip finetuned with binding hard negatives (NegCLIP-style twins) (assets/toy-negclip)",
+           "bundled"),
 )
 
 
@@ -126,12 +128,21 @@ def cached_locally(eid: EncoderId) -> bool:
     return isinstance(hit, str)
 
 
+def _toy_folder(name: str) -> Path:
+    """The shipped folder of a bundled toy model (``assets/toy-…``)."""
+    from bindlab.encoders.toy import shipped_folder
+
+    return shipped_folder(name)
+
+
 def availability(preset: Preset, offline: bool) -> tuple[bool, str]:
     """(loadable now?, reason) without loading weights."""
     eid = parse_encoder_id(preset.id)
     if eid.backend not in backends():
         return False, f"backend {eid.backend!r} is not installed in this version of bindlab"
     if preset.source == "bundled":
+        if eid.backend == "toy" and not _toy_folder(eid.name).is_dir():
+            return False, f"bundled, but {_toy_folder(eid.name)} is missing from this installation"
         return True, "bundled, no download needed"
     if Path(eid.name).is_dir():
         return True, "local folder"

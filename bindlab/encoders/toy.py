@@ -1,6 +1,7 @@
 """``toy:`` — the toy vision–language models bindlab trains itself (``bindlab.train.toy_train``).
 
-``toy:clip`` and ``toy:shared`` load the shipped folders ``assets/toy-clip/`` and ``assets/toy-shared/``;
+``toy:clip``, ``toy:shared`` and ``toy:negclip`` load the shipped folders ``assets/toy-clip/``, ``assets/toy-shared/``
+and ``assets/toy-negclip/`` (``toy:clip`` finetuned with binding hard negatives, NegCLIP-style twins);
 ``toy:/path/to/folder`` loads any folder written by ``python -m bindlab train toy``. A folder holds
 ``model.safetensors``, ``config.json`` (:class:`bindlab.encoders.toy_models.ToyConfig`) and ``vocab.json`` (the
 word-level tokenizer, :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`). No hub, no network: these are the offline default for everything visual.
@@ -24,7 +25,10 @@ from bindlab.encoders.weights import fingerprint_for_folder
 
 log = logging.getLogger(__name__)
 
-SHIPPED = {"clip": "toy-clip", "shared": "toy-shared"}  # name -> folder under assets/
+SHIPPED = {"clip": "toy-clip", "shared": "toy-shared", "negclip": "toy-negclip"}  # name -> folder under assets/
+# name -> the arguments of 'python -m bindlab train toy' that make such a model (the cards give the full commands)
+TRAIN_ARGS = {"clip": "--arch clip", "shared": "--arch shared",
+              "negclip": "--arch clip --init-from assets/toy-clip --twin-share SHARE"}
 
 
 def shipped_folder(name: str) -> Path:
@@ -222,15 +226,16 @@ def _load(eid: EncoderId, options: dict[str, Any]) -> ToyEncoder:
         folder = shipped_folder(name)
         if not folder.is_dir():
             raise EncoderError(f"toy:{name}: the shipped folder {folder} is missing; reinstall bindlab with its "
-                               f"assets or train one with 'python -m bindlab train toy --arch {name} --out DIR'")
+                               f"assets or train one with 'python -m bindlab train toy {TRAIN_ARGS[name]} --out DIR'")
     else:
         folder = Path(name).expanduser()
         if not folder.is_dir():
             raise EncoderError(f"toy:{name}: not a shipped toy model ({', '.join('toy:' + k for k in SHIPPED)}) "
-                               "and not an existing folder; give toy:clip, toy:shared or toy:/path/to/trained/folder")
+                               "and not an existing folder; give one of them or toy:/path/to/trained/folder")
         folder = folder.resolve()
     device = options.get("device", "cpu") or "cpu"
     return ToyEncoder(eid, folder, device=device, batch_size=options.get("batch_size", 256) or 256)
 
 
-register_backend("toy", _load, "bindlab's own toy vision-language models (toy:clip, toy:shared, toy:/folder)")
+register_backend("toy", _load, "bindlab's own toy vision-language models (toy:clip, toy:shared, toy:negclip, "
+                 "toy:/folder)")

@@ -14,7 +14,7 @@ from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
-MODEL_CHOICES = ["minilm", "toy:clip", "toy:shared"]
+MODEL_CHOICES = ["minilm", "toy:clip", "toy:shared", "toy:negclip"]
 DIRECTION_CHOICES = [("later → earlier word (any model)", "later_to_earlier"),
                      ("earlier → later word (bidirectional models only)", "earlier_to_later")]
 

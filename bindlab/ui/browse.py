@@ -17,7 +17,7 @@ from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
-MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared"]
+MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared", "toy:negclip"]
 ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
                "joint_swap": "joint swap", "replace": "replace one"}
 

@@ -22,7 +22,8 @@ from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
-MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared"]
+MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared", "toy:negclip"]
+DEFAULT_MODELS = MODEL_CHOICES[:4]  # four: public mode's per-request cap (limits().max_compare_models)
 SUITE_CHOICES = [("SABER MCQ", "mcq"), ("retrieval mAP", "retrieval"), ("Pairs 2x2", "pairs")]
 DIFF_COLUMNS = {"id": "question", "pairing": "pairing", "n_objects": "N", "subset": "subset", "credit_a": "A credit",
                 "margin_a": "A margin", "credit_b": "B credit", "margin_b": "B margin"}
@@ -154,7 +155,7 @@ def build_tab() -> dict[str, Any]:
                 "models show n/a where a task needs images. Pick two models to list the questions A gets right and "
                 "B gets wrong, then open one in Browse with both models' scores side by side.")
     with gr.Row():
-        models = gr.Dropdown(MODEL_CHOICES, value=list(MODEL_CHOICES), multiselect=True, allow_custom_value=True,
+        models = gr.Dropdown(MODEL_CHOICES, value=list(DEFAULT_MODELS), multiselect=True, allow_custom_value=True,
                              label="Encoder ids (type any id, e.g. hf:/path/to/clip)", scale=3, elem_id="cmp-models")
         suite = gr.CheckboxGroup(SUITE_CHOICES, value=["mcq", "retrieval", "pairs"], label="Suite", scale=2,
                                  elem_id="cmp-suite")

@@ -21,7 +21,7 @@ from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
-MODEL_CHOICES = ["toy:clip", "toy:shared"]
+MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip"]
 CSS = """
 #gd-summary .gd-num {font-family: monospace; font-weight: bold}
 """

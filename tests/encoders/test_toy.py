@@ -10,7 +10,7 @@ import pytest
 
 from bindlab.encoders.base import EncoderError, load_encoder
 
-SHIPPED = ["toy:clip", "toy:shared"]
+SHIPPED = ["toy:clip", "toy:shared", "toy:negclip"]
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +124,35 @@ def test_single_object_text_to_image_top1(toy, eid):
     assert res["i2t_shape"] >= 0.95 and res["i2t_attribute"] >= 0.8, res
 
 
+def test_negclip_is_toy_clip_finetuned_with_binding_twins(toy):
+    """toy:negclip: toy:clip's architecture and size, started from its weights, trained with binding twins (the
+    NegCLIP-style hard negatives), and its weights moved."""
+    from bindlab.encoders.toy import shipped_folder
+
+    clip, neg = shipped_folder("clip"), shipped_folder("negclip")
+    assert json.loads((neg / "config.json").read_text()) == json.loads((clip / "config.json").read_text())
+    train = json.loads((neg / "training.json").read_text())["train_config"]
+    assert train["twin_share"] > 0 and train["init_from"].rstrip("/").endswith("toy-clip")
+    a = toy("toy:clip").embed_texts(["A red cube and a blue sphere."])
+    b = toy("toy:negclip").embed_texts(["A red cube and a blue sphere."])
+    assert float(a[0] @ b[0]) < 1 - 1e-4  # the finetune changed the model
+    assert toy("toy:negclip").fingerprint != toy("toy:clip").fingerprint
+
+
+def test_models_listing_has_negclip_and_says_when_a_shipped_folder_is_missing(monkeypatch):
+    import bindlab.encoders.toy as toy_module
+    from bindlab.encoders.presets import PRESETS, availability
+
+    preset = next(p for p in PRESETS if p.id == "toy:negclip")
+    assert "NegCLIP" in preset.description and preset.source == "bundled"
+    assert availability(preset, offline=True) == (True, "bundled, no download needed")
+    monkeypatch.setitem(toy_module.SHIPPED, "negclip", "no-such-folder")
+    ok, why = availability(preset, offline=True)
+    assert not ok and "no-such-folder is missing" in why
+
+
 def test_unknown_toy_name_is_a_clear_error(tmp_path):
-    with pytest.raises(EncoderError, match="toy:clip, toy:shared"):
+    with pytest.raises(EncoderError, match="toy:clip, toy:shared, toy:negclip"):
         load_encoder("toy:nonexistent")
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(EncoderError, match="model.safetensors"):
