@@ -8,6 +8,10 @@ from typing import Any
 
 # An offline tool: no usage analytics or version check from Gradio unless the person running the app asks for it.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Events without their own concurrency limit run at most 2 at a time each. Set here, before any Blocks exists, rather
+# than by ``demo.queue(default_concurrency_limit=2)``: every Blocks already has a queue, and calling queue() again
+# rebuilds the whole FastAPI app (about 0.5 s of start-up on a quiet 2-core machine, for nothing).
+os.environ.setdefault("GRADIO_DEFAULT_CONCURRENCY_LIMIT", "2")
 
 import gradio as gr  # noqa: E402
 
@@ -33,8 +37,9 @@ have them. Tabs: **Browse** SABER-style MCQs · **Pairs** single-edit 2x2 pairs 
 **Walkthrough** a seven-step tour for teaching."""
 
 # (tab label, tab id, builder). A builder lays out its tab inside the current Blocks and may return a dict
-# {"event_fn", "inputs", "outputs"} to run when the page loads ("gpu": True puts it in the GPU queue, see
-# bindlab.ui.gpu), and/or {"wire": fn(tabs, hooks)} to wire events across tabs once all are built (hooks: tab
+# {"event_fn", "inputs", "outputs"} to run when the tab is first shown: at page load for the first tab, on its first
+# selection for the others, so a model a later tab checks does not load while the first tab is being drawn ("gpu":
+# True puts it in the GPU queue, see bindlab.ui.gpu), and/or {"wire": fn(tabs, hooks)} to wire events across tabs once all are built (hooks: tab
 # id -> that tab's dict, {} for a tab that returned nothing; so the keys are the tabs this app has).
 TABS: list[tuple[str, str, Callable[[], Any]]] = [
     ("Browse", "browse", browse.build_tab),
@@ -58,20 +63,50 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="bindlab", delete_cache=exports_ui.gradio_delete_cache()) as demo:
         gr.Markdown(INTRO)
         hooks: dict[str, dict[str, Any]] = {}
+        shown: dict[str, gr.Tab] = {}
         with gr.Tabs(elem_id="bl-tabs") as tabs:
             for label, tab_id, build in TABS:
-                with gr.Tab(label, id=tab_id):
+                with gr.Tab(label, id=tab_id) as shown[tab_id]:
                     hooks[tab_id] = build() or {}  # every tab is listed: a wire hook may ask which tabs exist
-        for hook in hooks.values():
+        first = TABS[0][1]
+        for tab_id, hook in hooks.items():
             if "wire" in hook:
                 hook["wire"](tabs, hooks)
-            if "event_fn" in hook:
-                demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False,
-                          **(GPU_QUEUE if hook.get("gpu") else {}))
+            if "event_fn" not in hook:
+                continue
+            queue = GPU_QUEUE if hook.get("gpu") else {}
+            if tab_id == first:
+                demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False, **queue)
+            else:
+                done = gr.State(False)
+                shown[tab_id].select(_first_time(hook["event_fn"], len(hook["outputs"])), [done, *hook["inputs"]],
+                                     [done, *hook["outputs"]], api_name=False, **queue)
         exports_ui.install(demo)  # a session's downloads are deleted when it ends, old ones on a timer
         install_uploads(demo)  # and its uploads (public mode's upload widgets)
         quiet_refusals(demo)  # public mode: an input Gradio refuses logs one line, not a traceback
     return demo
+
+
+def _first_time(fn: Callable[..., Any], n_outputs: int) -> Callable[..., tuple[Any, ...]]:
+    """``fn`` run on a tab's first selection in a page only: later selections leave its outputs as they are (a tab
+    selected again must not lose what the visitor did there). The flag stays False when ``fn`` fails, so the next
+    selection tries again.
+
+    Args:
+        fn: the tab's ``event_fn``.
+        n_outputs: how many outputs it sets.
+
+    Returns:
+        A callback taking the page's flag and ``fn``'s inputs, returning the flag and ``fn``'s outputs.
+    """
+
+    def run(done: bool, *args: Any) -> tuple[Any, ...]:
+        if done:
+            return (True, *([gr.update()] * n_outputs))
+        out = fn(*args)
+        return (True, *(out if n_outputs > 1 else (out,)))
+
+    return run
 
 
 SELF_CHECK_S = float(os.environ.get("BINDLAB_SELF_CHECK_S", "60"))
@@ -108,8 +143,7 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     GPU-bound events share one queue (:mod:`bindlab.ui.gpu`); other events run at most 2 at a time each. Uploads
     larger than ``$BINDLAB_MAX_UPLOAD_MB`` (default 50) are refused by Gradio's upload route.
     """
-    demo = demo or build_app()
-    demo.queue(default_concurrency_limit=2)
+    demo = demo or build_app()  # its queue is Gradio's default one, limited by GRADIO_DEFAULT_CONCURRENCY_LIMIT above
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
     kwargs.setdefault("max_file_size", max_upload_bytes())
