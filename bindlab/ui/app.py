@@ -39,7 +39,7 @@ have them. Tabs: **Browse** SABER-style MCQs · **Pairs** single-edit 2x2 pairs 
 # (tab label, tab id, builder). A builder lays out its tab inside the current Blocks and may return a dict
 # {"event_fn", "inputs", "outputs"} to run when the tab is first shown: at page load for the first tab, on its first
 # selection for the others, so a model a later tab checks does not load while the first tab is being drawn ("gpu":
-# True puts it in the GPU queue, see bindlab.ui.gpu), and/or {"wire": fn(tabs, hooks)} to wire events across tabs once all are built (hooks: tab
+# True puts the first tab's in the GPU queue, see bindlab.ui.gpu; a later tab's always goes there), and/or {"wire": fn(tabs, hooks)} to wire events across tabs once all are built (hooks: tab
 # id -> that tab's dict, {} for a tab that returned nothing; so the keys are the tabs this app has).
 TABS: list[tuple[str, str, Callable[[], Any]]] = [
     ("Browse", "browse", browse.build_tab),
@@ -74,13 +74,13 @@ def build_app() -> gr.Blocks:
                 hook["wire"](tabs, hooks)
             if "event_fn" not in hook:
                 continue
-            queue = GPU_QUEUE if hook.get("gpu") else {}
             if tab_id == first:
-                demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False, **queue)
-            else:
+                demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False,
+                          **(GPU_QUEUE if hook.get("gpu") else {}))
+            else:  # in the GPU queue: it finishes before the tab's own action, which would otherwise be overwritten
                 done = gr.State(False)
                 shown[tab_id].select(_first_time(hook["event_fn"], len(hook["outputs"])), [done, *hook["inputs"]],
-                                     [done, *hook["outputs"]], api_name=False, **queue)
+                                     [done, *hook["outputs"]], api_name=False, **GPU_QUEUE)
         exports_ui.install(demo)  # a session's downloads are deleted when it ends, old ones on a timer
         install_uploads(demo)  # and its uploads (public mode's upload widgets)
         quiet_refusals(demo)  # public mode: an input Gradio refuses logs one line, not a traceback
