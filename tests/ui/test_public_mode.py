@@ -182,8 +182,11 @@ def test_unexpected_errors_show_no_detail_in_public_mode(public, caplog):
 def public_app(tmp_path_factory):
     """``python app.py`` in public mode with a fresh $BINDLAB_HOME and the default public roots."""
     from bindlab.bench_browser import running_app
+    from bindlab.data.saber import generate_saber, write_benchmark
 
     home = tmp_path_factory.mktemp("public-home")
+    # a set under $BINDLAB_HOME before the start: the page offers it (by an opaque value, never its path)
+    write_benchmark(home / "sets" / "tiny", generate_saber(per_size=2, sizes=[2, 3], seed=0), {"seed": 0})
     env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": "",
            "BINDLAB_MAX_UPLOAD_MB": "2"}
     start_s = float(os.environ.get("BINDLAB_TEST_APP_START_S", "180"))
@@ -235,7 +238,7 @@ def test_hostile_upload_free_paths_and_sessions_through_the_api(public_app, tmp_
     # an uploaded MCQ whose image fields name server files: stored for this session, refused when scored
     choice, _ = a.predict(handle_file(str(_hostile_mcq(tmp_path / "up"))), api_name="/bl_data_upload")
     stored = choice["value"] if isinstance(choice, dict) else choice  # the dropdown's update: the stored file chosen
-    assert "/uploads/" in stored
+    assert stored.startswith("upload:mcq-") and "/" not in stored  # an opaque token, not the stored file's path
     msg = _api_error(a, stored, "toy:clip", "ti", "all", "all", "all", 8, api_name="/browse_score")
     assert "outside the data file's folder" in msg and "root:" not in msg
     # another session cannot use the first one's upload
@@ -249,6 +252,43 @@ def test_hostile_upload_free_paths_and_sessions_through_the_api(public_app, tmp_
     # a caption over the cap: refused with the cap in the message
     msg = _api_error(a, "minilm", "later_to_earlier", "red " * 300, "", 0, "", api_name="/attention_text")
     assert "above the cap" in msg
+
+
+def _server_paths(home: Path) -> list[str]:
+    """The absolute server paths no page config may hold: $BINDLAB_HOME and the repo (as given and as realpaths)."""
+    return sorted({str(home), os.path.realpath(home), str(ROOT), os.path.realpath(ROOT)})
+
+
+def test_the_page_config_and_api_description_name_no_server_path(public_app):
+    """What any visitor reads before calling anything: /config (the page's components, their choices and values)
+    and the API description gradio_client builds (view_api): the data choices are opaque values, no server path."""
+    url, home = public_app
+    client = _client(url)
+    status, body = _get(url + "/config")
+    assert status == 200
+    api = json.dumps(client.view_api(print_info=False, return_format="dict"), default=str)
+    _, info = _get(url + "/gradio_api/info")
+    for name, text in (("/config", body.decode()), ("view_api", api), ("/gradio_api/info", info.decode())):
+        for path in _server_paths(home):
+            assert path not in text, (name, path, text[max(0, text.find(path) - 200):text.find(path) + 100])
+    config = json.loads(body)
+    data = next(c["props"] for c in config["components"] if c.get("props", {}).get("elem_id") == "bl-data")
+    values = [v for _, v in data["choices"]]
+    assert values[0] == "" and f"set:{home.name}/sets/tiny/mcq.jsonl" in values, values
+    assert data["label"] == "MCQ file"  # the dropdown is drawn with its label (its props reach the page)
+
+
+def test_scoring_with_an_opaque_data_value_works_through_the_api(public_app):
+    url, home = public_app
+    client = _client(url)
+    out = client.predict(f"set:{home.name}/sets/tiny/mcq.jsonl", "bow", "tt", "all", "all", "all", 8,
+                         api_name="/browse_score")
+    text = json.dumps(out, default=str)
+    assert "4 questions" in text and "accuracy" in text, text[:600]
+    # the set's own server path is no value the input takes
+    msg = _api_error(client, str(home / "sets" / "tiny" / "mcq.jsonl"), "bow", "tt", "all", "all", "all", 8,
+                     api_name="/browse_score")
+    assert "not one offered here" in msg and str(home) not in msg
 
 
 def test_a_second_session_cannot_see_cancel_or_resume_the_first_sessions_job(public_app):
