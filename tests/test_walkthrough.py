@@ -94,14 +94,53 @@ def test_missing_file_is_a_clear_error():
         wt.step_bag_of_words("/nonexistent/mcq.jsonl")
 
 
-def test_images_all_four_pairings_with_both_toy_models(image_benchmark):
+def test_images_all_four_pairings_with_the_toy_models_and_the_fix_pair(image_benchmark):
     r = wt.step_images(image_benchmark)
-    assert {(x["model"], x["pairing"]) for x in r["rows"]} == {(m, p) for m in ("toy:clip", "toy:shared")
+    assert {(x["model"], x["pairing"]) for x in r["rows"]} == {(m, p) for m in ("toy:clip", "toy:negclip", "toy:shared")
                                                                 for p in ("tt", "ti", "it", "ii")}
     assert all(0 <= x["accuracy"] <= 1 for x in r["rows"])
     assert r["n_questions"] == 3 and r["chance"] == 0.25
     ex = r["example"]
     assert ex["query"]["image"] and all(c["image"] for c in ex["candidates"])
+    # the failure and its fix: toy:clip vs toy:negclip in the pairings with images, read from the same rows
+    fix = r["fix"]
+    assert (fix["before"], fix["after"]) == ("toy:clip", "toy:negclip")
+    assert [x["pairing"] for x in fix["rows"]] == ["ii", "it", "ti"]
+    acc = {(x["model"], x["pairing"]): x for x in r["rows"]}
+    for x in fix["rows"]:
+        assert x["before"] == pytest.approx(acc["toy:clip", x["pairing"]]["accuracy"])
+        assert x["after"] == pytest.approx(acc["toy:negclip", x["pairing"]]["accuracy"])
+        assert x["before_ci95"] == pytest.approx(acc["toy:clip", x["pairing"]]["ci95"])
+        assert x["change"] == pytest.approx(x["after"] - x["before"])
+        lo, hi = x["change_ci95"]
+        assert lo <= x["change"] + 1e-12 and x["change"] <= hi + 1e-12
+        assert x["clear"] == ("better" if lo > 0 else "worse" if hi < 0 else "unclear")
+
+
+def test_fix_rows_paired_change_and_verdict():
+    """The paired change is the mean of per-question differences; its interval decides the verdict."""
+    n = 200
+    before = np.zeros(n)
+    after = np.r_[np.ones(150), np.zeros(50)]  # 150 questions fixed, none broken
+    same = wt.fix_rows({("a", "ii"): before, ("b", "ii"): before}, fix=("a", "b"), pairings=("ii",))["rows"][0]
+    assert same["change"] == 0 and same["change_ci95"] == [0, 0] and same["clear"] == "unclear"
+    up = wt.fix_rows({("a", "ii"): before, ("b", "ii"): after}, fix=("a", "b"), pairings=("ii",))["rows"][0]
+    assert up["before"] == 0 and up["after"] == pytest.approx(0.75) and up["change"] == pytest.approx(0.75)
+    assert up["change_ci95"][0] > 0.6 and up["clear"] == "better"
+    down = wt.fix_rows({("a", "ii"): after, ("b", "ii"): before}, fix=("a", "b"), pairings=("ii",))["rows"][0]
+    assert down["clear"] == "worse" and down["change"] == pytest.approx(-0.75)
+
+
+def test_images_step_text_explains_hard_negatives_and_holds_no_numbers():
+    """The paragraph explains NegCLIP-style hard negatives; every number on the step comes from the computation."""
+    import re
+
+    from bindlab.ui.walkthrough import PARAGRAPHS
+
+    text = " ".join(PARAGRAPHS["images"].split())
+    assert "toy:negclip" in text and "hard negative" in text and "swapped" in text
+    assert "extra negative image" in text and "extra negative caption" in text
+    assert not re.search(r"\d\.\d|\d\s*%", text)  # no measured number typed into the text
 
 
 def test_grounding_at_zero_is_the_text_query_and_alpha_moves_it(tiny_grid):

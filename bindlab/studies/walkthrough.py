@@ -10,7 +10,8 @@ Steps:
 
 1. :func:`step_bag_of_words` — a pure bag of words scores every swap exactly like the right answer.
 2. :func:`step_text_encoder` — a real text encoder (MiniLM) nearly ties.
-3. :func:`step_images` — the toy image+text models, all four pairings.
+3. :func:`step_images` — the toy image+text models, all four pairings; a failure and its fix: ``toy:clip`` next to
+   ``toy:negclip`` (the same model finetuned with NegCLIP-style binding hard negatives) where images are involved.
 4. :func:`step_objects` — accuracy against the number of objects N.
 5. :func:`step_grounding` — the distinction is in the image embeddings; the words cannot reach it (the α slider).
 6. :func:`step_attention` — the attention binding margin per layer.
@@ -33,7 +34,9 @@ import numpy as np
 Progress = Callable[[float, str], None]
 
 SWAP_ROLES = ("attr_swap", "obj_swap", "joint_swap")  # candidates with the query's bag of words, other bindings
-IMAGE_MODELS = ("toy:clip", "toy:shared")
+IMAGE_MODELS = ("toy:clip", "toy:negclip", "toy:shared")
+FIX_PAIR = ("toy:clip", "toy:negclip")  # a failure and its fix: one model before / after binding hard negatives
+FIX_PAIRINGS = ("ii", "it", "ti")  # the pairings with images, where the twins' negative images and captions act
 GROUNDING_MODEL = "toy:clip"
 GROUNDING_FACTOR = "pattern"  # patterns are named in only a quarter of the toy models' captions (FactorAtlas)
 ATTENTION_MODEL = "minilm"
@@ -53,7 +56,7 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step(1, "bow", "A pure bag of words cannot tell swaps apart", "browse"),
     Step(2, "text", "A real text encoder nearly ties", "browse"),
-    Step(3, "images", "Images too: the toy models in all four pairings", "browse"),
+    Step(3, "images", "Images too: a failure and its fix", "browse"),
     Step(4, "objects", "More objects", "browse"),
     Step(5, "grounding", "The distinction is in the image embeddings, but the words cannot reach it", "grounding"),
     Step(6, "attention", "Attention and bindings, layer by layer", "attention"),
@@ -151,32 +154,70 @@ def step_text_encoder(data: str | Path | None = None, model: str = "minilm", exa
 
 # ---------------------------------------------------------------------------------------------- step 3
 def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_MODELS, example_n: int = 2,
-                progress: Progress | None = None) -> dict[str, Any]:
-    """Step 3: the image version of the benchmark (rendered once), each toy model in all four pairings.
+                progress: Progress | None = None, fix: tuple[str, str] = FIX_PAIR) -> dict[str, Any]:
+    """Step 3: the image version of the benchmark (rendered once), each toy model in all four pairings, and the
+    failure-and-fix pair side by side.
+
+    Args:
+        models: the models scored (all four pairings each); both of ``fix`` are added when missing.
+        fix: ``(before, after)``: a model and the same model trained with binding hard negatives.
 
     Returns:
         ``{"rows": [{"model", "pairing", "query", "candidates", "accuracy", "ci95"}], "chance", "n_questions",
-        "example"}``; ``example`` is one question's view (image paths included) scored by the first model text→image.
+        "example", "example_model", "example_pairing", "fix"}``; ``example`` is one question's view (image paths
+        included) scored by ``fix[0]`` text→image; ``fix`` is :func:`fix_rows`' comparison of the pair over
+        :data:`FIX_PAIRINGS`.
     """
     from bindlab.data.schema import load_mcqs
     from bindlab.eval.mcq import PAIRINGS, evaluate_mcq
     from bindlab.studies.browse import get_encoder, scored_set
 
+    models = tuple(dict.fromkeys((*fix, *models)))
     if progress:
         progress(0.02, "the image benchmark (rendered on first use, a few minutes)")
     path = _dataset(data, images=True, progress=progress)
     questions, _ = load_mcqs(path)
-    rows = []
+    rows, credits = [], {}
     for i, m in enumerate(models):
         if progress:
             progress(0.5 + 0.5 * i / len(models), f"embedding texts and images with {m}")
-        res, _ = evaluate_mcq(questions, path.parent, get_encoder(m), list(PAIRINGS))
+        res, items = evaluate_mcq(questions, path.parent, get_encoder(m), list(PAIRINGS))
         for p, summ in res.items():
             rows.append({"model": m, "pairing": p, "query": PAIRINGS[p][0], "candidates": PAIRINGS[p][1],
                          "accuracy": summ["accuracy"], "ci95": summ["ci95"]})
-    example = _example(scored_set(path, models[0], "ti"), example_n)
+            credits[m, p] = np.array([r["credit"] for r in items if r["pairing"] == p], dtype=np.float64)
+    example = _example(scored_set(path, fix[0], "ti"), example_n)
     return {"rows": rows, "chance": 0.25, "n_questions": len(questions), "example": example,
-            "example_model": models[0], "example_pairing": "ti"}
+            "example_model": fix[0], "example_pairing": "ti", "fix": fix_rows(credits, fix)}
+
+
+def fix_rows(credits: dict[tuple[str, str], np.ndarray], fix: tuple[str, str] = FIX_PAIR,
+             pairings: tuple[str, ...] = FIX_PAIRINGS) -> dict[str, Any]:
+    """The failure and its fix, pairing by pairing: both models' accuracy and the paired change.
+
+    Args:
+        credits: ``{(model, pairing): (n_questions,) per-question credit}``, the same questions in the same order
+            for every key.
+        fix: ``(before, after)`` model ids.
+
+    Returns:
+        ``{"before", "after", "rows": [{"pairing", "before", "after", "before_ci95", "after_ci95", "change",
+        "change_ci95", "clear"}]}``; ``change`` = after − before, its 95 % interval a paired bootstrap over
+        questions; ``clear`` = "better" / "worse" when that interval excludes 0, else "unclear".
+    """
+    from bindlab.eval.metrics import bootstrap_ci
+
+    before, after = fix
+    rows = []
+    for p in pairings:
+        a, b = credits[before, p], credits[after, p]
+        diff = b - a
+        lo, hi = bootstrap_ci(diff)
+        rows.append({"pairing": p, "before": float(a.mean()), "after": float(b.mean()),
+                     "before_ci95": list(bootstrap_ci(a)), "after_ci95": list(bootstrap_ci(b)),
+                     "change": float(diff.mean()), "change_ci95": [lo, hi],
+                     "clear": "better" if lo > 0 else "worse" if hi < 0 else "unclear"})
+    return {"before": before, "after": after, "rows": rows}
 
 
 # ---------------------------------------------------------------------------------------------- step 4

@@ -21,6 +21,7 @@ import pandas as pd
 from PIL import Image
 
 from bindlab.present import walkthrough_figures as wf
+from bindlab.present.model_pair_figures import fix_figure
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
 from bindlab.studies import walkthrough as wt
 from bindlab.studies.finetune import page_manager
@@ -42,7 +43,7 @@ CSS = """
 
 INTRO = """## Walkthrough — binding failures in seven live steps
 Each step is a short paragraph and a button that computes its result **now**, on the embedded default (a generated
-mini benchmark, the bundled MiniLM text encoder, a bag-of-words baseline and bindlab's two toy vision–language
+mini benchmark, the bundled MiniLM text encoder, a bag-of-words baseline and bindlab's toy vision–language
 models). Nothing here is pre-typed: the numbers you see are what this machine just measured. The first press of a
 step may take a while (a model loads, the image benchmark or the factor grid is rendered once); later presses reuse
 the cache. Start step 7's finetune early — it runs in the background while you go through the others. Each step has
@@ -58,9 +59,18 @@ which lands on the chance level of guessing.""",
 between the right answer and its best swap with the gap between the right answer and a caption about other things.
 Look at the same example question as in step 1.""",
     "images": """Binding is not only a text problem. The same kind of questions, rendered as images (each attribute
-stays inside its own object), scored by bindlab's two toy vision–language models trained on this renderer: a
-CLIP-style dual encoder (`toy:clip`) and an MLLM-style model whose image patches and words share one transformer
-(`toy:shared`). A query and its candidates can each be text or image: four pairings. Chance is one in four.""",
+stays inside its own object), scored by bindlab's toy vision–language models trained on this renderer: a CLIP-style
+dual encoder (`toy:clip`), an MLLM-style model whose image patches and words share one transformer (`toy:shared`),
+and `toy:negclip`. A query and its candidates can each be text or image: four pairings. Chance is one in four.
+**A failure and its fix.** Contrastive training only asks a model to match an image to its own caption rather than
+to *other* scenes' captions, and other scenes almost never hold the same words, so knowing which words are present
+is nearly enough: who has which attribute is barely trained. NegCLIP-style training (Yuksekgonul et al., ICLR 2023)
+adds **hard negatives** that differ only in the bindings. `toy:negclip` is `toy:clip` trained further with one such
+negative per scene: its binding twin — the same scene, same layout and wording, with two objects' attributes
+swapped (or one attribute replaced) — added to the batch as an extra negative image *and* an extra negative
+caption, so the only way to tell them apart is who has which attribute. The chart sets the two side by side where
+images are involved (image → image, image → text, text → image); the change and its interval are what this
+machine measures now.""",
     "objects": """The SABER paper finds that accuracy falls as scenes hold more objects. Pick a model and a pairing
 and see the accuracy at each number of objects N. The small benchmark has few questions per N, so read the 95 %
 intervals before reading a trend.""",
@@ -83,8 +93,9 @@ in all four pairings. The learning rate is far above the paper's, so that a few 
 
 STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · text → text", "bow|tt"),
                  ("toy:clip · image → image", "toy:clip|ii"), ("toy:shared · image → image", "toy:shared|ii"),
-                 ("toy:clip · text → image", "toy:clip|ti"), ("toy:shared · text → image", "toy:shared|ti")]
-ATTENTION_MODELS = ["minilm", "toy:shared", "toy:clip"]
+                 ("toy:clip · text → image", "toy:clip|ti"), ("toy:shared · text → image", "toy:shared|ti"),
+                 ("toy:negclip · image → image", "toy:negclip|ii"), ("toy:negclip · text → image", "toy:negclip|ti")]
+ATTENTION_MODELS = ["minilm", "toy:shared", "toy:clip", "toy:negclip"]
 TAB_LABELS = {s.tab: s.tab.capitalize() for s in wt.STEPS}
 
 
@@ -183,7 +194,22 @@ def images_md(r: dict[str, Any]) -> str:
             f"<b>{best['model']} {PAIRING_NAMES[best['pairing']]}</b> at "
             f"<span id='wt-images-best'>{best['accuracy']:.3f}"
             f"</span> ({_ci(best['ci95'])}). Below: one question scored by {r['example_model']} "
-            f"{PAIRING_NAMES[r['example_pairing']]}.</div>")
+            f"{PAIRING_NAMES[r['example_pairing']]}.</div>" + fix_md(r["fix"]))
+
+
+VERDICTS = {"better": "better (the interval excludes 0)", "worse": "worse (the interval excludes 0)",
+            "unclear": "no clear change (the interval includes 0)"}
+
+
+def fix_md(fix: dict[str, Any]) -> str:
+    """The failure and its fix, one line per pairing: before → after, the paired change, its interval, a verdict."""
+    items = "".join(
+        f"<li id='wt-images-fix-{x['pairing']}'>{PAIRING_NAMES[x['pairing']]}: "
+        f"<span class='wt-fix-before'>{x['before']:.3f}</span> → <span class='wt-fix-after'>{x['after']:.3f}</span> "
+        f"(change {_num(x['change'], signed=True)}, paired {_ci(x['change_ci95'])}): "
+        f"<span class='wt-fix-verdict'>{VERDICTS[x['clear']]}</span></li>" for x in fix["rows"])
+    return (f"<div id='wt-images-fix'><b>{fix['before']} → {fix['after']}</b> (the same model before and after "
+            f"binding hard negatives) on the same questions:<ul>{items}</ul></div>")
 
 
 def objects_md(r: dict[str, Any]) -> str:
@@ -316,9 +342,10 @@ def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress
 @friendly
 @on_page
 def run_images(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-               ) -> tuple[str, pd.DataFrame, list, dict]:
+               ) -> tuple[str, pd.DataFrame, Any, list, dict]:
     r = wt.step_images(progress=_report(progress))
-    return images_md(r), images_frame(r), example_gallery(r["example"]), _keep(results, "images", r)
+    return (images_md(r), images_frame(r), fix_figure(r["fix"]), example_gallery(r["example"]),
+            _keep(results, "images", r))
 
 
 def objects_choice(choice: str | None) -> tuple[str, str]:
@@ -503,6 +530,7 @@ def build_tab() -> dict[str, Any]:
     # full width: every pairing's column (image → image holds the headline) stays in view
     img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
                              interactive=False, wrap=True, elem_id="wt-images-table")
+    img_fig = gr.Plot(label="A failure and its fix: accuracy with 95 % intervals", elem_id="wt-images-fig")
     img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
                              elem_id="wt-images-gallery")
 
@@ -550,7 +578,7 @@ def build_tab() -> dict[str, Any]:
 
     bow_btn.click(run_bow, [results], [bow_out, bow_q, results], api_name="wt_bow")
     text_btn.click(run_text, [results], [text_out, text_q, results], api_name="wt_text", **GPU_QUEUE)
-    img_btn.click(run_images, [results], [img_out, img_table, img_gallery, results], api_name="wt_images",
+    img_btn.click(run_images, [results], [img_out, img_table, img_fig, img_gallery, results], api_name="wt_images",
                   **GPU_QUEUE)
     obj_btn.click(run_objects, [obj_choice, results], [obj_out, obj_fig, results], api_name="wt_objects",
                   **GPU_QUEUE)

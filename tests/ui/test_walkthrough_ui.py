@@ -80,6 +80,30 @@ def test_step2_minilm_numbers(app_url, page):
 
 
 @pytest.mark.slow
+def test_step3_failure_and_fix_shows_both_models_with_live_numbers(app_url, page):
+    """The default image benchmark is rendered and embedded by three toy models on first use (minutes on 2 cores):
+    toy:clip and toy:negclip side by side in image → image, image → text and text → image, as measured now."""
+    expected = wt.step_images()  # the same embedded default the app uses (same BINDLAB_HOME; embeddings cached)
+    _open(page, app_url)
+    assert "NegCLIP" in page.inner_text("#wt-images-text") and "hard negative" in page.inner_text("#wt-images-text")
+    page.click("#wt-images-run")
+    page.wait_for_selector("#wt-images-fix-ii", timeout=1_200_000)
+    for x in expected["fix"]["rows"]:
+        item = f"#wt-images-fix-{x['pairing']}"
+        assert page.inner_text(f"{item} .wt-fix-before").strip() == f"{x['before']:.3f}"
+        assert page.inner_text(f"{item} .wt-fix-after").strip() == f"{x['after']:.3f}"
+    assert "toy:clip → toy:negclip" in page.inner_text("#wt-images-fix")
+    page.wait_for_function("() => document.querySelector('#wt-images-table').innerText.includes('toy:negclip')",
+                           timeout=60_000)
+    table = page.inner_text("#wt-images-table")
+    assert all(m in table for m in ("toy:clip", "toy:negclip", "toy:shared"))
+    page.wait_for_selector("#wt-images-fig .js-plotly-plot", timeout=120_000)
+    legend = page.locator("#wt-images-fig .legendtext").all_text_contents()
+    assert {"toy:clip", "toy:negclip"} <= set(legend)
+    screenshot(page, "walkthrough-step3-fix")
+
+
+@pytest.mark.slow
 def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, page):
     """The real walkthrough job (a few minutes): the timer follows it to done, then the before/after appears."""
     _open(page, app_url)
