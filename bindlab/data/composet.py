@@ -93,8 +93,8 @@ class Obj:
 
     def phrase(self, count: int = 1, numeral: bool = False) -> str:
         """``"a red cube"``, ``"two red cubes"``; ``numeral`` says ``"one red cube"`` (count edits)."""
-        if count == 1 and not numeral:
-            return with_article(self.words())
+        if count == 1:
+            return f"{_NUMBER[1]} {self.words()}" if numeral else with_article(self.words())
         return f"{_NUMBER.get(count, str(count))} {self.words()[:-len(self.shape)]}{plural(self.shape)}"
 
 
