@@ -164,6 +164,78 @@ def edit_type_table(s: ScoredPairs) -> list[dict[str, Any]]:
             for t, c in EDIT_TYPES.items()]
 
 
+# --- two models side by side: a failure and its fix ----------------------------------------------------------------
+# a model -> the model it is compared with by default: the same model before / after binding hard negatives
+COMPARE_DEFAULTS = {"toy:clip": "toy:negclip", "toy:negclip": "toy:clip"}
+SCORE_KEYS = ("i2t", "t2i", "group")
+
+
+def compare_default(model: str) -> str | None:
+    """The model ``model`` is compared with by default (``toy:clip`` <-> ``toy:negclip``); None when it has none."""
+    return COMPARE_DEFAULTS.get((model or "").strip())
+
+
+@dataclass
+class PairsComparison:
+    """Two models scored on the same Pairs file at the same caption levels (each by :func:`scored_pairs`)."""
+
+    first: ScoredPairs
+    second: ScoredPairs
+    rows: list[dict[str, Any]]  # {edit_type, category, n, model, i2t, t2i, group}, per (edit type, model)
+    table: list[dict[str, Any]]  # wide: {edit_type, n, i2t <model>, ..., group <model>}; "overall" first
+
+    @property
+    def models(self) -> tuple[str, str]:
+        return self.first.model, self.second.model
+
+
+def compare_pairs(path: str | Path, model: str, other: str, verbosity: str = "all",
+                  progress: Progress | None = None) -> PairsComparison:
+    """Score a Pairs file with two models and set their I2T / T2I / Group side by side, overall and per edit type.
+
+    Each model goes through :func:`scored_pairs` (so through :func:`run_pairs`, memoised): the numbers are the ones
+    ``eval pairs`` prints for each model alone.
+
+    Raises:
+        ValueError: ``other`` is empty or the same id as ``model``.
+    """
+    other = (other or "").strip()
+    if not other:
+        raise ValueError("compare with: give a second image+text encoder id, e.g. toy:negclip")
+    if other == (model or "").strip():
+        raise ValueError(f"compare with: {other!r} is the model already scored; pick another, e.g. "
+                         f"{compare_default(other) or 'toy:negclip'}")
+
+    def part(lo: float, name: str) -> Progress | None:
+        return (lambda f, m: progress(lo + 0.5 * f, f"{name}: {m}")) if progress else None
+
+    first = scored_pairs(path, model, verbosity, progress=part(0.0, model))
+    second = scored_pairs(path, other, verbosity, progress=part(0.5, other))
+    rows = [{**r, "model": s.model} for both in zip_edit_types(first, second) for s, r in both]
+    return PairsComparison(first, second, rows, _wide(first, second))
+
+
+def zip_edit_types(first: ScoredPairs, second: ScoredPairs) -> list[tuple[tuple[ScoredPairs, dict[str, Any]], ...]]:
+    """Per edit type (in :func:`edit_type_table` order): ``((first, its row), (second, its row))``."""
+    b = {r["edit_type"]: r for r in edit_type_table(second)}
+    empty = {k: None for k in SCORE_KEYS}
+    return [((first, r), (second, b.get(r["edit_type"]) or {**r, **empty, "n": 0})) for r in edit_type_table(first)]
+
+
+def _wide(first: ScoredPairs, second: ScoredPairs) -> list[dict[str, Any]]:
+    """The two-model table: one row per edit type (``overall`` first), a column per (score, model)."""
+    def row(name: str, n: int, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"edit_type": name, "n": n}
+        for k in SCORE_KEYS:
+            out[f"{k} {first.model}"] = a.get(k)
+            out[f"{k} {second.model}"] = b.get(k)
+        return out
+
+    # n counts scored (pair, caption level) rows, as the per-edit-type rows do
+    table = [row("overall", len(first.rows), first.summary["overall"], second.summary["overall"])]
+    return table + [row(a["edit_type"], a["n"], a, b) for (_, a), (_, b) in zip_edit_types(first, second)]
+
+
 def check_model(model: str) -> None:
     """Load ``model`` (once per process) so a face can say early whether it is available here.
 

@@ -1,4 +1,6 @@
-"""Pairs tab: CompoSET-style base/foil pairs with their 2x2 score matrix, filters and a per-edit-type chart."""
+"""Pairs tab: CompoSET-style base/foil pairs with their 2x2 score matrix, filters and a per-edit-type chart; a second
+model ("Compare with", by default toy:negclip next to toy:clip: a failure and its fix) scored in the same click, its
+I2T / T2I / Group per edit type side by side with the first model's."""
 
 from __future__ import annotations
 
@@ -6,15 +8,19 @@ import html
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 
 from bindlab.present import figures
 from bindlab.present.exports import pairs_export
+from bindlab.present.model_pair_figures import pairs_two_models_figure
 from bindlab.studies import pairs as pairs_study
 from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 DEFAULT_MODEL = "toy:clip"
+NO_COMPARE = "none"
+COMPARE_CHOICES = [NO_COMPARE, "toy:negclip", "toy:clip", "toy:shared"]
 CSS = """
 .bl-mat {border-collapse: collapse; margin: 6px 0}
 .bl-mat td, .bl-mat th {border: 1px solid #ccc; padding: 4px 10px; font-family: monospace; text-align: center}
@@ -69,20 +75,58 @@ def _show(s: pairs_study.ScoredPairs, pid: str | None, level: str | None) -> tup
     return v["base"]["image"], v["base"]["caption"], v["foil"]["image"], v["foil"]["caption"], matrix_html(v)
 
 
+def _other(other: str | None) -> str:
+    """The "Compare with" id, "" for none."""
+    other = (other or "").strip()
+    return "" if other == NO_COMPARE else other
+
+
+def compare_frame(c: pairs_study.PairsComparison) -> pd.DataFrame:
+    """The two-model table: a row per edit type (overall first), I2T / T2I / Group of each model (3 decimals)."""
+    frame = pd.DataFrame(c.table)
+    scores = [col for col in frame.columns if col not in ("edit_type", "n")]
+    frame[scores] = frame[scores].astype(float).round(3)
+    return frame
+
+
+def compare_md(c: pairs_study.PairsComparison) -> str:
+    return f"Compared with {summary_md(c.second)}"
+
+
+def _comparison(data: str, model: str, other: str, verbosity: str, progress: Any) -> tuple[Any, ...]:
+    """(first model's ScoredPairs, compare summary, compare chart, compare table); the second model only if asked."""
+    if not other:
+        s = pairs_study.scored_pairs(data, model, verbosity, progress=progress)
+        return s, "", None, pd.DataFrame()
+    c = pairs_study.compare_pairs(data, model, other, verbosity, progress=progress)
+    return c.first, compare_md(c), pairs_two_models_figure(c.rows, c.models), compare_frame(c)
+
+
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
 @gpu_task(duration=120)
 @friendly
-def score(data: str, model: str, verbosity: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def score(data: str, model: str, verbosity: str, other: str = NO_COMPARE,
+          progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     model = (model or "").strip()
     if not model:
         raise ValueError("give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
-    s = pairs_study.scored_pairs(_data(data), model, verbosity, progress=lambda f, m: progress(f, desc=m))
+    s, cmp_md, cmp_fig, cmp_table = _comparison(_data(data), model, _other(other), verbosity,
+                                                lambda f, m: progress(f, desc=m))
     opts = filter_options_updates(s)
     ids = pairs_study.filter_pairs(s, verbosity=opts["level"])
     first = ids[0] if ids else None
     fig = figures.pairs_by_edit_type(pairs_study.edit_type_table(s), title=f"{s.model}: 2x2 scores by edit type")
-    return (summary_md(s), fig, *opts["updates"], gr.update(choices=ids, value=first), f"{len(ids)} pairs match",
-            *_show(s, first, opts["level"]))
+    return (summary_md(s), fig, cmp_md, cmp_fig, cmp_table, *opts["updates"], gr.update(choices=ids, value=first),
+            f"{len(ids)} pairs match", *_show(s, first, opts["level"]))
+
+
+def suggest_compare(model: str, other: str) -> Any:
+    """A new first model: its default partner (toy:clip -> toy:negclip and back); else "none" when the second
+    model is now the same as the first, else the choice stays."""
+    partner = pairs_study.compare_default(model)
+    if partner:
+        return gr.update(value=partner)
+    return gr.update(value=NO_COMPARE) if _other(other) == (model or "").strip() else gr.update()
 
 
 def filter_options_updates(s: pairs_study.ScoredPairs) -> dict[str, Any]:
@@ -118,7 +162,9 @@ def check_default_model() -> str:
     except ValueError as e:
         return (f"The default model **{DEFAULT_MODEL}** cannot be loaded here ({e}). Enter another image+text "
                 "encoder id (e.g. `hf:/path/to/clip`) and press *Score*.")
-    return f"Default model **{DEFAULT_MODEL}** is available; press *Score* to score the pairs."
+    partner = pairs_study.compare_default(DEFAULT_MODEL)
+    also = f", next to **{partner}** (*Compare with*)" if partner else ""
+    return f"Default model **{DEFAULT_MODEL}** is available; press *Score* to score the pairs{also}."
 
 
 @friendly
@@ -139,11 +185,19 @@ def build_tab() -> dict[str, Any]:
                 "Group when both do (ties fail). Chance: 25 % / 25 % / 16.7 %.")
     with gr.Row():
         data = data_picker("pairs", "Pairs file (empty = embedded mini CompoSET set)", "bl-pairs-data")
-        model = gr.Dropdown([DEFAULT_MODEL, "toy:shared"], value=DEFAULT_MODEL, label="Image+text encoder id",
-                            allow_custom_value=True, scale=2, elem_id="bl-pairs-model")
+        model = gr.Dropdown([DEFAULT_MODEL, "toy:negclip", "toy:shared"], value=DEFAULT_MODEL,
+                            label="Image+text encoder id", allow_custom_value=True, scale=2, elem_id="bl-pairs-model")
+        other = gr.Dropdown(COMPARE_CHOICES, value=pairs_study.compare_default(DEFAULT_MODEL) or NO_COMPARE,
+                            label="Compare with (scored in the same click; none = one model)", allow_custom_value=True,
+                            scale=2, elem_id="bl-pairs-compare")
         verbosity = gr.Radio(["all", "short", "medium", "long"], value="all", label="Caption levels to score", scale=2)
         run = gr.Button("Score", variant="primary", scale=1, elem_id="bl-pairs-score-btn")
     summary = gr.Markdown(elem_id="bl-pairs-summary")
+    cmp_summary = gr.Markdown(elem_id="bl-pairs-compare-summary")
+    with gr.Row():
+        cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.25 / 0.25 / 0.167)",
+                                 interactive=False, wrap=True, scale=2, elem_id="bl-pairs-compare-table")
+        cmp_chart = gr.Plot(label="Both models by edit type", scale=3, elem_id="bl-pairs-compare-chart")
     with gr.Row():
         edit_type = gr.Dropdown(["all"], value="all", label="Edit type", elem_id="bl-pairs-edit-type")
         category = gr.Dropdown(["all"], value="all", label="Category", elem_id="bl-pairs-category")
@@ -172,8 +226,10 @@ def build_tab() -> dict[str, Any]:
     filters = [edit_type, category, scene, level, outcome]
     # results after an error (bindlab.ui.common): a failed Score clears the summary, chart and pair shown; a failed
     # filter or pick clears the pair list and the pair shown
-    clear_on_error(run.click(score, source, [summary, chart, *filters, pair, count, *view], api_name="pairs_score",
-                             **GPU_QUEUE), [summary, chart, pair, count, *view])
+    compared = [cmp_summary, cmp_chart, cmp_table]
+    clear_on_error(run.click(score, [*source, other], [summary, chart, *compared, *filters, pair, count, *view],
+                             api_name="pairs_score", **GPU_QUEUE), [summary, chart, *compared, pair, count, *view])
+    model.input(suggest_compare, [model, other], [other], api_name="pairs_suggest_compare", queue=False)
     for k, f in enumerate(filters):
         clear_on_error(f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}"),
                        [pair, count, *view])

@@ -1,4 +1,5 @@
-"""Pairs tab in a real browser: score a generated pairs file with a tiny CLIP, read the 2x2 matrix, filter."""
+"""Pairs tab in a real browser: score a generated pairs file with a tiny CLIP, read the 2x2 matrix, filter; compare
+with a second model in the same click."""
 
 from __future__ import annotations
 
@@ -110,3 +111,42 @@ def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_re
     page.wait_for_function("() => !document.querySelector('#bl-pairs-matrix td[data-cell]')", timeout=30_000)
     assert "Group" not in page.inner_text("#bl-pairs-summary")
     assert page.locator("#bl-pairs-chart .ytick text").count() == 0
+
+
+def test_pairs_compare_with_scores_both_models_in_one_click(app_url, page, pairs_setup):
+    """"Compare with" defaults to toy:negclip (toy:clip's fix); one Score shows both models' I2T / T2I / Group per
+    edit type side by side, each the numbers the study computes for that model alone."""
+    from bindlab.studies import pairs as study
+
+    data, model = pairs_setup
+    page.goto(app_url)
+    page.get_by_role("tab", name="Pairs").click()
+    page.wait_for_function("() => document.querySelector('#bl-pairs-summary').innerText.includes('toy:negclip')",
+                           timeout=120_000)  # the page-load note names the default pair
+    assert page.input_value("#bl-pairs-compare input") == "toy:negclip"
+    page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
+    set_dropdown(page, "bl-pairs-model", model)
+    page.click("#bl-pairs-score-btn")
+    page.wait_for_function("() => document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
+                           timeout=300_000)
+    expected = study.compare_pairs(data, model, "toy:negclip", "all")
+    first, second = expected.models
+    header = page.inner_text("#bl-pairs-compare-table")
+    assert all(f"{k} toy:negclip" in header for k in ("i2t", "t2i", "group"))
+    assert header.count(first.rsplit("/", 1)[-1]) >= 3  # the first model's three columns
+    # the overall row: each model's Group as the study computes it
+    top = expected.table[0]
+    row = page.locator("#bl-pairs-compare-table tbody tr").first.inner_text()
+    assert f"{top[f'group {second}']:.3f}".rstrip("0").rstrip(".") in row
+    assert "toy:negclip" in page.inner_text("#bl-pairs-compare-summary")
+    page.wait_for_selector("#bl-pairs-compare-chart .js-plotly-plot", timeout=60_000)
+    legend = set(page.locator("#bl-pairs-compare-chart .legendtext").all_text_contents())
+    assert "toy:negclip" in legend and len(legend) == 2
+    screenshot(page, "pairs-compare")
+
+    # none: one model only, the comparison is gone
+    set_dropdown(page, "bl-pairs-compare", "none")
+    page.click("#bl-pairs-score-btn")
+    page.wait_for_function("() => !document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
+                           timeout=120_000)
+    assert "Group" in page.inner_text("#bl-pairs-summary")
