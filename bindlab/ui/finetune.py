@@ -16,7 +16,7 @@ import pandas as pd
 
 from bindlab.present import figures
 from bindlab.studies import finetune as fs
-from bindlab.ui.common import data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -109,12 +109,16 @@ def default_job(jobs: list[dict[str, Any]]) -> str | None:
 # --- callbacks -----------------------------------------------------------------------------------------------
 @friendly
 def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: float, lr: float, rank: float,
-           lines_a: str, request: gr.Request = None) -> tuple[Any, str]:
+           lines_a: str, attention_loss: float | None = 0.0, attention_layers: str = "", supervision: str = "text",
+           request: gr.Request = None) -> tuple[Any, str]:
     if not (model or "").strip():
         raise ValueError("give a base model id, e.g. minilm or toy:shared")
     cfg = {"model": model.strip(), "data": (data or "").strip(), "epochs": epochs,
            "max_steps": max_steps or 0, "batch_size": batch_size, "lr": lr, "lora_rank": rank,
-           "lines_a": (lines_a or str(DEFAULT_JOB["lines_a"])).strip()}
+           "lines_a": (lines_a or str(DEFAULT_JOB["lines_a"])).strip(),
+           # the objective: SABER C.4's attention loss (0 = off) and App. E's supervision (checked against the model)
+           "attention_loss": 0.0 if attention_loss is None else attention_loss,
+           "attention_layers": (attention_layers or "").strip(), "supervision": supervision or "text"}
     if not cfg["data"]:
         cfg.update(default_data(cfg["model"]))
     manager = _manager(request)
@@ -197,6 +201,21 @@ EXPECT = ("**What to expect.** The default job (`toy:shared`, 300 steps) takes *
           "words) — a gain there shows the training format was learnt; out-of-template, unseen-word and held-out "
           "rows are the general test. `minilm` with the paper's settings (lr 5e-5, one epoch of the 4,000 generated "
           "rows) needs about 13 minutes on a quiet 2-core machine (much longer on a busy one) and moves little.")
+
+
+OBJECTIVE_HINT = (
+    "**Attention loss** (SABER App. C.4): adds *weight* × (− the Attention tab's binding margin) averaged over the "
+    "layer band, so training also rewards each object's attention to its own attribute words in those layers; "
+    "0 = off (the plain recipe, bit for bit). Toy models only (their attention maps are differentiable here); the "
+    "band is 0-based and inclusive, empty = the last third of the layers (toy:shared: `2-3` is where its margin "
+    "collapses). Keep the weight near the hinge's scale (0.1): 1.0 swamps the triplet loss. A second attention pass "
+    "makes each step about 1.4× as long (the default job: roughly 5–8 minutes on 2 busy cores). "
+    "**Supervision** (SABER App. E): *text* trains on the sentence triplets (the paper's recipe); *image* renders "
+    "each row as three scenes — the query's scene, the same scene re-rendered (another layout), and the scene with "
+    "one binding swapped — and trains on those; toy:shared only (its images pass through the adapted blocks), over "
+    "renderable triplets (the default for toy:*). Rendering makes it much slower: about 9× the text job's training "
+    "time (150 steps took 14 minutes on 2 busy cores; lower Max steps to try it). docs/reproductions.md has the "
+    "measurements.")
 
 
 def default_data(model: str) -> dict[str, Any]:
@@ -290,6 +309,13 @@ def build_tab() -> dict[str, Any]:
         lr = gr.Number(value=DEFAULT_JOB["lr"], label="Learning rate", elem_id="ft-lr")
         rank = gr.Number(value=4, precision=0, minimum=1, label="LoRA rank", elem_id="ft-rank")
         start = gr.Button("Launch finetune", variant="primary", elem_id="ft-launch")
+    with gr.Row():
+        attention_loss = gr.Number(value=0, minimum=0, label="Attention loss weight (0 = off)",
+                                   elem_id="ft-attention-loss")
+        attention_layers = gr.Textbox(value="", label="Attention layers A-B (0-based; empty = last third)",
+                                      placeholder="e.g. 2-3", elem_id="ft-attention-layers")
+        supervision = gr.Radio(["text", "image"], value="text", label="Supervision", elem_id="ft-supervision")
+    gr.Markdown(OBJECTIVE_HINT, elem_id="ft-objective-hint")
     message = gr.Markdown(elem_id="ft-message")
     with gr.Row():
         job = gr.Dropdown([], label="Job", allow_custom_value=True, elem_id="ft-job", scale=3)
@@ -324,15 +350,22 @@ def build_tab() -> dict[str, Any]:
     timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
 
     polled = [status, bar, curves, jobs, job]
-    start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a], [job, message],
-                api_name="ft_launch").then(poll, [job], polled, api_name=False)
-    timer.tick(poll, [job], polled, api_name="ft_poll", show_progress="hidden")
-    job.change(poll, [job], polled, api_name=False)
-    stop.click(cancel, [job], [message], api_name="ft_cancel").then(poll, [job], polled, api_name=False)
-    again.click(resume, [job], [message], api_name="ft_resume").then(poll, [job], polled, api_name=False)
-    cmp_btn.click(compare, [job, mcq], [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report,
-                                        report_note],
-                  api_name="ft_compare", **GPU_QUEUE)
+    # results after an error (bindlab.ui.common): a failed action clears what it drew, which no longer matches the
+    # inputs — a refused launch its "Started job" line, a failed cancel/resume its message, a failed poll the job's
+    # status, bar and curves (the job list stays: it is the picker), a failed compare every before/after result
+    launched = start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a, attention_loss,
+                                    attention_layers, supervision], [job, message], api_name="ft_launch")
+    launched.then(poll, [job], polled, api_name=False)
+    clear_on_error(launched, [message])
+    shown = [status, bar, curves]
+    clear_on_error(timer.tick(poll, [job], polled, api_name="ft_poll", show_progress="hidden"), shown)
+    clear_on_error(job.change(poll, [job], polled, api_name=False), shown)
+    for button, fn, name in ((stop, cancel, "ft_cancel"), (again, resume, "ft_resume")):
+        acted = button.click(fn, [job], [message], api_name=name)
+        acted.then(poll, [job], polled, api_name=False)
+        clear_on_error(acted, [message])
+    compared = [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report, report_note]
+    clear_on_error(cmp_btn.click(compare, [job, mcq], compared, api_name="ft_compare", **GPU_QUEUE), compared)
     on_show = {"fn": show, "inputs": [job], "outputs": [*polled, timer]}
     names = {getattr(tab, "label", None), getattr(tab, "id", None)} - {None}  # what Tabs.select may report
     if isinstance(tab, gr.Tab):

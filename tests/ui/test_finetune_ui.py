@@ -123,3 +123,57 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
     finally:
         with contextlib.suppress(ValueError):  # already finished
             m.cancel(job, grace_s=2)
+
+
+@pytest.fixture(scope="module")
+def toy_world_inputs(tmp_path_factory):
+    """A random tiny toy:shared model (2 layers) and renderable toy-world triplets."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.data.triplets import write_triplets
+    from bindlab.encoders.toy import build_random
+
+    root = tmp_path_factory.mktemp("ft-ui-toy")
+    rows = []
+    for i, q in enumerate(generate_saber(per_size=8, sizes=(2, 3), seed=5, vocab=RENDER_VOCAB)):
+        c = next(c for c in q.candidates if c.role == "attr_swap")
+        rows.append({"id": f"{q.id}-a", "construction": "pair_swap", "query": q.query.text,
+                     "positive": q.candidates[q.answer].text, "negative": c.text, "negative_kind": "attribute",
+                     "bindings": [list(b) for b in q.query.bindings], "split": "train" if i % 4 else "val"})
+    write_triplets(root / "trip", rows, {"n_rows": len(rows)})
+    return build_random(root / "model", arch="shared", width=16, layers=2, heads=2), str(root / "trip")
+
+
+def test_objective_controls_reach_the_job_config_and_a_refused_launch_clears_its_message(app_url, page,
+                                                                                          toy_world_inputs):
+    """The attention-loss weight, its layer band and the supervision radio go into the job's config; a launch the
+    model refuses (a band outside its layers) shows why and clears the earlier "Started job" line."""
+    from bindlab.jobs.manager import JobManager, read_json
+
+    model, data = toy_world_inputs
+    page.goto(app_url)
+    page.get_by_role("tab", name="Finetune").click(timeout=180_000)  # a loaded machine draws the page slowly
+    hint = page.inner_text("#ft-objective-hint")
+    assert "Attention loss" in hint and "Supervision" in hint and "minutes" in hint
+    _fill(page, "ft-model", model)
+    _fill(page, "ft-data", data)
+    _fill(page, "ft-max-steps", "2")
+    _fill(page, "ft-batch", "4")
+    _fill(page, "ft-attention-loss", "0.5")
+    _fill(page, "ft-attention-layers", "0-1")
+    page.locator("#ft-supervision label:has-text('image')").click()
+    page.click("#ft-launch")
+    page.wait_for_selector("#ft-message :text('Started job')", timeout=120_000)
+    job = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
+    m = JobManager()
+    try:
+        config = read_json(m.job_dir(job) / "config.json", {})
+        assert (config["attention_loss"], config["attention_layers"], config["supervision"]) == (0.5, "0-1", "image")
+        _fill(page, "ft-attention-layers", "0-7")  # the tiny model has layers 0 and 1
+        page.click("#ft-launch")
+        page.wait_for_selector("text=has layers 0 to 1", timeout=60_000)
+        page.wait_for_function("() => !document.querySelector('#ft-message').innerText.includes('Started job')",
+                               timeout=30_000)
+    finally:
+        with contextlib.suppress(ValueError):  # already finished
+            m.cancel(job, grace_s=2)
