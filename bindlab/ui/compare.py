@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from bindlab.config import limits
 from bindlab.present import compare_figures as cf
 from bindlab.present.exports import models_compare_export
 from bindlab.studies import compare as cs
@@ -155,8 +156,10 @@ def build_tab() -> dict[str, Any]:
                 "models show n/a where a task needs images. Pick two models to list the questions A gets right and "
                 "B gets wrong, then open one in Browse with both models' scores side by side.")
     with gr.Row():
-        models = gr.Dropdown(MODEL_CHOICES, value=list(DEFAULT_MODELS), multiselect=True, allow_custom_value=True,
-                             label="Encoder ids (type any id, e.g. hf:/path/to/clip)", scale=3, elem_id="cmp-models")
+        cap = limits().max_compare_models  # the page takes no more; CompareRequest refuses more from the API too
+        models = gr.Dropdown(MODEL_CHOICES, value=list(DEFAULT_MODELS)[:cap], multiselect=True, allow_custom_value=True,
+                             max_choices=cap, label=f"Encoder ids (at most {cap}; type any id, e.g. hf:/path/to/clip)",
+                             scale=3, elem_id="cmp-models")
         suite = gr.CheckboxGroup(SUITE_CHOICES, value=["mcq", "retrieval", "pairs"], label="Suite", scale=2,
                                  elem_id="cmp-suite")
         pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="MCQ pairing", scale=1, elem_id="cmp-pairing")
