@@ -1,0 +1,267 @@
+"""A hostile visitor against a public-mode app, measured: memory growth and a second visitor's wait.
+
+Starts ``python app.py`` with ``BINDLAB_PUBLIC=1`` on a free local port (a fresh ``$BINDLAB_HOME``, the default
+public data roots), drives it through ``gradio_client`` as scripted visitors would, and reports:
+
+(a) the server's resident memory (the app process and its children, sampled every 50 ms) before and during the
+    heaviest requests public mode allows: an Attention caption at the word and character caps, and a Browse score of
+    an uploaded MCQ file at the upload and question caps (5,000 questions padded to ~19 MB; scored with ``bow`` so
+    the figure is the file's, fast), then the window in which the same size is scored with the real model; the
+    growth over the warm server (model loaded) must stay under +1 GB;
+(b) a second visitor's Browse *Score* time (a small fresh file, so neither the Browse memo nor the embedding cache
+    answers it) when the server is idle and while the first visitor scores the largest file with the real model;
+    the ratio's target is at most 2. The second visitor waits at most ``--busy-timeout`` seconds; past that the
+    ratio is reported as a lower bound.
+
+A measurement, not a unit test: run it by hand, on the machine you deploy to, and read the numbers with the load
+average it prints (a busy machine slows both sides). Exit status 1 when (a) fails, 3 when (b) misses its target.
+
+Usage::
+
+    python scripts/hostile_check.py [--model minilm] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+GB = 1 << 30
+
+
+# --- the server's memory ---------------------------------------------------------------------------------------------
+def _server_pid(port: int) -> int:
+    """The ``python app.py`` process listening on ``port`` (found by its environment)."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+            env = (d / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"app.py" in cmd and f"GRADIO_SERVER_PORT={port}".encode() in env:
+            return int(d.name)
+    raise RuntimeError(f"no app.py process for port {port}")
+
+
+def _rss_tree(pid: int) -> int:
+    """Resident bytes of ``pid`` and every descendant."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            status = (d / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        ppid = int(fields.get("PPid", "0").strip() or 0)
+        children.setdefault(ppid, []).append(int(d.name))
+        rss[int(d.name)] = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+class Sampler:
+    """Samples the server's resident memory every ``every_s`` seconds in a thread; ``peak`` since ``reset``."""
+
+    def __init__(self, pid: int, every_s: float = 0.05) -> None:
+        self.pid, self.every_s, self.peak = pid, every_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _rss_tree(self.pid))
+            time.sleep(self.every_s)
+
+    def reset(self) -> int:
+        self.peak = _rss_tree(self.pid)
+        return self.peak
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# --- the visitors' inputs ---------------------------------------------------------------------------------------------
+def max_caption(words: int, chars: int) -> str:
+    """A caption at both caps: ``words`` words and at most ``chars`` characters of long rare words (many
+    sub-tokens each), starting with ``red cube blue sphere`` for the bindings."""
+    filler = ["zygomorph", "quixotica", "bathyscap", "chrysopra", "xanthophy", "pterodact"]
+    head = ["red", "cube", "blue", "sphere"]
+    size = max(1, (chars - len(" ".join(head))) // max(words - len(head), 1) - 1)  # letters per filler word
+    text = " ".join([*head, *(filler[i % len(filler)][:size] for i in range(words - len(head)))])
+    assert len(text.split()) == words and len(text) <= chars, (len(text.split()), len(text))
+    return text
+
+
+def mcq_file(folder: Path, questions: int, seed: int, target_bytes: int = 0) -> Path:
+    """A generated MCQ JSONL with ``questions`` questions; each line padded (an extra field the loader keeps
+    reading) so the file reaches about ``target_bytes``."""
+    from bindlab.data.saber import generate_saber
+
+    per_size = -(-questions // 9)
+    qs = generate_saber(per_size=per_size, sizes=range(2, 11), seed=seed)[:questions]
+    lines = [json.dumps(q.to_json()) for q in qs]
+    if target_bytes:
+        per_line = target_bytes // len(lines) - 1
+        lines = [x[:-1] + ', "pad": "' + "x" * max(0, per_line - len(x) - 11) + '"}' for x in lines]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "mcq.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _upload(client: Any, path: Path) -> str:
+    from gradio_client import handle_file
+
+    choice, _ = client.predict(handle_file(str(path)), api_name="/bl_data_upload")
+    return choice["value"] if isinstance(choice, dict) else choice
+
+
+def _score(client: Any, data: str, model: str, timeout_s: float | None = None) -> float | None:
+    """Seconds one Browse *Score* took (None: no answer within ``timeout_s``)."""
+    import concurrent.futures
+
+    t = time.perf_counter()
+    job = client.submit(data, model, "tt", "all", "all", "all", 8, api_name="/browse_score")
+    try:
+        job.result(timeout=timeout_s)
+    except concurrent.futures.TimeoutError:
+        return None
+    return time.perf_counter() - t
+
+
+# --- the run -----------------------------------------------------------------------------------------------------------
+def _say(report: dict[str, Any], key: str, value: Any) -> None:
+    """Record one figure and print it at once (a long run keeps what it measured if it is stopped)."""
+    report[key] = value
+    print(f"{key}: {json.dumps(value)}", flush=True)
+
+
+def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: float = 300.0) -> dict[str, Any]:
+    """Start the app and measure (a) and (b).
+
+    Args:
+        model: the encoder of the warm-up, the caption, both visitors' scores in (b).
+        trials: idle scores of the second visitor (the median is the reference).
+        memory_model: the encoder of (a)'s largest-file score (default ``bow``: the file's memory, in seconds).
+        busy_timeout_s: how long the second visitor waits beside the heavy score before the check gives up and
+            reports the ratio as a lower bound.
+    """
+    from gradio_client import Client
+
+    from bindlab.bench_browser import running_app
+    from bindlab.config import LIMIT_DEFAULTS
+
+    public = {k: v[1] for k, v in LIMIT_DEFAULTS.items()}
+    work = Path(tempfile.mkdtemp(prefix="bindlab-hostile-"))
+    env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(work / "home"), "BINDLAB_DATA_ROOTS": ""}
+    report: dict[str, Any] = {"model": model, "cpus": os.cpu_count()}
+    _say(report, "load_before", os.getloadavg())
+    big = mcq_file(work / "big", public["max_questions"], seed=7,
+                   target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95))
+    with running_app(env=env, timeout_s=300, log=work / "app.log") as (url, _, _):
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        sampler = Sampler(pid)
+        # a loaded machine answers slowly: give every HTTP call minutes, not httpx's 5 s
+        a, b = (Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 600}) for _ in range(2))
+        _say(report, "rss_start_mb", round(sampler.reset() / (1 << 20), 1))
+        # warm: the model loaded and one small score / caption done, as any first visitor would
+        _score(a, _upload(a, mcq_file(work / "warm", 20, seed=100)), model)
+        a.predict(model, "later_to_earlier", "a red cube and a blue sphere", "red:cube, blue:sphere", 0, "",
+                  api_name="/attention_text")
+        warm = sampler.reset() / (1 << 20)
+        _say(report, "rss_warm_mb", round(warm, 1))
+
+        # (a) the heaviest allowed caption
+        caption = max_caption(public["max_caption_words"], public["max_caption_chars"])
+        t = time.perf_counter()
+        a.predict(model, "later_to_earlier", caption, "red:cube, blue:sphere", 0, "", api_name="/attention_text")
+        _say(report, "attention_max_caption", {"words": len(caption.split()), "chars": len(caption),
+                                               "seconds": round(time.perf_counter() - t, 2),
+                                               "peak_growth_mb": round(sampler.peak / (1 << 20) - warm, 1)})
+
+        # (a) the largest file Browse takes, scored with the cheap encoder: its memory is the file's (parsing, the
+        # questions, the rows); the model's own working memory per batch is already in the warm figure
+        stored = _upload(a, big)
+        sampler.reset()
+        seconds = _score(a, stored, memory_model)
+        _say(report, "browse_max_file", {"model": memory_model, "questions": public["max_questions"],
+                                         "bytes": big.stat().st_size, "seconds": round(seconds or 0.0, 2),
+                                         "peak_growth_mb": round(sampler.peak / (1 << 20) - warm, 1)})
+
+        # (b) the second visitor idle, then while the first visitor scores the largest file with ``model``
+        idle = [_score(b, _upload(b, mcq_file(work / f"idle{i}", 20, seed=200 + i)), model) for i in range(trials)]
+        _say(report, "second_visitor_idle_s", [round(x, 2) for x in idle])
+        small = _upload(b, mcq_file(work / "busy", 20, seed=300))
+        heavy = _upload(a, mcq_file(work / "big2", public["max_questions"], seed=8,
+                                    target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95)))
+        sampler.reset()
+        def first_visitor() -> None:
+            with contextlib.suppress(Exception):  # the app is stopped under it when the second visitor gives up
+                _score(a, heavy, model)
+
+        first = threading.Thread(target=first_visitor, daemon=True)
+        first.start()
+        time.sleep(2.0)  # the heavy score has started
+        busy = _score(b, small, model, timeout_s=busy_timeout_s)
+        _say(report, "second_visitor_busy_s", [round(busy, 2)] if busy is not None else [])
+        _say(report, "second_visitor_gave_up_after_s", None if busy is not None else busy_timeout_s)
+        _say(report, "heavy_window_peak_growth_mb", round(sampler.peak / (1 << 20) - warm, 1))
+        _say(report, "load_during", os.getloadavg())
+        _say(report, "rss_after_mb", round(_rss_tree(pid) / (1 << 20), 1))
+        sampler.stop()
+    idle_s, busy_s = report.pop("second_visitor_idle_s"), report.pop("second_visitor_busy_s")
+    gave_up = report.pop("second_visitor_gave_up_after_s")
+    ratio = (busy_s[0] if busy_s else gave_up) / statistics.median(idle_s)
+    report["second_visitor"] = {"idle_s": idle_s, "busy_s": busy_s, "gave_up_after_s": gave_up,
+                                "ratio": round(ratio, 2), "ratio_is_lower_bound": not busy_s}
+    _say(report, "load_after", os.getloadavg())
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="minilm", help="the encoder both visitors use (default: minilm)")
+    ap.add_argument("--trials", type=int, default=2, help="idle second-visitor scores (median taken)")
+    ap.add_argument("--memory-model", default="bow", help="encoder of (a)'s largest-file score (default: bow)")
+    ap.add_argument("--busy-timeout", type=float, default=300.0,
+                    help="seconds the second visitor waits beside the heavy score before giving up (default 300)")
+    ap.add_argument("--json", help="also write the report here")
+    a = ap.parse_args(argv)
+    report = run(a.model, a.trials, a.memory_model, a.busy_timeout)
+    text = json.dumps(report, indent=2)
+    if a.json:
+        Path(a.json).write_text(text + "\n")
+    growth = max(report["attention_max_caption"]["peak_growth_mb"], report["browse_max_file"]["peak_growth_mb"],
+                 report["heavy_window_peak_growth_mb"])
+    print(f"(a) peak growth over the warm server: {growth:.0f} MB (limit 1024 MB): {'ok' if growth < 1024 else 'FAIL'}")
+    ratio, bound = report["second_visitor"]["ratio"], ">= " if report["second_visitor"]["ratio_is_lower_bound"] else ""
+    print(f"(b) second visitor's score, busy / idle: {bound}{ratio:.2f}x (target <= 2): "
+          f"{'ok' if ratio <= 2 else 'MISSED'}")
+    print(f"load average before {report['load_before']}, after {report['load_after']} on {report['cpus']} CPUs")
+    return 1 if growth >= 1024 else (3 if ratio > 2 else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
