@@ -82,10 +82,12 @@ def _other(other: str | None) -> str:
 
 
 def compare_frame(c: pairs_study.PairsComparison) -> pd.DataFrame:
-    """The two-model table: a row per edit type (overall first), I2T / T2I / Group of each model (3 decimals)."""
+    """The two-model table: a row per edit type (overall first), I2T / T2I / Group of each model (3 decimals); an
+    edit type the set lacks says "no pairs" (missing, not zero)."""
     frame = pd.DataFrame(c.table)
     scores = [col for col in frame.columns if col not in ("edit_type", "n")]
-    frame[scores] = frame[scores].astype(float).round(3)
+    values = frame[scores].astype(float).round(3)
+    frame[scores] = values.astype(object).where(values.notna(), "no pairs")
     return frame
 
 
