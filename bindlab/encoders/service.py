@@ -1,7 +1,10 @@
 """Embedding through the persistent cache: the one path every command and tab uses to get vectors.
 
 ``embed_texts``/``embed_image_files`` dedupe inputs, look them up in the :class:`EmbeddingCache` and run the
-encoder only on what is missing (in one batched call), then return rows in input order. :func:`get_encoder` keeps
+encoder only on what is missing, then return rows in input order. The missing items go to the encoder in batches
+of its own batch size (:func:`fair_batch_size`), each batch holding :data:`MODEL_TURN`, a first-come-first-served
+lock: when several requests embed at once (the app's GPU queue lets a few events run together), a small request's
+batches take turns with a large one's instead of waiting for all of it. Uncontended, the lock costs nothing. :func:`get_encoder` keeps
 one instance per model weights in the process: every spelling of a local folder (``st://x``, ``st:///x``, ``st:x/``,
 a symlink) shares one copy.
 
@@ -15,7 +18,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +46,80 @@ _LOCK = threading.Lock()
 _RECIPES: dict[int, tuple[str, dict[str, Any]]] = {}  # id(instance) -> (model, options): how other ranks load it
 _SHARD_TOTALS: list[int] = []  # on rank 0: items each rank embedded in this process's sharded calls
 _SHARD_SECONDS: list[float] = []  # on rank 0: seconds each rank spent embedding its shards
+DEFAULT_FAIR_BATCH = 64  # items per turn when an encoder does not say its batch size
+
+
+class FairLock:
+    """A first-come-first-served (ticket) lock: threads get the lock in the order they asked for it.
+
+    A plain :class:`threading.Lock` lets the thread that just released it take it again at once, so a long job
+    looping over batches could starve a short one; here a thread that releases and asks again queues behind every
+    thread already waiting.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._next = 0  # the next ticket to hand out
+        self._serving = 0  # the ticket whose holder may run
+
+    def acquire(self) -> None:
+        """Wait for this thread's turn."""
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            while self._serving != ticket:
+                self._cond.wait()
+
+    def release(self) -> None:
+        """End this thread's turn; the longest-waiting thread goes next."""
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+    def waiting(self) -> int:
+        """Threads holding or waiting for the lock."""
+        with self._cond:
+            return self._next - self._serving
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """``with lock.turn():`` hold the lock for one unit of work."""
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+MODEL_TURN = FairLock()  # one encoder forward pass (one batch) at a time, in arrival order, across all requests
+
+
+def fair_batch_size(encoder: Encoder) -> int:
+    """Items per model turn: the encoder's own batch size (``batch_size`` or ``runner.batch_size``), else 64."""
+    for owner in (encoder, getattr(encoder, "runner", None)):
+        size = getattr(owner, "batch_size", None)
+        if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
+            return size
+    return DEFAULT_FAIR_BATCH
+
+
+def in_turns(embed: Callable[[list[Any]], np.ndarray], items: Sequence[Any], batch: int) -> np.ndarray:
+    """``embed`` over ``items`` in batches of ``batch``, each batch one turn of :data:`MODEL_TURN`.
+
+    Returns:
+        ``(len(items), d)`` float32, filled in place (no list of per-batch arrays plus a concatenated copy).
+    """
+    out: np.ndarray | None = None
+    for start in range(0, len(items), batch):
+        with MODEL_TURN.turn():
+            vecs = np.asarray(embed(list(items[start:start + batch])), dtype=np.float32)
+        expected = min(batch, len(items) - start)
+        if vecs.ndim != 2 or vecs.shape[0] != expected:
+            raise RuntimeError(f"encoder returned {vecs.shape[0] if vecs.ndim else 0} vectors for {expected} inputs")
+        if out is None:
+            out = np.empty((len(items), vecs.shape[1]), dtype=np.float32)
+        out[start:start + expected] = vecs
+    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
 
 def instance_key(model: str, **options: Any) -> tuple[str, str, tuple[tuple[str, str], ...]]:
@@ -102,7 +180,9 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
     texts = check_texts(list(texts), encoder.id)
     cache = cache or default_cache()
     keys = [content_key(encoder.fingerprint, "text", t, instruction) for t in texts]
-    compute = _sharded(encoder, "text", texts) or (lambda idx: encoder.embed_texts([texts[i] for i in idx]))
+    batch = fair_batch_size(encoder)
+    compute = _sharded(encoder, "text", texts) or (
+        lambda idx: in_turns(encoder.embed_texts, [texts[i] for i in idx], batch))
     vecs, _ = cache.get_or_compute(keys, compute)
     return vecs
 
@@ -124,7 +204,7 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
 
     def compute(idx: list[int]) -> np.ndarray:
         # Backends open files through bindlab.encoders.images, which converts modes and names unreadable files.
-        return encoder.embed_images([str(paths[i]) for i in idx])
+        return in_turns(encoder.embed_images, [str(paths[i]) for i in idx], fair_batch_size(encoder))
 
     vecs, _ = cache.get_or_compute(keys, _sharded(encoder, "image", [str(p) for p in paths]) or compute)
     return vecs

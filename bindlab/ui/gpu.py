@@ -1,8 +1,11 @@
 """GPU-bound callbacks: the one queue they share, and ZeroGPU support on Hugging Face Spaces.
 
 - Every event that may run an encoder joins one Gradio concurrency group (:data:`GPU_QUEUE`): at most
-  ``$BINDLAB_GPU_CONCURRENCY`` (default 1) of them run at once across all tabs and visitors, the rest wait in the
-  queue with their position shown. Cheap events (filters, sliders on cached vectors) stay outside it.
+  ``$BINDLAB_GPU_CONCURRENCY`` of them run at once across all tabs and visitors (default 1 locally, 3 in public
+  mode), the rest wait in the queue with their position shown. Cheap events (filters, sliders on cached vectors)
+  stay outside it. Events that run together take the model in turns, one batch each in arrival order
+  (:data:`bindlab.encoders.service.MODEL_TURN`), so a visitor's small request is not stuck behind all of another
+  visitor's large one.
 - :func:`gpu_task` marks such a callback. When the ``spaces`` package imports (it is preinstalled on Spaces), the
   callback is wrapped in ``spaces.GPU(duration=...)``: on ZeroGPU hardware a GPU is attached only while it runs;
   on any other machine ``spaces.GPU`` returns the function unchanged. Without ``spaces`` nothing changes at all.
@@ -16,16 +19,22 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from bindlab.config import public_mode
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+LOCAL_CONCURRENCY = 1  # one user: events run one after another, as they always did
+PUBLIC_CONCURRENCY = 3  # many visitors: a few events run together and share the model batch by batch
 
 
 def gpu_concurrency() -> int:
-    """``$BINDLAB_GPU_CONCURRENCY`` (default 1): how many GPU-bound events may run at once.
+    """``$BINDLAB_GPU_CONCURRENCY``: how many GPU-bound events may run at once (default 1 locally, 3 in public mode).
 
     Raises:
         ValueError: the variable is set to something other than a positive integer.
     """
-    raw = os.environ.get("BINDLAB_GPU_CONCURRENCY", "1").strip() or "1"
+    default = str(PUBLIC_CONCURRENCY if public_mode() else LOCAL_CONCURRENCY)
+    raw = os.environ.get("BINDLAB_GPU_CONCURRENCY", default).strip() or default
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"BINDLAB_GPU_CONCURRENCY must be a positive integer, got {raw!r}")
     return int(raw)
