@@ -16,8 +16,10 @@ attention maps carry gradients. The total loss of a step is ``triplet + weight *
 so the term is bounded. Captions are the triplets' query and positive (the texts whose bindings the row records);
 captions where fewer than two objects have attributes (no margin) add nothing.
 
-Differentiable attention maps exist for the toy models (their explicit attention path); other backends are refused
-with a clear message before a job is queued.
+Differentiable attention maps exist for the toy models (their explicit attention path) and for the transformers text
+towers — MiniLM / ``st:`` and ``hf:`` CLIP/SigLIP — whose maps come from the adapted model with ``output_attentions``
+on the Attention feature's own encoding of each caption (so sub-word tokens are aggregated by the same word
+alignment); other backends (Qwen3-VL, open_clip, bow) are refused with a clear message before a job is queued.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from bindlab.analysis.attention import (
     margin_weights,
     unit_pooling,
 )
-from bindlab.encoders.attention_access import align_words
+from bindlab.encoders.attention_access import align_words, eager_attention
+from bindlab.encoders.base import parse_encoder_id
 
 DIRECTION = "later_to_earlier"  # the only direction a causal model has (SABER C.3)
 
@@ -146,25 +149,84 @@ def attention_loss_from_maps(maps: Sequence[Any], weights: Any, valid: Any, band
 # --- the loss as a training term ----------------------------------------------------------------------------------
 def differentiable_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
     """``texts -> [per layer (b, heads, s, s)]`` with gradients, in the positions ``attention_access().encode``
-    gives; for the toy models (right-padded word ids through their explicit attention path).
+    gives: for the toy models, right-padded word ids through their explicit attention path; for ``st`` (MiniLM) and
+    ``hf`` (CLIP/SigLIP) text towers, the Attention feature's own encoding through the transformer (adapters and
+    all) with ``output_attentions=True`` under eager attention (:func:`transformers_maps`).
 
     Raises:
-        ValueError: the encoder has no differentiable attention maps.
+        ValueError: the encoder has no differentiable attention maps (e.g. Qwen3-VL, open_clip, bow).
     """
     model = getattr(encoder, "model", None)
     tok = getattr(encoder, "tokenizer", None)
-    if not callable(getattr(model, "text_attentions", None)) or not callable(getattr(tok, "batch", None)):
-        raise ValueError(f"--attention-loss needs differentiable attention maps, which bindlab has for the toy "
-                         f"models only (toy:shared, toy:clip, toy:/folder); {encoder.id} has none — use one of "
-                         "those or set --attention-loss 0")
+    if callable(getattr(model, "text_attentions", None)) and callable(getattr(tok, "batch", None)):
+        def run(texts: list[str]) -> list[Any]:
+            import torch
+
+            ids = torch.from_numpy(tok.batch(list(texts))).to(encoder.device)  # (b, s)
+            return model.text_attentions(ids)
+
+        return run
+    family = parse_encoder_id(encoder.id).backend
+    if family in TRANSFORMER_FAMILIES:
+        return transformers_maps(encoder)
+    raise ValueError(f"--attention-loss needs differentiable attention maps, which bindlab has for the toy models "
+                     f"(toy:shared, toy:clip, toy:/folder), minilm / st:… and hf:… (CLIP/SigLIP) text towers; "
+                     f"{encoder.id} has none — use one of those or set --attention-loss 0")
+
+
+TRANSFORMER_FAMILIES = ("st", "hf")  # backends whose text transformer is a transformers model with attention outputs
+
+
+def transformers_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
+    """Differentiable maps of an ``st``/``hf`` encoder's text transformer (the module its
+    :class:`~bindlab.encoders.text_tower.TextTower` adapts; ``text_model`` of a CLIP/SigLIP dual encoder).
+
+    Each caption is encoded by ``attention_access().encode`` (the same tokens, special tokens and templating the
+    Attention feature and :func:`token_weights` use); the batch is right-padded (masked keys get no attention, so a
+    caption's maps are its own) and run once with ``output_attentions=True`` under eager attention. Captions of
+    different lengths without an attention mask (SigLIP pads to a fixed length, so this is rare) run one by one.
+    Maps are zero-padded to the longest sequence; :class:`AttentionLoss` gives padding zero weight.
+    """
+    from bindlab.encoders.text_tower import text_tower
+
+    tower = text_tower(encoder)  # the adapted module: LoRA is injected in place, so these maps carry its gradients
+    module = tower.module.text_model if tower.family == "hf" else tower.module
+    access = attention_access(encoder)
+    pad_id = getattr(access.tokenizer, "pad_token_id", None) or 0
+
+    def forward(inputs: dict[str, Any]) -> list[Any]:
+        with eager_attention(tower.module):
+            return list(module(**inputs, output_attentions=True).attentions)  # per layer (b, heads, s, s)
 
     def run(texts: list[str]) -> list[Any]:
-        import torch
-
-        ids = torch.from_numpy(tok.batch(list(texts))).to(encoder.device)  # (b, s)
-        return model.text_attentions(ids)
+        encs = [access.encode(t) for t in texts]
+        lengths = {int(e.inputs["input_ids"].shape[1]) for e in encs}
+        if len(lengths) == 1 or all("attention_mask" in e.inputs for e in encs):
+            return forward(pad_inputs([e.inputs for e in encs], pad_id))
+        per_text = [forward(e.inputs) for e in encs]
+        return [pad_maps([maps[layer] for maps in per_text]) for layer in range(len(per_text[0]))]
 
     return run
+
+
+def pad_inputs(inputs: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
+    """One-caption model inputs ``{key: (1, s_i)}`` -> a right-padded batch ``{key: (b, max s_i)}`` (``input_ids``
+    padded with ``pad_id``, every other key — attention mask, token types — with 0)."""
+    import torch
+    import torch.nn.functional as F
+
+    n = max(int(x["input_ids"].shape[1]) for x in inputs)
+    return {key: torch.cat([F.pad(x[key], (0, n - x[key].shape[1]), value=pad_id if key == "input_ids" else 0)
+                            for x in inputs]) for key in inputs[0]}
+
+
+def pad_maps(maps: Sequence[Any]) -> Any:
+    """Per-caption maps ``(1, heads, s_i, s_i)`` -> ``(b, heads, s, s)``, zero-padded to the longest."""
+    import torch
+    import torch.nn.functional as F
+
+    n = max(int(m.shape[-1]) for m in maps)
+    return torch.cat([F.pad(m, (0, n - m.shape[-1], 0, n - m.shape[-1])) for m in maps])
 
 
 @dataclass

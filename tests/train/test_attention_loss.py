@@ -1,4 +1,5 @@
-"""The auxiliary attention loss and image supervision of the finetune, on a random tiny toy:shared model.
+"""The auxiliary attention loss and image supervision of the finetune, on a random tiny toy:shared model and on
+tiny random transformers text towers (BERT as st:, CLIP and SigLIP as hf:).
 
 Zero weight trains exactly like the plain recipe; a nonzero weight sends gradients into the band's layers (and no
 later ones); the loss's margins are the Attention feature's margins; image supervision trains through the shared
@@ -178,3 +179,99 @@ def test_image_supervision_needs_toy_shared_and_renderable_triplets(toy_world, t
     ok = check_config({"model": model, "data": data, "supervision": "image", "attention_loss": 0.5,
                        "attention_layers": "1-1"})
     assert (ok["supervision"], ok["attention_loss"], ok["attention_layers"]) == ("image", 0.5, "1-1")
+
+
+# --- transformers text towers: MiniLM-style BERT (st:), CLIP and SigLIP (hf:) -----------------------------------
+@pytest.fixture(scope="module")
+def tiny_towers(tmp_path_factory):
+    """Tiny random transformers encoders (2 layers, a BPE tokenizer that splits words into sub-tokens) by kind."""
+    from bindlab.encoders.tiny import build_tiny
+
+    root = tmp_path_factory.mktemp("towers")
+    return {kind: build_tiny(kind, root / kind) for kind in ("st", "hf-clip", "hf-siglip")}
+
+
+def _layer_of(name: str) -> int:
+    import re
+
+    return int(re.search(r"\.layers?\.(\d+)\.", name).group(1))
+
+
+def _tower_steps(model: str, rows: list[dict], weight: float | None) -> list[torch.Tensor]:
+    from bindlab.encoders.adapter import LoraSettings, inject_lora
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.text_tower import text_tower
+    from bindlab.train.attention_loss import AttentionLoss
+    from bindlab.train.finetune import train_step
+
+    torch.manual_seed(0)
+    enc = load_encoder(model, device="cpu")
+    tower = text_tower(enc)
+    params = inject_lora(tower, LoraSettings())
+    tower.module.eval()  # as train() does
+    opt = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.01)
+    aux = None if weight is None else AttentionLoss.for_encoder(enc, weight, "0-1")
+    for s in range(3):
+        train_step(tower, opt, params, rows[s * 4 : s * 4 + 4], 0.05, aux=aux)
+    return [p.detach().clone() for p in params]
+
+
+@pytest.mark.parametrize("kind", ["st", "hf-clip"])
+def test_transformer_towers_zero_weight_is_plain_and_a_weight_changes_the_update(toy_world, tiny_towers, kind):
+    _, _, rows = toy_world
+    plain, zero, att = (_tower_steps(tiny_towers[kind], rows, w) for w in (None, 0.0, 5.0))
+    assert all(torch.equal(a, b) for a, b in zip(plain, zero, strict=True))  # the extra forward changes nothing
+    assert any(not torch.equal(a, b) for a, b in zip(plain, att, strict=True))
+
+
+@pytest.mark.parametrize("kind", ["st", "hf-clip", "hf-siglip"])
+def test_transformer_towers_send_gradients_into_the_band_and_not_beyond(toy_world, tiny_towers, kind):
+    _, _, rows = toy_world
+    grads = _lora_grads(tiny_towers[kind], rows[:6], "0-0")
+    assert grads and (kind == "st" or all("text_model" in n for n in grads))  # the text side only
+    by_layer = {b: sum(v for n, v in grads.items() if _layer_of(n) == b) for b in (0, 1)}
+    assert by_layer[0] > 0  # the band's query/key adapters move the band's attention maps
+    assert by_layer[1] == 0  # a later layer cannot change layer 0's attention
+    grads = _lora_grads(tiny_towers[kind], rows[:6], "1-1")
+    assert sum(v for n, v in grads.items() if _layer_of(n) == 1) > 0
+
+
+@pytest.mark.parametrize("kind", ["st", "hf-clip", "hf-siglip"])
+def test_transformer_tower_margins_are_the_attention_features_margins(toy_world, tiny_towers, kind):
+    """Batched, padded, differentiable maps give the Attention feature's per-layer margins (sub-words aggregated)."""
+    from bindlab.analysis.attention import Caption, analyse_caption, attention_access
+    from bindlab.encoders.base import load_encoder
+    from bindlab.train.attention_loss import band_margins, differentiable_maps, token_weights
+
+    _, _, rows = toy_world
+    enc = load_encoder(tiny_towers[kind], device="cpu")
+    access = attention_access(enc)
+    rows = sorted(rows, key=lambda r: len(r["query"]))[::7][:5]  # captions of different lengths: padding matters
+    assert len({len(access.encode(r["query"]).tokens) for r in rows}) > 1 or kind == "hf-siglip"
+    assert any(len(w.token_indices) > 1 for r in rows for w in access.word_alignment(r["query"]))  # sub-words
+    maps = differentiable_maps(enc)([r["query"] for r in rows])
+    assert maps[0].requires_grad and len(maps) == access.num_layers
+    s = maps[0].shape[-1]
+    w = np.zeros((len(rows), s, s))
+    for i, r in enumerate(rows):
+        wi = token_weights(access, r["query"], r["bindings"])
+        w[i, : len(wi), : len(wi)] = wi
+    ours = band_margins(maps, torch.as_tensor(w, dtype=maps[0].dtype), (0, 1)).detach().numpy()
+    for i, r in enumerate(rows):
+        ref = analyse_caption(access, Caption(r["query"], [tuple(b) for b in r["bindings"]])).margins
+        np.testing.assert_allclose(ours[:, i], ref, atol=1e-5)
+
+
+def test_transformer_towers_pass_the_objective_check_and_others_are_refused(toy_world, tiny_towers):
+    from types import SimpleNamespace
+
+    from bindlab.studies.finetune import check_config
+    from bindlab.train.attention_loss import differentiable_maps
+
+    _, data, _ = toy_world
+    ok = check_config({"model": tiny_towers["st"], "data": data, "attention_loss": 0.5, "attention_layers": "1-1"})
+    assert (ok["attention_loss"], ok["attention_layers"]) == (0.5, "1-1")
+    with pytest.raises(ValueError, match="has layers 0 to 1"):
+        check_config({"model": tiny_towers["hf-clip"], "data": data, "attention_loss": 1, "attention_layers": "0-2"})
+    with pytest.raises(ValueError, match=r"qwen3vl:tiny has none .* --attention-loss 0"):
+        differentiable_maps(SimpleNamespace(id="qwen3vl:tiny", model=object(), tokenizer=object()))
