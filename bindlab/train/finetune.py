@@ -331,9 +331,8 @@ def objective_record(cfg: FinetuneConfig, aux: Any) -> dict[str, Any]:
 
 def check_objective(config: dict[str, Any]) -> dict[str, Any]:
     """Check the objective settings of a job config against its model before a job is queued: the attention-loss
-    weight finite and ≥ 0, its band inside the model's layers on a model with differentiable attention (toy, st:/minilm,
-    hf: CLIP/SigLIP; others are refused), image
-    supervision on ``toy:shared`` over renderable triplets.
+    weight finite and ≥ 0, its band inside the model's layers on a model with differentiable attention (toy,
+    st:/minilm, hf: CLIP/SigLIP; others are refused), image supervision on ``toy:shared`` over renderable triplets.
 
     Returns:
         The settings, cleaned (weight as float, band as written, supervision).
