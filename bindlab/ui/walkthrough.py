@@ -283,7 +283,7 @@ def finetune_md(r: dict[str, Any]) -> str:
     trip = {t["model"]: t for t in r["triplets"]}
     trip_txt = ""
     if "base" in trip and "lines" in trip and "triplet_test" in trip["base"]:
-        trip_txt = (" Triplet accuracy on held-out toy triplets (chance 0.5): "
+        trip_txt = (" Triplet accuracy on the toy triplets' test split (training template, unseen rows; chance 0.5): "
                     f"{_num(trip['base']['triplet_test'])} → "
                     f"{_num(trip['lines']['triplet_test'])}.")
     d = r["image_drift"]
