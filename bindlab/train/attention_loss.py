@@ -17,9 +17,9 @@ so the term is bounded. Captions are the triplets' query and positive (the texts
 captions where fewer than two objects have attributes (no margin) add nothing.
 
 Differentiable attention maps exist for the toy models (their explicit attention path) and for the transformers text
-towers — MiniLM / ``st:`` and ``hf:`` CLIP/SigLIP — whose maps come from the adapted model with ``output_attentions``
+towers — MiniLM / ``st:``, ``hf:`` CLIP/SigLIP and ``qwen3vl:`` — whose maps come from the adapted model with ``output_attentions``
 on the Attention feature's own encoding of each caption (so sub-word tokens are aggregated by the same word
-alignment); other backends (Qwen3-VL, open_clip, bow) are refused with a clear message before a job is queued.
+alignment); other backends (open_clip, bow, lora:) are refused with a clear message before a job is queued.
 """
 
 from __future__ import annotations
@@ -149,12 +149,13 @@ def attention_loss_from_maps(maps: Sequence[Any], weights: Any, valid: Any, band
 # --- the loss as a training term ----------------------------------------------------------------------------------
 def differentiable_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
     """``texts -> [per layer (b, heads, s, s)]`` with gradients, in the positions ``attention_access().encode``
-    gives: for the toy models, right-padded word ids through their explicit attention path; for ``st`` (MiniLM) and
-    ``hf`` (CLIP/SigLIP) text towers, the Attention feature's own encoding through the transformer (adapters and
-    all) with ``output_attentions=True`` under eager attention (:func:`transformers_maps`).
+    gives: for the toy models, right-padded word ids through their explicit attention path; for ``st`` (MiniLM),
+    ``hf`` (CLIP/SigLIP) and ``qwen3vl`` text towers, the Attention feature's own encoding (Qwen3-VL: the templated
+    prompt) through the transformer, adapters and all, with ``output_attentions=True`` under eager attention
+    (:func:`transformers_maps`).
 
     Raises:
-        ValueError: the encoder has no differentiable attention maps (e.g. Qwen3-VL, open_clip, bow).
+        ValueError: the encoder has no differentiable attention maps (open_clip, bow, a lora: encoder).
     """
     model = getattr(encoder, "model", None)
     tok = getattr(encoder, "tokenizer", None)
@@ -170,16 +171,17 @@ def differentiable_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
     if family in TRANSFORMER_FAMILIES:
         return transformers_maps(encoder)
     raise ValueError(f"--attention-loss needs differentiable attention maps, which bindlab has for the toy models "
-                     f"(toy:shared, toy:clip, toy:/folder), minilm / st:… and hf:… (CLIP/SigLIP) text towers; "
+                     f"(toy:shared, toy:clip, toy:/folder), minilm / st:…, hf:… (CLIP/SigLIP) and qwen3vl:… text towers; "
                      f"{encoder.id} has none — use one of those or set --attention-loss 0")
 
 
-TRANSFORMER_FAMILIES = ("st", "hf")  # backends whose text transformer is a transformers model with attention outputs
+TRANSFORMER_FAMILIES = ("st", "hf", "qwen3vl")  # backends whose text transformer is a transformers model with attention outputs
 
 
 def transformers_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
-    """Differentiable maps of an ``st``/``hf`` encoder's text transformer (the module its
-    :class:`~bindlab.encoders.text_tower.TextTower` adapts; ``text_model`` of a CLIP/SigLIP dual encoder).
+    """Differentiable maps of an ``st``/``hf``/``qwen3vl`` encoder's text transformer (the module its
+    :class:`~bindlab.encoders.text_tower.TextTower` adapts; ``text_model`` of a CLIP/SigLIP dual encoder, the
+    ``language_model`` of Qwen3-VL, whose right-padded positions are those of the unpadded prompt).
 
     Each caption is encoded by ``attention_access().encode`` (the same tokens, special tokens and templating the
     Attention feature and :func:`token_weights` use); the batch is right-padded (masked keys get no attention, so a
@@ -190,13 +192,15 @@ def transformers_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
     from bindlab.encoders.text_tower import text_tower
 
     tower = text_tower(encoder)  # the adapted module: LoRA is injected in place, so these maps carry its gradients
-    module = tower.module.text_model if tower.family == "hf" else tower.module
+    module = {"hf": lambda m: m.text_model, "qwen3vl": lambda m: m.language_model}.get(tower.family, lambda m: m)(
+        tower.module)
     access = attention_access(encoder)
     pad_id = getattr(access.tokenizer, "pad_token_id", None) or 0
 
     def forward(inputs: dict[str, Any]) -> list[Any]:
         with eager_attention(tower.module):
-            return list(module(**inputs, output_attentions=True).attentions)  # per layer (b, heads, s, s)
+            out = module(**inputs, output_attentions=True)
+        return [a.float() for a in out.attentions]  # per layer (b, heads, s, s); float32 also for bf16 models
 
     def run(texts: list[str]) -> list[Any]:
         encs = [access.encode(t) for t in texts]

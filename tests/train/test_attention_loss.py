@@ -1,5 +1,5 @@
 """The auxiliary attention loss and image supervision of the finetune, on a random tiny toy:shared model and on
-tiny random transformers text towers (BERT as st:, CLIP and SigLIP as hf:).
+tiny random transformers text towers (BERT as st:, CLIP and SigLIP as hf:, Qwen3-VL).
 
 Zero weight trains exactly like the plain recipe; a nonzero weight sends gradients into the band's layers (and no
 later ones); the loss's margins are the Attention feature's margins; image supervision trains through the shared
@@ -184,11 +184,11 @@ def test_image_supervision_needs_toy_shared_and_renderable_triplets(toy_world, t
 # --- transformers text towers: MiniLM-style BERT (st:), CLIP and SigLIP (hf:) -----------------------------------
 @pytest.fixture(scope="module")
 def tiny_towers(tmp_path_factory):
-    """Tiny random transformers encoders (2 layers, a BPE tokenizer that splits words into sub-tokens) by kind."""
+    """Tiny random transformers encoders (2 layers, BPE tokenizers that split words into sub-tokens) by kind."""
     from bindlab.encoders.tiny import build_tiny
 
     root = tmp_path_factory.mktemp("towers")
-    return {kind: build_tiny(kind, root / kind) for kind in ("st", "hf-clip", "hf-siglip")}
+    return {kind: build_tiny(kind, root / kind) for kind in ("st", "hf-clip", "hf-siglip", "qwen3vl")}
 
 
 def _layer_of(name: str) -> int:
@@ -216,7 +216,7 @@ def _tower_steps(model: str, rows: list[dict], weight: float | None) -> list[tor
     return [p.detach().clone() for p in params]
 
 
-@pytest.mark.parametrize("kind", ["st", "hf-clip"])
+@pytest.mark.parametrize("kind", ["st", "hf-clip", "qwen3vl"])
 def test_transformer_towers_zero_weight_is_plain_and_a_weight_changes_the_update(toy_world, tiny_towers, kind):
     _, _, rows = toy_world
     plain, zero, att = (_tower_steps(tiny_towers[kind], rows, w) for w in (None, 0.0, 5.0))
@@ -224,11 +224,12 @@ def test_transformer_towers_zero_weight_is_plain_and_a_weight_changes_the_update
     assert any(not torch.equal(a, b) for a, b in zip(plain, att, strict=True))
 
 
-@pytest.mark.parametrize("kind", ["st", "hf-clip", "hf-siglip"])
+@pytest.mark.parametrize("kind", ["st", "hf-clip", "hf-siglip", "qwen3vl"])
 def test_transformer_towers_send_gradients_into_the_band_and_not_beyond(toy_world, tiny_towers, kind):
     _, _, rows = toy_world
     grads = _lora_grads(tiny_towers[kind], rows[:6], "0-0")
-    assert grads and (kind == "st" or all("text_model" in n for n in grads))  # the text side only
+    side = {"st": "", "qwen3vl": "language_model"}.get(kind, "text_model")
+    assert grads and all(side in n for n in grads)  # the text side only
     by_layer = {b: sum(v for n, v in grads.items() if _layer_of(n) == b) for b in (0, 1)}
     assert by_layer[0] > 0  # the band's query/key adapters move the band's attention maps
     assert by_layer[1] == 0  # a later layer cannot change layer 0's attention
@@ -236,7 +237,7 @@ def test_transformer_towers_send_gradients_into_the_band_and_not_beyond(toy_worl
     assert sum(v for n, v in grads.items() if _layer_of(n) == 1) > 0
 
 
-@pytest.mark.parametrize("kind", ["st", "hf-clip", "hf-siglip"])
+@pytest.mark.parametrize("kind", ["st", "hf-clip", "hf-siglip", "qwen3vl"])
 def test_transformer_tower_margins_are_the_attention_features_margins(toy_world, tiny_towers, kind):
     """Batched, padded, differentiable maps give the Attention feature's per-layer margins (sub-words aggregated)."""
     from bindlab.analysis.attention import Caption, analyse_caption, attention_access
@@ -273,5 +274,5 @@ def test_transformer_towers_pass_the_objective_check_and_others_are_refused(toy_
     assert (ok["attention_loss"], ok["attention_layers"]) == (0.5, "1-1")
     with pytest.raises(ValueError, match="has layers 0 to 1"):
         check_config({"model": tiny_towers["hf-clip"], "data": data, "attention_loss": 1, "attention_layers": "0-2"})
-    with pytest.raises(ValueError, match=r"qwen3vl:tiny has none .* --attention-loss 0"):
-        differentiable_maps(SimpleNamespace(id="qwen3vl:tiny", model=object(), tokenizer=object()))
+    with pytest.raises(ValueError, match=r"open_clip:ViT-B-32 has none .* --attention-loss 0"):
+        differentiable_maps(SimpleNamespace(id="open_clip:ViT-B-32", model=object(), tokenizer=object()))
