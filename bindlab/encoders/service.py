@@ -1,10 +1,12 @@
 """Embedding through the persistent cache: the one path every command and tab uses to get vectors.
 
 ``embed_texts``/``embed_image_files`` dedupe inputs, look them up in the :class:`EmbeddingCache` and run the
-encoder only on what is missing, then return rows in input order. The missing items go to the encoder in batches
-of its own batch size (:func:`fair_batch_size`), each batch holding :data:`MODEL_TURN`, a first-come-first-served
-lock: when several requests embed at once (the app's GPU queue lets a few events run together), a small request's
-batches take turns with a large one's instead of waiting for all of it. Uncontended, the lock costs nothing. :func:`get_encoder` keeps
+encoder only on what is missing, then return rows in input order, :data:`LOOKUP_CHUNK` items at a time into one
+output array (never the whole lookup plus a stacked copy). The missing items go to the encoder in batches
+of its own batch size (:func:`fair_batch_size`), each batch holding :data:`MODEL_TURN`, a fair lock (fewest recent
+turns first, then first come, first served; see :class:`FairLock`): when several requests embed at once (the app's
+GPU queue lets a few events run together), a small request's batches go between a large one's instead of waiting
+for all of it. Uncontended, the lock costs nothing. :func:`get_encoder` keeps
 one instance per model weights in the process: every spelling of a local folder (``st://x``, ``st:///x``, ``st:x/``,
 a symlink) shares one copy.
 
@@ -47,39 +49,64 @@ _RECIPES: dict[int, tuple[str, dict[str, Any]]] = {}  # id(instance) -> (model, 
 _SHARD_TOTALS: list[int] = []  # on rank 0: items each rank embedded in this process's sharded calls
 _SHARD_SECONDS: list[float] = []  # on rank 0: seconds each rank spent embedding its shards
 DEFAULT_FAIR_BATCH = 64  # items per turn when an encoder does not say its batch size
+LOOKUP_CHUNK = 2048  # items looked up in (and added to) the cache at once: ~33 MB of float32 at 4,096 dimensions
 
 
 class FairLock:
-    """A first-come-first-served (ticket) lock: threads get the lock in the order they asked for it.
+    """A fair lock for turns on the model: fewest recent turns first, then first come, first served.
 
     A plain :class:`threading.Lock` lets the thread that just released it take it again at once, so a long job
-    looping over batches could starve a short one; here a thread that releases and asks again queues behind every
-    thread already waiting.
+    looping over batches could starve a short one. Here every waiter holds a ticket; the lock goes to the waiter
+    whose thread has had the fewest turns lately (its count restarts after ``idle_reset_s`` without a turn, i.e.
+    with the thread's next request), ties by ticket. So a new, small request goes before a long one that has had
+    many turns, and its few batches finish about as fast as when idle. No waiter is passed over more than
+    ``max_skips`` times, so a stream of small requests cannot starve a long one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_skips: int = 4, idle_reset_s: float = 2.0) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._next = 0  # the next ticket to hand out
-        self._serving = 0  # the ticket whose holder may run
+        self._holder: int | None = None  # the ticket holding the lock
+        self._waiters: dict[int, list[int]] = {}  # ticket -> [recent turns of its thread, times passed over]
+        self._turns: dict[int, tuple[int, float]] = {}  # thread id -> (turns, time of the last release)
+        self.max_skips, self.idle_reset_s = max_skips, idle_reset_s
+
+    def _recent_turns(self, thread: int) -> int:
+        turns, last = self._turns.get(thread, (0, 0.0))
+        return turns if time.monotonic() - last < self.idle_reset_s else 0
+
+    def _next_ticket(self) -> int:
+        overdue = [t for t, (_, skipped) in self._waiters.items() if skipped >= self.max_skips]
+        if overdue:
+            return min(overdue)
+        return min(self._waiters, key=lambda t: (self._waiters[t][0], t))
 
     def acquire(self) -> None:
         """Wait for this thread's turn."""
         with self._cond:
             ticket = self._next
             self._next += 1
-            while self._serving != ticket:
+            self._waiters[ticket] = [self._recent_turns(threading.get_ident()), 0]
+            while self._holder is not None or self._next_ticket() != ticket:
                 self._cond.wait()
+            self._holder = ticket
+            del self._waiters[ticket]
+            for waiter in self._waiters.values():
+                waiter[1] += 1
 
     def release(self) -> None:
-        """End this thread's turn; the longest-waiting thread goes next."""
+        """End this thread's turn; the next waiter (see the class) goes."""
         with self._cond:
-            self._serving += 1
+            now, thread = time.monotonic(), threading.get_ident()
+            self._turns[thread] = (self._recent_turns(thread) + 1, now)
+            self._turns = {k: v for k, v in self._turns.items() if now - v[1] < self.idle_reset_s}
+            self._holder = None
             self._cond.notify_all()
 
     def waiting(self) -> int:
         """Threads holding or waiting for the lock."""
         with self._cond:
-            return self._next - self._serving
+            return len(self._waiters) + (self._holder is not None)
 
     @contextmanager
     def turn(self) -> Iterator[None]:
@@ -91,7 +118,7 @@ class FairLock:
             self.release()
 
 
-MODEL_TURN = FairLock()  # one encoder forward pass (one batch) at a time, in arrival order, across all requests
+MODEL_TURN = FairLock()  # one encoder forward pass (one batch) at a time across all requests, shared fairly
 
 
 def fair_batch_size(encoder: Encoder) -> int:
@@ -181,10 +208,13 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
     cache = cache or default_cache()
     keys = [content_key(encoder.fingerprint, "text", t, instruction) for t in texts]
     batch = fair_batch_size(encoder)
-    compute = _sharded(encoder, "text", texts) or (
-        lambda idx: in_turns(encoder.embed_texts, [texts[i] for i in idx], batch))
-    vecs, _ = cache.get_or_compute(keys, compute)
-    return vecs
+
+    def compute_for(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
+        part = texts[lo:hi]
+        return _sharded(encoder, "text", part) or (lambda idx: in_turns(encoder.embed_texts, [part[i] for i in idx],
+                                                                       batch))
+
+    return _in_chunks(cache, keys, compute_for)
 
 
 def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: EmbeddingCache | None = None) -> np.ndarray:
@@ -202,12 +232,37 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
             raise EncoderError(f"image {e}") from None
     keys = [content_key(encoder.fingerprint, "image", b) for b in blobs]
 
-    def compute(idx: list[int]) -> np.ndarray:
-        # Backends open files through bindlab.encoders.images, which converts modes and names unreadable files.
-        return in_turns(encoder.embed_images, [str(paths[i]) for i in idx], fair_batch_size(encoder))
+    names = [str(p) for p in paths]
 
-    vecs, _ = cache.get_or_compute(keys, _sharded(encoder, "image", [str(p) for p in paths]) or compute)
-    return vecs
+    def compute_for(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
+        # Backends open files through bindlab.encoders.images, which converts modes and names unreadable files.
+        part = names[lo:hi]
+        return _sharded(encoder, "image", part) or (
+            lambda idx: in_turns(encoder.embed_images, [part[i] for i in idx], fair_batch_size(encoder)))
+
+    return _in_chunks(cache, keys, compute_for)
+
+
+def _in_chunks(cache: EmbeddingCache, keys: list[str],
+               compute_for: Callable[[int, int], Callable[[list[int]], np.ndarray]]) -> np.ndarray:
+    """``(n, d)`` float32 for ``keys``, looked up (and the missing ones computed) :data:`LOOKUP_CHUNK` at a time.
+
+    Each chunk's vectors are copied into one preallocated output and dropped, so the peak is the output plus one
+    chunk, not the cache's lookup dict plus a stacked copy of all ``n`` (two full matrices, 820 MB for 25,000
+    ``bow`` texts). Items repeated across chunks are computed once: the later chunk finds them in the cache.
+    """
+    if len(keys) <= LOOKUP_CHUNK:
+        return cache.get_or_compute(keys, compute_for(0, len(keys)))[0]
+    out: np.ndarray | None = None
+    for lo in range(0, len(keys), LOOKUP_CHUNK):
+        hi = min(lo + LOOKUP_CHUNK, len(keys))
+        vecs, _ = cache.get_or_compute(keys[lo:hi], compute_for(lo, hi))
+        if out is None:
+            out = np.empty((len(keys), vecs.shape[1]), dtype=np.float32)
+        out[lo:hi] = vecs
+        del vecs
+    assert out is not None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
