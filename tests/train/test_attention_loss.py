@@ -39,7 +39,7 @@ def _cfg(world, **kw):
 
     model, data, _ = world
     settings = {"batch_size": 6, "max_steps": 3, "evaluate": False, "threads": 1, "device": "cpu", "lr": 1e-2, **kw}
-    return FinetuneConfig(model=model, data=data, **settings)
+    return FinetuneConfig(**{"model": model, "data": data, **settings})
 
 
 def _adapter(folder):
@@ -276,3 +276,17 @@ def test_transformer_towers_pass_the_objective_check_and_others_are_refused(toy_
         check_config({"model": tiny_towers["hf-clip"], "data": data, "attention_loss": 1, "attention_layers": "0-2"})
     with pytest.raises(ValueError, match=r"open_clip:ViT-B-32 has none .* --attention-loss 0"):
         differentiable_maps(SimpleNamespace(id="open_clip:ViT-B-32", model=object(), tokenizer=object()))
+
+
+def test_a_minilm_style_finetune_job_trains_with_the_attention_loss(toy_world, tiny_towers, tmp_path):
+    """End to end through train(): the objective is recorded and the adapters differ from the plain recipe's."""
+    from bindlab.train.finetune import train
+
+    model = tiny_towers["st"]
+    train(_cfg(toy_world, model=model, max_steps=2), tmp_path / "plain")
+    res = train(_cfg(toy_world, model=model, max_steps=2, attention_loss=1.0), tmp_path / "att")
+    assert res["family"] == "st"
+    assert res["objective"] == {"supervision": "text", "attention_loss": 1.0, "attention_layers": [1, 1],
+                                "loss": "triplet + 1.0 x attention"}
+    plain, att = _adapter(tmp_path / "plain"), _adapter(tmp_path / "att")
+    assert any(not torch.equal(plain[k], att[k]) for k in plain)
