@@ -206,7 +206,7 @@ EXPECT = ("**What to expect.** The default job (`toy:shared`, 300 steps) takes *
 OBJECTIVE_HINT = (
     "**Attention loss** (SABER App. C.4): adds *weight* × (− the Attention tab's binding margin) averaged over the "
     "layer band, so training also rewards each object's attention to its own attribute words in those layers; "
-    "0 = off (the plain recipe, bit for bit). Toy models only (their attention maps are differentiable here); the "
+    "0 = off (the plain recipe, bit for bit). Toy models, minilm/st:, hf: CLIP/SigLIP and qwen3vl: (not open_clip); the "
     "band is 0-based and inclusive, empty = the last third of the layers (toy:shared: `2-3` is where its margin "
     "collapses). Keep the weight near the hinge's scale (0.1): 1.0 swamps the triplet loss. A second attention pass "
     "makes each step about 1.4× as long (the default job: roughly 5–8 minutes on 2 busy cores). "
