@@ -217,8 +217,27 @@ class ScoredSet:
         return cands.reshape(-1, cands.shape[-1])
 
 
-_SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}
+_SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}  # least recently used first
 _KEY_LOCKS: dict[tuple[str, float, str, str], threading.Lock] = {}
+MAX_SCORED_SETS = 8  # scored sets the Browse views keep in memory; the least recently used goes first
+MAX_SCORED_BYTES = 1 << 30  # and at most this many bytes of their scores and loaded embeddings (a bow set of the
+#                             largest allowed file holds ~410 MB of candidate vectors once its top-k view is used)
+
+
+def scored_bytes(scored: ScoredSet) -> int:
+    """Bytes a scored set holds: its scores plus its embeddings if a view has loaded them."""
+    emb = scored.__dict__.get("_embeddings") or {}
+    return int(scored.scores.nbytes + sum(q.nbytes + c.nbytes for q, c in emb.values()))
+
+
+def _trim_scored() -> None:
+    """Drop the least recently used scored sets beyond :data:`MAX_SCORED_SETS` or :data:`MAX_SCORED_BYTES` (the
+    newest always stays); call with ``_LOCK`` held. A dropped set is scored again (from the cache) when asked."""
+    while len(_SCORED) > 1 and (len(_SCORED) > MAX_SCORED_SETS
+                                or sum(scored_bytes(v) for v in _SCORED.values()) > MAX_SCORED_BYTES):
+        oldest = next(iter(_SCORED))
+        del _SCORED[oldest]
+        _KEY_LOCKS.pop(oldest, None)
 
 
 IMAGE_MODELS = ("toy:clip", "toy:shared")  # the bundled image+text encoders, preferred in this order
@@ -262,9 +281,12 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
     with _LOCK:
         key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with key_lock:  # two visitors asking for the same set at once: the second waits for the first's result
-        if key not in _SCORED:
-            _SCORED[key] = _score_set(request, progress)
-    return _SCORED[key]
+        scored = _SCORED.get(key) or _score_set(request, progress)
+    with _LOCK:
+        _SCORED.pop(key, None)
+        _SCORED[key] = scored  # now the most recently used
+        _trim_scored()
+    return scored
 
 
 def _score_set(request: McqRequest, progress: Progress | None = None) -> ScoredSet:

@@ -113,3 +113,30 @@ def test_the_command_reports_a_bad_request_in_one_line(small_benchmark, capsys):
     assert "limit must be" in err and "-3" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     with pytest.raises(FileNotFoundError, match="file not found"):
         study.run_mcq(study.McqRequest(data=Path(path).parent / "none.jsonl", model="bow"))
+
+
+def test_the_browse_memo_keeps_the_most_recent_sets_within_its_caps(small_benchmark, tmp_path, monkeypatch):
+    """A public server must not keep every scored file's vectors forever: least recently used sets go first."""
+    import shutil
+
+    from bindlab.studies import browse as study
+
+    path, _ = small_benchmark
+    copies = []
+    for i in range(3):
+        folder = tmp_path / f"set{i}"
+        folder.mkdir()
+        copies.append(shutil.copy(path, folder / "mcq.jsonl"))
+    monkeypatch.setattr(study, "_SCORED", {})
+    monkeypatch.setattr(study, "MAX_SCORED_SETS", 2)
+    first = study.scored_set(copies[0], "bow", "tt")
+    study.scored_set(copies[1], "bow", "tt")
+    assert study.scored_set(copies[0], "bow", "tt") is first  # a hit, and now the most recent
+    study.scored_set(copies[2], "bow", "tt")
+    kept = {Path(k[0]).parent.name for k in study._SCORED}
+    assert kept == {"set0", "set2"}  # set1 was the least recently used
+    assert first.gallery.shape[0] == 4 * len(first.questions)  # loads the embeddings: the byte cap counts them
+    assert study.scored_bytes(first) > first.scores.nbytes
+    monkeypatch.setattr(study, "MAX_SCORED_BYTES", 1)
+    study.scored_set(copies[1], "bow", "tt")
+    assert [Path(k[0]).parent.name for k in study._SCORED] == ["set1"]  # only the newest stays
