@@ -77,7 +77,7 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
                   "predicative template (held out of training)"):
         assert label in report, label
     assert "not binding in general" in page.inner_text("#ft-report-note")
-    assert "3–5 minutes" in page.inner_text("#ft-expect")  # the page says how long the default job takes
+    assert "2–5 minutes" in page.inner_text("#ft-expect")  # the page says how long the default job takes
 
 
 def test_bad_launch_shows_a_message(app_url, page):

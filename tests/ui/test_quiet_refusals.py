@@ -5,6 +5,7 @@ locally Gradio's handling is left as it is."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 
 import gradio as gr
@@ -22,7 +23,10 @@ def _demo() -> tuple[gr.Blocks, gr.Radio]:
 
 def _preprocess(demo: gr.Blocks, value: object) -> object:
     fn = next(iter(demo.fns.values()))
-    return asyncio.run(demo.preprocess_data(fn, [value], SessionState(demo)))
+    # a fresh thread has no event loop: asyncio.run works there even when an earlier test (Playwright's sync API)
+    # left one running in this thread
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, demo.preprocess_data(fn, [value], SessionState(demo))).result()
 
 
 def test_a_refused_input_logs_one_line_and_prints_no_traceback_in_public_mode(monkeypatch, caplog):
