@@ -128,7 +128,8 @@ class ScoredPairs:
         raise KeyError(f"pair {pid!r} is not in {self.path}")
 
 
-_SCORED: dict[tuple[str, float, str, str], ScoredPairs] = {}
+_SCORED: dict[tuple[str, float, str, str], ScoredPairs] = {}  # least recently used first
+MAX_SCORED_PAIRS = 8  # scored Pairs files kept for the tab's views; the least recently used goes first
 
 
 def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress: Any = None) -> ScoredPairs:
@@ -139,11 +140,13 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
         raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate composet --out DIR'")
     key = (str(p.resolve()), p.stat().st_mtime, request.model, verbosity)
     check_model_access(request.model)  # before the memo: another visitor's scoring of their lora: model stays theirs
-    if key in _SCORED:
-        return _SCORED[key]
-    result, pairs = _run(request, progress)
-    s = ScoredPairs(p, result.provenance["encoder"]["id"], verbosity, pairs, result.rows, result.summary, result)
-    _SCORED[key] = s
+    s = _SCORED.pop(key, None)
+    if s is None:
+        result, pairs = _run(request, progress)
+        s = ScoredPairs(p, result.provenance["encoder"]["id"], verbosity, pairs, result.rows, result.summary, result)
+    _SCORED[key] = s  # now the most recently used
+    while len(_SCORED) > MAX_SCORED_PAIRS:
+        del _SCORED[next(iter(_SCORED))]
     return s
 
 

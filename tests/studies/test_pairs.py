@@ -117,3 +117,31 @@ def test_eval_benchmark_and_run_benchmark_agree(tmp_path):
 def test_bad_benchmark_requests_are_refused_naming_the_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         bench_study.BenchmarkRequest(**{"name": "winoground", "model": "bow", **kwargs})
+
+
+def test_the_pairs_memo_keeps_only_the_most_recent_files(pairs_setup, tmp_path, monkeypatch):
+    """Scored Pairs files are memoised for the tab's views, at most MAX_SCORED_PAIRS of them (least recent out)."""
+    import shutil
+    from types import SimpleNamespace
+
+    data, model = pairs_setup[0], pairs_setup[1]
+    calls = []
+
+    def fake_run(request, progress=None):
+        calls.append(request.data)
+        return SimpleNamespace(provenance={"encoder": {"id": model}}, rows=[], summary={}), []
+
+    monkeypatch.setattr(study, "_run", fake_run)
+    monkeypatch.setattr(study, "_SCORED", {})
+    monkeypatch.setattr(study, "MAX_SCORED_PAIRS", 2)
+    copies = []
+    for i in range(3):
+        folder = tmp_path / f"p{i}"
+        shutil.copytree(Path(data).parent, folder)
+        copies.append(folder / Path(data).name)
+    study.scored_pairs(copies[0], model)
+    study.scored_pairs(copies[1], model)
+    study.scored_pairs(copies[0], model)  # a hit: no new run, and now the most recent
+    assert len(calls) == 2
+    study.scored_pairs(copies[2], model)
+    assert {Path(k[0]).parent.name for k in study._SCORED} == {"p0", "p2"}
