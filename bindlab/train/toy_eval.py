@@ -49,34 +49,31 @@ def single_object_set(sample: int = 0, seed: int = 0) -> tuple[list[tuple[str, s
     return items, [with_article(f"{a} {s}") for s, a, _ in items]
 
 
-def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str, str, str]]) -> dict[str, Any]:
+def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str, str, str]],
+                         heldout: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     """Retrieval figures from unit embeddings ``img`` (M, d) and ``txt`` (M, d) where row i of each match.
 
     Returns:
-        t2i/i2t top-1, attribute/shape accuracy of the top text, attribute accuracy by category, chance levels.
+        t2i/i2t top-1, attribute/shape accuracy of the top text, attribute accuracy by category, chance levels;
+        with ``heldout`` (shape, attribute) pairs, also ``by_combination`` (:func:`by_combination`).
     """
     sim = img @ txt.T  # (M images, M texts)
     m = len(items)
-    t2i = sim.argmax(0)  # best image per text
     i2t = sim.argmax(1)  # best text per image
-    idx = np.arange(m)
-    attr_ok = np.array([items[j][1] == items[i][1] for i, j in enumerate(i2t)])
-    shape_ok = np.array([items[j][0] == items[i][0] for i, j in enumerate(i2t)])
     cats = {a.name: a.category for a in RENDER_VOCAB.attributes}
     by_cat: dict[str, list[bool]] = defaultdict(list)
-    for i, ok in enumerate(attr_ok):
-        by_cat[cats[items[i][1]]].append(bool(ok))
+    for i, j in enumerate(i2t):
+        by_cat[cats[items[i][1]]].append(items[j][1] == items[i][1])
     n_attr = len({a for _, a, _ in items})
     n_shape = len({s for s, _, _ in items})
-    return {
-        "n": m,
-        "t2i_top1": float((t2i == idx).mean()),
-        "i2t_top1": float((i2t == idx).mean()),
-        "i2t_attribute": float(attr_ok.mean()),
-        "i2t_shape": float(shape_ok.mean()),
+    out = {
+        **_subset_scores(sim, items, np.ones(m, dtype=bool)),
         "i2t_attribute_by_category": {k: float(np.mean(v)) for k, v in sorted(by_cat.items())},
         "chance": {"top1": 1 / m, "attribute": 1 / n_attr, "shape": 1 / n_shape},
     }
+    if heldout:
+        out["by_combination"] = by_combination(sim, items, heldout)
+    return out
 
 
 Combo = tuple[str, str]  # (shape, attribute name)
@@ -140,10 +137,7 @@ def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, si
     items, captions, pixels = render_single_objects(sample, seed, size, workers)
     img = encoder.embed_images(list(pixels))
     txt = encoder.embed_texts(captions)
-    out = {**single_object_scores(img, txt, items), "render_size": size}
-    if heldout:
-        out["by_combination"] = by_combination(img @ txt.T, items, heldout)
-    return out
+    return {**single_object_scores(img, txt, items, heldout), "render_size": size}
 
 
 def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, folder: str | Path | None = None,
