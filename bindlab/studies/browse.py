@@ -24,6 +24,7 @@ from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, evaluate_
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
+from bindlab.studies.memo import remember
 from bindlab.studies.result import Result
 from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
@@ -230,16 +231,6 @@ def scored_bytes(scored: ScoredSet) -> int:
     return int(scored.scores.nbytes + sum(q.nbytes + c.nbytes for q, c in emb.values()))
 
 
-def _trim_scored() -> None:
-    """Drop the least recently used scored sets beyond :data:`MAX_SCORED_SETS` or :data:`MAX_SCORED_BYTES` (the
-    newest always stays); call with ``_LOCK`` held. A dropped set is scored again (from the cache) when asked."""
-    while len(_SCORED) > 1 and (len(_SCORED) > MAX_SCORED_SETS
-                                or sum(scored_bytes(v) for v in _SCORED.values()) > MAX_SCORED_BYTES):
-        oldest = next(iter(_SCORED))
-        del _SCORED[oldest]
-        _KEY_LOCKS.pop(oldest, None)
-
-
 IMAGE_MODELS = ("toy:clip", "toy:shared")  # the bundled image+text encoders, preferred in this order
 
 
@@ -282,10 +273,9 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
         key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with key_lock:  # two visitors asking for the same set at once: the second waits for the first's result
         scored = _SCORED.get(key) or _score_set(request, progress)
-    with _LOCK:
-        _SCORED.pop(key, None)
-        _SCORED[key] = scored  # now the most recently used
-        _trim_scored()
+    with _LOCK:  # now the most recently used; a dropped set is scored again (from the cache) when asked
+        for old in remember(_SCORED, key, scored, MAX_SCORED_SETS, scored_bytes, MAX_SCORED_BYTES):
+            _KEY_LOCKS.pop(old, None)
     return scored
 
 

@@ -20,6 +20,7 @@ from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosit
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
 from bindlab.studies.browse import get_encoder
+from bindlab.studies.memo import remember
 from bindlab.studies.result import Result
 from bindlab.studies.validate import input_path, nonneg_int, positive_int
 
@@ -144,9 +145,7 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
     if s is None:
         result, pairs = _run(request, progress)
         s = ScoredPairs(p, result.provenance["encoder"]["id"], verbosity, pairs, result.rows, result.summary, result)
-    _SCORED[key] = s  # now the most recently used
-    while len(_SCORED) > MAX_SCORED_PAIRS:
-        del _SCORED[next(iter(_SCORED))]
+    remember(_SCORED, key, s, MAX_SCORED_PAIRS)  # now the most recently used
     return s
 
 
