@@ -65,8 +65,8 @@ and `toy:negclip`. A query and its candidates can each be text or image: four pa
 **A failure and its fix.** Contrastive training only asks a model to match an image to its own caption rather than
 to *other* scenes' captions, and other scenes almost never hold the same words, so knowing which words are present
 is nearly enough: who has which attribute is barely trained. NegCLIP-style training (Yuksekgonul et al., ICLR 2023)
-adds **hard negatives** that differ only in the bindings. `toy:negclip` is `toy:clip` trained further with one such
-negative per scene: its binding twin — the same scene, same layout and wording, with two objects' attributes
+adds **hard negatives** that differ only in the bindings. `toy:negclip` is `toy:clip` trained further with such
+negatives for about half of each batch's scenes: a scene's binding twin — the same scene, same layout and wording, with two objects' attributes
 swapped (or one attribute replaced) — added to the batch as an extra negative image *and* an extra negative
 caption, so the only way to tell them apart is who has which attribute. The chart sets the two side by side where
 images are involved (image → image, image → text, text → image); the change and its interval are what this
