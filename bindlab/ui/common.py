@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import gradio.component_meta as gr_component_meta
 
 from bindlab.config import limits, public_mode
 from bindlab.studies import access, datasets
@@ -212,14 +211,6 @@ class DataChoice(str):
         return obj
 
 
-def _no_stub(*args: Any, **kwargs: Any) -> None:
-    """Stands in for Gradio's ``create_or_modify_pyi`` while :class:`DataDropdown` is defined: Gradio's component
-    metaclass would otherwise write a ``common.pyi`` stub into the package on every import."""
-
-
-_write_stub, gr_component_meta.create_or_modify_pyi = gr_component_meta.create_or_modify_pyi, _no_stub
-
-
 class DataDropdown(gr.Dropdown):
     """The public-mode data dropdown of one data kind (``kind``, a constructor argument).
 
@@ -255,8 +246,6 @@ class DataDropdown(gr.Dropdown):
             value = payload
         return DataChoice(value, self.kind) if isinstance(value, str) else value
 
-
-gr_component_meta.create_or_modify_pyi = _write_stub
 
 
 def data_choices(kind: str, session: str | None) -> list[tuple[str, str]]:
