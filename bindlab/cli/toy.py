@@ -16,7 +16,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
     request = ToyTrainRequest(arch=a.arch, out=a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed,
                               pool_size=a.pool_size, hard_share=a.hard_share, checkpoint_every=a.checkpoint_every,
                               threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress,
-                              holdout_fraction=a.holdout_combos, twin_share=a.twin_share, init_from=a.init_from or "")
+                              holdout_fraction=a.holdout_combos, twin_share=a.twin_share, init_from=a.init_from or "",
+                              pair_share=a.pair_twins, pair_scenes=a.pair_scenes)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -67,6 +68,11 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--twin-share", type=float, default=0.0, metavar="SHARE",
                    help="add binding twins (same scene, two attributes swapped or one replaced, same layout) as hard "
                         "negatives, this share of the batch size per step (toy:negclip: 0.5)")
+    p.add_argument("--pair-twins", type=float, default=0.0, metavar="SHARE",
+                   help="add CompoSET-style pair twins (a Pairs-set scene and the same scene with one attribute edit, "
+                        "all twelve contexts) as hard negatives, this share of the batch size per step")
+    p.add_argument("--pair-scenes", type=int, default=3000, metavar="N",
+                   help="with --pair-twins: pair twins rendered for the run (one edit per scene; cached)")
     p.add_argument("--init-from", metavar="DIR", help="start from this toy model folder's weights (a finetune, e.g. "
                                                       "assets/toy-clip) instead of a fresh init")
     p.add_argument("--eval-sample", type=int, default=300, help="held-out single-object renders for the final "

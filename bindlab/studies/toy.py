@@ -39,6 +39,8 @@ class ToyTrainRequest:
     holdout_fraction: float = 0.0  # shape x attribute pairs kept out of every training scene
     twin_share: float = 0.0  # binding twins (hard negatives with images) per batch, as a share of batch_size
     init_from: str = ""  # continue from this toy model folder (e.g. assets/toy-clip) instead of a fresh init
+    pair_share: float = 0.0  # CompoSET-style pair twins per batch, as a share of batch_size (train.toy_pairs)
+    pair_scenes: int = 3000  # pair twins rendered for the run
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -54,7 +56,8 @@ class ToyTrainRequest:
                            checkpoint_every=self.checkpoint_every, threads=self.threads, lr=self.lr,
                            model={k: v for k, v in self.model.items() if v},
                            warmup=min(60, max(1, self.steps // 10)), holdout_fraction=self.holdout_fraction,
-                           twin_share=self.twin_share, init_from=self.init_from)
+                           twin_share=self.twin_share, init_from=self.init_from, pair_share=self.pair_share,
+                           pair_scenes=self.pair_scenes)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -144,6 +147,8 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
         command += f" --holdout-combos {t['holdout_fraction']}"
     if t.get("twin_share"):
         command += f" --twin-share {t['twin_share']}"
+    if t.get("pair_share"):
+        command += f" --pair-twins {t['pair_share']} --pair-scenes {t['pair_scenes']}"
     if t.get("init_from"):
         command += f" --init-from {shown_path(t['init_from'])}"
     return write_card(folder, request.model, result, command, list(request.card_notes))

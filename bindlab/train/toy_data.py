@@ -21,6 +21,8 @@ The recipe (all in code, fixed by a seed):
 - **Binding twins** (:func:`twin_scene`, for ``toy:negclip``): a scene with two objects' attributes swapped (or one
   attribute replaced), rendered with the same seed, so layout and geometry are identical and only the bindings
   differ; in a batch, scene and twin are each other's hardest negatives (NegCLIP's hard negatives, with images).
+- **Pair twins** (:mod:`bindlab.train.toy_pairs`): CompoSET-style base/foil pairs with one attribute edit, in the
+  Pairs sets' scenes and contexts, appended to a batch the same way.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import numpy as np
 from bindlab.data.render import RENDER_VOCAB, ObjectSpec, render_scene
 from bindlab.data.vocab import conjoin, with_article
 from bindlab.encoders.toy_tokenizer import WordTokenizer
+from bindlab.train.toy_pairs import PairTwins, pair_batch
 
 N_OBJECT_WEIGHTS = {1: 0.35, 2: 0.25, 3: 0.2, 4: 0.2}  # share of scenes with 1..4 objects
 P_PATTERN_NAMED = 0.25  # a pattern attribute is named in this share of mentions (else: "a cube")
@@ -297,14 +300,16 @@ def shift(images: np.ndarray, offsets: Sequence[tuple[int, int]]) -> np.ndarray:
 
 
 def make_batch(pool: ScenePool, tokenizer: WordTokenizer, step: int, batch_size: int, seed: int,
-               hard_share: float = HARD_SHARE, twin_share: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+               hard_share: float = HARD_SHARE, twin_share: float = 0.0, pairs: PairTwins | None = None,
+               pair_share: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips) and caption ids (b, len).
 
     ``hard_share`` of the batch is :func:`shape_hard_groups`; the rest walks seeded epochs over the pool. With
     ``twin_share`` > 0, that share of the walked scenes that have a twin (``pool.twins``) brings it along: the twin
     image gets its scene's shift and flip, its caption the scene's caption choices (the same random state), and
     the pair is appended, so the batch grows to ``b + m`` matched pairs in which scene and twin are each other's
-    hard negatives.
+    hard negatives. With ``pairs`` and ``pair_share`` > 0, ``round(batch_size * pair_share)`` CompoSET-style pair
+    twins (:func:`bindlab.train.toy_pairs.pair_batch`: base and foil, one shift and flip per pair) are appended too.
     """
     hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
     walked = batch_indices(len(pool.scenes), batch_size - len(hard), step, seed)
@@ -329,6 +334,15 @@ def make_batch(pool: ScenePool, tokenizer: WordTokenizer, step: int, batch_size:
         offsets = offsets + [offsets[pos[i]] for i in with_twin]
         flips = np.concatenate([flips, flips[[pos[i] for i in with_twin]]])
         caps = caps + twin_caps
+    m = int(round(batch_size * pair_share)) if pairs is not None else 0
+    if m:
+        pair_images, pair_caps = pair_batch(pairs, m, step, seed, rng)
+        moves = [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT)) for _ in range(m)]
+        turns = [rng.random() < 0.5 for _ in range(m)]
+        images = np.concatenate([images, pair_images])
+        offsets = offsets + [o for o in moves for _ in range(2)]
+        flips = np.concatenate([flips, np.repeat(np.array(turns, dtype=bool), 2)])
+        caps = caps + pair_caps
     imgs = shift(images, offsets)  # (b [+ m], s, s, 3)
     imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
     pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0  # (b [+ m], 3, s, s)

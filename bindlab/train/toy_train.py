@@ -29,6 +29,7 @@ from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
 from bindlab.train.toy_data import heldout_combinations, load_pool, make_batch
+from bindlab.train.toy_pairs import load_pair_twins
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -57,6 +58,8 @@ class TrainConfig:
     holdout_fraction: float = 0.0  # share of shape x attribute pairs no training scene shows (toy_data.heldout_combinations)
     twin_share: float = 0.0  # binding twins added per batch, as a share of batch_size (toy_data.make_batch; NegCLIP-style)
     init_from: str = ""  # start from this toy model folder's weights (a finetune) instead of a fresh init
+    pair_share: float = 0.0  # CompoSET-style pair twins added per batch, as a share of batch_size (toy_pairs)
+    pair_scenes: int = 3000  # pair twins rendered for the run (one attribute edit per scene)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -68,6 +71,10 @@ class TrainConfig:
             raise ValueError("batch_size must be at least 2 (contrastive training needs negatives)")
         if not 0 <= self.twin_share <= 1:
             raise ValueError(f"twin_share must be between 0 and 1, got {self.twin_share}")
+        if not 0 <= self.pair_share <= 1:
+            raise ValueError(f"pair_share must be between 0 and 1, got {self.pair_share}")
+        if self.pair_share > 0 and int(self.pair_scenes) < 1:
+            raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
             raise ValueError(f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
                              "a folder written by 'train toy', e.g. assets/toy-clip")
@@ -243,6 +250,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     heldout = cfg.heldout()
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
                      twins=cfg.twin_share > 0)
+    pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
+             if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
     for cb in callbacks:
         cb.on_train_start(state)
@@ -250,7 +259,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
         pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
-                                 cfg.twin_share)
+                                 cfg.twin_share, pairs, cfg.pair_share)
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
