@@ -191,13 +191,13 @@ def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Prog
 REPORT_COLUMNS = ["evaluation", "format", "in-format", "N", "base", "unscaled", "LiNeS"]
 
 # The tab's default job: the walkthrough's toy:shared job (toy-world triplets, 300 steps at lr 2e-3, one torch
-# thread), measured at 1 min 46 s submit -> done on the shared 2-core machine at load 12; validation triplet
-# accuracy 0.57 -> 0.96 unscaled, 0.89 with LiNeS (docs/finetune_results.md has the command and the full report).
+# thread), measured at 2 min 41 s submit -> done on the shared 2-core machine at load 4; validation triplet
+# accuracy 0.50 -> 0.945 unscaled, 0.90 with LiNeS (docs/finetune_results.md has the command and the full report).
 DEFAULT_JOB: dict[str, Any] = {"model": "toy:shared", "epochs": 3, "max_steps": 300, "batch_size": 16, "lr": 2e-3,
                                "lines_a": 0.1}
 EXPECT = ("**What to expect.** The default job (`toy:shared`, 300 steps) takes **about 2–5 minutes on 2 CPU cores** "
-          "(measured: 1 min 46 s with other jobs running; longer on a busier machine). Watch the curve: validation triplet accuracy climbs from "
-          "about 0.57 to about 0.9. Then *Compare*: the report marks which rows are **in-format** (the training sentence template and "
+          "(measured: 2 min 41 s beside a model training; longer on a busier machine). Watch the curve: validation triplet accuracy "
+          "climbs from about 0.5 to about 0.9. Then *Compare*: the report marks which rows are **in-format** (the training sentence template and "
           "words) — a gain there shows the training format was learnt; out-of-template, unseen-word and held-out "
           "rows are the general test. `minilm` with the paper's settings (lr 5e-5, one epoch of the 4,000 generated "
           "rows) needs about 13 minutes on a quiet 2-core machine (much longer on a busy one) and moves little.")
