@@ -81,6 +81,20 @@ def _twin_lines(training: dict[str, Any]) -> list[str]:
             "are each other's hardest negative in both directions of the contrastive loss. Only non-pattern "
             "attributes are changed (a pattern is usually unnamed in captions, so its twin's caption could be the "
             "same), and no twin creates a held-out combination.")
+    if t.get("pair_share"):
+        from bindlab.train.toy_pairs import PAIR_EDIT_TYPES
+
+        lines.append(
+            f"- **CompoSET-style pair twins**: each step also adds {round(t['pair_share'] * t['batch_size'])} pairs "
+            f"(base and foil, so twice as many items) drawn from {t['pair_scenes']:,} scenes of the Pairs generator "
+            "(`bindlab.data.composet`: 4–10 objects, its twelve backgrounds/lights/poses, rendered at twice the "
+            "model's side and shrunk as the encoder shrinks a Pairs image), each with one attribute edit ("
+            + ", ".join(PAIR_EDIT_TYPES) + ") and its Pairs captions at a random level; base and foil are each other's "
+            "hardest negative. Count, size, spatial and presence edits are not used: their captions turn on words the "
+            "toy's word table lacks ('two', 'no', 'small', 'left', 'above'). The scenes come from their own random "
+            "stream with render seeds far from the generator's, and none shows a held-out combination — but they "
+            "are the Pairs sets' kind of scene, so Pairs results on these edit types are **in-distribution** "
+            "(`bindlab.train.toy_pairs`).")
     return lines
 
 
