@@ -27,6 +27,8 @@ CSS = """
 .bl-mat td.own {background: #eef6ee; font-weight: bold}
 .bl-pass {color: #2ca02c; font-weight: bold}
 .bl-fail {color: #c0392b; font-weight: bold}
+#bl-pairs-compare-table th, #bl-pairs-compare-table th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
+#bl-pairs-compare-table td {white-space: normal; overflow-wrap: anywhere}
 """
 
 
@@ -196,10 +198,10 @@ def build_tab() -> dict[str, Any]:
         run = gr.Button("Score", variant="primary", scale=1, elem_id="bl-pairs-score-btn")
     summary = gr.Markdown(elem_id="bl-pairs-summary")
     cmp_summary = gr.Markdown(elem_id="bl-pairs-compare-summary")
-    with gr.Row():
-        cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.25 / 0.25 / 0.167)",
-                                 interactive=False, wrap=True, scale=2, elem_id="bl-pairs-compare-table")
-        cmp_chart = gr.Plot(label="Both models by edit type", scale=3, elem_id="bl-pairs-compare-chart")
+    # one above the other: side by side, the table's seven columns had room only for headers broken mid-word
+    cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.25 / 0.25 / 0.167)",
+                             interactive=False, wrap=True, elem_id="bl-pairs-compare-table")
+    cmp_chart = gr.Plot(label="Both models by edit type", elem_id="bl-pairs-compare-chart")
     with gr.Row():
         edit_type = gr.Dropdown(["all"], value="all", label="Edit type", elem_id="bl-pairs-edit-type")
         category = gr.Dropdown(["all"], value="all", label="Category", elem_id="bl-pairs-category")

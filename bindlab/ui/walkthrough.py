@@ -68,7 +68,9 @@ is nearly enough: who has which attribute is barely trained. NegCLIP-style train
 adds **hard negatives** that differ only in the bindings. `toy:negclip` is `toy:clip` trained further with such
 negatives for about half of each batch's scenes: a scene's binding twin — the same scene, same layout and wording, with two objects' attributes
 swapped (or one attribute replaced) — added to the batch as an extra negative image *and* an extra negative
-caption, so the only way to tell them apart is who has which attribute. The chart sets the two side by side where
+caption, so the only way to tell them apart is who has which attribute. (It then also trained on the Pairs tab's kind
+of scene — a scene and the same scene with one attribute edited — which is what lifts it there, on those edits
+only.) The chart sets the two side by side where
 images are involved (image → image, image → text, text → image); the change and its interval are what this
 machine measures now.""",
     "objects": """The SABER paper finds that accuracy falls as scenes hold more objects. Pick a model and a pairing
