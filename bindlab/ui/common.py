@@ -247,7 +247,6 @@ class DataDropdown(gr.Dropdown):
         return DataChoice(value, self.kind) if isinstance(value, str) else value
 
 
-
 def data_choices(kind: str, session: str | None) -> list[tuple[str, str]]:
     """What a data dropdown offers one session now, as ``(label, opaque value)`` choices: the sets of ``kind``
     (listed afresh, so sets written under ``$BINDLAB_HOME`` after the app started appear) and the files this session
