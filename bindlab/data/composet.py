@@ -1,4 +1,4 @@
-"""CompoSET-style single-edit pairs (``../shared/seeds/composet-single-edit-benchmark.txt``), drawn procedurally.
+"""CompoSET-style single-edit pairs (the CompoSET paper; see the README's References), drawn procedurally.
 
 Each base scene holds 4–10 objects from the renderer (one shape appears twice, so a count can go down), laid out
 by one :func:`~bindlab.data.render.scene_layout` with two spare slots (so a count can go up, an object can

@@ -12,7 +12,8 @@ A text triplet row (query, positive, hard negative, ``bindings`` of the query) b
   its own disc, so every other object's pixels are identical to the anchor's.
 
 All three are images, so the triplet loss compares image with image, as the text loss compares text with text; the
-paper's appendix E body is not in our copy, so this all-image choice is bindlab's (docs/reproductions.md says so).
+paper's appendix E body is not in the version of the paper we read, so this all-image choice is bindlab's
+(docs/reproductions.md says so).
 Attributes are drawn in their default look (no instantiated form), the same in all three images.
 """
 

@@ -1,8 +1,8 @@
 """SABER-style vocabulary: everyday objects, visual attributes, the colour palette and a/an choice.
 
-Follows appendix A.1 of the SABER paper (``../shared/seeds/saber-stuck-on-shuffle.txt``): about 230 objects and
-50 attributes in six semantic categories; every attribute has a *realisation type* that decides how its
-generation form is instantiated once per question:
+Follows appendix A.1 of the SABER paper ("Stuck on Shuffle: On Attribute–Object Binding in Vision–Language
+Models"; full entry in the README's References): about 230 objects and 50 attributes in six semantic categories;
+every attribute has a *realisation type* that decides how its generation form is instantiated once per question:
 
 - ``standalone``: fixed appearance, no slot (``camouflage``); some carry a fixed generation form
   (``soap-bubble`` -> ``iridescent soap-bubble``).

@@ -1,4 +1,4 @@
-"""Known encoder ids (the seed papers' models by name) and whether each can be loaded here, now."""
+"""Known encoder ids (the three source papers' models by name) and whether each can be loaded here, now."""
 
 from __future__ import annotations
 
