@@ -13,20 +13,37 @@ only through the visitor's job manager (:func:`bindlab.studies.finetune.page_man
 owner's job the same way. The visitor comes from the page event:
 the UI's callback wrapper runs each event inside :func:`visitor` with the browser session's id, so a study needs
 no session argument to know whose page asked.
+
+In public mode a visitor also names no server path through a model id: :func:`check_model_access` takes only the
+ids of :data:`bindlab.encoders.presets.PRESETS` (the bundled models and the listed hub checkpoints), ``bow`` and
+the visitor's own ``lora:<job_id>``; every other id — a folder or file path (``st:/…``, ``hf:~/…``,
+``open_clip:local-dir:/…``), an unlisted hub id, an unknown backend — gets :data:`MODEL_REFUSED`, before anything
+touches the filesystem, in the same words whether the path exists or not. And every message a page shows passes
+through :func:`redact`, which replaces the server's folders, the session id and upload tokens with neutral words.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator
 from contextvars import ContextVar
+from functools import lru_cache
+from pathlib import Path
 
 from bindlab.config import public_mode
 
 _VISITOR: ContextVar[str | None] = ContextVar("bindlab_visitor", default=None)
 # lora:<job id>[/variant]: the job id grammar of bindlab.jobs.manager, and the variants of bindlab.encoders.lora
 _LORA_NAME = re.compile(r"([\w-][\w.-]{0,79})(?:/(?:lines|unscaled))?/?")
+# A hub revision (branch, tag or commit) pinned on a listed id: a plain name, never a path.
+_REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# The one refusal of a model id in public mode: it quotes nothing of the id and says nothing about any path.
+MODEL_REFUSED = ("that model is not offered on this server: choose a listed model (bow, minilm, toy:clip, toy:shared, "
+                 "toy:negclip, or a CLIP / SigLIP / Qwen3-VL hub id from the model list in docs/models.md) or "
+                 "lora:<job_id> for a model you finetuned in this browser session; folders and files on the server "
+                 "cannot be named as models")
 
 
 @contextlib.contextmanager
@@ -45,22 +62,37 @@ def current_visitor() -> str | None:
 
 
 def check_model_access(model: str, session: str | None = None) -> str:
-    """Refuse a ``lora:`` model the asking visitor does not own (public mode only); return ``model`` unchanged.
+    """In public mode, refuse a model id a visitor may not load; return ``model`` unchanged (locally: always).
+
+    Public mode takes three kinds of id, and nothing else: a listed id (:func:`offered_model`: the presets of
+    :mod:`bindlab.encoders.presets`, ``bow`` among them, optionally pinned to a hub revision), and ``lora:<job_id>``
+    (or ``/unscaled``, ``/lines``) for a job of the asking visitor's own. The check parses the id only: a refused id
+    never reaches the filesystem, so the answer is the same whether a path it names exists or not.
 
     Args:
-        model: an encoder id as typed (any backend; only ``lora:`` ids are checked).
+        model: an encoder id as typed (any backend).
         session: the visitor's browser session id; default: :func:`current_visitor` (None = the local owner).
 
     Raises:
-        ValueError: in public mode, for a ``lora:`` id that is not one of the visitor's jobs — the same message
-            whether the job belongs to someone else, does not exist, or is written as a folder path.
+        ValueError: in public mode, :data:`MODEL_REFUSED` for an id that is not listed (a server path, ``..``,
+            ``local-dir:``, an unlisted hub id, an unknown backend); for a ``lora:`` id that is not one of the
+            visitor's jobs, one message whether the job belongs to someone else, does not exist, or is written as
+            a folder path. An empty id gets the parser's own message.
     """
-    from bindlab.encoders.base import parse_encoder_id
+    from bindlab.encoders.base import EncoderError, parse_encoder_id
 
     if not public_mode():
         return model
-    eid = parse_encoder_id(str(model or "").strip())
+    text = str(model or "").strip()
+    if not text:
+        parse_encoder_id(text)  # the parser's message: give an id
+    try:
+        eid = parse_encoder_id(text)
+    except EncoderError:
+        raise ValueError(MODEL_REFUSED) from None
     if eid.backend != "lora":
+        if not offered_model(text):
+            raise ValueError(MODEL_REFUSED)
         return model
     session = session or current_visitor()
     match = _LORA_NAME.fullmatch(eid.name)
@@ -69,6 +101,39 @@ def check_model_access(model: str, session: str | None = None) -> str:
                          "lora:<job_id> only for jobs you started in this browser session (see the Finetune tab's "
                          "job list)")
     return model
+
+
+def _names_a_path(name: str) -> bool:
+    """True when an id's name part reads as a filesystem path (absolute, home, relative, climbing, open_clip's
+    ``local-dir:``)."""
+    return (name.startswith(("/", "~", ".", "\\")) or ".." in name or "local-dir:" in name or "\x00" in name
+            or "\\" in name)
+
+
+@lru_cache(maxsize=1)
+def _preset_ids() -> frozenset[str]:
+    from bindlab.encoders.base import parse_encoder_id
+    from bindlab.encoders.presets import PRESETS
+
+    return frozenset(str(parse_encoder_id(p.id)) for p in PRESETS)
+
+
+def offered_model(model: str) -> bool:
+    """True when a visitor may name ``model`` in public mode without owning anything: a preset id
+    (:data:`bindlab.encoders.presets.PRESETS`: ``minilm``, ``bow``, the toy models, the listed hub checkpoints;
+    an alias and its expansion alike), optionally ``@revision`` with a plain revision name. Never a path.
+    ``lora:`` ids are not listed here (see :func:`check_model_access`)."""
+    from bindlab.encoders.base import EncoderError, EncoderId, parse_encoder_id
+
+    try:
+        eid = parse_encoder_id(str(model or "").strip())
+    except EncoderError:
+        return False
+    if _names_a_path(eid.name):
+        return False
+    if eid.revision is not None and (not _REVISION.fullmatch(eid.revision) or ".." in eid.revision):
+        return False
+    return str(EncoderId(eid.backend, eid.name)) in _preset_ids()
 
 
 def _owns(session: str | None, job_id: str) -> bool:
@@ -83,4 +148,73 @@ def _owns(session: str | None, job_id: str) -> bool:
     return True
 
 
-__all__ = ["check_model_access", "current_visitor", "visitor"]
+# --- what a page may show: no server path, session id or upload token ----------------------------------------------
+_SEGMENT = r"[^/\s'\"()<>\[\]{},;:`]+"  # one path segment as it appears in a message (":" ends it: file.jsonl:3)
+_BEFORE = r"(?<![\w.~-])"  # a path starts here, not inside a longer name (/var/tmp is not /tmp)
+_AFTER = r"(?![\w.~-])"  # and the root ends here (/tmp/home2 is not /tmp/home)
+
+
+def _spellings(path: str | os.PathLike) -> set[str]:
+    """A folder as given and as its realpath, without a trailing slash; the filesystem root is left out."""
+    out = set()
+    for p in (os.fspath(path), os.path.realpath(path)):
+        p = p.rstrip("/")
+        if len(p) > 1:
+            out.add(p)
+    return out
+
+
+def redact(message: str, session: str | None = None) -> str:
+    """In public mode, ``message`` with every server folder, the session id and the session's upload tokens
+    replaced by neutral words; locally ``message`` unchanged. A backstop under messages written to name no path.
+
+    - the upload folder (``$BINDLAB_HOME/uploads/<session>/<token>``) -> ``[your upload]`` (``[an upload]`` for
+      another session's), so ``…/mcq.jsonl:3`` reads ``[your upload]/mcq.jsonl:3``;
+    - a data root (``$BINDLAB_HOME`` and the allowed data roots) -> its folder name, as the data picker labels it;
+    - the app's folder (the checkout or site-packages) and the current folder -> ``[app]``;
+    - the temp folder and anything under it -> the file name alone; the user's home folder -> ``~``;
+    - the session id -> ``[session]``; this session's upload tokens -> ``[upload]``.
+
+    Args:
+        message: the text a page is about to show.
+        session: the visitor's browser session id; default: :func:`current_visitor`.
+    """
+    if not message or not public_mode():
+        return message
+    import tempfile
+
+    from bindlab.config import data_roots, home, repo_root
+    from bindlab.studies.datasets import session_uploads, uploads_root
+
+    session = session or current_visitor()
+    own = session_uploads(session)
+    text = str(message)
+    # longest first: $BINDLAB_HOME/uploads before $BINDLAB_HOME before the temp folder holding it
+    rules: list[tuple[str, str]] = []
+    rules += [(s, "upload") for s in _spellings(uploads_root())]
+    for root in {*data_roots(), home()}:
+        rules += [(s, f"name:{Path(s).name}") for s in _spellings(root)]
+    rules += [(s, "name:[app]") for s in _spellings(repo_root()) | _spellings(Path.cwd())]
+    rules += [(s, "temp") for s in _spellings(tempfile.gettempdir())]
+    rules += [(s, "name:~") for s in _spellings(Path.home())]
+    for spelling, kind in sorted(set(rules), key=lambda r: -len(r[0])):
+        if kind == "upload":
+            pattern = re.compile(_BEFORE + re.escape(spelling) + rf"(?:/({_SEGMENT}))?(?:/{_SEGMENT})?" + _AFTER)
+            text = pattern.sub(lambda m: "[your upload]" if m.group(1) in (None, own.name) else "[an upload]", text)
+        elif kind == "temp":
+            pattern = re.compile(_BEFORE + re.escape(spelling) + rf"((?:/{_SEGMENT})*)" + _AFTER)
+            text = pattern.sub(lambda m: m.group(1).rsplit("/", 1)[-1] or "[temp]", text)
+        else:
+            label = kind.removeprefix("name:")
+            text = re.sub(_BEFORE + re.escape(spelling) + _AFTER, lambda m, label=label: label, text)
+    tokens = {own.name} | ({str(session)} if session else set())
+    try:
+        tokens |= {e.name for e in own.iterdir()} if own.is_dir() else set()
+    except OSError:
+        pass
+    for token in sorted((t for t in tokens if len(t) >= 6), key=len, reverse=True):
+        text = text.replace(token, "[session]" if token in (own.name, str(session)) else "[upload]")
+    return text
+
+
+__all__ = ["MODEL_REFUSED", "check_model_access", "current_visitor", "offered_model", "redact", "visitor"]

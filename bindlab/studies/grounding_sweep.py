@@ -51,6 +51,9 @@ class SweepRequest:
         self.model = (self.model or "").strip()
         if not self.model:
             raise ValueError("model is empty; enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+        from bindlab.studies.access import check_model_access
+
+        check_model_access(self.model)  # public mode: a listed id or the visitor's own job, before a grid is made
         self.data = str(self.data or "").strip()
         if self.factor != "pattern":
             raise ValueError(f"factor {self.factor!r}: the signal-strength sweep blends each pattern with its plain "
