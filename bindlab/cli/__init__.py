@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from bindlab.cli import attention, browse, compare, finetune, grounding, map, models, pairs, toy
-from bindlab.cli.common import Groups
+from bindlab.cli.common import Groups, Parser
 from bindlab.config import __version__
 
 # Each feature module adds its commands; the order is the order of --help.
@@ -33,14 +33,25 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
 ]
 
 
+EPILOG = """examples (COMMAND --help lists a command's options and their defaults):
+  python -m bindlab generate saber --out runs/saber [--per-size 200] [--sizes 2-10]
+  python -m bindlab eval mcq --data runs/saber/mcq.jsonl --model minilm [--pairings tt] [--out r.json]
+  python -m bindlab compare --models bow,minilm,toy:clip [--suite mcq,pairs] [--data F]
+  python -m bindlab finetune --model minilm --data runs/triplets [--background]
+  python -m bindlab jobs list
+  python -m bindlab jobs compare ID [--data F] [--no-attention]
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bindlab", description="bindlab: attribute–object binding lab bench")
+    parser = Parser(prog="python -m bindlab", description="bindlab: attribute–object binding lab bench",
+                    epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"bindlab {__version__}")
-    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     gen = top.add_parser("generate", help="generate a benchmark or dataset").add_subparsers(
-        dest="what", required=True, metavar="KIND")
+        dest="what", required=True, metavar="KIND", title="kinds")
     ev = top.add_parser("eval", help="score an encoder on a benchmark").add_subparsers(
-        dest="what", required=True, metavar="KIND")
+        dest="what", required=True, metavar="KIND", title="kinds")
     groups = Groups(top, gen, ev)
     for add in COMMAND_GROUPS:
         add(groups)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from bindlab.cli.common import Groups, _export_args, _fmt, _write_export, _write_json, _write_per_item
+from bindlab.cli.common import (
+    Groups,
+    _fmt,
+    _write_export,
+    _write_json,
+    _write_per_item,
+    add_data_model,
+    add_output_args,
+    add_run_args,
+)
 
 
 def cmd_attention(a: argparse.Namespace) -> None:
@@ -33,16 +42,12 @@ def cmd_attention(a: argparse.Namespace) -> None:
 
 def add_commands(g: Groups) -> None:
     p = g.top.add_parser("attention", help="attention binding margin per layer (own minus other attributes)")
-    p.add_argument("--model", required=True, help="encoder with a text transformer: minilm, toy:clip, hf:…, qwen3vl:…")
-    p.add_argument("--data", required=True, help="MCQ JSONL (query texts), triplets JSONL (queries + positives) or "
-                                                 "captions JSONL ({\"text\", \"bindings\"} per line)")
-    p.add_argument("--limit", type=int, default=0, help="first N captions of each caption set (0 = all)")
+    add_data_model(p, "MCQ JSONL (query texts), triplets JSONL (queries + positives) or captions JSONL "
+                      "({\"text\", \"bindings\"} per line)",
+                   "encoder with a text transformer: minilm, toy:clip, hf:…, qwen3vl:…")
     p.add_argument("--compare", help="a second encoder id; prints and writes the per-layer ratio second / first")
     p.add_argument("--direction", default="later_to_earlier", choices=["later_to_earlier", "earlier_to_later"],
                    help="later_to_earlier (any model) or earlier_to_later (bidirectional models only)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    p.add_argument("--out", help="write results JSON here")
-    p.add_argument("--per-item", help="write every caption's per-layer margins as JSONL here")
-    _export_args(p)
+    add_run_args(p, batch_size=False, limit="first N captions of each caption set (0 = all)", seed="bootstrap seed")
+    add_output_args(p, per_item="write every caption's per-layer margins as JSONL here")
     p.set_defaults(func=cmd_attention)

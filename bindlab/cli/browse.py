@@ -8,7 +8,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, _write_per_item
+from bindlab.cli.common import (
+    Groups,
+    _write_export,
+    _write_json,
+    _write_per_item,
+    add_data_model,
+    add_output_args,
+    add_run_args,
+)
 from bindlab.studies.result import Result
 
 
@@ -101,17 +109,12 @@ def cmd_eval_retrieval(a: argparse.Namespace) -> None:
     _write(a, result, retrieval_export)
 
 
-def _eval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, help="MCQ JSONL file (e.g. DIR/mcq.jsonl)")
-    p.add_argument("--model", required=True, help="encoder id, e.g. minilm, bow, hf:openai/clip-vit-base-patch32")
+def _eval_args(p: argparse.ArgumentParser, per_item: str) -> None:
+    add_data_model(p, "MCQ JSONL file (e.g. DIR/mcq.jsonl)",
+                   "encoder id, e.g. minilm, bow, hf:openai/clip-vit-base-patch32")
     p.add_argument("--pairings", default="tt", help="comma-separated subset of tt,ti,it,ii (query→candidates)")
-    p.add_argument("--out", help="write results JSON here")
-    p.add_argument("--per-item", help="write every question's scores as JSONL here")
-    p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--limit", type=int, default=0, help="evaluate only the first N questions")
-    p.add_argument("--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file")
-    _export_args(p)
+    add_run_args(p, limit="evaluate only the first N questions (0 = all)", skip_bad=True)
+    add_output_args(p, per_item=per_item)
 
 
 def add_commands(g: Groups) -> None:
@@ -119,7 +122,7 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--per-size", type=int, default=200, help="questions per scene size (half independent, half nested)")
     p.add_argument("--sizes", default="2-10", help="scene sizes, e.g. 2-10 or 2,3,5")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="generator seed (same seed and settings, same questions)")
     p.add_argument("--images", action="store_true",
                    help="also render the query and candidate images (renderable vocabulary; resumable)")
     p.add_argument("--size", type=int, default=256, help="image side in pixels (with --images)")
@@ -133,8 +136,8 @@ def add_commands(g: Groups) -> None:
     p.set_defaults(func=cmd_generate_saber)
 
     m = g.eval.add_parser("mcq", help="4-way MCQ accuracy (tie-aware) by N and subset")
-    _eval_args(m)
+    _eval_args(m, "write every question's scores as JSONL here")
     m.set_defaults(func=cmd_eval_mcq)
     r = g.eval.add_parser("retrieval", help="pooled-gallery retrieval: mAP, R@1, R@5, containment diagnostics")
-    _eval_args(r)
+    _eval_args(r, "write one JSON line per query and pairing here")
     r.set_defaults(func=cmd_eval_retrieval)

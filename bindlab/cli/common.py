@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -108,8 +109,8 @@ def _export_formats(spec: str) -> list[str]:
 def _export_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--export", metavar="DIR", help="also write the results as files into DIR: tables as CSV + JSON "
                                                    "(with provenance), figures as PNG + SVG + HTML, per-item JSONL")
-    p.add_argument("--export-formats", type=_export_formats, default="all",
-                   help="with --export: comma-separated subset of csv,json,jsonl,png,svg,html (default all)")
+    p.add_argument("--export-formats", type=_export_formats, default="all", metavar="FORMATS",
+                   help="with --export: comma-separated subset of csv,json,jsonl,png,svg,html")
 
 
 def _write_export(a: argparse.Namespace, build: Callable[[], Any], prov: dict[str, Any]) -> None:
@@ -128,10 +129,122 @@ def _fmt(x: float | None, spec: str = "+.4f") -> str:
 
 
 # --- parser ------------------------------------------------------------------------------------------------------
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that ends each option's text with ``[default: X]`` when that tells the reader something (never for an
+    unset option (None), a flag (False) or an empty value, nor when the help already says what the default is), and
+    keeps a description's or an epilog's line breaks: each line is wrapped on its own, indented lines (examples) as
+    they are written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text.lower() or not _informative(action.default):
+            return text
+        if not (action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
+            return text
+        return f"{text} [default: %(default)s]"
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(indent + line if line[:1].isspace() or not line.strip()
+                         else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+                         for line in text.splitlines())
+
+
+def _informative(default: Any) -> bool:
+    if default is None or default is False or default is argparse.SUPPRESS:
+        return False
+    return not (isinstance(default, (str, list, tuple)) and len(default) == 0)
+
+
+class Commands(argparse._SubParsersAction):
+    """Sub-commands: each one's parser takes its one-line ``help`` as its description, and ``hidden=True`` adds a
+    command that parses but is named in no help, usage or error message (``jobs _run DIR``: a job's own process)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hidden: set[str] = set()
+        self._own_metavar = self.metavar is not None
+
+    def add_parser(self, name: str, *, hidden: bool = False, **kwargs: Any) -> argparse.ArgumentParser:
+        if hidden:
+            kwargs.pop("help", None)  # no help -> no line in the list of commands
+            self.hidden.add(name)
+        elif kwargs.get("help") and "description" not in kwargs:
+            kwargs["description"] = kwargs["help"].replace("%%", "%")
+        parser = super().add_parser(name, **kwargs)
+        if not self._own_metavar:  # argparse would list every choice, hidden ones too
+            self.metavar = "{" + ",".join(self.visible()) + "}"
+        return parser
+
+    def visible(self) -> list[str]:
+        """The command names that help shows, in the order they were added."""
+        return [n for n in self.choices if n not in self.hidden]
+
+
+class Parser(argparse.ArgumentParser):
+    """Every bindlab parser, sub-commands included: :class:`HelpFormatter` and :class:`Commands` all the way down."""
+
+    def __init__(self, *args: Any, formatter_class: type[argparse.HelpFormatter] = HelpFormatter,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        self.register("action", "parsers", Commands)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if isinstance(action, Commands) and value not in action.choices:  # name the visible commands only
+            choices = ", ".join(map(repr, action.visible()))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {choices})")
+        super()._check_value(action, value)
+
+
+# Shared options, added in one order by every command that scores a model: --data, --model, the command's own,
+# then add_run_args (--device, --batch-size, --limit, --seed, --skip-bad), then add_output_args (--out, --per-item,
+# --export, --export-formats).
+DEVICE_HELP = "auto|cpu|cuda|cuda:N|mps; auto (the default) takes cuda if there is one, else mps, else cpu"
+OUT_HELP = "write the results JSON (summary + provenance) here"
+
+
+def add_data_model(p: argparse.ArgumentParser, data: str, model: str, *, data_required: bool = True,
+                   data_default: str | None = None, model_flag: str = "--model") -> None:
+    """``--data`` then ``--model`` (or ``--models``): the first options of a command that scores a model."""
+    p.add_argument("--data", required=data_required, default=data_default, help=data)
+    p.add_argument(model_flag, required=True, help=model)
+
+
+def add_device(p: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    """``--device`` with the one help text every command shares."""
+    p.add_argument("--device", default=default, metavar="DEVICE", help=DEVICE_HELP)
+
+
+def add_run_args(p: argparse.ArgumentParser, *, batch_size: int | None | bool = 64, batch_help: str = "",
+                 limit: str | None = None, seed: str | None = None, skip_bad: bool = False) -> None:
+    """``--device``, ``--batch-size`` (``batch_size=False``: none; None: no default of its own), then ``--limit``,
+    ``--seed`` and ``--skip-bad`` where the command has them (``limit``/``seed`` are their help texts)."""
+    add_device(p)
+    if batch_size is not False:
+        p.add_argument("--batch-size", type=int, default=batch_size, metavar="N",
+                       help=batch_help or "texts or images per encoder forward pass")
+    if limit:
+        p.add_argument("--limit", type=int, default=0, metavar="N", help=limit)
+    if seed:
+        p.add_argument("--seed", type=int, default=0, metavar="N", help=seed)
+    if skip_bad:
+        p.add_argument("--skip-bad", action="store_true",
+                       help="skip malformed lines (reported) instead of refusing the file")
+
+
+def add_output_args(p: argparse.ArgumentParser, *, out: str = OUT_HELP, per_item: str | None = None,
+                    export: bool = True) -> None:
+    """``--out FILE``, ``--per-item FILE`` (when ``per_item`` is its help text), ``--export DIR`` and its formats."""
+    p.add_argument("--out", metavar="FILE", help=out)
+    if per_item:
+        p.add_argument("--per-item", metavar="FILE", help=per_item)
+    if export:
+        _export_args(p)
+
+
 @dataclass
 class Groups:
     """Where commands attach: top-level commands, ``generate <kind>`` and ``eval <kind>``."""
 
-    top: Any
-    generate: Any
-    eval: Any
+    top: Commands
+    generate: Commands
+    eval: Commands

@@ -8,12 +8,12 @@ from typing import Any
 
 from bindlab.cli.common import (
     Groups,
-    _export_args,
     _write_export,
     _write_json,
     _write_per_item,
-    nonneg_int,
-    positive_int,
+    add_data_model,
+    add_output_args,
+    add_run_args,
 )
 
 
@@ -69,19 +69,16 @@ def cmd_compare(a: argparse.Namespace) -> None:
 def add_commands(g: Groups) -> None:
     p = g.top.add_parser("compare", help="several encoders on the same suite: leaderboard with 95 %% CIs, per-N and "
                                          "per-edit-type scores, per-question diff, per-scene agreement")
-    p.add_argument("--models", required=True, help="comma-separated encoder ids, e.g. bow,minilm,toy:clip,toy:shared")
-    p.add_argument("--suite", default="mcq", help="comma-separated tasks: mcq, retrieval, pairs, "
-                                                  "benchmark:NAME[=PATH] (default mcq)")
-    p.add_argument("--data", help="MCQ JSONL file (default: the embedded mini benchmark)")
+    add_data_model(p, "MCQ JSONL file (default: the embedded mini benchmark)",
+                   "comma-separated encoder ids, e.g. bow,minilm,toy:clip,toy:shared", data_required=False,
+                   model_flag="--models")
+    p.add_argument("--suite", default="mcq", help="comma-separated tasks: mcq, retrieval, pairs, benchmark:NAME[=PATH]")
     p.add_argument("--pairs-data", help="Pairs JSONL file (default: the embedded CompoSET-style mini set)")
     p.add_argument("--pairings", default="tt", help="MCQ/retrieval pairings, comma-separated: tt,ti,it,ii")
     p.add_argument("--verbosity", default="all", help="pairs caption level: short|medium|long|all")
-    p.add_argument("--out", help="write results JSON here (the leaderboard, cross-benchmark table, agreement)")
-    p.add_argument("--per-item", help="write every question's per-model credit and margin as JSONL here")
-    _export_args(p)
-    p.add_argument("--limit", type=nonneg_int, default=0, help="first N questions / pairs / items (0 = all)")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="bootstrap seed")
-    p.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    p.add_argument("--batch-size", type=positive_int, default=None)
     p.add_argument("--no-cache", action="store_true", help="rescore every model (ignore and do not write the cache)")
+    add_run_args(p, batch_size=None, batch_help="texts or images per encoder forward pass (default: the backend's)",
+                 limit="first N questions / pairs / items (0 = all)", seed="bootstrap seed")
+    add_output_args(p, out="write results JSON here (the leaderboard, cross-benchmark table, agreement)",
+                    per_item="write every question's per-model credit and margin as JSONL here")
     p.set_defaults(func=cmd_compare)

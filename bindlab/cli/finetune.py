@@ -6,10 +6,11 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
+from bindlab.cli.common import Groups, _write_export, _write_json, add_device, add_output_args
 
 
 # --- triplets, finetune, jobs ------------------------------------------------------------------------------------
@@ -117,51 +118,65 @@ def _print_finetune_result(res: dict[str, Any]) -> None:
         print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
 
 
-def cmd_jobs(a: argparse.Namespace) -> None:
+def cmd_jobs_run(a: argparse.Namespace) -> None:
+    """``jobs _run DIR``: what a job's own process runs (:func:`bindlab.jobs.manager.launch_command`); in no help."""
     from bindlab.studies import finetune as fs
 
-    if a.action == "_run":
-        raise SystemExit(fs.run_job_process(a.job))
-    if a.action == "list":
-        jobs = fs.list_jobs()
-        if not jobs:
-            print(f"no jobs under {fs.jobs_folder()}")
-        for j in jobs:
-            print(f"{j['id']}  {j['model_id']:<30}  {j['state']:<9}  {j['base_model']}  "
-                  f"{_print_progress(j, j['progress']) if j['state'] == 'running' else j.get('message', '')}")
-        _write_json(a.out, {"jobs": jobs})
-        return
-    if not a.job:
-        raise ValueError(f"'jobs {a.action}' needs a job id; see 'python -m bindlab jobs list'")
-    if a.action == "show":
-        info = fs.job_info(a.job)
-        st = info["status"]
-        print(f"{st['id']}  {st['model_id']}  {st['state']}  base {st['base_model']}  created {st['created']}")
-        print(_print_progress(st, info["progress"]))
-        if info["result"]:
-            _print_finetune_result(info["result"])
-        if st["state"] == "failed" or a.log:
-            print("--- log tail ---\n" + (st.get("log_tail") or info["log_tail"]))
-        _write_json(a.out, info)
-    elif a.action == "cancel":
-        st = fs.cancel_job(a.job)
-        print(f"{st['id']}: {st['state']} ({st['message']})")
-    elif a.action == "resume":
-        st = fs.resume_job(a.job)
-        print(f"{st['id']}: {st['state']} ({st['message']})")
-    elif a.action == "export-script":
-        _export_script(a)
-    elif a.action == "compare":
-        from bindlab.present.exports import compare_export
+    raise SystemExit(fs.run_job_process(a.job))
 
-        request = fs.CompareRequest(a.job, a.data or "", pairings=a.pairings, limit=a.limit,
-                                    attention_limit=None if a.no_attention else a.attention_limit,
-                                    report=not a.no_report)
-        res = fs.run_finetune_compare(request)
-        print(fs.format_compare(res.summary))
-        _write_json(a.out, {**res.summary, "provenance": res.provenance})
-        _write_export(a, lambda: compare_export(res.tables["mcq"], res.tables["triplets"], res.figures_data["metrics"],
-                                                res.figures_data["attention"]), res.provenance)
+
+def cmd_jobs_list(a: argparse.Namespace) -> None:
+    from bindlab.studies import finetune as fs
+
+    jobs = fs.list_jobs()
+    if not jobs:
+        print(f"no jobs under {fs.jobs_folder()}")
+    for j in jobs:
+        print(f"{j['id']}  {j['model_id']:<30}  {j['state']:<9}  {j['base_model']}  "
+              f"{_print_progress(j, j['progress']) if j['state'] == 'running' else j.get('message', '')}")
+    _write_json(a.out, {"jobs": jobs})
+
+
+def cmd_jobs_show(a: argparse.Namespace) -> None:
+    from bindlab.studies import finetune as fs
+
+    info = fs.job_info(a.job)
+    st = info["status"]
+    print(f"{st['id']}  {st['model_id']}  {st['state']}  base {st['base_model']}  created {st['created']}")
+    print(_print_progress(st, info["progress"]))
+    if info["result"]:
+        _print_finetune_result(info["result"])
+    if st["state"] == "failed" or a.log:
+        print("--- log tail ---\n" + (st.get("log_tail") or info["log_tail"]))
+    _write_json(a.out, info)
+
+
+def cmd_jobs_cancel(a: argparse.Namespace) -> None:
+    from bindlab.studies import finetune as fs
+
+    st = fs.cancel_job(a.job)
+    print(f"{st['id']}: {st['state']} ({st['message']})")
+
+
+def cmd_jobs_resume(a: argparse.Namespace) -> None:
+    from bindlab.studies import finetune as fs
+
+    st = fs.resume_job(a.job)
+    print(f"{st['id']}: {st['state']} ({st['message']})")
+
+
+def cmd_jobs_compare(a: argparse.Namespace) -> None:
+    from bindlab.present.exports import compare_export
+    from bindlab.studies import finetune as fs
+
+    request = fs.CompareRequest(a.job, a.data or "", pairings=a.pairings, limit=a.limit,
+                                attention_limit=None if a.no_attention else a.attention_limit,
+                                report=not a.no_report)
+    res = fs.run_finetune_compare(request)
+    print(fs.format_compare(res.summary))
+    _write_json(a.out, {**res.summary, "provenance": res.provenance})
+    _write_export(a, lambda: compare_export(res.tables["mcq"], res.tables["triplets"], res.figures_data["metrics"],
+                                            res.figures_data["attention"]), res.provenance)
 
 
 # --- a job that runs elsewhere --------------------------------------------------------------------------------------
@@ -197,7 +212,7 @@ def job_scripts(job_dir: Path, job_id: str, nproc: int, nodes: int = 1, repo: Pa
     return {"launch.sh": launch, "sbatch.sh": sbatch}
 
 
-def _export_script(a: argparse.Namespace) -> None:
+def cmd_jobs_export_script(a: argparse.Namespace) -> None:
     from bindlab.studies import finetune as fs
 
     info = fs.job_info(a.job, log_lines=0)  # a missing job, or another owner's, is refused here
@@ -218,7 +233,7 @@ def add_commands(g: Groups) -> None:
     t = g.generate.add_parser("triplets", help="text finetuning triplets (SABER appendix B) -> DIR/triplets.jsonl")
     t.add_argument("--out", required=True, help="output folder")
     t.add_argument("--n", type=int, default=100_000, help="triplet rows (even; two per example)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="generator seed (also picks the --holdout-words)")
     t.add_argument("--engine", default="template", help="template (offline) or hf:ORG/NAME (a local instruct LM)")
     t.add_argument("--templates", help="query sentence templates, comma-separated, one drawn per example: "
                                        "attributive, predicative, relative, with (default: attributive)")
@@ -229,25 +244,33 @@ def add_commands(g: Groups) -> None:
                                                        "train/val text uses them; split test_unseen_words does")
     t.set_defaults(func=cmd_generate_triplets)
 
-    f = g.top.add_parser("finetune", help="LoRA-finetune an encoder on binding triplets, then LiNeS (a job)")
-    f.add_argument("--model", help="base encoder id: minilm, st:/folder, toy:shared, hf:…, qwen3vl:…")
+    _add_finetune(g)
+    _add_jobs(g)
+
+
+def _add_finetune(g: Groups) -> None:
+    help_ = "LoRA-finetune an encoder on binding triplets, then LiNeS (a job)"
+    f = g.top.add_parser("finetune", help=help_, description=f"{help_}.\n\nEach setting comes from its flag, else "
+                         "from the --config file, else it is the default its help names.")
     f.add_argument("--data", help="triplets folder from 'generate triplets'")
+    f.add_argument("--model", help="base encoder id: minilm, st:/folder, toy:shared, hf:…, qwen3vl:…")
     f.add_argument("--config", help="job.json with the same keys (model, data, epochs, lora_rank, …); flags override")
-    f.add_argument("--epochs", type=int)
+    add_device(f, default=None)  # None: the --config file's, else auto
+    f.add_argument("--epochs", type=int, help="passes over the train split (default 1)")
     f.add_argument("--max-steps", type=int, help="cap on optimizer steps (default: no cap)")
-    f.add_argument("--batch-size", type=int, help="triplets per step (default 16)")
-    f.add_argument("--lr", type=float, help="AdamW learning rate (default 5e-5)")
+    f.add_argument("--batch-size", type=int, help="triplets per step, across all processes (default 16)")
+    f.add_argument("--lr", type=float, help="AdamW learning rate, constant (default 5e-5)")
     f.add_argument("--weight-decay", type=float, help="AdamW weight decay (default 0.01)")
     f.add_argument("--margin", type=float, help="hinge margin (default 0.05)")
     f.add_argument("--lora-rank", type=int, help="LoRA r (default 4)")
     f.add_argument("--lora-alpha", type=float, help="LoRA alpha (default 4)")
     f.add_argument("--lines-a", help="LiNeS a in [0, 1] (default 0.1, Wang et al.'s single-task setting; 1 = "
                    "unscaled), or auto (searched on validation over their grid 1.0, 0.9, ..., 0.0)")
-    f.add_argument("--seed", type=int)
-    f.add_argument("--device", help="auto|cpu|cuda|cuda:N|mps")
+    f.add_argument("--seed", type=int, help="seed of the batch order and the LoRA init (default 0)")
     f.add_argument("--eval-rows", type=int, help="rows per split used for evaluation (default 400, 0 = all)")
     f.add_argument("--num-processes", type=int,
-                   help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints)")
+                   help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints; "
+                        "default 1)")
     f.add_argument("--attention-loss", type=float, metavar="WEIGHT",
                    help="add WEIGHT x the attention binding-margin loss over --attention-layers (SABER C.4; "
                         "default 0 = off; toy, st:/minilm, hf:, qwen3vl: models)")
@@ -260,25 +283,47 @@ def add_commands(g: Groups) -> None:
     f.add_argument("--out", help="write the result JSON here (foreground only)")
     f.set_defaults(func=cmd_finetune)
 
-    j = g.top.add_parser("jobs", help="background jobs: list | show ID | cancel ID | resume ID | compare ID --data F | "
-                         "export-script ID")
-    j.add_argument("action", choices=["list", "show", "cancel", "resume", "compare", "export-script", "_run"],
-                   metavar="ACTION", help="list | show | cancel | resume | compare | export-script (a torchrun/"
-                   "accelerate launch script and an sbatch wrapper) (_run DIR is what a job process executes)")
-    j.add_argument("job", nargs="?", help="job id (as printed by finetune / jobs list)")
-    j.add_argument("--data", help="compare: MCQ JSONL to score base vs finetuned on (default: the embedded mini "
-                                  "benchmark, its image version for a toy: base); the other templates and the held-out words are generated on the fly")
-    j.add_argument("--pairings", default="auto", help="compare: tt,ti,it,ii or auto (all the model and data allow)")
-    j.add_argument("--limit", type=int, default=0, help="compare: first N questions only")
-    j.add_argument("--attention-limit", type=int, default=200,
-                   help="compare: attention binding margins per layer on the first N query captions (0 = all)")
-    j.add_argument("--no-attention", action="store_true", help="compare: skip the attention margins")
-    j.add_argument("--no-report", action="store_true",
-                   help="compare: skip the separated in-format vs general report (its generated sets cost most of "
-                        "a compare)")
-    j.add_argument("--log", action="store_true", help="show: print the log tail")
-    j.add_argument("--nproc", type=int, help="export-script: processes (GPUs) per node (default: the job's)")
-    j.add_argument("--nodes", type=int, default=1, help="export-script: SLURM nodes (default 1)")
-    j.add_argument("--out", help="write JSON here")
-    _export_args(j)  # used by compare
-    j.set_defaults(func=cmd_jobs)
+
+def _add_jobs(g: Groups) -> None:
+    j = g.top.add_parser("jobs", help="background finetune jobs: list, show, cancel, resume, compare, export-script")
+    acts = j.add_subparsers(dest="action", required=True, metavar="ACTION", title="actions")
+
+    def job_parser(name: str, help_: str, func: Callable[[argparse.Namespace], None]) -> argparse.ArgumentParser:
+        p = acts.add_parser(name, help=help_)
+        p.add_argument("job", metavar="ID", help="job id, as printed by finetune and 'jobs list'")
+        p.set_defaults(func=func)
+        return p
+
+    ls = acts.add_parser("list", help="every job with its model id, state and progress")
+    ls.add_argument("--out", help="also write the list as JSON here")
+    ls.set_defaults(func=cmd_jobs_list)
+
+    show = job_parser("show", "one job's state, progress and result (the log tail when it failed)", cmd_jobs_show)
+    show.add_argument("--log", action="store_true", help="print the log tail whatever the state")
+    show.add_argument("--out", help="also write the job's status, progress and result as JSON here")
+
+    job_parser("cancel", "stop a queued or running job (its last checkpoint is kept for resume)", cmd_jobs_cancel)
+    job_parser("resume", "queue a cancelled or failed job again from its last checkpoint", cmd_jobs_resume)
+
+    c = job_parser("compare", "base vs finetuned (unscaled and LiNeS) on MCQs, the separated in-format / general "
+                              "report and per-layer attention margins", cmd_jobs_compare)
+    c.add_argument("--data", help="MCQ JSONL to score base vs finetuned on (default: the embedded mini benchmark, its "
+                                  "image version for a toy: base); the other templates and the held-out words are "
+                                  "generated on the fly")
+    c.add_argument("--pairings", default="auto", help="tt,ti,it,ii or auto (all the model and data allow)")
+    c.add_argument("--limit", type=int, default=0, help="first N questions only (0 = all)")
+    c.add_argument("--attention-limit", type=int, default=200,
+                   help="attention binding margins per layer on the first N query captions (0 = all)")
+    c.add_argument("--no-attention", action="store_true", help="skip the attention margins")
+    c.add_argument("--no-report", action="store_true",
+                   help="skip the separated in-format vs general report (its generated sets cost most of a compare)")
+    add_output_args(c, out="write the comparison JSON (summary + provenance) here")
+
+    x = job_parser("export-script", "write launch.sh (torchrun / accelerate launch) and sbatch.sh (SLURM) that run the "
+                                    "job on other machines", cmd_jobs_export_script)
+    x.add_argument("--nproc", type=int, help="processes (GPUs) per node (default: the job's num_processes)")
+    x.add_argument("--nodes", type=int, default=1, help="SLURM nodes")
+
+    run = acts.add_parser("_run", hidden=True)  # what a job's own process runs: launch_command() in jobs/manager.py
+    run.add_argument("job", metavar="DIR", help="the job's folder")
+    run.set_defaults(func=cmd_jobs_run)

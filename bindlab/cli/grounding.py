@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
+from bindlab.cli.common import Groups, _write_export, _write_json, add_data_model, add_output_args, add_run_args
 
 
 # --- factor grids and matched visual grounding ----------------------------------------------------------------
@@ -94,40 +94,35 @@ def add_commands(g: Groups) -> None:
                                                              "1/6 validation, rest test; 12 -> 0-3 / 4-5 / 6-11)")
     p.add_argument("--replicas", type=int, default=2, help="renderer seeds per context")
     p.add_argument("--size", type=int, default=96, help="image side in pixels")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="renderer seed (replica jitter, noise, texture details)")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
     p.add_argument("--signal-strengths", help="also write DIR/signal/g<gamma>/ grids blending every pattern with "
                                               "its nuisance-matched plain image, e.g. 1,.75,.5,.3,.2,.1,0")
     p.set_defaults(func=cmd_generate_factors)
 
     q = g.top.add_parser("ground", help="matched visual grounding on a factor grid: native vs grounded AP per value")
-    q.add_argument("--data", required=True, help="factor grid folder (with index.csv)")
-    q.add_argument("--model", required=True, help="image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+    add_data_model(q, "factor grid folder (with index.csv)", "image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
     q.add_argument("--factor", default="all", help="pattern, hue, shape, a comma list, or all")
     q.add_argument("--alpha", default="auto", help="auto (chosen on validation) or a fixed number in [0, 8]")
-    q.add_argument("--no-controls", action="store_true", help="skip the controls (attraction, mismatched, ...)")
-    q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the selective-grounding gate")
-    q.add_argument("--seed", type=int, default=0)
     q.add_argument("--protocol", default="context", choices=["context", "combination"],
                    help="held-out protocol: context (split by nuisance context) or combination (unseen "
                         "combinations of the two non-target factors; all values in every split)")
     q.add_argument("--align", default="none", choices=["none", "shared", "factor"],
                    help="also fit a global text map A (one shared, or one per factor) on calibration, chosen on "
                         "validation, and report norm(A q) and matched grounding on top of it")
-    q.add_argument("--out", help="write results JSON here")
-    _export_args(q)
-    q.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    q.add_argument("--batch-size", type=int, default=64)
+    q.add_argument("--no-controls", action="store_true", help="skip the controls (attraction, mismatched, ...)")
+    q.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of the selective-grounding gate")
+    add_run_args(q, seed="bootstrap seed of the selective-grounding gate")
+    add_output_args(q)
     q.set_defaults(func=cmd_ground)
 
     w = g.top.add_parser("ground-sweep", help="matched grounding at every signal strength gamma (each pattern "
                                               "blended with its plain image): gain vs native, direction cosine")
-    w.add_argument("--data", help="grid folder made with `generate factors --signal-strengths ...` (default: a "
-                                  "small grid at the paper's seven strengths, rendered once)")
-    w.add_argument("--model", required=True, help="image+text encoder id, e.g. toy:clip")
+    add_data_model(w, "grid folder made with `generate factors --signal-strengths ...` (default: a small grid at the "
+                      "paper's seven strengths, rendered once)", "image+text encoder id, e.g. toy:clip",
+                   data_required=False)
     w.add_argument("--factor", default="pattern", choices=["pattern"], help="the attenuated factor")
     w.add_argument("--protocol", default="context", choices=["context", "combination"], help="held-out protocol")
-    w.add_argument("--out", help="write results JSON here")
-    w.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    w.add_argument("--batch-size", type=int, default=64)
+    add_run_args(w)
+    add_output_args(w, export=False)
     w.set_defaults(func=cmd_ground_sweep)

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from bindlab.cli.common import Groups, _export_args, _write_export, _write_json
+from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, add_data_model
 
 
 # --- map ---------------------------------------------------------------------------------------------------------
@@ -40,10 +40,10 @@ def add_commands(g: Groups) -> None:
 
     p = g.top.add_parser("map", help="UMAP/PCA map of the query and candidate embeddings of a SABER subset "
                                      "-> standalone HTML (+ layout JSON)")
-    p.add_argument("--model", required=True, help="encoder id, e.g. minilm, bow, toy:clip (image points when it has images)")
-    p.add_argument("--data", default="", help="MCQ JSONL file (default: the embedded mini benchmark, with images "
-                                              "for image+text models)")
-    p.add_argument("--n-objects", default="all", help="numbers of objects to keep, e.g. 2,3 or 2-4 (default all)")
+    add_data_model(p, "MCQ JSONL file (default: the embedded mini benchmark, with images for image+text models)",
+                   "encoder id, e.g. minilm, bow, toy:clip (image points when it has images)", data_required=False,
+                   data_default="")
+    p.add_argument("--n-objects", default="all", help="numbers of objects to keep, e.g. 2,3 or 2-4")
     p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"at most this many questions (seeded sample, 1..{MAX_LIMIT})")
     p.add_argument("--method", choices=METHODS, default="umap", help="layout (UMAP layouts are cached on disk)")
     p.add_argument("--color", choices=COLOR_BY, default="role", help="colour points by")

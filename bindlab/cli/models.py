@@ -31,14 +31,21 @@ def cmd_bench(a: argparse.Namespace) -> None:
     _write_json(a.out, result)
 
 
+def _sections() -> list[str]:
+    from bindlab.bench import SECTIONS
+
+    return [name for name, _ in SECTIONS]
+
+
 def add_commands(g: Groups) -> None:
     mo = g.top.add_parser("models", help="list known encoder ids and whether they load here")
-    mo.add_argument("--out")
+    mo.add_argument("--out", help="also write the list (and the backends) as JSON here")
     mo.set_defaults(func=cmd_models)
 
     b = g.top.add_parser("bench", help="measure pipeline overhead, cache speedup and throughput (JSON)")
     b.add_argument("--quick", action="store_true", help="smaller workloads (seconds instead of minutes)")
     b.add_argument("--model", default="minilm", help="text encoder to benchmark")
-    b.add_argument("--only", help="comma-separated section names (default: all)")
-    b.add_argument("--out")
+    b.add_argument("--only", metavar="SECTION[,SECTION...]",
+                   help="run only these sections (default: all), comma-separated: " + ", ".join(_sections()))
+    b.add_argument("--out", help="also write the figures JSON here")
     b.set_defaults(func=cmd_bench)

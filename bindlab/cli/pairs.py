@@ -8,7 +8,15 @@ import sys
 import time
 from typing import Any
 
-from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, _write_per_item
+from bindlab.cli.common import (
+    Groups,
+    _write_export,
+    _write_json,
+    _write_per_item,
+    add_data_model,
+    add_output_args,
+    add_run_args,
+)
 
 
 # --- pairs: CompoSET-style single-edit pairs and the published pairwise benchmarks ---------------------------------
@@ -82,39 +90,31 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--scenes", type=int, default=80, help="base scenes (4-10 objects each)")
     p.add_argument("--foils-per-scene", type=int, default=22, help="foils per scene, each one edit (>= 15)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="generator seed (same seed and settings, same pairs)")
     p.add_argument("--size", type=int, default=256, help="image side in pixels")
     p.add_argument("--workers", type=int, default=2, help="rendering processes")
     p.set_defaults(func=cmd_generate_composet)
 
     e = g.eval.add_parser("pairs", help="Winoground-style 2x2 scoring of a Pairs file: I2T, T2I, Group by edit type")
-    e.add_argument("--data", required=True, help="Pairs JSONL file (e.g. DIR/pairs.jsonl)")
-    e.add_argument("--model", required=True, help="image+text encoder id, e.g. toy:clip, hf:/path/to/clip")
+    add_data_model(e, "Pairs JSONL file (e.g. DIR/pairs.jsonl)",
+                   "image+text encoder id, e.g. toy:clip, hf:/path/to/clip")
     e.add_argument("--verbosity", default="all", help="caption level: short|medium|long|all")
-    e.add_argument("--out", help="write results JSON here")
-    e.add_argument("--per-item", help="write every pair's 2x2 scores as JSONL here")
-    _export_args(e)
-    e.add_argument("--device", default="auto", help="auto|cpu|cuda|cuda:N|mps")
-    e.add_argument("--batch-size", type=int, default=64)
-    e.add_argument("--limit", type=int, default=0, help="score only the first N pairs")
-    e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    e.add_argument("--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file")
+    add_run_args(e, limit="score only the first N pairs (0 = all)", seed="bootstrap seed", skip_bad=True)
+    add_output_args(e, per_item="write every pair's 2x2 scores as JSONL here")
     e.set_defaults(func=cmd_eval_pairs)
 
     b = g.eval.add_parser("benchmark", help="a published benchmark (data_manifests/) with its native metric + "
                                             "bag-of-words validity check")
     b.add_argument("--name", required=True, help="winoground | colorswap | sugarcrepe | sugarcrepe_pp | "
                                                  "aro_vg_attribution, or a manifest .json path")
-    b.add_argument("--model", required=True, help="encoder id (image+text, or text-only for --task tot)")
-    b.add_argument("--data", help="local copy in the published format (overrides the manifest's path)")
+    add_data_model(b, "local copy in the published format (default: the manifest's path)",
+                   "encoder id (image+text, or text-only for --task tot)", data_required=False)
     b.add_argument("--images", help="image folder (COCO val2017 for SugarCrepe/SugarCrepe++, VG images for ARO)")
     b.add_argument("--split", help="split name(s), comma-separated (default: all)")
-    b.add_argument("--task", help="itt (image-to-text, default) or tot (SugarCrepe++ text-only)")
-    b.add_argument("--source", default="auto", help="auto|local|hub")
-    b.add_argument("--limit", type=int, default=0, help="at most N items (per split)")
-    b.add_argument("--out", help="write results JSON here")
-    b.add_argument("--per-item", help="write per-item pass/fail as JSONL here")
-    b.add_argument("--device", default="auto")
-    b.add_argument("--batch-size", type=int, default=64)
-    b.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    b.add_argument("--task", help="itt (image-to-text, the default) or tot (SugarCrepe++ text-only)")
+    b.add_argument("--source", default="auto", choices=["auto", "local", "hub"],
+                   help="where the data comes from: local (--data or the manifest's path), hub (the manifest's "
+                        "Hugging Face dataset), auto (local when that path exists, else the hub)")
+    add_run_args(b, limit="at most N items per split (0 = all)", seed="bootstrap seed")
+    add_output_args(b, per_item="write per-item pass/fail as JSONL here", export=False)
     b.set_defaults(func=cmd_eval_benchmark)

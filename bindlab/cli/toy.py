@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bindlab.cli.common import Groups, _write_json
+from bindlab.cli.common import OUT_HELP, Groups, _write_json
 
 
 def cmd_train_toy(a: argparse.Namespace) -> None:
@@ -48,17 +48,24 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--arch", choices=["clip", "shared"], required=True, help="clip = two towers; shared = one stack")
     p.add_argument("--out", required=True, help="output folder (checkpoints; the final model loads as toy:/path)")
     p.add_argument("--steps", type=int, default=6000, help="optimizer steps (6000 = the shipped models)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, default=1.5e-3)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the init, the scene pool, the batch order and the captions")
+    p.add_argument("--batch-size", type=int, default=128, help="image-caption pairs per step")
+    p.add_argument("--lr", type=float, default=1.5e-3,
+                   help="AdamW peak learning rate (linear warm-up, then cosine decay to 0)")
     p.add_argument("--pool-size", type=int, default=10000, help="pre-rendered training scenes (cached)")
-    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--checkpoint-every", type=int, default=100, help="steps between checkpoints (a rerun resumes "
+                                                                      "from the last one)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a busy 2-core machine)")
-    p.add_argument("--width", type=int, default=0, help="override the hidden width (tests use tiny models)")
-    p.add_argument("--layers", type=int, default=0, help="override the number of blocks")
-    p.add_argument("--heads", type=int, default=0, help="override the number of attention heads")
-    p.add_argument("--image-size", type=int, default=0, help="override the image side in pixels")
-    p.add_argument("--patch-size", type=int, default=0, help="override the ViT patch side in pixels (multiple of 4)")
+    p.add_argument("--width", type=int, default=0, help="override the hidden width (0 = the architecture's; tests "
+                                                        "use tiny models)")
+    p.add_argument("--layers", type=int, default=0, help="override the number of blocks (0 = the architecture's)")
+    p.add_argument("--heads", type=int, default=0, help="override the number of attention heads (0 = the "
+                                                        "architecture's)")
+    p.add_argument("--image-size", type=int, default=0, help="override the image side in pixels (0 = the "
+                                                             "architecture's)")
+    p.add_argument("--patch-size", type=int, default=0, help="override the ViT patch side in pixels, a multiple of 4 "
+                                                             "(0 = the architecture's)")
     p.add_argument("--stem", choices=["deep", "light"], help="override the convolutional stem")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
@@ -86,8 +93,8 @@ def add_commands(g: Groups) -> None:
     e.add_argument("--sample", type=int, default=0, help="held-out single-object renders (0 = all 1008 shape x "
                                                          "attribute combinations)")
     e.add_argument("--per-size", type=int, default=40, help="MCQs per N = 2..10")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--out", help="write results JSON here")
+    e.add_argument("--seed", type=int, default=0, help="seed of the sampled renders and MCQs")
+    e.add_argument("--out", help=OUT_HELP)
     e.add_argument("--card", action="store_true", help="also write the model card README.md into the toy model's folder")
     e.add_argument("--note", action="append", help="a line for the card's training section (repeatable), e.g. the "
                                                    "machine's load during training")
