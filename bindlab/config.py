@@ -34,8 +34,24 @@ def jobs_root() -> Path:
 
 
 def repo_root() -> Path:
-    """The folder holding ``app.py`` and ``assets/`` (one up from the package)."""
+    """The folder holding ``app.py`` in a checkout (one up from the package; in an installed package, site-packages)."""
     return Path(__file__).resolve().parent.parent
+
+
+def package_root() -> Path:
+    """The ``bindlab`` package folder: it carries the bundled models (``assets/``) and the benchmark manifests
+    (``data_manifests/``) both in a checkout and in an installed package."""
+    return Path(__file__).resolve().parent
+
+
+def assets_root() -> Path:
+    """``bindlab/assets``: the bundled toy models, one folder each, never written to by a command."""
+    return package_root() / "assets"
+
+
+def manifests_root() -> Path:
+    """``bindlab/data_manifests``: one JSON per known published benchmark."""
+    return package_root() / "data_manifests"
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -105,18 +121,55 @@ def public_mode() -> bool:
     return bool(os.environ.get("SPACE_ID"))
 
 
+def roots_enforced() -> bool:
+    """True when user-given paths must lie inside :func:`data_roots`: in public mode, or when the person set
+    ``$BINDLAB_DATA_ROOTS`` explicitly. On a person's own machine (the default) the CLI and the local app read and
+    write any path the person gives: they could read the file anyway, and ``generate`` must not write where ``eval``
+    then refuses to read."""
+    return public_mode() or bool(os.environ.get("BINDLAB_DATA_ROOTS", "").strip())
+
+
+# The folders under $BINDLAB_HOME that hold what the app shows or hands out: generated data and its images, uploads,
+# downloads, rendered grids, published benchmarks' images. Not the embedding cache, the jobs or any loose file.
+SERVED_HOME_DIRS = ("default", "data", "uploads", "exports", "factor-grid-default-v2", "factor-grid-signal",
+                    "hub_images", "crops", "toy-eval", "benchmarks")
+
+
+def served_roots() -> tuple[Path, ...]:
+    """The folders the app's web server may send files from (Gradio's ``allowed_paths``): :data:`SERVED_HOME_DIRS`
+    under ``$BINDLAB_HOME`` (wherever the home is), the repo's ``data/``, the bundled ``assets/`` and, locally, the
+    data roots. An image elsewhere (a person's own data folder, a set under a public root) is sent decoded instead
+    (:func:`bindlab.ui.common.shown_image`).
+    """
+    h = home()
+    roots = [*(h / d for d in SERVED_HOME_DIRS), repo_root() / "data", assets_root()]
+    if not public_mode():
+        roots += [r for r in data_roots() if r != Path(os.path.realpath(h))]
+    seen: dict[str, Path] = {}
+    for r in roots:
+        seen.setdefault(os.path.realpath(r), Path(os.path.realpath(r)))
+    return tuple(seen.values())
+
+
+def private_home_paths() -> tuple[Path, ...]:
+    """What under ``$BINDLAB_HOME`` the web server never sends (Gradio's ``blocked_paths``), even where a data root
+    holds the home: the embedding cache, the jobs' folders (adapters, logs, owners), the weights fingerprint memo."""
+    h = home()
+    return (h / "cache", h / "jobs", h / "fingerprints.json")
+
+
 def data_roots() -> tuple[Path, ...]:
     """The folders every user-given path must resolve inside (realpaths, existing or not).
 
     ``$BINDLAB_DATA_ROOTS`` (``os.pathsep``-separated) replaces the default, which is the repo's ``data/`` and
-    ``assets/``, ``$BINDLAB_HOME`` and, outside public mode only, the current folder (on a Space the current folder
+    ``bindlab/assets/``, ``$BINDLAB_HOME`` and, outside public mode only, the current folder (on a Space the current folder
     is the app's checkout, with its ``.git``).
     """
     raw = os.environ.get("BINDLAB_DATA_ROOTS", "")
     if raw.strip():
         roots = [Path(r).expanduser() for r in raw.split(os.pathsep) if r.strip()]
     else:
-        roots = [repo_root() / "data", repo_root() / "assets", home()]
+        roots = [repo_root() / "data", assets_root(), home()]
         if not public_mode():
             roots.append(Path.cwd())
     return tuple(Path(os.path.realpath(r)) for r in roots)

@@ -276,17 +276,17 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     for name, base in eval_base.items():
         for flag in ("--out", "--per-item"):
             for target in ["/dev/full", "/dev/null", "{out_dir}", "{a_file}/x.json", "{root}/" + "z" * 256 + ".json",
-                           "{fifo}", "assets/evil.json", ""]:
+                           "{fifo}", "bindlab/assets/evil.json", ""]:
                 add(f"{name}{flag}={target}", base + [flag, target])
-        for target in ["{out_file}", "/dev/null", "{a_file}/sub", "assets/exported"]:
+        for target in ["{out_file}", "/dev/null", "{a_file}/sub", "bindlab/assets/exported"]:
             add(f"{name}-export={target}", base + ["--export", target])
     for g, (base, _) in gen.items():
-        for target in ["{out_file}", "/dev/full", "{a_file}/sub", "assets/gen", "{root}/" + "q" * 300]:
+        for target in ["{out_file}", "/dev/full", "{a_file}/sub", "bindlab/assets/gen", "{root}/" + "q" * 300]:
             add(f"gen-{g}-out={target}", [base[0], base[1], "--out", target])
     add("map-out-folder", ["map", "--model", "bow", "--data", "{good_mcq}", "--out", "{out_dir}"])
     add("map-out-dev-full", ["map", "--model", "bow", "--data", "{good_mcq}", "--out", "/dev/full"])
     add("train-toy-out-file", ["train", "toy", "--arch", "clip", "--out", "{out_file}"])
-    add("eval-toy-out-assets", ["eval", "toy", "--model", "toy:clip", "--out", "assets/card.json"])
+    add("eval-toy-out-assets", ["eval", "toy", "--model", "toy:clip", "--out", "bindlab/assets/card.json"])
 
     # environment
     add("home-is-a-file", eval_base["eval-mcq"], {"BINDLAB_HOME": "{home_file}"})
@@ -333,7 +333,7 @@ def test_malformed_input_gives_one_error_line(cid, argv, env, world, capsys, mon
     argv = [a.format(**fill) if "{" in a else a for a in argv]
     for k, v in env.items():
         monkeypatch.setenv(k, v.format(**fill) if "{" in v else v)
-    monkeypatch.chdir(Path(__file__).resolve().parent.parent)  # the repo: `assets/...` means the shipped folder
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)  # the repo: `bindlab/assets/...` means the shipped folder
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(CASE_SECONDS)
     try:
@@ -353,6 +353,6 @@ def test_malformed_input_gives_one_error_line(cid, argv, env, world, capsys, mon
 
 
 def test_shipped_assets_untouched():
-    """Nothing in the table wrote into the repo's assets/ folder."""
+    """Nothing in the table wrote into the repo's bindlab/assets/ folder."""
     assets = Path(__file__).resolve().parent.parent / "assets"
     assert not any((assets / n).exists() for n in ("evil.json", "exported", "gen", "card.json"))

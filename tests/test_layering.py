@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "bindlab"
 # top-level module); "bindlab" itself is the package's __init__.
 BASE = {"bindlab", "config"}
 ALLOWED: dict[str, set[str]] = {
-    "bindlab": set(),
+    "bindlab": {"config"},  # the package's __init__: its version comes from config
     "config": set(),
     "data": BASE,
     "encoders": BASE | {"data"},

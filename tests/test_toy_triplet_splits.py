@@ -84,12 +84,12 @@ def test_held_out_templates_rewrite_the_test_questions(toy):
 
 
 def test_every_content_word_is_renderable_and_known_to_the_toy_model(toy):
-    from bindlab.config import repo_root
+    from bindlab.config import assets_root
 
     _, rows = toy
     renderable = set(RENDER_VOCAB.objects) | {a.name for a in RENDER_VOCAB.attributes}
     assert all(_content_words(r) <= renderable for r in rows)
-    vocab = set(json.loads((repo_root() / "assets" / "toy-shared" / "vocab.json").read_text())["vocab"])
+    vocab = set(json.loads((assets_root() / "toy-shared" / "vocab.json").read_text())["vocab"])
     for r in rows:
         if r["split"] in ("test_template_relative", "test_template_with"):
             continue  # "that" and the attribute-type nouns ("colour", ...) are [UNK] to the toy models

@@ -64,7 +64,7 @@ OUT_IS_DIR = ("generate", "train")
 
 def validate_args(a: argparse.Namespace) -> None:
     """Validation before work (:func:`bindlab.studies.validate.check_options`): numbers, caps, input paths inside
-    the allowed data roots, output paths; ``--card`` is the explicit ask that allows writing into ``assets/``."""
+    the allowed data roots, output paths; ``--card`` is the explicit ask that allows writing into ``bindlab/assets/``."""
     from bindlab.studies.validate import check_options
 
     check_options(vars(a), out_is_dir=a.command in OUT_IS_DIR, allow_assets=bool(getattr(a, "card", False)))

@@ -17,7 +17,7 @@ def _write_json(path: str | None, obj: Any) -> None:
     if path:
         from bindlab.studies.validate import output_file
 
-        p = output_file(path, "out", allow_assets=True)  # assets/ is refused before work, in cli.main
+        p = output_file(path, "out", allow_assets=True)  # bindlab/assets/ is refused before work, in cli.main
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
         try:
@@ -82,7 +82,7 @@ def positive_float(text: str) -> float:
 
 def out_file(text: str) -> str:
     """``type=out_file``: a regular file or a new one in a folder that exists or can be made (never a device,
-    a folder, or a path under assets/)."""
+    a folder, or a path under bindlab/assets/)."""
     from bindlab.studies.validate import output_file
 
     _typed(output_file)(text)

@@ -81,7 +81,7 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--pair-scenes", type=int, default=3000, metavar="N",
                    help="with --pair-twins: pair twins rendered for the run (one edit per scene; cached)")
     p.add_argument("--init-from", metavar="DIR", help="start from this toy model folder's weights (a finetune, e.g. "
-                                                      "assets/toy-clip) instead of a fresh init")
+                                                      "bindlab/assets/toy-clip) instead of a fresh init")
     p.add_argument("--eval-sample", type=int, default=300, help="held-out single-object renders for the final "
                                                                  "evaluation (0 = skip it)")
     p.add_argument("--eval-per-size", type=int, default=10, help="MCQs per N = 2..10 in the final evaluation")

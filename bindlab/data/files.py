@@ -1,8 +1,8 @@
 """Bounded, allow-listed file access: the one way bindlab opens a user-given file.
 
-- :func:`resolve_allowed`: a user-given path must resolve (symlinks followed) inside an allowed data root
-  (:func:`bindlab.config.data_roots`); anything else gets one message that says nothing about the path, whether or
-  not it exists.
+- :func:`resolve_allowed`: in public mode (or with ``$BINDLAB_DATA_ROOTS`` set) a user-given path must resolve
+  (symlinks followed) inside an allowed data root (:func:`bindlab.config.data_roots`); anything else gets one message
+  that says nothing about the path, whether or not it exists. Locally any path is the person's own to read.
 - :func:`open_regular` / :func:`check_regular`: only regular files are opened; a FIFO, device, socket or folder is
   refused with a message (a FIFO is opened non-blocking, so it never hangs).
 - :func:`read_text_bounded`, :func:`iter_jsonl_bounded`, :func:`load_json_bounded`: a size cap is checked before
@@ -49,7 +49,8 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def resolve_allowed(path: str | os.PathLike, roots: tuple[Path, ...] | list[Path] | None = None) -> Path:
-    """The realpath of ``path`` when it lies inside one of ``roots`` (default: :func:`bindlab.config.data_roots`).
+    """The realpath of ``path`` when it lies inside one of ``roots`` (default: :func:`bindlab.config.data_roots`,
+    checked only where :func:`bindlab.config.roots_enforced`: in public mode or with ``$BINDLAB_DATA_ROOTS`` set).
 
     The file need not exist; existence is checked later, by the reader, only for allowed paths.
 
@@ -60,6 +61,8 @@ def resolve_allowed(path: str | os.PathLike, roots: tuple[Path, ...] | list[Path
     if not raw or "\x00" in raw:
         raise DataError(_refused_message())
     real = Path(os.path.realpath(os.path.expanduser(raw)))
+    if roots is None and not config.roots_enforced():
+        return real  # local use: the person's own files, wherever they are
     allowed = [Path(os.path.realpath(r)) for r in (config.data_roots() if roots is None else roots)]
     if not any(_inside(real, r) for r in allowed):
         raise DataError(_refused_message())

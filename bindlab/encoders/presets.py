@@ -48,10 +48,10 @@ PRESETS: tuple[Preset, ...] = (
     # MLLM embedders
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "Qwen3-VL-Embedding 2B (MLLM embedder)", "hub"),
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-8B", "Qwen3-VL-Embedding 8B (MLLM embedder)", "hub"),
-    # bindlab's own toy vision-language models (assets/, trained by `python -m bindlab train toy`)
-    Preset("toy:clip", "toy CLIP-style dual encoder trained on rendered scenes (assets/toy-clip)", "bundled"),
-    Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (assets/toy-shared)", "bundled"),
-    Preset("toy:negclip", "toy:clip finetuned with binding hard negatives (NegCLIP-style twins) (assets/toy-negclip)",
+    # bindlab's own toy vision-language models (bindlab/assets/, trained by `python -m bindlab train toy`)
+    Preset("toy:clip", "toy CLIP-style dual encoder trained on rendered scenes (bindlab/assets/toy-clip)", "bundled"),
+    Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (bindlab/assets/toy-shared)", "bundled"),
+    Preset("toy:negclip", "toy:clip finetuned with binding hard negatives (NegCLIP-style twins) (bindlab/assets/toy-negclip)",
            "bundled"),
 )
 
@@ -129,7 +129,7 @@ def cached_locally(eid: EncoderId) -> bool:
 
 
 def _toy_folder(name: str) -> Path:
-    """The shipped folder of a bundled toy model (``assets/toy-…``)."""
+    """The shipped folder of a bundled toy model (``bindlab/assets/toy-…``)."""
     from bindlab.encoders.toy import shipped_folder
 
     return shipped_folder(name)

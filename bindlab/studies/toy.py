@@ -38,7 +38,7 @@ class ToyTrainRequest:
     progress: bool = True  # show a progress bar
     holdout_fraction: float = 0.0  # shape x attribute pairs kept out of every training scene
     twin_share: float = 0.0  # binding twins (hard negatives with images) per batch, as a share of batch_size
-    init_from: str = ""  # continue from this toy model folder (e.g. assets/toy-clip) instead of a fresh init
+    init_from: str = ""  # continue from this toy model folder (e.g. bindlab/assets/toy-clip) instead of a fresh init
     pair_share: float = 0.0  # CompoSET-style pair twins per batch, as a share of batch_size (train.toy_pairs)
     pair_scenes: int = 3000  # pair twins rendered for the run
 

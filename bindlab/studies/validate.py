@@ -9,7 +9,7 @@ line that names the option, the bad value and what to do. The CLI (``bindlab.cli
 - input paths: :func:`input_path` (inside the allowed data roots, then it must exist);
 - output paths: :func:`output_file` and :func:`output_dir` (a regular file or a new one whose folder exists or can
   be made; never a device, never a folder where a file is needed and the reverse, never inside the repo's
-  ``assets/`` unless asked for explicitly, names no longer than the file system allows).
+  ``bindlab/assets/`` unless asked for explicitly, names no longer than the file system allows).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bindlab.config import LIMIT_ENV, Limits, limits, repo_root
+from bindlab.config import LIMIT_ENV, Limits, assets_root, limits
 from bindlab.data.files import DataError, resolve_allowed
 
 NAME_MAX = 255  # bytes in one path component on every common file system
@@ -110,9 +110,9 @@ def _nearest_existing(p: Path, name: str) -> Path:
 
 
 def _refuse_assets(real: Path, name: str, allow_assets: bool) -> None:
-    assets = Path(os.path.realpath(repo_root() / "assets"))
+    assets = Path(os.path.realpath(assets_root()))
     if not allow_assets and (real == assets or assets in real.parents):
-        raise ValueError(f"{_flag(name)}: {real} is inside the shipped assets/ folder, which is never written "
+        raise ValueError(f"{_flag(name)}: {real} is inside the shipped bindlab/assets/ folder, which is never written "
                          "unless a command asks for it explicitly (e.g. `eval toy --card`); choose another path")
 
 
@@ -261,7 +261,7 @@ def check_options(opts: Mapping[str, Any], out_is_dir: bool = False, allow_asset
     Args:
         opts: option name -> value (an argparse namespace's ``vars()``, or a tab's inputs). Unknown names pass.
         out_is_dir: ``out`` names a folder (``generate *``, ``train toy``) rather than a file.
-        allow_assets: the command asked explicitly to write into the repo's ``assets/`` (``eval toy --card``).
+        allow_assets: the command asked explicitly to write into the repo's ``bindlab/assets/`` (``eval toy --card``).
 
     Returns:
         The checked values (numbers converted), by option name.

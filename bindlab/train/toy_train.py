@@ -77,7 +77,7 @@ class TrainConfig:
             raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
             raise ValueError(f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
-                             "a folder written by 'train toy', e.g. assets/toy-clip")
+                             "a folder written by 'train toy', e.g. bindlab/assets/toy-clip")
         self.heldout()  # checks holdout_fraction
 
     def heldout(self) -> frozenset[tuple[str, str]]:

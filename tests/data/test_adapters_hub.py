@@ -173,7 +173,7 @@ def test_aro_hub_parquet_at_pinned_revision_crops_and_attribute_pairs(hub_cache,
     from PIL import Image
 
     rows = json.loads((FIX / "aro" / "visual_genome_attribution.json").read_text())
-    rev = json.loads((ROOT / "data_manifests" / "aro_vg_attribution.json").read_text())["source"]["hub"]["revision"]
+    rev = json.loads((ROOT / "bindlab" / "data_manifests" / "aro_vg_attribution.json").read_text())["source"]["hub"]["revision"]
     crops = []
     for r in rows[20:]:
         p = tmp_path / f"crop-{r['image_path']}.png"
@@ -215,7 +215,7 @@ def test_offline_without_a_cached_copy_says_so_and_how_to_use_a_local_copy(hub_c
     with pytest.raises(DataError) as e:
         load_benchmark(name, source="hub")
     msg = str(e.value)
-    assert "hub is unreachable" in msg and repo in msg and "--data PATH" in msg and f"data_manifests/{name}.json" in msg
+    assert "hub is unreachable" in msg and repo in msg and "--data PATH" in msg and f"bindlab/data_manifests/{name}.json" in msg
 
 
 def test_cli_eval_benchmark_from_the_hub_cache(hub_cache, tmp_path):

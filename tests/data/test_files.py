@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import struct
+import tempfile
 import zlib
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -157,3 +160,41 @@ def test_open_image_caps_pixels_and_names_bad_files(tmp_path):
         with pytest.raises(DataError) as e:
             F.open_image(bad)
         assert str(bad) in str(e.value)
+
+
+def test_local_use_reads_any_path_and_roots_apply_only_when_asked(monkeypatch, tmp_path):
+    """On a person's own machine every path is theirs; $BINDLAB_DATA_ROOTS set explicitly, or public mode, brings the
+    roots back (one message for every refused path)."""
+    monkeypatch.delenv("BINDLAB_DATA_ROOTS", raising=False)
+    monkeypatch.delenv("BINDLAB_PUBLIC", raising=False)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    outside = Path("/etc/hostname")
+    assert F.resolve_allowed(outside) == Path(os.path.realpath(outside))
+    monkeypatch.setenv("BINDLAB_DATA_ROOTS", str(tmp_path))
+    with pytest.raises(F.DataError, match=F.REFUSED):
+        F.resolve_allowed(outside)
+    assert F.resolve_allowed(tmp_path / "a.jsonl") == (tmp_path / "a.jsonl").resolve()
+    monkeypatch.delenv("BINDLAB_DATA_ROOTS")
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    with pytest.raises(F.DataError, match=F.REFUSED):
+        F.resolve_allowed(outside)
+
+
+def test_the_readme_cli_example_writes_and_reads_outside_the_checkout(tmp_path):
+    """`generate saber --out DIR` then `eval mcq --data DIR/mcq.jsonl` from a folder outside the checkout, with no
+    BINDLAB_DATA_ROOTS: the file generate wrote is the file eval reads."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("BINDLAB_DATA_ROOTS", "BINDLAB_PUBLIC")}
+    work = Path(tempfile.mkdtemp(dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
+    try:
+        for args in (["generate", "saber", "--out", str(work / "s"), "--per-size", "2"],
+                     ["eval", "mcq", "--data", str(work / "s" / "mcq.jsonl"), "--model", "bow", "--out",
+                      str(work / "r.json")]):
+            r = subprocess.run([sys.executable, "-m", "bindlab", *args], cwd=work, env=env, capture_output=True,
+                               text=True, timeout=300)
+            assert r.returncode == 0, r.stderr
+        assert (work / "r.json").is_file()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

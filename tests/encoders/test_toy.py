@@ -135,7 +135,7 @@ def test_negclip_is_toy_clip_finetuned_with_binding_twins(toy):
     train = json.loads((neg / "training.json").read_text())["train_config"]
     assert train["twin_share"] > 0 and train["pair_share"] > 0 and train["init_from"].rstrip("/").endswith("negclip-v1")
     card = (neg / "README.md").read_text()
-    assert "--twin-share 0.5 --init-from assets/toy-clip" in card  # stage 1, from toy:clip, is in the card
+    assert "--twin-share 0.5 --init-from bindlab/assets/toy-clip" in card  # stage 1, from toy:clip, is in the card
     a = toy("toy:clip").embed_texts(["A red cube and a blue sphere."])
     b = toy("toy:negclip").embed_texts(["A red cube and a blue sphere."])
     assert float(a[0] @ b[0]) < 1 - 1e-4  # the finetune changed the model

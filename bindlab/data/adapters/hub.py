@@ -25,7 +25,7 @@ PARQUET_BRANCH = "refs/convert/parquet"  # the hub's automatic parquet export of
 
 
 def _local_hint(name: str) -> str:
-    return (f"use a local copy instead: download the published files (see data_manifests/{name}.json) and pass "
+    return (f"use a local copy instead: download the published files (see bindlab/data_manifests/{name}.json) and pass "
             "--data PATH, or run once where the hub is reachable so the hub cache holds them")
 
 
@@ -65,7 +65,7 @@ def snapshot(hub: dict[str, Any], patterns: Sequence[str], name: str, repo: str 
                         f"{_local_hint(name)}") from None
     except errors.RevisionNotFoundError:
         raise DataError(f"{name}: revision {revision!r} of hub dataset {repo} does not exist; fix "
-                        f"source.hub.revision in data_manifests/{name}.json") from None
+                        f"source.hub.revision in bindlab/data_manifests/{name}.json") from None
     except (errors.LocalEntryNotFoundError, errors.IncompleteSnapshotError):
         why = ("the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set)" if offline
                else "the Hugging Face hub could not be reached")
@@ -98,7 +98,7 @@ def hub_files(hub: dict[str, Any], patterns: Sequence[str], name: str, repo: str
         files = matching(root, ["*.parquet"])
     if not files:
         raise DataError(f"{name}: hub dataset {repo or hub['dataset']} has no files matching {list(patterns)}; "
-                        f"check source.hub in data_manifests/{name}.json")
+                        f"check source.hub in bindlab/data_manifests/{name}.json")
     return root, files
 
 
