@@ -7,13 +7,37 @@ import tempfile
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ.setdefault("BINDLAB_HOME", tempfile.mkdtemp(prefix="bindlab-test-home-"))
-# Tests read data from pytest's tmp folders and the repo (fixtures): both are allowed data roots here.
-os.environ.setdefault("BINDLAB_DATA_ROOTS", os.pathsep.join(
-    [tempfile.gettempdir(), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]))
+
+# The tests run where users run: BINDLAB_HOME outside the temp folder and outside the checkout, as the default
+# ~/.cache/bindlab is (Gradio serves files from the temp folder on its own, so a home under /tmp hid a missing
+# allowed path once). One home for the whole run, shared by the xdist workers (they inherit the environment).
+_OWN_HOME = "BINDLAB_HOME" not in os.environ
+if _OWN_HOME:
+    _base = next((d for d in ("/var/tmp", os.path.expanduser("~/.cache")) if os.access(d, os.W_OK)), None)
+    os.environ["BINDLAB_HOME"] = tempfile.mkdtemp(prefix="bindlab-test-home-", dir=_base)
+    os.environ["BINDLAB_TEST_OWN_HOME"] = os.environ["BINDLAB_HOME"]
+# No BINDLAB_DATA_ROOTS: locally every path is the user's own (tests of the roots set it, or public mode, themselves).
+os.environ.pop("BINDLAB_DATA_ROOTS", None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The run's own BINDLAB_HOME goes when the run ends (the controller's session, not an xdist worker's)."""
+    import shutil
+
+    own = os.environ.get("BINDLAB_TEST_OWN_HOME")
+    if own and not hasattr(session.config, "workerinput") and os.environ.get("BINDLAB_HOME") == own:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_roots(monkeypatch):
+    """Allowed data roots set explicitly, as a public deployment (or a careful local user) sets them: the temp folder
+    (pytest's tmp_path), the tests' BINDLAB_HOME and the repo (its fixtures). Without it, local use reads any path."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.setenv("BINDLAB_DATA_ROOTS", os.pathsep.join([tempfile.gettempdir(), os.environ["BINDLAB_HOME"], repo]))
 
 
 @pytest.fixture(scope="session")

@@ -239,8 +239,15 @@ def test_two_process_finetune_takes_the_one_process_steps(tiny, tmp_path, monkey
                    read_adapter(m.job_dir(job) / "adapter_unscaled.safetensors"))
     (l1, a1), (l2, a2) = runs[1], runs[2]
     assert len(l1) == len(l2) == 3 and np.allclose(l1, l2, atol=1e-4)
+    # The two runs sum the batch's gradient in another order (one matmul vs two shards and an all-reduce): float32
+    # noise of about 2**-24 of the summed terms. Adam then divides each element by its own gradient size, so an element
+    # whose gradient cancels to near zero turns that noise into a step of up to lr either way, while every other
+    # element moves by the same lr-sized step in both runs. An element-wise tolerance is therefore load-dependent
+    # (it failed at 5e-5); the scale-free test is the size of the difference against the size of the update itself.
+    # (LoRA B starts at zero, so its norm is its update; A's norm is its seeded init plus its update.)
     for k, v in a1.items():
-        assert np.allclose(v.numpy(), a2[k].numpy(), atol=5e-5), k  # Adam amplifies float-order noise a little
+        diff, size = np.linalg.norm(v.numpy() - a2[k].numpy()), np.linalg.norm(v.numpy())
+        assert diff <= 0.02 * size, (k, diff, size)
 
 
 @pytest.mark.slow  # three launches of a 2-process job (minutes on a busy 2-core machine)

@@ -52,6 +52,7 @@ def test_local_mode_keeps_loading_any_job(jobs, monkeypatch):
     assert check_model_access(f"lora:{jobs}", None) == f"lora:{jobs}"
 
 
+@pytest.mark.usefixtures("tmp_roots")
 def test_every_page_path_runs_the_check_before_any_cache(jobs, monkeypatch, small_benchmark):
     """Shared loader, Browse and Pairs memos, the Grounding session, the finetune base model: refused for 'bob';
     'alice' gets past the check to the loader's own message (her job has no adapter yet)."""

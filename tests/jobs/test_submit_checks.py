@@ -46,6 +46,7 @@ def test_bad_triplets_are_named_by_file_and_line_before_a_job_exists(triplets, t
     assert f"{bad}:3: missing field" in err and "Traceback" not in err
 
 
+@pytest.mark.usefixtures("tmp_roots")
 def test_max_steps_zero_cannot_step_past_the_cap(triplets, tmp_path, monkeypatch, capsys):
     from bindlab.cli import main
 

@@ -55,6 +55,7 @@ def test_the_cap_is_checked_by_the_cli_and_the_tab_before_any_model_loads(local,
         compare.run(["bow", "minilm", "toy:clip"], ["mcq"], "tt", "", "", "")
 
 
+@pytest.mark.usefixtures("tmp_roots")
 @pytest.mark.parametrize("field", ["data", "pairs_data", "benchmark"])
 def test_every_data_path_of_a_comparison_resolves_inside_the_roots(local, field):
     messages = set()
@@ -69,6 +70,7 @@ def test_every_data_path_of_a_comparison_resolves_inside_the_roots(local, field)
     assert REFUSED in msg and "passwd" not in msg and "no-such-file" not in msg
 
 
+@pytest.mark.usefixtures("tmp_roots")
 def test_the_cli_refuses_pairs_data_outside_the_roots_with_one_line(local, capsys):
     from bindlab.cli import main
 

@@ -135,6 +135,7 @@ def test_malformed_inputs_to_the_app_callbacks_end_in_a_message_or_a_clean_resul
     assert not failures, f"{len(failures)} of {len(cases)} cases failed:\n" + "\n".join(failures[:40])
 
 
+@pytest.mark.usefixtures("tmp_roots")
 def test_a_missing_path_inside_the_roots_says_so_and_a_nan_number_is_named(mcq):
     """Two spot checks that the fuzz's messages are the readable ones, not just any gr.Error."""
     from bindlab.ui import browse, embedding_map
@@ -146,6 +147,7 @@ def test_a_missing_path_inside_the_roots_says_so_and_a_nan_number_is_named(mcq):
     assert "limit" in str(e.value.message)
 
 
+@pytest.mark.usefixtures("tmp_roots")
 def test_an_empty_radio_or_slider_gets_a_message_naming_the_control_or_its_default(mcq):
     """None from a radio (an API call may send it) names the choice to make; an empty top-k slider means its
     starting value; an infinite one is refused by name."""

@@ -105,7 +105,7 @@ def test_failed_margins_clear_the_earlier_curve_and_caption_view(app_url, page):
     # an error: the curve, the captions and the caption view came from the old inputs and are cleared
     page.fill("#at-data textarea, #at-data input", "/nonexistent/captions.jsonl")
     page.click("#at-run")
-    page.wait_for_selector("text=outside the allowed data folders", timeout=120_000)
+    page.wait_for_selector("text=file not found", timeout=120_000)
     page.wait_for_function("() => !document.querySelector('#at-caption-margin')", timeout=60_000)
     assert "captions" not in page.inner_text("#at-summary")
     assert not any(t["n"] for t in _traces(page, "at-curve"))

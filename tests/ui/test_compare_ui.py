@@ -83,7 +83,7 @@ def test_a_failed_run_clears_the_earlier_comparison(app_url, page, tiny_set):
     # an error: the leaderboard, charts, model pickers and diff no longer match the inputs and are cleared
     page.fill("#cmp-data textarea, #cmp-data input", "/nonexistent/mcq.jsonl")
     page.click("#cmp-run")
-    page.wait_for_selector("text=outside the allowed data folders", timeout=120_000)
+    page.wait_for_selector("text=file not found", timeout=120_000)
     page.wait_for_function("() => !(document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
                            timeout=60_000)
     assert "sorted by" not in page.inner_text("#cmp-status")

@@ -170,7 +170,7 @@ def test_a_failed_map_clears_the_earlier_map_and_point(app_url, page, image_benc
     # an error: the map, its status and the point shown no longer match the inputs and are cleared
     page.fill("#map-data textarea, #map-data input", "/nonexistent/mcq.jsonl")
     page.click("#map-run")
-    page.wait_for_selector("text=outside the allowed data folders", timeout=60_000)
+    page.wait_for_selector("text=file not found", timeout=60_000)
     page.wait_for_function("() => !document.querySelector('#map-plot .scatterlayer .point')", timeout=30_000)
     page.wait_for_function("() => !document.querySelector('#map-neighbours tbody tr')", timeout=30_000)
     assert "points" not in page.inner_text("#map-status")

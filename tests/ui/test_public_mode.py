@@ -28,7 +28,7 @@ MISSING = ["/etc/no-such-file-bindlab", "/nonexistent/dir/mcq.jsonl"]
 
 @pytest.fixture
 def public(monkeypatch, tmp_path):
-    """Public mode with the default public roots (the repo's data/ and assets/, a fresh $BINDLAB_HOME)."""
+    """Public mode with the default public roots (the repo's data/ and bindlab/assets/, a fresh $BINDLAB_HOME)."""
     home = tmp_path / "home"
     monkeypatch.setenv("BINDLAB_PUBLIC", "1")
     monkeypatch.setenv("BINDLAB_HOME", str(home))
@@ -76,6 +76,7 @@ def test_a_path_outside_the_roots_gets_one_message_whether_it_exists_or_not(publ
     assert not any(part in msg for part in ("/etc", "passwd", ".git", "not found", "JSON", "exist")), msg
 
 
+@pytest.mark.usefixtures("tmp_roots")
 def test_local_mode_resolves_paths_through_the_roots_too(monkeypatch):
     """Outside public mode the roots are $BINDLAB_DATA_ROOTS (here: the temp folder and the repo): /etc is outside."""
     from bindlab.ui import browse
