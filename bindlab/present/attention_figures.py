@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from bindlab.analysis.attention import normalised_depth
 from bindlab.present.figures import message_figure
+from bindlab.present.safe_text import plot_text
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 
@@ -46,19 +47,20 @@ def margin_curves(curves: Sequence[dict[str, Any]], title: str = "Attention bind
     fig = go.Figure()
     for k, c in enumerate(curves):
         colour = COLOURS[k % len(COLOURS)]
+        label = plot_text(c["label"])  # a model id or caption set name: text, not plotly markup
         x = list(c.get("depth") or normalised_depth(len(c["layers"]))) if by_depth else list(c["layers"])
         if c.get("ci_low") and None not in c["ci_low"] + c["ci_high"]:
             band = list(c["ci_high"]) + list(c["ci_low"])[::-1]  # upper edge left to right, lower edge back
             fig.add_trace(go.Scatter(x=x + x[::-1], y=band, fill="toself", mode="lines",
                                      fillcolor=_rgba(colour, 0.18), line=dict(width=0), hoverinfo="skip",
-                                     name=f"{c['label']} 95% CI", showlegend=False))
-        fig.add_trace(go.Scatter(x=x, y=c["margin_mean"], mode="lines+markers", name=c["label"],
+                                     name=f"{label} 95% CI", showlegend=False))
+        fig.add_trace(go.Scatter(x=x, y=c["margin_mean"], mode="lines+markers", name=label,
                                  line=dict(color=colour, width=2.5), customdata=list(c["layers"]),
                                  hovertemplate=("layer %{customdata} (depth %{x:.2f})" if by_depth else "layer %{x}")
-                                 + ": %{y:+.4f}<extra>" + c["label"] + "</extra>"))
+                                 + ": %{y:+.4f}<extra>" + label + "</extra>"))
     fig.add_hline(y=0, line_dash="dash", line_color="grey", annotation_text="no preference")
     if by_depth:
-        counts = ", ".join(f"{c['label']} {len(c['layers'])}" for c in curves)
+        counts = ", ".join(f"{plot_text(c['label'])} {len(c['layers'])}" for c in curves)
         title = f"{title}: relative depth, layer counts differ"
         xaxis_title = f"relative depth (layer / (layers − 1); 0 = first block, 1 = last) — layers: {counts}"
     else:
@@ -81,7 +83,7 @@ def attention_heatmap(words: Sequence[str], matrix: Any, pairs: Sequence[tuple[i
     """
     if not len(words):
         return message_figure("no words to show")
-    labels = [f"{i}:{w}" for i, w in enumerate(words)]  # index prefix keeps repeated words apart
+    labels = [f"{i}:{plot_text(w)}" for i, w in enumerate(words)]  # index prefix keeps repeated words apart
     fig = go.Figure(go.Heatmap(z=matrix, x=labels, y=labels, colorscale="Blues", colorbar=dict(title="attention"),
                                hovertemplate="from %{y} to %{x}: %{z:.4f}<extra></extra>"))
     for r, c, own in pairs:

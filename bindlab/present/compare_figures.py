@@ -7,6 +7,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bindlab.present.figures import message_figure
+from bindlab.present.safe_text import plot_text
 
 PAIRS_CHANCE_GROUP = 1 / 6
 
@@ -26,11 +27,12 @@ def by_n_figure(rows: list[dict[str, Any]], pairing: str | None = None, chance: 
         pts = sorted((r for r in rows if r["model"] == model and r["pairing"] == pairing), key=lambda r: r["n_objects"])
         if pts:
             fig.add_trace(go.Scatter(x=[r["n_objects"] for r in pts], y=[r["accuracy"] for r in pts],
-                                     mode="lines+markers", name=model, customdata=[r["n"] for r in pts],
-                                     hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata})<extra>" + model + "</extra>"))
+                                     mode="lines+markers", name=plot_text(model), customdata=[r["n"] for r in pts],
+                                     hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata})<extra>" + plot_text(model)
+                                     + "</extra>"))
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}",
                   annotation_position="bottom right")
-    fig.update_layout(title=f"MCQ accuracy by number of objects ({pairing})", xaxis_title="number of objects (N)",
+    fig.update_layout(title=f"MCQ accuracy by number of objects ({plot_text(pairing)})", xaxis_title="number of objects (N)",
                       yaxis_title="accuracy", yaxis_range=[0, 1.02], height=380,
                       margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))
     return fig
@@ -47,12 +49,12 @@ def by_edit_type_figure(rows: list[dict[str, Any]], metric: str = "group") -> go
         return message_figure("no pairs results: add pairs to the suite and an image+text model")
     types = list(dict.fromkeys(r["edit_type"] for r in rows))
     n = {r["edit_type"]: r["n"] for r in rows}
-    labels = [f"{t} (n={n[t]})" for t in types]
+    labels = [f"{plot_text(t)} (n={n[t]})" for t in types]
     fig = go.Figure()
     for model in dict.fromkeys(r["model"] for r in rows):
         by = {r["edit_type"]: r[metric] for r in rows if r["model"] == model}
-        fig.add_trace(go.Bar(x=labels, y=[by.get(t) for t in types], name=model,
-                             hovertemplate="%{x}: %{y:.3f}<extra>" + model + "</extra>"))
+        fig.add_trace(go.Bar(x=labels, y=[by.get(t) for t in types], name=plot_text(model),
+                             hovertemplate="%{x}: %{y:.3f}<extra>" + plot_text(model) + "</extra>"))
     chance = PAIRS_CHANCE_GROUP if metric == "group" else 0.25
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.3f}",
                   annotation_position="top right")
@@ -72,15 +74,15 @@ def leaderboard_figure(scores: list[dict[str, Any]], column: str) -> go.Figure:
     """
     pts = [s for s in scores if s["column"] == column and s["value"] is not None]
     if not pts:
-        return message_figure(f"no scores for {column!r}")
+        return message_figure(f"no scores for {plot_text(repr(column))}")
     pts.sort(key=lambda s: -s["value"])
     err_hi = [(s["ci95_high"] - s["value"]) if s["ci95_high"] is not None else 0 for s in pts]
     err_lo = [(s["value"] - s["ci95_low"]) if s["ci95_low"] is not None else 0 for s in pts]
-    fig = go.Figure(go.Bar(x=[s["model"] for s in pts], y=[s["value"] for s in pts],
+    fig = go.Figure(go.Bar(x=[plot_text(s["model"]) for s in pts], y=[s["value"] for s in pts],
                            error_y=dict(type="data", array=err_hi, arrayminus=err_lo)))
     if pts[0]["chance"] is not None:
         fig.add_hline(y=pts[0]["chance"], line_dash="dash", line_color="grey",
                       annotation_text=f"chance {pts[0]['chance']:.3f}")
-    fig.update_layout(title=f"{column} with 95% intervals", yaxis_title=column, height=340,
+    fig.update_layout(title=f"{plot_text(column)} with 95% intervals", yaxis_title=plot_text(column), height=340,
                       margin=dict(l=50, r=20, t=50, b=40))
     return fig

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bindlab.present.safe_text import plot_text
 from bindlab.studies.result import Result
 
 TABLE_FORMATS = ("csv", "json")
@@ -294,7 +295,7 @@ def mcq_export(result: Result) -> ResultView:
     for p in summaries:
         rows = [{k: v for k, v in r.items() if k != "pairing"} for r in by_n if r["pairing"] == p]
         figs["accuracy_by_n" if len(summaries) == 1 else f"accuracy_by_n_{p}"] = figures.accuracy_by_n(
-            rows, title=f"{p}: accuracy by number of objects")
+            rows, title=f"{plot_text(p)}: accuracy by number of objects")
     roles = [role for role in ROLES if any(role in r["roles"] for r in items)]  # fixed column order
     scores = []
     for r in items:
@@ -344,7 +345,7 @@ def pairs_export(result: Result) -> ResultView:
               + _score_rows("category", summary.get("by_category", {})))
     edit = result.tables["by_edit_type"]
     model = result.provenance.get("encoder", {}).get("id", "")
-    title = f"{model}: 2x2 scores by edit type" if model else "2x2 scores by edit type"
+    title = f"{plot_text(model)}: 2x2 scores by edit type" if model else "2x2 scores by edit type"
     return ResultView("pairs", {"scores": scores, "by_edit_type": edit, "pairs": items},
                       {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items})
 
@@ -425,7 +426,7 @@ def attention_export(result: Any, heatmap: Any = None) -> ResultView:
                            "bindings": ", ".join(f"{a}:{o}" for a, o in r["bindings"]),
                            **{f"margin_L{i}": m for i, m in enumerate(r["margins"] or [])}} for r in items]
     figs = {"margins": af.margin_curves(result.figures_data["curves"], title=f"Attention binding margin per layer "
-                                                                            f"({res['direction']})")}
+                                                                            f"({plot_text(res['direction'])})")}
     if heatmap is not None:
         figs["heatmap"] = heatmap
     return ResultView("attention", tables, figs, {"items": items})
@@ -514,7 +515,7 @@ def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: 
     summary = [{"model": data.model, "modality": m, "correct_share": a, "n_points": sum(p["modality"] == m
                                                                                     for p in data.points)}
                for m, a in data.accuracy.items()]
-    title = f"{data.model} · {shown.upper()} of {len(data.points)} points (circle = text, square = image)"
+    title = f"{plot_text(data.model)} · {shown.upper()} of {len(data.points)} points (circle = text, square = image)"
     return ResultView("map", {"points": points, "summary": summary},
                       {shown: map_figure(data.points, layouts[shown], color_by, title)})
 

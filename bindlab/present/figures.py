@@ -6,6 +6,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from bindlab.present.safe_text import plot_text
+
 SUBSET_COLOURS = {"all": "#1f77b4", "independent": "#2ca02c", "nested": "#ff7f0e"}
 
 
@@ -79,7 +81,7 @@ def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", 
         sel = sorted((r for r in pts if r["pairing"] == p), key=lambda r: int(r["N"]))
         for lab in labels:
             fig.add_trace(go.Scatter(x=[int(r["N"]) for r in sel], y=[r[lab] for r in sel], mode="lines+markers",
-                                     name=f"{p} · {lab}", line=dict(dash=dash.get(lab, "solid"))))
+                                     name=plot_text(f"{p} · {lab}"), line=dict(dash=dash.get(lab, "solid"))))
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
     fig.update_layout(title="MCQ accuracy by N: base vs finetuned", xaxis_title="number of objects (N)",
                       yaxis_title="accuracy", yaxis_range=[0, 1.02], height=360,
@@ -101,7 +103,7 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
     if not rows:
         return message_figure("no pairs to summarise")
     fig = go.Figure()
-    labels = [f"{r['edit_type']} (n={r['n']})" for r in rows]
+    labels = [f"{plot_text(r['edit_type'])} (n={r['n']})" for r in rows]
     stub = 0.004  # a zero score still shows as a sliver at 0 (its label and hover say 0)
     for key, label, colour in (("group", "Group", "#2ca02c"), ("t2i", "T2I", "#ff7f0e"), ("i2t", "I2T", "#1f77b4")):
         vals = [r.get(key) for r in rows]

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from bindlab.present.safe_text import plot_text
+
 NATIVE, GROUNDED, TARGET, OTHER = "#7f7f7f", "#d62728", "#1f77b4", "#c7c7c7"
 # the other values' colours in the 2-D view (muted, none close to TARGET blue)
 PALETTE = ("#e6a157", "#9bc48a", "#c9a0dc", "#e0c35a", "#8fc1c6", "#d98c9f", "#b5a48e", "#a3a3d1", "#c2c26a")
@@ -40,7 +42,7 @@ def margin_curve(alphas: Sequence[float], margin: Sequence[float], alpha: float,
         fig.add_vline(x=chosen, line=dict(color="#2ca02c", dash="dot"), annotation_text=f"validation α = {chosen:.2f}",
                       annotation_position="bottom right")
     crossing = f"α* = {star:.2f}" if star is not None else "no zero crossing"
-    fig.update_layout(title=f"matched margin M(α) for {value!r} ({crossing})", xaxis_title="α",
+    fig.update_layout(title=f"matched margin M(α) for {plot_text(repr(value))} ({crossing})", xaxis_title="α",
                       xaxis=dict(range=alpha_axis_range(alphas, star)),
                       yaxis_title="margin on calibration contrast", height=330, margin=dict(l=50, r=20, t=50, b=40),
                       legend=dict(orientation="h", y=-0.25))
@@ -66,7 +68,7 @@ def alpha_axis_range(alphas: Sequence[float], alpha_star: float | None) -> list[
 def ap_bars(values: Sequence[str], ap_native: Sequence[float], ap_grounded: Sequence[float], alpha: float,
             highlight: str | None = None) -> go.Figure:
     """Per-value test AP, native versus grounded at ``alpha``; the selected value's label is bold."""
-    labels = [f"<b>{v}</b>" if v == highlight else str(v) for v in values]
+    labels = [f"<b>{plot_text(v)}</b>" if v == highlight else plot_text(v) for v in values]
     fig = go.Figure([go.Bar(x=labels, y=list(ap_native), name="native", marker_color=NATIVE),
                      go.Bar(x=labels, y=list(ap_grounded), name=f"grounded (α = {alpha:.2f})", marker_color=GROUNDED)])
     fig.update_layout(barmode="group", title="test AP per value", yaxis=dict(range=[0, 1], title="AP"), height=330,
@@ -94,9 +96,9 @@ def grounding_plane(plane: dict[str, Any], value: str, alpha: float) -> go.Figur
     for k, name in enumerate(others):
         m = np.array([str(lab) == name and not p for lab, p in zip(labels, pos, strict=True)], dtype=bool)
         colour = OTHER if name == "other values" else PALETTE[k % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=x[m], y=y[m], mode="markers", name=name, legendgroup="others",
+        fig.add_trace(go.Scatter(x=x[m], y=y[m], mode="markers", name=plot_text(name), legendgroup="others",
                                  marker=dict(size=6, color=colour, opacity=0.6)))
-    fig.add_trace(go.Scatter(x=x[pos], y=y[pos], mode="markers", name=f"{value} (target)",
+    fig.add_trace(go.Scatter(x=x[pos], y=y[pos], mode="markers", name=f"{plot_text(value)} (target)",
                              marker=dict(size=8, color=TARGET, opacity=0.9, line=dict(color="black", width=0.6))))
     xr, yr = _zoom(x), _zoom(y)
     centre = np.array([np.mean(xr), np.mean(yr)])
@@ -108,8 +110,9 @@ def grounding_plane(plane: dict[str, Any], value: str, alpha: float) -> go.Figur
         fig.add_annotation(x=tip[0], y=tip[1], ax=centre[0], ay=centre[1], xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, arrowsize=1.3, arrowwidth=3, arrowcolor=colour, text="")
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, line=dict(color=colour, width=3)))
-    fig.update_layout(title=f"2-D view of the test images: {value!r} vs the rest (arrows: query directions)",
-                      xaxis=dict(title=f"cosine with d (image direction of {value})", range=xr),
+    fig.update_layout(title=f"2-D view of the test images: {plot_text(repr(value))} vs the rest (arrows: query "
+                            "directions)",
+                      xaxis=dict(title=f"cosine with d (image direction of {plot_text(value)})", range=xr),
                       yaxis=dict(title="cosine with q⊥ (text query, part orthogonal to d)", range=yr,
                                  scaleanchor="x"),
                       height=440, margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from bindlab.present.safe_text import plot_text
+
 ROLE_COLOURS = {"query": "#222222", "preserve": "#2ca02c", "attr_swap": "#d62728", "obj_swap": "#1f77b4",
                 "joint_swap": "#9467bd", "replace": "#8c564b"}
 MODALITY_COLOURS = {"text": "#1f77b4", "image": "#ff7f0e"}
@@ -55,8 +57,8 @@ def _order(cats: Sequence[str], color_by: str) -> list[str]:
 
 
 def hover_caption(text: str, width: int = 60) -> str:
-    """A caption wrapped with ``<br>`` for plotly's hover label."""
-    return "<br>".join(textwrap.wrap(text, width)) or text
+    """A caption wrapped with ``<br>`` for plotly's hover label (the caption itself is text, escaped)."""
+    return "<br>".join(plot_text(line) for line in textwrap.wrap(text, width)) or plot_text(text)
 
 
 def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
@@ -76,7 +78,7 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
         thumbs: :func:`thumbnails` of ``points``: plotly's hover label is hidden and ``layout.meta`` carries what
             :data:`HOVER_JS` shows instead (with the thumbnail). None: plotly's own label with the caption.
         highlight: indices of points to ring (e.g. caption search matches), drawn on top.
-        highlight_label: the legend name of the rings.
+        highlight_label: the legend name of the rings (text: it may quote a visitor's search).
         joined: a question id: lines from its query to each of its candidates, per modality, roles labelled.
 
     Each marker's ``customdata`` is ``[point id, question id, point index]``; clicks and selections read it.
@@ -106,7 +108,7 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
     if len(highlight):
         idx = [int(i) for i in highlight]
         fig.add_trace(go.Scatter(x=xy[idx, 0], y=xy[idx, 1], mode="markers", hoverinfo="skip",
-                                 name=highlight_label or f"highlighted ({len(idx)})",
+                                 name=plot_text(highlight_label) or f"highlighted ({len(idx)})",
                                  marker=dict(symbol="circle-open", size=20, color="#ff7f0e", line=dict(width=3))))
     fig.update_layout(title=title, height=height, legend_title_text=COLOR_LABELS.get(color_by, color_by),
                       margin=dict(l=40, r=20, t=50, b=40), plot_bgcolor="#fafafa", hovermode="closest",
@@ -124,13 +126,14 @@ def _points_trace(points: Sequence[dict[str, Any]], xy: np.ndarray, idx: Sequenc
                   is_query: bool, custom_hover: bool, show_legend: bool) -> go.Scatter:
     pts = [points[i] for i in idx]
     return go.Scatter(
-        x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=cat, legendgroup=cat, showlegend=show_legend,
+        x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=plot_text(cat), legendgroup=cat, showlegend=show_legend,
         marker=dict(color=colour, size=14 if is_query else 8, opacity=0.95 if is_query else 0.75,
                     symbol=[SYMBOLS.get(p["modality"], "circle") for p in pts],
                     line=dict(width=2 if is_query else 0.5, color="#111" if is_query else "white")),
         customdata=[[p["id"], p["question"], i] for p, i in zip(pts, idx, strict=True)],
-        text=[f"{hover_caption(p['caption'])}<br><i>{p['role']} · {p['modality']} · N={p['n_objects']} · "
-              f"{'correct' if p['correct'] else 'wrong'}</i><br>{p['id']}" for p in pts],
+        text=[f"{hover_caption(p['caption'])}<br><i>{plot_text(p['role'])} · {plot_text(p['modality'])} · "
+              f"N={plot_text(p['n_objects'])} · {'correct' if p['correct'] else 'wrong'}</i><br>{plot_text(p['id'])}"
+              for p in pts],
         hoverinfo="none" if custom_hover else "text",
         hovertemplate=None if custom_hover else "%{text}<extra></extra>",
     )
@@ -148,10 +151,10 @@ def _add_question_lines(fig: go.Figure, points: Sequence[dict[str, Any]], xy: np
         for i in cands:
             xs += [xy[query, 0], xy[i, 0], None]
             ys += [xy[query, 1], xy[i, 1], None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=f"{question} ({modality})",
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=plot_text(f"{question} ({modality})"),
                                  line=dict(color="#555", width=1.5, dash="dot" if modality == "image" else "solid")))
         fig.add_trace(go.Scatter(x=xy[cands, 0], y=xy[cands, 1], mode="text", hoverinfo="skip", showlegend=False,
-                                 text=[points[i]["role"] for i in cands], textposition="top center",
+                                 text=[plot_text(points[i]["role"]) for i in cands], textposition="top center",
                                  textfont=dict(size=11, color="#333")))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bindlab.present.figures import message_figure
+from bindlab.present.safe_text import plot_text
 
 PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image → text", "ii": "image → image"}
 COLOURS = ("#7f7f7f", "#2ca02c")  # first model (the failure) grey, second (the fix) green
@@ -35,17 +36,18 @@ def fix_figure(fix: dict[str, Any], chance: float = 0.25) -> go.Figure:
         vals = [r[side] for r in rows]
         ci = [r[f"{side}_ci95"] for r in rows]
         fig.add_trace(go.Bar(
-            x=names, y=vals, name=fix[side], marker_color=colour, text=[f"{v:.3f}" for v in vals],
+            x=names, y=vals, name=plot_text(fix[side]), marker_color=colour, text=[f"{v:.3f}" for v in vals],
             textposition="outside", cliponaxis=False,
             error_y=dict(type="data", symmetric=False, array=[hi - v for v, (_, hi) in zip(vals, ci, strict=True)],
                          arrayminus=[v - lo for v, (lo, _) in zip(vals, ci, strict=True)], color="#444"),
             customdata=[[lo, hi] for lo, hi in ci],
-            hovertemplate="%{x} · " + fix[side] + ": %{y:.3f} (95 % CI %{customdata[0]:.3f}–%{customdata[1]:.3f})"
+            hovertemplate="%{x} · " + plot_text(fix[side]) + ": %{y:.3f} (95 % CI %{customdata[0]:.3f}–%{customdata[1]:.3f})"
                           "<extra></extra>"))
     fig.add_hline(y=chance, line=dict(color="grey", dash="dash", width=1.5))
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"chance ({chance:.2f})", hoverinfo="skip",
                              line=dict(color="grey", dash="dash", width=1.5)))
-    fig.update_layout(title=f"A failure and its fix: {fix['before']} vs {fix['after']}", barmode="group",
+    fig.update_layout(title=f"A failure and its fix: {plot_text(fix['before'])} vs {plot_text(fix['after'])}",
+                      barmode="group",
                       yaxis=dict(title="MCQ accuracy", range=[0, 1.05]), height=380,
                       margin=dict(l=10, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.12, yanchor="top"))
     return fig
@@ -66,7 +68,7 @@ def pairs_two_models_figure(rows: list[dict[str, Any]], models: tuple[str, str])
         return message_figure("no pairs to compare")
     types = list(dict.fromkeys(r["edit_type"] for r in rows))
     n = {r["edit_type"]: r["n"] for r in rows}
-    labels = [f"{t} (n={n[t]})" for t in types]
+    labels = [f"{plot_text(t)} (n={n[t]})" for t in types]
     by = {(r["model"], r["edit_type"]): r for r in rows}
     fig = make_subplots(rows=1, cols=len(SCORES), shared_yaxes=True, horizontal_spacing=0.03,
                         subplot_titles=[label for _, label, _ in SCORES])
@@ -74,12 +76,14 @@ def pairs_two_models_figure(rows: list[dict[str, Any]], models: tuple[str, str])
         for m, colour in zip(models, COLOURS, strict=True):
             vals = [(by.get((m, t)) or {}).get(key) for t in types]
             fig.add_trace(go.Bar(
-                y=labels, x=vals, orientation="h", name=m, legendgroup=m, showlegend=col == 1, marker_color=colour,
-                hovertemplate="%{y} · " + label + ": %{x:.3f}<extra>" + m + "</extra>"), row=1, col=col)
+                y=labels, x=vals, orientation="h", name=plot_text(m), legendgroup=m, showlegend=col == 1,
+                marker_color=colour, hovertemplate="%{y} · " + label + ": %{x:.3f}<extra>" + plot_text(m) + "</extra>"),
+                row=1, col=col)
         fig.add_vline(x=chance, line=dict(color="#444", dash="dot", width=1), row=1, col=col)
     fig.update_xaxes(range=[0, 1.02])
     fig.update_yaxes(autorange="reversed", automargin=True, type="category")
-    fig.update_layout(title=f"{models[0]} vs {models[1]}: 2x2 scores by edit type (dotted: chance)", barmode="group",
+    fig.update_layout(title=f"{plot_text(models[0])} vs {plot_text(models[1])}: 2x2 scores by edit type (dotted: "
+                            "chance)", barmode="group",
                       height=max(380, 110 + 40 * len(types)), bargap=0.2, margin=dict(l=10, r=20, t=70, b=40),
                       legend=dict(orientation="h", y=-0.05, yanchor="top"))
     return fig

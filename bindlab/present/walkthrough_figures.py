@@ -11,13 +11,14 @@ from typing import Any
 from bindlab.present import attention_figures as af
 from bindlab.present import figures
 from bindlab.present import grounding_figures as gf
+from bindlab.present.safe_text import plot_text
 
 PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image → text", "ii": "image → image"}
 
 
 def objects_figure(r: dict[str, Any]) -> Any:
     """Step 4: accuracy by number of objects, with the chance level."""
-    title = f"{r['model']} · {PAIRING_NAMES[r['pairing']]}: accuracy by number of objects"
+    title = f"{plot_text(r['model'])} · {PAIRING_NAMES[r['pairing']]}: accuracy by number of objects"
     return figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"])
 
 
@@ -34,7 +35,7 @@ def grounding_bars(r: dict[str, Any]) -> Any:
 
 def attention_figure(r: dict[str, Any]) -> Any:
     """Step 6: the attention binding margin per layer with its 95 % interval."""
-    return af.margin_curves(af.result_curves(r), title=f"Attention binding margin per layer: {r['model']}")
+    return af.margin_curves(af.result_curves(r), title=f"Attention binding margin per layer: {plot_text(r['model'])}")
 
 
 FINETUNE_MODELS = (("base", "base", "#7f7f7f", "dot"), ("unscaled", "finetuned (no LiNeS)", "#ff7f0e", "dash"),
@@ -59,14 +60,14 @@ def finetune_figure(r: dict[str, Any], chance: float = 0.25) -> Any:
     cols = 2 if len(pairings) > 1 else 1
     rows = (len(pairings) + cols - 1) // cols
     fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, shared_yaxes=True, vertical_spacing=0.14,
-                        horizontal_spacing=0.06, subplot_titles=[PAIRING_NAMES.get(p, p) for p in pairings])
+                        horizontal_spacing=0.06, subplot_titles=[plot_text(PAIRING_NAMES.get(p, p)) for p in pairings])
     for i, p in enumerate(pairings):
         sel = sorted((x for x in pts if x["pairing"] == p), key=lambda x: int(x["N"]))
         for key, label, colour, dash in FINETUNE_MODELS:
             fig.add_trace(go.Scatter(x=[int(x["N"]) for x in sel], y=[x[key] for x in sel], mode="lines+markers",
                                      name=label, legendgroup=key, showlegend=i == 0,
                                      line=dict(color=colour, dash=dash), marker=dict(size=6),
-                                     hovertemplate=f"{PAIRING_NAMES.get(p, p)} · {label}<br>N = %{{x}}: "
+                                     hovertemplate=f"{plot_text(PAIRING_NAMES.get(p, p))} · {label}<br>N = %{{x}}: "
                                                    "%{y:.3f}<extra></extra>"),
                           row=i // cols + 1, col=i % cols + 1)
         fig.add_hline(y=chance, line_dash="dash", line_color="grey", line_width=1, row=i // cols + 1,

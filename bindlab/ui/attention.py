@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import gradio as gr
 
 from bindlab.present import attention_figures as figs
 from bindlab.present.exports import attention_export
+from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import attention as study
 from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -55,20 +55,22 @@ Zero = no preference. The SABER paper finds this margin positive in early layers
 
 def _summary(res: dict[str, Any]) -> str:
     parts = []
+    model = md_text(res["model"])
     for name, s in res["sets"].items():
+        name = md_text(name)
         mm = [m for m in s["margin_mean"] if m is not None]
         peak = max(range(len(mm)), key=lambda i: mm[i]) if mm else None
-        parts.append(f"**{res['model']}** · {name}: {s['n_captions']} captions ({s['n_skipped']} skipped) · "
+        parts.append(f"**{model}** · {name}: {s['n_captions']} captions ({s['n_skipped']} skipped) · "
                      f"{len(s['layers'])} layers · peak margin {mm[peak]:+.4f} at layer {peak}"
-                     if mm else f"**{res['model']}** · {name}: no caption could be analysed")
+                     if mm else f"**{model}** · {name}: no caption could be analysed")
     if "compare" in res:
         for name, r in res["compare"]["ratio"].items():
             ratio = r.get("ratio")
-            txt = ", ".join("n/a" if x is None else f"{x:.2f}" for x in ratio) if ratio else r.get("note", "n/a")
-            parts.append(f"ratio **{res['compare']['model']} / {res['model']}** per layer ({name}): {txt}")
+            txt = ", ".join("n/a" if x is None else f"{x:.2f}" for x in ratio) if ratio else md_text(r.get("note", "n/a"))
+            parts.append(f"ratio **{md_text(res['compare']['model'])} / {model}** per layer ({md_text(name)}): {txt}")
     if res.get("depth_note"):
-        parts.append(res["depth_note"])
-    return "  \n".join(parts) + f"  \ndirection: {res['direction']}"
+        parts.append(md_text(res["depth_note"]))
+    return "  \n".join(parts) + f"  \ndirection: {md_text(res['direction'])}"
 
 
 def _caption_choices(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
@@ -92,7 +94,7 @@ def compute(model: str, compare: str, data: str, limit: float, direction: str, s
     layers = len(res["layers"])
     choices, stored = _caption_choices(result.rows)
     fig = figs.margin_curves(result.figures_data["curves"],
-                             title=f"Attention binding margin per layer ({result.figures_data['data_name']})")
+                             title=f"Attention binding margin per layer ({plot_text(result.figures_data['data_name'])})")
     if figs.uses_depth(result.figures_data["curves"]):
         counts = " vs ".join(f"{c['label']} {len(c['layers'])}" for c in result.figures_data["curves"])
         res = {**res, "depth_note": f"layer counts differ ({counts}): the curves share a relative-depth axis "
@@ -177,12 +179,13 @@ def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float
     li, h = v["layer"], v["head"]
     which = "mean over heads" if h is None else f"head {h}"
     fig = figs.attention_heatmap(v["words"], v["matrix"], v["cells"],
-                                 title=f"{v['model']} · layer {li} · {which} · word × word attention (row = from)")
+                                 title=f"{plot_text(v['model'])} · layer {li} · {which} · word × word attention "
+                                       "(row = from)")
     grid = figs.head_grid(v["head_margins"], li, h, title="Margin per layer × head · click a cell")
     per_layer = " ".join(f"L{i}: {m:+.4f}" for i, m in enumerate(v["margins"]))
-    note = f" (layer {v['asked_layer']} does not exist; showing {li})" if v["asked_layer"] != li else ""
-    info = (f"<p><b>{html.escape(v['text'])}</b></p><p>bindings: <span class='at-own'>"
-            f"{html.escape(', '.join(v['own']))}</span>; green outline = object ↔ own attribute, red dotted = "
+    note = f" (layer {html_text(v['asked_layer'])} does not exist; showing {li})" if v["asked_layer"] != li else ""
+    info = (f"<p><b>{html_text(v['text'])}</b></p><p>bindings: <span class='at-own'>"
+            f"{html_text(', '.join(v['own']))}</span>; green outline = object ↔ own attribute, red dotted = "
             f"object ↔ another object's attribute{note}</p>"
             f"<p>margin at layer {li}: <b id='at-caption-margin'>{v['margins'][li]:+.4f}</b></p>"
             f"<p><code>{per_layer}</code></p>")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from typing import Any
@@ -12,6 +11,7 @@ import pandas as pd
 
 from bindlab.present import figures
 from bindlab.present.exports import mcq_export
+from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import browse
 from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -23,13 +23,23 @@ ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_s
 
 
 def highlight(text: str, bindings: list[tuple[str, str]], kept: list[bool] | None = None) -> str:
-    """HTML of a caption with each "attribute object" phrase marked: green when it is a query binding, red if not."""
-    out = html.escape(text)
+    """HTML of a caption with each "attribute object" phrase marked: green when it is a query binding, red if not.
+
+    Caption and bindings are text (escaped); each binding marks its first whole-word occurrence in the caption not
+    marked already. The phrases are found in the caption itself, never in markup built here."""
+    text = str(text)
+    marks: list[tuple[int, int, str]] = []  # (start, end, class) in ``text``
     for k, (a, o) in enumerate(bindings):
         cls = "bl-kept" if kept is None or kept[k] else "bl-broken"
-        phrase = html.escape(f"{a} {o}")
-        out = re.sub(rf"\b{re.escape(phrase)}\b", f'<span class="{cls}">{phrase}</span>', out, count=1)
-    return out
+        for m in re.finditer(rf"(?<!\w){re.escape(f'{a} {o}')}(?!\w)", text):
+            if all(m.end() <= s or m.start() >= e for s, e, _ in marks):
+                marks.append((m.start(), m.end(), cls))
+                break
+    out, pos = [], 0
+    for start, end, cls in sorted(marks):
+        out += [html_text(text[pos:start]), f'<span class="{cls}">{html_text(text[start:end])}</span>']
+        pos = end
+    return "".join(out) + html_text(text[pos:])
 
 
 CSS = """
@@ -50,14 +60,15 @@ def question_html(view: dict[str, Any]) -> str:
     q = view["query"]
     verdict = "correct" if view["credit"] >= 1 else ("tied" if view["credit"] > 0 else "wrong")
     parts = [
-        f'<div class="bl-card"><b>Query</b> · {view["id"]} · N={view["n_objects"]} · {view["subset"]}'
-        f'<div style="font-size:1.1em">{highlight(q["text"], q["bindings"])}</div></div>'
+        f'<div class="bl-card"><b>Query</b> · {html_text(view["id"])} · N={html_text(view["n_objects"])} · '
+        f'{html_text(view["subset"])}<div style="font-size:1.1em">{highlight(q["text"], q["bindings"])}</div></div>'
     ]
     for k, c in enumerate(view["candidates"]):
         cls = "bl-card answer" if c["is_answer"] else "bl-card"
         parts.append(
-            f'<div class="{cls}" data-role="{c["role"]}"><span class="bl-score">score {c["score"]:.4f} · rank {c["rank"]}</span>'
-            f'<b>{k + 1}. {ROLE_LABELS.get(c["role"], c["role"])}</b><div>{highlight(c["text"], c["bindings"], c["kept"])}</div></div>'
+            f'<div class="{cls}" data-role="{html_text(c["role"])}"><span class="bl-score">score {c["score"]:.4f} · '
+            f'rank {c["rank"]}</span><b>{k + 1}. {html_text(ROLE_LABELS.get(c["role"], c["role"]))}</b>'
+            f'<div>{highlight(c["text"], c["bindings"], c["kept"])}</div></div>'
         )
     parts.append(f'<p>Margin (preserve − best other): <b id="bl-margin">{view["margin"]:+.4f}</b> → {verdict}</p>')
     return "\n".join(parts)
@@ -74,8 +85,9 @@ def candidates_frame(view: dict[str, Any]) -> pd.DataFrame:
 
 def summary_md(s: browse.ScoredSet) -> str:
     acc = s.summary
-    by_sub = ", ".join(f"{k} {v:.3f}" for k, v in acc["by_subset"].items())
-    return (f"**{s.model}** · pairing **{s.pairing}** · {acc['n']} questions · accuracy **{acc['accuracy']:.3f}** "
+    by_sub = ", ".join(f"{md_text(k)} {v:.3f}" for k, v in acc["by_subset"].items())
+    return (f"**{md_text(s.model)}** · pairing **{md_text(s.pairing)}** · {acc['n']} questions · "
+            f"accuracy **{acc['accuracy']:.3f}** "
             f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance 0.25) · {by_sub}")
 
 
@@ -138,7 +150,7 @@ def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outc
     s = _scored(data, model, pairing, lambda f, m: progress(f, desc=m))
     ids = browse.filter_ids(s, n_objects, subset, outcome)
     first = ids[0] if ids else None
-    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
+    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{plot_text(s.model)} · {pairing}: accuracy by N")
     return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match",
             *_show(s, first, k))
 
@@ -165,7 +177,7 @@ def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
     s = _scored(data, model, pairing)
     s.index(qid)  # KeyError naming the file when the question is not in it
     ids = browse.filter_ids(s)
-    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
+    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{plot_text(s.model)} · {pairing}: accuracy by N")
     return (summary_md(s), fig, gr.update(choices=ids, value=qid), f"{len(ids)} questions match",
             *_show(s, qid, k))
 
@@ -199,16 +211,16 @@ def side_by_side_html(view_a: dict[str, Any], view_b: dict[str, Any], model_a: s
     def verdict(v: dict[str, Any]) -> str:
         return "correct" if v["credit"] >= 1 else ("tied" if v["credit"] > 0 else "wrong")
 
-    a, b = html.escape(model_a), html.escape(model_b)
+    a, b = html_text(model_a), html_text(model_b)
     head = (f"<tr><th>#</th><th>role</th><th>caption</th><th>{a} score</th><th>{a} rank</th>"
             f"<th>{b} score</th><th>{b} rank</th></tr>")
     rows = [f'<tr{" class=bl-answer-row" if ca["is_answer"] else ""}><td>{k + 1}</td>'
-            f'<td>{ROLE_LABELS.get(ca["role"], ca["role"])}</td><td>{html.escape(ca["text"])}</td>'
+            f'<td>{html_text(ROLE_LABELS.get(ca["role"], ca["role"]))}</td><td>{html_text(ca["text"])}</td>'
             f'<td>{ca["score"]:.4f}</td><td>{ca["rank"]}</td><td>{cb["score"]:.4f}</td><td>{cb["rank"]}</td></tr>'
             for k, (ca, cb) in enumerate(zip(view_a["candidates"], view_b["candidates"], strict=True))]
     foot = (f"<p>Margin: <b>{a}</b> {view_a['margin']:+.4f} ({verdict(view_a)}) · <b>{b}</b> "
             f"{view_b['margin']:+.4f} ({verdict(view_b)})</p>")
-    return (f'<div class="bl-card"><b>{html.escape(view_a["id"])}</b>: {a} vs {b}'
+    return (f'<div class="bl-card"><b>{html_text(view_a["id"])}</b>: {a} vs {b}'
             f'<table class="bl-side">{head}{"".join(rows)}</table>{foot}</div>')
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from bindlab.config import limits, public_mode
+from bindlab.present.safe_text import message_text
 from bindlab.studies import access, datasets
 
 log = logging.getLogger(__name__)
@@ -48,11 +49,12 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             if len(msg) > MAX_MESSAGE:  # a message quoting a huge input: the page gets its start
                 msg = msg[:MAX_MESSAGE] + " …"
             log.info("callback %s refused: %s", fn.__name__, msg.splitlines()[0] if msg else type(e).__name__)
-            raise gr.Error(msg, duration=None, print_exception=False) from None
+            # the message may quote what the visitor typed; Gradio shows it as HTML: it goes as text
+            raise gr.Error(message_text(msg), duration=None, print_exception=False) from None
         except Exception as e:  # noqa: BLE001 - the app must survive any callback failure
             log.exception("callback %s failed", fn.__name__)
             detail = "" if public_mode() else f": {e}"
-            raise gr.Error(f"{type(e).__name__}{detail} (see the server log for details)", duration=None,
+            raise gr.Error(message_text(f"{type(e).__name__}{detail} (see the server log for details)"), duration=None,
                            print_exception=False) from None
 
     return wrapper
@@ -80,10 +82,11 @@ def quiet_refusals(demo: gr.Blocks) -> None:
         try:
             return await preprocess(block_fn, *args, **kwargs)
         except gr.Error as e:
-            if e.print_exception:
+            if e.print_exception:  # Gradio's own refusal, which quotes the value sent: shown as text
                 first = str(e.message).splitlines()[0] if str(e.message) else type(e).__name__
                 log.info("input of %s refused: %s", name, first[:200])
                 e.print_exception = False
+                e.message = message_text(e.message)
             raise
         except Exception as e:  # noqa: BLE001 - a component could not read a value a client sent
             cause = e.__cause__ or e  # Gradio wraps a component's own error in ComponentProcessingError

@@ -8,7 +8,6 @@ one ``compare --out`` writes; each visitor's result lives in a ``gr.State``.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import gradio as gr
@@ -17,6 +16,7 @@ import pandas as pd
 from bindlab.config import limits
 from bindlab.present import compare_figures as cf
 from bindlab.present.exports import models_compare_export
+from bindlab.present.safe_text import md_text
 from bindlab.studies import compare as cs
 from bindlab.ui.common import clear_on_error, data_picker, friendly, offer_data
 from bindlab.ui.exports import deliver, export_panel
@@ -64,8 +64,8 @@ def diff_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def status_markdown(result: Any) -> str:
     s = result.summary
-    parts = [f"**{len(s['models'])} models** on **{', '.join(s['suite'])}** · sorted by **{s['sort_by']}** "
-             f"(click a column header to sort by it) · leader **{html.escape(str(s['leader']))}**"]
+    parts = [f"**{len(s['models'])} models** on **{md_text(', '.join(s['suite']))}** · sorted by "
+             f"**{md_text(s['sort_by'])}** (click a column header to sort by it) · leader **{md_text(s['leader'])}**"]
     ag = s["agreement"]
     if ag["mean_spearman"] is not None:
         v = ag["variance_share"]
@@ -75,8 +75,8 @@ def status_markdown(result: Any) -> str:
     elif "pairs" in s["suite"]:
         parts.append("Per-scene agreement needs two or more image+text models scored on pairs.")
     if s["from_cache"]:
-        parts.append(f"From cache: {', '.join(s['from_cache'])}")
-    parts += [f"note: {html.escape(n)}" for n in result.notes]
+        parts.append(f"From cache: {md_text(', '.join(s['from_cache']))}")
+    parts += [f"note: {md_text(n)}" for n in result.notes]
     return "<br>".join(parts)
 
 

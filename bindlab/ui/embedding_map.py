@@ -8,7 +8,6 @@ of each visitor lives in a ``gr.State``; the backend is :mod:`bindlab.studies.ma
 
 from __future__ import annotations
 
-import html
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +15,7 @@ import gradio as gr
 
 from bindlab.present.figures import message_figure
 from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
+from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import map as ms
 from bindlab.ui.common import clear_on_error, data_picker, friendly, offer_data
 from bindlab.ui.exports import deliver, export_panel
@@ -89,7 +89,7 @@ def _figure(state: dict[str, Any] | None, color: str, search: str = "", joined: 
     m, method = state["map"], state["shown"]
     hits = ms.search_points(m.points, search)
     label = f"search “{search.strip()}” ({len(hits)})" if hits else ""
-    return map_figure(m.points, state["layouts"][method], color, ms.map_title(m, method), thumbs=state["thumbs"],
+    return map_figure(m.points, state["layouts"][method], color, plot_text(ms.map_title(m, method)), thumbs=state["thumbs"],
                       highlight=hits, highlight_label=label, joined=joined)
 
 
@@ -98,19 +98,19 @@ def _search_note(state: dict[str, Any] | None, search: str) -> str:
         return ""
     n = len(ms.search_points(state["map"].points, search))
     if not n:
-        return f"no caption contains every word of “{html.escape(search.strip())}”"
-    return f"**{n}** point{'s' if n != 1 else ''} match “{html.escape(search.strip())}” (ringed in orange)"
+        return f"no caption contains every word of “{md_text(search.strip())}”"
+    return f"**{n}** point{'s' if n != 1 else ''} match “{md_text(search.strip())}” (ringed in orange)"
 
 
 def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     """A small HTML table (headers never wrap, the caption column does)."""
-    head = "".join(f"<th>{html.escape(label)}</th>" for _, label in columns)
+    head = "".join(f"<th>{html_text(label)}</th>" for _, label in columns)
     body = []
     for r in rows:
         cells = []
         for key, _ in columns:
             v = r[key]
-            text = ("✓" if v else "✗") if isinstance(v, bool) else html.escape(str(v))
+            text = ("✓" if v else "✗") if isinstance(v, bool) else html_text(v)
             cells.append(f"<td class='cap'>{text}</td>" if key == "caption" else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table class='map-table'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -136,14 +136,14 @@ def selection_html(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                                        ("correct", "model correct"), ("caption", "caption")])
     return (f"<p><b id='map-sel-count'>{summary['n_points']}</b> selected points{more} from "
             f"{summary['n_questions']} questions · model correct on {summary['n_correct']} of {summary['n_answers']} "
-            f"(question, modality) answers = <b>{acc:.0%}</b> · {html.escape(roles)}</p>"
+            f"(question, modality) answers = <b>{acc:.0%}</b> · {html_text(roles)}</p>"
             f"<div class='map-table-wrap'>{table}</div>")
 
 
 def _status(state: dict[str, Any], pending: str = "") -> str:
     m = state["map"]
-    notes = "".join(f"<br>note: {html.escape(n)}" for n in m.notes)
-    return f"**{html.escape(ms.summary_line(m))}** · showing **{state['shown'].upper()}**{pending}{notes}"
+    notes = "".join(f"<br>note: {md_text(n)}" for n in m.notes)
+    return f"**{md_text(ms.summary_line(m))}** · showing **{state['shown'].upper()}**{pending}{notes}"
 
 
 def find_point(state: dict[str, Any] | None, text: str) -> dict[str, Any]:
@@ -162,9 +162,13 @@ def find_point(state: dict[str, Any] | None, text: str) -> dict[str, Any]:
 
 def point_markdown(p: dict[str, Any]) -> str:
     verdict = "✓ answered correctly" if p["correct"] else "✗ answered wrongly"
-    return (f'<div class="map-caption">{html.escape(p["caption"])}</div>'
-            f'<div class="map-meta"><b>{html.escape(p["question"])}</b> · {p["role"]} · {p["modality"]} · '
-            f'N={p["n_objects"]} · {p["subset"]} · {verdict} ({p["modality"][0]}→{p["modality"][0]})</div>')
+    # a gr.Markdown, but the line opens with <div>: an HTML block, which Markdown leaves as it is (no Markdown
+    # inside, so no backslash escapes either): every field is escaped as HTML text
+    mod = html_text(str(p["modality"])[:1])
+    return (f'<div class="map-caption">{html_text(p["caption"])}</div>'
+            f'<div class="map-meta"><b>{html_text(p["question"])}</b> · {html_text(p["role"])} · '
+            f'{html_text(p["modality"])} · N={html_text(p["n_objects"])} · {html_text(p["subset"])} · {verdict} '
+            f'({mod}→{mod})</div>')
 
 
 def _thumbnail(path: str | None) -> Any:
@@ -245,7 +249,7 @@ def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str, str
     try:
         p = find_point(state, text)
     except ValueError as e:
-        return None, html.escape(str(e)), ""
+        return None, md_text(e), ""
     near = neighbours_html(ms.point_neighbours(state["map"], p["id"], NEIGHBOURS_K))
     return _thumbnail(p["image"]), point_markdown(p), near
 

@@ -26,6 +26,7 @@ import gradio as gr
 
 from bindlab.config import home
 from bindlab.present import exports
+from bindlab.present.safe_text import md_text
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def deliver(view: exports.ResultView, provenance: dict[str, Any], formats: Seque
     written = exports.write_view(view, new_export_dir(), provenance, formats)
     note = f"{len(written.paths)} files ready."
     if written.notes:
-        note += " " + " ".join(f"**Note:** {n}." for n in written.notes)
+        note += " " + " ".join(f"**Note:** {md_text(n)}." for n in written.notes)
     return [str(p) for p in written.paths], note
 
 

@@ -8,13 +8,14 @@ its jobs again.
 
 from __future__ import annotations
 
-import html
+import re
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures
+from bindlab.present.safe_text import html_text, md_code, md_text, plot_text
 from bindlab.studies import finetune as fs
 from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -54,8 +55,9 @@ def progress_html(status: dict[str, Any], progress: dict[str, Any]) -> str:
     loss = progress.get("loss")
     loss_txt = f" · loss {loss:.4f}" if loss is not None else ""
     return (f'<div class="ft-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
-            f'<p id="ft-progress-text">step {progress.get("step", 0)}/{progress.get("total_steps", "?")} · '
-            f'{100 * frac:.0f}% · phase {html.escape(str(progress.get("phase", "-")))}{loss_txt}{eta_txt}</p>')
+            f'<p id="ft-progress-text">step {html_text(progress.get("step", 0))}/'
+            f'{html_text(progress.get("total_steps", "?"))} · '
+            f'{100 * frac:.0f}% · phase {html_text(progress.get("phase", "-"))}{loss_txt}{eta_txt}</p>')
 
 
 def md_table(rows: list[dict[str, Any]]) -> str:
@@ -65,7 +67,7 @@ def md_table(rows: list[dict[str, Any]]) -> str:
     keys = list(rows[0])
     # "triplet_heldout:deferred_bind_anaphoric" may break after its colon; headers never break inside a word (CSS)
     out = ["| " + " | ".join(k.replace(":", ": ") for k in keys) + " |", "|" + "---|" * len(keys)]
-    out += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
+    out += ["| " + " | ".join(md_text(r.get(k, "")) for k in keys) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -73,17 +75,20 @@ def status_md(info: dict[str, Any]) -> str:
     """The selected job: its state and message, its result table once done, its one-line error when failed (never a
     log tail or traceback: those stay on the server)."""
     st = info["status"]
-    lines = [f"**{st['id']}** → model `{st['model_id']}` (base `{st['base_model']}`): "
-             f"<span class='ft-state-{st['state']}' id='ft-state'>{st['state']}</span> — {html.escape(st.get('message', ''))}"]
+    state = md_text(st["state"])
+    lines = [f"**{md_text(st['id'])}** → model {md_code(st['model_id'])} (base {md_code(st['base_model'])}): "
+             f"<span class='ft-state-{re.sub(r'[^a-z]', '', str(st['state']))}' id='ft-state'>{state}</span> — "
+             f"{md_text(st.get('message', ''))}"]
     res = info.get("result")
     if res and res.get("eval"):
         a = res["lines"]["a"]
         what = "the job's model is **unscaled** (a = 1 scales nothing; not LiNeS)" if fs.display_labels(a)["lines"] \
             == "unscaled" else f"the job's model is **{fs.display_labels(a)['lines']}**"
-        lines.append(f"LiNeS a = {a} ({res['lines']['chosen_on']}): {what}; {res['triplets_per_s']} triplets/s")
+        lines.append(f"LiNeS a = {md_text(a)} ({md_text(res['lines']['chosen_on'])}): {what}; "
+                     f"{md_text(res['triplets_per_s'])} triplets/s")
         lines.append(md_table(fs.result_rows(res)))
     if st["state"] == "failed":
-        lines.append(f"<span id='ft-error'>**Error:** {html.escape(st.get('error') or st.get('message') or 'unknown')}"
+        lines.append(f"<span id='ft-error'>**Error:** {md_text(st.get('error') or st.get('message') or 'unknown')}"
                      "</span>")
     return "\n\n".join(lines)
 
@@ -124,7 +129,7 @@ def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: f
     manager = _manager(request)
     job_id = fs.submit_finetune(cfg, manager)  # checked before the job exists: a bad number is refused, nothing queued
     return gr.update(choices=[j["id"] for j in reversed(fs.list_jobs(manager))], value=job_id), \
-        f"Started job **{job_id}**; it will produce `lora:{job_id}`."
+        f"Started job **{md_text(job_id)}**; it will produce {md_code(f'lora:{job_id}')}."
 
 
 @friendly
@@ -141,7 +146,8 @@ def poll(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
                 jobs_frame(jobs), gr.update(choices=ids))
     info = fs.job_info(job_id, log_lines=0, manager=manager)
     return (status_md(info), progress_html(info["status"], info["progress"]),
-            figures.training_curves(info["metrics"], title=f"{info['status']['id']}: loss and validation triplet accuracy"),
+            figures.training_curves(info["metrics"],
+                                    title=f"{plot_text(info['status']['id'])}: loss and validation triplet accuracy"),
             # the value only when chosen here: a visitor's pick made while this tick ran is never undone
             jobs_frame(jobs), gr.update(choices=ids) if chosen else gr.update(choices=ids, value=info["status"]["id"]))
 
@@ -156,7 +162,7 @@ def cancel(job_id: str, request: gr.Request = None) -> str:
     if not job_id:
         raise ValueError("select a job to cancel")
     st = fs.cancel_job(job_id, _manager(request))
-    return f"{st['id']}: {st['state']} ({st['message']})"
+    return f"{md_text(st['id'])}: {md_text(st['state'])} ({md_text(st['message'])})"
 
 
 @friendly
@@ -164,7 +170,7 @@ def resume(job_id: str, request: gr.Request = None) -> str:
     if not job_id:
         raise ValueError("select a cancelled or failed job to resume")
     st = fs.resume_job(job_id, _manager(request))
-    return f"{st['id']}: {st['state']} ({st['message']})"
+    return f"{md_text(st['id'])}: {md_text(st['state'])} ({md_text(st['message'])})"
 
 
 @gpu_task(duration=180)
@@ -176,16 +182,17 @@ def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Prog
     res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq), progress=lambda f, msg: progress(f, desc=msg),
                                   manager=_manager(request))
     models, a = res.summary["models"], (res.summary.get("lines") or {}).get("a")
+    base, unscaled, lines, data = (md_code(models["base"]), md_code(models["unscaled"]), md_code(models["lines"]),
+                                   md_text(res.summary["data"]))
     if fs.display_labels(a)["lines"] == "unscaled":
-        head = (f"Base `{models['base']}` vs `{models['unscaled']}` (unscaled) on {res.summary['data']}; LiNeS a = 1 "
-                f"scales nothing, so `{models['lines']}` is the unscaled model too")
+        head = (f"Base {base} vs {unscaled} (unscaled) on {data}; LiNeS a = 1 scales nothing, so {lines} is the "
+                "unscaled model too")
     else:
-        head = (f"Base `{models['base']}` vs `{models['unscaled']}` (unscaled) vs `{models['lines']}` "
-                f"({fs.display_labels(a)['lines']}) on {res.summary['data']}")
+        head = f"Base {base} vs {unscaled} (unscaled) vs {lines} ({md_text(fs.display_labels(a)['lines'])}) on {data}"
     report = pd.DataFrame(res.tables.get("report") or [])
     return head, pd.DataFrame(fs.labelled(res.rows, a)), pd.DataFrame(res.tables["triplets"]), \
         figures.compare_by_n(res.rows), *attention_view(res.figures_data["attention"], fs.display_labels(a)), report, \
-        "\n\n".join(res.notes)
+        "\n\n".join(md_text(n) for n in res.notes)
 
 
 REPORT_COLUMNS = ["evaluation", "format", "in-format", "N", "base", "unscaled", "LiNeS"]

@@ -16,6 +16,7 @@ from PIL import Image
 
 from bindlab.present import grounding_figures as gf
 from bindlab.present.exports import grounding_export
+from bindlab.present.safe_text import html_text, md_text
 from bindlab.studies import grounding as gs
 from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -57,12 +58,12 @@ def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | 
     v = view["value_index"]
     c = view["c"][v] if "c" in view else None
     pick = f" · validation α = <span id='gd-chosen' class='gd-num'>{chosen:.2f}</span>" if chosen is not None else ""
-    return (f"<div id='gd-summary-line'><b>{model}</b> · factor <b>{factor}</b> · α = "
+    return (f"<div id='gd-summary-line'><b>{html_text(model)}</b> · factor <b>{html_text(factor)}</b> · α = "
             f"<span id='gd-alpha-shown' class='gd-num'>{view['alpha']:.2f}</span>{pick}<br>"
             f"test macro-mAP native <span id='gd-map-native' class='gd-num'>{view['map_native']:.4f}</span> → "
             f"grounded <span id='gd-map-grounded' class='gd-num'>{view['map_grounded']:.4f}</span> · top-1 "
             f"{view['top1_native']:.3f} → {view['top1_grounded']:.3f}<br>"
-            f"value <b>{view['value']}</b>: AP {view['ap_native'][v]:.3f} → "
+            f"value <b>{html_text(view['value'])}</b>: AP {view['ap_native'][v]:.3f} → "
             f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.4f}</span>, "
             f"{crossing_html(view['alpha_star'][v], c)}, top-8 precision {view['top_precision']:.3f}</div>")
 
@@ -118,7 +119,7 @@ def select_alpha(key: dict[str, Any] | None) -> tuple[dict[str, Any], Any, str]:
     session = _session(key)
     sel = gs.validation_choice(session, key["factor"])
     key = {**key, "chosen": sel["alpha"]}
-    note = (f"Validation (contexts {session.index.splits['validation']}) picks α = **{sel['alpha']:.2f}** "
+    note = (f"Validation (contexts {md_text(session.index.splits['validation'])}) picks α = **{sel['alpha']:.2f}** "
             f"(validation macro-mAP {sel['macro_map']:.4f}, top-1 {sel['top1']:.3f}); test contexts untouched.")
     return key, gr.update(value=sel["alpha"]), note
 
@@ -237,7 +238,7 @@ def run_alignment(key: dict[str, Any] | None, scope: str, progress: gr.Progress 
              "top-1": round(r["test"][k]["top1"], 4)} for k, label in names.items()]
     m = r["map"]
     chosen = "the identity" if m["lr"] is None else f"lr {m['lr']:g}, epoch {m['epoch']}"
-    note = (f"{scope} map chosen on validation ({chosen}); matched grounding on top uses α = {r['alpha']:.2f} "
+    note = (f"{md_text(scope)} map chosen on validation ({chosen}); matched grounding on top uses α = {r['alpha']:.2f} "
             "(re-selected on validation). Test numbers.")
     return gr.update(value=pd.DataFrame(rows), visible=True), note
 

@@ -4,7 +4,6 @@ I2T / T2I / Group per edit type side by side with the first model's."""
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import gradio as gr
@@ -13,6 +12,7 @@ import pandas as pd
 from bindlab.present import figures
 from bindlab.present.exports import pairs_export
 from bindlab.present.model_pair_figures import pairs_two_models_figure
+from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import pairs as pairs_study
 from bindlab.ui.common import clear_on_error, data_picker, friendly
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -39,7 +39,7 @@ def _mark(ok: bool) -> str:
 def matrix_html(view: dict[str, Any]) -> str:
     """The 2x2 matrix (rows = captions, columns = images) and which conditions pass."""
     s = view["scores"]
-    cap = {0: html.escape(view["base"]["caption"]), 1: html.escape(view["foil"]["caption"])}
+    cap = {0: html_text(view["base"]["caption"]), 1: html_text(view["foil"]["caption"])}
     rows = "".join(
         f'<tr><th>c{c} {"base" if c == 0 else "foil"}: {cap[c]}</th>'
         + "".join(f'<td class="{"own" if c == i else ""}" data-cell="c{c}_i{i}">{s[f"c{c}_i{i}"]:.4f}</td>' for i in (0, 1))
@@ -47,9 +47,9 @@ def matrix_html(view: dict[str, Any]) -> str:
     px = view.get("pixels_changed")
     extra = (f" · pixels changed {px:.3f}" if isinstance(px, (int, float)) else "") + (
         f" · image cosine {view['image_cosine']:.4f}" if view.get("image_cosine") is not None else "")
-    return (f'<div class="bl-pair-card"><p><b>{html.escape(view["id"])}</b> · scene {html.escape(view["scene_id"])} · '
-            f'{html.escape(view["edit_type"])} ({html.escape(view["edit_category"])}) · {html.escape(view["verbosity"])}'
-            f'{extra}<br><i>{html.escape(str(view["edit"]))}</i></p>'
+    return (f'<div class="bl-pair-card"><p><b>{html_text(view["id"])}</b> · scene {html_text(view["scene_id"])} · '
+            f'{html_text(view["edit_type"])} ({html_text(view["edit_category"])}) · {html_text(view["verbosity"])}'
+            f'{extra}<br><i>{html_text(view["edit"])}</i></p>'
             f'<table class="bl-mat"><tr><th></th><th>i0 base image</th><th>i1 foil image</th></tr>{rows}</table>'
             f'<p>I2T {_mark(view["i2t"])} · T2I {_mark(view["t2i"])} · Group <span class="bl-pair-group">'
             f'{_mark(view["group"])}</span> · margin <b class="bl-pair-margin">{view["margin"]:+.4f}</b></p></div>')
@@ -58,7 +58,7 @@ def matrix_html(view: dict[str, Any]) -> str:
 def summary_md(s: pairs_study.ScoredPairs) -> str:
     o, sp = s.summary["overall"], s.summary["scene_edit_split"]["counts"]
     c = s.summary["controls"]
-    return (f"**{s.model}** · {len(s.pairs)} pairs · levels {', '.join(s.summary['levels'])} · "
+    return (f"**{md_text(s.model)}** · {len(s.pairs)} pairs · levels {md_text(', '.join(s.summary['levels']))} · "
             f"I2T **{o['i2t']:.3f}** · T2I **{o['t2i']:.3f}** · Group **{o['group']:.3f}** "
             f"(95% CI {o['group_ci95'][0]:.3f}–{o['group_ci95'][1]:.3f}; chance 0.25 / 0.25 / 0.167) · "
             f"scenes: {sp['scene_hard_only']} scene-hard only, {sp['edit_hard_only']} edit-hard only, {sp['both']} both · "
@@ -119,7 +119,8 @@ def score(data: str, model: str, verbosity: str, other: str = NO_COMPARE,
     opts = filter_options_updates(s)
     ids = pairs_study.filter_pairs(s, verbosity=opts["level"])
     first = ids[0] if ids else None
-    fig = figures.pairs_by_edit_type(pairs_study.edit_type_table(s), title=f"{s.model}: 2x2 scores by edit type")
+    fig = figures.pairs_by_edit_type(pairs_study.edit_type_table(s),
+                                     title=f"{plot_text(s.model)}: 2x2 scores by edit type")
     return (summary_md(s), fig, cmp_md, cmp_fig, cmp_table, *opts["updates"], gr.update(choices=ids, value=first),
             f"{len(ids)} pairs match", *_show(s, first, opts["level"]))
 
@@ -164,10 +165,10 @@ def check_default_model() -> str:
     try:
         pairs_study.check_model(DEFAULT_MODEL)
     except ValueError as e:
-        return (f"The default model **{DEFAULT_MODEL}** cannot be loaded here ({e}). Enter another image+text "
+        return (f"The default model **{DEFAULT_MODEL}** cannot be loaded here ({md_text(e)}). Enter another image+text "
                 "encoder id (e.g. `hf:/path/to/clip`) and press *Score*.")
     partner = pairs_study.compare_default(DEFAULT_MODEL)
-    also = f", next to **{partner}** (*Compare with*)" if partner else ""
+    also = f", next to **{md_text(partner)}** (*Compare with*)" if partner else ""
     return f"Default model **{DEFAULT_MODEL}** is available; press *Score* to score the pairs{also}."
 
 

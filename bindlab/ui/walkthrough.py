@@ -10,7 +10,6 @@ for it; the job id lives in per-session ``gr.State``.
 from __future__ import annotations
 
 import functools
-import html
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from PIL import Image
 
 from bindlab.present import walkthrough_figures as wf
 from bindlab.present.model_pair_figures import fix_figure
+from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
 from bindlab.studies import walkthrough as wt
 from bindlab.studies.finetune import page_manager
@@ -161,7 +161,7 @@ def bow_md(r: dict[str, Any]) -> str:
     by_n = r["by_n"]
     n2 = by_n.get("2")
     rest = [v for k, v in by_n.items() if k != "2"]
-    parts = [f"<div id='wt-bow-line'><b>{r['model']}</b> on {r['n_questions']} questions: "
+    parts = [f"<div id='wt-bow-line'><b>{html_text(r['model'])}</b> on {r['n_questions']} questions: "
              f"<span id='wt-bow-ties'>{100 * r['tie_share']:.1f}</span> % of the {r['n_swaps']} swap candidates score "
              f"exactly the same as the right answer · accuracy <span id='wt-bow-acc'>{r['accuracy']:.3f}</span> "
              f"(chance {r['chance']:.2f})."]
@@ -173,7 +173,7 @@ def bow_md(r: dict[str, Any]) -> str:
 
 
 def text_md(r: dict[str, Any]) -> str:
-    return (f"<div id='wt-text-line'><b>{r['model']}</b> accuracy <span id='wt-text-acc'>{r['accuracy']:.3f}</span> "
+    return (f"<div id='wt-text-line'><b>{html_text(r['model'])}</b> accuracy <span id='wt-text-acc'>{r['accuracy']:.3f}</span> "
             f"({_ci(r['ci95'])}; chance {r['chance']:.2f}) · right on {100 * r['share_correct']:.1f} % of questions. "
             f"The right answer and its best swap differ by a median of only "
             f"<span id='wt-text-gap'>{r['median_abs_gap']:.4f}</span> in cosine, while a query scores "
@@ -193,9 +193,9 @@ def images_md(r: dict[str, Any]) -> str:
     near = sum(abs(x["accuracy"] - r["chance"]) <= 0.05 for x in r["rows"])
     return (f"<div id='wt-images-line'>{r['n_questions']} image questions · {near} of {len(r['rows'])} "
             f"model–pairing combinations lie within 0.05 of chance ({r['chance']:.2f}); the best is "
-            f"<b>{best['model']} {PAIRING_NAMES[best['pairing']]}</b> at "
+            f"<b>{html_text(best['model'])} {PAIRING_NAMES[best['pairing']]}</b> at "
             f"<span id='wt-images-best'>{best['accuracy']:.3f}"
-            f"</span> ({_ci(best['ci95'])}). Below: one question scored by {r['example_model']} "
+            f"</span> ({_ci(best['ci95'])}). Below: one question scored by {html_text(r['example_model'])} "
             f"{PAIRING_NAMES[r['example_pairing']]}.</div>" + fix_md(r["fix"]))
 
 
@@ -210,7 +210,8 @@ def fix_md(fix: dict[str, Any]) -> str:
         f"<span class='wt-fix-before'>{x['before']:.3f}</span> → <span class='wt-fix-after'>{x['after']:.3f}</span> "
         f"(change {_num(x['change'], signed=True)}, paired {_ci(x['change_ci95'])}): "
         f"<span class='wt-fix-verdict'>{VERDICTS[x['clear']]}</span></li>" for x in fix["rows"])
-    return (f"<div id='wt-images-fix'><b>{fix['before']} → {fix['after']}</b> (the same model before and after "
+    return (f"<div id='wt-images-fix'><b>{html_text(fix['before'])} → {html_text(fix['after'])}</b> (the same model "
+            "before and after "
             f"binding hard negatives) on the same questions:<ul>{items}</ul></div>")
 
 
@@ -220,7 +221,7 @@ def objects_md(r: dict[str, Any]) -> str:
     verdict = ("the intervals overlap: on this small benchmark the difference is within the noise"
                if overlap else "the intervals do not overlap")
     span = lambda x: f"N = {x['sizes'][0]}–{x['sizes'][-1]}"  # noqa: E731
-    return (f"<div id='wt-objects-line'><b>{r['model']}</b> {PAIRING_NAMES[r['pairing']]}: {span(s)} "
+    return (f"<div id='wt-objects-line'><b>{html_text(r['model'])}</b> {PAIRING_NAMES[r['pairing']]}: {span(s)} "
             f"<span id='wt-objects-small'>{s['accuracy']:.3f}</span> ({_ci(s['ci95'])}, {s['n']} questions) vs "
             f"{span(g)} <span id='wt-objects-large'>{g['accuracy']:.3f}</span> ({_ci(g['ci95'])}, {g['n']} "
             f"questions): change {_num(g['accuracy'] - s['accuracy'], signed=True)}; {verdict}.</div>")
@@ -237,11 +238,12 @@ def _crossing(r: dict[str, Any]) -> str:
 
 def grounding_md(r: dict[str, Any]) -> str:
     gain = r["ap_grounded"] - r["ap_native"]
-    return (f"<div id='wt-grounding-line'><b>{r['model']}</b>, {r['factor']} <b>{html.escape(r['value'])}</b> at "
+    return (f"<div id='wt-grounding-line'><b>{html_text(r['model'])}</b>, {html_text(r['factor'])} "
+            f"<b>{html_text(r['value'])}</b> at "
             f"α = <span id='wt-grounding-alpha'>{r['alpha']:.2f}</span>: test AP of the text query "
             f"<span id='wt-grounding-native'>{r['ap_native']:.3f}</span> → grounded "
             f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True)}); over all "
-            f"{len(r['values'])} {r['factor']}s macro-mAP {_num(r['map_native'])} → {_num(r['map_grounded'])}. "
+            f"{len(r['values'])} {html_text(r['factor'])}s macro-mAP {_num(r['map_native'])} → {_num(r['map_grounded'])}. "
             f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
             f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
             f"{_num(r['margin_native'], 4, True)} at α = 0 → {_num(r['margin_grounded'], 4, True)} now; "
@@ -256,7 +258,7 @@ def attention_md(r: dict[str, Any]) -> str:
         kept = "; by the last layer the preference is gone"
     else:
         kept = f"; the last layer keeps {100 * r['last'] / r['peak']:.0f} % of the peak"
-    return (f"<div id='wt-attention-line'><b>{r['model']}</b> on {r['n_captions']} captions: margin "
+    return (f"<div id='wt-attention-line'><b>{html_text(r['model'])}</b> on {r['n_captions']} captions: margin "
             f"{_num(r['first'], 4, True)} at layer 0, peak <span id='wt-attention-peak'>{r['peak']:+.4f}</span> at "
             f"layer {r['peak_layer']}, <span id='wt-attention-last'>{r['last']:+.4f}</span> at the last layer "
             f"({len(r['layers']) - 1}){kept}.</div>")
@@ -269,9 +271,9 @@ def progress_html(st: dict[str, Any]) -> str:
     loss = st.get("loss")
     loss_txt = f" · loss {loss:.4f}" if loss is not None else ""
     return (f'<div class="wt-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
-            f"<p>job <b>{st['id']}</b> · <span id='wt-ft-state'>{st['state']}</span> · step {st['step']}/"
-            f"{st.get('total_steps') or '?'} · phase {html.escape(str(st.get('phase') or '-'))}{loss_txt}{eta_txt}"
-            f" · {html.escape(st.get('message') or '')}</p>")
+            f"<p>job <b>{html_text(st['id'])}</b> · <span id='wt-ft-state'>{html_text(st['state'])}</span> · step "
+            f"{html_text(st['step'])}/{html_text(st.get('total_steps') or '?')} · phase "
+            f"{html_text(st.get('phase') or '-')}{loss_txt}{eta_txt} · {html_text(st.get('message') or '')}</p>")
 
 
 def finetune_frame(r: dict[str, Any]) -> pd.DataFrame:
@@ -289,7 +291,7 @@ def finetune_md(r: dict[str, Any]) -> str:
                     f"{_num(trip['base']['triplet_test'])} → "
                     f"{_num(trip['lines']['triplet_test'])}.")
     d = r["image_drift"]
-    return (f"<div id='wt-ft-line'>Job <b>{r['job']}</b>: {r['steps']} steps in {r['train_seconds']:.0f} s of training "
+    return (f"<div id='wt-ft-line'>Job <b>{html_text(r['job'])}</b>: {r['steps']} steps in {r['train_seconds']:.0f} s of training "
             f"(lr {r['lr']:g}); LiNeS a = {r['lines_a']}. MCQ accuracy base → LiNeS on {r['n_questions']} image "
             f"questions: {moves}.{trip_txt} Image embeddings moved: mean 1 − cos(base, finetuned) = "
             f"<span id='wt-ft-drift'>{d['mean_1_minus_cos']:.4f}</span> over {d['n_images']} query images "
@@ -421,11 +423,12 @@ def start_finetune(job: str | None, request: gr.Request = None) -> tuple[str, st
     if job:
         st = wt.finetune_status(job, manager)
         if st["state"] in ("queued", "running"):
-            return job, f"Job **{job}** is still {st['state']}; it is followed below.", progress_html(st), \
+            return job, f"Job **{md_text(job)}** is still {st['state']}; it is followed below.", progress_html(st), \
                 gr.Timer(active=True)
     job = wt.start_finetune(manager)
     st = wt.finetune_status(job, manager)
-    return job, f"Started job **{job}** (`lora:{job}`) in the background.", progress_html(st), gr.Timer(active=True)
+    return (job, f"Started job **{md_text(job)}** (<code>lora:{md_text(job)}</code>) in the background.",
+            progress_html(st), gr.Timer(active=True))
 
 
 @friendly
@@ -436,13 +439,13 @@ def reuse_finetune(request: gr.Request = None) -> tuple[str, str, Any, Any]:
     if not job:
         raise ValueError("no finished walkthrough job yet; press 'Start the finetune'")
     st = wt.finetune_status(job, manager)
-    return job, f"Showing the finished job **{job}**.", progress_html(st), gr.Timer(active=True)
+    return job, f"Showing the finished job **{md_text(job)}**.", progress_html(st), gr.Timer(active=True)
 
 
 def failed_html(st: dict[str, Any]) -> str:
     """A failed job's one-line error (its traceback stays in the job's log on the server)."""
     return (f"<p id='wt-ft-error' class='wt-error'>The job failed: "
-            f"{html.escape(page_message(st.get('error') or st.get('message') or 'no reason recorded'))}</p>")
+            f"{html_text(page_message(st.get('error') or st.get('message') or 'no reason recorded'))}</p>")
 
 
 def poll_finetune(job: str | None, request: gr.Request = None) -> tuple[Any, Any, Any]:
@@ -453,7 +456,7 @@ def poll_finetune(job: str | None, request: gr.Request = None) -> tuple[Any, Any
         st = wt.finetune_status(job, _manager(request))
     except (KeyError, ValueError, OSError) as e:
         msg = page_message(e.args[0] if isinstance(e, KeyError) and e.args else str(e))
-        return f"<p>Cannot read job {html.escape(job)}: {html.escape(msg)}</p>", gr.Timer(active=False), gr.update()
+        return f"<p>Cannot read job {html_text(job)}: {html_text(msg)}</p>", gr.Timer(active=False), gr.update()
     text = progress_html(st)
     if st["state"] == "failed":
         text += failed_html(st)
