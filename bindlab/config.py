@@ -201,6 +201,7 @@ class Limits:
     max_workers: int  # rendering / data-loading processes of one command
     max_n_objects: int  # objects in one MCQ scene (n_objects and bindings of a data file)
     max_compare_models: int  # encoders compared in one `compare` / Compare tab request
+    max_loaded_models: int  # encoder instances one process keeps loaded (least recently used dropped beyond it)
     max_jobs_per_session: int  # running background jobs (walkthrough jobs included) of one session / owner
     max_queued_per_session: int  # queued background jobs of one session / owner
     max_jobs_global: int  # running background jobs on the server
@@ -232,6 +233,7 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_workers": (64, 2),
     "max_n_objects": (64, 20),
     "max_compare_models": (8, 4),
+    "max_loaded_models": (12, 5),
     "max_jobs_per_session": (4, 1),
     "max_queued_per_session": (16, 2),
     "max_jobs_global": (2, 1),

@@ -116,7 +116,27 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
         raise EncoderError(
             f"unknown encoder backend {eid.backend!r} in {encoder_id!r}; known backends: {sorted(_BACKENDS)}"
         )
+    if eid.revision and names_local_weights(eid):
+        raise no_revision(eid)
     return _BACKENDS[eid.backend](eid, options)
+
+
+# Backends whose weights are always on this machine (bundled or built in): an "@revision" cannot choose among them.
+LOCAL_BACKENDS = ("toy", "bow", "lora")
+
+
+def names_local_weights(eid: EncoderId) -> bool:
+    """True when ``eid`` names weights on this machine (a built-in backend, a local folder): they have one version."""
+    name = eid.name.removeprefix("local-dir:")
+    return (eid.backend in LOCAL_BACKENDS or eid.name.startswith("local-dir:")
+            or (name.startswith(("/", ".", "~")) and Path(name).expanduser().is_dir()))
+
+
+def no_revision(eid: EncoderId) -> EncoderError:
+    """The refusal of an ``@revision`` on weights that have one version, before anything loads (every spelling
+    would otherwise load another copy of the same weights)."""
+    return EncoderError(f"{eid.backend}:{eid.name} names weights on this machine, which have one version; drop "
+                        f"'@{eid.revision}' (a revision chooses a version of a hub model)")
 
 
 def check_batch_size(batch_size: Any) -> int:

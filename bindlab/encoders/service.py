@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from bindlab.config import limits
 from bindlab.encoders import distributed
 from bindlab.encoders.base import (
     Encoder,
@@ -42,7 +44,8 @@ from bindlab.encoders.cache import EmbeddingCache, content_key
 Progress = Callable[[int, int], None]
 
 _DEFAULT_CACHE: EmbeddingCache | None = None
-_INSTANCES: dict[tuple[str, str, tuple[tuple[str, str], ...]], Encoder] = {}
+# Loaded encoders, least recently used first; at most limits().max_loaded_models of them (the oldest is dropped).
+_INSTANCES: OrderedDict[tuple[str, str, tuple[tuple[str, str], ...]], Encoder] = OrderedDict()
 _KEY_LOCKS: dict[tuple[str, str, tuple[tuple[str, str], ...]], threading.Lock] = {}
 _LOCK = threading.Lock()
 _RECIPES: dict[int, tuple[str, dict[str, Any]]] = {}  # id(instance) -> (model, options): how other ranks load it
@@ -181,13 +184,35 @@ def get_encoder(model: str, **options: Any) -> Encoder:
     key = instance_key(model, **options)
     with _LOCK:
         if key in _INSTANCES:
+            _INSTANCES.move_to_end(key)
             return _INSTANCES[key]
         key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with key_lock:
-        if key not in _INSTANCES:
-            _INSTANCES[key] = load_encoder(model, **options)
-            _RECIPES[id(_INSTANCES[key])] = (model, dict(options))
-        return _INSTANCES[key]
+        with _LOCK:
+            found = _INSTANCES.get(key)
+        if found is not None:
+            return found
+        encoder = load_encoder(model, **options)
+        with _LOCK:
+            _INSTANCES[key] = encoder
+            _RECIPES[id(encoder)] = (model, dict(options))
+            _evict_beyond(limits().max_loaded_models)
+        return encoder
+
+
+def _evict_beyond(cap: int) -> None:
+    """Drop the least recently used encoders until at most ``cap`` stay loaded (call with ``_LOCK`` held). A caller
+    still holding a dropped encoder keeps using it; its memory goes when the last reference does."""
+    while len(_INSTANCES) > max(cap, 1):
+        key, old = _INSTANCES.popitem(last=False)
+        _RECIPES.pop(id(old), None)
+        _KEY_LOCKS.pop(key, None)
+
+
+def loaded_count() -> int:
+    """How many encoder instances this process holds (for tests and the memory checks in docs/deploy.md)."""
+    with _LOCK:
+        return len(_INSTANCES)
 
 
 def default_cache() -> EmbeddingCache:
