@@ -1,6 +1,6 @@
 """Published benchmarks (``eval benchmark``): Winoground, ColorSwap, SugarCrepe, SugarCrepe++, ARO-VG-Attribution.
 
-:func:`run_benchmark` loads a benchmark through its manifest (``data_manifests/``), scores it with its native metric
+:func:`run_benchmark` loads a benchmark through its manifest (``bindlab/data_manifests/``), scores it with its native metric
 and the bag-of-words validity check (``bindlab.eval.benchmarks``) and returns a
 :class:`~bindlab.studies.result.Result` with provenance (manifest license, citation and URL included).
 """
@@ -57,6 +57,9 @@ class BenchmarkRequest:
         self.seed = nonneg_int(self.seed, "seed")
         if not isinstance(self.device, str) or not self.device.strip():
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        from bindlab.data.adapters import check_benchmark_name
+
+        self.name = check_benchmark_name(self.name)  # public mode: a manifest's name only, one message otherwise
         paths = {"data": self.data, "images": self.images}
         if self.name.endswith(".json") or "/" in self.name:  # a manifest given by path
             paths["name"] = self.name
