@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.schema import DataError, LoadReport, load_records
+from bindlab.data.schema import DataError, LoadReport, check_text_size, load_records
 
 VERBOSITIES: tuple[str, ...] = ("short", "medium", "long")
 
@@ -71,6 +71,7 @@ def _side(obj: Any, where: str) -> PairSide:
     for k, v in caps.items():
         if not isinstance(v, str) or not v.strip():
             raise DataError(f"{where}: caption {k!r} is missing or empty")
+        check_text_size(v, where, f"caption {k!r}")
     return PairSide(image=image, captions={k: caps[k] for k in VERBOSITIES if k in caps})
 
 

@@ -74,15 +74,44 @@ class MCQ:
         return d
 
 
+def check_text_size(text: str, where: str, what: str = "text") -> str:
+    """A caption or name read from a file, within the caption caps (characters, then words) before any work.
+
+    Raises:
+        DataError: naming the place, the size and the cap's variable.
+    """
+    from bindlab.config import LIMIT_ENV, limits
+
+    lims = limits()
+    if len(text) > lims.max_caption_chars:
+        raise DataError(f"{where}: {what} has {len(text):,} characters, above the cap of {lims.max_caption_chars:,} "
+                        f"({LIMIT_ENV['max_caption_chars']})")
+    words = len(text.split())
+    if words > lims.max_caption_words:
+        raise DataError(f"{where}: {what} has {words:,} words, above the cap of {lims.max_caption_words:,} "
+                        f"({LIMIT_ENV['max_caption_words']})")
+    return text
+
+
 def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
+    from bindlab.config import LIMIT_ENV, limits
+
     if not isinstance(obj, dict):
         raise DataError(f"{where}: expected an object, got {type(obj).__name__}")
     text = obj.get("text")
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{where}: 'text' is missing or empty")
+    check_text_size(text, where)
     raw = obj.get("bindings", [])
     if not isinstance(raw, list) or not all(isinstance(b, (list, tuple)) and len(b) == 2 for b in raw):
         raise DataError(f"{where}: 'bindings' must be a list of [attribute, object] pairs")
+    cap = limits().max_n_objects
+    if len(raw) > cap:
+        raise DataError(f"{where}: {len(raw)} bindings, above the cap of {cap} objects per scene "
+                        f"({LIMIT_ENV['max_n_objects']})")
+    for a, o in raw:
+        check_text_size(str(a), where, "a binding's attribute")
+        check_text_size(str(o), where, "a binding's object")
     role = obj.get("role")
     if is_candidate and role is not None and role not in ROLES:
         raise DataError(f"{where}: role {role!r} is not one of {ROLES}")
@@ -228,8 +257,14 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
     report = LoadReport(str(path))
     records: list[Any] = []
     seen: set[str] = set()
+    from bindlab.config import LIMIT_ENV, limits
+
+    cap = limits().max_questions  # the cap applies to what the file holds, not only to what a request asks for
     for n, obj in read_jsonl(path):
         report.n_lines += 1
+        if len(records) >= cap:
+            raise DataError(f"{path}: more than {cap:,} {kind}s, above the cap ({LIMIT_ENV['max_questions']}); "
+                            "split the file or use a smaller one")
         try:
             if isinstance(obj, DataError):
                 raise obj

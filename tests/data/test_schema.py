@@ -94,3 +94,29 @@ def test_non_finite_numbers_and_deep_nesting_are_messages(tmp_path, good_lines):
         path = _write(tmp_path, [bad])
         with pytest.raises(DataError, match=f"{path}:1"):
             load_mcqs(path)
+
+
+def test_sizes_inside_a_file_are_capped_where_they_enter(tmp_path, monkeypatch):
+    """Caption length, bindings per item and questions per file are checked while the file is read, before any
+    model sees it (a 4 MB upload once made one Browse question view take 20 minutes of CPU)."""
+    import json
+
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.schema import DataError, load_mcqs
+
+    qs = generate_saber(per_size=2, sizes=[2, 3], seed=0)
+    path = write_benchmark(tmp_path / "ok", qs, {"seed": 0})
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    monkeypatch.setenv("BINDLAB_MAX_QUESTIONS", "3")
+    with pytest.raises(DataError, match="more than 3 questions"):
+        load_mcqs(path)
+    monkeypatch.delenv("BINDLAB_MAX_QUESTIONS")
+    for mutate, says in [(lambda r: r["query"].update(text="red " * 5000), "characters"),
+                         (lambda r: r["candidates"][1].update(bindings=[["red", "cube"]] * 500), "bindings"),
+                         (lambda r: r["query"].update(bindings=[["x" * 20000, "cube"]]), "attribute")]:
+        bad = json.loads(json.dumps(rows[0]))
+        mutate(bad)
+        f = tmp_path / f"bad-{says}.jsonl"
+        f.write_text(json.dumps(bad) + "\n")
+        with pytest.raises(DataError, match=says):
+            load_mcqs(f)
