@@ -86,10 +86,11 @@ def attention_heatmap(words: Sequence[str], matrix: Any, pairs: Sequence[tuple[i
     labels = [f"{i}:{plot_text(w)}" for i, w in enumerate(words)]  # index prefix keeps repeated words apart
     fig = go.Figure(go.Heatmap(z=matrix, x=labels, y=labels, colorscale="Blues", colorbar=dict(title="attention"),
                                hovertemplate="from %{y} to %{x}: %{z:.4f}<extra></extra>"))
-    for r, c, own in pairs:
-        fig.add_shape(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
-                      line=dict(color="#2ca02c" if own else "#d62728", width=3 if own else 1.5,
-                                dash="solid" if own else "dot"))
+    # All outlines in one assignment: add_shape per cell re-validates the layout each time (quadratic in the number
+    # of outlined cells; 20 bindings took minutes).
+    fig.update_layout(shapes=[dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
+                                   line=dict(color="#2ca02c" if own else "#d62728", width=3 if own else 1.5,
+                                             dash="solid" if own else "dot")) for r, c, own in pairs])
     fig.update_layout(title=title, xaxis_title="to (earlier word when later→earlier)", yaxis_title="from",
                       yaxis_autorange="reversed", height=460, margin=dict(l=90, r=20, t=50, b=90))
     return fig

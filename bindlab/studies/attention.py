@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from bindlab.analysis import attention as att
+from bindlab.config import LIMIT_ENV, limits
 from bindlab.studies.result import Result
 
 __all__ = ["DIRECTIONS", "MAX_CAPTION_CHARS", "MAX_CAPTION_WORDS", "AttentionRequest", "CaptionRequest",
@@ -120,6 +121,10 @@ class CaptionRequest:
 
         check_caption(self.text)
         pairs = att.parse_bindings(self.bindings) if isinstance(self.bindings, str) else self.bindings
+        cap = limits().max_n_objects
+        if len(pairs) > cap:
+            raise ValueError(f"{len(pairs)} bindings, above the cap of {cap} objects per caption "
+                             f"({LIMIT_ENV['max_n_objects']}); give at most {cap}")
         self.bindings = [[str(a), str(o)] for a, o in pairs]
         self.direction = att.check_direction(self.direction)
         layer = self.layer or 0  # a slider sends floats: read 3.0 as layer 3

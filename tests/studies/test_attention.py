@@ -139,3 +139,21 @@ def test_compare_with_a_model_of_fewer_layers_uses_relative_depth(small_benchmar
     assert [list(t.x) for t in lines] == [pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1]), [0.0, 0.5, 1.0]]
     assert "layer counts differ" in fig.layout.title.text and "relative depth" in fig.layout.xaxis.title.text
     assert "layer counts differ" in summary and "toy" in summary
+
+
+def test_typed_bindings_are_capped_and_many_outlines_draw_at_once():
+    """A typed bindings box holds at most the objects-per-scene cap; the heatmap outlines its cells in one layout
+    assignment (per-cell add_shape was quadratic: 20 bindings took minutes)."""
+    import numpy as np
+
+    from bindlab.config import limits
+    from bindlab.present.attention_figures import attention_heatmap
+    from bindlab.studies.attention import CaptionRequest
+
+    cap = limits().max_n_objects
+    many = ", ".join(f"red:cube{i}" for i in range(cap + 1))
+    with pytest.raises(ValueError, match="above the cap"):
+        CaptionRequest(model="minilm", text="a red cube", bindings=many)
+    pairs = [(i, j, i == j) for i in range(20) for j in range(20)]
+    fig = attention_heatmap([f"w{i}" for i in range(40)], np.zeros((40, 40)), pairs)
+    assert len(fig.layout.shapes) == 400
