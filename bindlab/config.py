@@ -202,6 +202,9 @@ class Limits:
     max_n_objects: int  # objects in one MCQ scene (n_objects and bindings of a data file)
     max_compare_models: int  # encoders compared in one `compare` / Compare tab request
     max_loaded_models: int  # encoder instances one process keeps loaded (least recently used dropped beyond it)
+    max_request_seconds: int  # seconds one app request may use the model (0: no limit)
+    heavy_request_items: int  # items through the model that make an app request heavy (0: none is heavy)
+    max_heavy_requests: int  # heavy app requests at once on the server (one per session and per client address)
     max_jobs_per_session: int  # running background jobs (walkthrough jobs included) of one session / owner
     max_queued_per_session: int  # queued background jobs of one session / owner
     max_jobs_global: int  # running background jobs on the server
@@ -234,6 +237,9 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_n_objects": (64, 20),
     "max_compare_models": (8, 4),
     "max_loaded_models": (12, 5),
+    "max_request_seconds": (0, 300),
+    "heavy_request_items": (0, 2_000),
+    "max_heavy_requests": (4, 2),
     "max_jobs_per_session": (4, 1),
     "max_queued_per_session": (16, 2),
     "max_jobs_global": (2, 1),

@@ -40,8 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from bindlab.encoders import admission
 from bindlab.encoders.attention_access import WORD, TextAttentionAccess, WordSpan, align_words
 from bindlab.encoders.base import EncoderError
+from bindlab.encoders.service import MODEL_TURN
 
 DIRECTIONS = ("later_to_earlier", "earlier_to_later")
 Binding = tuple[str, str]  # (attribute, object)
@@ -590,8 +592,10 @@ def set_margins(access: TextAttentionAccess, name: str, captions: Sequence[Capti
     for i, cap in enumerate(captions):
         if progress and i % 10 == 0:
             progress(i / len(captions), f"{access.encoder_id}: {name} {i}/{len(captions)}")
+        admission.charge(1)  # an app request: one caption through the model, in the same fair turns as embeddings
         try:
-            m = analyse_caption(access, cap, direction).margins
+            with MODEL_TURN.turn():
+                m = analyse_caption(access, cap, direction).margins
         except ValueError as e:
             skipped[i] = str(e)
             continue

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from bindlab.config import limits
-from bindlab.encoders import distributed
+from bindlab.encoders import admission, distributed
 from bindlab.encoders.base import (
     Encoder,
     EncoderError,
@@ -140,7 +140,9 @@ def in_turns(embed: Callable[[list[Any]], np.ndarray], items: Sequence[Any], bat
         ``(len(items), d)`` float32, filled in place (no list of per-batch arrays plus a concatenated copy).
     """
     out: np.ndarray | None = None
+    admission.charge(len(items))  # an app request: light ones share the model, heavy ones need a slot
     for start in range(0, len(items), batch):
+        admission.check_time()
         with MODEL_TURN.turn():
             vecs = np.asarray(embed(list(items[start:start + batch])), dtype=np.float32)
         expected = min(batch, len(items) - start)

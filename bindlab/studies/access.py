@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 
-from bindlab.config import public_mode
+from bindlab.config import limits, public_mode
 
 _VISITOR: ContextVar[str | None] = ContextVar("bindlab_visitor", default=None)
 # lora:<job id>[/variant]: the job id grammar of bindlab.jobs.manager, and the variants of bindlab.encoders.lora
@@ -218,3 +218,20 @@ def redact(message: str, session: str | None = None) -> str:
 
 
 __all__ = ["MODEL_REFUSED", "check_model_access", "current_visitor", "offered_model", "redact", "visitor"]
+
+
+@contextlib.contextmanager
+def request_scope(session: str | None, address: str | None) -> Iterator[None]:
+    """Run an app request under the public-mode share of the model (:mod:`bindlab.encoders.admission`): a time
+    limit, and a heavy slot (one per session and per client address, ``max_heavy_requests`` in all) once it sends
+    more than ``heavy_request_items`` items through the model. Locally (or with those limits at 0) nothing is
+    limited."""
+    from bindlab.encoders import admission
+
+    lims = limits()
+    if not public_mode() or not (lims.max_request_seconds or lims.heavy_request_items):
+        yield
+        return
+    keys = (f"session:{session}" if session else "", f"addr:{address}" if address else "")
+    with admission.request_scope(keys, lims.max_request_seconds, lims.heavy_request_items, lims.max_heavy_requests):
+        yield

@@ -21,9 +21,10 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from bindlab.config import data_roots, home, limits, public_mode
-from bindlab.data.files import resolve_allowed
+from bindlab.config import data_roots, home, limits, private_home_paths, public_mode, served_roots
+from bindlab.data.files import open_image, resolve_allowed
 
 # kind -> (what it is, file names that make a set of that kind; "/" marks a folder holding that file)
 KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -191,6 +192,23 @@ def choice_value(kind: str, path: str | os.PathLike, session: str | None) -> str
         if os.path.realpath(t) == real:
             return f"{UPLOAD_PREFIX}{token}"
     return None
+
+
+# --- images on the page ---------------------------------------------------------------------------------------------
+def _served(real: Path) -> bool:
+    inside = any(real == r or r in real.parents for r in served_roots())
+    return inside and not any(real == b or b in real.parents for b in private_home_paths())
+
+
+def shown_image(path: str | os.PathLike | None) -> Any:
+    """What an image component should get for an image file bindlab read: the path itself when the web server may
+    send it (:func:`bindlab.config.served_roots`, which the app hands Gradio as ``allowed_paths``), else the decoded
+    image (a person's own data folder, locally; a set under a public data root), loaded through the one capped
+    loader. ``None`` or ``""`` gives ``None``."""
+    if not path:
+        return None
+    real = Path(os.path.realpath(path))
+    return str(path) if _served(real) else open_image(real)
 
 
 # --- uploads -------------------------------------------------------------------------------------------------------

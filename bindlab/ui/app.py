@@ -15,7 +15,7 @@ os.environ.setdefault("GRADIO_DEFAULT_CONCURRENCY_LIMIT", "2")
 
 import gradio as gr  # noqa: E402
 
-from bindlab.config import public_mode
+from bindlab.config import private_home_paths, public_mode, served_roots
 from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse
 from bindlab.ui import compare as compare_tab
@@ -147,8 +147,10 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
     kwargs.setdefault("max_file_size", max_upload_bytes())
-    # downloads are written under $BINDLAB_HOME/exports/<session>/ (see bindlab.ui.exports); Gradio serves them
-    kwargs["allowed_paths"] = [*kwargs.get("allowed_paths", []), str(exports_ui.exports_root())]
+    # Gradio sends a file only from its own cache, the temp folder, the working folder or allowed_paths: every folder
+    # bindlab writes images and downloads to ($BINDLAB_HOME, wherever it is), less the private parts of the home.
+    kwargs["allowed_paths"] = [*kwargs.get("allowed_paths", []), *map(str, served_roots())]
+    kwargs["blocked_paths"] = [*kwargs.get("blocked_paths", []), *map(str, private_home_paths())]
     from gradio import networking
 
     networking.url_ok = patient_url_ok  # Blocks.launch calls networking.url_ok(local_url) once the server is up

@@ -29,23 +29,28 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a callback so a user error becomes a ``gr.Error`` toast with its message and the app keeps running.
 
     A user error logs one line on the server; an unexpected exception logs its traceback and shows one line naming
-    the exception type (in public mode without its message, which may quote a file or a server path). The callback
-    runs as its page's visitor (:func:`bindlab.studies.access.visitor`), so the studies know whose jobs' ``lora:``
-    models it may load. A data dropdown's choice value (:class:`DataChoice`) among the arguments reaches ``fn`` as
-    the server path it stands for, resolved for this session (:func:`bindlab.studies.datasets.resolve_choice`).
+    the exception type (in public mode without its message, which may quote a file or a server path). In public mode
+    every message shown first passes through :func:`bindlab.studies.access.redact` (no server folder, session id or
+    upload token reaches the page). The callback runs as its page's visitor (:func:`bindlab.studies.access.visitor`),
+    so the studies know whose jobs' ``lora:`` models it may load. A data dropdown's choice value
+    (:class:`DataChoice`) among the arguments reaches ``fn`` as the server path it stands for, resolved for this
+    session (:func:`bindlab.studies.datasets.resolve_choice`).
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        session = None
         try:
             session = _session_hash()
             args, kwargs = _resolve_choices(args, kwargs, session)
-            with access.visitor(session):
+            with access.visitor(session), access.request_scope(session, _client_address()):
                 return fn(*args, **kwargs)
-        except gr.Error:
+        except gr.Error as e:
+            e.message = access.redact(e.message, session)  # public mode: no server path, session id or upload token
             raise
         except USER_ERRORS as e:
             msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+            msg = access.redact(msg, session)  # public mode: no server path, session id or upload token
             if len(msg) > MAX_MESSAGE:  # a message quoting a huge input: the page gets its start
                 msg = msg[:MAX_MESSAGE] + " …"
             log.info("callback %s refused: %s", fn.__name__, msg.splitlines()[0] if msg else type(e).__name__)
@@ -96,6 +101,15 @@ def quiet_refusals(demo: gr.Blocks) -> None:
                            print_exception=False) from None
 
     demo.preprocess_data = quiet  # type: ignore[method-assign]
+
+
+def _client_address() -> str | None:
+    """The client address of the Gradio event this thread serves (None outside one)."""
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    client = getattr(request, "client", None) if request is not None else None
+    return getattr(client, "host", None)
 
 
 def _session_hash() -> str | None:
@@ -194,6 +208,9 @@ def check_upload(path: str | Path | None) -> Path:
         ValueError: no file, a missing file, or one over the limit (the message gives both sizes).
     """
     return datasets.check_upload_size(path or "")
+
+
+shown_image = datasets.shown_image  # what an image component gets for an image file bindlab read
 
 
 # --- choosing data: the embedded and offered sets, uploads; a free path only outside public mode ----------------

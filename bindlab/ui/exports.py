@@ -27,13 +27,15 @@ import gradio as gr
 from bindlab.config import home
 from bindlab.present import exports
 from bindlab.present.safe_text import md_text
+from bindlab.ui.gpu import GPU_QUEUE
 
 log = logging.getLogger(__name__)
 
 FORMAT_CHOICES = list(exports.FORMATS)
 HELP = ("Tables as **CSV** (opens in pandas / a spreadsheet) and **JSON** (with provenance), per-item results as "
         "**JSONL**, figures as **PNG**, **SVG** and standalone interactive **HTML**. PNG/SVG need Chromium on the "
-        "server. Every download folder also holds `provenance.json`.")
+        "server. Every download folder also holds `provenance.json`, and `…_all.zip` holds every file of the "
+        "download in one.")
 
 
 @dataclass
@@ -61,17 +63,20 @@ def export_panel(prefix: str, what: str = "results") -> ExportPanel:
 
 
 def wire(panel: ExportPanel, fn: Callable[..., Any], inputs: Sequence[Any], api_name: str) -> None:
-    """``panel.button`` runs ``fn(*inputs, formats)``, which returns ``(file paths, note)``."""
-    panel.button.click(fn, [*inputs, panel.formats], [panel.files, panel.note], api_name=api_name)
+    """``panel.button`` runs ``fn(*inputs, formats)``, which returns ``(file paths, note)``. A download may score
+    (a set not yet scored, another model's view) and draws figures, so it joins the model's concurrency group like
+    every other scoring path."""
+    panel.button.click(fn, [*inputs, panel.formats], [panel.files, panel.note], api_name=api_name, **GPU_QUEUE)
 
 
 def deliver(view: exports.ResultView, provenance: dict[str, Any], formats: Sequence[str] | None
             ) -> tuple[list[str], str]:
-    """Write ``view`` into a fresh folder; return the file paths for a ``gr.File`` and a one-line note."""
+    """Write ``view`` into a fresh folder; return the file paths for a ``gr.File`` (every single file, then
+    ``<view>_all.zip`` holding them all) and a one-line note."""
     if not formats:
         raise ValueError(f"tick at least one format ({', '.join(FORMAT_CHOICES)})")
-    written = exports.write_view(view, new_export_dir(), provenance, formats)
-    note = f"{len(written.paths)} files ready."
+    written = exports.write_view(view, new_export_dir(), provenance, formats, bundle=True)
+    note = f"{len(written.paths) - 1} files ready, and all of them in one zip ({written.paths[-1].name})."
     if written.notes:
         note += " " + " ".join(f"**Note:** {md_text(n)}." for n in written.notes)
     return [str(p) for p in written.paths], note

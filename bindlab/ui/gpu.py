@@ -1,7 +1,7 @@
 """GPU-bound callbacks: the one queue they share, and ZeroGPU support on Hugging Face Spaces.
 
 - Every event that may run an encoder joins one Gradio concurrency group (:data:`GPU_QUEUE`): at most
-  ``$BINDLAB_GPU_CONCURRENCY`` of them run at once across all tabs and visitors (default 1 locally, 3 in public
+  ``$BINDLAB_GPU_CONCURRENCY`` of them run at once across all tabs and visitors (default 1 locally, 6 in public
   mode), the rest wait in the queue with their position shown. Cheap events (filters, sliders on cached vectors)
   stay outside it. Events that run together take the model in turns, one batch each in arrival order
   (:data:`bindlab.encoders.service.MODEL_TURN`), so a visitor's small request is not stuck behind all of another
@@ -24,11 +24,14 @@ from bindlab.config import public_mode
 F = TypeVar("F", bound=Callable[..., Any])
 
 LOCAL_CONCURRENCY = 1  # one user: events run one after another, as they always did
-PUBLIC_CONCURRENCY = 3  # many visitors: a few events run together and share the model batch by batch
+# Many visitors: events run together and share the model batch by batch. Heavy requests are bounded apart from
+# this (bindlab.encoders.admission: one per session and address, max_heavy_requests in all), so a small request
+# finds a free slot even while the heavy ones run.
+PUBLIC_CONCURRENCY = 6
 
 
 def gpu_concurrency() -> int:
-    """``$BINDLAB_GPU_CONCURRENCY``: how many GPU-bound events may run at once (default 1 locally, 3 in public mode).
+    """``$BINDLAB_GPU_CONCURRENCY``: how many GPU-bound events may run at once (default 1 locally, 6 in public mode).
 
     Raises:
         ValueError: the variable is set to something other than a positive integer.

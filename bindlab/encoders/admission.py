@@ -1,0 +1,126 @@
+"""A fair share of the model under load: what one app request may ask of it, counted where the model works.
+
+A public Space serves many visitors on one CPU or GPU. Each callback of the app runs inside a :func:`request_scope`
+(opened by the UI for the visitor's session and client address, in public mode). The embedding service and the
+attention analysis :func:`charge` the scope for every item they send through the model and call :func:`check_time`
+between model turns. So:
+
+- **Light requests are never queued behind heavy ones.** A request stays *light* while it has sent fewer than
+  ``heavy_items`` items through the model (cached items cost nothing); it shares the model batch by batch with
+  everyone (:data:`bindlab.encoders.service.MODEL_TURN`), so a small request finishes after a few turns whatever
+  else runs.
+- **Heavy requests are bounded.** When a request crosses ``heavy_items`` it needs a heavy slot: at most one per
+  session and one per client address, and at most ``max_heavy`` on the server. Without one it stops at once with
+  :class:`Busy` ("try again in about N s", from the recent heavy requests' durations) instead of waiting in line.
+- **Every request has a time limit** (``max_seconds``): past it, the next model turn raises :class:`OverTime`, so
+  work a visitor abandoned (a closed tab) stops by itself.
+
+Outside a scope (the CLI, tests, jobs) nothing is counted or limited.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+class Busy(ValueError):
+    """The server is running as many heavy requests as it allows (or this visitor already runs one)."""
+
+
+class OverTime(ValueError):
+    """A request ran past its time limit and was stopped."""
+
+
+@dataclass
+class Scope:
+    """One request's account: who asked (session, client address), when it must end, what it has used."""
+
+    keys: tuple[str, ...]  # the session and the client address, each holding at most one heavy request
+    started: float
+    max_seconds: float  # 0 = no limit
+    heavy_items: int  # items through the model before the request counts as heavy (0 = never heavy)
+    max_heavy: int  # heavy requests running on the server at once
+    items: int = 0
+    heavy: bool = False
+
+
+_SCOPE: ContextVar[Scope | None] = ContextVar("bindlab_request_scope", default=None)
+_LOCK = threading.Lock()
+_HEAVY_KEYS: set[str] = set()  # sessions / addresses with a heavy request running
+_HEAVY_RUNNING = 0
+_RECENT_HEAVY_S: deque[float] = deque(maxlen=20)  # durations of recent heavy requests, for "try again in N s"
+
+
+def heavy_running() -> int:
+    """How many heavy requests hold a slot now."""
+    with _LOCK:
+        return _HEAVY_RUNNING
+
+
+def _wait_hint() -> int:
+    typical = sorted(_RECENT_HEAVY_S)[len(_RECENT_HEAVY_S) // 2] if _RECENT_HEAVY_S else 60.0
+    return max(5, int(round(typical / 5.0)) * 5)
+
+
+@contextmanager
+def request_scope(keys: tuple[str, ...], max_seconds: float, heavy_items: int, max_heavy: int) -> Iterator[Scope]:
+    """Run the body as one request, accounted as described in the module docstring.
+
+    Args:
+        keys: who asks: e.g. ``("session:abc", "addr:1.2.3.4")`` (empty strings are dropped).
+        max_seconds: the request's time limit (0: none).
+        heavy_items: items through the model that make the request heavy (0: never).
+        max_heavy: heavy requests at once on the server.
+    """
+    global _HEAVY_RUNNING
+    scope = Scope(tuple(k for k in keys if k), time.monotonic(), max_seconds, heavy_items, max_heavy)
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+        if scope.heavy:
+            with _LOCK:
+                _HEAVY_RUNNING -= 1
+                _HEAVY_KEYS.difference_update(scope.keys)
+                _RECENT_HEAVY_S.append(time.monotonic() - scope.started)
+
+
+def charge(n: int) -> None:
+    """Count ``n`` more items through the model for the current request (no-op outside a scope); crossing the
+    heavy threshold takes a heavy slot or raises :class:`Busy`."""
+    global _HEAVY_RUNNING
+    scope = _SCOPE.get()
+    if scope is None or n <= 0:
+        return
+    check_time()
+    scope.items += n
+    if scope.heavy or not scope.heavy_items or scope.items < scope.heavy_items:
+        return
+    with _LOCK:
+        mine = [k for k in scope.keys if k in _HEAVY_KEYS]
+        if mine:
+            raise Busy(f"you already have a large request running; this one needs the model for {scope.items:,}+ "
+                       f"items too: wait for the first to finish (about {_wait_hint()} s), then try again")
+        if _HEAVY_RUNNING >= scope.max_heavy:
+            raise Busy(f"the server is busy with {_HEAVY_RUNNING} large requests; try again in about {_wait_hint()} s "
+                       "(small requests still run now)")
+        _HEAVY_RUNNING += 1
+        _HEAVY_KEYS.update(scope.keys)
+        scope.heavy = True
+
+
+def check_time() -> None:
+    """Raise :class:`OverTime` when the current request is past its time limit (no-op outside a scope)."""
+    scope = _SCOPE.get()
+    if scope is None:
+        return
+    if scope.max_seconds and time.monotonic() - scope.started > scope.max_seconds:
+        raise OverTime(f"the request took longer than its limit of {scope.max_seconds:.0f} s and was stopped; "
+                       "ask for less (fewer questions or models) or try again later")

@@ -1,0 +1,72 @@
+"""A fair share under load (bindlab.encoders.admission): light requests run, heavy ones are bounded per visitor and
+per server and refused at once with a wait hint, and every request has a time limit."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from bindlab.encoders import admission, service
+
+
+def _scope(session: str, address: str = "1.2.3.4", seconds: float = 0, heavy_items: int = 100, max_heavy: int = 2):
+    return admission.request_scope((f"session:{session}", f"addr:{address}"), seconds, heavy_items, max_heavy)
+
+
+def test_light_requests_are_never_refused_while_heavy_ones_run():
+    with _scope("a", "10.0.0.1"):
+        admission.charge(500)  # heavy: takes a slot
+        with _scope("b", "10.0.0.2"):
+            admission.charge(500)  # the second and last slot
+            for visitor in "cdefghijk":
+                with _scope(visitor, f"10.0.1.{ord(visitor)}"):
+                    admission.charge(99)  # light: below the threshold, always runs
+                    with pytest.raises(admission.Busy, match="try again in about"):
+                        admission.charge(1)  # crossing it: no slot left
+            assert admission.heavy_running() == 2
+    assert admission.heavy_running() == 0  # every slot is given back
+
+
+def test_one_heavy_request_per_session_and_per_address():
+    with _scope("a", "10.0.0.1"):
+        admission.charge(100)
+        with _scope("a", "10.0.0.9"), pytest.raises(admission.Busy, match="already have a large request"):
+            admission.charge(100)
+        with _scope("z", "10.0.0.1"), pytest.raises(admission.Busy, match="already have a large request"):
+            admission.charge(100)  # another tab of the same client address
+    with _scope("a", "10.0.0.1"):
+        admission.charge(100)  # the first one ended: the visitor may run the next
+
+
+def test_a_request_past_its_time_limit_stops_at_the_next_model_turn():
+    calls = []
+
+    def embed(items):
+        calls.append(len(items))
+        time.sleep(0.05)
+        return np.ones((len(items), 3), dtype=np.float32)
+
+    with _scope("slow", seconds=0.12, heavy_items=0):
+        with pytest.raises(admission.OverTime, match="longer than its limit"):
+            service.in_turns(embed, list(range(100)), batch=10)
+    assert 1 < len(calls) < 10  # stopped between batches, not after all of them
+
+
+def test_outside_a_request_nothing_is_limited():
+    admission.charge(10**9)
+    admission.check_time()
+    assert admission.heavy_running() == 0
+
+
+def test_public_mode_opens_a_scope_locally_none(monkeypatch):
+    from bindlab.studies.access import request_scope
+
+    monkeypatch.delenv("BINDLAB_PUBLIC", raising=False)
+    with request_scope("s", "1.1.1.1"):
+        assert admission._SCOPE.get() is None
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    with request_scope("s", "1.1.1.1"):
+        scope = admission._SCOPE.get()
+        assert scope is not None and scope.max_seconds == 300 and scope.heavy_items == 2_000
