@@ -86,13 +86,18 @@ def _write(a: argparse.Namespace, result: Result, build: Callable[[Result], Any]
 
 def cmd_eval_mcq(a: argparse.Namespace) -> None:
     from bindlab.present.exports import mcq_export
-    from bindlab.studies.browse import run_mcq
+    from bindlab.studies.browse import run_mcq, unknown_words_text
 
     result = run_mcq(_request(a))
     model = result.provenance["encoder"]["id"]
     for p, r in result.summary["pairings"].items():
         by_n = " ".join(f"{n}:{v:.3f}" for n, v in r["by_n"].items())
-        print(f"{model} {p}: accuracy {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
+        lo, hi = r["ci95"]
+        print(f"{model} {p}: accuracy {r['accuracy']:.3f} [{lo:.3f}, {hi:.3f}] (n={r['n']}, chance {r['chance']:.3f}: "
+              f"{r['vs_chance']}) | by N {by_n}")
+    unknown = result.summary.get("unknown_words")
+    if unknown:
+        print(f"{model} unknown words: {unknown_words_text(unknown)}")
     _write(a, result, mcq_export)
 
 

@@ -17,22 +17,26 @@ from bindlab.cli.common import (
 )
 
 
-def _cell(value: Any, ci: Any = None) -> str:
+def _cell(value: Any, ci: Any = None, label: str = "", digits: int = 3) -> str:
     if value is None:
         return "n/a"
-    text = f"{value:.3f}"
-    return f"{text} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else text
+    text = f"{value:.{digits}f}"
+    text = f"{text} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else text
+    return f"{text} {label}" if label else text
 
 
 def leaderboard_text(rows: list[dict[str, Any]]) -> str:
-    """The leaderboard as plain text: rank, model, then each score with its 95 % interval."""
+    """The leaderboard as plain text: rank, model, then each score with its 95 % interval and, where it has a chance
+    level, above / at / below chance; last the share of MCQ caption words the model does not know."""
     if not rows:
         return "(no scores)"
-    columns = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith(" 95% CI")]
-    cells = [[str(r["rank"]), r["model"], *(_cell(r[c], r[f"{c} 95% CI"]) for c in columns)] for r in rows]
+    columns = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith((" 95% CI", " vs chance"))]
+    cells = [[str(r["rank"]), r["model"], *(_cell(r[c], r.get(f"{c} 95% CI"), r.get(f"{c} vs chance", ""),
+                                                  1 if c.endswith(" %") else 3) for c in columns)] for r in rows]
     header = ["#", "model", *columns]
     widths = [max(len(x) for x in col) for col in zip(header, *cells, strict=True)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)) for line in [header, *cells])
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+                     for line in [header, *cells])
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
@@ -50,6 +54,14 @@ def cmd_compare(a: argparse.Namespace) -> None:
     s = result.summary
     print(f"{len(s['models'])} models on {', '.join(s['suite'])} (sorted by {s['sort_by']}; 95% bootstrap CIs)")
     print(leaderboard_text(s["leaderboard"]))
+    chance = {sc["column"]: sc["chance"] for sc in result.tables["scores"] if sc["chance"] is not None}
+    if chance:  # an MCQ accuracy's chance: the mean of its questions' own (1/3 at N = 2, 1/4 above)
+        print("chance levels: " + ", ".join(f"{c} {v:.3f}" for c, v in chance.items()))
+    for u in s.get("unknown_words", []):
+        if u["n_unknown"]:
+            top = ", ".join((u["top"] or "").split(", ")[:8])
+            print(f"{u['model']} does not know {u['share']:.1%} of the MCQ caption words ({u['query_share']:.1%} of "
+                  f"the query words; {u['questions_with_unknown']} of {u['n_questions']} questions); most frequent: {top}")
     ag = s["agreement"]
     if ag["mean_spearman"] is not None:
         v = ag["variance_share"]

@@ -72,6 +72,11 @@ class Encoder(Protocol):
         id: the canonical encoder id string.
         modalities: subset of ``{"text", "image"}``.
         fingerprint: id + revision/weights hash; changes whenever the embeddings could change.
+
+    Optional methods (capabilities of a backend, read through the helpers that name them): ``text_tower()``
+    (:func:`bindlab.encoders.text_tower.text_tower`), ``attention_access()``, and ``unknown_words(texts) ->
+    list[list[str]] | None``: per text, the words its tokenizer maps to an unknown token, in order (None: it cannot
+    say; read through :func:`unknown_words`).
     """
 
     id: str
@@ -83,6 +88,21 @@ class Encoder(Protocol):
 
     def embed_images(self, images: list[Any]) -> np.ndarray:  # (n, d) float32; images are PIL.Image
         ...
+
+
+def unknown_words(encoder: Any, texts: list[str]) -> list[list[str]] | None:
+    """Per text, the words ``encoder`` does not know (its tokenizer maps them to an unknown token), in order; None
+    when the encoder cannot say (it has no ``unknown_words`` method: an open vocabulary or an unknown tokenizer)."""
+    report = getattr(encoder, "unknown_words", None)
+    if report is None:
+        return None
+    out = report(list(texts))
+    if out is None:  # a wrapper whose inner encoder cannot say
+        return None
+    if len(out) != len(texts):
+        raise EncoderError(f"{getattr(encoder, 'id', encoder)}: unknown_words gave {len(out)} lists for "
+                           f"{len(texts)} texts")
+    return [list(u) for u in out]
 
 
 Loader = Callable[[EncoderId, dict[str, Any]], Encoder]

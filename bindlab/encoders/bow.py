@@ -47,6 +47,11 @@ class BagOfWordsEncoder(TextOnlyMixin):
         return out / norms
 
 
+    def unknown_words(self, texts: list[str]) -> list[list[str]]:
+        """No word is unknown: every word is hashed into a bucket (stop words are left out, not unknown)."""
+        return [[] for _ in check_texts(texts, self.id)]
+
+
 def _load(eid: EncoderId, options: dict[str, Any]) -> BagOfWordsEncoder:
     if eid.name != "words":
         raise EncoderError(f"unknown bag-of-words encoder {str(eid)!r}; the only one is 'bow:words' (alias 'bow')")

@@ -85,6 +85,12 @@ class LoraEncoder:
         self._ready()
         return self.base.embed_images(images)
 
+    def unknown_words(self, texts: list[str]) -> list[list[str]] | None:
+        """The base's unknown words (an adapter does not change the tokenizer); None when the base cannot say."""
+        from bindlab.encoders.base import unknown_words
+
+        return unknown_words(self.base, texts)
+
     def text_tower(self) -> Any:
         """Not available: a finetuned model is not finetuned again (adapters do not stack).
 

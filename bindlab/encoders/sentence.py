@@ -78,25 +78,45 @@ class SentenceEncoder(TextOnlyMixin):
 
     @property
     def tokenizer(self) -> Any:
+        """The tokenizer, loaded on first use without the weights (the unknown-word report needs only it)."""
         if self._tokenizer is None:
-            self._load_weights()
+            from transformers import AutoTokenizer
+
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(self.source, revision=self.eid.revision)
+            except (OSError, ValueError) as e:
+                raise hub_load_error(self.id, self.source, e) from None
         return self._tokenizer
 
     def _load_weights(self) -> None:
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel
         from transformers.utils import logging as hf_logging
 
         from bindlab.config import resolve_device
 
         self.device = resolve_device(self.device)
         hf_logging.disable_progress_bar()
+        tokenizer = self.tokenizer
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.source, revision=self.eid.revision)
             model = AutoModel.from_pretrained(self.source, revision=self.eid.revision, use_safetensors=True,
                                               attn_implementation="eager")
         except (OSError, ValueError) as e:
             raise hub_load_error(self.id, self.source, e) from None
         self._tokenizer, self._model = tokenizer, model.eval().to(self.device)
+
+    def unknown_words(self, texts: list[str]) -> list[list[str]] | None:
+        """Per text, the stretches its tokenizer maps to the unknown token (WordPiece: a word with a character
+        outside the vocabulary; MiniLM knows nearly every English word), in order; None without a fast tokenizer
+        (no character offsets) or an unknown token."""
+        texts = check_texts(texts, self.id)
+        tok = self.tokenizer
+        unk = getattr(tok, "unk_token_id", None)
+        if unk is None or not getattr(tok, "is_fast", False):
+            return None
+        enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=True,
+                  max_length=self.max_seq_length)
+        return [[t[a:b] for i, (a, b) in zip(ids, offsets, strict=True) if i == unk]
+                for t, ids, offsets in zip(texts, enc["input_ids"], enc["offset_mapping"], strict=True)]
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """Embed texts; (n,) -> (n, 384) for MiniLM. Texts over ``max_seq_length`` tokens are truncated and counted."""

@@ -101,6 +101,11 @@ class ToyEncoder:
                         self.last_truncated, self.tokenizer.max_len - 2)
         return l2_normalize(out)
 
+    def unknown_words(self, texts: list[str]) -> list[list[str]]:
+        """Per text, the words outside this model's vocabulary (about 100 words: the renderable shapes, colours
+        and patterns), which it reads as ``[UNK]``."""
+        return [self.tokenizer.unknown(t) for t in check_texts(texts, self.id)]
+
     def pixels(self, images: list[Any]) -> np.ndarray:
         """Images (PIL, paths or uint8 arrays) -> (n, 3, s, s) float32 in [0, 1] at the model's side ``s``."""
         from bindlab.encoders.images import load_images

@@ -61,6 +61,10 @@ class WordTokenizer:
         spans: list[tuple[int, int] | None] = [None] + [m.span() for m in keep] + [None]
         return ids, spans, len(keep) < len(found)
 
+    def unknown(self, text: str) -> list[str]:
+        """The words of ``text`` outside the vocabulary (each becomes ``[UNK]``), in order, as written."""
+        return [m.group() for m in self.words(text) if m.group().lower() not in self.index]
+
     def batch(self, texts: Sequence[str]) -> np.ndarray:
         """Right-padded id matrix (n, longest) int64, padding = [PAD] = 0."""
         rows = [self.encode(t)[0] for t in texts]

@@ -35,6 +35,33 @@ def mcq_credit(scores: np.ndarray, answer: np.ndarray, tol: float = TIE_TOL) -> 
     return np.where(np.isnan(scores).any(axis=1), 0.0, credit)
 
 
+def tie_chance(groups: np.ndarray, answer: np.ndarray) -> np.ndarray:
+    """Each question's chance level: the expected credit of a model that sees which group each candidate is in and
+    nothing else, so it ties among the answer's group (and picks that group, the one the query shares).
+
+    Args:
+        groups: ``(q, k)`` integer labels; candidates with the same label in a row are indistinguishable to the
+            model (for SABER MCQs: the same attributes and objects, bound differently).
+        answer: ``(q,)`` index of the correct candidate.
+
+    Returns:
+        ``(q,)`` ``1/t``, where ``t`` is the number of candidates in the answer's group (the answer included):
+        exactly what :func:`mcq_credit` gives that model.
+    """
+    groups = np.asarray(groups)
+    answer = np.asarray(answer, dtype=np.int64)
+    same = groups == groups[np.arange(len(answer)), answer][:, None]  # (q, k)
+    return 1.0 / same.sum(axis=1)
+
+
+def chance_label(lo: float | None, hi: float | None, chance: float | None) -> str:
+    """"above chance" / "below chance" when the 95 % interval ``[lo, hi]`` lies wholly above / below ``chance``,
+    else "at chance"; "" without an interval or a chance level."""
+    if chance is None or lo is None or hi is None or not np.isfinite([lo, hi]).all():
+        return ""
+    return "above chance" if lo > chance else ("below chance" if hi < chance else "at chance")
+
+
 def rank_order(scores: np.ndarray) -> np.ndarray:
     """Indices that sort each row by descending score, ties in gallery order. ``(q, n)`` -> ``(q, n)``."""
     return np.argsort(-np.atleast_2d(np.asarray(scores, dtype=np.float64)), axis=1, kind="stable")

@@ -6,17 +6,18 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from bindlab.present.figures import message_figure
+from bindlab.present.figures import add_chance_by_n, message_figure
 from bindlab.present.safe_text import plot_text
 
 PAIRS_CHANCE_GROUP = 1 / 6
 
 
 def by_n_figure(rows: list[dict[str, Any]], pairing: str | None = None, chance: float = 0.25) -> go.Figure:
-    """MCQ accuracy against N, one line per model, chance dashed.
+    """MCQ accuracy against N, one line per model, chance dashed (per N from the rows' ``chance``: every model is
+    scored on the same questions, so the first model's rows give it).
 
     Args:
-        rows: ``{"model", "pairing", "n_objects", "accuracy", "n"}`` (the comparison's ``by_n`` table).
+        rows: ``{"model", "pairing", "n_objects", "accuracy", "n", "chance"?}`` (the comparison's ``by_n`` table).
         pairing: the pairing drawn (default: the first in ``rows``).
     """
     if not rows:
@@ -30,8 +31,8 @@ def by_n_figure(rows: list[dict[str, Any]], pairing: str | None = None, chance: 
                                      mode="lines+markers", name=plot_text(model), customdata=[r["n"] for r in pts],
                                      hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata})<extra>" + plot_text(model)
                                      + "</extra>"))
-    fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}",
-                  annotation_position="bottom right")
+    first = next(iter(dict.fromkeys(r["model"] for r in rows if r["pairing"] == pairing)), None)
+    add_chance_by_n(fig, [r for r in rows if r["model"] == first and r["pairing"] == pairing], chance)
     fig.update_layout(title=f"MCQ accuracy by number of objects ({plot_text(pairing)})", xaxis_title="number of objects (N)",
                       yaxis_title="accuracy", yaxis_range=[0, 1.02], height=380,
                       margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))

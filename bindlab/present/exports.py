@@ -277,8 +277,10 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
 
 # --- what each kind of result exports (shared by the app and the CLI) ---------------------------------------------
 def mcq_export(result: Result) -> ResultView:
-    """MCQ accuracy (``eval mcq``, the Browse tab): per-pairing summary, accuracy by N and subset, per-question scores
-    with one column per candidate role, the accuracy-by-N chart per pairing, and the per-item rows.
+    """MCQ accuracy (``eval mcq``, the Browse tab): per-pairing summary (accuracy, interval, chance level and the label
+    against it, the share of caption words unknown to the model and the most frequent), accuracy by N and subset
+    with the chance of each, per-question scores with one column per candidate role and the question's chance, the
+    accuracy-by-N chart per pairing, and the per-item rows.
 
     Args:
         result: :func:`bindlab.studies.browse.run_mcq`'s result (both faces pass the same one).
@@ -287,9 +289,13 @@ def mcq_export(result: Result) -> ResultView:
     from bindlab.present import figures
 
     summaries, items = result.summary["pairings"], result.rows
+    unknown = result.summary.get("unknown_words") or {}
     summary = [{"pairing": p, "accuracy": s["accuracy"], "ci95_low": s["ci95"][0], "ci95_high": s["ci95"][1],
-                "n": s["n"], "chance": s.get("chance", 0.25),
-                **{f"accuracy_{k}": v for k, v in s.get("by_subset", {}).items()}} for p, s in summaries.items()]
+                "n": s["n"], "chance": s.get("chance", 0.25), "vs_chance": s.get("vs_chance", ""),
+                **{f"accuracy_{k}": v for k, v in s.get("by_subset", {}).items()},
+                **({"unknown_word_share": unknown["share"], "unknown_query_word_share": unknown["query_share"],
+                    "unknown_words_top": ", ".join(f"{t['word']} ({t['count']})" for t in unknown["top"]) or None}
+                   if unknown else {})} for p, s in summaries.items()]
     by_n = result.tables["accuracy_by_n"]
     figs = {}
     for p in summaries:
@@ -300,7 +306,8 @@ def mcq_export(result: Result) -> ResultView:
     scores = []
     for r in items:
         by_role = dict(zip(r["roles"], r["scores"], strict=True))
-        scores.append({**{k: r[k] for k in ("id", "pairing", "n_objects", "subset", "answer", "predicted", "credit")},
+        scores.append({**{k: r.get(k) for k in ("id", "pairing", "n_objects", "subset", "answer", "predicted", "credit",
+                                                "chance")},
                        **{f"score_{role}": by_role.get(role) for role in roles}})
     return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items})
 
@@ -462,7 +469,7 @@ def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, 
 def models_compare_export(result: Result) -> ResultView:
     """Several encoders on one suite (``compare``, the Compare tab): the leaderboard with 95 % intervals, scores in
     long form with chance levels, accuracy by N, scores by edit type, the cross-benchmark table, per-scene margins
-    and their agreement, the default per-question diff, every question's per-model credit and margin, and the
+    and their agreement, the default per-question diff, the words each model does not know (``unknown_words``), every question's per-model credit and margin, and the
     by-N / by-edit-type figures. (:func:`compare_export` is the base-vs-finetuned comparison of a finetune job.)
 
     Args:
@@ -472,7 +479,7 @@ def models_compare_export(result: Result) -> ResultView:
 
     t = result.tables
     tables = {k: t[k] for k in ("leaderboard", "scores", "by_n", "by_edit_type", "cross_benchmark",
-                                "per_scene_margin", "agreement", "question_diff") if t.get(k)}
+                                "per_scene_margin", "agreement", "question_diff", "unknown_words") if t.get(k)}
     if result.rows:
         tables["questions"] = result.rows
     figs = {}

@@ -19,12 +19,29 @@ def message_figure(text: str) -> go.Figure:
     return fig
 
 
-def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by number of objects",
-                  chance: float = 0.25) -> go.Figure:
-    """Line chart of accuracy vs N, one line per subset, with the chance level dashed.
+def add_chance_by_n(fig: go.Figure, rows: list[dict[str, Any]], chance: float = 0.25) -> None:
+    """The chance level, dashed grey: per N from the rows' ``chance`` (the mean of the questions' own chance, 1/3 at
+    N = 2 and 1/4 above for SABER) when they carry one, else a flat line at ``chance``.
 
     Args:
-        rows: ``{"n_objects", "subset", "accuracy", "n"}`` dicts.
+        rows: ``{"n_objects", "chance"?}`` points of one line (one row per N).
+    """
+    pts = sorted({int(r["n_objects"]): r["chance"] for r in rows if r.get("chance") is not None}.items())
+    if not pts:
+        fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
+        return
+    fig.add_trace(go.Scatter(x=[n for n, _ in pts], y=[c for _, c in pts], mode="lines+markers", name="chance",
+                             line=dict(color="grey", dash="dash", width=1.5), marker=dict(size=4, color="grey"),
+                             hovertemplate="N=%{x}: chance %{y:.3f}<extra>chance</extra>"))
+
+
+def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by number of objects",
+                  chance: float = 0.25) -> go.Figure:
+    """Line chart of accuracy vs N, one line per subset, with the chance level dashed (per N when the rows carry
+    ``chance``, see :func:`add_chance_by_n`; else flat at ``chance``).
+
+    Args:
+        rows: ``{"n_objects", "subset", "accuracy", "n", "chance"?}`` dicts.
     """
     if not rows:
         return message_figure("no questions to summarise")
@@ -38,7 +55,7 @@ def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by numb
             line=dict(color=SUBSET_COLOURS[subset], width=3 if subset == "all" else 1.5),
             customdata=[r["n"] for r in pts], hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata})<extra>" + subset + "</extra>",
         ))
-    fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
+    add_chance_by_n(fig, [r for r in rows if r["subset"] == "all"] or rows, chance)
     fig.update_layout(title=title, xaxis_title="number of objects (N)", yaxis_title="accuracy", yaxis_range=[0, 1.02],
                       height=360, margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))
     return fig

@@ -42,9 +42,10 @@ FINETUNE_MODELS = (("base", "base", "#7f7f7f", "dot"), ("unscaled", "finetuned (
                    ("lines", "finetuned + LiNeS", "#2ca02c", "solid"))
 
 
-def finetune_figure(r: dict[str, Any], chance: float = 0.25) -> Any:
+def finetune_figure(r: dict[str, Any], chance: float | None = None) -> Any:
     """Step 7: accuracy by N, base vs finetuned vs LiNeS: one small chart per pairing (2 x 2), the three models in
-    the same colours in each, one legend entry per model, the chance level dashed.
+    the same colours in each, one legend entry per model, the chance level dashed (per N from ``r["chance_by_n"]``
+    when given, else flat at ``chance``, default ``r["chance"]`` or 0.25).
 
     Args:
         r: :func:`bindlab.studies.walkthrough.step_finetune`'s dict; its ``by_n`` rows are
@@ -56,6 +57,8 @@ def finetune_figure(r: dict[str, Any], chance: float = 0.25) -> Any:
     pts = [x for x in r["by_n"] if x["N"] != "all"]
     if not pts:
         return figures.message_figure("nothing to compare yet")
+    chance = r.get("chance", 0.25) if chance is None else chance
+    by_n = {str(n): float(c) for n, c in (r.get("chance_by_n") or {}).items()}
     pairings = list(dict.fromkeys(x["pairing"] for x in pts))
     cols = 2 if len(pairings) > 1 else 1
     rows = (len(pairings) + cols - 1) // cols
@@ -70,11 +73,19 @@ def finetune_figure(r: dict[str, Any], chance: float = 0.25) -> Any:
                                      hovertemplate=f"{plot_text(PAIRING_NAMES.get(p, p))} · {label}<br>N = %{{x}}: "
                                                    "%{y:.3f}<extra></extra>"),
                           row=i // cols + 1, col=i % cols + 1)
-        fig.add_hline(y=chance, line_dash="dash", line_color="grey", line_width=1, row=i // cols + 1,
-                      col=i % cols + 1)
+        if by_n:
+            xs = sorted(int(n) for n in by_n)
+            fig.add_trace(go.Scatter(x=xs, y=[by_n[str(n)] for n in xs], mode="lines", name="chance",
+                                     legendgroup="chance", showlegend=i == 0,
+                                     line=dict(color="grey", dash="dash", width=1),
+                                     hovertemplate="N = %{x}: chance %{y:.3f}<extra></extra>"),
+                          row=i // cols + 1, col=i % cols + 1)
+        else:
+            fig.add_hline(y=chance, line_dash="dash", line_color="grey", line_width=1, row=i // cols + 1,
+                          col=i % cols + 1)
     fig.update_yaxes(range=[0, 1.02], title_text="accuracy", col=1)
     fig.update_xaxes(title_text="number of objects (N)", dtick=1, row=rows)
-    fig.update_layout(title=f"MCQ accuracy by N: base vs finetuned (chance {chance:.2f} dashed)",
+    fig.update_layout(title=f"MCQ accuracy by N: base vs finetuned (chance dashed: {chance:.3f} over all N)",
                       height=260 * rows + 150, margin=dict(l=55, r=20, t=70, b=90),
                       legend=dict(orientation="h", y=-0.1, yanchor="top", x=0.5, xanchor="center"))
     return fig

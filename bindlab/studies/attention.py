@@ -54,7 +54,8 @@ class AttentionRequest:
 
     Attributes:
         model: encoder id with a text transformer (minilm, toy:clip, hf:…, qwen3vl:…).
-        data: MCQ, triplets or captions JSONL; ``""`` = the embedded mini SABER benchmark.
+        data: MCQ, triplets or captions JSONL; ``""`` = the embedded mini SABER benchmark (over the renderable
+            vocabulary when a model does not know the full one's words, as the toy models do).
         limit: first N captions of each caption set (0 = all).
         compare: a second encoder id ('' = none); adds its curves and the per-layer ratio second / first.
         direction: ``later_to_earlier`` (any model) or ``earlier_to_later`` (bidirectional models only).
@@ -141,12 +142,14 @@ def _encoder(model: str, device: str = "auto") -> Any:
     return get_encoder(model, device)
 
 
-def _data_path(data: str) -> Path:
+def _data_path(data: str, encoders: Sequence[Any] = ()) -> Path:
+    """``data``, else the embedded benchmark every one of ``encoders`` can read
+    (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable one for the toy models)."""
     if data:
         return Path(data)
-    from bindlab.studies.browse import default_dataset
+    from bindlab.studies.browse import default_dataset_for
 
-    return default_dataset()
+    return default_dataset_for(encoders)
 
 
 # ---------------------------------------------------------------------------------------------- the study
@@ -183,15 +186,15 @@ def run_attention(request: AttentionRequest, progress: Progress | None = None) -
         ``figures_data = {"curves": curve_data(summary), "data_name"}``; provenance with the seed.
     """
     t = time.perf_counter()
-    path = _data_path(str(request.data))
-    sets = att.load_caption_sets(path, limit=request.limit)
     if progress:
         progress(0.0, f"loading {request.model}")
-    enc = _encoder(request.model, request.device)
+    enc = _encoder(request.model, request.device)  # weights load on first use
+    enc2 = _encoder(request.compare, request.device) if request.compare else None
+    path = _data_path(str(request.data), [e for e in (enc, enc2) if e is not None])
+    sets = att.load_caption_sets(path, limit=request.limit)
     runs = att.run_attention(enc, sets, request.direction, progress=progress)
     compare = None
-    if request.compare:
-        enc2 = _encoder(request.compare, request.device)
+    if enc2 is not None:
         compare = (enc2, att.run_attention(enc2, sets, request.direction, progress=progress))
     res = att.results_json(enc, runs, request.direction, compare, n_boot=request.n_boot, seed=request.seed)
     res["peak_margin"], res["peak_layer"] = _peak(res)

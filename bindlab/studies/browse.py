@@ -20,7 +20,14 @@ import numpy as np
 
 from bindlab.config import home
 from bindlab.data.schema import MCQ, LoadReport, load_mcqs
-from bindlab.eval.mcq import PAIRINGS, accuracy_by_n, embed_questions, evaluate_mcq, parse_pairings
+from bindlab.eval.mcq import (
+    PAIRINGS,
+    accuracy_by_n,
+    embed_questions,
+    evaluate_mcq,
+    parse_pairings,
+    unknown_word_report,
+)
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
@@ -62,6 +69,32 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
             qs = generate_saber(**kwargs)
         write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images})
     return path
+
+
+_READS_DEFAULT: dict[str, bool] = {}  # encoder fingerprint -> it knows every word of the embedded text benchmark
+
+
+def reads_default_words(encoder: Any) -> bool:
+    """Whether ``encoder`` knows every word of the embedded text benchmark (:func:`default_dataset`), by its
+    ``unknown_words`` report; an encoder that cannot say counts as knowing them. Memoised per fingerprint."""
+    from bindlab.encoders.base import unknown_words
+
+    key = str(encoder.fingerprint)
+    if key not in _READS_DEFAULT:
+        questions, _ = load_mcqs(default_dataset())
+        texts = sorted({it.text for q in questions for it in (q.query, *q.candidates)})
+        unknown = unknown_words(encoder, texts)
+        _READS_DEFAULT[key] = unknown is None or not any(unknown)
+    return _READS_DEFAULT[key]
+
+
+def default_dataset_for(encoders: Sequence[Any], images: bool = False, progress: Any = None) -> Path:
+    """The embedded default benchmark for these encoders: the full SABER vocabulary, unless one of them does not
+    know some of its words (:func:`reads_default_words`; the toy models know ~100 words) — then the benchmark over
+    the renderable vocabulary, whose words they were trained on, in its image version (same questions, images
+    rendered once), so all of them are scored on the same questions."""
+    closed = any(not reads_default_words(e) for e in encoders)
+    return default_dataset(images=images or closed, progress=progress)
 
 
 # --- the request and the two studies -------------------------------------------------------------------------
@@ -129,9 +162,13 @@ def run_mcq(request: McqRequest, progress: Progress | None = None) -> Result:
     """4-way MCQ accuracy (tie-aware) per pairing, by N and subset: what ``eval mcq`` and the Browse tab report.
 
     Returns:
-        ``Result("mcq")``: summary ``{"pairings": {pairing: {accuracy, ci95, by_n, by_subset, n, chance}},
-        "pairing": the first pairing, "accuracy": its accuracy}``; rows = one per (question, pairing) with scores,
-        answer, predicted and credit; ``tables["accuracy_by_n"]`` = ``{pairing, n_objects, subset, accuracy, n}``.
+        ``Result("mcq")``: summary ``{"pairings": {pairing: {accuracy, ci95, by_n, by_subset, n, chance, chance_by_n,
+        chance_by_subset}}, "pairing": the first pairing, "accuracy": its accuracy, "unknown_words"}``; ``chance``
+        is the mean of the questions' own chance levels (:func:`bindlab.eval.mcq.question_chance`: 1/3 at N = 2,
+        1/4 above); ``unknown_words`` is :func:`bindlab.eval.mcq.unknown_word_summary` of the captions (share of
+        words the model maps to its unknown token, the most frequent of them), None when the model cannot say or
+        no pairing reads text; rows = one per (question, pairing) with scores, answer, predicted, credit and
+        chance; ``tables["accuracy_by_n"]`` = ``{pairing, n_objects, subset, accuracy, n, chance}``.
     """
     return _run(request, "mcq", progress)[0]
 
@@ -159,7 +196,9 @@ def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Res
                 "seconds": round(time.perf_counter() - t, 3)}
     first = request.pairings[0]
     if kind == "mcq":
-        summary = {"pairings": results, "pairing": first, "accuracy": results[first]["accuracy"]}
+        summary = {"pairings": results, "pairing": first, "accuracy": results[first]["accuracy"],
+                   "unknown_words": (unknown_word_report(questions, encoder)
+                                     if any("text" in PAIRINGS[p] for p in request.pairings) else None)}
         tables = {"accuracy_by_n": [{"pairing": p, **r} for p in results for r in _accuracy_by_n(rows, p)]}
         primary = "accuracy"
     else:
@@ -173,9 +212,23 @@ def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Res
     return result, questions, encoder
 
 
+def unknown_words_text(report: dict[str, Any] | None, top: int = 8) -> str:
+    """One line on a result's ``unknown_words``: the share of caption words the model does not know and the most
+    frequent of them; "" when the model cannot say."""
+    if not report:
+        return ""
+    if not report["n_unknown"]:
+        return f"none of the {report['n_words']} caption words is unknown to the model"
+    words = ", ".join(f"{t['word']} ({t['count']})" for t in report["top"][:top])
+    return (f"{100 * report['share']:.1f} % of the caption words are unknown to the model ({100 * report['query_share']:.1f} % "
+            f"of the query words; {report['questions_with_unknown']} of {report['n_questions']} questions have one); "
+            f"most frequent: {words}")
+
+
 def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, Any]]:
     sel = [r for r in rows if r["pairing"] == pairing]
-    return accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel])
+    return accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel],
+                         [r["chance"] for r in sel])
 
 
 # --- the Browse tab's session: one scored pairing in memory ------------------------------------------------------
@@ -252,11 +305,14 @@ def default_model(pairing: str) -> str:
 
 
 def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) -> tuple[str, str]:
-    """Fill the defaults of the Browse inputs: the embedded benchmark (with images when the pairing needs them)
-    and, when no model is given, :func:`default_model`."""
+    """Fill the defaults of the Browse inputs: when no model is given, :func:`default_model`; when no data, the
+    embedded benchmark the model can read (:func:`default_dataset_for`: the renderable one for the toy models), with
+    images when the pairing needs them."""
     model = (model or "").strip() or default_model(pairing)
-    data = (data or "").strip() or str(default_dataset(images=needs_images(pairing), progress=progress))
-    return data, model
+    if not (data or "").strip():
+        encoder = get_encoder(model)  # cheap: weights load on first use
+        data = str(default_dataset_for([encoder], images=needs_images(pairing), progress=progress))
+    return data.strip(), model
 
 
 def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any = None) -> ScoredSet:

@@ -29,7 +29,7 @@ import numpy as np
 from bindlab.analysis.agreement import scene_agreement
 from bindlab.config import LIMIT_ENV, __version__, home, limits
 from bindlab.eval.mcq import PAIRINGS, parse_pairings
-from bindlab.eval.metrics import bootstrap_ci
+from bindlab.eval.metrics import bootstrap_ci, chance_label
 from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
@@ -131,10 +131,14 @@ def _data_key(path: str | Path) -> str:
     return f"{p.resolve()}@{p.stat().st_mtime if p.exists() else 'missing'}"  # a benchmark folder
 
 
+RESULT_FORMAT = 2  # bumped when a cached result's contents change (2: per-question chance, unknown words)
+
+
 def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any]) -> str:
-    """The cache file name of one model's result: sha256 of fingerprint, data hash, settings and bindlab version."""
+    """The cache file name of one model's result: sha256 of fingerprint, data hash, settings, bindlab version and
+    :data:`RESULT_FORMAT`."""
     text = json.dumps({"fingerprint": fingerprint, "data": _data_key(data), "settings": settings,
-                       "version": __version__}, sort_keys=True, default=str)
+                       "version": __version__, "format": RESULT_FORMAT}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -231,14 +235,17 @@ def _run_job(job: _Job, encoder: Any, request: CompareRequest, paths: dict[str, 
             job.result = bench_study.run_benchmark(req)
 
 
-def _resolve_paths(request: CompareRequest, progress: Progress | None) -> dict[str, Path]:
-    from bindlab.studies.browse import default_dataset
+def _resolve_paths(request: CompareRequest, encoders: dict[str, Any], progress: Progress | None) -> dict[str, Path]:
+    """The MCQ and pairs files: the request's, else the embedded defaults; the MCQ default is one every model can
+    read (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable benchmark when a toy model is there)."""
+    from bindlab.studies.browse import default_dataset_for
     from bindlab.studies.pairs import default_pairs_dataset
 
     paths: dict[str, Path] = {}
     if {"mcq", "retrieval"} & set(request.suite):
         images = any("image" in PAIRINGS[p] for p in request.pairings)
-        paths["mcq"] = Path(request.data) if request.data else default_dataset(images=images, progress=progress)
+        paths["mcq"] = (Path(request.data) if request.data
+                        else default_dataset_for(list(encoders.values()), images=images, progress=progress))
         if not paths["mcq"].exists():
             raise FileNotFoundError(f"{paths['mcq']}: file not found; generate one with "
                                     "'python -m bindlab generate saber --out DIR'")
@@ -256,14 +263,16 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Re
     Returns:
         ``Result("compare")``: summary = ``{"models", "suite", "pairings", "data", "pairs_data", "leaderboard",
         "sort_by", "leader", "top_score", "cross_benchmark", "agreement", "diff_models", "question_diff", "by_n",
-        "by_edit_type", "from_cache"}`` (``top_score`` is the primary metric: the leader's value in ``sort_by``);
+        "by_edit_type", "unknown_words", "from_cache"}`` (``top_score`` is the primary metric: the leader's value in
+        ``sort_by``; ``unknown_words``: :func:`unknown_word_rows`);
         rows = one per (question, pairing): ``{id, pairing, n_objects, subset, credit: {model: c}, margin:
         {model: m}}``; tables = ``leaderboard``, ``scores`` (long form with CIs and chance), ``by_n``,
         ``by_edit_type``, ``question_diff`` (of ``diff_models``: the leader and the runner-up, in the direction with more questions), ``cross_benchmark``,
-        ``per_scene_margin``, ``agreement``.
+        ``per_scene_margin``, ``agreement``, ``unknown_words``. The leaderboard labels each score with a chance
+        level above / at / below chance by its 95 % interval and gives each model's ``unknown words %``.
     """
     encoders = {m: get_encoder(m, request.device, request.batch_size) for m in request.models}  # unknown ids first
-    paths = _resolve_paths(request, progress)
+    paths = _resolve_paths(request, encoders, progress)
     jobs = [_Job(t, m) for m in request.models for t in request.suite]
     for k, job in enumerate(jobs):
         reason = _skip_reason(job.task, encoders[job.model], request.pairings)
@@ -280,9 +289,9 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Re
 
 # --- joining the per-model results -------------------------------------------------------------------------------
 def _vs_chance(lo: float | None, hi: float | None, chance: float | None) -> str:
-    if chance is None or lo is None or hi is None or not np.isfinite([lo, hi]).all():
-        return ""
-    return "above chance" if lo > chance else ("below chance" if hi < chance else "at chance")
+    """:func:`~bindlab.eval.metrics.chance_label`; an MCQ accuracy's chance is the mean of its questions' own chance
+    (:func:`bindlab.eval.mcq.question_chance`), so ``bow`` is at chance."""
+    return chance_label(lo, hi, chance)
 
 
 def _score(model: str, task: str, column: str, value: Any, ci: Sequence[float] | None, n: int | None,
@@ -300,7 +309,7 @@ def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
     s = r.summary
     if job.task == "mcq":
         for p, v in s["pairings"].items():
-            out.append(_score(m, "mcq", f"MCQ {p}", v["accuracy"], v["ci95"], v["n"], v.get("chance", 0.25)))
+            out.append(_score(m, "mcq", f"MCQ {p}", v["accuracy"], v["ci95"], v["n"], v["chance"]))
     elif job.task == "retrieval":
         for p, v in s["pairings"].items():
             ap = [row["ap"] for row in r.rows if row["pairing"] == p]
@@ -336,15 +345,54 @@ def _model_rows(scores: list[dict[str, Any]], models: Sequence[str], columns: li
     return rows
 
 
-def leaderboard(scores: list[dict[str, Any]], models: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
-    """One row per model: ``{rank, model, <column>: value, "<column> 95% CI": [lo, hi]}``, best first by the
-    first column (models without it last). Returns ``(rows, sort column)``."""
+UNKNOWN_COLUMN = "unknown words %"
+
+
+def leaderboard(scores: list[dict[str, Any]], models: Sequence[str],
+                unknown: dict[str, float | None] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """One row per model: ``{rank, model, <column>: value, "<column> 95% CI": [lo, hi], "<column> vs chance":
+    above/at/below chance}`` (the label only for columns with a chance level), best first by the first column
+    (models without it last); with ``unknown`` (model -> share of MCQ caption words it does not know, None = it
+    cannot say) also ``"unknown words %"``. Returns ``(rows, sort column)``."""
     columns = list(dict.fromkeys(s["column"] for s in scores))
-    rows = _model_rows(scores, models, columns, lambda c, s: {
-        f"{c} 95% CI": [s["ci95_low"], s["ci95_high"]] if s and s["ci95_low"] is not None else None})
+    with_chance = {s["column"] for s in scores if s["chance"] is not None}
+
+    def extra(c: str, s: dict[str, Any] | None) -> dict[str, Any]:
+        out = {f"{c} 95% CI": [s["ci95_low"], s["ci95_high"]] if s and s["ci95_low"] is not None else None}
+        if c in with_chance:
+            out[f"{c} vs chance"] = s["vs_chance"] if s else "n/a"
+        return out
+
+    rows = _model_rows(scores, models, columns, extra)
+    if unknown is not None:
+        for r in rows:
+            share = unknown.get(r["model"])
+            r[UNKNOWN_COLUMN] = None if share is None else 100.0 * share
     sort_by = columns[0] if columns else ""
     rows.sort(key=lambda r: (r.get(sort_by) is None, -(r.get(sort_by) or 0.0)))
     return [{"rank": k + 1, **r} for k, r in enumerate(rows)], sort_by
+
+
+def unknown_shares(jobs: Sequence[_Job]) -> dict[str, float | None] | None:
+    """model -> share of the MCQ captions' words it does not know (None: it cannot say), from the mcq results; None
+    when no model was scored on MCQs."""
+    found = {j.model: (j.result.summary.get("unknown_words") or {}).get("share")
+             for j in jobs if j.task == "mcq" and j.result is not None}
+    return found or None
+
+
+def unknown_word_rows(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
+    """One row per model scored on MCQs that can say which words it does not know: the shares of unknown words (all
+    captions, queries, candidates), counts, and its most frequent unknown words as ``word (count)`` text."""
+    rows = []
+    for j in jobs:
+        u = j.result.summary.get("unknown_words") if j.task == "mcq" and j.result is not None else None
+        if u:
+            rows.append({"model": j.model, "share": u["share"], "query_share": u["query_share"],
+                         "candidate_share": u["candidate_share"], "n_unknown": u["n_unknown"], "n_words": u["n_words"],
+                         "questions_with_unknown": u["questions_with_unknown"], "n_questions": u["n_questions"],
+                         "top": ", ".join(f"{t['word']} ({t['count']})" for t in u["top"]) or None})
+    return rows
 
 
 def cross_benchmark(scores: list[dict[str, Any]], models: Sequence[str]) -> list[dict[str, Any]]:
@@ -410,7 +458,7 @@ def question_diff(rows: Sequence[dict[str, Any]], a: str, b: str, pairing: str |
 
 
 def _by_n(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
-    return [{"model": j.model, **{k: r[k] for k in ("pairing", "n_objects", "accuracy", "n")}}
+    return [{"model": j.model, **{k: r[k] for k in ("pairing", "n_objects", "accuracy", "n", "chance")}}
             for j in jobs if j.task == "mcq" and j.result is not None
             for r in j.result.tables["accuracy_by_n"] if r["subset"] == "all"]
 
@@ -427,7 +475,7 @@ def _per_scene(jobs: Sequence[_Job]) -> dict[str, dict[str, float]]:
 def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]) -> Result:
     models = list(request.models)
     scores = [s for j in jobs for s in score_rows(j, request.seed)]
-    board, sort_by = leaderboard(scores, models)
+    board, sort_by = leaderboard(scores, models, unknown_shares(jobs))
     qrows = question_rows(jobs, models)
     ranked = [r["model"] for r in board if qrows and qrows[0]["credit"][r["model"]] is not None]
     diff_models, diff = ranked[:2], []  # the default diff: leader and runner-up, the direction with more rows
@@ -440,6 +488,7 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
     agreement = scene_agreement(per_scene)
     cross = cross_benchmark(scores, models)
     by_n, by_edit = _by_n(jobs), _by_edit_type(jobs)
+    unknown = unknown_word_rows(jobs)
     notes = [f"{j.model}: {j.task} n/a ({j.skipped})" for j in jobs if j.skipped]
     notes += [f"{j.model}: {n}" for j in jobs if j.result is not None for n in j.result.notes]
     summary = {"models": models, "suite": list(request.suite), "pairings": list(request.pairings),
@@ -448,7 +497,7 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
                "leaderboard": board, "sort_by": sort_by, "leader": board[0]["model"] if board else None,
                "top_score": board[0].get(sort_by) if board else None, "cross_benchmark": cross,
                "agreement": agreement, "diff_models": diff_models, "question_diff": diff, "by_n": by_n, "by_edit_type": by_edit,
-               "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache)}
+               "unknown_words": unknown, "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache)}
     prov = provenance(paths.get("mcq") or paths.get("pairs"), None, {**request.settings(), "kind": "compare"},
                       request.seed)
     prov["encoders"] = [{"id": e.id, "fingerprint": e.fingerprint} for e in encoders.values()]
@@ -457,7 +506,7 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
 
         prov["pairs_dataset"] = {"path": str(paths["pairs"].resolve()), "sha256": file_sha256(paths["pairs"])}
     tables = {"leaderboard": board, "scores": scores, "by_n": by_n, "by_edit_type": by_edit, "question_diff": diff,
-              "cross_benchmark": cross,
+              "cross_benchmark": cross, "unknown_words": unknown,
               "per_scene_margin": [{"model": m, "scene": s, "margin": v} for m, d in per_scene.items()
                                    for s, v in d.items()],
               "agreement": [{"model_a": p["model_a"], "model_b": p["model_b"], "rho": p["rho"]}
@@ -466,5 +515,5 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
                   provenance=prov, primary_metric="top_score", tables=tables, notes=notes)
 
 
-__all__ = ["CompareRequest", "TASKS", "cache_dir", "cache_key", "cached_run", "cross_benchmark", "leaderboard",
+__all__ = ["CompareRequest", "TASKS", "UNKNOWN_COLUMN", "cache_dir", "cache_key", "cached_run", "cross_benchmark", "leaderboard",
            "parse_models", "parse_suite", "question_diff", "question_rows", "run_compare", "score_rows"]

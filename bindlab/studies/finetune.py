@@ -366,12 +366,16 @@ class CompareRequest:
 
 
 def default_compare_data(job_id: str, manager: Any = None) -> Path:
-    """The MCQs a compare uses when none is given: the embedded mini benchmark, in the renderable vocabulary with
-    images for a ``toy:`` base model (the toy models know only those words; the Walkthrough compares on the same)."""
-    from bindlab.studies.browse import default_dataset
+    """The MCQs a compare uses when none is given: the embedded mini benchmark the base model can read
+    (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable vocabulary, with images, for the toy models,
+    which know only those words; the Walkthrough compares on the same), with images when the base embeds them."""
+    from bindlab.studies.browse import default_dataset_for, get_encoder
 
     base = str(job_info(job_id, log_lines=0, manager=manager)["status"].get("base_model") or "")
-    return default_dataset(images=base.startswith("toy:"))
+    if not base:  # a job written before its status named the base
+        return default_dataset_for([])
+    encoder = get_encoder(base)
+    return default_dataset_for([encoder], images="image" in encoder.modalities)
 
 
 def run_finetune_compare(request: CompareRequest, progress: Progress | None = None, manager: Any = None) -> Result:

@@ -163,13 +163,14 @@ def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_
         fix: ``(before, after)``: a model and the same model trained with binding hard negatives.
 
     Returns:
-        ``{"rows": [{"model", "pairing", "query", "candidates", "accuracy", "ci95"}], "chance", "n_questions",
+        ``{"rows": [{"model", "pairing", "query", "candidates", "accuracy", "ci95"}], "chance" (the mean of the
+        questions' own chance, :func:`bindlab.eval.mcq.question_chance`), "n_questions",
         "example", "example_model", "example_pairing", "fix"}``; ``example`` is one question's view (image paths
         included) scored by ``fix[0]`` text→image; ``fix`` is :func:`fix_rows`' comparison of the pair over
         :data:`FIX_PAIRINGS`.
     """
     from bindlab.data.schema import load_mcqs
-    from bindlab.eval.mcq import PAIRINGS, evaluate_mcq
+    from bindlab.eval.mcq import PAIRINGS, evaluate_mcq, question_chance
     from bindlab.studies.browse import get_encoder, scored_set
 
     models = tuple(dict.fromkeys((*fix, *models)))
@@ -187,7 +188,8 @@ def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_
                          "accuracy": summ["accuracy"], "ci95": summ["ci95"]})
             credits[m, p] = np.array([r["credit"] for r in items if r["pairing"] == p], dtype=np.float64)
     example = _example(scored_set(path, fix[0], "ti"), example_n)
-    return {"rows": rows, "chance": 0.25, "n_questions": len(questions), "example": example,
+    return {"rows": rows, "chance": float(np.mean(question_chance(questions))), "n_questions": len(questions),
+            "example": example,
             "example_model": fix[0], "example_pairing": "ti", "fix": fix_rows(credits, fix)}
 
 
@@ -226,7 +228,8 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
     """Step 4: accuracy by number of objects N for one model and pairing.
 
     N = 2 is left out of the small/large comparison: its fourth candidate replaces a word, which even a bag of
-    words can see, so its chance level is 1/3, not 1/4.
+    words can see, so its chance level is 1/3, not 1/4 (``chance`` is the mean over all questions, the chart's rows
+    carry it per N).
 
     Returns:
         ``{"model", "pairing", "rows" (accuracy_table rows for the chart), "small": {"sizes", "accuracy",
@@ -559,7 +562,8 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
     Returns:
         ``{"job", "models", "rows": [{"pairing", "base", "unscaled", "lines"}] (N = all), "by_n" (all rows of
         :func:`~bindlab.train.compare.mcq_table`), "triplets", "lines_a", "attention", "image_drift", "steps",
-        "train_seconds", "lr"}``.
+        "train_seconds", "lr", "chance", "chance_by_n"}`` (chance: the mean of the questions' own chance, overall
+        and per N).
     """
     from bindlab.studies.finetune import compare_job, job_info, mcq_table
 
@@ -575,7 +579,9 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
             "by_n": table, "triplets": res["triplets"], "lines_a": (res.get("lines") or {}).get("a"),
             "attention": res.get("attention"), "image_drift": image_drift(job_id, data, manager=manager),
             "steps": result.get("steps"), "train_seconds": result.get("train_seconds"),
-            "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"]}
+            "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"],
+            "chance": res["mcq"]["base"]["tt"].get("chance", 0.25),
+            "chance_by_n": res["mcq"]["base"]["tt"].get("chance_by_n", {})}
 
 
 def walkthrough_provenance(results: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -144,11 +144,18 @@ def mcq_table(res: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _chance(res: dict[str, Any]) -> float:
+    """The base model's MCQ chance level in the first pairing (every model and pairing has the same questions)."""
+    first = next(iter(res["mcq"]["base"].values()), {})
+    return float(first.get("chance", 0.25))
+
+
 def format_compare(res: dict[str, Any]) -> str:
     """Plain-text side-by-side table for the command line."""
     a = (res.get("lines") or {}).get("a")
     lines = [f"job {res['job']}: base = {res['models']['base']}, {display_labels(a)['lines']} = "
-             f"{res['models']['lines']} (a = {a})", "MCQ accuracy (chance 0.25)",
+             f"{res['models']['lines']} (a = {a})",
+             f"MCQ accuracy (chance {_chance(res):.3f}: the mean of per-question chance, 1/3 at N = 2, 1/4 above)",
              f"{'pairing':<8}{'N':>5}" + "".join(f"{display_labels(a)[k]:>16}" for k in report_models(a))]
     for r in labelled(mcq_table(res), a):
         lines.append(f"{r['pairing']:<8}{r['N']:>5}" + "".join(f"{v:>16.3f}" for k, v in r.items()

@@ -225,7 +225,8 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         lines += [
             f"SABER-style 4-way MCQs on the renderable vocabulary ({mcq['per_size']} questions per N, half independent, "
             f"half nested chains, seed {mcq['seed']}; images rendered at {mcq['render_size']} px and resized by the "
-            "encoder); accuracy with fractional tie credit. Chance is 0.25.",
+            "encoder); accuracy with fractional tie credit. Chance is per question (1/3 at N = 2, where the fourth "
+            "candidate has a word the query lacks; 1/4 above), its mean in the last row.",
             "",
             "| pairing | all | " + " | ".join(f"N={n}" for n in sizes) + " |",
             "|---|---|" + "---|" * len(sizes),
@@ -233,7 +234,12 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         for p, r in pairs.items():
             lines.append(f"| {p} | {r['accuracy']:.3f} | " + " | ".join(f"{r['by_n'].get(n, float('nan')):.3f}"
                                                                         for n in sizes) + " |")
-        lines += ["| chance | 0.250 | " + " | ".join("0.250" for _ in sizes) + " |", ""]
+        first = next(iter(pairs.values()), {})  # the same questions in every pairing
+        if "chance_by_n" in first:
+            lines += [f"| chance | {first['chance']:.3f} | "
+                      + " | ".join(f"{first['chance_by_n'].get(n, float('nan')):.3f}" for n in sizes) + " |", ""]
+        else:  # an evaluation written before chance was per question
+            lines += ["| chance (4-way guess) | 0.250 | " + " | ".join("0.250" for _ in sizes) + " |", ""]
     lines += [
         "tt = text query vs text candidates, ti = text query vs image candidates, it = image query vs text "
         "candidates, ii = image vs image. Figures are what was measured (`python -m bindlab eval toy --model "

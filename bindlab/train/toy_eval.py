@@ -7,7 +7,7 @@
   attribute accuracy per attribute category (patterns are the rarely-named ones in training).
 - **SABER MCQs with images**: ``generate_saber(vocab=RENDER_VOCAB)`` for N = 2..10, images rendered with
   :func:`bindlab.data.saber_images.render_mcq_images`, scored by :func:`bindlab.eval.mcq.evaluate_mcq` in all
-  four pairings (chance 0.25).
+  four pairings (chance per question: 1/3 at N = 2, 1/4 above; :func:`bindlab.eval.mcq.question_chance`).
 - **Seen vs unseen combinations**: for a model trained with held-out shape x attribute pairs (its
   ``training.json`` lists them), both evaluations are also reported on the items that contain a held-out pair
   ("unseen": composition) and on the rest ("seen": recognition of pairs the model was shown).
@@ -196,7 +196,7 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     mcq_combo = result.get("mcq", {}).get("by_combination", {})
     for p, r in result.get("mcq", {}).get("pairings", {}).items():
         by_n = " ".join(f"{n}:{v:.2f}" for n, v in r["by_n"].items())
-        lines.append(f"MCQ {p}: {r['accuracy']:.3f} (n={r['n']}, chance 0.25) | by N {by_n}")
+        lines.append(f"MCQ {p}: {r['accuracy']:.3f} (n={r['n']}, chance {r.get('chance', 0.25):.3f}) | by N {by_n}")
         if p in mcq_combo:
             lines.append("  " + "; ".join(f"{k} (n={v['n']}, mean N {v['mean_n']:.1f}): {v['accuracy']:.3f}"
                                           for k, v in mcq_combo[p].items()))

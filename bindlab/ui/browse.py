@@ -84,11 +84,16 @@ def candidates_frame(view: dict[str, Any]) -> pd.DataFrame:
 
 
 def summary_md(s: browse.ScoredSet) -> str:
+    """The scored set in one line: accuracy with its interval against its chance level (the mean of the questions'
+    own chance: 1/3 at N = 2, 1/4 above), by subset; then the words the model does not know."""
     acc = s.summary
     by_sub = ", ".join(f"{md_text(k)} {v:.3f}" for k, v in acc["by_subset"].items())
-    return (f"**{md_text(s.model)}** · pairing **{md_text(s.pairing)}** · {acc['n']} questions · "
+    line = (f"**{md_text(s.model)}** · pairing **{md_text(s.pairing)}** · {acc['n']} questions · "
             f"accuracy **{acc['accuracy']:.3f}** "
-            f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance 0.25) · {by_sub}")
+            f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance {acc['chance']:.3f}: {acc['vs_chance']}) · "
+            f"{by_sub}")
+    unknown = browse.unknown_words_text(s.result.summary.get("unknown_words"))
+    return f"{line}<br>Unknown words: {md_text(unknown)}" if unknown else line
 
 
 def gallery_items(view: dict[str, Any]) -> list[tuple[str, str]]:

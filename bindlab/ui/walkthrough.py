@@ -61,7 +61,8 @@ Look at the same example question as in step 1.""",
     "images": """Binding is not only a text problem. The same kind of questions, rendered as images (each attribute
 stays inside its own object), scored by bindlab's toy vision–language models trained on this renderer: a CLIP-style
 dual encoder (`toy:clip`), an MLLM-style model whose image patches and words share one transformer (`toy:shared`),
-and `toy:negclip`. A query and its candidates can each be text or image: four pairings. Chance is one in four.
+and `toy:negclip`. A query and its candidates can each be text or image: four pairings. Chance is one in four for
+N ≥ 3 and one in three at N = 2, where the fourth candidate has a word the query lacks.
 **A failure and its fix.** Contrastive training only asks a model to match an image to its own caption rather than
 to *other* scenes' captions, and other scenes almost never hold the same words, so knowing which words are present
 is nearly enough: who has which attribute is barely trained. NegCLIP-style training (Yuksekgonul et al., ICLR 2023)
@@ -164,7 +165,7 @@ def bow_md(r: dict[str, Any]) -> str:
     parts = [f"<div id='wt-bow-line'><b>{html_text(r['model'])}</b> on {r['n_questions']} questions: "
              f"<span id='wt-bow-ties'>{100 * r['tie_share']:.1f}</span> % of the {r['n_swaps']} swap candidates score "
              f"exactly the same as the right answer · accuracy <span id='wt-bow-acc'>{r['accuracy']:.3f}</span> "
-             f"(chance {r['chance']:.2f})."]
+             f"(chance {r['chance']:.3f}: 1/3 at N = 2, 1/4 above)."]
     if n2 is not None and rest:
         span = _num(min(rest)) if min(rest) == max(rest) else f"{_num(min(rest))}–{_num(max(rest))}"
         parts.append(f" At N = 2 accuracy is {_num(n2)}: the fourth candidate there replaces a word, which a bag of "
@@ -174,7 +175,7 @@ def bow_md(r: dict[str, Any]) -> str:
 
 def text_md(r: dict[str, Any]) -> str:
     return (f"<div id='wt-text-line'><b>{html_text(r['model'])}</b> accuracy <span id='wt-text-acc'>{r['accuracy']:.3f}</span> "
-            f"({_ci(r['ci95'])}; chance {r['chance']:.2f}) · right on {100 * r['share_correct']:.1f} % of questions. "
+            f"({_ci(r['ci95'])}; chance {r['chance']:.3f}) · right on {100 * r['share_correct']:.1f} % of questions. "
             f"The right answer and its best swap differ by a median of only "
             f"<span id='wt-text-gap'>{r['median_abs_gap']:.4f}</span> in cosine, while a query scores "
             f"{_num(r['median_preserve'])} with its answer and {_num(r['median_other'])} with another question's "
@@ -192,7 +193,7 @@ def images_md(r: dict[str, Any]) -> str:
     best = max(r["rows"], key=lambda x: x["accuracy"])
     near = sum(abs(x["accuracy"] - r["chance"]) <= 0.05 for x in r["rows"])
     return (f"<div id='wt-images-line'>{r['n_questions']} image questions · {near} of {len(r['rows'])} "
-            f"model–pairing combinations lie within 0.05 of chance ({r['chance']:.2f}); the best is "
+            f"model–pairing combinations lie within 0.05 of chance ({r['chance']:.3f}); the best is "
             f"<b>{html_text(best['model'])} {PAIRING_NAMES[best['pairing']]}</b> at "
             f"<span id='wt-images-best'>{best['accuracy']:.3f}"
             f"</span> ({_ci(best['ci95'])}). Below: one question scored by {html_text(r['example_model'])} "
@@ -533,7 +534,7 @@ def build_tab() -> dict[str, Any]:
         img_btn = _run_button("Score the toy models in all four pairings", "images")
     img_out = gr.HTML(elem_id="wt-images-result")
     # full width: every pairing's column (image → image holds the headline) stays in view
-    img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 0.25)",
+    img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 1/3 at N = 2, 1/4 above)",
                              interactive=False, wrap=True, elem_id="wt-images-table")
     img_fig = gr.Plot(label="A failure and its fix: accuracy with 95 % intervals", elem_id="wt-images-fig")
     img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
@@ -572,7 +573,7 @@ def build_tab() -> dict[str, Any]:
     ft_progress = gr.HTML(elem_id="wt-ft-progress")
     ft_out = gr.HTML(elem_id="wt-ft-result")
     ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (no LiNeS)", "finetuned + LiNeS"],
-                            label="MCQ accuracy, all N (chance 0.25)", interactive=False, wrap=True, elem_id="wt-ft-table")
+                            label="MCQ accuracy, all N (chance 1/3 at N = 2, 1/4 above)", interactive=False, wrap=True, elem_id="wt-ft-table")
     ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned, one chart per pairing", elem_id="wt-ft-fig")
     ft_job = gr.State(None)  # this session's job id
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after

@@ -9,7 +9,8 @@ from sklearn.metrics import average_precision_score
 
 from bindlab.data.schema import MCQ, Item
 from bindlab.encoders.base import load_encoder
-from bindlab.eval.mcq import evaluate_mcq, parse_pairings
+from bindlab.eval.mcq import evaluate_mcq, parse_pairings, question_chance
+from bindlab.eval.metrics import chance_label
 from bindlab.eval.retrieval import evaluate_retrieval, relevance
 
 
@@ -20,6 +21,14 @@ def test_bow_scores_chance_exactly(small_benchmark):
     assert by_n["2"] == pytest.approx(1 / 3)
     for n in range(3, 11):
         assert by_n[str(n)] == pytest.approx(1 / 4)
+    # question by question it scores its own chance level (issue 30), so the whole set sits at chance, not above
+    chance = question_chance(qs)
+    np.testing.assert_allclose([r["credit"] for r in rows], chance, atol=1e-12)
+    np.testing.assert_allclose([r["chance"] for r in rows], chance)
+    s = res["tt"]
+    assert s["accuracy"] == pytest.approx(s["chance"]) and s["vs_chance"] == "at chance"
+    assert s["by_n"] == pytest.approx(s["chance_by_n"])
+    assert chance_label(*s["ci95"], 0.25) == "above chance"  # what a flat 0.25 called it
     for r in rows:  # the preserve candidate ties exactly with every swap
         pres = r["scores"][r["answer"]]
         for role, s in zip(r["roles"], r["scores"], strict=False):

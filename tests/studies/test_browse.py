@@ -140,3 +140,36 @@ def test_the_browse_memo_keeps_the_most_recent_sets_within_its_caps(small_benchm
     monkeypatch.setattr(study, "MAX_SCORED_BYTES", 1)
     study.scored_set(copies[1], "bow", "tt")
     assert [Path(k[0]).parent.name for k in study._SCORED] == ["set1"]  # only the newest stays
+
+
+def test_a_toy_model_reports_its_unknown_words_and_defaults_to_the_renderable_benchmark(small_benchmark, monkeypatch,
+                                                                                          capsys):
+    """Issue 30: the MCQ result says how many caption words the model does not know, and which (the command and the
+    tab's summary line show it); with no data given, a model that does not know the full benchmark's words (a toy)
+    is scored on the renderable one, a model that knows them (MiniLM) on the full one."""
+    from bindlab.ui import browse as tab
+
+    path, _ = small_benchmark
+    res = study.run_mcq(study.McqRequest(data=path, model="toy:clip"))
+    unknown = res.summary["unknown_words"]
+    assert 0.2 < unknown["share"] < 0.5 and unknown["questions_with_unknown"] == unknown["n_questions"] == 54
+    assert len(unknown["top"]) == 20 and unknown["top"][0]["count"] >= unknown["top"][-1]["count"]
+    assert res.summary["pairings"]["tt"]["chance"] == pytest.approx((1 / 3 + 8 / 4) / 9)
+    assert main(["eval", "mcq", "--data", str(path), "--model", "toy:clip"]) == 0
+    out = capsys.readouterr().out
+    assert "chance 0.259" in out and f"{100 * unknown['share']:.1f} % of the caption words" in out
+    summary = tab.summary_md(study.scored_set(path, "toy:clip", "tt"))
+    assert "chance 0.259" in summary and "Unknown words:" in summary and unknown["top"][0]["word"] in summary
+    assert study.run_mcq(study.McqRequest(data=path, model="bow")).summary["unknown_words"]["n_unknown"] == 0
+
+    real = study.default_dataset
+
+    def no_render(images=False, progress=None):  # the image version is rendered elsewhere; here only the choice
+        return Path("/rendered/saber-mini-images/mcq.jsonl") if images else real()
+
+    monkeypatch.setattr(study, "default_dataset", no_render)
+    assert study.resolve_inputs("", "toy:clip", "tt")[0] == "/rendered/saber-mini-images/mcq.jsonl"
+    assert Path(study.resolve_inputs("", "minilm", "tt")[0]).parent.name == "saber-mini"
+    assert study.resolve_inputs(str(path), "toy:clip", "tt")[0] == str(path)  # a file given is the file used
+    assert study.default_dataset_for([study.get_encoder("bow"), study.get_encoder("toy:shared")]).parent.name == \
+        "saber-mini-images"

@@ -154,6 +154,37 @@ def test_text_only_models_get_na_on_pairs_and_the_cross_benchmark_table_says_vs_
     assert "mAP tt" not in row  # no chance level, not in the cross-benchmark table
 
 
+def test_bow_is_at_chance_on_the_embedded_default_in_the_leaderboard(tmp_path):
+    """Issue 30: the chance of the embedded default is the mean of its questions' own chance (1/3 at N = 2, 1/4
+    above: 0.259), exactly bow's accuracy, so bow is "at chance" in the leaderboard and the cross-benchmark table,
+    not "above chance" as against a flat 0.25; the leaderboard also says which share of words each model knows."""
+    from bindlab.encoders.tiny import build_tiny
+
+    tiny = build_tiny("st", tmp_path / "tiny-st")  # a second text model, fast on the 180 questions
+    res = study.run_compare(study.CompareRequest(models=["bow", tiny], suite="mcq", use_cache=False))
+    assert Path(res.summary["data"]).parent.name == "saber-mini"  # both read every word: the text benchmark
+    board = {r["model"]: r for r in res.summary["leaderboard"]}
+    score = next(s for s in res.tables["scores"] if s["model"] == "bow")
+    assert score["chance"] == pytest.approx((1 / 3 + 8 / 4) / 9) and score["value"] == pytest.approx(score["chance"])
+    assert board["bow"]["MCQ tt vs chance"] == "at chance"
+    assert next(r for r in res.summary["cross_benchmark"] if r["model"] == "bow")["MCQ tt vs chance"] == "at chance"
+    assert board["bow"][study.UNKNOWN_COLUMN] == 0.0 and board[tiny][study.UNKNOWN_COLUMN] == 0.0
+    assert {r["model"] for r in res.summary["by_n"]} == {"bow", tiny}
+    assert all(r["chance"] == pytest.approx(1 / 3 if r["n_objects"] == 2 else 1 / 4) for r in res.summary["by_n"])
+
+
+def test_the_leaderboard_labels_scores_with_a_chance_level_and_gives_unknown_words():
+    scores = [study._score("a", "mcq", "MCQ tt", 0.5, [0.4, 0.6], 10, 0.259),
+              study._score("a", "retrieval", "mAP tt", 0.3, [0.2, 0.4], 10, None),
+              study._score("b", "mcq", "MCQ tt", 0.26, [0.255, 0.263], 10, 0.259)]
+    rows, sort_by = study.leaderboard(scores, ["a", "b", "c"], {"a": 0.365, "b": 0.0})
+    by = {r["model"]: r for r in rows}
+    assert sort_by == "MCQ tt" and by["a"]["MCQ tt vs chance"] == "above chance"
+    assert by["b"]["MCQ tt vs chance"] == "at chance" and by["c"]["MCQ tt vs chance"] == "n/a"
+    assert "mAP tt vs chance" not in by["a"]  # no chance level, no label
+    assert by["a"][study.UNKNOWN_COLUMN] == pytest.approx(36.5) and by["c"][study.UNKNOWN_COLUMN] is None
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"models": "bow"}, "at least two encoder ids"),
     ({"models": "bow,minilm", "suite": "mcq,nope"}, "unknown task 'nope'"),
