@@ -23,6 +23,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    """Torch threads per process when xdist shares the cores among workers: ``cores // workers`` (1 on the 2-core
+    machine with ``-n auto``), set before any test process imports torch and inherited by what they start (the app
+    per worker, job processes, CLI subprocesses). Two torch threads per process with every core already busy turn
+    each small op into a wait for the other thread: a tiny job's compare took 45 s with torch's default and 9 s with
+    one thread on a loaded 2-core machine, the same finding as ``FinetuneConfig.threads`` and bench.py's scale runs.
+    A single process (``-p no:xdist``, ``-n 0``) keeps torch's default; an OMP_NUM_THREADS set by the caller wins."""
+    workers = getattr(config.option, "numprocesses", None) or int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if isinstance(workers, int) and workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+
+
 def pytest_sessionfinish(session, exitstatus):
     """The run's own BINDLAB_HOME goes when the run ends (the controller's session, not an xdist worker's)."""
     import shutil
