@@ -106,7 +106,8 @@ def cmd_finetune(a: argparse.Namespace) -> None:
     if st["status"]["state"] != "done":
         raise ValueError(f"job {job_id} {st['status']['state']}: {st['status'].get('message')}\n{st['log_tail']}")
     _print_finetune_result(st["result"])
-    _write_json(a.out, st["result"])
+    # the job id first, so a script can pass it on: JOB=$(python -c "import json; print(json.load(open(OUT))['job_id'])")
+    _write_json(a.out, {"job_id": job_id, "model_id": f"lora:{job_id}", **st["result"]})
 
 
 def _print_finetune_result(res: dict[str, Any]) -> None:
@@ -280,7 +281,7 @@ def _add_finetune(g: Groups) -> None:
                    help="text triplets (default) or image triplets rendered from them: anchor scene, the same "
                         "scene re-rendered, the scene with one binding swapped (SABER appendix E; toy:shared)")
     f.add_argument("--background", action="store_true", help="start the job and return at once")
-    f.add_argument("--out", help="write the result JSON here (foreground only)")
+    f.add_argument("--out", help="write the result JSON here, with its job_id and model_id (foreground only)")
     f.set_defaults(func=cmd_finetune)
 
 
