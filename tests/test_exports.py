@@ -8,6 +8,8 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -226,16 +228,39 @@ def test_attention_cli_export(tiny, mcq_run):
 
 
 def test_compare_export_tables_and_figures(tmp_path):
+    """The Finetune compare's download, from the study's result (raw rows keyed base / unscaled / lines): the MCQ
+    table with the models named for a reader, its chart, the separated report as shown and in long form, triplets and
+    the training curves; with a = 1 no LiNeS anywhere."""
+    from bindlab.studies.result import Result
+    from bindlab.train.compare import report_rows
+
     mcq = [{"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.45},
            {"pairing": "tt", "N": "2", "base": 0.35, "unscaled": 0.5, "lines": 0.55},
            {"pairing": "tt", "N": "3", "base": 0.25, "unscaled": 0.3, "lines": 0.35}]
     metrics = [{"step": 1, "loss": 0.05}, {"step": 2, "loss": 0.04}, {"step": 2, "val_acc": 0.6}]
-    w = exports.write_view(exports.compare_export(mcq, [{"model": "base", "triplet_test": 0.5}], metrics), tmp_path,
-                           {"settings": {"job": "j1"}}, ["csv", "json", "html"])
+    entry = {"evaluation": "MCQ, attributive template (the questions given)", "kind": "mcq", "format": "in-format",
+             "in_format": True, "higher_is_better": True, "n": 3,
+             "models": {k: {"value": v, "ci95": [v - 0.1, v + 0.1], "n": 3}
+                        for k, v in (("base", 0.3), ("unscaled", 0.4), ("lines", 0.45))}}
+
+    def result(a):
+        return Result("finetune", {"lines": {"a": a}, "report": [entry], "job": "j1"}, rows=mcq,
+                      tables={"mcq": mcq, "triplets": [{"model": "base", "triplet_test": 0.5}],
+                              "report": report_rows([entry], a)})
+
+    w = exports.write_view(exports.compare_export(result(0.1), metrics), tmp_path, {"settings": {"job": "j1"}},
+                           ["csv", "json", "html"])
     assert {p.name for p in w.paths} >= {"compare_mcq.csv", "compare_triplets.json", "compare_training.csv",
-                                         "compare_accuracy_by_n.html", "compare_training.html"}
+                                         "compare_accuracy_by_n.html", "compare_training.html", "compare_report.csv",
+                                         "compare_report_values.csv"}
     got, _ = _csv_equals_json(tmp_path / "compare_mcq.csv")
-    assert list(got["lines"]) == [0.45, 0.55, 0.35]
+    assert list(got["LiNeS (a=0.1)"]) == [0.45, 0.55, 0.35]
+    values, _ = _csv_equals_json(tmp_path / "compare_report_values.csv")
+    assert list(values["model"]) == ["base", "unscaled", "LiNeS (a=0.1)"] and list(values["ci95_low"]) == \
+        pytest.approx([0.2, 0.3, 0.35])
+    unscaled = exports.compare_export(result(1.0))
+    assert list(unscaled.tables["mcq"][0]) == ["pairing", "N", "base", "unscaled"]
+    assert [t.name for t in unscaled.figures["accuracy_by_n"].data] == ["tt · base", "tt · unscaled"]
 
 
 def test_each_download_request_gets_its_own_folder():
@@ -244,7 +269,33 @@ def test_each_download_request_gets_its_own_folder():
     view = exports.ResultView("t", {"rows": [{"a": 1}]})
     first, note = deliver(view, {}, ["csv"])
     second, _ = deliver(view, {}, ["csv"])
-    assert note.startswith("2 files ready") and {p.rsplit("/", 1)[1] for p in first} == {"t_rows.csv", "provenance.json"}
+    assert note.startswith("2 files ready") and "t_all.zip" in note
+    assert [p.rsplit("/", 1)[1] for p in first] == ["t_rows.csv", "provenance.json", "t_all.zip"]
+    with zipfile.ZipFile(first[-1]) as z:  # the zip holds every single file of the download, byte for byte
+        assert z.namelist() == ["t_rows.csv", "provenance.json"]
+        assert all(z.read(Path(p).name) == Path(p).read_bytes() for p in first[:-1])
     assert {str(p).rsplit("/", 1)[0] for p in first}.isdisjoint(str(p).rsplit("/", 1)[0] for p in second)
     with pytest.raises(ValueError, match="tick at least one format"):
         deliver(view, {}, [])
+
+
+def test_exports_never_write_through_a_link(tmp_path):
+    """A link planted where an export file goes is refused before anything is written; its target stays as it was."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "t_rows.csv").symlink_to(outside)
+    view = exports.ResultView("t", {"rows": [{"a": 1}]}, items={"items": [{"a": 1}]})
+    with pytest.raises(ValueError, match="symbolic link"):
+        exports.write_view(view, folder, {}, ["csv", "json", "jsonl"])
+    with pytest.raises(ValueError, match="symbolic link"):
+        exports.write_table([{"a": 1}], folder / "t_rows", {})
+    assert outside.read_text() == "keep" and (folder / "t_rows.csv").is_symlink()
+    assert [p.name for p in folder.iterdir()] == ["t_rows.csv"]  # nothing else written, no temporary file left
+    (folder / "t_rows.csv").unlink()
+    (folder / "t_rows.json").write_text("old")  # a regular file is replaced, as before
+    w = exports.write_view(view, folder, {}, ["csv", "json", "jsonl"])
+    assert sorted(p.name for p in folder.iterdir()) == ["provenance.json", "t_items.jsonl", "t_rows.csv", "t_rows.json"]
+    assert len(w.paths) == 4 and json.loads((folder / "t_rows.json").read_text())["rows"] == [{"a": 1}]
+    assert (folder / "t_items.jsonl").read_text() == '{"a": 1}\n'

@@ -92,9 +92,64 @@ def test_step4_dropdown_accepts_entries_and_model_pairing_and_refuses_the_rest()
 def test_step7_chart_has_one_panel_per_pairing_and_one_legend_entry_per_model():
     rows = [{"pairing": p, "N": str(n), "base": 0.3, "unscaled": 0.4, "lines": 0.5}
             for p in ("tt", "ti", "it", "ii") for n in range(2, 6)]
-    fig = finetune_figure({"by_n": rows + [{"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.5}]})
+    fig = finetune_figure({"by_n": rows + [{"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.5}],
+                           "lines_a": 0.1})
     titles = [a.text for a in fig.layout.annotations if a.text in wt_tab.PAIRING_NAMES.values()]
     assert titles == list(wt_tab.PAIRING_NAMES.values())
     assert len(fig.data) == 12 and {len(t.x) for t in fig.data} == {4}  # "all" is not a point
-    assert [t.name for t in fig.data if t.showlegend] == ["base", "finetuned (no LiNeS)", "finetuned + LiNeS"]
+    assert [t.name for t in fig.data if t.showlegend] == ["base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"]
     assert len({t.xaxis for t in fig.data}) == 4
+
+
+def _step7(a: float) -> dict:
+    """A step-7 result as :func:`bindlab.studies.walkthrough.step_finetune` shapes it, with a two-row report."""
+    from bindlab.studies import walkthrough as wt
+    from bindlab.train.compare import report_moves, report_rows
+
+    def m(v, lo, hi):
+        return {"value": v, "ci95": [lo, hi], "n": 30}
+
+    entries = [{"evaluation": "MCQ, attributive template (the questions given)", "kind": "mcq", "format": "in-format",
+                "in_format": True, "higher_is_better": True, "n": 30,
+                "models": {"base": m(.3, .2, .4), "unscaled": m(.7, .6, .8), "lines": m(.6, .5, .7)}},
+               {"evaluation": "MCQ, predicative template (held out of training)", "kind": "mcq",
+                "format": "out-of-template", "in_format": False, "higher_is_better": True, "n": 30,
+                "models": {"base": m(.3, .2, .4), "unscaled": m(.35, .25, .45), "lines": m(.33, .23, .43)}}]
+    row = {"base": 0.3, "unscaled": 0.7, "lines": 0.6}
+    return {"job": "j", "rows": [{"pairing": p, "N": "all", **row} for p in ("tt", "ii")],
+            "by_n": [{"pairing": p, "N": n, **row} for p in ("tt", "ii") for n in ("all", "2", "3")],
+            "triplets": [], "lines_a": a, "names": wt.finetune_names(a), "shown": wt.finetune_shown(a),
+            "template": "attributive", "report": entries, "report_rows": report_rows(entries, a),
+            "report_moves": report_moves(entries, a), "image_drift": {"mean_1_minus_cos": 0.01, "max_1_minus_cos": 0.02,
+                                                                      "n_images": 4},
+            "steps": 3, "train_seconds": 5.0, "lr": 2e-3, "n_questions": 30}
+
+
+def test_step7_says_the_questions_are_in_format_and_which_report_rows_moved():
+    r = _step7(0.1)
+    text = wt_tab.finetune_md(r)
+    assert "training template" in text and "in-format" in text and "not binding in general" in text
+    moved = text.split("id='wt-ft-moves'")[1]
+    in_format, general = moved.split("<li>")[1], moved.split("<li>")[2]
+    assert "moved up beyond the interval: MCQ, attributive template" in in_format  # [.2, .4] vs [.5, .7]
+    assert "moved up beyond the interval: none" in general and "within the noise: 1 of 1" in general
+    report = wt_tab.report_frame(r)
+    assert list(report["format"]) == ["in-format", "out-of-template"] and "LiNeS (a=0.1) 95% CI" in report.columns
+
+
+def test_step7_calls_a_of_one_unscaled_never_lines():
+    """a = 1 scales nothing (DESIGN: "unscaled", never "LiNeS"): no LiNeS column, legend entry, report column or
+    model name on the page or in the download."""
+    from bindlab.present.exports import walkthrough_export
+
+    r = _step7(1.0)
+    frame = wt_tab.finetune_frame(r)
+    assert list(frame.columns) == ["pairing", "base", "finetuned (unscaled)"]
+    assert [t.name for t in finetune_figure(r).data if t.showlegend and t.name != "chance"] == \
+        ["base", "finetuned (unscaled)"]
+    text = wt_tab.finetune_md(r)
+    assert "base → finetuned (unscaled)" in text and "LiNeS (a=" not in text and "finetuned + LiNeS" not in text
+    assert not any("LiNeS" in c for c in wt_tab.report_frame(r).columns)
+    view = walkthrough_export({"finetune": r})
+    assert not any("LiNeS" in str(k) for t in view.tables.values() for row in t for k in row)
+    assert wt_tab.finetune_frame(_step7(0.1)).columns[-1] == "finetuned + LiNeS (a=0.1)"

@@ -81,6 +81,30 @@ def test_objects_compares_small_and_large_scenes(small_benchmark):
     assert {row["n_objects"] for row in r["rows"]} == set(range(2, 11))
 
 
+def test_objects_chart_has_a_95_interval_at_every_point(small_benchmark):
+    """Step 4 promises 95 % intervals: every row carries the bootstrap interval of its questions' credit (the
+    metrics helper's, recomputed here), and every line of the chart draws it as an error bar."""
+    from bindlab.eval.metrics import bootstrap_ci
+    from bindlab.present.walkthrough_figures import objects_figure
+    from bindlab.studies.browse import scored_set
+
+    path, qs = small_benchmark
+    r = wt.step_objects(path, model="minilm", pairing="tt")
+    s = scored_set(path, "minilm", "tt")
+    for row in r["rows"]:
+        credit = [c for q, c in zip(s.questions, s.credit, strict=True) if q.n_objects == row["n_objects"]
+                  and row["subset"] in ("all", q.subset)]
+        assert row["ci95"] == pytest.approx(list(bootstrap_ci(np.array(credit))))
+        assert row["ci95"][0] - 1e-9 <= row["accuracy"] <= row["ci95"][1] + 1e-9
+    fig = objects_figure(r)
+    lines = [t for t in fig.data if t.name in ("all", "independent", "nested")]
+    assert lines and "95 % CI" in fig.layout.title.text
+    for t in lines:
+        rows = {x["n_objects"]: x for x in r["rows"] if x["subset"] == t.name}
+        for n, y, up, down in zip(t.x, t.y, t.error_y.array, t.error_y.arrayminus, strict=True):
+            assert y + up == pytest.approx(rows[n]["ci95"][1]) and y - down == pytest.approx(rows[n]["ci95"][0])
+
+
 def test_objects_needs_two_sizes(tmp_path):
     from bindlab.data.saber import generate_saber, write_benchmark
 
@@ -225,6 +249,22 @@ def test_finetune_job_to_before_after(image_benchmark):
     assert [x["pairing"] for x in r["rows"]] == ["tt", "ti", "it", "ii"]
     assert r["steps"] == 3 and r["n_questions"] == 3
     assert r["image_drift"]["n_images"] == 3 and r["image_drift"]["mean_1_minus_cos"] >= 0
+    # the Finetune tab's separated report: the questions shown are in the training template (in-format); the general
+    # rows (held-out templates, unseen words) beside them, each with n and a 95 % interval, and which rows moved
+    assert r["template"] == "attributive" and r["names"]["lines"] == "finetuned + LiNeS (a=0.1)"
+    formats = {x["evaluation"]: x["format"] for x in r["report_rows"]}
+    assert formats["MCQ, attributive template (the questions given)"] == "in-format"
+    assert {"out-of-template", "unseen words", "control"} <= set(formats.values())
+    assert all(x["N"] > 0 and x["LiNeS (a=0.1) 95% CI"].startswith("[") for x in r["report_rows"])
+    assert [m["evaluation"] for m in r["report_moves"]] == [x["evaluation"] for x in r["report_rows"]]
+    assert {m["moved"] for m in r["report_moves"]} <= {"up", "down", "within"}
+    from bindlab.present import exports
+    from bindlab.ui import walkthrough as tab
+
+    text = tab.finetune_md(r)
+    assert "training template" in text and "in-format" in text and "moved up beyond the interval" in text
+    view = exports.walkthrough_export({"finetune": r})
+    assert {"step7_report", "step7_report_values", "step7_report_moves"} <= set(view.tables)
 
 
 def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
@@ -237,7 +277,7 @@ def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
     path, _ = small_benchmark
     results = {"bow": wt.step_bag_of_words(path), "objects": wt.step_objects(path, model="bow")}
     view = exports.walkthrough_export(results)
-    assert set(view.tables) == {"step1_bow", "step1_bow_by_n", "step4_objects", "step4_small_vs_large"}
+    assert set(view.tables) == {"step1_bow", "step1_bow_by_n", "step1_example", "step4_objects", "step4_small_vs_large"}
     assert set(view.figures) == {"step4_accuracy_by_n"}
     written = exports.write_view(view, tmp_path, {"settings": {"kind": "walkthrough"}}, ["csv", "json"])
     assert not written.notes
@@ -247,6 +287,42 @@ def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
     assert groups.loc["large", "accuracy"] == pytest.approx(results["objects"]["large"]["accuracy"])
     with pytest.raises(ValueError, match="run at least one step"):
         exports.walkthrough_export({})
+
+
+def test_export_holds_every_table_and_chart_each_step_shows(small_benchmark, image_benchmark, tiny_grid, tmp_path):
+    """Steps 1-6 run (step 7 in the slow test below): the download has the example question of steps 1-3, step 3's
+    failure-and-fix table and chart, step 4's intervals as numbers, step 5's AP chart beside its margin curve; the
+    app's download adds one zip that holds the same files."""
+    import zipfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bindlab.present import exports
+    from bindlab.ui.exports import deliver
+
+    path, _ = small_benchmark
+    results = {"bow": wt.step_bag_of_words(path), "text": wt.step_text_encoder(path, model="bow"),
+               "images": wt.step_images(image_benchmark, models=("toy:clip",)),
+               "objects": wt.step_objects(path, model="bow"),
+               "grounding": wt.step_grounding(alpha=1.0, grid=tiny_grid),
+               "attention": wt.step_attention(image_benchmark, model="toy:shared", limit=3)}
+    view = exports.walkthrough_export(results)
+    assert {"step1_example", "step2_example", "step3_images", "step3_fix", "step3_example", "step4_objects",
+            "step5_ap_per_value", "step5_margin_curve", "step6_attention"} <= set(view.tables)
+    assert set(view.figures) == {"step3_fix", "step4_accuracy_by_n", "step5_margin_curve", "step5_ap_per_value",
+                                 "step6_attention"}
+    assert [r["role"] for r in view.tables["step1_example"]][0] == "query" and len(view.tables["step1_example"]) == 5
+    paths, note = deliver(view, wt.walkthrough_provenance(results), ["csv", "json", "html"])
+    files = {Path(p).name: Path(p) for p in paths}
+    fix = pd.read_csv(files["walkthrough_step3_fix.csv"])
+    assert list(fix["pairing"]) == ["ii", "it", "ti"] and (fix["change_ci95_low"] <= fix["change_ci95_high"]).all()
+    objects = pd.read_csv(files["walkthrough_step4_objects.csv"])
+    assert (objects["ci95_low"] <= objects["accuracy"] + 1e-9).all() and "ci95" not in objects.columns
+    assert {"walkthrough_step3_fix.html", "walkthrough_step5_ap_per_value.html"} <= set(files)
+    assert list(files)[-1] == "walkthrough_all.zip" and "walkthrough_all.zip" in note
+    with zipfile.ZipFile(files["walkthrough_all.zip"]) as z:
+        assert z.namelist() == list(files)[:-1]
 
 
 def test_grounding_refuses_a_value_not_in_the_grid(tiny_grid):

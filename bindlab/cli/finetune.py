@@ -176,8 +176,7 @@ def cmd_jobs_compare(a: argparse.Namespace) -> None:
     res = fs.run_finetune_compare(request)
     print(fs.format_compare(res.summary))
     _write_json(a.out, {**res.summary, "provenance": res.provenance})
-    _write_export(a, lambda: compare_export(res.tables["mcq"], res.tables["triplets"], res.figures_data["metrics"],
-                                            res.figures_data["attention"]), res.provenance)
+    _write_export(a, lambda: compare_export(res, res.figures_data["metrics"]), res.provenance)
 
 
 # --- a job that runs elsewhere --------------------------------------------------------------------------------------

@@ -125,3 +125,25 @@ def head_grid(head_margins: Any, layer: int | None = None, head: int | None = No
                       xaxis=dict(dtick=1), yaxis=dict(dtick=1, autorange="reversed"),
                       margin=dict(l=60, r=20, t=50, b=40))
     return fig
+
+
+def compare_margin_figure(section: dict[str, Any] | None, curves: Sequence[dict[str, Any]]) -> go.Figure:
+    """The Finetune compare's attention part: one margin curve per model (base, unscaled, LiNeS) with its band, the
+    layers its "deep" differences average over shaded (the tab and its Download draw this same figure).
+
+    Args:
+        section: :func:`bindlab.studies.finetune.attention_compare`'s section (None: not computed).
+        curves: its curves, the models named for a reader (:func:`bindlab.studies.finetune.attention_curves`).
+    """
+    if not section:
+        return message_figure("attention margins were not computed")
+    if not section["available"]:
+        return message_figure(section["note"])
+    title = (f"Attention binding margin per layer: base vs finetuned ({section['n_captions']} "
+             f"{plot_text(section['caption_set'])})")
+    fig = margin_curves(curves, title=title)
+    deep = next((d["deep"]["layers"] for d in section["diff"].values() if "deep" in d), None)
+    if deep:  # the layers the "deep" differences average over
+        fig.add_vrect(x0=deep[0] - 0.5, x1=deep[-1] + 0.5, fillcolor="grey", opacity=0.08, line_width=0,
+                      annotation_text="deep layers", annotation_position="top left")
+    return fig

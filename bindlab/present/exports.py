@@ -16,6 +16,8 @@ Formats (``<stem>`` is ``<view>_<name>``, e.g. ``mcq_accuracy_by_n``):
   images are missing.
 - ``<stem>.html`` — the interactive figure, standalone: plotly.js is inlined, so it opens offline.
 - ``provenance.json`` — in every export folder: the provenance record and the list of files written.
+- ``<view>_all.zip`` — with ``bundle=True`` (the app's *Download* panels): every file above in one zip, offered beside
+  the single files, so one click takes the whole download.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import math
 import os
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,8 +246,24 @@ def new_export_dir(prefix: str = "bindlab-export-") -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
 
 
+def zip_files(paths: Sequence[str | Path], path: str | Path) -> Path:
+    """One zip (deflated) holding ``paths`` under their own names, in the given order.
+
+    Raises:
+        ValueError: two of ``paths`` share a name (the zip would keep only one of them).
+    """
+    names = [Path(p).name for p in paths]
+    if len(set(names)) != len(names):
+        raise ValueError(f"cannot zip files that share a name: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    path = Path(path)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for p in paths:
+            z.write(p, Path(p).name)
+    return path
+
+
 def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
-               formats: Iterable[str] | None = None) -> Written:
+               formats: Iterable[str] | None = None, bundle: bool = False) -> Written:
     """Write every table, figure and item set of ``view`` into ``folder`` in the chosen formats.
 
     Args:
@@ -252,9 +271,11 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
         folder: output folder (created).
         provenance: the result's provenance record; goes into each table's JSON and into ``provenance.json``.
         formats: subset of :data:`FORMATS` (None = all).
+        bundle: also write ``<view>_all.zip`` holding every file written (the app's downloads).
 
     Returns:
-        :class:`Written` with every path (``provenance.json`` last) and notes on what could not be written.
+        :class:`Written` with every path (``provenance.json``, then the zip when ``bundle``, last) and notes on what
+        could not be written.
     """
     chosen = check_formats(formats)
     folder = Path(folder)
@@ -272,6 +293,8 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
                                     "files": [p.name for p in out.paths], "notes": out.notes}, indent=1,
                                    ensure_ascii=False), encoding="utf-8")
     out.paths.append(manifest)
+    if bundle:
+        out.paths.append(zip_files(out.paths, folder / f"{view.name}_all.zip"))
     return out
 
 
@@ -310,6 +333,27 @@ def mcq_export(result: Result) -> ResultView:
                                                 "chance")},
                        **{f"score_{role}": by_role.get(role) for role in roles}})
     return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items})
+
+
+def question_tables(view: dict[str, Any] | None, model: str, topk: list[dict[str, Any]] | None = None,
+                    other: tuple[str, dict[str, Any]] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The one question a tab shows (Browse): ``question`` = its query and candidates with the model's scores and
+    ranks (and a second model's rows beside them, column ``model``, when ``other`` = ``(model B, its view)``), and
+    ``topk`` = its top-k items of the pooled gallery. Empty when no question is shown.
+
+    Args:
+        view: :func:`bindlab.studies.browse.question_view` of the question shown.
+        topk: :func:`bindlab.studies.browse.retrieval_topk` rows.
+    """
+    if not view:
+        return {}
+    rows = _example_rows(view, model)
+    if other is not None:
+        rows += _example_rows(other[1], other[0])
+    tables = {"question": rows}
+    if topk:
+        tables["topk"] = [{"query": view["id"], **{k: v for k, v in r.items() if k != "image"}} for r in topk]
+    return tables
 
 
 def retrieval_export(result: Result) -> ResultView:
@@ -357,15 +401,21 @@ def pairs_export(result: Result) -> ResultView:
                       {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items})
 
 
-def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: float | None = None) -> ResultView:
+def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: float | None = None,
+                     sweep: list[dict[str, Any]] | None = None, alignment: list[dict[str, Any]] | None = None
+                     ) -> ResultView:
     """Matched visual grounding (``ground``, the Grounding tab): both faces pass the same study result.
 
     Args:
         result: the :class:`~bindlab.studies.result.Result` of :func:`bindlab.studies.grounding.run_grounding`
             (``summary["factors"]`` = ``{factor: factor_report}``, ``figures_data["curves"]`` = closed-form margin
             curves of every value).
-        shown: the tab's ``slider_view`` (adds the margin-curve and 2-D figures of the value on screen).
+        shown: the tab's ``slider_view`` (adds the margin-curve and 2-D figures of the value on screen and its top
+            test images as a table).
         chosen: the validation alpha, if selected (marked on the margin curve).
+        sweep: the signal-strength sweep's rows (:func:`bindlab.studies.grounding_sweep.run_grounding_sweep`), if
+            run: its table and chart.
+        alignment: the global-alignment baseline's rows (readout, macro-mAP, top-1), if run.
     """
     from bindlab.present import grounding_figures as gf
 
@@ -397,18 +447,31 @@ def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: f
     tables = {"summary": summary, "per_value": per_value, "margin_curves": margins}
     if controls:
         tables["controls"] = controls
+    if shown is not None and shown.get("top"):
+        tables["top_images"] = [{"value": shown["value"], "alpha": shown["alpha"], "rank": k + 1,
+                                 "image": os.path.basename(t["path"]), "label": t["label"], "score": t["score"],
+                                 "hit": t["hit"]} for k, t in enumerate(shown["top"])]
+    if sweep:
+        tables["sweep"] = sweep
+        figs["sweep"] = gf.sweep_figure(sweep)
+    if alignment:
+        tables["alignment"] = alignment
     return ResultView("grounding", tables, figs)
 
 
-def attention_export(result: Any, heatmap: Any = None) -> ResultView:
+def attention_export(result: Any, heatmap: Any = None, heads: Any = None, caption: dict[str, Any] | None = None
+                     ) -> ResultView:
     """Attention binding margins (``attention``, the Attention tab): per-layer margins with 95 % intervals per model
-    and caption set, the per-layer ratio with ``--compare``, per-caption margins, the curves figure (and the word x
-    word heatmap on screen, if given).
+    and caption set, the per-layer ratio with ``--compare``, per-caption margins, the curves figure (and the caption
+    on screen, if given: its word x word heatmap, its layer x head margin grid and the grid's numbers).
 
     Args:
         result: the :class:`~bindlab.studies.result.Result` of :func:`bindlab.studies.attention.run_attention`
             (``summary`` = the margins document, ``rows`` = per-caption rows, ``figures_data["curves"]``).
         heatmap: the tab's word x word figure, if one is on screen.
+        heads: the tab's layer x head margin grid figure, if one is on screen.
+        caption: :func:`bindlab.studies.attention.caption_view` of the caption on screen (``text``, ``margins``
+            per layer, ``head_margins`` layer x head).
     """
     from bindlab.present import attention_figures as af
 
@@ -436,34 +499,80 @@ def attention_export(result: Any, heatmap: Any = None) -> ResultView:
                                                                             f"({plot_text(res['direction'])})")}
     if heatmap is not None:
         figs["heatmap"] = heatmap
+    if heads is not None:
+        figs["heads"] = heads
+    if caption is not None:
+        hm = caption.get("head_margins")
+        tables["caption_heads"] = [{"text": caption["text"], "layer": li, "head": h, "margin": m}
+                                   for li, row in enumerate(hm if hm is not None else [])
+                                   for h, m in enumerate(row)]
+        tables["caption_layers"] = [{"text": caption["text"], "layer": li, "margin": m}
+                                    for li, m in enumerate([] if caption.get("margins") is None
+                                                           else caption["margins"])]
     return ResultView("attention", tables, figs, {"items": items})
 
 
-def compare_export(mcq_rows: list[dict[str, Any]], triplet_rows: list[dict[str, Any]],
-                   metrics: list[dict[str, Any]] | None = None, attention: dict[str, Any] | None = None) -> ResultView:
-    """Base vs finetuned (``jobs compare``, the Finetune tab): MCQ accuracy per pairing and N, triplet accuracy and the
-    forgetting control, the accuracy-by-N figure, the training curves (if ``metrics``) and, when the compare has an
-    attention section, its per-model and per-layer tables and curves."""
+def compare_export(result: Result | None, metrics: list[dict[str, Any]] | None = None,
+                   job_rows: list[dict[str, Any]] | None = None, jobs: list[dict[str, Any]] | None = None
+                   ) -> ResultView:
+    """Base vs finetuned (``jobs compare``, the Finetune tab), from the study's result: MCQ accuracy per pairing and N
+    (the models named for a reader: ``LiNeS (a=…)``, or only ``unscaled`` when a = 1) and its accuracy-by-N figure, the
+    separated report (in-format vs out-of-template / unseen words / held-out construction / controls, each value with
+    its 95 % interval, as shown and in long form with numeric bounds), triplet accuracy and the forgetting control,
+    the attention section's per-model and per-layer tables and curves, the training curves (if ``metrics``) and the
+    job list (if ``jobs``).
+
+    Args:
+        result: :func:`bindlab.studies.finetune.run_finetune_compare`'s result (both faces pass the same one); None
+            before a comparison (then only the job's own rows, curves and list).
+        metrics: the job's training curve events.
+        job_rows: the job's triplet / forgetting rows (:func:`bindlab.studies.finetune.result_rows`), used when there
+            is no comparison yet.
+        jobs: the job list the tab shows (dict rows).
+    """
     from bindlab.present import figures
+    from bindlab.present.attention_figures import compare_margin_figure
+    from bindlab.train.compare import labelled, report_values
 
     tables: dict[str, Any] = {}
     figs: dict[str, Any] = {}
-    if mcq_rows:
-        tables["mcq"] = mcq_rows
-        figs["accuracy_by_n"] = figures.compare_by_n(mcq_rows)
-    if triplet_rows:
-        tables["triplets"] = triplet_rows
+    if result is not None:
+        a = (result.summary.get("lines") or {}).get("a")
+        if result.rows:
+            tables["mcq"] = labelled(result.rows, a)
+            figs["accuracy_by_n"] = finetune_by_n_figure(result)
+        if result.tables.get("report"):
+            tables["report"] = result.tables["report"]
+            tables["report_values"] = report_values(result.summary["report"], a)
+        if result.tables.get("triplets"):
+            tables["triplets"] = result.tables["triplets"]
+        if result.tables.get("attention"):
+            tables["attention"] = result.tables["attention"]
+        if result.tables.get("attention_per_layer"):
+            tables["attention_per_layer"] = result.tables["attention_per_layer"]
+        section = result.figures_data.get("attention")
+        if section:
+            figs["attention"] = compare_margin_figure(section, result.figures_data.get("attention_curves") or [])
+    elif job_rows:
+        tables["triplets"] = job_rows
     if metrics:
         tables["training"] = metrics
         figs["training"] = figures.training_curves(metrics, title="loss and validation triplet accuracy")
-    if attention and attention.get("available"):
-        from bindlab.present.attention_figures import margin_curves
-        from bindlab.train.compare_attention import attention_curves, attention_rows, per_layer_rows
-
-        tables["attention"] = attention_rows(attention)
-        tables["attention_per_layer"] = per_layer_rows(attention)
-        figs["attention"] = margin_curves(attention_curves(attention), title="attention binding margin: base vs finetuned")
+    if jobs:
+        tables["jobs"] = jobs
     return ResultView("compare", tables, figs)
+
+
+def finetune_by_n_figure(result: Result) -> Any:
+    """The Finetune compare's accuracy-by-N chart from the study's raw rows, the models named for a reader (LiNeS
+    left out when a = 1); the tab and its Download draw this same figure."""
+    from bindlab.present import figures
+    from bindlab.train.compare import display_labels, report_models
+
+    a = (result.summary.get("lines") or {}).get("a")
+    first = next(iter((result.summary.get("mcq") or {}).get("base", {}).values()), {})
+    return figures.compare_by_n(result.rows, labels=tuple(report_models(a)), names=display_labels(a),
+                                chance=float(first.get("chance", 0.25)))
 
 
 def models_compare_export(result: Result) -> ResultView:
@@ -491,7 +600,9 @@ def models_compare_export(result: Result) -> ResultView:
 
 
 def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: str | None = None,
-               shown: str | None = None) -> ResultView:
+               shown: str | None = None, marks: dict[str, Any] | None = None,
+               neighbours: list[dict[str, Any]] | None = None, selection: list[dict[str, Any]] | None = None
+               ) -> ResultView:
     """Embedding map (``map``, the Map tab): one row per point with its coordinates in every computed layout
     (``pca_x``, ``pca_y``, ``umap_x``, …), the correct share per modality, and the map figure of the layout shown
     (default: UMAP if computed, else PCA). The figure's HTML keeps the hover captions; the ``map`` command's own
@@ -502,6 +613,10 @@ def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: 
         layouts: ``{method: (p, 2) coordinates}`` of the same points (the tab's PCA and UMAP); default: the result's.
         color_by: colour of the figure; default: the result's request.
         shown: the layout drawn in the figure.
+        marks: what the tab draws on top of the map (``highlight``: ringed point indices of a caption search and its
+            ``highlight_label``; ``joined``: the question whose items are joined by lines), drawn the same here.
+        neighbours: the clicked point's nearest neighbours (:func:`bindlab.studies.map.point_neighbours`), as shown.
+        selection: the box / lasso selection's rows (:func:`bindlab.studies.map.selected_points`), as shown.
     """
     import numpy as np
 
@@ -523,35 +638,85 @@ def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: 
                                                                                     for p in data.points)}
                for m, a in data.accuracy.items()]
     title = f"{plot_text(data.model)} · {shown.upper()} of {len(data.points)} points (circle = text, square = image)"
-    return ResultView("map", {"points": points, "summary": summary},
-                      {shown: map_figure(data.points, layouts[shown], color_by, title)})
+    tables: dict[str, Any] = {"points": points, "summary": summary}
+    if neighbours:
+        tables["neighbours"] = neighbours
+    if selection:
+        tables["selection"] = selection
+    return ResultView("map", tables, {shown: map_figure(data.points, layouts[shown], color_by, title, **(marks or {}))})
+
+
+def _example_rows(view: dict[str, Any], model: str | None = None) -> list[dict[str, Any]]:
+    """One example question's query and candidates as rows (what the step's question card shows)."""
+    head = {"question": view["id"], "n_objects": view["n_objects"], **({"model": model} if model else {})}
+    rows = [{**head, "item": "query", "role": "query", "text": view["query"]["text"],
+             "bindings": ", ".join(f"{a}:{o}" for a, o in view["query"]["bindings"]), "score": None, "rank": None,
+             "is_answer": None}]
+    rows += [{**head, "item": f"candidate {k + 1}", "role": c["role"], "text": c["text"],
+              "bindings": ", ".join(f"{a}:{o}" for a, o in c["bindings"]), "score": c["score"], "rank": c["rank"],
+              "is_answer": c["is_answer"]} for k, c in enumerate(view["candidates"])]
+    return rows
+
+
+def _split_ci(row: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """``row`` with each ``[lo, hi]`` interval under ``keys`` written as two numeric columns ``<key>_low/_high``."""
+    out = dict(row)
+    for key in keys:
+        if key in out:
+            lo, hi = out.pop(key) or (None, None)
+            out[f"{key}_low"], out[f"{key}_high"] = lo, hi
+    return out
 
 
 def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
-    """The walkthrough's steps run so far (the Walkthrough tab): one table per step with the numbers it showed, and
-    its chart where it has one. ``results`` maps a step key (``bow``, ``text``, …) to that step's backend dict."""
+    """The walkthrough's steps run so far (the Walkthrough tab): every table and chart each step showed. ``results``
+    maps a step key (``bow``, ``text``, …) to that step's backend dict.
+
+    Per step: 1 the bag-of-words numbers, accuracy by N and the example question; 2 MiniLM's numbers and the same
+    example; 3 accuracy per model and pairing with 95 % intervals, the failure-and-fix comparison and its chart, the
+    example question; 4 accuracy by N with each point's 95 % interval, small vs large scenes, the chart (error bars);
+    5 the grounding numbers, AP per value and its chart, the margin curve and its chart; 6 the attention margins per
+    layer and their chart; 7 MCQ accuracy per pairing (all N and by N, the models named for a reader: no LiNeS when
+    a = 1), the chart, the separated in-format / general report (as shown, in long form, and which rows moved beyond
+    their interval), the job's triplet rows and the image drift. Intervals are written as numeric ``…_low/_high``
+    columns."""
     from bindlab.present import walkthrough_figures as wf
+    from bindlab.train.compare import report_values
 
     if not results:
         raise ValueError("run at least one step first; the download holds the steps run in this session")
     tables: dict[str, Any] = {}
     figs: dict[str, Any] = {}
-    scalar = lambda r, keys: [{k: r[k] for k in keys if k in r}]  # noqa: E731
+    scalar = lambda r, keys: [_split_ci({k: r[k] for k in keys if k in r}, "ci95")]  # noqa: E731
     if "bow" in results:
         r = results["bow"]
-        tables["step1_bow"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "chance", "tie_share",
+        tables["step1_bow"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "ci95", "chance", "tie_share",
                                          "n_swaps"))
         tables["step1_bow_by_n"] = [{"n_objects": int(n), "accuracy": a} for n, a in r["by_n"].items()]
+        if r.get("example"):
+            tables["step1_example"] = _example_rows(r["example"], r["model"])
     if "text" in results:
-        tables["step2_text"] = scalar(results["text"], ("model", "pairing", "n_questions", "accuracy", "ci95",
-                                                        "chance", "share_correct", "median_abs_gap",
-                                                        "median_preserve", "median_other"))
+        r = results["text"]
+        tables["step2_text"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "ci95", "chance",
+                                          "share_correct", "median_abs_gap", "median_preserve", "median_other"))
+        if r.get("example"):
+            tables["step2_example"] = _example_rows(r["example"], r["model"])
     if "images" in results:
-        tables["step3_images"] = results["images"]["rows"]
+        r = results["images"]
+        tables["step3_images"] = [_split_ci(x, "ci95") for x in r["rows"]]
+        fix = r.get("fix")
+        if fix:
+            tables["step3_fix"] = [{"before_model": fix["before"], "after_model": fix["after"],
+                                    **_split_ci(x, "before_ci95", "after_ci95", "change_ci95")} for x in fix["rows"]]
+            figs["step3_fix"] = wf.fix_chart(r)
+        if r.get("example"):
+            tables["step3_example"] = _example_rows(r["example"], r.get("example_model"))
     if "objects" in results:
         r = results["objects"]
-        tables["step4_objects"] = [{"model": r["model"], "pairing": r["pairing"], **row} for row in r["rows"]]
-        tables["step4_small_vs_large"] = [{"group": g, **r[g]} for g in ("small", "large")]
+        tables["step4_objects"] = [{"model": r["model"], "pairing": r["pairing"], **_split_ci(row, "ci95")}
+                                   for row in r["rows"]]
+        tables["step4_small_vs_large"] = [{"group": g, **_split_ci({**r[g], "sizes": r[g]["sizes"]}, "ci95")}
+                                          for g in ("small", "large")]
         figs["step4_accuracy_by_n"] = wf.objects_figure(r)
     if "grounding" in results:
         r = results["grounding"]
@@ -563,6 +728,7 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         tables["step5_margin_curve"] = [{"alpha": a, "margin": m} for a, m in
                                         zip(r["curve"]["alphas"], r["curve"]["margin"], strict=True)]
         figs["step5_margin_curve"] = wf.grounding_curve(r)
+        figs["step5_ap_per_value"] = wf.grounding_bars(r)
     if "attention" in results:
         r = results["attention"]
         tables["step6_attention"] = [{"model": r["model"], "layer": layer, "margin_mean": m, "ci_low": lo,
@@ -572,8 +738,17 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         figs["step6_attention"] = wf.attention_figure(r)
     if "finetune" in results:
         r = results["finetune"]
-        tables["step7_finetune"] = [{"job": r["job"], **row} for row in r["rows"]]
-        tables["step7_finetune_by_n"] = r["by_n"]
+        models = wf.finetune_models(r)
+        named = lambda row: {**{k: v for k, v in row.items() if k not in ("base", "unscaled", "lines")},  # noqa: E731
+                             **{name: row[k] for k, name in models}}
+        tables["step7_finetune"] = [{"job": r["job"], **named(row)} for row in r["rows"]]
+        tables["step7_finetune_by_n"] = [named(row) for row in r["by_n"]]
+        if r.get("report_rows"):
+            tables["step7_report"] = r["report_rows"]
+            tables["step7_report_values"] = report_values(r["report"], r.get("lines_a"))
+            tables["step7_report_moves"] = r["report_moves"]
+        if r.get("triplets"):
+            tables["step7_triplets"] = r["triplets"]
         tables["step7_image_drift"] = [{"job": r["job"], **r["image_drift"], "steps": r["steps"],
                                         "train_seconds": r["train_seconds"], "lr": r["lr"], "lines_a": r["lines_a"]}]
         figs["step7_accuracy_by_n"] = wf.finetune_figure(r)

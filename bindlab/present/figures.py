@@ -83,11 +83,13 @@ def training_curves(metrics: list[dict[str, Any]], title: str = "training") -> g
 
 
 def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", "unscaled", "lines"),
-                 chance: float = 0.25) -> go.Figure:
+                 chance: float = 0.25, names: dict[str, str] | None = None) -> go.Figure:
     """MCQ accuracy vs N for several models side by side, one line per (model, pairing).
 
     Args:
-        rows: ``{"pairing", "N", <label>: accuracy, ...}`` with ``N`` an int-like string or ``"all"``.
+        rows: ``{"pairing", "N", <label>: accuracy, ...}`` with ``N`` an int-like string or ``"all"`` (the study's
+            raw rows, keyed by ``labels``).
+        names: how each label is named in the legend (e.g. ``lines`` -> ``LiNeS (a=0.1)``); default the label.
     """
     pts = [r for r in rows if r["N"] != "all"]
     if not pts:
@@ -98,7 +100,8 @@ def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", 
         sel = sorted((r for r in pts if r["pairing"] == p), key=lambda r: int(r["N"]))
         for lab in labels:
             fig.add_trace(go.Scatter(x=[int(r["N"]) for r in sel], y=[r[lab] for r in sel], mode="lines+markers",
-                                     name=plot_text(f"{p} · {lab}"), line=dict(dash=dash.get(lab, "solid"))))
+                                     name=plot_text(f"{p} · {(names or {}).get(lab, lab)}"),
+                                     line=dict(dash=dash.get(lab, "solid"))))
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
     fig.update_layout(title="MCQ accuracy by N: base vs finetuned", xaxis_title="number of objects (N)",
                       yaxis_title="accuracy", yaxis_range=[0, 1.02], height=360,

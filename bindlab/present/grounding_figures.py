@@ -126,3 +126,28 @@ def _zoom(v: np.ndarray, pad: float = 0.08) -> list[float]:
     lo, hi = float(v.min()), float(v.max())
     span = max(float(hi - lo), 1e-3)
     return [float(lo - pad * span), float(hi + pad * span)]
+
+
+SWEEP_READOUTS = {"native": "native text", "matched": "matched grounding", "image_prototype": "image prototype"}
+
+
+def sweep_figure(rows: Sequence[dict[str, Any]], title: str = "Signal strength: test macro-mAP per γ") -> go.Figure:
+    """The signal-strength sweep: test macro-mAP of the native text query, matched grounding and the image prototype
+    against γ (1 = full pattern signal, 0 = none), one line per readout.
+
+    Args:
+        rows: :func:`bindlab.studies.grounding_sweep.run_grounding_sweep`'s rows (``gamma`` and one value per readout).
+    """
+    from bindlab.present.figures import message_figure
+
+    if not rows:
+        return message_figure("no signal strengths swept")
+    pts = sorted(rows, key=lambda r: r["gamma"])
+    fig = go.Figure()
+    for key, name in SWEEP_READOUTS.items():
+        fig.add_trace(go.Scatter(x=[r["gamma"] for r in pts], y=[r[key] for r in pts], mode="lines+markers",
+                                 name=name, hovertemplate="γ = %{x}: %{y:.3f}<extra>" + name + "</extra>"))
+    fig.update_layout(title=title, xaxis_title="signal strength γ", yaxis_title="test macro-mAP",
+                      yaxis_range=[0, 1.02], height=360, margin=dict(l=50, r=20, t=50, b=40),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig

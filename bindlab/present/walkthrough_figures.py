@@ -17,9 +17,32 @@ PAIRING_NAMES = {"tt": "text → text", "ti": "text → image", "it": "image →
 
 
 def objects_figure(r: dict[str, Any]) -> Any:
-    """Step 4: accuracy by number of objects, with the chance level."""
-    title = f"{plot_text(r['model'])} · {PAIRING_NAMES[r['pairing']]}: accuracy by number of objects"
-    return figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"])
+    """Step 4: accuracy by number of objects, each point with its 95 % interval as an error bar (rows' ``ci95``),
+    with the chance level."""
+    title = (f"{plot_text(r['model'])} · {PAIRING_NAMES[r['pairing']]}: accuracy by number of objects "
+             "(bars: 95 % CI)")
+    fig = figures.accuracy_by_n(r["rows"], title=title, chance=r["chance"])
+    for trace in fig.data:
+        ci = {int(x["n_objects"]): x["ci95"] for x in r["rows"] if x["subset"] == trace.name and x.get("ci95")}
+        if not ci or trace.x is None:
+            continue
+        lo = [ci[int(n)][0] if int(n) in ci else None for n in trace.x]
+        hi = [ci[int(n)][1] if int(n) in ci else None for n in trace.x]
+        trace.error_y = dict(type="data", symmetric=False, thickness=1.2, width=4,
+                             array=[None if h is None else h - y for h, y in zip(hi, trace.y, strict=True)],
+                             arrayminus=[None if lo_ is None else y - lo_ for lo_, y in zip(lo, trace.y, strict=True)])
+        trace.customdata = [[n_, a_, b_] for n_, a_, b_ in zip(trace.customdata, lo, hi, strict=True)]
+        trace.hovertemplate = ("N=%{x}: %{y:.3f} (n=%{customdata[0]}; 95 % CI %{customdata[1]:.3f}–"
+                               "%{customdata[2]:.3f})<extra>" + trace.name + "</extra>")
+    return fig
+
+
+def fix_chart(r: dict[str, Any]) -> Any:
+    """Step 3: a failure and its fix: before vs after accuracy per pairing with 95 % intervals (the page and its
+    Download draw this same chart)."""
+    from bindlab.present.model_pair_figures import fix_figure
+
+    return fix_figure(r["fix"])
 
 
 def grounding_curve(r: dict[str, Any]) -> Any:
@@ -38,13 +61,21 @@ def attention_figure(r: dict[str, Any]) -> Any:
     return af.margin_curves(af.result_curves(r), title=f"Attention binding margin per layer: {plot_text(r['model'])}")
 
 
-FINETUNE_MODELS = (("base", "base", "#7f7f7f", "dot"), ("unscaled", "finetuned (no LiNeS)", "#ff7f0e", "dash"),
-                   ("lines", "finetuned + LiNeS", "#2ca02c", "solid"))
+FINETUNE_STYLES = {"base": ("#7f7f7f", "dot"), "unscaled": ("#ff7f0e", "dash"), "lines": ("#2ca02c", "solid")}
+
+
+def finetune_models(r: dict[str, Any]) -> list[tuple[str, str]]:
+    """Step 7's models as ``(key, name)``: base, finetuned (unscaled) and, only when a ≠ 1, finetuned + LiNeS (a=…)
+    (:func:`bindlab.studies.walkthrough.finetune_names`; with a = 1 the job's model is the unscaled one, never LiNeS)."""
+    from bindlab.studies.walkthrough import finetune_names, finetune_shown
+
+    names = r.get("names") or finetune_names(r.get("lines_a"))
+    return [(k, names[k]) for k in (r.get("shown") or finetune_shown(r.get("lines_a")))]
 
 
 def finetune_figure(r: dict[str, Any], chance: float | None = None) -> Any:
-    """Step 7: accuracy by N, base vs finetuned vs LiNeS: one small chart per pairing (2 x 2), the three models in
-    the same colours in each, one legend entry per model, the chance level dashed (per N from ``r["chance_by_n"]``
+    """Step 7: accuracy by N, base vs finetuned (unscaled) vs LiNeS (a ≠ 1 only, :func:`finetune_models`): one small
+    chart per pairing (2 x 2), the models in the same colours in each, one legend entry per model, the chance level dashed (per N from ``r["chance_by_n"]``
     when given, else flat at ``chance``, default ``r["chance"]`` or 0.25).
 
     Args:
@@ -66,7 +97,8 @@ def finetune_figure(r: dict[str, Any], chance: float | None = None) -> Any:
                         horizontal_spacing=0.06, subplot_titles=[plot_text(PAIRING_NAMES.get(p, p)) for p in pairings])
     for i, p in enumerate(pairings):
         sel = sorted((x for x in pts if x["pairing"] == p), key=lambda x: int(x["N"]))
-        for key, label, colour, dash in FINETUNE_MODELS:
+        for key, label in finetune_models(r):
+            colour, dash = FINETUNE_STYLES[key]
             fig.add_trace(go.Scatter(x=[int(x["N"]) for x in sel], y=[x[key] for x in sel], mode="lines+markers",
                                      name=label, legendgroup=key, showlegend=i == 0,
                                      line=dict(color=colour, dash=dash), marker=dict(size=6),

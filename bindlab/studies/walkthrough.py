@@ -232,9 +232,9 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
     carry it per N).
 
     Returns:
-        ``{"model", "pairing", "rows" (accuracy_table rows for the chart), "small": {"sizes", "accuracy",
-        "ci95", "n"}, "large": {…}, "chance", "per_size"}``; small = the three smallest N ≥ 3, large = the three
-        largest.
+        ``{"model", "pairing", "rows" (accuracy_table rows for the chart, each with its 95 % percentile bootstrap
+        interval ``ci95`` over its questions), "small": {"sizes", "accuracy", "ci95", "n"}, "large": {…}, "chance",
+        "per_size"}``; small = the three smallest N ≥ 3, large = the three largest.
     """
     from bindlab.eval.metrics import bootstrap_ci
     from bindlab.studies.browse import accuracy_table, needs_images, scored_set
@@ -253,7 +253,13 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
         return {"sizes": ns, "accuracy": float(c.mean()), "ci95": [lo, hi], "n": int(len(c))}
 
     per_size = {int(n): sum(q.n_objects == int(n) for q in s.questions) for n in s.summary["by_n"]}
-    return {"model": s.model, "pairing": pairing, "rows": accuracy_table(s), "small": group(sizes[:k]),
+    credit: dict[tuple[int, str], list[float]] = {}
+    for q, cr in zip(s.questions, s.credit, strict=True):
+        for subset in ("all", q.subset):
+            credit.setdefault((int(q.n_objects), subset), []).append(float(cr))
+    rows = [{**r, "ci95": list(bootstrap_ci(np.array(credit.get((int(r["n_objects"]), r["subset"]), []))))}
+            for r in accuracy_table(s)]
+    return {"model": s.model, "pairing": pairing, "rows": rows, "small": group(sizes[:k]),
             "large": group(sizes[-k:]), "chance": s.summary["chance"], "per_size": per_size,
             "accuracy": s.summary["accuracy"]}
 
@@ -553,30 +559,65 @@ def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60, ma
             "n_images": len(files)}
 
 
+def finetune_names(lines_a: float | None) -> dict[str, str]:
+    """How step 7 names the job's models: ``base``, ``finetuned (unscaled)`` and ``finetuned + LiNeS (a=…)``; with
+    a = 1 nothing is scaled, so ``lora:<job>`` is the unscaled model and is named so too (never LiNeS)."""
+    from bindlab.train.compare import display_labels
+
+    labels = display_labels(lines_a)
+    lines = labels["lines"]
+    return {"base": "base", "unscaled": "finetuned (unscaled)",
+            "lines": "finetuned (unscaled)" if lines == "unscaled" else f"finetuned + {lines}"}
+
+
+def finetune_shown(lines_a: float | None) -> list[str]:
+    """The model keys step 7 shows: base, unscaled and, only when it scales something, the LiNeS model."""
+    from bindlab.train.compare import report_models
+
+    return report_models(lines_a)
+
+
 def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: int | None = 40,
-                  progress: Progress | None = None, manager: Any = None) -> dict[str, Any]:
-    """Step 7, once the job is done: base vs finetuned (no LiNeS) vs LiNeS on the image benchmark, all four
-    pairings, plus the job's triplet accuracy, the attention margins and the image-embedding drift. ``manager``: the
-    job manager the job belongs to (a page visitor's; default: the local one).
+                  progress: Progress | None = None, manager: Any = None, report: bool = True) -> dict[str, Any]:
+    """Step 7, once the job is done: base vs finetuned (unscaled) vs LiNeS on the image benchmark, all four
+    pairings, plus the job's triplet accuracy, the attention margins, the image-embedding drift and the Finetune
+    tab's separated report. ``manager``: the job manager the job belongs to (a page visitor's; default: the local
+    one).
+
+    The benchmark's questions are in the attributive template, the template of every training query: a gain on them
+    shows the training format was learnt. The separated report
+    (:func:`bindlab.studies.finetune_report.separated_report`, text → text) says which rows are in-format and adds the
+    general tests: the same questions in held-out templates, questions of held-out words only, the held-out triplet
+    splits, and the forgetting controls, each with n and its 95 % interval.
 
     Returns:
         ``{"job", "models", "rows": [{"pairing", "base", "unscaled", "lines"}] (N = all), "by_n" (all rows of
-        :func:`~bindlab.train.compare.mcq_table`), "triplets", "lines_a", "attention", "image_drift", "steps",
-        "train_seconds", "lr", "chance", "chance_by_n"}`` (chance: the mean of the questions' own chance, overall
-        and per N).
+        :func:`~bindlab.train.compare.mcq_table`), "triplets", "lines_a", "names" (:func:`finetune_names`),
+        "shown" (:func:`finetune_shown`), "attention", "image_drift", "steps", "train_seconds", "lr", "chance",
+        "chance_by_n", "template" (the questions'), "report" (entries), "report_rows"
+        (:func:`~bindlab.train.compare.report_rows`), "report_moves" (:func:`~bindlab.train.compare.report_moves`)}``
+        (chance: the mean of the questions' own chance, overall and per N; the report keys are empty lists when
+        ``report`` is False).
     """
+    from bindlab.data.schema import load_mcqs
     from bindlab.studies.finetune import compare_job, job_info, mcq_table
+    from bindlab.studies.finetune_report import question_template
+    from bindlab.train.compare import report_moves, report_rows
 
     info = job_info(job_id, log_lines=0, manager=manager)
     if info["status"]["state"] != "done":
         raise ValueError(f"job {job_id} is {info['status']['state']}; the before/after needs it done")
     path = _dataset(data, images=True, progress=progress)
     res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress, manager=manager,
-                      attention_limit=attention_limit)
+                      attention_limit=attention_limit, report=report)
     table = mcq_table(res)
     result = info["result"] or {}
+    a = (res.get("lines") or {}).get("a")
+    entries = res.get("report") or []
     return {"job": res["job"], "models": res["models"], "rows": [r for r in table if r["N"] == "all"],
-            "by_n": table, "triplets": res["triplets"], "lines_a": (res.get("lines") or {}).get("a"),
+            "by_n": table, "triplets": res["triplets"], "lines_a": a, "names": finetune_names(a),
+            "shown": finetune_shown(a), "template": question_template(load_mcqs(path)[0]),
+            "report": entries, "report_rows": report_rows(entries, a), "report_moves": report_moves(entries, a),
             "attention": res.get("attention"), "image_drift": image_drift(job_id, data, manager=manager),
             "steps": result.get("steps"), "train_seconds": result.get("train_seconds"),
             "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"],

@@ -89,6 +89,40 @@ def report_text(entries: list[dict[str, Any]], lines_a: float | None) -> str:
     return head
 
 
+def report_values(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
+    """The separated report in long form, numbers only (for files): one row per evaluation and model with its value,
+    interval bounds and n; the models named by :func:`display_labels`, LiNeS left out when ``a = 1``."""
+    names = display_labels(lines_a)
+    return [{"evaluation": e["evaluation"], "kind": e["kind"], "format": e["format"], "in_format": e["in_format"],
+             "higher_is_better": e["higher_is_better"], "model": names[key], "value": m["value"],
+             "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1], "n": m["n"]}
+            for e in entries for key in report_models(lines_a) if (m := e["models"].get(key)) is not None]
+
+
+def report_moves(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
+    """Which rows of the separated report moved beyond their intervals: per evaluation, the job's model (LiNeS, or
+    the unscaled model when ``a = 1``) against the base, ``moved`` = "up" / "down" when the two 95 % intervals do not
+    overlap, else "within" (the change is within the noise of this many items).
+
+    Returns:
+        rows ``{"evaluation", "format", "in_format", "kind", "n", "model", "base", "tuned", "change", "moved",
+        "higher_is_better"}`` in the report's order (rows without both models are left out).
+    """
+    names = display_labels(lines_a)
+    tuned = report_models(lines_a)[-1]
+    rows = []
+    for e in entries:
+        b, t = e["models"].get("base"), e["models"].get(tuned)
+        if b is None or t is None:
+            continue
+        (blo, bhi), (tlo, thi) = b["ci95"], t["ci95"]
+        moved = "up" if tlo > bhi else "down" if thi < blo else "within"
+        rows.append({"evaluation": e["evaluation"], "format": e["format"], "in_format": e["in_format"],
+                     "kind": e["kind"], "n": e["n"], "model": names[tuned], "base": b["value"], "tuned": t["value"],
+                     "change": t["value"] - b["value"], "moved": moved, "higher_is_better": e["higher_is_better"]})
+    return rows
+
+
 def format_report(entries: list[dict[str, Any]], lines_a: float | None) -> str:
     """Plain-text separated report for the command line."""
     names = display_labels(lines_a)

@@ -105,12 +105,15 @@ def compute(model: str, compare: str, data: str, limit: float, direction: str, s
 
 @friendly
 def export(result: Any, model: str, direction: str, current: dict[str, Any] | None, layer: float,
-           formats: list[str], head: str = "") -> tuple[list[str], str]:
-    """Download: margins per layer (and the ratio), per-caption margins, the curves and the heatmap on screen."""
+           head: str = "", formats: list[str] | None = None) -> tuple[list[str], str]:
+    """Download: margins per layer (and the ratio), per-caption margins, the curves, and the caption on screen: its
+    word × word heatmap, its layer × head margin grid and that grid's numbers."""
     if not result:
         raise ValueError("press Compute margins first; the download holds the margins computed there")
-    heatmap = _caption_view(model, direction, current, layer, head)[0] if current else None
-    return deliver(attention_export(result, heatmap), result.provenance, formats)
+    if not current:
+        return deliver(attention_export(result), result.provenance, formats)
+    heatmap, _, grid, v = _caption_parts(model, direction, current, layer, head)
+    return deliver(attention_export(result, heatmap, grid, v), result.provenance, formats)
 
 
 @gpu_task(duration=30)
@@ -174,6 +177,12 @@ def _head(head: str | float | None) -> int | None:
 
 def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
                   ) -> tuple[Any, str, Any]:
+    return _caption_parts(model, direction, item, layer, head)[:3]
+
+
+def _caption_parts(model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
+                   ) -> tuple[Any, str, Any, dict[str, Any]]:
+    """The caption view's heatmap, text and head grid, and the study's view they are drawn from."""
     v = study.caption_view(study.CaptionRequest(model, item["text"], item["bindings"], direction, layer or 0,
                                                 item.get("id") or "free text", head=_head(head)))
     li, h = v["layer"], v["head"]
@@ -191,7 +200,7 @@ def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float
             f"<p><code>{per_layer}</code></p>")
     if h is not None:
         info += f"<p>layer {li}, head <b id='at-head-shown'>{h}</b>: margin <b>{v['head_margins'][li][h]:+.4f}</b></p>"
-    return fig, info, grid
+    return fig, info, grid, v
 
 
 def build_tab() -> None:

@@ -10,7 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures
-from bindlab.present.exports import mcq_export
+from bindlab.present.exports import mcq_export, question_tables
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import browse
 from bindlab.ui.common import clear_on_error, data_picker, friendly
@@ -204,11 +204,22 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
 
 
 @friendly
-def export(data: str, model: str, pairing: str, formats: list[str]) -> tuple[list[str], str]:
+def export(data: str, model: str, pairing: str, qid: str | None = None, k: float | None = None,
+           model_b: str | None = None, formats: list[str] | None = None) -> tuple[list[str], str]:
     """Download: the scores (summary, accuracy by N and subset, per-question), per-item JSONL and the chart —
-    the files ``eval mcq --export`` writes, from the same :func:`bindlab.studies.browse.run_mcq` result."""
+    the files ``eval mcq --export`` writes, from the same :func:`bindlab.studies.browse.run_mcq` result — plus the
+    question on screen: its candidates with their scores (model B's beside them when chosen) and its top-k."""
     s = _scored(data, model, pairing)
-    return deliver(mcq_export(s.result), s.result.provenance, formats)
+    view = mcq_export(s.result)
+    if qid and qid in {q.id for q in s.questions}:
+        other = None
+        if (model_b or "").strip():
+            path, _ = browse.resolve_inputs(data, model, s.pairing)
+            sb = browse.scored_set(path, model_b.strip(), s.pairing)
+            other = (sb.model, browse.question_view(sb, qid))
+        view.tables.update(question_tables(browse.question_view(s, qid), s.model,
+                                           browse.retrieval_topk(s, qid, _top_k(k)), other))
+    return deliver(view, s.result.provenance, formats)
 
 
 def side_by_side_html(view_a: dict[str, Any], view_b: dict[str, Any], model_a: str, model_b: str) -> str:
@@ -300,7 +311,7 @@ def build_tab() -> dict[str, Any]:
     question.change(compare_view, source + [question, compare_model], [compare_out], api_name=False)
     compare_model.input(compare_view, source + [question, compare_model], [compare_out], api_name="browse_compare")
     clear_on_error(k.release(show_question, source + [question, k], shown, api_name=False), shown)
-    wire(export_panel("bl", "scores"), export, source, api_name="browse_export")
+    wire(export_panel("bl", "scores"), export, [*source, question, k, compare_model], api_name="browse_export")
     # Score the embedded default as soon as a visitor opens the page.
     # handles: what other tabs wire to (Map's "Open in Browse"); user edits above fire .input, so setting these
     # from another tab does not re-score or re-filter behind its back.

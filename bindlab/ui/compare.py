@@ -142,11 +142,19 @@ def open_target(result: Any, question: str, a: str, b: str, request: gr.Request 
 
 
 @friendly
-def export(result: Any, formats: list[str]) -> tuple[list[str], str]:
-    """Download: the leaderboard, scores, by-N / by-edit-type tables and figures, diff and agreement (as the CLI)."""
+def export(result: Any, a: str | None = None, b: str | None = None, formats: list[str] | None = None
+           ) -> tuple[list[str], str]:
+    """Download: the leaderboard, scores, by-N / by-edit-type tables and figures, cross-benchmark table, diff and
+    agreement (as the CLI); the per-question diff is the one on screen, of the models A and B chosen."""
     if result is None:
         raise ValueError("run a comparison first, then download it")
-    return deliver(models_compare_export(result), result.provenance, formats)
+    view = models_compare_export(result)
+    if a and b and [a, b] != list(result.summary.get("diff_models") or []):
+        diff = cs.question_diff(result.rows, a, b) if result.rows and a != b else []
+        view.tables.pop("question_diff", None)
+        if diff:
+            view.tables["question_diff"] = diff
+    return deliver(view, result.provenance, formats)
 
 
 def build_tab() -> dict[str, Any]:
@@ -187,7 +195,7 @@ def build_tab() -> dict[str, Any]:
     diff = gr.Dataframe(label="Questions A gets right (full credit) and B gets wrong", interactive=False, wrap=True,
                         elem_id="cmp-diff")
     state = gr.State(None)
-    wire_export(export_panel("cmp", "the comparison"), export, [state], api_name="compare_export")
+    wire_export(export_panel("cmp", "the comparison"), export, [state, a, b], api_name="compare_export")
 
     # results after an error (bindlab.ui.common): a failed run clears the whole comparison (the Download panel then
     # says to run one); a failed diff clears the diff

@@ -265,14 +265,37 @@ def open_target(state: dict[str, Any] | None, text: str, request: gr.Request | N
 
 
 @friendly
-def export(state: dict[str, Any] | None, color: str, formats: list[str]) -> tuple[list[str], str]:
-    """Download: every point with its coordinates in each layout computed, and the map shown (as the CLI writes it)."""
+def export(state: dict[str, Any] | None, color: str, search: str = "", join: bool = False, point: str = "",
+           selected: str = "", formats: list[str] | None = None) -> tuple[list[str], str]:
+    """Download: every point with its coordinates in each layout computed, and the map shown (as the CLI writes it,
+    with the search rings and the joined question on screen); the clicked point's nearest neighbours and the box /
+    lasso selection's points when the page shows them."""
+    import json
+
     from bindlab.present.exports import map_export
 
     if not state:
         raise ValueError("make a map first, then download it")
     m = state["map"]
-    view = map_export(state["result"], state["layouts"], color, state["shown"])
+    hits = ms.search_points(m.points, search or "")
+    marks: dict[str, Any] = {"highlight": hits,
+                             "highlight_label": f"search “{search.strip()}” ({len(hits)})" if hits else ""}
+    neighbours = selection = None
+    if (point or "").strip():
+        try:
+            p = find_point(state, point)
+        except ValueError:
+            p = None  # the Point box names no point: the page shows no neighbours either
+        if p is not None:
+            neighbours = ms.point_neighbours(m, p["id"], NEIGHBOURS_K)
+            marks["joined"] = p["question"] if join else None
+    if (selected or "").strip():
+        try:
+            indices = [int(i) for i in json.loads(selected)]
+        except (TypeError, ValueError):
+            indices = []
+        selection = ms.selected_points(m, indices)[1] if indices else None
+    view = map_export(state["result"], state["layouts"], color, state["shown"], marks, neighbours, selection)
     request = replace(state["request"], method=state["shown"], color=color)
     settings = {**request.settings(), "layouts": sorted(state["layouts"])}
     return deliver(view, ms.map_provenance(m, settings, request.seed), formats)
@@ -322,7 +345,8 @@ def build_tab() -> dict[str, Any]:
         selection = gr.HTML(elem_id="map-selection")
     selected = gr.Textbox(label="selected points", elem_id="map-selected", container=False)
     state = gr.State(None)
-    wire_export(export_panel("map", "the map"), export, [state, color], api_name="map_export")
+    wire_export(export_panel("map", "the map"), export, [state, color, search, join, point, selected],
+                api_name="map_export")
     target = gr.State(None)  # the question id that Open in Browse hands over
 
     # results after an error (bindlab.ui.common): a failed map (or its UMAP step) clears the map and everything read

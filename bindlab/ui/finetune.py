@@ -15,6 +15,7 @@ import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures
+from bindlab.present.exports import finetune_by_n_figure
 from bindlab.present.safe_text import html_text, md_code, md_text, plot_text
 from bindlab.studies import finetune as fs
 from bindlab.ui.common import clear_on_error, data_picker, friendly
@@ -191,8 +192,8 @@ def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Prog
         head = f"Base {base} vs {unscaled} (unscaled) vs {lines} ({md_text(fs.display_labels(a)['lines'])}) on {data}"
     report = pd.DataFrame(res.tables.get("report") or [])
     return head, pd.DataFrame(fs.labelled(res.rows, a)), pd.DataFrame(res.tables["triplets"]), \
-        figures.compare_by_n(res.rows), *attention_view(res.figures_data["attention"], fs.display_labels(a)), report, \
-        "\n\n".join(md_text(n) for n in res.notes)
+        finetune_by_n_figure(res), *attention_view(res.figures_data["attention"], fs.display_labels(a)), report, \
+        "\n\n".join(md_text(n) for n in res.notes), res
 
 
 REPORT_COLUMNS = ["evaluation", "format", "in-format", "N", "base", "unscaled", "LiNeS"]
@@ -242,36 +243,21 @@ ATTENTION_COLUMNS = ["model", "captions", "last layer", "deep layers", "Δ last 
 def attention_view(section: dict[str, Any] | None, names: dict[str, str] | None = None) -> tuple[Any, pd.DataFrame]:
     """The attention part of a compare: margin curves with bands (one per model) and one table row per model, the
     models named as ``names`` says (:func:`bindlab.studies.finetune.display_labels`)."""
-    from bindlab.present.attention_figures import margin_curves
+    from bindlab.present.attention_figures import compare_margin_figure
 
     if not section:
-        return figures.message_figure("attention margins were not computed"), pd.DataFrame(columns=ATTENTION_COLUMNS)
+        return compare_margin_figure(None, []), pd.DataFrame(columns=ATTENTION_COLUMNS)
     rows = pd.DataFrame(fs.attention_rows(section, names), columns=ATTENTION_COLUMNS)
-    if not section["available"]:
-        return figures.message_figure(section["note"]), rows
-    title = (f"Attention binding margin per layer: base vs finetuned ({section['n_captions']} "
-             f"{section['caption_set']})")
-    fig = margin_curves(fs.attention_curves(section, names), title=title)
-    deep = next((d["deep"]["layers"] for d in section["diff"].values() if "deep" in d), None)
-    if deep:  # the layers the "deep" differences average over
-        fig.add_vrect(x0=deep[0] - 0.5, x1=deep[-1] + 0.5, fillcolor="grey", opacity=0.08, line_width=0,
-                      annotation_text="deep layers", annotation_position="top left")
-    return fig, rows
-
-
-def _shown_rows(table: pd.DataFrame | None) -> list[dict[str, Any]]:
-    """The rows of a displayed table, without the blank rows of an empty ``gr.Dataframe``."""
-    if table is None or not len(table):
-        return []
-    return [r for r in table.to_dict(orient="records") if any(v not in ("", None) and v == v for v in r.values())]
+    curves = fs.attention_curves(section, names) if section["available"] else []
+    return compare_margin_figure(section, curves), rows
 
 
 @friendly
-def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: pd.DataFrame | None,
-                   attention: pd.DataFrame | None, formats: list[str], request: gr.Request = None
-                   ) -> tuple[list[str], str]:
-    """Download: the before/after tables on screen (MCQ per pairing and N, triplets, attention), the accuracy-by-N
-    figure and the job's training curves."""
+def export_compare(job_id: str, result: Any, formats: list[str], request: gr.Request = None) -> tuple[list[str], str]:
+    """Download everything the tab shows for the selected job: its training curves, its triplet rows and the job
+    list at any time; after *Compare*, the comparison from the study's result (not the frames on screen): MCQ accuracy
+    per pairing and N and its chart, the separated in-format / general report, triplets, the attention tables and
+    chart."""
     from bindlab.present.exports import compare_export
 
     if not job_id:
@@ -279,14 +265,20 @@ def export_compare(job_id: str, mcq: str, table: pd.DataFrame | None, triplets: 
                          "after Compare)")
     manager = _manager(request)
     info = fs.job_info(job_id, log_lines=0, manager=manager)
-    st, rows = info["status"], _shown_rows(table)
-    view = compare_export(rows, _shown_rows(triplets), info["metrics"])
-    if _shown_rows(attention):
-        view.tables["attention"] = _shown_rows(attention)
-    if not view.tables:
+    st = info["status"]
+    other = None
+    if result is not None and result.summary.get("job") != st["id"]:  # the comparison shown is of another job
+        other, result = result.summary.get("job"), None
+    jobs = jobs_frame(fs.list_jobs(manager)).to_dict(orient="records")
+    view = compare_export(result, info["metrics"], fs.result_rows(info.get("result") or {}), jobs)
+    if not (set(view.tables) - {"jobs"}):
         raise ValueError(f"nothing to download yet for job {st['id']}: no training steps and no comparison")
-    dataset = ((mcq or "").strip() or str(fs.default_compare_data(st["id"], manager))) if rows else None
-    return deliver(view, fs.compare_provenance(st["id"], dataset, manager), formats)
+    dataset = result.summary.get("data") if result is not None else None
+    paths, note = deliver(view, fs.compare_provenance(st["id"], dataset, manager), formats)
+    if other:
+        note += (f" The comparison on screen is of job {md_text(other)}, not the selected {md_text(st['id'])}: "
+                 "select that job to download it, or press Compare for this one.")
+    return paths, note
 
 
 def build_tab() -> dict[str, Any]:
@@ -352,8 +344,8 @@ def build_tab() -> dict[str, Any]:
         att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
         att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",
                                  label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
-    wire(export_panel("ft", "comparison and curves"), export_compare, [job, mcq, cmp_table, trip_table, att_table],
-         api_name="ft_export")
+    cmp_result = gr.State(None)  # the study's Result of the last Compare: what the Download panel writes
+    wire(export_panel("ft", "comparison and curves"), export_compare, [job, cmp_result], api_name="ft_export")
     timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
 
     polled = [status, bar, curves, jobs, job]
@@ -371,7 +363,7 @@ def build_tab() -> dict[str, Any]:
         acted = button.click(fn, [job], [message], api_name=name)
         acted.then(poll, [job], polled, api_name=False)
         clear_on_error(acted, [message])
-    compared = [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report, report_note]
+    compared = [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report, report_note, cmp_result]
     clear_on_error(cmp_btn.click(compare, [job, mcq], compared, api_name="ft_compare", **GPU_QUEUE), compared)
     on_show = {"fn": show, "inputs": [job], "outputs": [*polled, timer]}
     names = {getattr(tab, "label", None), getattr(tab, "id", None)} - {None}  # what Tabs.select may report

@@ -141,15 +141,20 @@ def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress
 
 @friendly
 def export(key: dict[str, Any] | None, value: str, alpha: float, controls: pd.DataFrame | None,
-           formats: list[str]) -> tuple[list[str], str]:
+           sweep: dict[str, Any] | None = None, alignment: dict[str, Any] | None = None,
+           formats: list[str] | None = None) -> tuple[list[str], str]:
     """Download at the slider's α: summary, AP per value, margin curves of every value, the controls (if run),
-    and the figures on screen."""
+    the figures on screen and the top test images; the γ sweep's table and chart and the alignment baseline's table
+    when they have been run (the alignment only for the grid, encoder and factor loaded)."""
     ran_controls = controls is not None and len(controls) > 0 and "readout" in controls.columns
     request = _request(key, float(alpha), controls=ran_controls, value=value,  # controls: the memoised audit
                        validation_alpha=key.get("chosen") if key else None)
     result = gs.run_grounding(request)
     shown = gs.slider_view(_session(key), key["factor"], value, float(alpha)) if value else None
-    return deliver(grounding_export(result, shown, key.get("chosen")), result.provenance, formats)
+    same = alignment and all(alignment.get(k) == key.get(k) for k in ("data", "model", "factor"))
+    view = grounding_export(result, shown, key.get("chosen"), sweep=(sweep or {}).get("rows"),
+                            alignment=alignment["rows"] if same else None)
+    return deliver(view, result.provenance, formats)
 
 
 def build_tab() -> None:
@@ -195,8 +200,10 @@ def build_tab() -> None:
     clear_on_error(select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha"), [note])
     clear_on_error(controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls",
                                       **GPU_QUEUE), [controls, note], hide=[controls])
-    wire(export_panel("gd", "results"), export, [key, value, alpha, controls], api_name="grounding_export")
-    _build_experiments(data, model, key)
+    sweep, alignment = gr.State(None), gr.State(None)  # the experiments' rows, for the Download panel
+    wire(export_panel("gd", "results"), export, [key, value, alpha, controls, sweep, alignment],
+         api_name="grounding_export")
+    _build_experiments(data, model, key, sweep, alignment)
 
 
 # ---------------------------------------------------------------------------------------------- experiments
@@ -205,7 +212,7 @@ SWEEP_READOUTS = {"native": "native text", "matched": "matched grounding", "imag
 
 @gpu_task(duration=300)
 @friendly
-def run_sweep(data: str, model: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, Any, str]:
+def run_sweep(data: str, model: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, Any, str, dict[str, Any]]:
     """The signal-strength sweep of the grid in ``data`` (empty: the default signal grid) with ``model``."""
     from bindlab.studies.grounding_sweep import SweepRequest, run_grounding_sweep
 
@@ -221,12 +228,13 @@ def run_sweep(data: str, model: str, progress: gr.Progress = gr.Progress()) -> t
             f"at γ = {s['weakest']['gamma']:g} {s['weakest']['gain']:+.3f} (direction cosine "
             f"{s['weakest']['cosine']:.3f}); at γ = 0 {s['gain_at_zero'] if s['gain_at_zero'] is None else round(s['gain_at_zero'], 3)}"
             f" (chance {s['chance']:.3f}). α re-selected on validation at every γ.")
-    return gr.update(value=table, visible=True), gr.update(value=long, visible=True), note
+    return gr.update(value=table, visible=True), gr.update(value=long, visible=True), note, {"rows": result.rows}
 
 
 @gpu_task(duration=300)
 @friendly
-def run_alignment(key: dict[str, Any] | None, scope: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+def run_alignment(key: dict[str, Any] | None, scope: str, progress: gr.Progress = gr.Progress()
+                  ) -> tuple[Any, str, dict[str, Any]]:
     """Global alignment baseline (``A_shared`` or ``A_f``) for the loaded grid, encoder and factor."""
     if not key:
         raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
@@ -240,11 +248,13 @@ def run_alignment(key: dict[str, Any] | None, scope: str, progress: gr.Progress 
     chosen = "the identity" if m["lr"] is None else f"lr {m['lr']:g}, epoch {m['epoch']}"
     note = (f"{md_text(scope)} map chosen on validation ({chosen}); matched grounding on top uses α = {r['alpha']:.2f} "
             "(re-selected on validation). Test numbers.")
-    return gr.update(value=pd.DataFrame(rows), visible=True), note
+    state = {**{k: key[k] for k in ("data", "model", "factor")}, "rows": [{"map": scope, **r} for r in rows]}
+    return gr.update(value=pd.DataFrame(rows), visible=True), note, state
 
 
-def _build_experiments(data: Any, model: Any, key: Any) -> None:
-    """The paper's signal-strength sweep and global-alignment baselines, each with its own Run button."""
+def _build_experiments(data: Any, model: Any, key: Any, sweep: Any, alignment: Any) -> None:
+    """The paper's signal-strength sweep and global-alignment baselines, each with its own Run button; their rows
+    go to the ``sweep`` and ``alignment`` states (the Download panel's)."""
     with gr.Accordion("Signal strength (γ sweep) and global alignment", open=False, elem_id="gd-experiments"):
         gr.Markdown("**Signal strength**: every pattern blended with its nuisance-matched plain image, γ = 1 … 0; "
                     "directions and α re-estimated at every γ. Uses the grid folder above if it has "
@@ -265,9 +275,9 @@ def _build_experiments(data: Any, model: Any, key: Any) -> None:
         align_note = gr.Markdown(elem_id="gd-align-note")
         align_table = gr.Dataframe(label="Alignment baselines (test)", interactive=False, visible=False,
                                    elem_id="gd-align-table")
-    clear_on_error(sweep_btn.click(run_sweep, [data, model], [sweep_table, sweep_plot, sweep_note],
+    clear_on_error(sweep_btn.click(run_sweep, [data, model], [sweep_table, sweep_plot, sweep_note, sweep],
                                    api_name="grounding_sweep", **GPU_QUEUE),
-                   [sweep_table, sweep_plot, sweep_note], hide=[sweep_table, sweep_plot])
-    clear_on_error(align_btn.click(run_alignment, [key, scope], [align_table, align_note],
+                   [sweep_table, sweep_plot, sweep_note, sweep], hide=[sweep_table, sweep_plot])
+    clear_on_error(align_btn.click(run_alignment, [key, scope], [align_table, align_note, alignment],
                                    api_name="grounding_alignment", **GPU_QUEUE),
-                   [align_table, align_note], hide=[align_table])
+                   [align_table, align_note, alignment], hide=[align_table])

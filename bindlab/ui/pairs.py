@@ -173,14 +173,22 @@ def check_default_model() -> str:
 
 
 @friendly
-def export(data: str, model: str, verbosity: str, formats: list[str]) -> tuple[list[str], str]:
+def export(data: str, model: str, verbosity: str, other: str | None = None, formats: list[str] | None = None
+           ) -> tuple[list[str], str]:
     """Download: I2T / T2I / Group tables, the per-edit-type table and chart, per-pair JSONL — the files
-    ``eval pairs --export`` writes, from the same :func:`bindlab.studies.pairs.run_pairs` result."""
+    ``eval pairs --export`` writes, from the same :func:`bindlab.studies.pairs.run_pairs` result — and, when a second
+    model is chosen (*Compare with*), both models' table per edit type and their chart."""
     model = (model or "").strip()
     if not model:
         raise ValueError("give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
     s = pairs_study.scored_pairs(_data(data), model, verbosity)
-    return deliver(pairs_export(s.result), s.result.provenance, formats)
+    view = pairs_export(s.result)
+    if _other(other) and _other(other) != model:
+        c = pairs_study.compare_pairs(_data(data), model, _other(other), verbosity)
+        view.tables["two_models"] = c.table
+        view.tables["two_models_long"] = c.rows
+        view.figures["two_models"] = pairs_two_models_figure(c.rows, c.models)
+    return deliver(view, s.result.provenance, formats)
 
 
 def build_tab() -> dict[str, Any]:
@@ -239,5 +247,5 @@ def build_tab() -> dict[str, Any]:
         clear_on_error(f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}"),
                        [pair, count, *view])
     clear_on_error(pair.input(show_pair, source + [level, pair], view, api_name="pairs_show"), view)
-    wire(export_panel("bl-pairs", "scores"), export, source, api_name="pairs_export")
+    wire(export_panel("bl-pairs", "scores"), export, [*source, other], api_name="pairs_export")
     return {"event_fn": check_default_model, "inputs": [], "outputs": [summary]}

@@ -20,11 +20,10 @@ import pandas as pd
 from PIL import Image
 
 from bindlab.present import walkthrough_figures as wf
-from bindlab.present.model_pair_figures import fix_figure
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
 from bindlab.studies import walkthrough as wt
-from bindlab.studies.finetune import page_manager
+from bindlab.studies.finetune import display_labels, page_manager
 from bindlab.ui.browse import question_html
 from bindlab.ui.common import USER_ERRORS, friendly
 from bindlab.ui.exports import deliver, export_panel
@@ -39,6 +38,8 @@ CSS = """
 .wt-bar > div {background:#2ca02c; height:100%}
 #wt-images-table th, #wt-images-table th *, #wt-ft-table th, #wt-ft-table th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
 #wt-images-table td, #wt-ft-table td {white-space: normal; overflow-wrap: anywhere}
+#wt-ft-report th, #wt-ft-report th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
+#wt-ft-report td {white-space: normal; overflow-wrap: anywhere}
 """
 
 INTRO = """## Walkthrough — binding failures in seven live steps
@@ -91,7 +92,12 @@ attention projections of `toy:shared`, trained on triplets whose hard negative h
 bindings (only two or three objects each), then LiNeS rescales the update layer by layer. Because `toy:shared`
 runs images through the same blocks, a text-only update can change image pairings too — a dual encoder's image tower
 would not move at all. When the job is done, the page scores base, finetuned and LiNeS models on the image benchmark
-in all four pairings. The learning rate is far above the paper's, so that a few minutes on a laptop move the toy.""",
+in all four pairings. The learning rate is far above the paper's, so that a few minutes on a laptop move the toy.
+**Read the labels.** The benchmark's questions are written in the same sentence template as every training query, so
+a gain on them first of all shows that the training *format* was learnt. The separated report under the chart (the
+Finetune tab's) adds the general tests — the same bindings in held-out sentence templates, words no training text
+contains, held-out constructions — each with its n and 95 % interval, and says which rows moved beyond their
+interval.""",
 }
 
 STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · text → text", "bow|tt"),
@@ -278,25 +284,83 @@ def progress_html(st: dict[str, Any]) -> str:
 
 
 def finetune_frame(r: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame([{"pairing": PAIRING_NAMES[x["pairing"]], "base": x["base"],
-                          "finetuned (no LiNeS)": x["unscaled"], "finetuned + LiNeS": x["lines"]} for x in r["rows"]])
+    """MCQ accuracy over all N per pairing, one column per model shown (:func:`wf.finetune_models`: no LiNeS column
+    when a = 1)."""
+    models = wf.finetune_models(r)
+    return pd.DataFrame([{"pairing": PAIRING_NAMES[x["pairing"]], **{name: x[k] for k, name in models}}
+                         for x in r["rows"]])
+
+
+def report_frame(r: dict[str, Any]) -> pd.DataFrame:
+    """The separated report's rows as the Finetune tab shows them: evaluation, format, in-format, N, then each model's
+    value and 95 % CI."""
+    return pd.DataFrame(r.get("report_rows") or [])
+
+
+def _in_format(r: dict[str, Any]) -> bool:
+    """Whether the benchmark's questions are in a training template (the report's row for them says; without a
+    report, the walkthrough's triplets train on the attributive template only)."""
+    given = next((e for e in r.get("report") or [] if e["kind"] == "mcq"), None)
+    return given["in_format"] if given else r.get("template", "attributive") == "attributive"
+
+
+def moves_md(r: dict[str, Any]) -> str:
+    """In words: which rows of the separated report moved beyond their intervals (base and the job's model's 95 %
+    intervals do not overlap) and which stayed within the noise, in-format and general apart."""
+    moves = r.get("report_moves") or []
+    if not moves:
+        return ""
+    name = html_text(wf.finetune_models(r)[-1][1])  # the job's model, as step 7 names it
+
+    def listed(rows: list[dict[str, Any]]) -> str:
+        return "; ".join(f"{html_text(x['evaluation'])} ({_num(x['base'])} → {_num(x['tuned'])}, n = {x['n']})"
+                         for x in rows) or "none"
+
+    parts = []
+    for title, sel in (("In-format (training template and words)", [x for x in moves if x["in_format"]]),
+                       ("General (held-out template, unseen words, held-out construction)",
+                        [x for x in moves if not x["in_format"] and x["kind"] != "control"]),
+                       ("Controls (what finetuning may have cost; drift: lower is better)",
+                        [x for x in moves if x["kind"] == "control"])):
+        if not sel:
+            continue
+        up = [x for x in sel if x["moved"] == "up"]
+        down = [x for x in sel if x["moved"] == "down"]
+        within = [x for x in sel if x["moved"] == "within"]
+        parts.append(f"<li><b>{title}</b>: moved up beyond the interval: {listed(up)} · moved down: {listed(down)} · "
+                     f"within the noise: {len(within)} of {len(sel)} rows</li>")
+    return (f"<div id='wt-ft-moves'>Separated report, base vs <b>{name}</b> (text → text; a row <i>moved beyond its "
+            "interval</i> when the two models' 95 % intervals do not overlap, else it is within the noise of its n "
+            f"items):<ul>{''.join(parts)}</ul></div>")
 
 
 def finetune_md(r: dict[str, Any]) -> str:
+    names = dict(wf.finetune_models(r))
+    tuned = list(names)[-1]  # the job's model: LiNeS, or the unscaled model when a = 1
     rows = {x["pairing"]: x for x in r["rows"]}
-    moves = ", ".join(f"{PAIRING_NAMES[p]} {_num(x['base'])} → {_num(x['lines'])}" for p, x in rows.items())
-    trip = {t["model"]: t for t in r["triplets"]}
+    moves = ", ".join(f"{PAIRING_NAMES[p]} {_num(x['base'])} → {_num(x[tuned])}" for p, x in rows.items())
+    trip = {t["model"]: t for t in r["triplets"]}  # rows named as the Finetune tab names them
+    trip_key = display_labels(r["lines_a"])[tuned]
     trip_txt = ""
-    if "base" in trip and "lines" in trip and "triplet_test" in trip["base"]:
+    if "base" in trip and trip_key in trip and "triplet_test" in trip["base"]:
         trip_txt = (" Triplet accuracy on the toy triplets' test split (training template, unseen rows; chance 0.5): "
                     f"{_num(trip['base']['triplet_test'])} → "
-                    f"{_num(trip['lines']['triplet_test'])}.")
+                    f"{_num(trip[trip_key]['triplet_test'])}.")
+    if _in_format(r):
+        where = (f"questions in the <b>training template</b> ({html_text(r.get('template', 'attributive'))}, the "
+                 "template of every training query: <b>in-format</b>, so a gain here shows the training format was "
+                 "learnt, not binding in general; the report below separates the general tests)")
+    else:
+        where = f"questions in a template the job did not train on ({html_text(r.get('template', ''))})"
+    a = r["lines_a"]
+    scaled = (f"LiNeS a = {a}" if tuned == "lines" else
+              f"LiNeS a = {a}: a = 1 scales nothing, so the job's model is the <b>unscaled</b> one")
     d = r["image_drift"]
     return (f"<div id='wt-ft-line'>Job <b>{html_text(r['job'])}</b>: {r['steps']} steps in {r['train_seconds']:.0f} s of training "
-            f"(lr {r['lr']:g}); LiNeS a = {r['lines_a']}. MCQ accuracy base → LiNeS on {r['n_questions']} image "
-            f"questions: {moves}.{trip_txt} Image embeddings moved: mean 1 − cos(base, finetuned) = "
+            f"(lr {r['lr']:g}); {scaled}. MCQ accuracy base → {html_text(names[tuned])} on {r['n_questions']} image "
+            f"{where}: {moves}.{trip_txt} Image embeddings moved: mean 1 − cos(base, finetuned) = "
             f"<span id='wt-ft-drift'>{d['mean_1_minus_cos']:.4f}</span> over {d['n_images']} query images "
-            f"(max {d['max_1_minus_cos']:.4f}).</div>")
+            f"(max {d['max_1_minus_cos']:.4f}).</div>" + moves_md(r))
 
 
 def _image(path: str | None) -> Image.Image | None:
@@ -349,7 +413,7 @@ def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress
 def run_images(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                ) -> tuple[str, pd.DataFrame, Any, list, dict]:
     r = wt.step_images(progress=_report(progress))
-    return (images_md(r), images_frame(r), fix_figure(r["fix"]), example_gallery(r["example"]),
+    return (images_md(r), images_frame(r), wf.fix_chart(r), example_gallery(r["example"]),
             _keep(results, "images", r))
 
 
@@ -480,10 +544,10 @@ def check_finished(job: str | None, request: gr.Request = None) -> None:
 @friendly
 @on_page
 def show_finetune(job: str | None, results: dict[str, Any] | None, request: gr.Request = None,
-                  progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any, dict]:
+                  progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any, pd.DataFrame, dict]:
     check_finished(job, request)
     r = wt.step_finetune(job, progress=_report(progress), manager=_manager(request))
-    return finetune_md(r), finetune_frame(r), wf.finetune_figure(r), _keep(results, "finetune", r)
+    return finetune_md(r), finetune_frame(r), wf.finetune_figure(r), report_frame(r), _keep(results, "finetune", r)
 
 
 @friendly
@@ -572,9 +636,12 @@ def build_tab() -> dict[str, Any]:
     ft_msg = gr.Markdown(elem_id="wt-ft-message")
     ft_progress = gr.HTML(elem_id="wt-ft-progress")
     ft_out = gr.HTML(elem_id="wt-ft-result")
-    ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (no LiNeS)", "finetuned + LiNeS"],
+    ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"],
                             label="MCQ accuracy, all N (chance 1/3 at N = 2, 1/4 above)", interactive=False, wrap=True, elem_id="wt-ft-table")
     ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned, one chart per pairing", elem_id="wt-ft-fig")
+    ft_report = gr.Dataframe(headers=["evaluation", "format", "in-format", "N", "base", "base 95% CI"],
+                             label="Separated report (text → text): in-format vs general, each with its n and 95 % CI",
+                             interactive=False, wrap=True, elem_id="wt-ft-report")
     ft_job = gr.State(None)  # this session's job id
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
     ft_timer = gr.Timer(2.0, active=False)
@@ -600,7 +667,7 @@ def build_tab() -> dict[str, Any]:
     ft_reuse.click(reuse_finetune, None, [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune_reuse")
     ft_timer.tick(poll_finetune, [ft_job], [ft_progress, ft_timer, ft_done], api_name="wt_finetune_poll",
                   show_progress="hidden")
-    ft_view = [ft_out, ft_table, ft_fig, results]
+    ft_view = [ft_out, ft_table, ft_fig, ft_report, results]
     ft_done.change(show_finetune, [ft_done, results], ft_view, api_name=False, **GPU_QUEUE)
     ft_show.click(check_finished, [ft_job], None, api_name=False).success(
         show_finetune, [ft_job, results], ft_view, api_name="wt_finetune_result", **GPU_QUEUE)

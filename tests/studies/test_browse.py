@@ -47,7 +47,7 @@ def test_eval_mcq_and_the_browse_tab_give_the_same_numbers(small_benchmark, tmp_
     assert study.accuracy_table(s) == by_n.drop(columns="pairing").to_dict("records")
 
     # the tab's Download writes the same tables as --export
-    paths, _ = tab.export(str(path), "minilm", "tt", ["csv", "json"])
+    paths, _ = tab.export(str(path), "minilm", "tt", formats=["csv", "json"])
     for name in ("mcq_summary.csv", "mcq_accuracy_by_n.csv", "mcq_scores.csv"):
         pd.testing.assert_frame_equal(_exported(paths, name), pd.read_csv(folder / name))
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import zipfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -145,8 +147,9 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     cli = json.loads(out.read_text())
 
     page = SimpleNamespace(session_hash="test-page")  # a page visitor (outside public mode: sees CLI jobs too)
-    head, table, trip, _, _, att, report, note = tab.compare(job, str(mcq), request=page, progress=_noop_progress)
-    assert job in " ".join(cli["models"].values()) and str(mcq) in head and "LiNeS (a=0.5)" in head
+    head, table, trip, _, _, att, report, note, shown = tab.compare(job, str(mcq), request=page,
+                                                                   progress=_noop_progress)
+    assert job in " ".join(cli["models"].values()) and str(mcq) in head and "LiNeS \\(a=0.5\\)" in head  # Markdown-escaped
     assert table.to_dict(orient="records") == fs.labelled(fs.mcq_table(cli), 0.5)
     assert list(table.columns) == ["pairing", "N", "base", "unscaled", "LiNeS (a=0.5)"]
     assert report.to_dict(orient="records") == fs.report_rows(cli["report"], 0.5) and "in-format" in note
@@ -154,6 +157,29 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     want = pd.DataFrame(fs.attention_rows(cli["attention"], fs.display_labels(0.5)), columns=tab.ATTENTION_COLUMNS)
     pd.testing.assert_frame_equal(att, want)
     assert cli["attention"]["available"] and cli["attention"]["n_captions"] == 4
+
+    # The Download after Compare writes the study's result (not the frames on screen): the MCQ table named as shown,
+    # its chart, the separated report (as shown and in long form), triplets, attention and the curves, and one zip
+    paths, dl_note = tab.export_compare(job, shown, ["csv", "json", "html"], request=page)
+    files = {Path(f).name: Path(f) for f in paths}
+    assert {"compare_mcq.csv", "compare_accuracy_by_n.html", "compare_report.csv", "compare_report_values.csv",
+            "compare_triplets.csv", "compare_attention.csv", "compare_attention_per_layer.csv",
+            "compare_attention.html", "compare_training.csv", "compare_training.html", "compare_jobs.csv",
+            "provenance.json", "compare_all.zip"} <= set(files), sorted(files)
+    assert pd.read_csv(files["compare_mcq.csv"]).columns.tolist() == ["pairing", "N", "base", "unscaled",
+                                                                        "LiNeS (a=0.5)"]
+    shown_report = pd.read_csv(files["compare_report.csv"])
+    assert list(shown_report["evaluation"]) == [r["evaluation"] for r in fs.report_rows(cli["report"], 0.5)]
+    assert set(shown_report["in-format"]) == {"yes", "no"}
+    values = pd.read_csv(files["compare_report_values.csv"])
+    assert set(values["model"]) == {"base", "unscaled", "LiNeS (a=0.5)"}
+    assert (values["ci95_low"] <= values["value"] + 1e-9).all() and (values["value"] <= values["ci95_high"] + 1e-9).all()
+    with zipfile.ZipFile(files["compare_all.zip"]) as z:
+        assert sorted(z.namelist()) == sorted(n for n in files if n != "compare_all.zip")
+    assert "files ready" in dl_note
+    # another job selected than the one compared: its own curves, no stale comparison
+    other_paths, other_note = tab.export_compare(job, SimpleNamespace(summary={"job": "another"}), ["csv"], request=page)
+    assert not any("report" in Path(f).name for f in other_paths) and "another" in other_note
 
     res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq)))
     assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
@@ -230,6 +256,13 @@ def test_a_of_one_is_reported_as_unscaled_never_lines(report_jobs, tmp_path, cap
     res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
     assert all("LiNeS" not in k for r in res.tables["report"] for k in r)
     assert all("LiNeS" not in k for r in fs.labelled(res.rows, 1.0) for k in r)
+    # its download names no LiNeS model either: not in a table, not in the chart's legend
+    from bindlab.present.exports import compare_export
+
+    view = compare_export(res)
+    assert all("LiNeS" not in str(v) for t in ("mcq", "report", "report_values") for r in view.tables[t] for v in r)
+    assert view.tables["report_values"] and {r["model"] for r in view.tables["report_values"]} == {"base", "unscaled"}
+    assert all("LiNeS" not in t.name and "lines" not in t.name for t in view.figures["accuracy_by_n"].data)
 
 
 def test_default_compare_data_is_the_text_benchmark_for_a_text_model(report_jobs):

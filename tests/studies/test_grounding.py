@@ -206,7 +206,7 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == {
         k: round(v["macro_map"], 4) for k, v in auto["controls"]["test"].items() if v is not None}
 
-    files, _ = tab.export(key, "red", 2.5, table, ["json"])
+    files, _ = tab.export(key, "red", 2.5, table, formats=["json"])
     summary_json = next(Path(p) for p in files if str(p).endswith("grounding_summary.json"))
     doc = json.loads(summary_json.read_text())
     row = doc["rows"][0]

@@ -53,7 +53,7 @@ def test_cli_and_tab_export_the_same_points_table(small_benchmark, tmp_path):
     assert main(["map", "--model", "bow", "--data", str(path), "--limit", "4", "--method", "pca",
                  "--out", str(tmp_path / "map.html"), "--export", str(folder), "--export-formats", "csv"]) == 0
     _, state, *_ = tab.make_map(str(path), "bow", [], 4, 0, "role", "pca", progress=_noop_progress)
-    files, _ = tab.export(state, "role", ["csv"])
+    files, _ = tab.export(state, "role", formats=["csv"])
     from_tab = next(f for f in files if f.endswith("map_points.csv"))
     pd.testing.assert_frame_equal(pd.read_csv(from_tab), pd.read_csv(folder / "map_points.csv"))
     pd.testing.assert_frame_equal(pd.read_csv(next(f for f in files if f.endswith("map_summary.csv"))),

@@ -61,7 +61,7 @@ def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path
     assert [r for r in study.edit_type_table(s) if r["n"]] == chart.to_dict("records")
 
     # the tab's Download writes the same tables as --export
-    paths, _ = tab.export(data, model, "short", ["csv", "json"])
+    paths, _ = tab.export(data, model, "short", formats=["csv", "json"])
     for name in ("pairs_scores.csv", "pairs_by_edit_type.csv", "pairs_pairs.csv"):
         got = pd.read_csv(next(p for p in paths if Path(p).name == name))
         pd.testing.assert_frame_equal(got, pd.read_csv(folder / name))

@@ -84,6 +84,9 @@ def download_export(page, prefix: str, filename: str, folder: Path, images: bool
     """Use a tab's Download panel (element ids ``<prefix>-export…``): open it, leave PNG/SVG out unless ``images``
     (kaleido takes seconds per figure), prepare the files, download ``filename``.
 
+    Every download also offers ``<view>_all.zip`` beside the single files (checked here; :func:`download_file` fetches
+    it).
+
     Returns:
         the downloaded file's path under ``folder``, and the names of every file the panel offered.
     """
@@ -96,8 +99,23 @@ def download_export(page, prefix: str, filename: str, folder: Path, images: bool
     link.wait_for(timeout=180_000)
     assert "files ready" in page.inner_text(f"#{prefix}-export-note")
     names = set(page.eval_on_selector_all(f"#{prefix}-export-files td.filename", "els => els.map(e => e.ariaLabel)"))
+    assert any(n.endswith("_all.zip") for n in names), f"no zip among the {prefix} panel's files: {sorted(names)}"
+    return download_file(page, prefix, filename, folder), names
+
+
+def download_file(page, prefix: str, filename: str, folder: Path) -> Path:
+    """Click ``filename`` in a Download panel whose files are ready; returns where it was saved under ``folder``."""
+    link = page.locator(f"#{prefix}-export-files a[download='{filename}']")
     with page.expect_download() as info:
         link.click()
     path = Path(folder) / info.value.suggested_filename
     info.value.save_as(path)
-    return path, names
+    return path
+
+
+def zip_names(path: Path) -> set[str]:
+    """The names of the files in a downloaded zip."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        return set(z.namelist())

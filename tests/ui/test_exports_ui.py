@@ -1,5 +1,7 @@
 """Exports in a real browser: the Browse tab's scores download as a CSV that pandas reads and that agrees with the
-accuracy the page shows; an exported SVG and a standalone HTML figure open in Chromium with the network off."""
+accuracy the page shows; an exported SVG and a standalone HTML figure open in Chromium with the network off; every
+download also comes as one zip holding the same files; the Finetune tab downloads after *Compare*, its separated
+in-format / general report included."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pandas as pd
 import pytest
 
 from bindlab.present import exports
-from tests.ui.conftest import download_export, screenshot
+from tests.ui.conftest import download_export, download_file, screenshot, set_dropdown, zip_names
 
 pytestmark = pytest.mark.ui
 
@@ -63,7 +65,62 @@ def test_browse_scores_download_as_csv_that_pandas_reads(app_url, page, tmp_path
     screenshot(page, "export-browse")
 
     table = pd.read_csv(path)
-    assert list(table.columns) == ["pairing", "n_objects", "subset", "accuracy", "n"]
+    assert list(table.columns)[:5] == ["pairing", "n_objects", "subset", "accuracy", "n"]
     overall = table[table["subset"] == "all"]
     assert list(overall["n_objects"]) == list(range(2, 11)) and (overall["n"] == 20).all()
     assert (overall["accuracy"] * overall["n"]).sum() / overall["n"].sum() == pytest.approx(shown, abs=6e-4)
+
+    # the question on screen is in the download too, and one zip holds every file the panel offers
+    assert {"mcq_question.csv", "mcq_topk.csv", "mcq_all.zip"} <= names
+    assert zip_names(download_file(page, "bl", "mcq_all.zip", tmp_path)) == names - {"mcq_all.zip"}
+
+
+@pytest.fixture(scope="module")
+def finished_job(tmp_path_factory):
+    """A finished 2-step job of a tiny text encoder on triplets with a held-out template and held-out words (so the
+    report has general rows), made as the CLI makes it (the local page lists the CLI's jobs), and a few MCQs."""
+    from bindlab.data.holdout import select_holdout
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.triplets import Variants, generate_triplets, write_triplets
+    from bindlab.encoders.tiny import build_tiny
+    from bindlab.jobs.manager import JobManager
+    from bindlab.studies import finetune as fs
+
+    root = tmp_path_factory.mktemp("ft-export")
+    variants = Variants(("attributive",), ("predicative",), select_holdout(0.2, 0))
+    rows, stats = generate_triplets(120, seed=0, variants=variants)
+    write_triplets(root / "trip", rows, stats, variants.holdout)
+    job = fs.submit_finetune({"model": build_tiny("st", root / "st"), "data": str(root / "trip"), "batch_size": 4,
+                              "eval_rows": 8, "device": "cpu", "max_steps": 2, "lr": 1e-2})
+    st = JobManager().wait(job, timeout=300)
+    assert st["state"] == "done", fs.job_info(job)["log_tail"]
+    mcq = write_benchmark(root / "saber", generate_saber(per_size=2, sizes=[2, 3], seed=5), {"seed": 5})
+    return job, str(mcq)
+
+
+def test_finetune_downloads_after_compare_with_the_separated_report(app_url, page, tmp_path, finished_job):
+    """The bug of issue 30: Download after Compare failed ("Error: lines"). Now it writes the study's result: the
+    separated report (in-format vs general, each with its interval) beside the MCQ table, charts and curves."""
+    job, mcq = finished_job
+    page.goto(app_url)
+    page.get_by_role("tab", name="Finetune").click(timeout=180_000)
+    set_dropdown(page, "ft-job", job)
+    page.wait_for_function("() => { const s = document.querySelector('#ft-state');"
+                           " return s && s.innerText === 'done'; }", timeout=120_000)
+    box = page.locator("#ft-mcq input, #ft-mcq textarea").first
+    box.fill(mcq)
+    box.press("Tab")
+    page.click("#ft-compare-btn")
+    page.wait_for_function("() => document.querySelector('#ft-report').innerText.includes('in-format')",
+                           timeout=600_000)
+    shown = page.inner_text("#ft-report")
+
+    path, names = download_export(page, "ft", "compare_report.csv", tmp_path)
+    assert "Error" not in page.inner_text("#ft-export-note")
+    assert {"compare_mcq.csv", "compare_accuracy_by_n.html", "compare_report.csv", "compare_report_values.csv",
+            "compare_triplets.csv", "compare_training.csv", "compare_training.html", "compare_all.zip"} <= names
+    report = pd.read_csv(path)
+    assert {"in-format", "out-of-template", "unseen words", "held-out construction", "control"} <= set(report["format"])
+    assert all(e in shown for e in report["evaluation"]) and "LiNeS (a=0.1) 95% CI" in report.columns
+    assert zip_names(download_file(page, "ft", "compare_all.zip", tmp_path)) == names - {"compare_all.zip"}
+    screenshot(page, "export-finetune")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from bindlab.studies import walkthrough as wt
-from tests.ui.conftest import download_export, pick_option, screenshot, set_dropdown
+from tests.ui.conftest import download_export, download_file, pick_option, screenshot, set_dropdown, zip_names
 
 pytestmark = pytest.mark.ui
 
@@ -49,13 +49,17 @@ def test_step4_accuracy_by_n_with_bow_and_its_download(app_url, page, tmp_path):
     assert _text(page, "#wt-objects-small", 900_000) == f"{expected['small']['accuracy']:.3f}"
     assert page.inner_text("#wt-objects-large").strip() == f"{expected['large']['accuracy']:.3f}"
     page.wait_for_selector("#wt-objects-fig .js-plotly-plot", timeout=180_000)
+    # the 95 % intervals the step promises: an error bar at every point of every line
+    points = sum(len(r["ci95"]) > 0 for r in expected["rows"])
+    assert page.locator("#wt-objects-fig .errorbar").count() >= points > 0
 
-    # The Download panel holds this session's steps (step 4 only here), with the numbers the page showed
+    # The Download panel holds this session's steps (step 4 only here), with the numbers the page showed, and a zip
     path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path)
-    assert {"walkthrough_step4_objects.csv", "walkthrough_step4_accuracy_by_n.html"} <= names
+    assert {"walkthrough_step4_objects.csv", "walkthrough_step4_accuracy_by_n.html", "walkthrough_all.zip"} <= names
     assert not any("step1" in n for n in names)
     groups = pd.read_csv(path).set_index("group")
     assert f"{groups.loc['small', 'accuracy']:.3f}" == f"{expected['small']['accuracy']:.3f}"
+    assert zip_names(download_file(page, "wt", "walkthrough_all.zip", tmp_path)) == names - {"walkthrough_all.zip"}
     screenshot(page, "export-walkthrough")
 
 
@@ -122,6 +126,12 @@ def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, p
     table = page.inner_text("#wt-ft-table")
     assert all(p in table for p in ("text → text", "text → image", "image → text", "image → image"))
     assert "LiNeS a =" in page.inner_text("#wt-ft-result")
+    # what the numbers prove: the questions are in the training template (in-format); the separated report's general
+    # rows sit beside them with n and a 95 % interval, and the page says which rows moved beyond their interval
+    result = page.inner_text("#wt-ft-result")
+    assert "training template" in result and "in-format" in result and "moved up beyond the interval" in result
+    report = page.inner_text("#wt-ft-report")
+    assert all(f in report for f in ("in-format", "out-of-template", "unseen words", "95% CI"))
     # one small chart per pairing, one legend entry per model (not 12 lines in one chart)
     titles = page.locator("#wt-ft-fig .annotation-text").all_text_contents()
     assert {"text → text", "text → image", "image → text", "image → image"} <= set(titles)
