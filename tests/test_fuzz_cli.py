@@ -4,16 +4,21 @@ A table of cases (bad numbers, NaN/inf, caps, devices, a FIFO, folders, long nam
 roots, malformed and inconsistent data files, decompression bombs, bad output paths, bad environment) is fed
 through :func:`bindlab.cli.main` in-process. Each case runs under an alarm (no hang), must not print a traceback,
 must not succeed silently, and must end with exactly one line holding ``error:``. Only ``bow`` (no weights) and the
-tiny bundled toy model are used, so the suite runs in well under two minutes.
+tiny bundled toy model are used, so the suite runs in well under two minutes — except the out-of-memory cases, which
+run MiniLM with its weight loading made to fail as running out of memory does (:data:`FAULTS`). Some cases check
+more after the run (:data:`AFTER`): a link planted in an export folder still points at an untouched file.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import signal
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +26,8 @@ import pytest
 from bindlab.cli import main
 
 CASE_SECONDS = 30  # a case that takes longer is a hang
+LINK_TARGET_TEXT = "a file outside the export folder; no export may write here\n"
+LINKED_EXPORT_FILES = ("mcq_summary.csv", "provenance.json", "mcq_items.jsonl")  # names `eval mcq --export` writes
 
 
 # --- the data the cases use ------------------------------------------------------------------------------------------
@@ -170,6 +177,42 @@ def world(tmp_path_factory) -> dict[str, Path]:
         if meta is not None:
             (d / "meta.json").write_text(meta)
         w[name] = d
+    # a pair whose foil is its base: the same caption, the same image path, the same file behind a link, the same bytes
+    shutil.copyfile(imgs / "ok.png", imgs / "ok_copy.png")
+    (imgs / "ok_link.png").symlink_to("ok.png")
+    for kind, base_img, foil_img, foil_caption in [("same_caption", "ok.png", "bomb.png", "a red cube"),
+                                                   ("same_image", "ok.png", "./ok.png", "a blue cube"),
+                                                   ("same_file", "ok.png", "ok_link.png", "a blue cube"),
+                                                   ("same_bytes", "ok.png", "ok_copy.png", "a blue cube")]:
+        row = {"id": "p0", "base": {"image": base_img, "captions": {"short": "a red cube"}},
+               "foil": {"image": foil_img, "captions": {"short": foil_caption}}}
+        (imgs / f"{kind}.jsonl").write_text(json.dumps(row) + "\n")
+        w[f"pairs_{kind}"] = imgs / f"{kind}.jsonl"
+    # an MCQ whose query image is a FIFO (the map reads images for its hover thumbnails)
+    d = root / "mcq_fifo_image"
+    d.mkdir()
+    os.mkfifo(d / "q.png")
+    (d / "mcq.jsonl").write_text(_mutated(_set(["query", "image"], "q.png")) + "\n")
+    w["mcq_fifo_image"] = d / "mcq.jsonl"
+    # triplets: rows without their split; rows whose bindings are not words of their captions (nothing to measure)
+    trip = {"id": "t0", "construction": "pair_swap", "query": "a red cube and a blue sphere",
+            "positive": "a red cube beside a blue sphere", "negative": "a blue cube beside a red sphere",
+            "negative_kind": "attribute", "bindings": [["red", "cube"], ["blue", "sphere"]], "split": "test"}
+    d = root / "triplets"
+    d.mkdir()
+    (d / "no_split.jsonl").write_text(json.dumps({k: v for k, v in trip.items() if k != "split"}) + "\n")
+    w["triplets_no_split"] = d / "no_split.jsonl"
+    (d / "unmeasurable.jsonl").write_text(json.dumps({**trip, "bindings": [["purple", "zebra"], ["green", "yak"]]})
+                                          + "\n")
+    w["triplets_unmeasurable"] = d / "unmeasurable.jsonl"
+    # export folders holding a link planted where an export file goes, pointing at a file outside the folder
+    w["link_target"] = root / "outside_target.txt"
+    w["link_target"].write_text(LINK_TARGET_TEXT)
+    for k, name in enumerate(LINKED_EXPORT_FILES):
+        d = root / f"export_link_{k}"
+        d.mkdir()
+        (d / name).symlink_to(w["link_target"])
+        w[f"export_link_{k}"] = d
     # triplets: the MCQ garbage files double as bad triplet files
     out = root / "outputs"
     out.mkdir()
@@ -187,6 +230,38 @@ BAD_POSITIVE = ["0", "-1", "-100", "abc", "1.5", "nan", "inf", "", "1e999", "0x1
 BAD_NONNEG = ["-1", "-5", "abc", "nan", "-inf", "2.5", "1e999"]
 BAD_FLOAT = ["nan", "inf", "-inf", "NaN", "Infinity", "abc", ""]
 HUGE = "1000000000"
+
+
+class SafetensorError(Exception):
+    """Stands in for ``safetensors_rust.SafetensorError`` (a plain Exception subclass)."""
+
+
+# case id -> the error MiniLM's weight loading (transformers' AutoModel.from_pretrained) raises in that case: the
+# disguises running out of memory takes there (an mmap of the weights, a shared library, the allocator)
+FAULTS: dict[str, Callable[[], BaseException]] = {
+    "oom-memory-error": MemoryError,
+    "oom-mmap-runtime-error": lambda: RuntimeError(
+        "unable to mmap 90868224 bytes from file <model.safetensors>: Cannot allocate memory (12)"),
+    "oom-mmap-oserror": lambda: OSError(errno.ENOMEM, "Cannot allocate memory"),
+    "oom-safetensors": lambda: SafetensorError("Error while deserializing header: Cannot allocate memory (os error 12)"),
+    "oom-shared-library": lambda: ImportError("libtorch_cpu.so: failed to map segment from shared object"),
+    "oom-bad-alloc": lambda: RuntimeError("std::bad_alloc"),
+}
+
+
+def _link_untouched(k: int) -> Callable[[dict[str, Path]], None]:
+    def check(w: dict[str, Path]) -> None:
+        file = LINKED_EXPORT_FILES[k]
+        link = w[f"export_link_{k}"] / file
+        assert link.is_symlink(), f"{link} was replaced or removed"
+        assert w["link_target"].read_text() == LINK_TARGET_TEXT, "the export wrote through the link"
+        assert [p.name for p in link.parent.iterdir()] == [file], "an export refused for a link wrote files"
+    return check
+
+
+# case id -> a check after the run (the case's own outcome is the table's)
+AFTER: dict[str, Callable[[dict[str, Path]], None]] = {f"eval-mcq-export-link-{f}": _link_untouched(k)
+                                                       for k, f in enumerate(LINKED_EXPORT_FILES)}
 
 
 def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
@@ -233,10 +308,22 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
         for v in vals:
             add(f"train-toy{flag}={v}", toy + [flag, v])
     mp = ["map", "--model", "bow", "--data", "{good_mcq}", "--out", "{root}/map.html"]
-    for flag, vals in [("--n-neighbors", ["0", "-1"]), ("--min-dist", ["nan", "-1", "inf"]), ("--limit", ["-1"]),
-                       ("--thumb-size", ["0", HUGE])]:
+    for flag, vals in [("--n-neighbors", ["0", "-1", "1", "100000", HUGE]), ("--min-dist", ["nan", "-1", "inf"]),
+                       ("--limit", ["-1"]), ("--thumb-size", ["0", HUGE])]:
         for v in vals:
             add(f"map{flag}={v}", mp + [flag, v])
+    add("map-n-neighbors-above-the-points", mp + ["--n-neighbors", "400"])  # one question: 5 points
+    # seeds: numpy's range is 0 <= seed < 2**32
+    for v in ["1234567890123456789012", str(2**32)]:  # (-1: the generators' and pairs' cases above)
+        add(f"map-seed={v}", mp + ["--seed", v])
+        add(f"pairs-seed={v}", ["eval", "pairs", "--model", "bow", "--data", "{pairs_bomb}", "--seed", v])
+        add(f"gen-saber-seed={v}", ["generate", "saber", "--out", "{root}/gen-saber-seed", "--seed", v])
+        add(f"attention-seed={v}", ["attention", "--model", "bow", "--data", "{good_mcq}", "--seed", v])
+    # devices: checked for every model, also for one that ignores it (bow)
+    for name, base in eval_base.items():
+        for v in ["gpu9", "cuda:x", "cuda:99", "tpu", "cpu:0"]:
+            add(f"{name}-device={v}", base + ["--device", v])
+    add("pairs-device=gpu9", ["eval", "pairs", "--model", "bow", "--data", "{pairs_same_bytes}", "--device", "gpu9"])
     add("attention-limit=-1", ["attention", "--model", "bow", "--data", "{good_mcq}", "--limit", "-1"])
     add("ground-n-boot=-1", ["ground", "--model", "bow", "--data", "{grid_negative}", "--n-boot", "-1"])
     add("pairs-batch-size=0", ["eval", "pairs", "--model", "bow", "--data", "{pairs_bomb}", "--batch-size", "0"])
@@ -264,6 +351,14 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     for kind in ("bomb", "trunc", "garbage", "fifo", "escape", "nan"):
         add(f"pairs-image-{kind}", ["eval", "pairs", "--model", "toy:clip", "--data", "{pairs_" + kind + "}",
                                     "--device", "cpu"])
+    for kind in ("same_caption", "same_image", "same_file", "same_bytes"):  # a foil that is its base
+        add(f"pairs-foil-is-base-{kind}", ["eval", "pairs", "--model", "bow", "--data", "{pairs_" + kind + "}"])
+    add("map-image-fifo", ["map", "--model", "bow", "--data", "{mcq_fifo_image}", "--out", "{root}/map3.html",
+                           "--method", "pca"])
+    add("map-image-fifo-toy", ["map", "--model", "toy:clip", "--data", "{mcq_fifo_image}", "--out",
+                               "{root}/map4.html", "--method", "pca"])
+    for d in ("triplets_no_split", "triplets_unmeasurable"):
+        add(f"attention-{d}", ["attention", "--model", "toy:clip", "--data", "{" + d + "}", "--device", "cpu"])
     for g in ("grid_negative", "grid_header", "grid_meta_array", "grid_meta_nested", "grid_escape", "folder"):
         add(f"ground-{g}", ["ground", "--model", "toy:clip", "--data", "{" + g + "}", "--device", "cpu"])
     for d in ("/etc", "/dev/zero", "{fifo}"):
@@ -280,6 +375,8 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
                 add(f"{name}{flag}={target}", base + [flag, target])
         for target in ["{out_file}", "/dev/null", "{a_file}/sub", "bindlab/assets/exported"]:
             add(f"{name}-export={target}", base + ["--export", target])
+    for k, name in enumerate(LINKED_EXPORT_FILES):
+        add(f"eval-mcq-export-link-{name}", eval_base["eval-mcq"] + ["--export", "{export_link_" + str(k) + "}"])
     for g, (base, _) in gen.items():
         for target in ["{out_file}", "/dev/full", "{a_file}/sub", "bindlab/assets/gen", "{root}/" + "q" * 300]:
             add(f"gen-{g}-out={target}", [base[0], base[1], "--out", target])
@@ -298,6 +395,12 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     add("public-mode-cwd-not-a-root", ["eval", "mcq", "--data", "README.md", "--model", "bow"],
         {"BINDLAB_PUBLIC": "1", "BINDLAB_DATA_ROOTS": ""})
     add("public-batch-cap", eval_base["eval-mcq"] + ["--batch-size", "100000"], {"BINDLAB_PUBLIC": "1"})
+
+    # MiniLM's weights cannot be loaded for want of memory (FAULTS): a fresh home (no cached embeddings) and a batch
+    # size of each case's own (a fresh encoder instance, whose weights load now)
+    for k, cid in enumerate(FAULTS, start=3):
+        add(cid, ["eval", "mcq", "--data", "{good_mcq}", "--model", "minilm", "--device", "cpu", "--batch-size",
+                  str(k)], {"BINDLAB_HOME": "{root}/home-" + cid})
 
     # argparse-level usage errors
     for argv in (["nope"], ["eval"], ["eval", "mcq"], ["eval", "mcq", "--data"], ["generate", "saber"],
@@ -334,6 +437,13 @@ def test_malformed_input_gives_one_error_line(cid, argv, env, world, capsys, mon
     for k, v in env.items():
         monkeypatch.setenv(k, v.format(**fill) if "{" in v else v)
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)  # the repo: `bindlab/assets/...` means the shipped folder
+    if cid in FAULTS:
+        import transformers
+
+        def out_of_memory(*args, **kwargs):
+            raise FAULTS[cid]()
+
+        monkeypatch.setattr(transformers.AutoModel, "from_pretrained", out_of_memory)
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(CASE_SECONDS)
     try:
@@ -350,6 +460,10 @@ def test_malformed_input_gives_one_error_line(cid, argv, env, world, capsys, mon
     errors = [line for line in err.splitlines() if "error:" in line]
     assert len(errors) == 1, err[-2000:]
     assert len(errors[0]) < 1000, errors[0][:300]
+    if cid in FAULTS:
+        assert "error: out of memory;" in errors[0], errors[0]
+    if cid in AFTER:
+        AFTER[cid](world)
 
 
 def test_shipped_assets_untouched():

@@ -608,9 +608,21 @@ def set_margins(access: TextAttentionAccess, name: str, captions: Sequence[Capti
 
 def run_attention(encoder: Any, sets: dict[str, list[Caption]], direction: str = "later_to_earlier",
                   progress: Callable[[float, str], None] | None = None) -> dict[str, SetMargins]:
-    """Margins of one encoder on every caption set."""
+    """Margins of one encoder on every caption set.
+
+    Raises:
+        ValueError: no caption of any set could be measured (every one skipped, e.g. bindings whose words are not in
+            their captions): a curve of NaN is not a result.
+    """
     access = attention_access(encoder)
-    return {name: set_margins(access, name, caps, direction, progress) for name, caps in sets.items()}
+    runs = {name: set_margins(access, name, caps, direction, progress) for name, caps in sets.items()}
+    if runs and all(len(r.skipped) == len(r.captions) for r in runs.values()):
+        first, n = next(iter(runs.values())), sum(len(r.captions) for r in runs.values())
+        i = min(first.skipped)
+        raise ValueError(f"no caption could be measured: all {n} captions of {', '.join(runs)} were skipped (e.g. "
+                         f"{first.captions[i].id}: {first.skipped[i]}); each binding's attribute and object words must "
+                         "occur in its caption")
+    return runs
 
 
 def results_json(model: Any, runs: dict[str, SetMargins], direction: str, compare: tuple[Any, dict[str, SetMargins]]

@@ -30,6 +30,8 @@ METHODS = ("pca", "umap")
 COLOR_BY = ("role", "modality", "n", "correct")
 METRICS = ("cosine", "euclidean", "correlation", "manhattan")
 DEFAULT_LIMIT = 60
+DEFAULT_N_NEIGHBORS = 15
+MAX_N_NEIGHBORS = 500  # UMAP's useful range is 2..~200; a larger neighbourhood only costs memory (numba's kNN graph)
 
 Progress = Callable[[float, str], None]
 
@@ -38,14 +40,14 @@ Progress = Callable[[float, str], None]
 class LayoutParams:
     """UMAP settings. PCA ignores them, but they are part of every cache key (one key scheme for both)."""
 
-    n_neighbors: int = 15  # UMAP neighbourhood size (clipped to the number of points - 1)
+    n_neighbors: int = DEFAULT_N_NEIGHBORS  # UMAP neighbourhood size, 2..MAX_N_NEIGHBORS and below the points
     min_dist: float = 0.1  # UMAP minimum distance between embedded points
     metric: str = "cosine"  # distance in the embedding space
     seed: int = 0  # UMAP random_state (also the subset sampling seed in build_map)
 
     def __post_init__(self) -> None:
-        if int(self.n_neighbors) < 2:
-            raise ValueError(f"n_neighbors must be at least 2, got {self.n_neighbors}")
+        if not 2 <= int(self.n_neighbors) <= MAX_N_NEIGHBORS:
+            raise ValueError(f"n_neighbors must be between 2 and {MAX_N_NEIGHBORS}, got {self.n_neighbors}")
         if not 0.0 <= float(self.min_dist) <= 1.0:
             raise ValueError(f"min_dist must be between 0 and 1, got {self.min_dist}")
         if self.metric not in METRICS:
@@ -162,17 +164,27 @@ def pca_2d(x: np.ndarray) -> np.ndarray:
 
 
 def umap_2d(x: np.ndarray, params: LayoutParams = LayoutParams()) -> np.ndarray:
-    """UMAP of ``x`` ``(p, d)`` -> ``(p, 2)`` with ``params`` (deterministic for a seed; single-threaded)."""
+    """UMAP of ``x`` ``(p, d)`` -> ``(p, 2)`` with ``params`` (deterministic for a seed; single-threaded).
+
+    ``n_neighbors`` is checked against the points before umap-learn sees it: a chosen value must be below the number
+    of points; the default (:data:`DEFAULT_N_NEIGHBORS`) is lowered to ``p - 1`` on a smaller map.
+    """
     x = np.asarray(x, dtype=np.float32)
     if len(x) < 4:
         raise ValueError(f"UMAP needs at least 4 points, got {len(x)}; choose PCA or a larger subset")
+    n_neighbors = int(params.n_neighbors)
+    if n_neighbors >= len(x):
+        if n_neighbors != DEFAULT_N_NEIGHBORS:
+            raise ValueError(f"n_neighbors {n_neighbors} is not below the map's {len(x)} points; choose 2 to "
+                             f"{len(x) - 1} (or a larger subset)")
+        n_neighbors = len(x) - 1
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # umap's notes about n_jobs with a seed and about tiny graphs
         import umap
 
-        reducer = umap.UMAP(n_components=2, n_neighbors=min(int(params.n_neighbors), len(x) - 1),
+        reducer = umap.UMAP(n_components=2, n_neighbors=n_neighbors,
                             min_dist=float(params.min_dist), metric=params.metric, random_state=int(params.seed),
                             n_jobs=1, init="spectral" if len(x) > 10 else "random")
         return np.asarray(reducer.fit_transform(x), dtype=np.float32)

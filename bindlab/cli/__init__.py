@@ -11,6 +11,7 @@ every rank (data-parallel training).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -70,12 +71,42 @@ def validate_args(a: argparse.Namespace) -> None:
     check_options(vars(a), out_is_dir=a.command in OUT_IS_DIR, allow_assets=bool(getattr(a, "card", False)))
 
 
+# How running out of memory reads when it does not arrive as a MemoryError: an mmap of model weights (torch,
+# safetensors: "Cannot allocate memory (12)", "os error 12"), a shared library that cannot be mapped
+# ("failed to map segment from shared object"), an allocator (std::bad_alloc, "can't allocate memory"), CUDA.
+_OOM_TEXT = ("cannot allocate memory", "failed to map segment", "os error 12", "errno 12", "enomem", "bad_alloc",
+             "can't allocate memory", "out of memory")
+
+
+def _own(e: BaseException) -> bool:
+    """bindlab's own errors: their words are ours (they may quote user text, which is never read as a symptom)."""
+    from bindlab.data.schema import DataError
+    from bindlab.encoders.base import EncoderError
+
+    return isinstance(e, (DataError, EncoderError))
+
+
+def _out_of_memory(e: BaseException | None) -> bool:
+    """``e``, or an error it was raised from (``__cause__``/``__context__``, also behind ``from None``), means the
+    process ran out of memory."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, MemoryError) or (isinstance(e, OSError) and e.errno == errno.ENOMEM):
+            return True
+        if not _own(e) and any(t in str(e).lower() for t in _OOM_TEXT):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _message(e: BaseException) -> str:
-    """One line for an error: the message, else the error's kind (never a traceback)."""
-    if isinstance(e, KeyError) and e.args:
+    """One line for an error: the message, else the error's kind (never a traceback). Running out of memory, in any
+    of its disguises, is one sentence, unless bindlab's own message already says so (CUDA at its smallest batch)."""
+    if _out_of_memory(e) and not (_own(e) and "out of memory" in str(e).lower()):
+        msg = "out of memory; free some memory, or use a smaller model, a smaller input or smaller sizes"
+    elif isinstance(e, KeyError) and e.args:
         msg = str(e.args[0])
-    elif isinstance(e, MemoryError):
-        msg = "out of memory; use a smaller input or smaller sizes"
     elif isinstance(e, RecursionError):
         msg = "input nested too deeply"
     elif isinstance(e, OSError) and e.strerror:
@@ -126,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         _run(a)
     except (DataError, EncoderError, ValueError, FileNotFoundError, KeyError, OSError, MemoryError,
             RecursionError, UnicodeError, OverflowError) as e:
+        print(f"error: {_message(e)}", file=sys.stderr)
+        return 2
+    except Exception as e:  # out of memory in disguise (an mmap's RuntimeError, an ImportError, a SafetensorError)
+        if not _out_of_memory(e):
+            raise
         print(f"error: {_message(e)}", file=sys.stderr)
         return 2
     return 0

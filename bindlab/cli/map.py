@@ -36,7 +36,15 @@ def cmd_map(a: argparse.Namespace) -> None:
 
 
 def add_commands(g: Groups) -> None:
-    from bindlab.studies.map import COLOR_BY, DEFAULT_LIMIT, MAX_LIMIT, METHODS, METRICS
+    from bindlab.studies.map import (
+        COLOR_BY,
+        DEFAULT_LIMIT,
+        DEFAULT_N_NEIGHBORS,
+        MAX_LIMIT,
+        MAX_N_NEIGHBORS,
+        METHODS,
+        METRICS,
+    )
 
     p = g.top.add_parser("map", help="UMAP/PCA map of the query and candidate embeddings of a SABER subset "
                                      "-> standalone HTML (+ layout JSON)")
@@ -47,7 +55,8 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"at most this many questions (seeded sample, 1..{MAX_LIMIT})")
     p.add_argument("--method", choices=METHODS, default="umap", help="layout (UMAP layouts are cached on disk)")
     p.add_argument("--color", choices=COLOR_BY, default="role", help="colour points by")
-    p.add_argument("--n-neighbors", type=int, default=15, help="UMAP neighbourhood size")
+    p.add_argument("--n-neighbors", type=int, default=DEFAULT_N_NEIGHBORS,
+                   help=f"UMAP neighbourhood size, 2..{MAX_N_NEIGHBORS} and below the number of points")
     p.add_argument("--min-dist", type=float, default=0.1, help="UMAP minimum distance")
     p.add_argument("--metric", choices=METRICS, default="cosine", help="UMAP distance")
     p.add_argument("--seed", type=int, default=0, help="subset sampling and UMAP seed")

@@ -512,12 +512,12 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def _blend_job(job: tuple[str, str, str, float]) -> str:
     patterned, plain, out, gamma = job
-    from PIL import Image
+    from bindlab.data.files import open_image
 
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with Image.open(patterned) as a, Image.open(plain) as b:
+    with open_image(patterned) as a, open_image(plain) as b:
         blend(a, b, gamma).save(tmp, format="PNG")
     os.replace(tmp, target)
     return out

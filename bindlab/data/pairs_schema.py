@@ -13,11 +13,13 @@ either refuses the file (``strict``) or is skipped and reported with its line nu
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.schema import DataError, LoadReport, check_text_size, load_records
+from bindlab.data.schema import DataError, LoadReport, check_image_fields, check_text_size, load_records
 
 VERBOSITIES: tuple[str, ...] = ("short", "medium", "long")
 
@@ -86,6 +88,13 @@ def pair_from_json(obj: Any, where: str = "pair") -> PairItem:
     if not set(base.captions) & set(foil.captions):
         raise DataError(f"{where}: base and foil share no caption level (base {sorted(base.captions)}, "
                         f"foil {sorted(foil.captions)})")
+    same = [k for k in base.captions if " ".join(base.captions[k].split()) == " ".join(foil.captions.get(k, "").split())]
+    if same:
+        raise DataError(f"{where}: base and foil have the same {same[0]!r} caption ({base.captions[same[0]][:80]!r}); "
+                        "a foil must differ from its base (one labelled edit)")
+    if os.path.normpath(base.image.strip()) == os.path.normpath(foil.image.strip()):
+        raise DataError(f"{where}: base and foil name the same image ({base.image[:80]!r}); a foil must differ from "
+                        "its base (one labelled edit)")
     known = {"id", "scene_id", "edit_type", "edit_category", "base", "foil"}
     return PairItem(
         id=str(obj["id"]),
@@ -98,6 +107,40 @@ def pair_from_json(obj: Any, where: str = "pair") -> PairItem:
     )
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one file (a link, a hard link) or two regular files with the same bytes."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False  # a missing image is the image loader's message, later
+    if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+        return True
+    if not (stat.S_ISREG(sa.st_mode) and stat.S_ISREG(sb.st_mode)) or sa.st_size != sb.st_size:
+        return False
+    from bindlab.data.files import read_bytes_bounded
+
+    try:
+        return read_bytes_bounded(a) == read_bytes_bounded(b)
+    except DataError:
+        return False
+
+
 def load_pairs(path: str | Path, strict: bool = True) -> tuple[list[PairItem], LoadReport]:
-    """Read a Pairs JSONL file (see :func:`bindlab.data.schema.load_records` for the error rules)."""
-    return load_records(path, pair_from_json, "pair", strict, images=lambda it: (it.base.image, it.foil.image))
+    """Read a Pairs JSONL file (see :func:`bindlab.data.schema.load_records` for the error rules).
+
+    A pair whose base and foil are the same (a caption level with the same text, the same image path, or two image
+    files that are one file or hold the same bytes) is a bad line: a 2x2 score of an item against itself is a tie,
+    never a measurement.
+    """
+    folder = Path(path).parent
+
+    def parse(obj: Any, where: str) -> PairItem:
+        item = pair_from_json(obj, where)
+        check_image_fields(path, where, (item.base.image, item.foil.image))  # inside the folder before any stat
+        if _same_file(folder / item.base.image, folder / item.foil.image):
+            raise DataError(f"{where}: base image {item.base.image[:80]!r} and foil image {item.foil.image[:80]!r} "
+                            "are the same file or hold the same bytes; a foil must differ from its base (one labelled "
+                            "edit)")
+        return item
+
+    return load_records(path, parse, "pair", strict, images=lambda it: (it.base.image, it.foil.image))

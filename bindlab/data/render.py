@@ -383,9 +383,10 @@ Task = tuple[str, list[ObjectSpec], int]  # (path relative to out_dir, objects, 
 
 
 def _is_valid_png(path: Path) -> bool:
+    from bindlab.data.files import open_image
+
     try:
-        with Image.open(path) as im:
-            im.load()  # decodes everything: a truncated or corrupt file fails here
+        with open_image(path) as im:  # regular file only (a FIFO never blocks), decoded: truncation fails here
             return im.format == "PNG"
     except Exception:  # noqa: BLE001 - any failure to read means "render again"
         return False

@@ -58,11 +58,18 @@ def check_images(questions: Sequence[MCQ], root: str | Path, verify: bool = Fals
     """Problems with a question set's images: missing image fields, missing files, unreadable files.
 
     Args:
-        verify: also open every file and check that it decodes (slower).
+        verify: also open every file through the one capped loader (:func:`bindlab.data.files.open_image`) and
+            check that it decodes (slower).
 
     Returns:
         One human-readable line per problem (empty when all is well).
+
+    Raises:
+        DataError: an image path that exists but is not a regular file (a FIFO, a device, a folder): such a path is
+            never opened (a FIFO would block) and never quietly left out.
     """
+    from bindlab.data.files import check_regular, open_image
+
     problems = []
     for q in questions:
         for name, item in [("query", q.query)] + [(f"candidate {k}", c) for k, c in enumerate(q.candidates)]:
@@ -70,16 +77,19 @@ def check_images(questions: Sequence[MCQ], root: str | Path, verify: bool = Fals
                 problems.append(f"{q.id} {name}: no image path")
                 continue
             p = Path(root) / item.image
-            if not p.is_file():
+            if not p.exists():
                 problems.append(f"{q.id} {name}: missing image {p}")
-            elif verify:
+                continue
+            try:
+                check_regular(p)
+            except DataError as e:
+                raise DataError(f"{q.id} {name}: image {e}") from None
+            if verify:
                 try:
-                    from PIL import Image
-
-                    with Image.open(p) as im:
-                        im.verify()
-                except Exception as e:  # noqa: BLE001 - any decoder failure means unreadable
-                    problems.append(f"{q.id} {name}: unreadable image {p} ({type(e).__name__})")
+                    with open_image(p):
+                        pass
+                except DataError as e:
+                    problems.append(f"{q.id} {name}: unreadable image ({e})")
     return problems
 
 

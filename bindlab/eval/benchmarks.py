@@ -63,9 +63,8 @@ def _crop_paths(items: Sequence[ChoiceItem]) -> list[Path]:
     """Image paths, cropping boxed items into cached PNGs under ``$BINDLAB_HOME/crops`` (keyed by path + box)."""
     import hashlib
 
-    from PIL import Image
-
     from bindlab.config import home
+    from bindlab.data.files import open_image
 
     out = []
     for it in items:
@@ -82,7 +81,7 @@ def _crop_paths(items: Sequence[ChoiceItem]) -> list[Path]:
         c = home() / "crops" / f"{key}.png"
         if not c.exists():
             c.parent.mkdir(parents=True, exist_ok=True)
-            with Image.open(p) as im:
+            with open_image(p) as im:  # the one capped loader: a regular file, within the pixel cap
                 im.convert("RGB").crop(it.box).save(c)
         out.append(c)
     return out

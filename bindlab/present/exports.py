@@ -18,6 +18,12 @@ Formats (``<stem>`` is ``<view>_<name>``, e.g. ``mcq_accuracy_by_n``):
 - ``provenance.json`` — in every export folder: the provenance record and the list of files written.
 - ``<view>_all.zip`` — with ``bundle=True`` (the app's *Download* panels): every file above in one zip, offered beside
   the single files, so one click takes the whole download.
+
+Links: an export never writes through a symbolic link. Each file is written to a fresh temporary file in its folder
+(created exclusively, so never a planted link) and moved onto its name with ``os.replace``, which replaces the name
+itself; and a name that already is a link is refused with a message before anything is written
+(:func:`check_no_links`), so a link planted in an export folder (``DIR/mcq_summary.csv -> /etc/...``) leaves its
+target untouched.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +78,44 @@ class Written:
     def extend(self, other: Written) -> None:
         self.paths += other.paths
         self.notes += other.notes
+
+
+# --- never through a link -------------------------------------------------------------------------------------------
+def check_no_links(paths: Iterable[str | Path]) -> None:
+    """Refuse, before anything is written, an output name that is a symbolic link (to anywhere).
+
+    Raises:
+        ValueError: naming the link and its target.
+    """
+    for path in paths:
+        if os.path.islink(path):
+            raise ValueError(f"refusing to write {path}: it is a symbolic link (to {os.readlink(path)}); an export "
+                             "never writes through a link: remove it or choose another folder")
+
+
+@contextmanager
+def _replacing(path: str | Path) -> Iterator[Path]:
+    """A fresh temporary file beside ``path`` to write, moved onto ``path`` when the block succeeds.
+
+    The temporary file is created exclusively (``mkstemp``: never an existing name, never a link) and ``os.replace``
+    swaps the name itself, so a link at ``path`` is replaced, never followed; ``path`` being a link already is
+    refused (:func:`check_no_links`). A failed block leaves no temporary file behind.
+    """
+    path = Path(path)
+    check_no_links([path])
+    tmp = _temp_beside(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _temp_beside(path: Path) -> Path:
+    """A new empty file in ``path``'s folder, created exclusively (never an existing name, never a link)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part" + path.suffix)
+    os.close(fd)
+    return Path(tmp)
 
 
 # --- plain values -----------------------------------------------------------------------------------------------
@@ -138,22 +183,27 @@ def _write_table(table: Any, path_stem: str | Path, provenance: dict[str, Any], 
     out = []
     if "csv" in formats:
         csv = stem.with_name(stem.name + ".csv")
-        pd.DataFrame(rows, columns=columns).to_csv(csv, index=False)
+        with _replacing(csv) as tmp:
+            pd.DataFrame(rows, columns=columns).to_csv(tmp, index=False)
         out.append(csv)
     if "json" in formats:
         js = stem.with_name(stem.name + ".json")
-        js.write_text(json.dumps({"provenance": _plain(provenance), "columns": columns, "rows": rows}, indent=1,
-                                 ensure_ascii=False), encoding="utf-8")
+        with _replacing(js) as tmp:
+            tmp.write_text(json.dumps({"provenance": _plain(provenance), "columns": columns, "rows": rows}, indent=1,
+                                      ensure_ascii=False), encoding="utf-8")
         out.append(js)
     return out
 
 
 def write_jsonl(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Write per-item rows as JSONL (through :func:`bindlab.data.schema.write_jsonl`, atomically)."""
-    from bindlab.data.schema import write_jsonl as _write
-
-    _write(path, [_plain(r) for r in rows])
-    return Path(path)
+    """Write per-item rows as JSONL, one JSON object per line (as :func:`bindlab.data.schema.write_jsonl` writes
+    them), atomically and never through a link."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _replacing(path) as tmp, tmp.open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(_plain(r), ensure_ascii=False) + "\n")
+    return path
 
 
 def write_figure(fig: Any, path_stem: str | Path, formats: Iterable[str] = FIGURE_FORMATS) -> Written:
@@ -175,7 +225,8 @@ def write_figures(figures: dict[Path, Any], formats: Iterable[str] = FIGURE_FORM
         stem.parent.mkdir(parents=True, exist_ok=True)
         if "html" in formats:
             html = stem.with_name(stem.name + ".html")
-            fig.write_html(html, include_plotlyjs=True, full_html=True, config={"displaylogo": False})
+            with _replacing(html) as tmp:
+                fig.write_html(tmp, include_plotlyjs=True, full_html=True, config={"displaylogo": False})
             out.paths.append(html)
         images += [(fig, stem.with_name(f"{stem.name}.{f}"), f) for f in formats if f in ("png", "svg")]
     if images:
@@ -199,7 +250,11 @@ def find_browser() -> str | None:
 
 
 def _render_images(jobs: list[tuple[Any, Path, str]]) -> tuple[list[Path], str | None]:
-    """Render ``(figure, path, "png"|"svg")`` jobs in one kaleido session; ``(paths written, note or None)``."""
+    """Render ``(figure, path, "png"|"svg")`` jobs in one kaleido session; ``(paths written, note or None)``.
+
+    kaleido writes each image to a fresh temporary name beside its path, moved onto the path once rendered (never
+    through a link: see :func:`_replacing`)."""
+    check_no_links(p for _, p, _ in jobs)
     kinds = "/".join(sorted({f.upper() for _, _, f in jobs}, reverse=True))
     try:
         import kaleido
@@ -211,17 +266,29 @@ def _render_images(jobs: list[tuple[Any, Path, str]]) -> tuple[list[Path], str |
             "no chromium or google-chrome on the PATH"
         return [], (f"{kinds} not written: they need Chromium ({where}; on Debian: apt-get install chromium, or set "
                     f"BROWSER_PATH); the interactive HTML was written instead")
-    specs = [{"fig": fig, "path": path, "opts": {"format": fmt, "scale": 2 if fmt == "png" else 1}}
-             for fig, path, fmt in jobs]
+    tmps = {path: _temp_beside(path) for _, path, _ in jobs}
+    done, failed = [], None
     try:
-        # mathjax=False: the default loads MathJax from a CDN, and exports must work offline
-        kaleido.write_fig_from_object_sync(specs, kopts={"path": browser, "mathjax": False,
-                                                         "timeout": IMAGE_TIMEOUT_S})
-    except Exception as e:  # noqa: BLE001 - a failed render must not lose the tables already written
-        return [p for _, p, _ in jobs if p.is_file()], f"{kinds} not written: {browser} failed ({type(e).__name__}: {e})"
-    missing = [p.name for _, p, _ in jobs if not p.is_file()]
+        specs = [{"fig": fig, "path": tmps[path], "opts": {"format": fmt, "scale": 2 if fmt == "png" else 1}}
+                 for fig, path, fmt in jobs]
+        try:
+            # mathjax=False: the default loads MathJax from a CDN, and exports must work offline
+            kaleido.write_fig_from_object_sync(specs, kopts={"path": browser, "mathjax": False,
+                                                             "timeout": IMAGE_TIMEOUT_S})
+        except Exception as e:  # noqa: BLE001 - a failed render must not lose the tables already written
+            failed = f"{kinds} not written: {browser} failed ({type(e).__name__}: {e})"
+        for _, path, _ in jobs:
+            if tmps[path].is_file() and tmps[path].stat().st_size > 0:  # rendered (the empty placeholder is not)
+                os.replace(tmps[path], path)
+                done.append(path)
+    finally:
+        for t in tmps.values():
+            t.unlink(missing_ok=True)
+    if failed:
+        return done, failed
+    missing = [p.name for _, p, _ in jobs if p not in done]
     note = f"{kinds}: {', '.join(missing)} not written by {browser}" if missing else None
-    return [p for _, p, _ in jobs if p.is_file()], note
+    return done, note
 
 
 def check_formats(formats: Iterable[str] | None) -> list[str]:
@@ -256,10 +323,20 @@ def zip_files(paths: Sequence[str | Path], path: str | Path) -> Path:
     if len(set(names)) != len(names):
         raise ValueError(f"cannot zip files that share a name: {sorted(n for n in set(names) if names.count(n) > 1)}")
     path = Path(path)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    with _replacing(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
         for p in paths:
             z.write(p, Path(p).name)
     return path
+
+
+def planned_files(view: ResultView, folder: str | Path, formats: Iterable[str] | None = None) -> list[Path]:
+    """Every file :func:`write_view` may write for ``view`` in ``folder`` (PNG/SVG included, rendered or not), and
+    ``provenance.json``."""
+    chosen, folder = check_formats(formats), Path(folder)
+    out = [folder / f"{view.name}_{n}.{f}" for n in view.tables for f in TABLE_FORMATS if f in chosen]
+    out += [folder / f"{view.name}_{n}.jsonl" for n in view.items if "jsonl" in chosen]
+    out += [folder / f"{view.name}_{n}.{f}" for n in view.figures for f in FIGURE_FORMATS if f in chosen]
+    return [*out, folder / "provenance.json"]
 
 
 def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
@@ -279,6 +356,7 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
     """
     chosen = check_formats(formats)
     folder = Path(folder)
+    check_no_links(planned_files(view, folder, chosen))  # before a single file is written (each write checks again)
     folder.mkdir(parents=True, exist_ok=True)
     out = Written()
     for name, table in view.tables.items():
@@ -289,9 +367,10 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
     if view.figures and any(f in chosen for f in FIGURE_FORMATS):
         out.extend(write_figures({folder / f"{view.name}_{k}": fig for k, fig in view.figures.items()}, chosen))
     manifest = folder / "provenance.json"
-    manifest.write_text(json.dumps({"provenance": _plain(provenance), "view": view.name,
-                                    "files": [p.name for p in out.paths], "notes": out.notes}, indent=1,
-                                   ensure_ascii=False), encoding="utf-8")
+    with _replacing(manifest) as tmp:
+        tmp.write_text(json.dumps({"provenance": _plain(provenance), "view": view.name,
+                                   "files": [p.name for p in out.paths], "notes": out.notes}, indent=1,
+                                  ensure_ascii=False), encoding="utf-8")
     out.paths.append(manifest)
     if bundle:
         out.paths.append(zip_files(out.paths, folder / f"{view.name}_all.zip"))

@@ -168,16 +168,19 @@ def hover_data(points: Sequence[dict[str, Any]], thumbs: dict[str, Any]) -> dict
 
 # --- standalone HTML ------------------------------------------------------------------------------------------------
 def thumbnail_uri(path: str | Path, size: int = 64, quality: int = 70) -> str | None:
-    """A small JPEG ``data:`` URI of an image file (longest side ``size`` px), or None when it cannot be read."""
-    from PIL import Image
+    """A small JPEG ``data:`` URI of an image file (longest side ``size`` px), or None when it cannot be read.
+
+    The file goes through the one capped loader (:func:`bindlab.data.files.open_image`): a FIFO or a device is never
+    opened for reading (no hang), a decompression bomb is never decoded."""
+    from bindlab.data.files import DataError, open_image
 
     try:
-        with Image.open(path) as im:
+        with open_image(path) as im:
             im = im.convert("RGB")
             im.thumbnail((size, size))
             buf = io.BytesIO()
             im.save(buf, format="JPEG", quality=quality)
-    except OSError:
+    except (DataError, OSError):
         return None
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 

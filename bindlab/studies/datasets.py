@@ -211,6 +211,16 @@ def shown_image(path: str | os.PathLike | None) -> Any:
     return str(path) if _served(real) else open_image(real)
 
 
+def decoded_image(path: str | os.PathLike) -> Any:
+    """An image file decoded through the one capped loader (:func:`bindlab.data.files.open_image`: a regular file
+    only, so a FIFO never blocks; the pixel cap checked before decoding), for a view that needs pixels, not a path.
+
+    Raises:
+        DataError: naming the file and what is wrong.
+    """
+    return open_image(Path(os.path.realpath(path)))
+
+
 # --- uploads -------------------------------------------------------------------------------------------------------
 def uploads_root() -> Path:
     """``$BINDLAB_HOME/uploads``: one folder per browser session."""
@@ -354,6 +364,6 @@ def sweep_uploads(older_than_s: float, now: float | None = None) -> int:
 
 
 __all__ = ["KINDS", "NOT_OFFERED", "SET_PREFIX", "UPLOAD_PREFIX", "UPLOAD_TYPES", "check_upload_size", "choice_value",
-           "delete_uploads", "is_folder_kind", "is_offered", "is_upload", "list_data_sets", "list_uploads",
+           "decoded_image", "delete_uploads", "is_folder_kind", "is_offered", "is_upload", "list_data_sets", "list_uploads",
            "offered_choices", "resolve_choice", "session_uploads", "set_choices", "store_upload", "sweep_uploads",
            "upload_label", "uploads_root"]

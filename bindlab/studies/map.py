@@ -22,6 +22,8 @@ import numpy as np
 from bindlab.analysis.embedding_map import (
     COLOR_BY,
     DEFAULT_LIMIT,
+    DEFAULT_N_NEIGHBORS,
+    MAX_N_NEIGHBORS,
     METHODS,
     METRICS,
     LayoutParams,
@@ -49,9 +51,9 @@ from bindlab.studies.validate import (
 MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 points, about what a browser can draw
 DEFAULT_MODEL = "minilm"
 
-__all__ = ["COLOR_BY", "DEFAULT_LIMIT", "MAX_LIMIT", "METHODS", "METRICS", "LayoutParams", "MapData", "MapRequest",
-           "cached_layout", "map_provenance", "map_title", "point_neighbours", "prepare_map", "run_map", "search_points",
-           "selected_points", "summary_line"]
+__all__ = ["COLOR_BY", "DEFAULT_LIMIT", "DEFAULT_N_NEIGHBORS", "MAX_LIMIT", "MAX_N_NEIGHBORS", "METHODS", "METRICS",
+           "LayoutParams", "MapData", "MapRequest", "cached_layout", "map_provenance", "map_title", "point_neighbours",
+           "prepare_map", "run_map", "search_points", "selected_points", "summary_line"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class MapRequest:
     limit: int = DEFAULT_LIMIT  # at most this many questions (seeded sample), 1..MAX_LIMIT
     method: str = "umap"  # layout, one of METHODS
     color: str = "role"  # colour points by, one of COLOR_BY
-    n_neighbors: int = 15  # UMAP neighbourhood size
+    n_neighbors: int = DEFAULT_N_NEIGHBORS  # UMAP neighbourhood size (2..MAX_N_NEIGHBORS, below the points)
     min_dist: float = 0.1  # UMAP minimum distance, in [0, 1]
     metric: str = "cosine"  # UMAP distance, one of METRICS
     seed: int = 0  # subset sampling and UMAP seed
@@ -133,8 +135,8 @@ def prepare_map(request: MapRequest, progress: Progress | None = None) -> MapDat
     questions, _ = load_mcqs(path)
     chosen = select_questions(questions, request.n_objects, request.limit, request.seed)
     modalities, notes = ["text"], []
+    problems = check_images(chosen, path.parent)  # refuses a FIFO, device or folder as an image (thumbnails read them)
     if "image" in encoder.modalities:
-        problems = check_images(chosen, path.parent)
         if problems:
             notes.append(f"image points left out: {len(problems)} image problem(s), e.g. {problems[0]}")
         else:

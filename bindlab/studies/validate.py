@@ -5,7 +5,8 @@ line that names the option, the bad value and what to do. The CLI (``bindlab.cli
 :func:`check_options` on every parsed command; a tab's study calls the same function with its inputs.
 
 - numbers: :func:`positive_int`, :func:`nonneg_int`, :func:`finite_float`, :func:`capped` (a limit from
-  :func:`bindlab.config.limits`, named with its environment variable);
+  :func:`bindlab.config.limits`, named with its environment variable); seeds within numpy's range (0 to 2**32 - 1);
+- the device: :func:`check_device` (what :func:`bindlab.config.resolve_device` accepts, for every model);
 - input paths: :func:`input_path` (inside the allowed data roots, then it must exist);
 - output paths: :func:`output_file` and :func:`output_dir` (a regular file or a new one whose folder exists or can
   be made; never a device, never a folder where a file is needed and the reverse, never inside the repo's
@@ -21,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bindlab.analysis.embedding_map import MAX_N_NEIGHBORS
 from bindlab.config import LIMIT_ENV, Limits, assets_root, limits
 from bindlab.data.files import DataError, resolve_allowed
 
@@ -36,6 +38,8 @@ def _flag(name: str) -> str:
 def _as_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{_flag(name)} must be a whole number, got {value!r}")
+    if isinstance(value, int):
+        return value  # exact, however many digits (a float would round a 22-digit seed)
     try:
         f = float(value)
         if not math.isfinite(f) or f != int(f):
@@ -197,6 +201,34 @@ def _nonneg(limit: str | None = None) -> Callable[[Any, str, Limits], Any]:
     return check
 
 
+def _between(lo: int, hi: int, what: str = "") -> Callable[[Any, str, Limits], Any]:
+    def check(v: Any, name: str, lims: Limits) -> int:
+        n = _as_int(v, name)
+        if not lo <= n <= hi:
+            raise ValueError(f"{_flag(name)} must be between {lo} and {hi:,}{what}, got {n:,}")
+        return n
+    return check
+
+
+SEED_MAX = 2**32 - 1  # numpy's (and UMAP's) seed range is 0 <= seed < 2**32
+
+
+def check_device(value: Any, name: str = "device", lims: Limits | None = None) -> Any:
+    """A device string that :func:`bindlab.config.resolve_device` accepts here (``auto|cpu|cuda|cuda:N|mps``), checked
+    for every command, also for models that ignore it (``bow``). ``auto`` and ``cpu`` are accepted without importing
+    torch. Returns the value unchanged (resolution is the loader's)."""
+    text = str(value).strip().lower()
+    if text in ("auto", "cpu"):
+        return value
+    from bindlab.config import resolve_device
+
+    try:
+        resolve_device(str(value))
+    except ValueError as e:
+        raise ValueError(f"{_flag(name)}: {e}") from None
+    return value
+
+
 def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
     return lambda v, name, lims: finite_float(v, name, lo, hi, lo_open)
 
@@ -234,7 +266,7 @@ OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
     "epochs": _pos("max_epochs"),
     "lora_rank": _pos(),
     "n_boot": _nonneg("max_questions"),
-    "n_neighbors": _pos(),
+    "n_neighbors": _between(2, MAX_N_NEIGHBORS, " (UMAP neighbourhood size)"),
     "pool_size": _pos("max_triplets"),
     "heads": _nonneg(),
     "layers": _nonneg(),
@@ -248,7 +280,8 @@ OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
     "hard_share": _float(0.0, 1.0),
     "holdout_words": _float(0.0, 0.5, lo_open=True),
     "lines_a": _lines_a,
-    "seed": _nonneg(),
+    "seed": _between(0, SEED_MAX, " (2**32 - 1: numpy's seed range)"),
+    "device": check_device,
 }
 
 INPUT_PATHS = ("data", "images", "config", "vocab_from")  # user-given files/folders that are read
@@ -305,8 +338,8 @@ def check_caption(text: str, lims: Limits | None = None) -> str:
     return text
 
 
-__all__ = ["OPTION_RULES", "capped", "check_caption", "check_options", "finite_float", "input_path",
-           "nonneg_int", "output_dir", "output_file", "positive_int"]
+__all__ = ["OPTION_RULES", "SEED_MAX", "capped", "check_caption", "check_device", "check_options", "finite_float",
+           "input_path", "nonneg_int", "output_dir", "output_file", "positive_int"]
 
 
 def encoder_id(model: Any, default: str | None = None) -> str:

@@ -23,6 +23,7 @@ from bindlab.present import walkthrough_figures as wf
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
 from bindlab.studies import walkthrough as wt
+from bindlab.studies.datasets import decoded_image
 from bindlab.studies.finetune import display_labels, page_manager
 from bindlab.ui.browse import question_html
 from bindlab.ui.common import USER_ERRORS, friendly
@@ -364,10 +365,11 @@ def finetune_md(r: dict[str, Any]) -> str:
 
 
 def _image(path: str | None) -> Image.Image | None:
-    # PIL images, not paths: Gradio serves only files under its working or temp folders
+    # PIL images, not paths: Gradio serves only files under its working or temp folders; decoded through the one
+    # capped loader (a FIFO never blocks, a bomb is never decoded)
     if not path:
         return None
-    with Image.open(path) as im:
+    with decoded_image(path) as im:
         return im.convert("RGB")
 
 

@@ -104,6 +104,11 @@ def test_bad_layout_requests_say_what_to_do():
         em.LayoutParams(metric="hamming")
     with pytest.raises(ValueError, match="n_neighbors"):
         em.LayoutParams(n_neighbors=1)
+    with pytest.raises(ValueError, match=f"between 2 and {em.MAX_N_NEIGHBORS}"):
+        em.LayoutParams(n_neighbors=100_000)
+    # checked against the points before umap-learn sees it (a chosen value; the default is lowered on a small map)
+    with pytest.raises(ValueError, match="not below the map's 6 points; choose 2 to 5"):
+        em.umap_2d(np.random.default_rng(0).normal(size=(6, 4)), em.LayoutParams(n_neighbors=6))
 
 
 # --- with real encoders --------------------------------------------------------------------------------------------

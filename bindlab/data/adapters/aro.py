@@ -88,9 +88,9 @@ def _box(bbox: Any, image: str, where: str) -> tuple[int, int, int, int] | None:
         x, y, w, h = (int(round(float(bbox[c]))) for c in ("x", "y", "w", "h"))
     except (KeyError, TypeError, ValueError):
         raise DataError(f"{where}: 'bbox' must have numeric x, y, w, h, got {bbox!r}") from None
-    from PIL import Image
+    from bindlab.data.files import open_image
 
-    with Image.open(image) as im:
+    with open_image(image) as im:  # the one capped loader: a regular file, within the pixel cap
         width, height = im.size
     if abs(width - w) <= 2 and abs(height - h) <= 2:
         return None  # stored already cut to the box
