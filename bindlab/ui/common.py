@@ -104,12 +104,17 @@ def quiet_refusals(demo: gr.Blocks) -> None:
 
 
 def _client_address() -> str | None:
-    """The client address of the Gradio event this thread serves (None outside one)."""
+    """The client address of the Gradio event this thread serves (None outside one): the first hop of
+    ``X-Forwarded-For`` when a proxy (a Space's) sets it, else the connection's. A visitor can forge the header;
+    it only chooses which per-address slot they use, the server-wide cap on heavy requests stays."""
     from gradio.context import LocalContext
 
     request = LocalContext.request.get(None)
-    client = getattr(request, "client", None) if request is not None else None
-    return getattr(client, "host", None)
+    if request is None:
+        return None
+    headers = getattr(request, "headers", None) or {}
+    forwarded = str(headers.get("x-forwarded-for", "") or "").split(",")[0].strip()
+    return forwarded or getattr(getattr(request, "client", None), "host", None)
 
 
 def _session_hash() -> str | None:
@@ -211,6 +216,14 @@ def check_upload(path: str | Path | None) -> Path:
 
 
 shown_image = datasets.shown_image  # what an image component gets for an image file bindlab read
+
+
+def held_state(value: Any = None) -> gr.State:
+    """A ``gr.State`` for a session's large results (a map's vectors, a comparison, a margin set): Gradio frees it
+    when the tab closes, and in public mode also after ``session_state_seconds`` (30 min) without an update, so a
+    client that leaves without closing (a script) does not hold it forever."""
+    ttl = limits().session_state_seconds
+    return gr.State(value, time_to_live=ttl or None)
 
 
 # --- choosing data: the embedded and offered sets, uploads; a free path only outside public mode ----------------
