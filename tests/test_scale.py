@@ -3,7 +3,9 @@
 The pure helpers (env detection, shard ranges, merging) are tested without processes; then real launches:
 ``eval mcq`` (minilm) and ``eval pairs`` (toy:clip) on 2 processes give the single-process JSON (timing fields
 aside), with a cold cache (both ranks embed) and a warm one (nothing is recomputed); a 2-process finetune takes
-the same steps as one process, keeps one job folder, and resumes after a cancel.
+the same steps as one process, keeps one job folder, and resumes after a cancel. Every launch starts several
+processes that import torch (minutes on a busy 2-core machine), so they are marked ``slow``: CI runs them with
+``-m slow``, the default run keeps the helpers and the exported launch script's contents.
 """
 
 from __future__ import annotations
@@ -151,6 +153,10 @@ def composet(tmp_path_factory):
     return out / "cs" / "pairs.jsonl"
 
 
+# Slow: four Python processes that each import torch and load MiniLM (one single-process run, then torchrun's launcher
+# and two ranks) beside the other xdist worker on 2 cores: 111 s of the default run on a loaded machine. The sharding
+# itself is covered without processes above (shard ranges, merging, one-process collectives).
+@pytest.mark.slow
 def test_eval_mcq_minilm_on_two_processes_equals_one_process(saber, tmp_path):
     args = ("eval", "mcq", "--data", str(saber), "--model", "minilm", "--device", "cpu")
     one = _single(tmp_path / "h1", *args, "--out", str(tmp_path / "one.json"))
@@ -166,6 +172,9 @@ def test_eval_mcq_minilm_on_two_processes_equals_one_process(saber, tmp_path):
         assert db.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == sum(per_rank)
 
 
+# Slow: eight Python processes that each import torch (the CompoSET render, one single-process run, then two torchrun
+# launches of a launcher and two ranks each): 104 s of the default run on a loaded 2-core machine.
+@pytest.mark.slow
 def test_eval_pairs_toy_clip_two_processes_cold_and_warm_cache(composet, tmp_path):
     args = ("eval", "pairs", "--data", str(composet), "--model", "toy:clip", "--device", "cpu", "--verbosity", "short")
     _single(tmp_path / "h1", *args, "--out", str(tmp_path / "one.json"))
@@ -222,6 +231,10 @@ def _job(tiny, **kw):
             "evaluate": False, "threads": 1, **kw}
 
 
+# Slow: two real jobs, one of them a torchrun launcher with two training ranks (four processes that import torch and
+# transformers): 74 s of the default run on a loaded 2-core machine. The one-process job path runs by default in
+# tests/jobs/test_manager.py.
+@pytest.mark.slow
 def test_two_process_finetune_takes_the_one_process_steps(tiny, tmp_path, monkeypatch):
     from bindlab.encoders.adapter import read_adapter
     from bindlab.jobs.manager import JobManager

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bindlab.config import repo_root
+from bindlab.config import assets_root
 from bindlab.studies import walkthrough as wt
 
 
@@ -203,7 +203,7 @@ def test_toy_triplets_stay_in_the_toy_vocabulary():
     rows = [r for r in rows if r["split"] not in ("test_template_relative", "test_template_with")]  # "that", "colour"
     assert {r["negative_kind"] for r in rows} == {"attribute", "object"}
     assert {len(r["bindings"]) for r in rows} == set(wt.TRIPLET_SIZES)
-    vocab = set(json.loads((repo_root() / "assets" / "toy-shared" / "vocab.json").read_text())["vocab"])
+    vocab = set(json.loads((assets_root() / "toy-shared" / "vocab.json").read_text())["vocab"])
     unknown = {w.lower() for r in rows for t in (r["query"], r["positive"], r["negative"]) for w in words_of(t)} - vocab
     assert not unknown, f"words the toy model does not know: {sorted(unknown)[:10]}"
     assert wt.toy_triplets(per_size=20, seed=5) == path  # made once

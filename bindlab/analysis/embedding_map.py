@@ -215,7 +215,7 @@ def layout_records(data: MapData, xy: np.ndarray) -> list[dict[str, Any]]:
 
 def summary_line(data: MapData) -> str:
     """One line: model, questions, points, modalities and accuracy per modality."""
-    acc = ", ".join(f"{m}→{m} {a:.2f}" for m, a in data.accuracy.items())
+    acc = ", ".join(f"{m}→{m} {a:.3f}" for m, a in data.accuracy.items())
     return (f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
             f"({' + '.join(data.modalities)}); correct share {acc}")
 

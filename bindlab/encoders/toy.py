@@ -1,7 +1,7 @@
 """``toy:`` — the toy vision–language models bindlab trains itself (``bindlab.train.toy_train``).
 
-``toy:clip``, ``toy:shared`` and ``toy:negclip`` load the shipped folders ``assets/toy-clip/``, ``assets/toy-shared/``
-and ``assets/toy-negclip/`` (``toy:clip`` finetuned with binding hard negatives, NegCLIP-style twins);
+``toy:clip``, ``toy:shared`` and ``toy:negclip`` load the shipped folders ``bindlab/assets/toy-clip/``, ``bindlab/assets/toy-shared/``
+and ``bindlab/assets/toy-negclip/`` (``toy:clip`` finetuned with binding hard negatives, NegCLIP-style twins);
 ``toy:/path/to/folder`` loads any folder written by ``python -m bindlab train toy``. A folder holds
 ``model.safetensors``, ``config.json`` (:class:`bindlab.encoders.toy_models.ToyConfig`) and ``vocab.json`` (the
 word-level tokenizer, :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`). No hub, no network: these are the offline default for everything visual.
@@ -25,17 +25,17 @@ from bindlab.encoders.weights import fingerprint_for_folder
 
 log = logging.getLogger(__name__)
 
-SHIPPED = {"clip": "toy-clip", "shared": "toy-shared", "negclip": "toy-negclip"}  # name -> folder under assets/
+SHIPPED = {"clip": "toy-clip", "shared": "toy-shared", "negclip": "toy-negclip"}  # name -> folder under bindlab/assets/
 # name -> the arguments of 'python -m bindlab train toy' that make such a model (the cards give the full commands)
 TRAIN_ARGS = {"clip": "--arch clip", "shared": "--arch shared",
-              "negclip": "--arch clip --init-from assets/toy-clip --twin-share SHARE"}
+              "negclip": "--arch clip --init-from bindlab/assets/toy-clip --twin-share SHARE"}
 
 
 def shipped_folder(name: str) -> Path:
-    """``assets/<folder>`` of a shipped toy model."""
-    from bindlab.config import repo_root
+    """``bindlab/assets/<folder>`` of a shipped toy model."""
+    from bindlab.config import assets_root
 
-    return repo_root() / "assets" / SHIPPED[name]
+    return assets_root() / SHIPPED[name]
 
 
 class ToyEncoder:

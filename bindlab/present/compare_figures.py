@@ -6,7 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from bindlab.present.figures import add_chance_by_n, message_figure
+from bindlab.present.figures import SIDE_LEGEND, add_chance_by_n, message_figure
 from bindlab.present.safe_text import plot_text
 
 PAIRS_CHANCE_GROUP = 1 / 6
@@ -35,7 +35,7 @@ def by_n_figure(rows: list[dict[str, Any]], pairing: str | None = None, chance: 
     add_chance_by_n(fig, [r for r in rows if r["model"] == first and r["pairing"] == pairing], chance)
     fig.update_layout(title=f"MCQ accuracy by number of objects ({plot_text(pairing)})", xaxis_title="number of objects (N)",
                       yaxis_title="accuracy", yaxis_range=[0, 1.02], height=380,
-                      margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))
+                      margin=dict(l=50, r=20, t=50, b=40), legend=SIDE_LEGEND)
     return fig
 
 

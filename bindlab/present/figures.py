@@ -57,8 +57,13 @@ def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by numb
         ))
     add_chance_by_n(fig, [r for r in rows if r["subset"] == "all"] or rows, chance)
     fig.update_layout(title=title, xaxis_title="number of objects (N)", yaxis_title="accuracy", yaxis_range=[0, 1.02],
-                      height=360, margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))
+                      height=360, margin=dict(l=50, r=20, t=50, b=40), legend=SIDE_LEGEND)
     return fig
+
+
+# A legend beside the plot: below it, at a fixed fraction of the plot's height, it met the x title whenever the plot
+# was drawn short (Gradio gives a titled plot a 100 px top margin).
+SIDE_LEGEND = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top")
 
 
 def training_curves(metrics: list[dict[str, Any]], title: str = "training") -> go.Figure:

@@ -110,12 +110,16 @@ def grounding_plane(plane: dict[str, Any], value: str, alpha: float) -> go.Figur
         fig.add_annotation(x=tip[0], y=tip[1], ax=centre[0], ay=centre[1], xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, arrowsize=1.3, arrowwidth=3, arrowcolor=colour, text="")
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, line=dict(color=colour, width=3)))
-    fig.update_layout(title=f"2-D view of the test images: {plot_text(repr(value))} vs the rest (arrows: query "
-                            "directions)",
-                      xaxis=dict(title=f"cosine with d (image direction of {plot_text(value)})", range=xr),
-                      yaxis=dict(title="cosine with q⊥ (text query, part orthogonal to d)", range=yr,
-                                 scaleanchor="x"),
-                      height=440, margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.2))
+    # The legend (a dozen entries: every value, the target, three arrows) stands beside the plot, clear of the axis
+    # titles; below it, it took the plot's height and sat on the x title.
+    fig.update_layout(title=f"2-D view of the test images: {plot_text(repr(value))} vs the rest<br>"
+                            "<sup>arrows: query directions</sup>",
+                      xaxis=dict(title=f"cosine with d (image direction of {plot_text(value)})", range=xr,
+                                 automargin=True),
+                      yaxis=dict(title="cosine with q⊥ (query ⟂ d)", range=yr, scaleanchor="x", automargin=True),
+                      height=480, margin=dict(l=60, r=10, t=60, b=50),
+                      legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", font=dict(size=11),
+                                  tracegroupgap=2))
     return fig
 
 

@@ -66,8 +66,9 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
                highlight_label: str = "", joined: str | None = None) -> go.Figure:
     """A scatter of map points, one legend entry per colour group; marker shape = modality (circle text, square image).
 
-    Queries are drawn last and larger, so candidates that sit on them (a model that barely moves a caption when
-    its bindings change puts a question's five items on one spot) never hide them. Each colour group is one legend
+    Queries are large open rings drawn first, candidates filled markers drawn over them: where a question's five
+    items sit on one spot (a model that barely moves a caption when its bindings change), the candidates show inside
+    their query's ring and neither hides the other. Each colour group is one legend
     entry (its queries are a second trace in the same ``legendgroup``), so clicking a legend entry hides or shows
     the group; box and lasso selection work on every group.
 
@@ -92,17 +93,17 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
     custom_hover = thumbs is not None
     fig = go.Figure()
     order = _order(cats, color_by)
-    shown: set[str] = set()
-    for is_query in (False, True):  # candidates first, queries on top
+    # each group's legend entry is its candidates' trace (a filled marker), its queries' where it has no candidates
+    with_candidates = {c for c, p in zip(cats, points, strict=True) if p["role"] != QUERY_ROLE}
+    for is_query in (True, False):  # queries first (rings), candidates on top
         for rank, cat in enumerate(order):
             idx = [i for i, c in enumerate(cats) if c == cat and (points[i]["role"] == QUERY_ROLE) == is_query]
             if not idx:
                 continue
             trace = _points_trace(points, xy, idx, cat, _colour(cat, color_by, rank), is_query, custom_hover,
-                                  show_legend=cat not in shown)
-            trace.legendrank = 1 + rank  # the legend keeps the group order (queries first) while drawn last
+                                  show_legend=not is_query or cat not in with_candidates)
+            trace.legendrank = 1 + rank  # the legend keeps the group order, whatever the drawing order
             fig.add_trace(trace)
-            shown.add(cat)
     if joined:
         _add_question_lines(fig, points, xy, joined)
     if len(highlight):
@@ -127,9 +128,9 @@ def _points_trace(points: Sequence[dict[str, Any]], xy: np.ndarray, idx: Sequenc
     pts = [points[i] for i in idx]
     return go.Scatter(
         x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=plot_text(cat), legendgroup=cat, showlegend=show_legend,
-        marker=dict(color=colour, size=14 if is_query else 8, opacity=0.95 if is_query else 0.75,
-                    symbol=[SYMBOLS.get(p["modality"], "circle") for p in pts],
-                    line=dict(width=2 if is_query else 0.5, color="#111" if is_query else "white")),
+        marker=dict(color=colour, size=16 if is_query else 8, opacity=0.9 if is_query else 0.8,
+                    symbol=[SYMBOLS.get(p["modality"], "circle") + ("-open" if is_query else "") for p in pts],
+                    line=dict(width=2.5 if is_query else 0.5, color=colour if is_query else "white")),
         customdata=[[p["id"], p["question"], i] for p, i in zip(pts, idx, strict=True)],
         text=[f"{hover_caption(p['caption'])}<br><i>{plot_text(p['role'])} · {plot_text(p['modality'])} · "
               f"N={plot_text(p['n_objects'])} · {'correct' if p['correct'] else 'wrong'}</i><br>{plot_text(p['id'])}"

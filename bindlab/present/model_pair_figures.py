@@ -36,19 +36,21 @@ def fix_figure(fix: dict[str, Any], chance: float = 0.25) -> go.Figure:
         vals = [r[side] for r in rows]
         ci = [r[f"{side}_ci95"] for r in rows]
         fig.add_trace(go.Bar(
+            # the value inside the bar at its foot: above the bar it sat on the interval's whisker
             x=names, y=vals, name=plot_text(fix[side]), marker_color=colour, text=[f"{v:.3f}" for v in vals],
-            textposition="outside", cliponaxis=False,
+            textposition="inside", insidetextanchor="start", textangle=0, textfont=dict(color="white"),
             error_y=dict(type="data", symmetric=False, array=[hi - v for v, (_, hi) in zip(vals, ci, strict=True)],
                          arrayminus=[v - lo for v, (lo, _) in zip(vals, ci, strict=True)], color="#444"),
             customdata=[[lo, hi] for lo, hi in ci],
             hovertemplate="%{x} · " + plot_text(fix[side]) + ": %{y:.3f} (95 % CI %{customdata[0]:.3f}–%{customdata[1]:.3f})"
                           "<extra></extra>"))
     fig.add_hline(y=chance, line=dict(color="grey", dash="dash", width=1.5))
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"chance ({chance:.2f})", hoverinfo="skip",
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"chance ({chance:.3f})", hoverinfo="skip",
                              line=dict(color="grey", dash="dash", width=1.5)))
     fig.update_layout(title=f"A failure and its fix: {plot_text(fix['before'])} vs {plot_text(fix['after'])}",
                       barmode="group",
                       yaxis=dict(title="MCQ accuracy", range=[0, 1.05]), height=380,
+                      uniformtext=dict(minsize=9, mode="hide"),
                       margin=dict(l=10, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.12, yanchor="top"))
     return fig
 

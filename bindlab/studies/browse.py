@@ -295,13 +295,13 @@ def default_model(pairing: str) -> str:
     """MiniLM for text–text; for pairings with images, the first bundled image+text model that is installed."""
     if not needs_images(pairing):
         return "minilm"
-    from bindlab.config import repo_root
+    from bindlab.config import assets_root
 
     for m in IMAGE_MODELS:
-        if (repo_root() / "assets" / m.replace(":", "-")).is_dir():
+        if (assets_root() / m.replace(":", "-")).is_dir():
             return m
     raise ValueError(f"pairing {pairing!r} needs an image+text encoder and no bundled toy model is installed "
-                     f"(assets/toy-clip); type an encoder id such as hf:/path/to/clip")
+                     f"(bindlab/assets/toy-clip); type an encoder id such as hf:/path/to/clip")
 
 
 def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bindlab.analysis.agreement import scene_agreement
-from bindlab.config import LIMIT_ENV, __version__, home, limits
+from bindlab.config import LIMIT_ENV, __version__, home, limits, public_mode
 from bindlab.eval.mcq import PAIRINGS, parse_pairings
 from bindlab.eval.metrics import bootstrap_ci, chance_label
 from bindlab.eval.pairs import parse_verbosity
@@ -75,7 +75,8 @@ class CompareRequest:
 
     Raises:
         ValueError: fewer than two models, an unknown task, pairing or verbosity, ``limit`` < 0, ``batch_size`` < 1,
-            a negative seed or an empty device, each named with the value given.
+            a negative seed or an empty device, each named with the value given; in public mode, a benchmark that is
+            not the name of a manifest or that comes with a path (one message, listing the names).
     """
 
     models: Sequence[str] | str  # encoder ids, e.g. "bow,minilm,toy:clip"; becomes a list
@@ -106,9 +107,17 @@ class CompareRequest:
         for name in ("data", "pairs_data"):  # inside the allowed data roots
             if getattr(self, name):
                 input_path(getattr(self, name), name, must_exist=False)
-        for task in self.suite:  # a benchmark's local copy too, before any model loads
-            path = _benchmark_spec(task)[1] if task.startswith("benchmark:") else None
-            if path:
+        for task in self.suite:  # a benchmark's name and local copy too, before any model loads
+            if not task.startswith("benchmark:"):
+                continue
+            name, path = _benchmark_spec(task)
+            if public_mode():  # a manifest's name only: no path to a manifest, no local copy by path
+                from bindlab.data.adapters import benchmark_refused, check_benchmark_name
+
+                if path:
+                    raise ValueError(benchmark_refused())
+                check_benchmark_name(name)
+            elif path:
                 input_path(path, "suite", must_exist=False)
 
     def settings(self) -> dict[str, Any]:

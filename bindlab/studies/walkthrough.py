@@ -332,10 +332,12 @@ def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL,
     """
     from bindlab.analysis import attention as att
     from bindlab.encoders.base import parse_encoder_id
+    from bindlab.studies.access import check_model_access
     from bindlab.studies.browse import get_encoder
 
     if limit < 1:
         raise ValueError(f"limit must be a positive number of captions, got {limit}")
+    check_model_access(model)  # public mode: a listed id or the visitor's own job, before any data is made
     path = _dataset(data, images=parse_encoder_id(model).backend == "toy" and not data, progress=progress)
     sets = att.load_caption_sets(path, limit=limit)
     if progress:

@@ -17,7 +17,7 @@ import gradio as gr  # noqa: E402
 
 from bindlab.config import private_home_paths, public_mode, served_roots
 from bindlab.ui import attention as attention_tab
-from bindlab.ui import browse
+from bindlab.ui import browse, layout
 from bindlab.ui import compare as compare_tab
 from bindlab.ui import embedding_map as map_tab
 from bindlab.ui import exports as exports_ui
@@ -52,9 +52,9 @@ TABS: list[tuple[str, str, Callable[[], Any]]] = [
     ("Walkthrough", "walkthrough", walkthrough_tab.build_tab),  # last: researchers land on Browse
 ]
 
-# Extra CSS of each tab module, joined into the page's stylesheet.
+# Extra CSS of each tab module, joined into the page's stylesheet; the page-wide layout rules last.
 CSS = "\n".join([browse.CSS, grounding_tab.CSS, finetune_tab.CSS, pairs_tab.CSS, attention_tab.CSS, map_tab.CSS,
-                 walkthrough_tab.CSS, compare_tab.CSS])
+                 walkthrough_tab.CSS, compare_tab.CSS, layout.CSS])
 
 
 def build_app() -> gr.Blocks:
@@ -68,6 +68,7 @@ def build_app() -> gr.Blocks:
             for label, tab_id, build in TABS:
                 with gr.Tab(label, id=tab_id) as shown[tab_id]:
                     hooks[tab_id] = build() or {}  # every tab is listed: a wire hook may ask which tabs exist
+        tabs.change(None, None, None, js=layout.RESIZE_JS, api_name=False)  # plots drawn while hidden: fit them
         first = TABS[0][1]
         for tab_id, hook in hooks.items():
             if "wire" in hook:

@@ -10,7 +10,7 @@ from bindlab.present import attention_figures as figs
 from bindlab.present.exports import attention_export
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import attention as study
-from bindlab.ui.common import clear_on_error, data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -221,8 +221,8 @@ def build_tab() -> None:
         run = gr.Button("Compute margins", variant="primary", scale=1, elem_id="at-run")
     summary = gr.Markdown(elem_id="at-summary")
     curve = gr.Plot(label="Binding margin per layer", elem_id="at-curve")
-    stored = gr.State([])
-    result = gr.State(None)
+    stored = held_state([])
+    result = held_state()
     current = gr.State(None)
 
     gr.Markdown("### One caption: word × word attention, and the margin of every head\n"

@@ -9,11 +9,11 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab.present import figures
+from bindlab.present import figures, numbers
 from bindlab.present.exports import mcq_export, question_tables
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import browse
-from bindlab.ui.common import clear_on_error, data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -51,7 +51,6 @@ CSS = """
 .bl-side {width:100%; border-collapse:collapse} .bl-side td, .bl-side th {padding:2px 6px; border-bottom:1px solid #eee}
 .bl-side tr.bl-answer-row {background:#eef8ee}
 #bl-candidates th, #bl-candidates th *, #bl-topk th, #bl-topk th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
-#bl-candidates td, #bl-topk td {white-space: normal; overflow-wrap: anywhere}
 """
 
 
@@ -59,6 +58,7 @@ def question_html(view: dict[str, Any]) -> str:
     """The question as HTML cards: query first, then candidates in their shuffled order."""
     q = view["query"]
     verdict = "correct" if view["credit"] >= 1 else ("tied" if view["credit"] > 0 else "wrong")
+    ranks = numbers.shared_ranks([c["score"] for c in view["candidates"]])
     parts = [
         f'<div class="bl-card"><b>Query</b> · {html_text(view["id"])} · N={html_text(view["n_objects"])} · '
         f'{html_text(view["subset"])}<div style="font-size:1.1em">{highlight(q["text"], q["bindings"])}</div></div>'
@@ -66,18 +66,20 @@ def question_html(view: dict[str, Any]) -> str:
     for k, c in enumerate(view["candidates"]):
         cls = "bl-card answer" if c["is_answer"] else "bl-card"
         parts.append(
-            f'<div class="{cls}" data-role="{html_text(c["role"])}"><span class="bl-score">score {c["score"]:.4f} · '
-            f'rank {c["rank"]}</span><b>{k + 1}. {html_text(ROLE_LABELS.get(c["role"], c["role"]))}</b>'
+            f'<div class="{cls}" data-role="{html_text(c["role"])}"><span class="bl-score">score '
+            f'{numbers.score(c["score"])} · rank {ranks[k]}</span><b>{k + 1}. {html_text(ROLE_LABELS.get(c["role"], c["role"]))}</b>'
             f'<div>{highlight(c["text"], c["bindings"], c["kept"])}</div></div>'
         )
-    parts.append(f'<p>Margin (preserve − best other): <b id="bl-margin">{view["margin"]:+.4f}</b> → {verdict}</p>')
+    parts.append(f'<p>Margin (preserve − best other): <b id="bl-margin">{numbers.signed(view["margin"])}</b> → '
+                 f'{verdict}</p>')
     return "\n".join(parts)
 
 
 def candidates_frame(view: dict[str, Any]) -> pd.DataFrame:
-    """One row per candidate: role, caption, score, rank, bindings kept."""
+    """One row per candidate: role, caption, score, rank (tied scores share one, "=1"), bindings kept."""
+    ranks = numbers.shared_ranks([c["score"] for c in view["candidates"]])
     return pd.DataFrame([
-        {"#": k + 1, "role": c["role"], "caption": c["text"], "score": round(c["score"], 4), "rank": c["rank"],
+        {"#": k + 1, "role": c["role"], "caption": c["text"], "score": c["score"], "rank": ranks[k],
          "bindings kept": f"{sum(c['kept'])}/{len(c['kept'])}"}
         for k, c in enumerate(view["candidates"])
     ])
@@ -100,18 +102,20 @@ def gallery_items(view: dict[str, Any]) -> list[tuple[str, str]]:
     """(image path, caption) for the query and candidates that have images, for a gr.Gallery."""
     items = []
     if view["query"]["image"]:
-        items.append((view["query"]["image"], "query"))
+        items.append((shown_image(view["query"]["image"]), "query"))
     for k, c in enumerate(view["candidates"]):
         if c["image"]:
             mark = " ✓" if c["is_answer"] else ""
-            items.append((c["image"], f"{k + 1}. {c['role']}{mark} · {c['score']:.3f}"))
+            items.append((shown_image(c["image"]), f"{k + 1}. {c['role']}{mark} · {c['score']:.3f}"))
     return items
 
 
 def topk_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([{"rank": r["rank"], "question": r["question"], "role": r["role"], "caption": r["text"],
-                          "score": round(r["score"], 4), "positive": "✓" if r["positive"] else "",
-                          "exact match": "✓" if r["exact"] else ""} for r in rows])
+    """One row per top-k gallery item, best first; tied scores share a rank ("=1")."""
+    ranks = numbers.shared_ranks([r["score"] for r in rows])
+    return pd.DataFrame([{"rank": rank, "question": r["question"], "role": r["role"], "caption": r["text"],
+                          "score": r["score"], "positive": "✓" if r["positive"] else "",
+                          "exact match": "✓" if r["exact"] else ""} for rank, r in zip(ranks, rows, strict=True)])
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
@@ -197,10 +201,11 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
                 pd.DataFrame(), gr.update(value=[], visible=gallery_images))
     view = browse.question_view(s, qid)
     top = browse.retrieval_topk(s, qid, k)
-    top_images = [(r["image"], f"#{r['rank']} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
+    top_images = [(shown_image(r["image"]), f"#{r['rank']} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
                   for r in top if r["image"]]
-    return (question_html(view), candidates_frame(view), gr.update(value=gallery_items(view), visible=with_images),
-            topk_frame(top), gr.update(value=top_images, visible=gallery_images or bool(top_images)))
+    return (question_html(view), numbers.table(candidates_frame(view)),
+            gr.update(value=gallery_items(view), visible=with_images), numbers.table(topk_frame(top)),
+            gr.update(value=top_images, visible=gallery_images or bool(top_images)))
 
 
 @friendly
@@ -228,14 +233,17 @@ def side_by_side_html(view_a: dict[str, Any], view_b: dict[str, Any], model_a: s
         return "correct" if v["credit"] >= 1 else ("tied" if v["credit"] > 0 else "wrong")
 
     a, b = html_text(model_a), html_text(model_b)
+    rank_a = numbers.shared_ranks([c["score"] for c in view_a["candidates"]])
+    rank_b = numbers.shared_ranks([c["score"] for c in view_b["candidates"]])
     head = (f"<tr><th>#</th><th>role</th><th>caption</th><th>{a} score</th><th>{a} rank</th>"
             f"<th>{b} score</th><th>{b} rank</th></tr>")
     rows = [f'<tr{" class=bl-answer-row" if ca["is_answer"] else ""}><td>{k + 1}</td>'
             f'<td>{html_text(ROLE_LABELS.get(ca["role"], ca["role"]))}</td><td>{html_text(ca["text"])}</td>'
-            f'<td>{ca["score"]:.4f}</td><td>{ca["rank"]}</td><td>{cb["score"]:.4f}</td><td>{cb["rank"]}</td></tr>'
+            f'<td>{numbers.score(ca["score"])}</td><td>{rank_a[k]}</td><td>{numbers.score(cb["score"])}</td>'
+            f'<td>{rank_b[k]}</td></tr>'
             for k, (ca, cb) in enumerate(zip(view_a["candidates"], view_b["candidates"], strict=True))]
-    foot = (f"<p>Margin: <b>{a}</b> {view_a['margin']:+.4f} ({verdict(view_a)}) · <b>{b}</b> "
-            f"{view_b['margin']:+.4f} ({verdict(view_b)})</p>")
+    foot = (f"<p>Margin: <b>{a}</b> {numbers.signed(view_a['margin'])} ({verdict(view_a)}) · <b>{b}</b> "
+            f"{numbers.signed(view_b['margin'])} ({verdict(view_b)})</p>")
     return (f'<div class="bl-card"><b>{html_text(view_a["id"])}</b>: {a} vs {b}'
             f'<table class="bl-side">{head}{"".join(rows)}</table>{foot}</div>')
 
@@ -280,7 +288,8 @@ def build_tab() -> dict[str, Any]:
             q_html = gr.HTML(elem_id="bl-question-html")
             images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
                                 visible=False, elem_id="bl-images")  # shown for pairings with images
-            table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, elem_id="bl-candidates")
+            table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, pinned_columns=2,
+                                 elem_id="bl-candidates")
             compare_model = gr.Dropdown(MODEL_CHOICES, value=None, allow_custom_value=True,
                                         label="Compare with model B (optional: its scores beside these)",
                                         elem_id="bl-compare-model")
@@ -289,7 +298,7 @@ def build_tab() -> dict[str, Any]:
             chart = gr.Plot(label="Accuracy by number of objects", elem_id="bl-chart")
             k = gr.Slider(1, 20, value=TOP_K_DEFAULT, step=1, label="Retrieval: top-k of the pooled gallery for this query")
             top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
-                                     elem_id="bl-topk")
+                                     wrap=True, pinned_columns=2, elem_id="bl-topk")
             top_images = gr.Gallery(label="Top-k images", columns=4, height=220, object_fit="contain",
                                     visible=False, elem_id="bl-topk-images")  # shown when the gallery has images
 

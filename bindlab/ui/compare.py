@@ -13,12 +13,13 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab.config import limits
+from bindlab.config import limits, public_mode
 from bindlab.present import compare_figures as cf
+from bindlab.present import numbers
 from bindlab.present.exports import models_compare_export
 from bindlab.present.safe_text import md_text
 from bindlab.studies import compare as cs
-from bindlab.ui.common import clear_on_error, data_picker, friendly, offer_data
+from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state, offer_data
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -34,32 +35,22 @@ CSS = """
 
 
 # --- formatting (no maths) ------------------------------------------------------------------------------------------
-def _num(x: Any) -> Any:
-    return round(x, 4) if isinstance(x, float) else x
+# Every table shows its numbers with 3 decimals (bindlab.present.numbers.table) and keeps them as numbers underneath,
+# so columns sort as numbers.
+def leaderboard_frame(rows: list[dict[str, Any]]) -> Any:
+    """The leaderboard for display: numbers with 3 decimals, each CI as ``lo–hi`` text."""
+    return numbers.table(pd.DataFrame([{k: numbers.interval(v) if k.endswith(" 95% CI") else v for k, v in r.items()}
+                                       for r in rows]))
 
 
-def leaderboard_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The leaderboard for display: numbers rounded (so columns sort as numbers), each CI as ``lo–hi`` text."""
-    out = []
-    for r in rows:
-        row: dict[str, Any] = {}
-        for k, v in r.items():
-            if k.endswith(" 95% CI"):
-                row[k] = f"{v[0]:.3f}–{v[1]:.3f}" if v else "n/a"
-            else:
-                row[k] = _num(v)
-        out.append(row)
-    return pd.DataFrame(out)
+def cross_frame(rows: list[dict[str, Any]]) -> Any:
+    return numbers.table(pd.DataFrame(rows))
 
 
-def cross_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([{k: _num(v) for k, v in r.items()} for r in rows])
-
-
-def diff_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+def diff_frame(rows: list[dict[str, Any]]) -> Any:
     if not rows:
         return pd.DataFrame(columns=list(DIFF_COLUMNS.values()))
-    return pd.DataFrame([{label: _num(r[k]) for k, label in DIFF_COLUMNS.items()} for r in rows])
+    return numbers.table(pd.DataFrame([{label: r[k] for k, label in DIFF_COLUMNS.items()} for r in rows]))
 
 
 def status_markdown(result: Any) -> str:
@@ -165,9 +156,10 @@ def build_tab() -> dict[str, Any]:
                 "B gets wrong, then open one in Browse with both models' scores side by side.")
     with gr.Row():
         cap = limits().max_compare_models  # the page takes no more; CompareRequest refuses more from the API too
+        typed = "a listed hub id or lora:<your job>" if public_mode() else "type any id, e.g. hf:/path/to/clip"
         models = gr.Dropdown(MODEL_CHOICES, value=list(DEFAULT_MODELS)[:cap], multiselect=True, allow_custom_value=True,
-                             max_choices=cap, label=f"Encoder ids (at most {cap}; type any id, e.g. hf:/path/to/clip)",
-                             scale=3, elem_id="cmp-models")
+                             max_choices=cap, label=f"Encoder ids (at most {cap}; {typed})", scale=3,
+                             elem_id="cmp-models")
         suite = gr.CheckboxGroup(SUITE_CHOICES, value=["mcq", "retrieval", "pairs"], label="Suite", scale=2,
                                  elem_id="cmp-suite")
         pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="MCQ pairing", scale=1, elem_id="cmp-pairing")
@@ -175,8 +167,8 @@ def build_tab() -> dict[str, Any]:
         data = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "cmp-data", scale=2)
         pairs_data = data_picker("pairs", "Pairs file (empty = embedded CompoSET-style set)", "cmp-pairs-data",
                                  scale=2)
-        benchmark = gr.Textbox(label="Published benchmark (optional): NAME or NAME=PATH", scale=2,
-                               elem_id="cmp-benchmark")
+        named = "NAME, e.g. winoground" if public_mode() else "NAME or NAME=PATH"  # public mode: no path
+        benchmark = gr.Textbox(label=f"Published benchmark (optional): {named}", scale=2, elem_id="cmp-benchmark")
         go = gr.Button("Run", variant="primary", scale=1, elem_id="cmp-run")
     status = gr.Markdown(elem_id="cmp-status")
     board = gr.Dataframe(label="Leaderboard (95% bootstrap intervals)", interactive=False, wrap=True,
@@ -185,7 +177,7 @@ def build_tab() -> dict[str, Any]:
         by_n = gr.Plot(label="Accuracy by number of objects", elem_id="cmp-by-n")
         by_edit = gr.Plot(label="Group score by edit type", elem_id="cmp-by-edit")
     cross = gr.Dataframe(label="Cross-benchmark: each score against its chance level", interactive=False, wrap=True,
-                         elem_id="cmp-cross")
+                         pinned_columns=1, elem_id="cmp-cross")
     gr.Markdown("### Per-question diff")
     with gr.Row():
         a = gr.Dropdown([], label="Model A (right)", elem_id="cmp-a")
@@ -193,8 +185,8 @@ def build_tab() -> dict[str, Any]:
         question = gr.Dropdown([], label="Question (or click a row)", elem_id="cmp-question")
         open_btn = gr.Button("Open in Browse", elem_id="cmp-open")
     diff = gr.Dataframe(label="Questions A gets right (full credit) and B gets wrong", interactive=False, wrap=True,
-                        elem_id="cmp-diff")
-    state = gr.State(None)
+                        pinned_columns=1, elem_id="cmp-diff")
+    state = held_state()
     wire_export(export_panel("cmp", "the comparison"), export, [state, a, b], api_name="compare_export")
 
     # results after an error (bindlab.ui.common): a failed run clears the whole comparison (the Download panel then

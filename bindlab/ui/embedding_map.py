@@ -17,7 +17,7 @@ from bindlab.present.figures import message_figure
 from bindlab.present.map_figure import HOVER_JS, map_figure, thumbnails
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import map as ms
-from bindlab.ui.common import clear_on_error, data_picker, friendly, offer_data
+from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state, offer_data, shown_image
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -171,15 +171,6 @@ def point_markdown(p: dict[str, Any]) -> str:
             f'({mod}→{mod})</div>')
 
 
-def _thumbnail(path: str | None) -> Any:
-    if not path:
-        return None
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return im.convert("RGB")
-
-
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------------
 @gpu_task(duration=120)
 @friendly
@@ -251,7 +242,7 @@ def select_point(state: dict[str, Any] | None, text: str) -> tuple[Any, str, str
     except ValueError as e:
         return None, md_text(e), ""
     near = neighbours_html(ms.point_neighbours(state["map"], p["id"], NEIGHBOURS_K))
-    return _thumbnail(p["image"]), point_markdown(p), near
+    return shown_image(p["image"]), point_markdown(p), near
 
 
 @friendly
@@ -305,10 +296,11 @@ def build_tab() -> dict[str, Any]:
     """Lay out the Map tab; returns a ``wire`` hook that ``build_app`` calls with the Tabs and the Browse handles."""
     gr.Markdown("A 2-D map of the embeddings of a SABER subset: every query and candidate, in text and (for "
                 "image+text models on an image benchmark) image form. Colour by role, modality, number of objects "
-                "or whether the model answers the question correctly; queries are the large outlined markers, drawn "
-                "on top. PCA shows at once, UMAP follows. Click a legend entry to hide or show a group. Click a "
-                "point to see it and its nearest neighbours, then open its question in Browse. Drag a box (or pick "
-                "the lasso in the plot's toolbar) to list the points inside with the model's accuracy on them.")
+                "or whether the model answers the question correctly; queries are the large rings, drawn under "
+                "their candidates (none hidden). PCA shows at once, UMAP follows. Click a legend entry to hide or "
+                "show a group. Click a point to see it and its nearest neighbours, then open its question in "
+                "Browse. Drag a box (or pick the lasso in the plot's toolbar) to list the points inside with the "
+                "model's accuracy on them.")
     with gr.Row():
         data = data_picker("mcq", "MCQ file (empty = embedded mini benchmark; with images for image models)",
                            "map-data")
@@ -344,7 +336,7 @@ def build_tab() -> dict[str, Any]:
         neighbours = gr.HTML(elem_id="map-neighbours")
         selection = gr.HTML(elem_id="map-selection")
     selected = gr.Textbox(label="selected points", elem_id="map-selected", container=False)
-    state = gr.State(None)
+    state = held_state()
     wire_export(export_panel("map", "the map"), export, [state, color, search, join, point, selected],
                 api_name="map_export")
     target = gr.State(None)  # the question id that Open in Browse hands over

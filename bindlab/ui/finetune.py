@@ -14,21 +14,19 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab.present import figures
+from bindlab.present import figures, numbers
 from bindlab.present.exports import finetune_by_n_figure
 from bindlab.present.safe_text import html_text, md_code, md_text, plot_text
 from bindlab.studies import finetune as fs
-from bindlab.ui.common import clear_on_error, data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 CSS = """
 #ft-status table {display: block; max-width: 100%; overflow-x: auto}
 #ft-status table th {white-space: normal; word-break: keep-all; overflow-wrap: normal; hyphens: none}
-#ft-status table td {overflow-wrap: anywhere}
 #ft-jobs th, #ft-compare th, #ft-compare-triplets th, #ft-compare-attention th {white-space: normal; word-break: keep-all; overflow-wrap: normal}
 #ft-jobs th *, #ft-compare th *, #ft-compare-triplets th *, #ft-compare-attention th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
-#ft-jobs td, #ft-compare td, #ft-compare-triplets td, #ft-compare-attention td {white-space: normal; overflow-wrap: anywhere}
 .ft-bar {background:#eee; border-radius:6px; height:18px; width:100%; overflow:hidden}
 .ft-bar > div {background:#2ca02c; height:100%}
 .ft-state-failed {color:#c0392b; font-weight:bold}
@@ -68,7 +66,7 @@ def md_table(rows: list[dict[str, Any]]) -> str:
     keys = list(rows[0])
     # "triplet_heldout:deferred_bind_anaphoric" may break after its colon; headers never break inside a word (CSS)
     out = ["| " + " | ".join(k.replace(":", ": ") for k in keys) + " |", "|" + "---|" * len(keys)]
-    out += ["| " + " | ".join(md_text(r.get(k, "")) for k in keys) + " |" for r in rows]
+    out += ["| " + " | ".join(md_text(numbers.cell(r.get(k, ""))) for k in keys) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -191,8 +189,9 @@ def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Prog
     else:
         head = f"Base {base} vs {unscaled} (unscaled) vs {lines} ({md_text(fs.display_labels(a)['lines'])}) on {data}"
     report = pd.DataFrame(res.tables.get("report") or [])
-    return head, pd.DataFrame(fs.labelled(res.rows, a)), pd.DataFrame(res.tables["triplets"]), \
-        finetune_by_n_figure(res), *attention_view(res.figures_data["attention"], fs.display_labels(a)), report, \
+    att_fig, att_rows = attention_view(res.figures_data["attention"], fs.display_labels(a))
+    return head, numbers.table(pd.DataFrame(fs.labelled(res.rows, a))), numbers.table(pd.DataFrame(res.tables["triplets"])), \
+        finetune_by_n_figure(res), att_fig, numbers.table(att_rows), numbers.table(report), \
         "\n\n".join(md_text(n) for n in res.notes), res
 
 
@@ -338,13 +337,13 @@ def build_tab() -> dict[str, Any]:
                               label="Triplet accuracy and forgetting control", interactive=False, wrap=True,
                               elem_id="ft-compare-triplets")
     report_note = gr.Markdown(elem_id="ft-report-note")
-    report = gr.Dataframe(headers=REPORT_COLUMNS, interactive=False, wrap=True, elem_id="ft-report",
+    report = gr.Dataframe(headers=REPORT_COLUMNS, interactive=False, wrap=True, pinned_columns=1, elem_id="ft-report",
                           label="In-format vs general: every evaluation with its 95 % CI")
     with gr.Row():
         att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
         att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",
                                  label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
-    cmp_result = gr.State(None)  # the study's Result of the last Compare: what the Download panel writes
+    cmp_result = held_state()  # the study's Result of the last Compare: what the Download panel writes
     wire(export_panel("ft", "comparison and curves"), export_compare, [job, cmp_result], api_name="ft_export")
     timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
 

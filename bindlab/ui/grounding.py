@@ -12,13 +12,13 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
-from PIL import Image
 
 from bindlab.present import grounding_figures as gf
+from bindlab.present import numbers
 from bindlab.present.exports import grounding_export
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.studies import grounding as gs
-from bindlab.ui.common import clear_on_error, data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -60,11 +60,11 @@ def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | 
     pick = f" · validation α = <span id='gd-chosen' class='gd-num'>{chosen:.2f}</span>" if chosen is not None else ""
     return (f"<div id='gd-summary-line'><b>{html_text(model)}</b> · factor <b>{html_text(factor)}</b> · α = "
             f"<span id='gd-alpha-shown' class='gd-num'>{view['alpha']:.2f}</span>{pick}<br>"
-            f"test macro-mAP native <span id='gd-map-native' class='gd-num'>{view['map_native']:.4f}</span> → "
-            f"grounded <span id='gd-map-grounded' class='gd-num'>{view['map_grounded']:.4f}</span> · top-1 "
+            f"test macro-mAP native <span id='gd-map-native' class='gd-num'>{view['map_native']:.3f}</span> → "
+            f"grounded <span id='gd-map-grounded' class='gd-num'>{view['map_grounded']:.3f}</span> · top-1 "
             f"{view['top1_native']:.3f} → {view['top1_grounded']:.3f}<br>"
             f"value <b>{html_text(view['value'])}</b>: AP {view['ap_native'][v]:.3f} → "
-            f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.4f}</span>, "
+            f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.3f}</span>, "
             f"{crossing_html(view['alpha_star'][v], c)}, top-8 precision {view['top_precision']:.3f}</div>")
 
 
@@ -78,15 +78,8 @@ def _render(key: dict[str, Any], value: str, alpha: float) -> tuple[Any, ...]:
                             view["alpha_star"][v], chosen, value),
             gf.ap_bars(view["values"], view["ap_native"], view["ap_grounded"], view["alpha"], value),
             gf.grounding_plane(view["plane"], value, view["alpha"]),
-            [(_thumbnail(t["path"]), f"{t['label']} · {t['score']:.3f}" + (" ✓" if t["hit"] else ""))
+            [(shown_image(t["path"]), f"{t['label']} · {t['score']:.3f}" + (" ✓" if t["hit"] else ""))
              for t in view["top"]])
-
-
-def _thumbnail(path: str) -> Image.Image:
-    # PIL images rather than paths: Gradio only serves files under the working or temp directory, and grids
-    # usually live elsewhere ($BINDLAB_HOME, a data disk).
-    with Image.open(path) as im:
-        return im.convert("RGB")
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
@@ -130,13 +123,13 @@ def run_controls(key: dict[str, Any] | None, progress: gr.Progress = gr.Progress
     request = _request(key, "auto", controls=True)
     progress(0.1, desc="selecting α, λ and the selective gate on validation, then scoring test")
     d = gs.run_grounding(request, _report(progress)).summary["factors"][key["factor"]]["controls"]
-    rows = [{"readout": name, "macro-mAP": round(r["macro_map"], 4), "top-1": round(r["top1"], 4)}
+    rows = [{"readout": name, "macro-mAP": r["macro_map"], "top-1": r["top1"]}
             for name, r in d["test"].items() if r is not None]
     gate = d.get("gate")
     kept = "all" if gate is None else f"{sum(gate['ground'])}/{len(gate['ground'])}"
     note = (f"Controls on test: α = {d['alpha']:.2f}, λ = {d['lambda']:.4f} (both from validation); selective "
             f"grounding keeps {kept} values. Mismatched = each query grounded with every other value's direction.")
-    return gr.update(value=pd.DataFrame(rows), visible=True), note
+    return gr.update(value=numbers.table(pd.DataFrame(rows)), visible=True), note
 
 
 @friendly
@@ -200,7 +193,7 @@ def build_tab() -> None:
     clear_on_error(select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha"), [note])
     clear_on_error(controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls",
                                       **GPU_QUEUE), [controls, note], hide=[controls])
-    sweep, alignment = gr.State(None), gr.State(None)  # the experiments' rows, for the Download panel
+    sweep, alignment = held_state(), held_state()  # the experiments' rows, for the Download panel
     wire(export_panel("gd", "results"), export, [key, value, alpha, controls, sweep, alignment],
          api_name="grounding_export")
     _build_experiments(data, model, key, sweep, alignment)

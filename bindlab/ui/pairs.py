@@ -9,12 +9,12 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab.present import figures
+from bindlab.present import figures, numbers
 from bindlab.present.exports import pairs_export
 from bindlab.present.model_pair_figures import pairs_two_models_figure
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import pairs as pairs_study
-from bindlab.ui.common import clear_on_error, data_picker, friendly
+from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
@@ -28,12 +28,17 @@ CSS = """
 .bl-pass {color: #2ca02c; font-weight: bold}
 .bl-fail {color: #c0392b; font-weight: bold}
 #bl-pairs-compare-table th, #bl-pairs-compare-table th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
-#bl-pairs-compare-table td {white-space: normal; overflow-wrap: anywhere}
 """
 
 
 def _mark(ok: bool) -> str:
     return '<span class="bl-pass">pass</span>' if ok else '<span class="bl-fail">fail</span>'
+
+
+def _cell(c: int, i: int, score: float) -> str:
+    """One cell of the 2x2 matrix: the score with 3 decimals, its full value on hover."""
+    return (f'<td class="{"own" if c == i else ""}" data-cell="c{c}_i{i}" title="{float(score)}">'
+            f'{numbers.score(score)}</td>')
 
 
 def matrix_html(view: dict[str, Any]) -> str:
@@ -42,17 +47,18 @@ def matrix_html(view: dict[str, Any]) -> str:
     cap = {0: html_text(view["base"]["caption"]), 1: html_text(view["foil"]["caption"])}
     rows = "".join(
         f'<tr><th>c{c} {"base" if c == 0 else "foil"}: {cap[c]}</th>'
-        + "".join(f'<td class="{"own" if c == i else ""}" data-cell="c{c}_i{i}">{s[f"c{c}_i{i}"]:.4f}</td>' for i in (0, 1))
+        + "".join(_cell(c, i, s[f"c{c}_i{i}"]) for i in (0, 1))
         + "</tr>" for c in (0, 1))
     px = view.get("pixels_changed")
     extra = (f" · pixels changed {px:.3f}" if isinstance(px, (int, float)) else "") + (
-        f" · image cosine {view['image_cosine']:.4f}" if view.get("image_cosine") is not None else "")
+        f" · image cosine {numbers.score(view['image_cosine'])}" if view.get("image_cosine") is not None else "")
     return (f'<div class="bl-pair-card"><p><b>{html_text(view["id"])}</b> · scene {html_text(view["scene_id"])} · '
             f'{html_text(view["edit_type"])} ({html_text(view["edit_category"])}) · {html_text(view["verbosity"])}'
             f'{extra}<br><i>{html_text(view["edit"])}</i></p>'
             f'<table class="bl-mat"><tr><th></th><th>i0 base image</th><th>i1 foil image</th></tr>{rows}</table>'
             f'<p>I2T {_mark(view["i2t"])} · T2I {_mark(view["t2i"])} · Group <span class="bl-pair-group">'
-            f'{_mark(view["group"])}</span> · margin <b class="bl-pair-margin">{view["margin"]:+.4f}</b></p></div>')
+            f'{_mark(view["group"])}</span> · margin <b class="bl-pair-margin" title="{float(view["margin"])}">'
+            f'{numbers.signed(view["margin"])}</b></p></div>')
 
 
 def summary_md(s: pairs_study.ScoredPairs) -> str:
@@ -60,10 +66,10 @@ def summary_md(s: pairs_study.ScoredPairs) -> str:
     c = s.summary["controls"]
     return (f"**{md_text(s.model)}** · {len(s.pairs)} pairs · levels {md_text(', '.join(s.summary['levels']))} · "
             f"I2T **{o['i2t']:.3f}** · T2I **{o['t2i']:.3f}** · Group **{o['group']:.3f}** "
-            f"(95% CI {o['group_ci95'][0]:.3f}–{o['group_ci95'][1]:.3f}; chance 0.25 / 0.25 / 0.167) · "
+            f"(95% CI {o['group_ci95'][0]:.3f}–{o['group_ci95'][1]:.3f}; chance 0.250 / 0.250 / 0.167) · "
             f"scenes: {sp['scene_hard_only']} scene-hard only, {sp['edit_hard_only']} edit-hard only, {sp['both']} both · "
-            f"within-pair image cosine {c['within_pair_image_cosine']['mean']:.4f} vs across scenes "
-            f"{c['across_scene_image_cosine']:.4f}")
+            f"within-pair image cosine {numbers.score(c['within_pair_image_cosine']['mean'])} vs across scenes "
+            f"{numbers.score(c['across_scene_image_cosine'])}")
 
 
 def _data(data: str) -> str:
@@ -74,7 +80,8 @@ def _show(s: pairs_study.ScoredPairs, pid: str | None, level: str | None) -> tup
     if not pid:
         return None, "", None, "", "<p>No pair matches these filters.</p>"
     v = pairs_study.pair_view(s, pid, level)
-    return v["base"]["image"], v["base"]["caption"], v["foil"]["image"], v["foil"]["caption"], matrix_html(v)
+    return (shown_image(v["base"]["image"]), v["base"]["caption"], shown_image(v["foil"]["image"]), v["foil"]["caption"],
+            matrix_html(v))
 
 
 def _other(other: str | None) -> str:
@@ -88,9 +95,9 @@ def compare_frame(c: pairs_study.PairsComparison) -> pd.DataFrame:
     edit type the set lacks says "no pairs" (missing, not zero)."""
     frame = pd.DataFrame(c.table)
     scores = [col for col in frame.columns if col not in ("edit_type", "n")]
-    values = frame[scores].astype(float).round(3)
+    values = frame[scores].astype(float)
     frame[scores] = values.astype(object).where(values.notna(), "no pairs")
-    return frame
+    return numbers.table(frame)
 
 
 def compare_md(c: pairs_study.PairsComparison) -> str:
@@ -208,8 +215,8 @@ def build_tab() -> dict[str, Any]:
     summary = gr.Markdown(elem_id="bl-pairs-summary")
     cmp_summary = gr.Markdown(elem_id="bl-pairs-compare-summary")
     # one above the other: side by side, the table's seven columns had room only for headers broken mid-word
-    cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.25 / 0.25 / 0.167)",
-                             interactive=False, wrap=True, elem_id="bl-pairs-compare-table")
+    cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.250 / 0.250 / 0.167)",
+                             interactive=False, wrap=True, pinned_columns=1, elem_id="bl-pairs-compare-table")
     cmp_chart = gr.Plot(label="Both models by edit type", elem_id="bl-pairs-compare-chart")
     with gr.Row():
         edit_type = gr.Dropdown(["all"], value="all", label="Edit type", elem_id="bl-pairs-edit-type")

@@ -19,6 +19,7 @@ import gradio as gr
 import pandas as pd
 from PIL import Image
 
+from bindlab.present import numbers
 from bindlab.present import walkthrough_figures as wf
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
@@ -26,7 +27,7 @@ from bindlab.studies import walkthrough as wt
 from bindlab.studies.datasets import decoded_image
 from bindlab.studies.finetune import display_labels, page_manager
 from bindlab.ui.browse import question_html
-from bindlab.ui.common import USER_ERRORS, friendly
+from bindlab.ui.common import USER_ERRORS, friendly, held_state
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -415,7 +416,7 @@ def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress
 def run_images(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                ) -> tuple[str, pd.DataFrame, Any, list, dict]:
     r = wt.step_images(progress=_report(progress))
-    return (images_md(r), images_frame(r), wf.fix_chart(r), example_gallery(r["example"]),
+    return (images_md(r), numbers.table(images_frame(r)), wf.fix_chart(r), example_gallery(r["example"]),
             _keep(results, "images", r))
 
 
@@ -549,7 +550,8 @@ def show_finetune(job: str | None, results: dict[str, Any] | None, request: gr.R
                   progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any, pd.DataFrame, dict]:
     check_finished(job, request)
     r = wt.step_finetune(job, progress=_report(progress), manager=_manager(request))
-    return finetune_md(r), finetune_frame(r), wf.finetune_figure(r), report_frame(r), _keep(results, "finetune", r)
+    return (finetune_md(r), numbers.table(finetune_frame(r)), wf.finetune_figure(r), numbers.table(report_frame(r)),
+            _keep(results, "finetune", r))
 
 
 @friendly
@@ -582,7 +584,7 @@ def build_tab() -> dict[str, Any]:
     steps = {s.key: s for s in wt.STEPS}
     links: list[tuple[gr.Button, str]] = []
     gr.Markdown(INTRO, elem_id="wt-intro")
-    results = gr.State({})  # this session's step results, for the Download panel
+    results = held_state({})  # this session's step results, for the Download panel
 
     with _step(steps["bow"], links):
         bow_btn = _run_button("Score with the bag of words", "bow")

@@ -166,18 +166,22 @@ def test_figure_groups_points_by_the_chosen_colour(hand_made):
     pts = em.item_points(qs, path.parent, "text", [True, False])
     xy = np.arange(20, dtype=float).reshape(10, 2)
     fig = map_figure(pts, xy, "role")
-    # queries are drawn last (on top) and larger; the legend keeps the role order
-    assert [t.name for t in fig.data] == ["preserve", "attr_swap", "obj_swap", "replace", "query"]
+    # queries are drawn first, as larger open rings, the candidates over them (none hidden); the legend keeps the
+    # role order
+    assert [t.name for t in fig.data] == ["query", "preserve", "attr_swap", "obj_swap", "replace"]
     assert [t.name for t in sorted(fig.data, key=lambda t: t.legendrank)][0] == "query"
-    assert fig.data[-1].marker.size > fig.data[0].marker.size
+    assert fig.data[0].marker.size > fig.data[-1].marker.size
+    assert all(s.endswith("-open") for s in fig.data[0].marker.symbol)
+    assert not any(s.endswith("-open") for t in fig.data[1:] for s in t.marker.symbol)
     assert sum(len(t.x) for t in fig.data) == 10
     assert {cd[0] for t in fig.data for cd in t.customdata} == {p["id"] for p in pts}
-    # other colourings: each group's queries are a second trace of the same legend group, drawn after every group
+    # other colourings: each group's queries are a second trace of the same legend group, drawn before every group
+    # (the legend entry is the candidates' trace)
     by_correct = map_figure(pts, xy, "correct").data
-    assert [(t.name, t.showlegend is not False) for t in by_correct] == [("correct", True), ("wrong", True),
-                                                                         ("correct", False), ("wrong", False)]
+    assert [(t.name, t.showlegend is not False) for t in by_correct] == [("correct", False), ("wrong", False),
+                                                                         ("correct", True), ("wrong", True)]
     assert {t.legendgroup for t in by_correct} == {"correct", "wrong"}
-    assert all(pts[cd[2]]["role"] == "query" for t in by_correct[2:] for cd in t.customdata)
+    assert all(pts[cd[2]]["role"] == "query" for t in by_correct[:2] for cd in t.customdata)
     assert [t.name for t in map_figure(pts, xy, "n").data] == ["N=2", "N=2"]
     with pytest.raises(ValueError, match="unknown colour"):
         map_figure(pts, xy, "size")

@@ -47,14 +47,18 @@ def _wait_progress(d: Path, step: int, timeout: float = 240) -> dict:
     raise AssertionError(f"no progress to step {step} in {timeout}s: {(d / 'log.txt').read_text()[-2000:]}")
 
 
-def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny, tmp_path):
+def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny_st_job):
     from bindlab.encoders.adapter import read_adapter
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.service import embed_texts
     from bindlab.train.lines import scale_lora_state
 
-    m = JobManager(tmp_path / "jobs")
-    job = m.submit(_cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5))
+    # The run's shared job: this module's config (_cfg on the same tiny model and 120 triplets, max_steps=2, lr=1e-2,
+    # lines_a=0.5) submitted to a JobManager and waited for, trained once for every test that reads a finished job.
+    tiny = (tiny_st_job["model"], tiny_st_job["triplets"])
+    m = JobManager(tiny_st_job["root"])
+    job = tiny_st_job["job"]
+    assert read_json(m.job_dir(job) / "config.json", {}).items() >= _cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5).items()
     st = m.wait(job, timeout=300)
     d = m.job_dir(job)
     assert st["state"] == "done", m.log_tail(job)
@@ -88,7 +92,7 @@ def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny, tmp_path):
     assert len({base.fingerprint, ft.fingerprint, raw_enc.fingerprint}) == 3
 
     # A restarted app (a new manager on the same root) still sees the job.
-    again = {j["id"]: j for j in JobManager(tmp_path / "jobs").list()}
+    again = {j["id"]: j for j in JobManager(tiny_st_job["root"]).list()}
     assert again[job]["state"] == "done" and again[job]["model_id"] == f"lora:{job}"
 
 

@@ -121,20 +121,15 @@ def test_compare_request_checks():
 
 # --- the same numbers from both faces ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def done_job(triplets, tmp_path_factory):
-    """A finished 2-step job of a tiny random text encoder under the session's $BINDLAB_HOME/jobs (where
-    ``lora:<job>`` resolves), and a four-question benchmark to compare on."""
+def done_job(tiny_st_job, tmp_path_factory):
+    """A finished 2-step job of a tiny random text encoder (LiNeS a = 0.5) under the session's $BINDLAB_HOME/jobs
+    (where ``lora:<job>`` resolves; the run's shared one, these tests only read it), and a four-question benchmark to
+    compare on."""
     from bindlab.data.saber import generate_saber, write_benchmark
-    from bindlab.encoders.tiny import build_tiny
 
     root = tmp_path_factory.mktemp("ft-study-job")
-    model = build_tiny("st", root / "st")
-    job = fs.submit_finetune({"model": model, "data": str(triplets), "batch_size": 4, "eval_rows": 8, "device": "cpu",
-                              "max_steps": 2, "lr": 1e-2, "lines_a": 0.5})
-    st = JobManager().wait(job, timeout=300)
-    assert st["state"] == "done", fs.job_info(job)["log_tail"]
     mcq = write_benchmark(root / "saber", generate_saber(per_size=2, sizes=[2, 3], seed=5), {"seed": 5})
-    return job, mcq
+    return tiny_st_job["job"], mcq
 
 
 def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
@@ -181,7 +176,8 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     other_paths, other_note = tab.export_compare(job, SimpleNamespace(summary={"job": "another"}), ["csv"], request=page)
     assert not any("report" in Path(f).name for f in other_paths) and "another" in other_note
 
-    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq)))
+    # the study both faces call (the report, compared above, left out: it is most of a compare's work)
+    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), report=False))
     assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
     assert res.summary["mcq"] == cli["mcq"] and res.provenance["settings"] == cli["provenance"]["settings"]
     assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(cli["attention"], fs.display_labels(0.5))
@@ -189,28 +185,15 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
 
 # --- the separated report: in-format vs general, each row with its label and CI ---------------------------------------
 @pytest.fixture(scope="module")
-def report_jobs(tmp_path_factory):
+def report_jobs(tiny_st_holdout_jobs, tmp_path_factory):
     """Two finished 2-step jobs of a tiny text encoder on triplets with a held-out template (predicative) and held-out
-    words: one at the default LiNeS a (0.1), one at a = 1; and a small attributive benchmark."""
-    from bindlab.data.holdout import select_holdout
+    words: one at the default LiNeS a (0.1), one at a = 1 (the run's shared pair: these tests only read them); and a
+    small attributive benchmark."""
     from bindlab.data.saber import generate_saber, write_benchmark
-    from bindlab.data.triplets import Variants, generate_triplets, write_triplets
-    from bindlab.encoders.tiny import build_tiny
 
     root = tmp_path_factory.mktemp("ft-report")
-    variants = Variants(("attributive",), ("predicative",), select_holdout(0.2, 0))
-    rows, stats = generate_triplets(400, seed=0, variants=variants)
-    write_triplets(root / "trip", rows, stats, variants.holdout)
-    model = build_tiny("st", root / "st")
-    cfg = {"model": model, "data": str(root / "trip"), "batch_size": 4, "eval_rows": 12, "device": "cpu",
-           "max_steps": 2, "lr": 1e-2}
-    scaled = fs.submit_finetune(cfg)  # the default a
-    unscaled = fs.submit_finetune({**cfg, "lines_a": 1.0})
-    for job in (scaled, unscaled):
-        st = JobManager().wait(job, timeout=300)
-        assert st["state"] == "done", fs.job_info(job)["log_tail"]
     mcq = write_benchmark(root / "saber", generate_saber(per_size=3, sizes=[2, 3], seed=5), {"seed": 5})
-    return scaled, unscaled, mcq
+    return tiny_st_holdout_jobs["scaled"], tiny_st_holdout_jobs["unscaled"], mcq
 
 
 def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):

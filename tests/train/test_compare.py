@@ -6,6 +6,7 @@ and writes the attention part."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -17,24 +18,15 @@ LABELS = ("base", "unscaled", "lines")
 
 
 @pytest.fixture(scope="module")
-def done_job(tmp_path_factory):
-    """A finished 2-step job (large lr, so the adapter is far from zero) under the session's $BINDLAB_HOME/jobs,
-    and a copy of it whose adapters are exactly zero."""
-    from bindlab.data.triplets import generate_triplets, write_triplets
+def done_job(tiny_st_job):
+    """A finished 2-step job (large lr, so the adapter is far from zero) under the session's $BINDLAB_HOME/jobs (the
+    run's shared one: these tests only read it), and a copy of it whose adapters are exactly zero."""
     from bindlab.encoders.adapter import read_adapter, save_adapter
-    from bindlab.encoders.tiny import build_tiny
 
-    root = tmp_path_factory.mktemp("ft-compare")
-    model = build_tiny("st", root / "st")
-    rows, stats = generate_triplets(120, seed=0)
-    write_triplets(root / "trip", rows, stats)
-    m = JobManager()  # the default root, where lora:<job_id> resolves
-    job = m.submit({"model": model, "data": str(root / "trip"), "batch_size": 4, "eval_rows": 8, "device": "cpu",
-                    "max_steps": 2, "lr": 1e-2, "lines_a": 0.5})
-    st = m.wait(job, timeout=300)
-    assert st["state"] == "done", m.log_tail(job)
+    m, job = JobManager(), tiny_st_job["job"]  # the default root, where lora:<job_id> resolves
+    assert str(m.root) == tiny_st_job["root"]
 
-    zero = f"{job}-zero"
+    zero = f"{job}-zero-{os.getpid()}"  # each xdist worker that runs these tests makes its own copy
     d = m.job_dir(job)
     shutil.copytree(d, m.root / zero)
     write_json_atomic(m.root / zero / "status.json", {**read_json(d / "status.json"), "id": zero,
@@ -118,12 +110,14 @@ def test_jobs_compare_cli_prints_and_writes_the_attention_part(done_job, small_b
 
     _, job, _ = done_job
     out = tmp_path / "cmp.json"
-    assert main(["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "9",
+    # --no-report: the separated report (most of a compare's work) is the CLI's in tests/studies/test_finetune.py
+    assert main(["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "9", "--no-report",
                  "--attention-limit", "5", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "MCQ accuracy" in text and "attention binding margin (later_to_earlier, 5 queries)" in text
     res = json.loads(out.read_text())
     assert set(res["attention"]["models"]) == set(LABELS)
     assert np.isfinite(res["attention"]["diff"]["lines"]["deep"]["mean"])
-    assert main(["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "3", "--no-attention"]) == 0
+    assert main(["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "3", "--no-attention",
+                 "--no-report"]) == 0
     assert "attention binding margin" not in capsys.readouterr().out

@@ -24,15 +24,15 @@ def test_browse_select_question_and_read_score(app_url, page):
         "document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')", timeout=60_000)
 
     text = page.inner_text("#bl-question-html")
-    scores = [float(s) for s in re.findall(r"score (-?\d\.\d{4})", text)]
+    scores = [float(s) for s in re.findall(r"score (-?\d\.\d{3})\b", text)]  # scores have 3 decimals
     assert len(scores) == 4 and all(-1 <= s <= 1 for s in scores)
     assert "N=2" in text
     # The margin shown is the preserve score minus the best other score, read off the same page.
     answer = page.locator("#bl-question-html .bl-card.answer .bl-score").inner_text()
-    preserve = float(re.search(r"score (-?\d\.\d{4})", answer).group(1))
+    preserve = float(re.search(r"score (-?\d\.\d{3})\b", answer).group(1))
     others = list(scores)
     others.remove(preserve)
-    assert float(page.inner_text("#bl-margin")) == pytest.approx(preserve - max(others), abs=2e-4)
+    assert float(page.inner_text("#bl-margin")) == pytest.approx(preserve - max(others), abs=1.5e-3)  # rounded
     screenshot(page, "browse")
 
 

@@ -76,24 +76,15 @@ def test_browse_scores_download_as_csv_that_pandas_reads(app_url, page, tmp_path
 
 
 @pytest.fixture(scope="module")
-def finished_job(tmp_path_factory):
+def finished_job(tmp_path_factory, tiny_st_holdout_jobs):
     """A finished 2-step job of a tiny text encoder on triplets with a held-out template and held-out words (so the
     report has general rows), made as the CLI makes it (the local page lists the CLI's jobs), and a few MCQs."""
-    from bindlab.data.holdout import select_holdout
     from bindlab.data.saber import generate_saber, write_benchmark
-    from bindlab.data.triplets import Variants, generate_triplets, write_triplets
-    from bindlab.encoders.tiny import build_tiny
-    from bindlab.jobs.manager import JobManager
     from bindlab.studies import finetune as fs
 
     root = tmp_path_factory.mktemp("ft-export")
-    variants = Variants(("attributive",), ("predicative",), select_holdout(0.2, 0))
-    rows, stats = generate_triplets(120, seed=0, variants=variants)
-    write_triplets(root / "trip", rows, stats, variants.holdout)
-    job = fs.submit_finetune({"model": build_tiny("st", root / "st"), "data": str(root / "trip"), "batch_size": 4,
-                              "eval_rows": 8, "device": "cpu", "max_steps": 2, "lr": 1e-2})
-    st = JobManager().wait(job, timeout=300)
-    assert st["state"] == "done", fs.job_info(job)["log_tail"]
+    job = tiny_st_holdout_jobs["scaled"]  # the run's shared job at the default LiNeS a, submitted as the CLI does
+    assert fs.job_info(job)["status"]["state"] == "done"
     mcq = write_benchmark(root / "saber", generate_saber(per_size=2, sizes=[2, 3], seed=5), {"seed": 5})
     return job, str(mcq)
 

@@ -98,8 +98,9 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
 
     model, data = tiny_job_inputs
     m = JobManager()  # the app's jobs folder: the same BINDLAB_HOME
-    job = m.submit({"model": model, "data": data, "max_steps": 300, "epochs": 100, "batch_size": 4, "eval_rows": 8, "device": "cpu",
-                    "debug": {"sleep_per_step": 1.0}})
+    # evaluate=False: no baseline evaluation before step 1 (what is checked here is the tab following a running job)
+    job = m.submit({"model": model, "data": data, "max_steps": 300, "epochs": 100, "batch_size": 4, "eval_rows": 8,
+                    "device": "cpu", "evaluate": False, "debug": {"sleep_per_step": 1.0}})
     try:
         page.goto(app_url)
         page.get_by_role("tab", name="Finetune").click(timeout=180_000)

@@ -103,7 +103,8 @@ def test_map_legend_selection_search_neighbours_and_join(app_url, page, image_be
     page.click("#map-run")
     page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=120_000)
     traces = _plot_traces(page)
-    assert traces[-1]["name"] == "query" and traces[-1]["size"] > traces[0]["size"]  # queries on top, larger
+    # queries first, larger (open rings); the candidates drawn over them
+    assert traces[0]["name"] == "query" and traces[0]["size"] > traces[-1]["size"]
 
     # Legend click hides a role, a second click shows it again.
     page.locator("#map-plot .legend .traces", has_text="joint_swap").click()

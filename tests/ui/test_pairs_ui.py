@@ -23,8 +23,11 @@ def pairs_setup(tmp_path_factory):
 
 
 def _matrix(page) -> dict[str, float]:
-    return {c: float(page.inner_text(f"#bl-pairs-matrix td[data-cell='{c}']"))
-            for c in ("c0_i0", "c0_i1", "c1_i0", "c1_i1")}
+    """The 2x2 scores at full precision (each cell shows 3 decimals, its full value in its title)."""
+    cells = {c: page.locator(f"#bl-pairs-matrix td[data-cell='{c}']") for c in ("c0_i0", "c0_i1", "c1_i0", "c1_i1")}
+    for cell in cells.values():
+        assert re.fullmatch(r"-?\d\.\d{3}", cell.inner_text().strip())
+    return {c: float(cell.get_attribute("title")) for c, cell in cells.items()}
 
 
 def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
@@ -50,7 +53,7 @@ def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
     assert re.search(r"I2T (pass|fail)", text).group(1) == ("pass" if i2t else "fail")
     assert re.search(r"T2I (pass|fail)", text).group(1) == ("pass" if t2i else "fail")
     margin = min(s["c0_i0"] - s["c1_i0"], s["c1_i1"] - s["c0_i1"], s["c0_i0"] - s["c0_i1"], s["c1_i1"] - s["c1_i0"])
-    assert float(page.inner_text("#bl-pairs-matrix .bl-pair-margin")) == pytest.approx(margin, abs=2e-4)
+    assert float(page.get_attribute("#bl-pairs-matrix .bl-pair-margin", "title")) == pytest.approx(margin, abs=1e-6)
 
     # filter by edit type, as a user would: every listed pair now has that edit type
     pick_option(page, "bl-pairs-edit-type", "modify_color")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_embedding_cache
 from tests.ui.conftest import pick_option, screenshot
 
 pytestmark = pytest.mark.ui
@@ -17,13 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def public_url(tmp_path_factory):
-    """``python app.py`` in public mode; its $BINDLAB_HOME holds one 4-question MCQ set from the start."""
+def public_url(tmp_path_factory, default_scores_cached):
+    """``python app.py`` in public mode; its $BINDLAB_HOME holds one 4-question MCQ set from the start, and the run's
+    embedding cache (its page load reads the embedded default's MiniLM vectors instead of computing them again)."""
     from bindlab.bench_browser import running_app
     from bindlab.data.saber import generate_saber, write_benchmark
 
     home = tmp_path_factory.mktemp("public-ui-home")
     write_benchmark(home / "sets" / "tiny", generate_saber(per_size=2, sizes=[2, 3], seed=0), {"seed": 0})
+    seed_embedding_cache(home)
     env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": ""}
     start_s = float(os.environ.get("BINDLAB_TEST_APP_START_S", "180"))
     with running_app(env=env, timeout_s=start_s, log=ROOT / ".app-public-ui-test.log") as (url, _, _):

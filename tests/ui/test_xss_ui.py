@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_embedding_cache
 from tests.ui.conftest import download_export, screenshot, set_dropdown
 
 pytestmark = pytest.mark.ui
@@ -69,13 +70,16 @@ def _grids(sets: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def hostile_url(tmp_path_factory):
-    """``python app.py`` (local mode, a fresh $BINDLAB_HOME) and a folder with the hostile MCQ file and two grids."""
+def hostile_url(tmp_path_factory, default_scores_cached):
+    """``python app.py`` (local mode, a fresh $BINDLAB_HOME holding the run's embedding cache, so the page load reads
+    the embedded default's MiniLM vectors instead of computing them again) and a folder with the hostile MCQ file and
+    two grids."""
     from bindlab.bench_browser import running_app
 
     home = tmp_path_factory.mktemp("xss-home")
     _hostile_mcq(home / "sets" / SET_NAME)
     _grids(home / "sets")
+    seed_embedding_cache(home)
     env = {"BINDLAB_PUBLIC": "0", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": ""}
     start_s = float(os.environ.get("BINDLAB_TEST_APP_START_S", "180"))
     with running_app(env=env, timeout_s=start_s, log=ROOT / ".app-xss-test.log") as (url, _, _):
