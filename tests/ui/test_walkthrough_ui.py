@@ -135,7 +135,8 @@ def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, p
     # one small chart per pairing, one legend entry per model (not 12 lines in one chart)
     titles = page.locator("#wt-ft-fig .annotation-text").all_text_contents()
     assert {"text → text", "text → image", "image → text", "image → image"} <= set(titles)
-    assert len(page.locator("#wt-ft-fig .legendtext").all_text_contents()) == 3
+    legend = page.locator("#wt-ft-fig .legendtext").all_text_contents()
+    assert [t for t in legend if t != "chance"] == ["base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"]
 
 
 def test_typed_dropdown_values_are_used_or_refused_with_a_message(app_url, page):
