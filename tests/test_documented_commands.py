@@ -38,6 +38,7 @@ import contextlib
 import io
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -61,7 +62,10 @@ INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 # ---------------------------------------------------------------------------------------------------------------
 # The table: (file, a short stable substring of the block or span) -> how the test treats it.
-# Times: wall seconds measured with this test on the shared 2-core CPU (load average in brackets).
+# Comments: what one run took with this test on the shared 2-core CPU on 2026-12-01, wall time at the load average
+# then (1-minute; the machine was 5-9x oversubscribed by other sessions' work) and, for "run", the CPU seconds of
+# the commands, which do not depend on the load (all "run" together: 133 s CPU, about 2 min wall on an idle 2-core
+# machine). "parse": the time the doc gives for a real run.
 # ---------------------------------------------------------------------------------------------------------------
 
 SABER_S = "python -m bindlab generate saber --out /tmp/s --per-size 20"  # the README's CLI example makes /tmp/s; its export example reads it
@@ -75,22 +79,25 @@ QUICK_TOY_EVAL = "--sample 50 --per-size 2"
 SCENARIOS: dict[tuple[str, str], dict] = {
     # --- README.md ---
     ("README.md", "python -m bindlab map --model toy:clip --out map.html"):
-        {"cls": "run", "subs": {"[--export DIR]": "--export map_files"}},
+        {"cls": "run", "subs": {"[--export DIR]": "--export map_files"}},  # 203 s wall at load 10, 66 s CPU (UMAP)
     ("README.md", "python -m bindlab bench --only walkthrough"):
         {"cls": "parse"},  # drives the app in headless Chromium from an empty cache: 135 s + start-up
-    ("README.md", "python -m bindlab compare"): {"cls": "mention"},
+    ("README.md", "python -m bindlab compare"): {"cls": "mention"},  # names the command in prose
     ("README.md", "python -m bindlab bench"): {"cls": "parse"},  # 13 min, Chromium
-    ("README.md", "--models bow,minilm,toy:clip,toy:shared --suite mcq,pairs --out cmp.json"): {"cls": "slow"},
-    ("README.md", SABER_S): {"cls": "run", "home": "session"},
-    ("README.md", "--model minilm --export /tmp/r"): {"cls": "run", "home": "session", "setup": SABER_S},
+    ("README.md", "--models bow,minilm,toy:clip,toy:shared --suite mcq,pairs --out cmp.json"):
+        {"cls": "slow"},  # 426 s at load 11
+    ("README.md", SABER_S): {"cls": "run", "home": "session"},  # 248 s wall at load 16, 53 s CPU
+    ("README.md", "--model minilm --export /tmp/r"):
+        {"cls": "run", "home": "session", "setup": SABER_S},  # 43 s wall at load 13, 13 s CPU (MiniLM from the cache)
     ("README.md", "train toy --arch clip   --out runs/toy-clip"):
-        {"cls": "slow", "append": {"train toy": QUICK_TOY_TRAIN, "eval toy": QUICK_TOY_EVAL}},  # the quick check
+        {"cls": "slow", "append": {"train toy": QUICK_TOY_TRAIN, "eval toy": QUICK_TOY_EVAL}},  # the README's quick
+    # check of its training block (the full one: 44 + 20 + 32 + 56 min): 315 s at load 10
     # --- docs/deploy.md ---
-    ("docs/deploy.md", "python -m bindlab eval benchmark --source hub"): {"cls": "mention"},
-    ("docs/deploy.md", "python -m bindlab models"): {"cls": "run"},
+    ("docs/deploy.md", "python -m bindlab eval benchmark --source hub"): {"cls": "mention"},  # an option in prose
+    ("docs/deploy.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU
     # --- docs/models.md ---
-    ("docs/models.md", "python -m bindlab models"): {"cls": "run"},
-    ("docs/models.md", "python -m bindlab train toy"): {"cls": "mention"},
+    ("docs/models.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU
+    ("docs/models.md", "python -m bindlab train toy"): {"cls": "mention"},  # names the command in prose
     # --- docs/scale.md ---
     ("docs/scale.md", "--model hf:google/siglip2-base-patch16-224 --pairings tt,ti,it,ii --out res.json"):
         {"cls": "parse", "subs": {"--model ...": "--model hf:google/siglip2-base-patch16-224"}},  # hub weights, GPUs
@@ -100,34 +107,38 @@ SCENARIOS: dict[tuple[str, str], dict] = {
                                   "[--nproc 8] [--nodes 2]": "--nproc 8 --nodes 2"}},  # a GPU job
     ("docs/scale.md", "python -m bindlab bench --only scale"): {"cls": "parse"},  # torchrun, minutes
     # --- docs/finetune_results.md ---
-    ("docs/finetune_results.md", "toy_compare.json"): {"cls": "slow"},
+    ("docs/finetune_results.md", "toy_compare.json"): {"cls": "slow"},  # 992 s at load 11 (doc: 2.7 + 6 min)
     ("docs/finetune_results.md", "trip-minilm"): {"cls": "parse"},  # 95 min finetune + 12 min compare
     # --- docs/reproductions.md ---
-    ("docs/reproductions.md", "generate factors --out data/fa-toy"): {"cls": "slow"},
+    ("docs/reproductions.md", "generate factors --out data/fa-toy"): {"cls": "slow"},  # 130 s at load 11
     ("docs/reproductions.md", "ground-sweep --data data/fa-toy"): {"cls": "parse"},  # 4 + 37 min
-    ("docs/reproductions.md", "--align shared"): {"cls": "slow", "setup": FA_TOY},
-    ("docs/reproductions.md", "--protocol combination"): {"cls": "slow", "setup": FA_TOY},
-    ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},
-    ("docs/reproductions.md", "--supervision image"): {"cls": "parse"},  # 20 min image finetune
+    ("docs/reproductions.md", "--align shared"): {"cls": "slow", "setup": FA_TOY},  # 260 s at load 11, grid included
+    ("docs/reproductions.md", "--protocol combination"): {"cls": "slow", "setup": FA_TOY},  # 143 s at load 7, grid incl.
+    ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)
+    ("docs/reproductions.md", "--supervision image"): {"cls": "parse"},  # 6 + 19 min finetunes, 2 x 4 min compares
     ("docs/reproductions.md", "generate composet --out data/composet40"):
-        {"cls": "slow", "setup": SUGARCREPE_PP_COPY},
+        {"cls": "slow", "setup": SUGARCREPE_PP_COPY},  # 280 s at load 8 (SugarCrepe++: the 10-item test fixture)
     # --- the toy models' cards ---
-    ("bindlab/assets/toy-clip/README.md", "python -m bindlab eval mcq --model toy:clip ..."): {"cls": "mention"},
+    ("bindlab/assets/toy-clip/README.md", "python -m bindlab eval mcq --model toy:clip ..."): {"cls": "mention"},  # elided
     ("bindlab/assets/toy-clip/README.md", "train toy --arch clip --out DIR"):
         {"cls": "parse", "subs": {"DIR": "runs/toy-clip"}},  # 44 min
-    ("bindlab/assets/toy-clip/README.md", "eval toy --model toy:clip --out eval.json"): {"cls": "slow"},
-    ("bindlab/assets/toy-negclip/README.md", "python -m bindlab eval mcq --model toy:negclip ..."): {"cls": "mention"},
+    ("bindlab/assets/toy-clip/README.md", "eval toy --model toy:clip --out eval.json"): {"cls": "slow"},  # 181 s, load 12
+    ("bindlab/assets/toy-negclip/README.md", "python -m bindlab eval mcq --model toy:negclip ..."):
+        {"cls": "mention"},  # elided
     ("bindlab/assets/toy-negclip/README.md", "--out negclip-v1 --steps 1500 --seed 0 --batch-size 128 --lr 0.0005 --pool-size"):
         {"cls": "parse"},  # 20 min
     ("bindlab/assets/toy-negclip/README.md", "--lr 0.0005 --pool-size 10000 --holdout-combos 0.15 --twin-share 0.5 --pair-twins"):
         {"cls": "parse", "subs": {"DIR": "runs/toy-negclip"}},  # 32 min
     ("bindlab/assets/toy-negclip/README.md", "# stage 1 (binding twins)"):
         {"cls": "parse", "subs": {"DIR": "runs/toy-negclip"}},  # 52 min of training
-    ("bindlab/assets/toy-negclip/README.md", "eval toy --model toy:negclip --out eval.json"): {"cls": "slow"},
-    ("bindlab/assets/toy-shared/README.md", "python -m bindlab eval mcq --model toy:shared ..."): {"cls": "mention"},
+    ("bindlab/assets/toy-negclip/README.md", "eval toy --model toy:negclip --out eval.json"):
+        {"cls": "slow"},  # 429 s at load 18
+    ("bindlab/assets/toy-shared/README.md", "python -m bindlab eval mcq --model toy:shared ..."):
+        {"cls": "mention"},  # elided
     ("bindlab/assets/toy-shared/README.md", "train toy --arch shared --out DIR"):
         {"cls": "parse", "subs": {"DIR": "runs/toy-shared"}},  # 56 min
-    ("bindlab/assets/toy-shared/README.md", "eval toy --model toy:shared --out eval.json"): {"cls": "slow"},
+    ("bindlab/assets/toy-shared/README.md", "eval toy --model toy:shared --out eval.json"):
+        {"cls": "slow"},  # 378 s at load 18
 }
 
 CLASSES = {"run", "slow", "parse", "mention"}
@@ -334,6 +345,11 @@ def _bin_folder(tmp: Path) -> str:
     return str(b)
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_scenario(sc: Scenario, entry: dict, tmp: Path) -> float:
     """Runs the scenario as a bash script; returns its wall time. Fails with the script's output on an error."""
     (tmp / "tmp").mkdir(parents=True)
@@ -347,7 +363,7 @@ def run_scenario(sc: Scenario, entry: dict, tmp: Path) -> float:
                TRANSFORMERS_OFFLINE="1", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     script = _script(sc, entry, tmp)
     (tmp / "scenario.sh").write_text(script)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), _children_cpu()
     # its own process group, so a timeout stops the commands too, not only bash (SIGINT first: an interrupted
     # `finetune` cancels its job, which runs in a session of its own)
     p = subprocess.Popen(["bash", "-euo", "pipefail", str(tmp / "scenario.sh")], cwd=cwd, env=env, text=True,
@@ -365,7 +381,8 @@ def run_scenario(sc: Scenario, entry: dict, tmp: Path) -> float:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(p.pid, signal.SIGKILL)  # whatever of its process group is left
     seconds = time.monotonic() - t0
-    print(f"{sc.file}:{sc.line}: {seconds:.1f} s")
+    print(f"{sc.file}:{sc.line}: {seconds:.1f} s wall, {_children_cpu() - cpu0:.1f} s CPU, "
+          f"load {os.getloadavg()[0]:.1f}")
     if p.returncode != 0:
         pytest.fail(f"{sc.file}:{sc.line}: exit {p.returncode} after {seconds:.0f} s\n--- script ---\n{script}"
                     f"--- stderr (tail) ---\n{err[-6000:]}\n--- stdout (tail) ---\n{out[-2000:]}")
