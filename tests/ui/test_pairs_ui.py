@@ -76,7 +76,8 @@ def test_pairs_tab_bad_file_shows_message(app_url, page, tmp_path):
     for missing in (tmp_path / "missing-pairs.jsonl", "/nonexistent/pairs.jsonl"):
         page.fill("#bl-pairs-data textarea, #bl-pairs-data input", str(missing))
         page.click("#bl-pairs-score-btn")
-        page.wait_for_selector(f"text={missing}: file not found", timeout=60_000)
+        # get_by_text: a "text=/…" selector would be read as a regular expression (the path starts with a slash)
+        page.get_by_text(f"{missing}: file not found").first.wait_for(timeout=60_000)
 
 
 def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_results(app_url, page, pairs_setup):
