@@ -67,6 +67,9 @@ def test_the_tabs_score_returns_both_models_when_asked(two_models):
     data, a, b = two_models
     out = tab.score(data, a, "short", b, progress=_noop_progress)
     summary, _chart, cmp_md, cmp_fig, cmp_table = out[:5]
+    from pandas.io.formats.style import Styler
+
+    cmp_table = cmp_table.data if isinstance(cmp_table, Styler) else cmp_table  # 3 decimals shown, numbers kept
     assert "Group" in summary and "Compared with" in cmp_md and "Group" in cmp_md
     assert cmp_fig is not None and len(cmp_fig.data) == 6  # two models x three panels
     assert cmp_table.iloc[0]["edit_type"] == "overall" and any(b in col for col in cmp_table.columns)
