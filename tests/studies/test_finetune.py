@@ -154,7 +154,7 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     assert report.to_dict(orient="records") == fs.report_rows(cli["report"], 0.5) and "in-format" in note
     assert trip.to_dict(orient="records") == cli["triplets"] and len(cli["triplets"]) == 3
     want = pd.DataFrame(fs.attention_rows(cli["attention"], fs.display_labels(0.5)), columns=tab.ATTENTION_COLUMNS)
-    pd.testing.assert_frame_equal(att, want)
+    pd.testing.assert_frame_equal(att.data if isinstance(att, Styler) else att, want)
     assert cli["attention"]["available"] and cli["attention"]["n_captions"] == 4
 
     # The Download after Compare writes the study's result (not the frames on screen): the MCQ table named as shown,
