@@ -8,7 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from bindlab.analysis.attention import normalised_depth
-from bindlab.present.figures import message_figure
+from bindlab.present.figures import SIDE_LEGEND, message_figure
 from bindlab.present.safe_text import plot_text
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
@@ -67,7 +67,7 @@ def margin_curves(curves: Sequence[dict[str, Any]], title: str = "Attention bind
         xaxis_title = "layer (0 = first transformer block)"
     fig.update_layout(title=title, xaxis_title=xaxis_title,
                       yaxis_title="own − other attribute attention", height=380,
-                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+                      margin=dict(l=60, r=20, t=50, b=40), legend=SIDE_LEGEND)
     return fig
 
 

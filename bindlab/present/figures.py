@@ -147,8 +147,10 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
         fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, hoverinfo="skip",  # legend entry
                                  line=dict(color=colour, dash=dash, width=1.5)))
+    height = max(360, 110 + 46 * len(rows))
+    # the legend 64 px below the axis, clear of its title, even when Gradio gives the title a 100 px top margin
     fig.update_layout(title=title, barmode="group", xaxis=dict(title="share of pairs passing", range=[0, 1.02]),
                       yaxis=dict(autorange="reversed", automargin=True, type="category"),
-                      height=max(360, 110 + 46 * len(rows)), bargap=0.25, margin=dict(l=10, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.06, yanchor="top", traceorder="normal"))
+                      height=height, bargap=0.25, margin=dict(l=10, r=20, t=50, b=40),
+                      legend=dict(orientation="h", y=-64 / (height - 140), yanchor="top", traceorder="normal"))
     return fig

@@ -16,6 +16,7 @@ from bindlab.studies import browse
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.layout import pinned
 
 MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared", "toy:negclip"]
 ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
@@ -288,8 +289,8 @@ def build_tab() -> dict[str, Any]:
             q_html = gr.HTML(elem_id="bl-question-html")
             images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
                                 visible=False, elem_id="bl-images")  # shown for pairings with images
-            table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, pinned_columns=2,
-                                 elem_id="bl-candidates")
+            table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, elem_id="bl-candidates",
+                                 **pinned("bl-candidates"))
             compare_model = gr.Dropdown(MODEL_CHOICES, value=None, allow_custom_value=True,
                                         label="Compare with model B (optional: its scores beside these)",
                                         elem_id="bl-compare-model")
@@ -298,7 +299,7 @@ def build_tab() -> dict[str, Any]:
             chart = gr.Plot(label="Accuracy by number of objects", elem_id="bl-chart")
             k = gr.Slider(1, 20, value=TOP_K_DEFAULT, step=1, label="Retrieval: top-k of the pooled gallery for this query")
             top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
-                                     wrap=True, pinned_columns=2, elem_id="bl-topk")
+                                     wrap=True, elem_id="bl-topk", **pinned("bl-topk"))
             top_images = gr.Gallery(label="Top-k images", columns=4, height=220, object_fit="contain",
                                     visible=False, elem_id="bl-topk-images")  # shown when the gallery has images
 

@@ -23,6 +23,7 @@ from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state,
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.layout import pinned
 
 MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared", "toy:negclip"]
 DEFAULT_MODELS = MODEL_CHOICES[:4]  # four: public mode's per-request cap (limits().max_compare_models)
@@ -172,12 +173,12 @@ def build_tab() -> dict[str, Any]:
         go = gr.Button("Run", variant="primary", scale=1, elem_id="cmp-run")
     status = gr.Markdown(elem_id="cmp-status")
     board = gr.Dataframe(label="Leaderboard (95% bootstrap intervals)", interactive=False, wrap=True,
-                         pinned_columns=2, elem_id="cmp-leaderboard")
+                         elem_id="cmp-leaderboard", **pinned("cmp-leaderboard"))
     with gr.Row():
         by_n = gr.Plot(label="Accuracy by number of objects", elem_id="cmp-by-n")
         by_edit = gr.Plot(label="Group score by edit type", elem_id="cmp-by-edit")
     cross = gr.Dataframe(label="Cross-benchmark: each score against its chance level", interactive=False, wrap=True,
-                         pinned_columns=1, elem_id="cmp-cross")
+                         elem_id="cmp-cross", **pinned("cmp-cross"))
     gr.Markdown("### Per-question diff")
     with gr.Row():
         a = gr.Dropdown([], label="Model A (right)", elem_id="cmp-a")
@@ -185,7 +186,7 @@ def build_tab() -> dict[str, Any]:
         question = gr.Dropdown([], label="Question (or click a row)", elem_id="cmp-question")
         open_btn = gr.Button("Open in Browse", elem_id="cmp-open")
     diff = gr.Dataframe(label="Questions A gets right (full credit) and B gets wrong", interactive=False, wrap=True,
-                        pinned_columns=1, elem_id="cmp-diff")
+                        elem_id="cmp-diff", **pinned("cmp-diff"))
     state = held_state()
     wire_export(export_panel("cmp", "the comparison"), export, [state, a, b], api_name="compare_export")
 

@@ -21,6 +21,7 @@ from bindlab.studies import finetune as fs
 from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.layout import pinned
 
 CSS = """
 #ft-status table {display: block; max-width: 100%; overflow-x: auto}
@@ -337,8 +338,8 @@ def build_tab() -> dict[str, Any]:
                               label="Triplet accuracy and forgetting control", interactive=False, wrap=True,
                               elem_id="ft-compare-triplets")
     report_note = gr.Markdown(elem_id="ft-report-note")
-    report = gr.Dataframe(headers=REPORT_COLUMNS, interactive=False, wrap=True, pinned_columns=1, elem_id="ft-report",
-                          label="In-format vs general: every evaluation with its 95 % CI")
+    report = gr.Dataframe(headers=REPORT_COLUMNS, interactive=False, wrap=True, elem_id="ft-report",
+                          label="In-format vs general: every evaluation with its 95 % CI", **pinned("ft-report"))
     with gr.Row():
         att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
         att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",

@@ -40,7 +40,33 @@ def whole_columns(elem_id: str, cols: tuple[int, ...]) -> str:
 # Dataframe elem_id: {0-based column: minimum width}.
 MIN_WIDTHS = {"bl-topk": {3: "16em"}}
 
+# Dataframes whose first columns stay in view while the table scrolls sideways (Gradio 6.31 takes ``pinned_columns``
+# but draws nothing sticky): elem_id -> the widths in px of its pinned columns but the last, fixed (the tab passes
+# them as ``column_widths``) so that each next pinned column knows where to stick.
+PINNED: dict[str, tuple[int, ...]] = {"bl-candidates": (44,), "bl-topk": (60,), "bl-pairs-compare-table": (),
+                                      "cmp-leaderboard": (60,), "cmp-cross": (), "cmp-diff": (), "ft-report": ()}
+
+
+def pinned(elem_id: str) -> dict[str, object]:
+    """The ``gr.Dataframe`` keywords of a table listed in :data:`PINNED`: ``pinned_columns`` and the fixed widths."""
+    widths = PINNED[elem_id]
+    return {"pinned_columns": len(widths) + 1, "column_widths": [f"{w}px" for w in widths]}
+
+
+def pinned_css(elem_id: str, widths: tuple[int, ...]) -> str:
+    """CSS that makes the first ``len(widths) + 1`` columns of the Dataframe ``elem_id`` sticky, each at the sum of
+    the widths before it; body cells take their row's background so the text scrolling under them stays hidden."""
+    rules = []
+    for k in range(len(widths) + 1):
+        left = sum(widths[:k])
+        rules.append(f"#{elem_id} th:nth-child({k + 1}), #{elem_id} [role=gridcell][data-col='{k}'] "
+                     f"{{position: sticky !important; left: {left}px; z-index: 3}}\n"
+                     f"#{elem_id} [role=gridcell][data-col='{k}'] {{background: inherit}}")
+    return "\n".join(rules)
+
+
 CSS += "\n".join(whole_columns(elem_id, cols) for elem_id, cols in WHOLE_COLUMNS.items())
+CSS += "\n" + "\n".join(pinned_css(elem_id, widths) for elem_id, widths in PINNED.items())
 CSS += "\n" + "\n".join(f"#{elem_id} .sizing-body td:nth-child({c + 1}) {{min-width: {w}}}"
                          for elem_id, widths in MIN_WIDTHS.items() for c, w in widths.items())
 

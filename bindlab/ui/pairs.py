@@ -17,6 +17,7 @@ from bindlab.studies import pairs as pairs_study
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.layout import pinned
 
 DEFAULT_MODEL = "toy:clip"
 NO_COMPARE = "none"
@@ -216,7 +217,8 @@ def build_tab() -> dict[str, Any]:
     cmp_summary = gr.Markdown(elem_id="bl-pairs-compare-summary")
     # one above the other: side by side, the table's seven columns had room only for headers broken mid-word
     cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.250 / 0.250 / 0.167)",
-                             interactive=False, wrap=True, pinned_columns=1, elem_id="bl-pairs-compare-table")
+                             interactive=False, wrap=True, elem_id="bl-pairs-compare-table",
+                             **pinned("bl-pairs-compare-table"))
     cmp_chart = gr.Plot(label="Both models by edit type", elem_id="bl-pairs-compare-chart")
     with gr.Row():
         edit_type = gr.Dropdown(["all"], value="all", label="Edit type", elem_id="bl-pairs-edit-type")

@@ -4,7 +4,7 @@ small data, a viewport screenshot at both sizes (docs/layout/<tab>-<width>.png) 
 (a) no text wraps inside a word or a number: in every table header and cell (Gradio Dataframes, Markdown and HTML
     tables) and every Markdown/HTML block (the summary lines), each word — split at spaces and after a hyphen, dash
     or slash, where a line may break — lies on one line (its ``Range.getClientRects()`` are all on one line);
-(b) no Dataframe cell cuts its value off ("0.99…"), and a wide table scrolls rather than squeezing;
+(b) no Dataframe cell cuts its value off ("0.99…"); a wide table scrolls sideways with its key columns pinned;
 (c) in every plotly figure no title (main, x, y) overlaps the legend, no two legend entries overlap, every title and
     the legend lie inside the figure, and the figure fits its box (a figure drawn while its tab was hidden, after
     *Open in Browse*, is redrawn at its box's width);
@@ -146,6 +146,26 @@ def _text_has(page, selector: str, text: str, timeout: int = 240_000) -> None:
                            timeout=timeout)
 
 
+def _launch_and_finish(page, timeout: int) -> None:
+    """Launch the finetune filled in, wait until the status shows that job (not an earlier one) done."""
+    page.click("#ft-launch")
+    page.wait_for_selector("#ft-message :text('Started job')", timeout=60_000)
+    job = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
+    page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
+                           "(document.querySelector('#ft-state') || {}).innerText === 'done'", arg=job, timeout=timeout)
+
+
+def _pinned_columns_stay(page, elem_id: str, n: int) -> None:
+    """Scrolled sideways to its end, the Dataframe ``elem_id`` keeps its first ``n`` columns where they were."""
+    cells = [page.locator(f"#{elem_id} [data-testid='cell-0-{c}']") for c in range(n)]
+    before = [c.bounding_box()["x"] for c in cells]
+    page.eval_on_selector(f"#{elem_id} .virtual-table-viewport", "e => e.scrollLeft = e.scrollWidth")
+    page.wait_for_timeout(300)
+    after = [c.bounding_box()["x"] for c in cells]
+    page.eval_on_selector(f"#{elem_id} .virtual-table-viewport", "e => e.scrollLeft = 0")
+    assert all(abs(a - b) < 2 for a, b in zip(after, before, strict=True)), (elem_id, before, after)
+
+
 def _save_small_png(png: bytes, path: Path) -> None:
     """The screenshot with a 256-colour palette: text stays sharp, the file about a third of the size."""
     from PIL import Image
@@ -188,6 +208,9 @@ def test_every_tab_is_readable_at_1280_and_1920(app_url, browser, small_data):
         assert any("rank =1" in r for r in ranks), ranks  # bag-of-words ties share a rank
         assert all(re.search(r"score -?\d\.\d{3} ", r) for r in ranks), ranks  # 3 decimals
         problems += _check_at_both_sizes(page, "browse", "#bl-summary")
+        page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+        page.wait_for_timeout(1200)
+        _pinned_columns_stay(page, "bl-topk", 2)  # at 1280 the top-k table scrolls; rank and question stay
 
         # Pairs: score a small pairs set with toy:clip and its partner toy:negclip
         _tab(page, "Pairs")
@@ -221,10 +244,7 @@ def test_every_tab_is_readable_at_1280_and_1920(app_url, browser, small_data):
         _fill(page, "ft-data", small_data["triplets"])
         _fill(page, "ft-max-steps", "2")
         _fill(page, "ft-batch", "4")
-        page.click("#ft-launch")
-        page.wait_for_selector("#ft-message :text('Started job')", timeout=60_000)
-        page.wait_for_function("() => (document.querySelector('#ft-state') || {}).innerText === 'done'",
-                               timeout=300_000)
+        _launch_and_finish(page, timeout=300_000)
         page.wait_for_selector("#ft-status table", timeout=60_000)
         problems += _check_at_both_sizes(page, "finetune", "#ft-message")
 
@@ -282,9 +302,7 @@ def test_finetune_report_is_readable_at_1280_and_1920(app_url, browser, small_da
         _fill(page, "ft-data", small_data["triplets"])
         _fill(page, "ft-max-steps", "2")
         _fill(page, "ft-batch", "4")
-        page.click("#ft-launch")
-        page.wait_for_function("() => (document.querySelector('#ft-state') || {}).innerText === 'done'",
-                               timeout=600_000)
+        _launch_and_finish(page, timeout=600_000)
         _fill(page, "ft-mcq", small_data["mcq"])
         page.click("#ft-compare-btn")
         page.wait_for_selector("#ft-report [data-testid='cell-0-0']", timeout=600_000)
@@ -292,8 +310,14 @@ def test_finetune_report_is_readable_at_1280_and_1920(app_url, browser, small_da
         problems = _check_at_both_sizes(page, "finetune-report", "#ft-report")
         headers = page.locator("#ft-report th").all_inner_texts()
         assert any("LiNeS" in h for h in headers), headers
-        pinned = page.evaluate("() => getComputedStyle(document.querySelector('#ft-report td')).position")
-        assert pinned == "sticky"  # the evaluation column stays in view while the table scrolls
+        # the evaluation column stays in view while the table scrolls to the LiNeS columns
+        page.eval_on_selector("#ft-report .virtual-table-viewport", "e => e.scrollLeft = e.scrollWidth")
+        page.wait_for_timeout(300)
+        first = page.locator("#ft-report [data-testid='cell-0-0']").bounding_box()
+        view = page.locator("#ft-report .virtual-table-viewport").bounding_box()
+        assert abs(first["x"] - view["x"]) < 2, (first, view)
+        last = page.locator("#ft-report th").last.bounding_box()
+        assert last["x"] + last["width"] <= view["x"] + view["width"] + 2  # the last (LiNeS) column reached
     finally:
         ctx.close()
     assert not problems, "\n".join(problems)
