@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pandas.io.formats.style import Styler
 from PIL import Image
 
 from bindlab.analysis.grounding import ALPHA_GRID, ground
@@ -197,14 +198,16 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     key, _, summary, *_ = tab.load(grid, model, "hue", 2.5, progress=_noop)
     shown = {k: float(re.search(f"id='gd-{k}' class='gd-num'>([0-9.]+)<", summary).group(1))
              for k in ("map-native", "map-grounded")}
-    assert shown["map-native"] == pytest.approx(fixed["test"]["native"]["macro_map"], abs=5e-5)
-    assert shown["map-grounded"] == pytest.approx(fixed["test"]["grounded"]["macro_map"], abs=5e-5)
+    # the page shows 3 decimals; the numbers underneath (the export below) are the CLI's to the last digit
+    assert shown["map-native"] == pytest.approx(fixed["test"]["native"]["macro_map"], abs=5e-4)
+    assert shown["map-grounded"] == pytest.approx(fixed["test"]["grounded"]["macro_map"], abs=5e-4)
 
     shown_table, _ = tab.run_controls(key, progress=_noop)  # the protocol's audit: alpha chosen on validation
     table = shown_table["value"]  # a gr.update: the table is hidden until controls have run
+    table = table.data if isinstance(table, Styler) else table  # the page shows 3 decimals of these numbers
     auto = _ground(root, model, tmp_path / "auto.json", "--factor", "hue")["factors"]["hue"]
-    assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == {
-        k: round(v["macro_map"], 4) for k, v in auto["controls"]["test"].items() if v is not None}
+    assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == pytest.approx({
+        k: v["macro_map"] for k, v in auto["controls"]["test"].items() if v is not None}, abs=5e-5)
 
     files, _ = tab.export(key, "red", 2.5, table, formats=["json"])
     summary_json = next(Path(p) for p in files if str(p).endswith("grounding_summary.json"))

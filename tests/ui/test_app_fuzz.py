@@ -151,12 +151,15 @@ def test_a_missing_path_inside_the_roots_says_so_and_a_nan_number_is_named(mcq):
 def test_an_empty_radio_or_slider_gets_a_message_naming_the_control_or_its_default(mcq):
     """None from a radio (an API call may send it) names the choice to make; an empty top-k slider means its
     starting value; an infinite one is refused by name."""
+    from pandas.io.formats.style import Styler
+
     from bindlab.ui import attention, browse, grounding
 
     with pytest.raises(gr.Error, match="choose a pairing"):
         browse.score(mcq, "bow", None, "all", "all", "all", 8)
     shown = browse.show_question(mcq, "bow", "tt", "n02-ind-000", None)
-    assert len(shown[3]) == browse.TOP_K_DEFAULT  # the top-k table at the slider's starting value
+    top_k = shown[3].data if isinstance(shown[3], Styler) else shown[3]  # the page's Styler over the numbers
+    assert len(top_k) == browse.TOP_K_DEFAULT  # the top-k table at the slider's starting value
     with pytest.raises(gr.Error, match="top-k"):
         browse.show_question(mcq, "bow", "tt", "n02-ind-000", math.inf)
     with pytest.raises(gr.Error, match="choose a factor"):
