@@ -272,7 +272,7 @@ def _add_finetune(g: Groups) -> None:
                    help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints; "
                         "default 1)")
     f.add_argument("--attention-loss", type=float, metavar="WEIGHT",
-                   help="add WEIGHT x the attention binding-margin loss over --attention-layers (SABER C.4; "
+                   help="add WEIGHT x the attention binding-margin loss over --attention-layers (SABER App. C.3; "
                         "default 0 = off; toy, st:/minilm, hf:, qwen3vl: models)")
     f.add_argument("--attention-layers", metavar="A-B",
                    help="its layer band, 0-based inclusive (default: the last third of the layers)")

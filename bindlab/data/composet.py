@@ -11,10 +11,12 @@ appear or move). Every foil is the base scene with exactly **one** edit from :da
   one object from above another to below it or back (above/below);
 - state/presence: switch an object's glow on (state), add a new object, remove an object (presence).
 
-That is CompoSET's 16 edit types in its four categories. The paper's summary names only some of its types
-(modify/swap colour and material, modify transparency, modify presence); ``modify_size`` (relative size within
-the scene, not the absolute size the paper excludes) and ``move_vertical`` complete the taxonomy with edits this
-renderer can draw inside the edited objects' discs.
+Sixteen edit types in CompoSET's four categories, of which **six are the paper's** (modify/swap colour, modify/swap
+material, modify transparency, modify presence — here ``add_object`` / ``remove_object``); the other ten are
+bindlab's own, edits this renderer can draw inside the edited objects' discs. ``modify_size`` departs from the
+paper, which excludes size: here it is one object's size relative to the rest of the scene, but its captions say
+"large" / "small". Results by edit type should be read with that origin in mind (the Pairs tab and Compare do not
+yet mark it).
 
 Base and foil are drawn into the same slots with the same seed and context, so only the discs of the edited
 objects change; :func:`generate_composet` checks that (pixels changed outside the edited discs must be zero) and

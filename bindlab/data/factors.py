@@ -7,9 +7,9 @@ every cell (nuisance-matched), so the factors are balanced against everything el
 
 - **shape**: silhouettes from the renderer (:data:`bindlab.data.render.RENDER_SHAPES`).
 - **hue**: a 12-hue wheel (red ... pink, as in the paper); every pattern is drawn *in* the hue.
-- **pattern**: eleven surface looks that all take the hue: plain (one flat colour, as in the paper), six two-tone
-  patterns drawn in the hue and a darker shade of it (striped, polka-dot, checkered, zigzag, plaid, swirled) and
-  four one-colour looks (glittery, glowing, neon, outlined).
+- **pattern**: eleven surface looks that all take the hue (the paper has ten, plain among them): plain (one flat
+  colour), six two-tone patterns drawn in the hue and a darker shade of it (striped, polka-dot, checkered, zigzag,
+  plaid, swirled) and four one-colour looks (glittery, glowing, neon, outlined).
 - **context**: :func:`bindlab.data.render.context_from_index` (pose, scale, viewpoint shear/tilt, background,
   light direction, brightness/contrast, noise); a **replica** (the paper's renderer seed) jitters pose, scale,
   shear and light of its context and reseeds noise and texture details.

@@ -79,9 +79,15 @@ class JobReporter(Callback):
 
     def on_train_end(self, s: TrainState, result: dict[str, Any]) -> None:
         self._progress(s, force=True)
-        print(f"done: LiNeS a = {result['lines']['a']} ({result['lines']['chosen_on']}), "
+        print(f"done: {lines_label(result['lines']['a'])} ({result['lines']['chosen_on']}), "
               f"{result['triplets_per_s']} triplets/s", flush=True)
         self._metrics.close()
+
+
+def lines_label(a: float) -> str:
+    """How a job's scaling is named in its status and log: ``LiNeS a = 0.1``, or ``unscaled (LiNeS a = 1 scales
+    nothing)`` — a = 1 leaves the finetuned weights as they are, so calling that model "LiNeS" would claim a scaling."""
+    return "unscaled (LiNeS a = 1 scales nothing)" if float(a) == 1.0 else f"LiNeS a = {a}"
 
 
 def run_job(job_dir: str | Path) -> int:
@@ -114,7 +120,7 @@ def run_job(job_dir: str | Path) -> int:
         manager.finish(d, "failed", one_line(f"{where}{type(e).__name__}: {e}"), log_tail=tail(d / "log.txt", 20))
         return 1
     if result:  # rank 0 only
-        manager.finish(d, "done", f"finished {result['steps']} steps; LiNeS a = {result['lines']['a']}")
+        manager.finish(d, "done", f"finished {result['steps']} steps; {lines_label(result['lines']['a'])}")
     return 0
 
 

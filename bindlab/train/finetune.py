@@ -64,7 +64,7 @@ class FinetuneConfig:
     num_processes: int = 1  # >1: data parallel on N processes (torchrun here; `jobs export-script` for clusters)
     threads: int = 0  # torch CPU threads (0 = torch's default); 1 is far faster for small models on a busy CPU
     heavy: bool = True  # counts against the one-GPU-heavy-job-at-a-time limit of the job manager
-    attention_loss: float = 0.0  # weight of the auxiliary attention binding-margin loss (SABER C.4); 0 = off
+    attention_loss: float = 0.0  # weight of the auxiliary attention binding-margin loss (SABER App. C.3); 0 = off
     attention_layers: str = ""  # its layer band "A-B" (0-based, inclusive); "" = the last third of the layers
     supervision: str = "text"  # text triplets, or image: rendered image triplets (toy:shared; SABER appendix E)
     debug: dict = field(default_factory=dict)  # tests only: {"fail_at_step": k, "sleep_per_step": s}
@@ -251,7 +251,7 @@ def choose_lines_a(grid: list[dict[str, Any]], base_val: float, forget_weight: f
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The objective beyond text triplets: attention loss (SABER C.4), image supervision (SABER appendix E)
+# The objective beyond text triplets: attention loss (SABER App. C.3), image supervision (SABER appendix E)
 # ----------------------------------------------------------------------------------------------------------------
 
 

@@ -121,7 +121,7 @@ def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: f
     cfg = {"model": model.strip(), "data": (data or "").strip(), "epochs": epochs,
            "max_steps": max_steps or 0, "batch_size": batch_size, "lr": lr, "lora_rank": rank,
            "lines_a": (lines_a or str(DEFAULT_JOB["lines_a"])).strip(),
-           # the objective: SABER C.4's attention loss (0 = off) and App. E's supervision (checked against the model)
+           # the objective: SABER App. C.3's attention loss (0 = off) and App. E's supervision (checked against the model)
            "attention_loss": 0.0 if attention_loss is None else attention_loss,
            "attention_layers": (attention_layers or "").strip(), "supervision": supervision or "text"}
     if not cfg["data"]:
@@ -212,7 +212,7 @@ EXPECT = ("**What to expect.** The default job (`toy:shared`, 300 steps) takes *
 
 
 OBJECTIVE_HINT = (
-    "**Attention loss** (SABER App. C.4): adds *weight* × (− the Attention tab's binding margin) averaged over the "
+    "**Attention loss** (SABER App. C.3): adds *weight* × (− the Attention tab's binding margin) averaged over the "
     "layer band, so training also rewards each object's attention to its own attribute words in those layers; "
     "0 = off (the plain recipe, bit for bit). Toy models, minilm/st:, hf: CLIP/SigLIP and qwen3vl: (not open_clip); the "
     "band is 0-based and inclusive, empty = the last third of the layers (toy:shared: `2-3` is where its margin "

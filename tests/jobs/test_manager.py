@@ -258,3 +258,10 @@ def test_a_job_without_max_steps_stops_at_the_steps_cap(tiny, tmp_path, monkeypa
     st = JobManager(tmp_path / "jobs").wait(job, timeout=300)
     assert st["state"] == "done", st
     assert read_json(tmp_path / "jobs" / job / "result.json")["steps"] == 2
+
+
+def test_a_job_with_a_equal_1_is_called_unscaled_not_lines():
+    from bindlab.jobs.runner import lines_label
+
+    assert lines_label(0.1) == "LiNeS a = 0.1"
+    assert lines_label(1) == lines_label(1.0) == "unscaled (LiNeS a = 1 scales nothing)"
