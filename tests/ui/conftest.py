@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,26 @@ def zip_names(path: Path) -> set[str]:
 
     with zipfile.ZipFile(path) as z:
         return set(z.namelist())
+
+
+# --- the user's conditions: a fresh HOME outside /tmp and the checkout, nothing set ------------------------------------
+def fresh_user_home() -> str:
+    """A new folder standing in for a user's HOME: outside /tmp (Gradio serves its temp folder on its own, which once
+    hid that the app allowed none of its own folders) and outside the checkout, as ``~/.cache/bindlab`` is."""
+    base = next(d for d in ("/var/tmp", os.path.expanduser("~")) if os.access(d, os.W_OK))
+    home = tempfile.mkdtemp(prefix="bindlab-user-", dir=base)
+    real = Path(os.path.realpath(home))
+    assert not real.is_relative_to(os.path.realpath(tempfile.gettempdir())) and not real.is_relative_to(ROOT)
+    return home
+
+
+def no_error_toast(page) -> None:
+    """No error toast on the page (each quotes what went wrong)."""
+    toasts = page.locator("[data-testid='toast-body']")
+    assert toasts.count() == 0, toasts.all_inner_texts()
+
+
+def no_traceback(log: Path) -> None:
+    """The app's output has no traceback (an error a person would only have seen as a broken page)."""
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text and "InvalidPathError" not in text, text[-3000:]

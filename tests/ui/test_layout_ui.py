@@ -10,6 +10,10 @@ small data, a viewport screenshot at both sizes (docs/layout/<tab>-<width>.png) 
     *Open in Browse*, is redrawn at its box's width);
 (d) the Map draws the candidates above the queries (none hidden under a query marker).
 
+The walk is also the researcher's and (Walkthrough steps 1 and 4) the teacher's path through every tab in the user's
+conditions (issue 30, item 2): the app runs with a fresh ``HOME`` outside /tmp and the checkout and ``BINDLAB_HOME``
+unset, and no error toast may show after any step, nor a traceback in the app's output by the end.
+
 The finetune report (*Compare base vs finetuned*, minutes even for a 2-step job on a busy machine) has its own test,
 marked slow.
 """
@@ -17,17 +21,21 @@ marked slow.
 from __future__ import annotations
 
 import io
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.ui.conftest import ROOT, pick_option, set_dropdown
+from tests.conftest import seed_embedding_cache
+from tests.ui.conftest import ROOT, fresh_user_home, no_error_toast, no_traceback, pick_option, set_dropdown
 
 pytestmark = pytest.mark.ui
 
 SIZES = ((1280, 800), (1920, 1080))
 SHOTS = ROOT / "docs" / "layout"
+LOG = ROOT / ".app-layout-test.log"
 
 # The checks, run in the page on the selected tab's panel (hidden panels are skipped); returns a list of problems.
 CHECK_JS = r"""
@@ -104,6 +112,22 @@ CHECK_JS = r"""
 
 
 @pytest.fixture(scope="module")
+def user_url(default_scores_cached):
+    """``python app.py`` as a user starts it: HOME a fresh folder, BINDLAB_HOME unset (so ``~/.cache/bindlab``), its
+    embedding cache seeded with the run's (the page load reads the default benchmark's MiniLM vectors)."""
+    from bindlab.bench_browser import running_app
+
+    home = fresh_user_home()
+    seed_embedding_cache(Path(home) / ".cache" / "bindlab")
+    env = {"HOME": home, "BINDLAB_HOME": "", "BINDLAB_TEST_OWN_HOME": ""}
+    try:
+        with running_app(env, timeout_s=float(os.environ.get("BINDLAB_TEST_APP_START_S", "120")), log=LOG) as (url, _, _):
+            yield url
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
 def small_data(tmp_path_factory):
     """Small inputs for every tab: a text MCQ file, an image MCQ file, a pairs set, a factor grid, a tiny
     sentence encoder with triplets (the finetune job)."""
@@ -177,6 +201,7 @@ def _save_small_png(png: bytes, path: Path) -> None:
 def _check_at_both_sizes(page, name: str, focus: str) -> list[str]:
     """At each size: scroll ``focus`` to the top of the viewport, save a viewport screenshot, run the checks on the
     selected tab's panel. Returns the problems found, each prefixed with the tab and the width."""
+    no_error_toast(page)  # the step before went through without an error
     SHOTS.mkdir(parents=True, exist_ok=True)
     problems = []
     for width, height in SIZES:
@@ -190,12 +215,12 @@ def _check_at_both_sizes(page, name: str, focus: str) -> list[str]:
     return problems
 
 
-def test_every_tab_is_readable_at_1280_and_1920(app_url, browser, small_data):
+def test_every_tab_is_readable_at_1280_and_1920(user_url, browser, small_data):
     ctx = browser.new_context(viewport={"width": SIZES[0][0], "height": SIZES[0][1]})
     page = ctx.new_page()
     problems: list[str] = []
     try:
-        page.goto(app_url, timeout=120_000)
+        page.goto(user_url, timeout=120_000)
         page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)  # Browse's page-load scoring
 
         # Browse: score a small file with the bag of words (every candidate ties: shared ranks)
@@ -284,8 +309,10 @@ def test_every_tab_is_readable_at_1280_and_1920(app_url, browser, small_data):
         page.click("#wt-objects-run")
         page.wait_for_selector("#wt-objects-fig .js-plotly-plot .legend", timeout=240_000)
         problems += _check_at_both_sizes(page, "walkthrough", "#wt-objects-result")
+        no_error_toast(page)
     finally:
         ctx.close()
+    no_traceback(LOG)
     assert not problems, "\n".join(problems)
 
 
