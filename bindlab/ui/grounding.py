@@ -113,7 +113,7 @@ def select_alpha(key: dict[str, Any] | None) -> tuple[dict[str, Any], Any, str]:
     sel = gs.validation_choice(session, key["factor"])
     key = {**key, "chosen": sel["alpha"]}
     note = (f"Validation (contexts {md_text(session.index.splits['validation'])}) picks α = **{sel['alpha']:.2f}** "
-            f"(validation macro-mAP {sel['macro_map']:.4f}, top-1 {sel['top1']:.3f}); test contexts untouched.")
+            f"(validation macro-mAP {sel['macro_map']:.3f}, top-1 {sel['top1']:.3f}); test contexts untouched.")
     return key, gr.update(value=sel["alpha"]), note
 
 

@@ -59,7 +59,9 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
     assert "100%" in page.inner_text("#ft-progress")
     status = page.inner_text("#ft-status")
     assert "LiNeS a =" in status and "unscaled" in status
-    assert job_id in page.inner_text("#ft-jobs")
+    # the jobs table refreshes on the same tick as the status (a busy machine may draw it a moment later)
+    page.wait_for_function("(id) => document.querySelector('#ft-jobs').innerText.includes(id)", arg=job_id,
+                           timeout=60_000)
     screenshot(page, "finetune")
 
     # Compare: the attention part shows one margin curve per model (base, unscaled, LiNeS) and a row per model.
