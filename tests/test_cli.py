@@ -98,3 +98,18 @@ def test_image_benchmark_end_to_end_with_a_tiny_image_text_encoder(tmp_path):
     victim.unlink()
     p = run("eval", "mcq", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "ti", check=False)
     assert p.returncode == 2 and str(victim) in p.stderr
+
+
+def test_eval_mcq_without_data_scores_the_embedded_benchmark(tmp_path, capsys):
+    """``bindlab eval mcq --model ID`` alone: the embedded mini benchmark, as Browse picks it (the renderable one for a
+    toy model, which does not know the full vocabulary's words)."""
+    from bindlab.cli import main
+
+    out = tmp_path / "r.json"
+    assert main(["eval", "mcq", "--model", "bow", "--out", str(out)]) in (0, None)
+    err = capsys.readouterr().err
+    assert "embedded mini benchmark" in err and "saber-mini/mcq.jsonl" in err
+    doc = json.loads(out.read_text())
+    assert doc["pairings"]["tt"]["n"] == 180
+    assert main(["eval", "mcq", "--model", "toy:clip", "--limit", "10"]) in (0, None)
+    assert "saber-mini-images/mcq.jsonl" in capsys.readouterr().err

@@ -36,7 +36,7 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
 
 EPILOG = """examples (COMMAND --help lists a command's options and their defaults):
   python -m bindlab generate saber --out runs/saber [--per-size 200] [--sizes 2-10]
-  python -m bindlab eval mcq --data runs/saber/mcq.jsonl --model minilm [--pairings tt] [--out r.json]
+  python -m bindlab eval mcq --model minilm [--data runs/saber/mcq.jsonl] [--pairings tt] [--out r.json]
   python -m bindlab compare --models bow,minilm,toy:clip [--suite mcq,pairs] [--data F]
   python -m bindlab finetune --model minilm --data runs/triplets [--background]
   python -m bindlab jobs list

@@ -71,8 +71,20 @@ def cmd_generate_saber(a: argparse.Namespace) -> None:
 def _request(a: argparse.Namespace):
     from bindlab.studies.browse import McqRequest
 
-    return McqRequest(data=a.data, model=a.model, pairings=a.pairings, limit=a.limit, batch_size=a.batch_size,
+    return McqRequest(data=a.data or _embedded_data(a), model=a.model, pairings=a.pairings, limit=a.limit, batch_size=a.batch_size,
                       device=a.device, skip_bad=a.skip_bad)
+
+
+def _embedded_data(a: argparse.Namespace) -> str:
+    """No ``--data``: the embedded mini benchmark, as Browse picks it — the version with images when a pairing needs
+    them, the one over the renderable words when the model does not know the full vocabulary (the toy models)."""
+    from bindlab.studies.browse import PAIRINGS, default_dataset_for, get_encoder, needs_images
+
+    pairings = [p.strip() for p in str(a.pairings or "tt").split(",") if p.strip()]
+    images = any(needs_images(p) for p in pairings if p in PAIRINGS)  # an unknown pairing is refused by the request
+    path = str(default_dataset_for([get_encoder(a.model, device=a.device)], images=images))
+    print(f"data: the embedded mini benchmark ({path})", file=sys.stderr)
+    return path
 
 
 def _write(a: argparse.Namespace, result: Result, build: Callable[[Result], Any]) -> None:
@@ -115,8 +127,9 @@ def cmd_eval_retrieval(a: argparse.Namespace) -> None:
 
 
 def _eval_args(p: argparse.ArgumentParser, per_item: str) -> None:
-    add_data_model(p, "MCQ JSONL file (e.g. DIR/mcq.jsonl)",
-                   "encoder id, e.g. minilm, bow, hf:openai/clip-vit-base-patch32")
+    add_data_model(p, "MCQ JSONL file, e.g. DIR/mcq.jsonl (default: the embedded mini benchmark, with images when a "
+                      "pairing needs them, over the renderable words for the toy models)",
+                   "encoder id, e.g. minilm, bow, hf:openai/clip-vit-base-patch32", data_required=False)
     p.add_argument("--pairings", default="tt", help="comma-separated subset of tt,ti,it,ii (query→candidates)")
     add_run_args(p, limit="evaluate only the first N questions (0 = all)", skip_bad=True)
     add_output_args(p, per_item=per_item)
