@@ -71,18 +71,16 @@ def cmd_generate_saber(a: argparse.Namespace) -> None:
 def _request(a: argparse.Namespace):
     from bindlab.studies.browse import McqRequest
 
-    return McqRequest(data=a.data or _embedded_data(a), model=a.model, pairings=a.pairings, limit=a.limit, batch_size=a.batch_size,
-                      device=a.device, skip_bad=a.skip_bad)
+    return McqRequest(data=a.data or _embedded_data(a), model=a.model, pairings=a.pairings, limit=a.limit,
+                      batch_size=a.batch_size, device=a.device, skip_bad=a.skip_bad)
 
 
 def _embedded_data(a: argparse.Namespace) -> str:
-    """No ``--data``: the embedded mini benchmark, as Browse picks it — the version with images when a pairing needs
-    them, the one over the renderable words when the model does not know the full vocabulary (the toy models)."""
-    from bindlab.studies.browse import PAIRINGS, default_dataset_for, get_encoder, needs_images
+    """No ``--data``: the embedded mini benchmark, as Browse picks it (with images when a pairing needs them, over the
+    renderable words when the model does not know the full vocabulary), named on stderr."""
+    from bindlab.studies.browse import embedded_data_for
 
-    pairings = [p.strip() for p in str(a.pairings or "tt").split(",") if p.strip()]
-    images = any(needs_images(p) for p in pairings if p in PAIRINGS)  # an unknown pairing is refused by the request
-    path = str(default_dataset_for([get_encoder(a.model, device=a.device)], images=images))
+    path = embedded_data_for(a.model, str(a.pairings or "tt").replace(" ", "").split(","), device=a.device)
     print(f"data: the embedded mini benchmark ({path})", file=sys.stderr)
     return path
 

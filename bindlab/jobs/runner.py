@@ -87,7 +87,9 @@ class JobReporter(Callback):
 def lines_label(a: float) -> str:
     """How a job's scaling is named in its status and log: ``LiNeS a = 0.1``, or ``unscaled (LiNeS a = 1 scales
     nothing)`` — a = 1 leaves the finetuned weights as they are, so calling that model "LiNeS" would claim a scaling."""
-    return "unscaled (LiNeS a = 1 scales nothing)" if float(a) == 1.0 else f"LiNeS a = {a}"
+    from bindlab.train.lines import is_scaled
+
+    return f"LiNeS a = {a}" if is_scaled(a) else "unscaled (LiNeS a = 1 scales nothing)"
 
 
 def run_job(job_dir: str | Path) -> int:

@@ -310,9 +310,16 @@ def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) ->
     images when the pairing needs them."""
     model = (model or "").strip() or default_model(pairing)
     if not (data or "").strip():
-        encoder = get_encoder(model)  # cheap: weights load on first use
-        data = str(default_dataset_for([encoder], images=needs_images(pairing), progress=progress))
+        data = embedded_data_for(model, [pairing], progress=progress)
     return data.strip(), model
+
+
+def embedded_data_for(model: str, pairings: Sequence[str], device: str = "auto", progress: Any = None) -> str:
+    """The embedded benchmark ``model`` can read (:func:`default_dataset_for`: the renderable one for the toy models),
+    with images when one of ``pairings`` needs them (an unknown pairing is left for the request to refuse)."""
+    encoder = get_encoder(model, device=device)  # cheap: weights load on first use
+    images = any(needs_images(p) for p in pairings if p in PAIRINGS)
+    return str(default_dataset_for([encoder], images=images, progress=progress))
 
 
 def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any = None) -> ScoredSet:

@@ -1,4 +1,5 @@
-"""Auxiliary attention loss on the per-layer binding margin (SABER appendix C.3, "Attention-Based Binding Analysis and Direct Supervision").
+"""Auxiliary attention loss on the per-layer binding margin (SABER appendix C.3, "Attention-Based Binding Analysis
+and Direct Supervision").
 
 SABER turns its attention analysis into a training signal: over the band of layers where the base model's binding
 margin collapses, it adds a loss that rewards attention from each object to its own attribute words over the other
