@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bindlab.bench_browser import bench_startup, bench_walkthrough
+from bindlab.bench_browser import bench_slider_browser, bench_startup, bench_walkthrough
 
 
 @contextmanager
@@ -172,6 +172,33 @@ def bench_grounding_slider(quick: bool = False) -> dict[str, Any]:
     for k in ("median_ms", "min_ms", "cpu_median_ms", "build_s"):
         res[k] = round(res[k], 3)
     return res
+
+
+def bench_slider_in_browser(quick: bool = False, busy_clients: int = 3) -> dict[str, Any]:
+    """``slider_browser``: the α slider in Chromium (:func:`bindlab.bench_browser.bench_slider_browser`) on the
+    default grid (``quick``: a small grid rendered here), with ``busy_clients`` fresh SABER sets for the busy run and
+    the payload of a worst-case grid (23,040 test images x 12 values)."""
+    import json
+
+    from bindlab.analysis.grounding import random_state
+    from bindlab.data.factors import DEFAULT_GRID, FactorGridSpec, default_grid, generate_grid
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.studies.grounding import state_payload
+
+    worst = json.dumps(state_payload(random_state(23040, 64, 12), "pattern"))
+    with tempfile.TemporaryDirectory(prefix="bindlab-bench-slider-data-") as tmp:
+        if quick:
+            grid = Path(tmp) / "grid"
+            generate_grid(grid, FactorGridSpec(shapes=("cube", "sphere", "torus"), hues=("red", "green", "blue"),
+                                               patterns=("striped", "checkered", "glowing"), n_contexts=3, replicas=2,
+                                               size=32), workers=1)
+        else:
+            grid = default_grid()
+        sets = [str(write_benchmark(Path(tmp) / f"busy{i}", generate_saber(per_size=40 if quick else 300,
+                                                                           seed=100 + i), {"seed": 100 + i}))
+                for i in range(busy_clients)]
+        out = bench_slider_browser(grid, sets, worst, quick=quick)
+    return {"grid": "small (quick)" if quick else f"default ({DEFAULT_GRID.n_images} images)", **out}
 
 
 def bench_attention(model: str = "minilm", n_captions: int = 1000) -> dict[str, Any]:
@@ -446,6 +473,7 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("eval_mcq_pipeline", lambda quick, model: bench_eval_pipeline(model=model, per_size=20 if quick else 200)),
     ("retrieval", lambda quick, model: bench_retrieval(per_size=20 if quick else 200)),
     ("grounding_slider", lambda quick, model: bench_grounding_slider(quick)),
+    ("slider_browser", lambda quick, model: bench_slider_in_browser(quick)),
     ("encoder_throughput", bench_encoder_throughput),
     ("render", lambda quick, model: bench_render(quick)),
     ("image_eval", lambda quick, model: bench_image_eval(quick)),

@@ -487,6 +487,22 @@ class GroundingState:
                 "alpha_star": crossings_json(zero_crossing(self.c))}
 
 
+def random_state(n_images: int = 23040, dim: int = 1024, n_values: int = 12, seed: int = 0) -> GroundingState:
+    """A :class:`GroundingState` on random clustered embeddings (for benchmarks): ``n_images`` test images (the
+    whole FactorAtlas size by default, a worst case), calibration and validation ``n_images // 4`` each on top."""
+    rng = np.random.default_rng(seed)
+    n_side = max(n_images // 4, 2 * n_values)
+    n = n_images + 2 * n_side
+    centres = rng.standard_normal((n_values, dim)).astype(np.float32)
+    labels = rng.integers(0, n_values, n)
+    labels[:n_values] = np.arange(n_values)  # every value present in calibration
+    emb = centres[labels] * 0.3 + rng.standard_normal((n, dim)).astype(np.float32)
+    split = np.repeat([0, 1, 2], [n_side, n_side, n_images])
+    queries = centres + rng.standard_normal((n_values, dim)).astype(np.float32)
+    names = np.array([f"value{i:02d}" for i in range(n_values)])
+    return GroundingState(emb, names[labels], queries, split == 0, split == 1, split == 2, values=names)
+
+
 def bench_slider(n_images: int = 23040, dim: int = 1024, n_values: int = 12, repeats: int = 20,
                  seed: int = 0) -> dict[str, Any]:
     """Median wall time of :meth:`GroundingState.at_alpha` on random data.
@@ -497,17 +513,8 @@ def bench_slider(n_images: int = 23040, dim: int = 1024, n_values: int = 12, rep
     Returns:
         dict with ``median_ms``, ``min_ms``, ``build_s`` and the sizes.
     """
-    rng = np.random.default_rng(seed)
-    n_side = max(n_images // 4, 2 * n_values)
-    n = n_images + 2 * n_side
-    centres = rng.standard_normal((n_values, dim)).astype(np.float32)
-    labels = rng.integers(0, n_values, n)
-    labels[:n_values] = np.arange(n_values)  # every value present in calibration
-    emb = centres[labels] * 0.3 + rng.standard_normal((n, dim)).astype(np.float32)
-    split = np.repeat([0, 1, 2], [n_side, n_side, n_images])
-    queries = centres + rng.standard_normal((n_values, dim)).astype(np.float32)
     t0 = time.perf_counter()
-    state = GroundingState(emb, labels, queries, split == 0, split == 1, split == 2, values=np.arange(n_values))
+    state = random_state(n_images, dim, n_values, seed)
     build = time.perf_counter() - t0
     times, cpu = [], []
     for i in range(repeats):

@@ -25,10 +25,11 @@ import numpy as np
 from bindlab.analysis.grounding import ALPHA_GRID, GroundingState, native_queries, pencil_scores
 from bindlab.analysis.grounding_controls import grounding_audit
 from bindlab.data.factors import FACTORS, FactorIndex, load_index
+from bindlab.eval.metrics import TIE_TOL
 from bindlab.studies.result import Result
 
 __all__ = ["ALIGNMENTS", "ALPHA_GRID", "FACTORS", "PROTOCOLS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
-           "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_view", "validation_choice"]
+           "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_payload", "slider_view", "state_payload", "validation_choice"]
 
 Progress = Callable[[float, str], None]
 MAX_SESSIONS = 4  # sessions kept in memory (each holds (n, d) float32 embeddings)
@@ -391,6 +392,47 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
                      "labels": [str(values[i]) for i in test.value_idx[pick]],
                      "q": [c, perp], "q_alpha": qa.tolist(), "d": [1.0, 0.0]}
     return view
+
+
+def slider_payload(session: GroundingSession, factor: str, curve: np.ndarray = ALPHA_GRID) -> dict[str, Any]:
+    """The slider payload of ``factor``'s state in ``session`` (:func:`state_payload`)."""
+    return state_payload(session.state(check_factor(factor)), factor, curve)
+
+
+def state_payload(state: GroundingState, factor: str, curve: np.ndarray = ALPHA_GRID) -> dict[str, Any]:
+    """What the browser needs to redraw the slider's views at any alpha without asking the server (issue 31).
+
+    The grounded score of test image ``i`` for value ``v`` at strength ``alpha`` is
+    ``(s_q[i, v] + alpha s_e[i, v]) / sqrt(1 + alpha^2 + 2 alpha qe[v])`` (:func:`pencil_scores` with ``a = 1``), so
+    the two score matrices, the labels and ``qe`` give AP per value, macro-mAP and top-1 at every alpha; the margin
+    curves and the 2-D view's ``c`` are sent as the server computes them. ``s_q`` and ``s_e`` are float32 products
+    (:func:`~bindlab.analysis.grounding.score_split` multiplies in float32), so sending them as float32 loses nothing:
+    the browser's numbers equal :func:`slider_view`'s up to float64 rounding.
+
+    Returns:
+        JSON-ready dict; the large arrays are base64 strings of little-endian arrays: ``s_q``, ``s_e`` (float32,
+        ``(n, k)`` row-major), ``value_idx`` (uint16, ``(n,)``), ``curve_margin`` (float64, ``(len(curve), k)``).
+    """
+    import base64
+    import hashlib
+
+    test = state.test
+    n, k = test.s_q.shape
+    if k > np.iinfo(np.uint16).max:
+        raise ValueError(f"{k} values are more than the slider can send")
+
+    def b64(a: np.ndarray, dtype: str) -> str:
+        return base64.b64encode(np.ascontiguousarray(a, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode()
+
+    s_q, s_e = b64(test.s_q, "float32"), b64(test.s_e, "float32")
+    margins = np.asarray(state.margin_curve(np.asarray(curve, dtype=np.float64))["margins"], dtype=np.float64)
+    return {"id": hashlib.sha256((s_q + s_e).encode()).hexdigest()[:16], "factor": factor, "n": int(n), "k": int(k),
+            "values": [str(v) for v in state.values.tolist()], "s_q": s_q, "s_e": s_e,
+            "value_idx": b64(test.value_idx, "uint16"), "qe": np.diag(test.qe).tolist(), "c": state.c.tolist(),
+            "delta_norms": state.directions.delta_norms.tolist(),
+            "curve_alphas": np.asarray(curve, dtype=np.float64).tolist(), "curve_margin": b64(margins, "float64"),
+            "ap_native": [None if math.isnan(a) else float(a) for a in state.native_test.ap],
+            "top_k": TOP_K, "tie_tol": TIE_TOL}
 
 
 def validation_choice(session: GroundingSession, factor: str) -> dict[str, float]:

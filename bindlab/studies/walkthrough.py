@@ -319,6 +319,14 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
             "curve": view["curve"], "top_precision": view["top_precision"], "n_images": session.split_sizes()}
 
 
+def grounding_payload(factor: str = GROUNDING_FACTOR, grid: str | Path | None = None,
+                      model: str = GROUNDING_MODEL) -> dict[str, Any]:
+    """Step 5's slider payload (:func:`bindlab.studies.grounding.slider_payload`): the page moves α with it."""
+    from bindlab.studies.grounding import slider_payload
+
+    return slider_payload(grounding_session(grid, model), factor)
+
+
 # ---------------------------------------------------------------------------------------------- step 6
 def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL, limit: int = 40,
                    progress: Progress | None = None) -> dict[str, Any]:

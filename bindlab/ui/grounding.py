@@ -1,9 +1,10 @@
 """Grounding tab: matched visual grounding on a factor grid, with a slider on alpha.
 
 Pick a grid, an image+text encoder and a factor, then *Load*: image embeddings are computed once (cached) and the
-factor's state is built. Every slider move then only does vector maths: the margin curve M(alpha) with the current
-point and alpha*, per-value test AP native vs grounded, macro-mAP, the top-8 test images of the grounded query and
-a 2-D view of q, q'(alpha) and d.
+factor's state is built, and the page receives the slider's payload (:func:`bindlab.studies.grounding.slider_payload`).
+Moving the slider is then computed in the browser, with no server call (``grounding_slider.js``): the current point
+on the margin curve M(alpha), per-value test AP native vs grounded, macro-mAP, top-1, the q'(alpha) arrow of the 2-D
+view and the summary. The top-8 test images of the grounded query follow from the server when the slider is let go.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from bindlab.studies import grounding as gs
 from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.slider_js import payload_js, slider_js
 
 MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip"]
 CSS = """
@@ -62,10 +64,16 @@ def summary_html(view: dict[str, Any], factor: str, model: str, chosen: float | 
             f"<span id='gd-alpha-shown' class='gd-num'>{view['alpha']:.2f}</span>{pick}<br>"
             f"test macro-mAP native <span id='gd-map-native' class='gd-num'>{view['map_native']:.3f}</span> → "
             f"grounded <span id='gd-map-grounded' class='gd-num'>{view['map_grounded']:.3f}</span> · top-1 "
-            f"{view['top1_native']:.3f} → {view['top1_grounded']:.3f}<br>"
+            f"{view['top1_native']:.3f} → <span id='gd-top1-grounded'>{view['top1_grounded']:.3f}</span><br>"
             f"value <b>{html_text(view['value'])}</b>: AP {view['ap_native'][v]:.3f} → "
             f"<span id='gd-ap-value' class='gd-num'>{view['ap_grounded'][v]:.3f}</span>, "
-            f"{crossing_html(view['alpha_star'][v], c)}, top-8 precision {view['top_precision']:.3f}</div>")
+            f"{crossing_html(view['alpha_star'][v], c)}, top-8 precision "
+            f"<span id='gd-top-precision'>{view['top_precision']:.3f}</span></div>")
+
+
+def _gallery(view: dict[str, Any]) -> list[tuple[Any, str]]:
+    return [(shown_image(t["path"]), f"{t['label']} · {t['score']:.3f}" + (" ✓" if t["hit"] else ""))
+            for t in view["top"]]
 
 
 def _render(key: dict[str, Any], value: str, alpha: float) -> tuple[Any, ...]:
@@ -78,8 +86,7 @@ def _render(key: dict[str, Any], value: str, alpha: float) -> tuple[Any, ...]:
                             view["alpha_star"][v], chosen, value),
             gf.ap_bars(view["values"], view["ap_native"], view["ap_grounded"], view["alpha"], value),
             gf.grounding_plane(view["plane"], value, view["alpha"]),
-            [(shown_image(t["path"]), f"{t['label']} · {t['score']:.3f}" + (" ✓" if t["hit"] else ""))
-             for t in view["top"]])
+            _gallery(view))
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
@@ -95,8 +102,9 @@ def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress
     progress(0.0, desc=f"embedding the grid and building the {factor} state")
     result = gs.run_grounding(_request(key, alpha), _report(progress))  # the numbers `ground` reports
     values = result.summary["factors"][factor]["values"]
+    payload = gs.slider_payload(_session(key), factor)  # the slider's numbers, for the browser
     # a new grid/model/factor: controls and notes of the previous one no longer apply
-    return (key, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha),
+    return (key, payload, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha),
             gr.update(value=pd.DataFrame(), visible=False), "")
 
 
@@ -105,6 +113,14 @@ def move(key: dict[str, Any] | None, value: str, alpha: float) -> tuple[Any, ...
     if not key or not value:
         raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
     return _render(key, value, alpha)
+
+
+@friendly
+def gallery_at(key: dict[str, Any] | None, value: str, alpha: float) -> list[tuple[Any, str]]:
+    """The top-8 test images of the grounded query at ``alpha`` (the slider was let go; the rest moved in the page)."""
+    if not key or not value:
+        raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
+    return _gallery(gs.slider_view(_session(key), key["factor"], value, float(alpha)))
 
 
 @friendly
@@ -167,6 +183,7 @@ def build_tab() -> None:
         select_btn = gr.Button("Select α on validation", scale=1, elem_id="gd-select")
         controls_btn = gr.Button("Run controls", scale=1, elem_id="gd-controls")
     key = gr.State(None)
+    payload = gr.JSON(visible=False, elem_id="gd-payload")  # the slider's numbers (slider_payload), read in the page
     summary = gr.HTML(elem_id="gd-summary")
     note = gr.Markdown(elem_id="gd-note")
     with gr.Row():
@@ -174,7 +191,8 @@ def build_tab() -> None:
         bars = gr.Plot(label="AP per value", elem_id="gd-ap")
     with gr.Row():
         with gr.Column(scale=1):
-            gallery = gr.Gallery(label="Top-8 test images, grounded query", columns=4, height=360,
+            gallery = gr.Gallery(label="Top-8 test images, grounded query (when the slider is let go)", columns=4,
+                                 height=360,
                                  elem_id="gd-gallery")
             # shown once "Run controls" has run (no placeholder table before)
             controls = gr.Dataframe(label="Controls (test)", interactive=False, visible=False,
@@ -184,13 +202,19 @@ def build_tab() -> None:
     view = [summary, margin, bars, plane, gallery]
     # results after an error (bindlab.ui.common): a failed Load clears everything loaded before (the state too,
     # so the slider asks for Load again); a failed slider/value move clears the view; failed controls clear theirs
-    clear_on_error(load_btn.click(load, [data, model, factor, alpha], [key, value, *view, controls, note],
-                                  api_name="grounding_load", **GPU_QUEUE), [key, *view, controls, note], hide=[controls])
-    clear_on_error(alpha.change(move, [key, value, alpha], view, api_name="grounding_alpha",
-                                trigger_mode="always_last", show_progress="hidden"), view)
+    clear_on_error(load_btn.click(load, [data, model, factor, alpha], [key, payload, value, *view, controls, note],
+                                  api_name="grounding_load", **GPU_QUEUE), [key, payload, *view, controls, note],
+                   hide=[controls])
+    # the slider: every move computed in the page (no server call); the gallery follows when it is let go
+    payload.change(None, [payload], None, js=payload_js("grounding"), api_name=False)
+    alpha.input(None, [alpha, value, payload], None, js=slider_js("grounding"), api_name=False)
+    clear_on_error(alpha.release(gallery_at, [key, value, alpha], [gallery], api_name="grounding_alpha",
+                                 trigger_mode="always_last", show_progress="hidden"), [gallery])
     clear_on_error(value.change(move, [key, value, alpha], view, api_name="grounding_value", show_progress="hidden"),
                    view)
-    clear_on_error(select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha"), [note])
+    selected = select_btn.click(select_alpha, [key], [key, alpha, note], api_name="grounding_select_alpha")
+    clear_on_error(selected, [note])
+    clear_on_error(selected.success(move, [key, value, alpha], view, api_name=False, show_progress="hidden"), view)
     clear_on_error(controls_btn.click(run_controls, [key], [controls, note], api_name="grounding_controls",
                                       **GPU_QUEUE), [controls, note], hide=[controls])
     sweep, alignment = held_state(), held_state()  # the experiments' rows, for the Download panel

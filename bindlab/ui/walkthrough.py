@@ -31,6 +31,7 @@ from bindlab.ui.common import USER_ERRORS, friendly, held_state
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
+from bindlab.ui.slider_js import payload_js, slider_js
 
 CSS = """
 #wt-intro {font-size: 1.02em}
@@ -157,8 +158,10 @@ def _manager(request: gr.Request | None) -> Any:
     return page_manager(getattr(request, "session_hash", None))
 
 
-def _num(x: float, digits: int = 3, signed: bool = False) -> str:
-    return f"<span class='wt-num'>{x:+.{digits}f}</span>" if signed else f"<span class='wt-num'>{x:.{digits}f}</span>"
+def _num(x: float, digits: int = 3, signed: bool = False, elem_id: str | None = None) -> str:
+    """A number in the step's monospace style (``elem_id``: an id the page's slider script updates)."""
+    at = f" id='{elem_id}'" if elem_id else ""
+    return f"<span class='wt-num'{at}>{x:+.{digits}f}</span>" if signed else f"<span class='wt-num'{at}>{x:.{digits}f}</span>"
 
 
 def _ci(ci: list[float]) -> str:
@@ -251,11 +254,13 @@ def grounding_md(r: dict[str, Any]) -> str:
             f"<b>{html_text(r['value'])}</b> at "
             f"α = <span id='wt-grounding-alpha'>{r['alpha']:.2f}</span>: test AP of the text query "
             f"<span id='wt-grounding-native'>{r['ap_native']:.3f}</span> → grounded "
-            f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True)}); over all "
-            f"{len(r['values'])} {html_text(r['factor'])}s macro-mAP {_num(r['map_native'])} → {_num(r['map_grounded'])}. "
+            f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True, elem_id='wt-grounding-gain')}); "
+            f"over all {len(r['values'])} {html_text(r['factor'])}s macro-mAP {_num(r['map_native'])} → "
+            f"{_num(r['map_grounded'], elem_id='wt-grounding-map')}. "
             f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
             f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
-            f"{_num(r['margin_native'], 4, True)} at α = 0 → {_num(r['margin_grounded'], 4, True)} now; "
+            f"{_num(r['margin_native'], 4, True)} at α = 0 → "
+            f"{_num(r['margin_grounded'], 4, True, 'wt-grounding-margin')} now; "
             f"{_crossing(r)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
             f"({r['n_images'].get('test', 0)} test images.)</div>")
 
@@ -457,7 +462,7 @@ def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
 def load_grounding(alpha: float, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
                    ) -> tuple[Any, ...]:
     r = wt.step_grounding(alpha=float(alpha), progress=_report(progress))
-    return (True, gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r),
+    return (True, wt.grounding_payload(), gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r),
             _keep(results, "grounding", r))
 
 
@@ -621,6 +626,7 @@ def build_tab() -> dict[str, Any]:
         gr_alpha = gr.Slider(0.0, 8.0, value=0.0, step=0.05, label="α (grounding strength)",
                              elem_id="wt-grounding-alpha-slider", scale=3)
     gr_loaded = gr.State(False)
+    gr_payload = gr.JSON(visible=False, elem_id="wt-grounding-payload")  # the slider's numbers, read in the page
     gr_out = gr.HTML(elem_id="wt-grounding-result")
     with gr.Row():
         gr_curve = gr.Plot(label="Margin M(α)", elem_id="wt-grounding-curve")
@@ -660,10 +666,13 @@ def build_tab() -> dict[str, Any]:
     obj_btn.click(run_objects, [obj_choice, results], [obj_out, obj_fig, results], api_name="wt_objects",
                   **GPU_QUEUE)
     gr_view = [gr_out, gr_curve, gr_bars, results]
-    gr_btn.click(load_grounding, [gr_alpha, results], [gr_loaded, gr_value, *gr_view], api_name="wt_grounding",
-                 **GPU_QUEUE)
+    gr_btn.click(load_grounding, [gr_alpha, results], [gr_loaded, gr_payload, gr_value, *gr_view],
+                 api_name="wt_grounding", **GPU_QUEUE)
+    # the slider moves in the page (no server call); when let go, the server's numbers are kept for the export
+    gr_payload.change(None, [gr_payload], None, js=payload_js("walkthrough"), api_name=False)
+    gr_alpha.input(None, [gr_alpha, gr_value, gr_payload], None, js=slider_js("walkthrough"), api_name=False)
     gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name="wt_grounding_alpha",
-                     trigger_mode="always_last")
+                     trigger_mode="always_last", show_progress="hidden")
     gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name=False,
                    trigger_mode="always_last")
     at_btn.click(run_attention, [at_model, results], [at_out, at_fig, results], api_name="wt_attention", **GPU_QUEUE)

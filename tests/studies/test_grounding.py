@@ -195,7 +195,7 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     root, model = setup
     grid = str(root / "grid")
     fixed = _ground(root, model, tmp_path / "fixed.json", "--factor", "hue", "--alpha", "2.5")["factors"]["hue"]
-    key, _, summary, *_ = tab.load(grid, model, "hue", 2.5, progress=_noop)
+    key, _payload, _value, summary, *_ = tab.load(grid, model, "hue", 2.5, progress=_noop)
     shown = {k: float(re.search(f"id='gd-{k}' class='gd-num'>([0-9.]+)<", summary).group(1))
              for k in ("map-native", "map-grounded")}
     # the page shows 3 decimals; the numbers underneath (the export below) are the CLI's to the last digit

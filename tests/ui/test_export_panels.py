@@ -155,7 +155,7 @@ def test_grounding_download_holds_top_images_and_the_experiments_run(grounding_s
     from bindlab.ui import grounding as tab
 
     grid, model = grounding_setup
-    key, value, *_ = tab.load(grid, model, "hue", 1.0, progress=_noop)
+    key, _payload, value, *_ = tab.load(grid, model, "hue", 1.0, progress=_noop)
     value = value["value"]
     sweep = {"rows": [{"gamma": g, "image_prototype": 0.9, "native": 0.5, "matched": 0.6 + g / 10, "gain": 0.1,
                        "alpha": 1.0, "cosine": 1.0} for g in (0.0, 0.5, 1.0)]}

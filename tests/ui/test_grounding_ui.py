@@ -135,3 +135,128 @@ def test_a_failed_load_clears_the_earlier_results(app_url, page, tiny_grid):
     page.wait_for_function("() => !document.querySelector('#gd-map-grounded')", timeout=30_000)
     assert page.locator("#gd-gallery img").count() == 0
     assert page.locator("#gd-margin .legendtext").count() == 0
+
+
+# --------------------------------------------------------------------------------------- the slider in the browser
+def _slider_page(browser, payload):
+    """A blank page with the slider script loaded and ``payload`` as ``window.P``."""
+    from bindlab.ui.slider_js import slider_js
+
+    page = browser.new_page()
+    page.set_content("<html><body></body></html>")
+    page.evaluate(f"() => {{ const handler = {slider_js('grounding')}; handler(0, '', null); }}")
+    page.evaluate("(p) => { window.P = p; }", payload)
+    return page
+
+
+def test_browser_numbers_equal_the_servers_at_20_alphas(browser, tiny_grid):
+    """Issue 31: AP per value, macro-mAP, top-1, the top-8 and the margin point, computed by the page's script from
+    the payload, equal the server's slider_view (analysis.grounding) to 1e-6, for every value at 20 alphas."""
+    import numpy as np
+
+    from bindlab.analysis.grounding import pencil_scores
+    from bindlab.studies import grounding as gs
+
+    grid, model = tiny_grid
+    session = gs.open_session(grid, model)
+    for factor in ("hue", "pattern"):
+        payload = gs.slider_payload(session, factor)
+        page = _slider_page(browser, payload)
+        try:
+            for value in payload["values"]:
+                for alpha in np.linspace(0, 8, 20).round(2):
+                    js = page.evaluate("([a, v]) => window.bindlabSlider.readout(a, v, window.P)", [alpha, value])
+                    view = gs.slider_view(session, factor, value, float(alpha))
+                    v = view["value_index"]
+                    np.testing.assert_allclose(np.array(js["ap_grounded"], dtype=float), view["ap_grounded"],
+                                               atol=1e-6, equal_nan=True, err_msg=f"{factor}={value} α={alpha}")
+                    assert abs(js["map_grounded"] - view["map_grounded"]) <= 1e-6
+                    assert abs(js["top1_grounded"] - view["top1_grounded"]) <= 1e-6
+                    assert abs(js["top_precision"] - view["top_precision"]) <= 1e-6
+                    curve = view["curve"]
+                    assert abs(js["point"] - float(np.interp(alpha, curve["alphas"], curve["margin"]))) <= 1e-6
+                    s = pencil_scores(session.state(factor).test, 1.0, float(alpha))[:, v]
+                    assert js["top_rows"] == np.argsort(-s, kind="stable")[:gs.TOP_K].tolist()
+        finally:
+            page.close()
+
+
+def test_browser_formats_numbers_as_python_does(browser, tiny_grid):
+    """The summary's numbers read as the server writes them (f"{x:.3f}": exact ties go to the even digit)."""
+    page = _slider_page(browser, None)
+    try:
+        cases = [(0.5625, 3), (0.125, 2), (-0.0625, 3), (1 / 3, 3), (0.6665, 3), (2.675, 2), (0.0, 2), (-0.00001, 3),
+                 (7.95, 2), (0.99951, 3)]
+        for x, d in cases:
+            assert page.evaluate("([x, d]) => window.bindlabSlider.fmt(x, d)", [x, d]) == f"{x:.{d}f}", (x, d)
+            assert page.evaluate("([x, d]) => window.bindlabSlider.fmt(x, d, true)", [x, d]) == f"{x:+.{d}f}", (x, d)
+    finally:
+        page.close()
+
+
+def test_dragging_the_slider_asks_the_server_nothing(app_url, page, tiny_grid):
+    """A drag across the slider redraws the summary and the figures in the page with no request to the server;
+    letting go asks once, for the top-8 images. The numbers shown are the server's at the final α."""
+    from bindlab.studies import grounding as gs
+
+    grid, model = tiny_grid
+    _load(page, app_url, grid, model, "hue")
+    page.wait_for_selector("#gd-margin .js-plotly-plot", timeout=60_000)
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    box = page.locator("#gd-alpha input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + 0.1 * box["width"], y)
+    page.mouse.down()
+    for i in range(1, 21):
+        page.mouse.move(box["x"] + (0.1 + 0.03 * i) * box["width"], y)
+        page.wait_for_timeout(30)
+    page.wait_for_function("() => window.bindlabSlider && window.bindlabSlider.moves >= 10", timeout=30_000)
+    during = list(posts)
+    page.mouse.up()
+    assert during == [], during  # nothing asked of the server while dragging
+    alpha = float(page.locator("#gd-alpha input[type=number]").input_value())
+    page.wait_for_function("(a) => document.querySelector('#gd-alpha-shown').innerText.trim() === a",
+                           arg=f"{alpha:.2f}", timeout=30_000)
+    value = page.input_value("#gd-value input")
+    view = gs.slider_view(gs.open_session(grid, model), "hue", value, alpha)
+    assert _text(page, "#gd-map-grounded") == f"{view['map_grounded']:.3f}"
+    assert _text(page, "#gd-ap-value") == f"{view['ap_grounded'][view['value_index']]:.3f}"
+    assert _text(page, "#gd-top1-grounded") == f"{view['top1_grounded']:.3f}"
+    legend = page.locator("#gd-ap .legendtext").all_text_contents()
+    assert f"grounded (α = {alpha:.2f})" in legend  # redrawn in the page during the drag
+    page.wait_for_timeout(400)  # at rest, plotly redraws the same state into its own figure data
+    page.evaluate("() => window.bindlabSlider.settled")
+    shown = page.evaluate("() => document.querySelector('#gd-margin .js-plotly-plot').data[1].x[0]")
+    assert abs(shown - alpha) < 1e-9  # the current point moved along the curve
+    bars = page.evaluate("() => document.querySelector('#gd-ap .js-plotly-plot').data[1].name")
+    assert bars == f"grounded (α = {alpha:.2f})"
+    assert page.locator("#gd-plane svg.bl-arrow").count() == 0  # the drag's arrow gave way to plotly's
+    page.wait_for_timeout(500)
+    assert 1 <= len(posts) <= 2, posts  # let go: the gallery, once (its queue join)
+
+
+def test_walkthrough_step5_summary_moves_in_the_page_as_the_server_writes_it(browser, tiny_grid):
+    """Walkthrough step 5's slider: the numbers the page rewrites at a new α equal the server's line at that α."""
+    import re
+
+    from bindlab.studies import walkthrough as wt
+    from bindlab.ui.walkthrough import grounding_md
+
+    grid, model = tiny_grid
+    payload = wt.grounding_payload(grid=grid, model=model)
+    start = wt.step_grounding(alpha=0.0, grid=grid, model=model)
+    page = _slider_page(browser, payload)
+    try:
+        page.set_content(f"<html><body>{grounding_md(start)}</body></html>")
+        ids = ("wt-grounding-alpha", "wt-grounding-grounded", "wt-grounding-gain", "wt-grounding-map",
+               "wt-grounding-margin")
+        for alpha in (0.35, 1.0, 2.5, 7.95):
+            page.evaluate("([a, v, p]) => window.bindlabSlider.move('walkthrough', a, v, p)",
+                          [alpha, start["value"], payload])
+            expected = grounding_md(wt.step_grounding(alpha=alpha, value=start["value"], grid=grid, model=model))
+            for elem_id in ids:
+                want = re.search(rf"id='{elem_id}'>([^<]*)<", expected).group(1)
+                assert page.inner_text(f"#{elem_id}") == want, (alpha, elem_id)
+    finally:
+        page.close()
