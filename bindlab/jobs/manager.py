@@ -257,10 +257,13 @@ class JobManager:
         show_logs: include server-side details (log tail, pid, job folder) in what :meth:`show`, :meth:`list` and
             :meth:`wait` return; default: True for the local owner and for an admin. A page gets a manager
             without them: a failed job then shows its one-line ``error`` only.
+        address: the client address new jobs come from (a hash, e.g. ``addr:<hex>``); a page passes it so that
+            one address holds at most ``max_jobs_per_session + max_queued_per_session`` live jobs, however many
+            sessions or owner tokens it opens. None: not counted (the CLI).
     """
 
     def __init__(self, root: str | Path | None = None, max_heavy: int | None = None, owner: str | None = None,
-                 admin: bool | None = None, show_logs: bool | None = None) -> None:
+                 admin: bool | None = None, show_logs: bool | None = None, address: str | None = None) -> None:
         self.root = Path(root) if root else jobs_root()
         self.root.mkdir(parents=True, exist_ok=True)
         env = os.environ.get("BINDLAB_MAX_HEAVY_JOBS", "1")
@@ -272,6 +275,7 @@ class JobManager:
         self.owner = owner.strip() if owner else local_owner()
         self.admin = bool(admin) if admin is not None else (owner is None and not public_mode())
         self.show_logs = bool(show_logs) if show_logs is not None else (owner is None or self.admin)
+        self.address = str(address).strip()[:100] if address and str(address).strip() else None
 
     # -- locking and state ------------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -363,7 +367,8 @@ class JobManager:
             write_json_atomic(d / "config.json", cfg.to_dict())
             write_json_atomic(d / "status.json", {
                 "id": job_id, "kind": kind, "model_id": f"lora:{job_id}", "base_model": cfg.model, "state": "queued",
-                "owner": self.owner, "heavy": bool(cfg.heavy), "created": _now(), "submitted": time.time(),
+                "owner": self.owner, "address": self.address, "heavy": bool(cfg.heavy), "created": _now(),
+                "submitted": time.time(),
                 "started": None, "finished": None,
                 "pid": None, "pid_start": None, "attempts": 0, "resume": False, "message": "waiting for a free slot"})
         self.promote()
@@ -381,6 +386,14 @@ class JobManager:
             raise JobLimitError("background jobs are turned off on this server (BINDLAB_MAX_JOBS_PER_SESSION or "
                                 "BINDLAB_MAX_JOBS_GLOBAL is 0)")
         starts_now = running_mine < lim.max_jobs_per_session and running_all < lim.max_jobs_global and not queued_all
+        live_here = sum(s["state"] in ("running", "queued") for s in statuses
+                        if self.address and s.get("address") == self.address)
+        if self.address and live_here >= lim.max_jobs_per_session + lim.max_queued_per_session:
+            raise JobLimitError(
+                f"{live_here} jobs from your network address are running or queued, the most one address may have "
+                f"(BINDLAB_MAX_JOBS_PER_SESSION + BINDLAB_MAX_QUEUED_PER_SESSION = "
+                f"{lim.max_jobs_per_session + lim.max_queued_per_session}), whichever pages they came from; wait for "
+                "one to finish or cancel one")
         if starts_now:
             return
         if queued_mine >= lim.max_queued_per_session:

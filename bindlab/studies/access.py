@@ -25,8 +25,12 @@ through :func:`redact`, which replaces the server's folders, the session id and 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
+import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import lru_cache
@@ -35,6 +39,13 @@ from pathlib import Path
 from bindlab.config import limits, public_mode
 
 _VISITOR: ContextVar[str | None] = ContextVar("bindlab_visitor", default=None)
+_ADDRESS: ContextVar[str | None] = ContextVar("bindlab_address", default=None)
+# Owner tokens: a page keeps a random token in the browser (localStorage) and claims it for each new session, so a
+# reload (a new session id) is the same job owner. Only a hash of the token is ever stored.
+_OWNER_TOKEN = re.compile(r"[0-9a-f]{32}")
+_CLAIMS: OrderedDict[str, str] = OrderedDict()  # session id -> owner name, least recently claimed first
+_CLAIMS_LOCK = threading.Lock()
+MAX_CLAIMS = 10_000
 # lora:<job id>[/variant]: the job id grammar of bindlab.jobs.manager, and the variants of bindlab.encoders.lora
 _LORA_NAME = re.compile(r"([\w-][\w.-]{0,79})(?:/(?:lines|unscaled))?/?")
 # A hub revision (branch, tag or commit) pinned on a listed id: a plain name, never a path.
@@ -42,23 +53,66 @@ _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # The one refusal of a model id in public mode: it quotes nothing of the id and says nothing about any path.
 MODEL_REFUSED = ("that model is not offered on this server: choose a listed model (bow, minilm, toy:clip, toy:shared, "
                  "toy:negclip, or a CLIP / SigLIP / Qwen3-VL hub id from the model list in docs/models.md) or "
-                 "lora:<job_id> for a model you finetuned in this browser session; folders and files on the server "
+                 "lora:<job_id> for a model you finetuned in this browser; folders and files on the server "
                  "cannot be named as models")
 
 
 @contextlib.contextmanager
-def visitor(session: str | None) -> Iterator[None]:
-    """Run the body as the page visitor with browser session id ``session`` (None: no page, e.g. the CLI)."""
+def visitor(session: str | None, address: str | None = None) -> Iterator[None]:
+    """Run the body as the page visitor with browser session id ``session`` (None: no page, e.g. the CLI), asking
+    from client ``address`` (None: unknown)."""
     token = _VISITOR.set(str(session).strip() if session and str(session).strip() else None)
+    where = _ADDRESS.set(str(address).strip() if address and str(address).strip() else None)
     try:
         yield
     finally:
+        _ADDRESS.reset(where)
         _VISITOR.reset(token)
 
 
 def current_visitor() -> str | None:
     """The browser session id of the page event being served, or None outside one."""
     return _VISITOR.get()
+
+
+def current_address() -> str | None:
+    """The client address of the page event being served (a hash of it: addresses are not stored), or None."""
+    address = _ADDRESS.get()
+    return "addr:" + hashlib.sha256(address.encode()).hexdigest()[:16] if address else None
+
+
+def claim_owner(session: str | None, token: str | None) -> str:
+    """Make ``session``'s jobs those of the browser's owner token, and return the token the browser should keep.
+
+    A page keeps a random token in the browser and claims it whenever it opens (a new session id): a reload then
+    sees, follows and cancels the jobs it started before. A missing or malformed token gets a new one (32 hex
+    digits). Only a hash of the token names the owner; the token itself is never stored on the server.
+
+    Raises:
+        ValueError: no session id.
+    """
+    if not str(session or "").strip():
+        raise ValueError("this page has no session id; reload the page")
+    token = str(token or "").strip().lower()
+    if not _OWNER_TOKEN.fullmatch(token):
+        token = secrets.token_hex(16)
+    owner = "owner:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    with _CLAIMS_LOCK:
+        _CLAIMS[str(session).strip()] = owner
+        _CLAIMS.move_to_end(str(session).strip())
+        while len(_CLAIMS) > MAX_CLAIMS:
+            _CLAIMS.popitem(last=False)
+    return token
+
+
+def job_owner(session: str | None) -> str | None:
+    """The job owner of a page session: its claimed owner token's (:func:`claim_owner`), else ``session:<id>``;
+    None without a session (the local owner)."""
+    session = str(session or "").strip()
+    if not session:
+        return None
+    with _CLAIMS_LOCK:
+        return _CLAIMS.get(session, f"session:{session}")
 
 
 def check_model_access(model: str, session: str | None = None) -> str:
@@ -98,8 +152,8 @@ def check_model_access(model: str, session: str | None = None) -> str:
     match = _LORA_NAME.fullmatch(eid.name)
     if match is None or not _owns(session, match.group(1)):
         raise ValueError(f"lora:{eid.name[:80]}: not one of your finetuned models; on this server you can load "
-                         "lora:<job_id> only for jobs you started in this browser session (see the Finetune tab's "
-                         "job list)")
+                         "lora:<job_id> only for jobs you started in this browser (see the Finetune tab's job "
+                         "list)")
     return model
 
 
@@ -140,7 +194,7 @@ def _owns(session: str | None, job_id: str) -> bool:
     """True when the job exists and belongs to ``session``'s visitor (the local owner when ``session`` is None)."""
     from bindlab.jobs.manager import JobManager
 
-    manager = JobManager(owner=f"session:{session}" if session else None, admin=False, show_logs=False)
+    manager = JobManager(owner=job_owner(session), admin=False, show_logs=False)
     try:
         manager.job_dir(job_id)
     except KeyError:
@@ -217,7 +271,8 @@ def redact(message: str, session: str | None = None) -> str:
     return text
 
 
-__all__ = ["MODEL_REFUSED", "check_model_access", "current_visitor", "offered_model", "redact", "visitor"]
+__all__ = ["MODEL_REFUSED", "check_model_access", "claim_owner", "current_address", "current_visitor", "job_owner",
+           "offered_model", "redact", "visitor"]
 
 
 @contextlib.contextmanager

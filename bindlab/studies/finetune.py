@@ -53,8 +53,10 @@ def _manager(manager: Any = None) -> Any:
 
 
 def page_manager(session: str | None) -> Any:
-    """The job manager of one page visitor: jobs owned by ``session:<session>`` and shown without server details
-    (a failed job carries its one-line ``error``, never a log tail or traceback).
+    """The job manager of one page visitor: jobs owned by the session's owner token (``owner:<hash>``, see
+    :func:`bindlab.studies.access.claim_owner`; ``session:<session>`` before a claim) and shown without server
+    details (a failed job carries its one-line ``error``, never a log tail or traceback). New jobs also count
+    against the visitor's client address (:func:`bindlab.studies.access.current_address`).
 
     Outside public mode (:func:`bindlab.config.public_mode`) the page is the local user's own, so it also sees and
     can follow the jobs started from this machine's CLI (as an admin); in public mode a visitor sees only their own.
@@ -64,10 +66,11 @@ def page_manager(session: str | None) -> Any:
     """
     from bindlab.config import public_mode
     from bindlab.jobs.manager import JobManager
+    from bindlab.studies.access import current_address, job_owner
 
     if not str(session or "").strip():
         raise ValueError("this page has no session id; reload the page")
-    return JobManager(owner=f"session:{str(session).strip()}", admin=not public_mode(), show_logs=False)
+    return JobManager(owner=job_owner(session), admin=not public_mode(), show_logs=False, address=current_address())
 
 
 def default_triplets() -> Path:

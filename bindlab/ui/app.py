@@ -25,7 +25,7 @@ from bindlab.ui import finetune as finetune_tab
 from bindlab.ui import grounding as grounding_tab
 from bindlab.ui import pairs as pairs_tab
 from bindlab.ui import walkthrough as walkthrough_tab
-from bindlab.ui.common import install_uploads, max_upload_bytes, quiet_refusals
+from bindlab.ui.common import install_owner_token, install_uploads, max_upload_bytes, quiet_refusals
 from bindlab.ui.gpu import GPU_QUEUE
 
 INTRO = """# bindlab — attribute–object binding lab
@@ -84,6 +84,7 @@ def build_app() -> gr.Blocks:
                                      [done, *hook["outputs"]], api_name=False, **GPU_QUEUE)
         exports_ui.install(demo)  # a session's downloads are deleted when it ends, old ones on a timer
         install_uploads(demo)  # and its uploads (public mode's upload widgets)
+        install_owner_token(demo)  # a visitor's jobs belong to the browser: a reload keeps them
         quiet_refusals(demo)  # public mode: an input Gradio refuses logs one line, not a traceback
     return demo
 

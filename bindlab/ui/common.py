@@ -43,7 +43,8 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             session = _session_hash()
             args, kwargs = _resolve_choices(args, kwargs, session)
-            with access.visitor(session), access.request_scope(session, _client_address()):
+            address = _client_address()
+            with access.visitor(session, address), access.request_scope(session, address):
                 return fn(*args, **kwargs)
         except gr.Error as e:
             e.message = access.redact(e.message, session)  # public mode: no server path, session id or upload token
@@ -345,6 +346,18 @@ def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textb
     # opening the list lists the sets afresh: one written under $BINDLAB_HOME since the page loaded is offered
     choice.focus(friendly(refresh), None, [choice], api_name=False, queue=False, show_progress="hidden")
     return choice
+
+
+def install_owner_token(demo: gr.Blocks) -> None:
+    """Keep a random owner token in the browser (``localStorage``) and claim it for each new page session
+    (:func:`bindlab.studies.access.claim_owner`): a visitor's background jobs belong to the browser, not to one page
+    load, so a reload still sees, follows and cancels them (and in public mode may still load its ``lora:`` models)."""
+    token = gr.BrowserState("", storage_key="bindlab-owner-token")
+
+    def claim(kept: str, request: gr.Request) -> str:
+        return access.claim_owner(getattr(request, "session_hash", None), kept)
+
+    demo.load(claim, [token], [token], api_name=False, queue=False, show_progress="hidden")
 
 
 _UPLOAD_SWEEPER: threading.Thread | None = None

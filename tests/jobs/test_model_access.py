@@ -43,7 +43,7 @@ def test_public_mode_a_visitor_loads_only_their_own_jobs_models(jobs, monkeypatc
     assert len(texts) == 1, texts
     text = texts.pop()
     assert "alice" not in text and "session:" not in text and str(jobs.parent) not in text
-    assert "only for jobs you started in this browser session" in text
+    assert "only for jobs you started in this browser" in text
 
 
 def test_local_mode_keeps_loading_any_job(jobs, monkeypatch):

@@ -314,3 +314,49 @@ def test_redact_rules_and_local_mode_unchanged(public, tmp_path, monkeypatch):
                    "a.png; [app]/bindlab/data_manifests/x.json; session [session]"), out
     monkeypatch.setenv("BINDLAB_PUBLIC", "0")
     assert redact(text, SESSION) == text
+
+
+def test_an_owner_token_names_the_same_owner_for_every_session_and_nothing_else():
+    """A page's owner token (kept in the browser) makes every session that claims it one job owner; a malformed
+    token gets a fresh one; the owner name is a hash, never the token."""
+    from bindlab.studies import access
+
+    token = access.claim_owner("s1", "")
+    assert len(token) == 32 and int(token, 16) >= 0
+    assert access.claim_owner("s2", token) == token
+    assert access.job_owner("s1") == access.job_owner("s2") != "session:s1"
+    assert token not in access.job_owner("s1")
+    assert access.claim_owner("s3", "<script>") != "<script>"  # not a token: a new one
+    assert access.job_owner("s3") != access.job_owner("s1")
+    assert access.job_owner("never-claimed") == "session:never-claimed"
+    assert access.job_owner(None) is None
+    with pytest.raises(ValueError, match="session"):
+        access.claim_owner("", token)
+
+
+def test_one_address_holds_a_bounded_number_of_live_jobs(monkeypatch, tmp_path, tiny_st_job):
+    """However many owners (sessions, tokens) one client address uses, it may have at most
+    max_jobs_per_session + max_queued_per_session jobs running or queued."""
+    from bindlab.jobs.manager import JobLimitError, JobManager
+
+    monkeypatch.setenv("BINDLAB_MAX_JOBS_PER_SESSION", "1")
+    monkeypatch.setenv("BINDLAB_MAX_QUEUED_PER_SESSION", "1")
+    monkeypatch.setenv("BINDLAB_MAX_JOBS_GLOBAL", "1")
+    cfg = {"model": tiny_st_job["model"], "data": tiny_st_job["triplets"], "max_steps": 1, "batch_size": 4,
+           "eval_rows": 8, "device": "cpu", "evaluate": False, "debug": {"sleep_per_step": 30.0}}
+    root = tmp_path / "jobs"
+    jobs = []
+    try:
+        for owner in ("owner:a", "owner:b"):
+            jobs.append((JobManager(root, owner=owner, address="addr:x"), None))
+            jobs[-1] = (jobs[-1][0], jobs[-1][0].submit(cfg))
+        with pytest.raises(JobLimitError, match="network address"):
+            JobManager(root, owner="owner:c", address="addr:x").submit(cfg)
+        other = JobManager(root, owner="owner:d", address="addr:y")  # another address is not held back by it
+        jobs.append((other, other.submit(cfg)))
+    finally:
+        for m, job in jobs:
+            try:
+                m.cancel(job, grace_s=1)
+            except ValueError:
+                pass

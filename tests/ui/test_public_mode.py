@@ -308,3 +308,45 @@ def test_a_second_session_cannot_see_cancel_or_resume_the_first_sessions_job(pub
         assert job in json.dumps(a.predict(job, api_name="/ft_poll"), default=str)  # A still sees its own
     finally:
         a.predict(job, api_name="/ft_cancel")
+
+
+@pytest.mark.ui
+def test_a_visitors_job_survives_a_page_reload(public_app, browser):
+    """Issue 32: the job a visitor started is still theirs after a reload (a new session id): the page keeps an owner
+    token in the browser and claims it again. Another browser (its own token) does not see the job."""
+    from bindlab.jobs.manager import JobManager
+
+    url, home = public_app
+    ctx = browser.new_context()
+    other = browser.new_context()
+    job = None
+    try:
+        page = ctx.new_page()
+        page.goto(url, timeout=120_000)
+        page.get_by_role("tab", name="Finetune").click(timeout=180_000)
+        box = page.locator("#ft-max-steps input").first
+        box.fill("1")
+        box.press("Tab")
+        page.click("#ft-launch")
+        page.wait_for_selector("#ft-message :text('Started job')", timeout=180_000)
+        job = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
+        page.reload()
+        page.get_by_role("tab", name="Finetune").click(timeout=180_000)
+        page.wait_for_function("(job) => (document.querySelector('#ft-jobs') || {}).innerText?.includes(job)",
+                               arg=job, timeout=120_000)  # the reloaded page lists the job as its own
+        stranger = other.new_page()
+        stranger.goto(url, timeout=120_000)
+        stranger.get_by_role("tab", name="Finetune").click(timeout=180_000)
+        stranger.wait_for_selector("#ft-jobs", timeout=60_000)
+        stranger.wait_for_timeout(1500)
+        assert job not in stranger.inner_text("#ft-jobs")
+    finally:
+        if job:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("BINDLAB_HOME", str(home))
+                try:
+                    JobManager(admin=True).cancel(job, grace_s=2)
+                except ValueError:
+                    pass  # already finished
+        ctx.close()
+        other.close()
