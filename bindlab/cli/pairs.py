@@ -34,17 +34,17 @@ def cmd_generate_composet(a: argparse.Namespace) -> None:
 
 
 def _edit_type_table(rows: list[dict[str, Any]]) -> str:
-    """Plain-text table of the per-edit-type rows ``{edit_type, category, n, i2t, t2i, group}``."""
-    lines = [f"{'edit type':<22}{'category':<16}{'n':>6}{'I2T':>8}{'T2I':>8}{'Group':>8}"]
+    """Plain-text table of the per-edit-type rows ``{edit_type, category, origin, n, i2t, t2i, group}``."""
+    lines = [f"{'edit type':<22}{'category':<16}{'origin':<10}{'n':>6}{'I2T':>8}{'T2I':>8}{'Group':>8}"]
     for r in rows:
-        lines.append(f"{r['edit_type']:<22}{r['category']:<16}{r['n']:>6}{r['i2t']:>8.3f}{r['t2i']:>8.3f}"
-                     f"{r['group']:>8.3f}")
+        lines.append(f"{r['edit_type']:<22}{r['category']:<16}{r.get('origin', ''):<10}{r['n']:>6}{r['i2t']:>8.3f}"
+                     f"{r['t2i']:>8.3f}{r['group']:>8.3f}")
     return "\n".join(lines)
 
 
 def cmd_eval_pairs(a: argparse.Namespace) -> None:
     from bindlab.present.exports import pairs_export
-    from bindlab.studies.pairs import PairsRequest, run_pairs
+    from bindlab.studies.pairs import PairsRequest, origin_line, run_pairs
 
     result = run_pairs(PairsRequest(data=a.data, model=a.model, verbosity=a.verbosity, limit=a.limit,
                                     batch_size=a.batch_size, device=a.device, seed=a.seed, skip_bad=a.skip_bad))
@@ -55,6 +55,9 @@ def cmd_eval_pairs(a: argparse.Namespace) -> None:
     print(f"{result.provenance['encoder']['id']} on {summary['n_pairs']} pairs ({'/'.join(summary['levels'])}): "
           f"I2T {o['i2t']:.3f} T2I {o['t2i']:.3f} Group {o['group']:.3f} "
           f"(95% CI {o['group_ci95'][0]:.3f}-{o['group_ci95'][1]:.3f}; chance .25/.25/.167)")
+    by_origin = origin_line(summary)
+    if by_origin:
+        print(f"by origin: {by_origin}")
     print(_edit_type_table(result.tables["by_edit_type"]))
     sp = summary["scene_edit_split"]
     print(f"scene-hard / edit-hard split over {sp['counts']['scenes']} scenes: {sp['counts']} "

@@ -11,12 +11,13 @@ appear or move). Every foil is the base scene with exactly **one** edit from :da
   one object from above another to below it or back (above/below);
 - state/presence: switch an object's glow on (state), add a new object, remove an object (presence).
 
-Sixteen edit types in CompoSET's four categories, of which **six are the paper's** (modify/swap colour, modify/swap
-material, modify transparency, modify presence — here ``add_object`` / ``remove_object``); the other ten are
-bindlab's own, edits this renderer can draw inside the edited objects' discs. ``modify_size`` departs from the
-paper, which excludes size: here it is one object's size relative to the rest of the scene, but its captions say
-"large" / "small". Results by edit type should be read with that origin in mind (the Pairs tab and Compare do not
-yet mark it).
+Sixteen edit types in CompoSET's four categories. Seven of them are **the paper's six** (modify/swap colour,
+modify/swap material, modify transparency, and its modify presence drawn as two, ``add_object`` / ``remove_object``:
+:data:`PAPER_NAMES`); the other nine are bindlab's own, edits this renderer can draw inside the edited objects'
+discs. Every generated item carries its ``edit_origin`` ("composet" or "bindlab"), and the evaluation reports the
+paper's types and bindlab's apart (``by_origin``) beside every edit type's row. ``modify_size`` departs from the
+paper, which excludes absolute size: here it is one object's size relative to the rest of the scene, but its captions
+say "large" / "small".
 
 Base and foil are drawn into the same slots with the same seed and context, so only the discs of the edited
 objects change; :func:`generate_composet` checks that (pixels changed outside the edited discs must be zero) and
@@ -54,6 +55,24 @@ EDIT_TYPES: dict[str, str] = {
     "modify_state": "state_presence", "add_object": "state_presence", "remove_object": "state_presence",
 }
 CATEGORIES: tuple[str, ...] = ("attribute", "count", "spatial", "state_presence")
+# The CompoSET paper's own edit types among these, with the paper's name: its modify_presence is drawn here as two
+# edit types (an object added, an object removed). Every other edit type is bindlab's own (origin "bindlab").
+PAPER_NAMES: dict[str, str] = {
+    "modify_color": "modify_color", "swap_color": "swap_color", "modify_material": "modify_material",
+    "swap_material": "swap_material", "modify_transparency": "modify_transparency",
+    "add_object": "modify_presence", "remove_object": "modify_presence",
+}
+EDIT_ORIGIN: dict[str, str] = {t: "composet" if t in PAPER_NAMES else "bindlab" for t in EDIT_TYPES}
+ORIGINS: tuple[str, ...] = ("composet", "bindlab")
+
+
+def edit_origin(edit_type: str, given: Any = None) -> str:
+    """Where an edit type comes from: ``given`` (a file's own ``edit_origin``) when it names one, else "composet"
+    for the paper's types (:data:`PAPER_NAMES`), "bindlab" for the rest of :data:`EDIT_TYPES`, "other" otherwise
+    (e.g. Winoground tags)."""
+    if isinstance(given, str) and given.strip():
+        return given.strip()[:40]
+    return EDIT_ORIGIN.get(edit_type, "other")
 # (modify, swap) edit types on the same attribute family, for the matched comparison
 MATCHED: dict[str, tuple[str, str]] = {"color": ("modify_color", "swap_color"),
                                        "material": ("modify_material", "swap_material"),
@@ -373,7 +392,7 @@ def pair_item(scene: Scene, edit: Edit, k: int, pixels_changed: float) -> PairIt
         edit_category=edit.category,
         base=PairSide(f"images/{scene.scene_id}/base.png", captions(edit.base_phrase, ctx_base, key)),
         foil=PairSide(f"images/{scene.scene_id}/f{k:02d}.png", captions(edit.foil_phrase, ctx_foil, key)),
-        extra={"n_objects": scene.n_objects, "edit": edit.description,
+        extra={"edit_origin": EDIT_ORIGIN[edit.edit_type], "n_objects": scene.n_objects, "edit": edit.description,
                "edit_phrase": {"base": edit.base_phrase, "foil": edit.foil_phrase},
                "pixels_changed": round(pixels_changed, 6)},
     )

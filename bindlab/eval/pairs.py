@@ -231,20 +231,24 @@ def summarize_pairs(pairs: Sequence[PairItem], matrices: dict[str, np.ndarray], 
         "per_scene_margin"}``; with several levels, "overall" and the breakdowns pool the (pair, level) items and
         the split uses each pair's mean margin over levels.
     """
-    from bindlab.data.composet import MATCHED
+    from bindlab.data.composet import MATCHED, edit_origin
 
     levels = list(matrices)
     tables = {lv: pass_table(matrices[lv]) for lv in levels}
     pooled = {k: np.concatenate([tables[lv][k] for lv in levels]) for k in (*METRICS, "margin")}
     edit = [p.edit_type for p in pairs] * len(levels)
     cat = [p.edit_category for p in pairs] * len(levels)
+    origins = {p.edit_type: edit_origin(p.edit_type, p.extra.get("edit_origin")) for p in pairs}
+    origin = [origins[p.edit_type] for p in pairs] * len(levels)
     scene = [p.scene_id for p in pairs] * len(levels)
     mean_margin = np.mean([tables[lv]["margin"] for lv in levels], axis=0)
     split = scene_edit_split(mean_margin, [p.scene_id for p in pairs])
     return {
         "levels": levels,
         "edit_categories": {p.edit_type: p.edit_category for p in pairs},
+        "edit_origins": origins,
         "overall": score_block(pooled, seed),
+        "by_origin": grouped_scores(pooled, origin, seed),
         "by_verbosity": {lv: score_block(tables[lv], seed) for lv in levels},
         "by_edit_type": grouped_scores(pooled, edit, seed),
         "by_category": grouped_scores(pooled, cat, seed),
@@ -319,11 +323,13 @@ def evaluate_pairs(pairs: Sequence[PairItem], root: str | Path, encoder: Encoder
 
 
 def by_edit_type_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Flat rows ``{edit_type, category, n, i2t, t2i, group}`` for tables and the bar chart (edit-type order)."""
-    from bindlab.data.composet import EDIT_TYPES
+    """Flat rows ``{edit_type, category, origin, n, i2t, t2i, group}`` for tables and the bar chart (edit-type order);
+    ``origin`` is "composet" for the paper's edit types, "bindlab" for bindlab's own, else the file's or "other"."""
+    from bindlab.data.composet import EDIT_TYPES, edit_origin
 
     by = summary["by_edit_type"]
     order = [t for t in EDIT_TYPES if t in by] + sorted(t for t in by if t not in EDIT_TYPES)
-    cats = summary.get("edit_categories", {})
-    return [{"edit_type": t, "category": cats.get(t, EDIT_TYPES.get(t, "")), "n": by[t]["n"],
+    cats, origins = summary.get("edit_categories", {}), summary.get("edit_origins", {})
+    return [{"edit_type": t, "category": cats.get(t, EDIT_TYPES.get(t, "")),
+             "origin": origins.get(t) or edit_origin(t), "n": by[t]["n"],
              **{m: by[t][m] for m in METRICS}} for t in order]

@@ -43,14 +43,16 @@ def by_edit_type_figure(rows: list[dict[str, Any]], metric: str = "group") -> go
     """Grouped bars of a 2x2 score per edit type, one bar per model, with ``n`` per type on the axis.
 
     Args:
-        rows: ``{"model", "edit_type", "n", "i2t", "t2i", "group"}`` (the comparison's ``by_edit_type`` table).
+        rows: ``{"model", "edit_type", "n", "i2t", "t2i", "group"}`` (the comparison's ``by_edit_type`` table); a row
+            whose ``origin`` is "composet" (the CompoSET paper's edit types) is marked ◆.
         metric: ``group`` | ``i2t`` | ``t2i``.
     """
     if not rows:
         return message_figure("no pairs results: add pairs to the suite and an image+text model")
     types = list(dict.fromkeys(r["edit_type"] for r in rows))
     n = {r["edit_type"]: r["n"] for r in rows}
-    labels = [f"{plot_text(t)} (n={n[t]})" for t in types]
+    paper = {r["edit_type"] for r in rows if r.get("origin") == "composet"}  # the CompoSET paper's own types: ◆
+    labels = [f"{'◆ ' if t in paper else ''}{plot_text(t)} (n={n[t]})" for t in types]
     fig = go.Figure()
     for model in dict.fromkeys(r["model"] for r in rows):
         by = {r["edit_type"]: r[metric] for r in rows if r["model"] == model}
@@ -60,7 +62,8 @@ def by_edit_type_figure(rows: list[dict[str, Any]], metric: str = "group") -> go
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.3f}",
                   annotation_position="top right")
     name = "Group" if metric == "group" else metric.upper()
-    fig.update_layout(title=f"Pairs {name} score by edit type", barmode="group", yaxis_title=name,
+    marked = " (◆ = the CompoSET paper's edit types)" if paper else ""
+    fig.update_layout(title=f"Pairs {name} score by edit type{marked}", barmode="group", yaxis_title=name,
                       yaxis_range=[0, 1.02], height=400, margin=dict(l=50, r=20, t=50, b=120),
                       xaxis_tickangle=-35, legend=dict(orientation="h", y=1.08))
     return fig

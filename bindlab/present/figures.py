@@ -123,12 +123,14 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
 
     Args:
         rows: ``{"edit_type", "n", "i2t", "t2i", "group"}`` dicts (``bindlab.studies.pairs.edit_type_table``), in
-            the order to show top to bottom.
+            the order to show top to bottom; a row whose ``origin`` is "composet" (the paper's edit types) is marked.
     """
     if not rows:
         return message_figure("no pairs to summarise")
     fig = go.Figure()
-    labels = [f"{plot_text(r['edit_type'])} (n={r['n']})" for r in rows]
+    # the CompoSET paper's own edit types are marked "◆"; bindlab's own carry no mark (a legend entry says so)
+    paper = any(r.get("origin") == "composet" for r in rows)
+    labels = [f"{'◆ ' if r.get('origin') == 'composet' else ''}{plot_text(r['edit_type'])} (n={r['n']})" for r in rows]
     stub = 0.004  # a zero score still shows as a sliver at 0 (its label and hover say 0)
     for key, label, colour in (("group", "Group", "#2ca02c"), ("t2i", "T2I", "#ff7f0e"), ("i2t", "I2T", "#1f77b4")):
         vals = [r.get(key) for r in rows]
@@ -147,6 +149,9 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
         fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, hoverinfo="skip",  # legend entry
                                  line=dict(color=colour, dash=dash, width=1.5)))
+    if paper:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="◆ = the CompoSET paper's edit types",
+                                 hoverinfo="skip", marker=dict(color="rgba(0,0,0,0)")))
     height = max(360, 110 + 46 * len(rows))
     # the legend 64 px below the axis, clear of its title, even when Gradio gives the title a 100 px top margin
     fig.update_layout(title=title, barmode="group", xaxis=dict(title="share of pairs passing", range=[0, 1.02]),

@@ -83,7 +83,8 @@ def run_pairs(request: PairsRequest, progress: Progress | None = None) -> Result
         ``Result("pairs")``: summary = :func:`bindlab.eval.pairs.evaluate_pairs`'s summary (overall, by verbosity,
         edit type and category, scene/edit split, controls) plus ``"n_pairs"`` and ``"group"`` (the overall Group
         score, the primary metric); rows = one per (pair, level) with its 2x2 scores and verdicts;
-        ``tables["by_edit_type"]`` = ``{edit_type, category, n, i2t, t2i, group}`` in edit-type order.
+        ``tables["by_edit_type"]`` = ``{edit_type, category, origin, n, i2t, t2i, group}`` in edit-type order;
+        ``summary["by_origin"]`` scores the CompoSET paper's edit types and bindlab's own apart.
     """
     return _run(request, progress)[0]
 
@@ -150,20 +151,31 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
 
 
 def edit_type_table(s: ScoredPairs) -> list[dict[str, Any]]:
-    """Rows ``{edit_type, category, n, i2t, t2i, group}`` for the per-edit-type chart and table.
+    """Rows ``{edit_type, category, origin, n, i2t, t2i, group}`` for the per-edit-type chart and table.
 
     For a CompoSET-style set (every edit type in the taxonomy) each of the taxonomy's edit types has a row, in
     its order; a type the set lacks has ``n = 0`` and ``None`` scores (missing, not zero). Other sets: their own
     edit types only.
     """
-    from bindlab.data.composet import EDIT_TYPES
+    from bindlab.data.composet import EDIT_ORIGIN, EDIT_TYPES
 
     rows = s.result.tables["by_edit_type"]
     have = {r["edit_type"]: r for r in rows}
     if not have or not set(have) <= set(EDIT_TYPES):
         return rows
-    return [have.get(t) or {"edit_type": t, "category": c, "n": 0, "i2t": None, "t2i": None, "group": None}
-            for t, c in EDIT_TYPES.items()]
+    return [have.get(t) or {"edit_type": t, "category": c, "origin": EDIT_ORIGIN[t], "n": 0, "i2t": None, "t2i": None,
+                            "group": None} for t, c in EDIT_TYPES.items()]
+
+
+def origin_line(summary: dict[str, Any]) -> str:
+    """The headline by origin: Group of the CompoSET paper's edit types and of bindlab's own, each with its n and 95 %
+    CI (chance 0.167), e.g. "the paper's edit types: Group 0.043 (95% CI …, n 120) · bindlab's own: …"; "" when the
+    set has neither (e.g. Winoground tags)."""
+    names = {"composet": "the CompoSET paper's edit types", "bindlab": "bindlab's own edit types"}
+    by = summary.get("by_origin") or {}
+    parts = [f"{names[o]}: Group {by[o]['group']:.3f} (95% CI {by[o]['group_ci95'][0]:.3f}–{by[o]['group_ci95'][1]:.3f},"
+             f" n {by[o]['n']})" for o in names if o in by]
+    return " · ".join(parts)
 
 
 # --- two models side by side: a failure and its fix ----------------------------------------------------------------

@@ -70,7 +70,8 @@ def summary_md(s: pairs_study.ScoredPairs) -> str:
             f"(95% CI {o['group_ci95'][0]:.3f}–{o['group_ci95'][1]:.3f}; chance 0.250 / 0.250 / 0.167) · "
             f"scenes: {sp['scene_hard_only']} scene-hard only, {sp['edit_hard_only']} edit-hard only, {sp['both']} both · "
             f"within-pair image cosine {numbers.score(c['within_pair_image_cosine']['mean'])} vs across scenes "
-            f"{numbers.score(c['across_scene_image_cosine'])}")
+            f"{numbers.score(c['across_scene_image_cosine'])}"
+            + (f"  \nBy origin: {md_text(by_origin)}" if (by_origin := pairs_study.origin_line(s.summary)) else ""))
 
 
 def _data(data: str) -> str:

@@ -4,6 +4,7 @@ model they report the same I2T / T2I / Group scores overall and per edit type an
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -145,3 +146,33 @@ def test_the_pairs_memo_keeps_only_the_most_recent_files(pairs_setup, tmp_path, 
     assert len(calls) == 2
     study.scored_pairs(copies[2], model)
     assert {Path(k[0]).parent.name for k in study._SCORED} == {"p0", "p2"}
+
+
+def test_every_edit_type_carries_its_origin_and_the_paper_s_types_are_scored_apart(pairs_setup, capsys):
+    """Issue 28, item 3: a generated item says whether its edit type is the CompoSET paper's or bindlab's own; the
+    evaluation scores the two apart (their n adding up to the whole), every edit-type row names its origin, the CLI
+    and the tab print the by-origin line, and the chart marks the paper's types."""
+    from bindlab.data.composet import EDIT_ORIGIN, PAPER_NAMES
+    from bindlab.data.pairs_schema import load_pairs
+    from bindlab.present.figures import pairs_by_edit_type
+    from bindlab.ui import pairs as tab
+
+    data, model = pairs_setup
+    items, _ = load_pairs(data)
+    assert {p.extra["edit_origin"] for p in items} <= {"composet", "bindlab"}
+    assert all(p.extra["edit_origin"] == ("composet" if p.edit_type in PAPER_NAMES else "bindlab") for p in items)
+    assert sorted(set(PAPER_NAMES.values())) == ["modify_color", "modify_material", "modify_presence",
+                                                 "modify_transparency", "swap_color", "swap_material"]  # the six
+    s = study.scored_pairs(data, model, "short")
+    by = s.summary["by_origin"]
+    n_paper = sum(p.edit_type in PAPER_NAMES for p in items)
+    assert by["composet"]["n"] == n_paper and by["bindlab"]["n"] == len(items) - n_paper
+    rows = study.edit_type_table(s)
+    assert all(r["origin"] == EDIT_ORIGIN[r["edit_type"]] for r in rows)
+    assert main(["eval", "pairs", "--data", data, "--model", model, "--verbosity", "short"]) == 0
+    line = f"the CompoSET paper's edit types: Group {by['composet']['group']:.3f}"
+    assert line in capsys.readouterr().out
+    summary, *_ = tab.score(data, model, "short", progress=_noop_progress)
+    assert line in html.unescape(summary).replace("\\", "")  # Markdown-escaped as text in the tab
+    labels = pairs_by_edit_type(rows).data[0].y
+    assert all(lab.startswith("◆ ") == (EDIT_ORIGIN[r["edit_type"]] == "composet") for lab, r in zip(labels, rows, strict=True))

@@ -81,7 +81,7 @@ def test_pairs_tab_bad_file_shows_message(app_url, page, tmp_path):
 
 
 def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_results(app_url, page, pairs_setup):
-    from bindlab.data.composet import EDIT_TYPES
+    from bindlab.data.composet import EDIT_ORIGIN, EDIT_TYPES
     from bindlab.data.pairs_schema import load_pairs
 
     data, model = pairs_setup
@@ -97,8 +97,9 @@ def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_re
     page.wait_for_selector("#bl-pairs-chart .ytick text", timeout=60_000)
     ticks = page.locator("#bl-pairs-chart .ytick text")
     top_down = sorted((ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count()))
-    # every edit type, top to bottom in taxonomy order, with its n
-    assert [t for _, t in top_down] == [f"{t} (n={n})" for t, n in counts.items()]
+    # every edit type, top to bottom in taxonomy order, with its n; the CompoSET paper's own types marked ◆
+    assert [t for _, t in top_down] == [f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} (n={n})"
+                                        for t, n in counts.items()]
     chart = " ".join(page.locator("#bl-pairs-chart text").all_text_contents())
     if 0 in counts.values():
         assert "no pairs (missing)" in chart  # an edit type without pairs says so
