@@ -79,9 +79,17 @@ def cmd_eval_benchmark(a: argparse.Namespace) -> None:
                                             device=a.device, seed=a.seed))
     summary, settings = result.summary, result.provenance["settings"]
     nm, v = summary["native_metric"], summary["validity"]
-    shown = {k: (round(x, 4) if isinstance(x, float) else x) for k, x in nm.items() if k != "name"}
+    splits = nm.get("by_split") or {}
+    shown = {k: (round(x, 4) if isinstance(x, float) else x) for k, x in nm.items() if k not in ("name", "by_split")}
     print(f"{result.provenance['encoder']['id']} on {summary['benchmark']} ({summary['n']} items from "
           f"{settings['source']}): {nm['name']} {shown}")
+    for name, r in splits.items():  # per split first: each with its n, interval and chance
+        print(f"  {name:<16} {r['accuracy']:.3f} (95% CI {r['ci95'][0]:.3f}-{r['ci95'][1]:.3f}, n {r['n']}; chance "
+              f"{r['chance']:.3f}: {r['vs_chance'] or 'no interval'})")
+    if len(splits) > 1:
+        lo, hi = summary["native_ci95"]
+        print(f"  macro over {len(splits)} splits {nm['value']:.3f} (95% CI {lo:.3f}-{hi:.3f}); pooled over items "
+              f"{nm['pooled']:.3f} (pooled weights the larger splits more)")
     print(f"validity: {v['same_bag_items']} items ({v['same_bag_share']:.1%}) have positive and negative captions "
           f"with the same bag of words; text-only bag-of-words score {summary['bow_text_only']}")
     _write_json(a.out, result.to_json())

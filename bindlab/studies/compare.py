@@ -140,7 +140,9 @@ def _data_key(path: str | Path) -> str:
     return f"{p.resolve()}@{p.stat().st_mtime if p.exists() else 'missing'}"  # a benchmark folder
 
 
-RESULT_FORMAT = 2  # bumped when a cached result's contents change (2: per-question chance, unknown words)
+# bumped when a cached result's contents change (2: per-question chance, unknown words; 3: benchmarks with splits
+# headlined by their macro mean with per-split rows, Pairs scored by edit-type origin)
+RESULT_FORMAT = 3
 
 
 def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any]) -> str:
@@ -333,9 +335,10 @@ def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
         name = s["benchmark"]
         if "overall" in s:  # a 2x2 benchmark: its Group score
             ci, chance = s["overall"]["group_ci95"], PAIRS_CHANCE["group"]
-        else:
-            ci, chance = s.get("accuracy_ci95"), s.get("chance")
-        out.append(_score(m, job.task, f"{name} ({s['task']})", s["native_value"], ci, s["n"], chance))
+        else:  # per split first: a benchmark with splits is headlined by its macro mean over them
+            ci, chance = s.get("native_ci95", s.get("accuracy_ci95")), s.get("chance")
+        task = f"{s['task']}, macro over splits" if s.get("headline") == "macro" else s["task"]
+        out.append(_score(m, job.task, f"{name} ({task})", s["native_value"], ci, s["n"], chance))
     return out
 
 
