@@ -465,6 +465,9 @@ def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 
                 (out / "images" / scene.scene_id / f"f{k:02d}.png").unlink(missing_ok=True)
                 continue
             items.append(pair_item(scene, e, k, changed))
+    if not items:  # pragma: no cover - every scene keeps most of its foils at any allowed size
+        raise ValueError(f"all {discarded} foils were discarded (no pixel changed, or pixels changed outside the edited "
+                         "objects); try a larger --size")
     path = out / "pairs.jsonl"
     write_jsonl(path, [p.to_json() for p in items])
     px = np.array([p.extra["pixels_changed"] for p in items])

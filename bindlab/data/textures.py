@@ -130,6 +130,8 @@ def _grain(f: Field, size: float, salt: float) -> np.ndarray:
 def _voronoi(f: Field, spacing: float) -> tuple[np.ndarray, np.ndarray]:
     """Jittered-grid Voronoi cells: (cell id, distance to the cell border in units), both (h, w)."""
     g = np.arange(-1.3, 1.31, spacing)
+    if g.size < 2:  # an object so small that one cell would cover it (spacing > 2.6 units): two cells a side, so
+        g = np.array([-1.3, 1.3])  # there is a border to draw and a second-nearest point to measure it by
     gx, gy = np.meshgrid(g, g)
     pts = np.stack([gx.ravel(), gy.ravel()], 1) + f.rng.uniform(-0.4, 0.4, (gx.size, 2)) * spacing
     d = (f.u[..., None] - pts[:, 0]) ** 2 + (f.v[..., None] - pts[:, 1]) ** 2  # (h, w, k)

@@ -246,3 +246,17 @@ def test_bad_names_raise_with_choices():
         ObjectSpec("cube", "wooden", "mahogany wooden")
     with pytest.raises(ValueError, match="1..16"):
         render_scene([], size=64)
+
+
+@pytest.mark.parametrize("look", ["crystal", "cracked"])
+def test_cell_textures_paint_objects_of_a_few_pixels(look):
+    """A Voronoi texture on an object only a few pixels wide (cells wider than the object: `generate composet
+    --size 64` once stopped with "kth(=1) out of bounds") paints finite colours."""
+    from bindlab.data.textures import Field, Look, painter
+
+    h = w = 6
+    v, u = np.meshgrid(np.linspace(-1, 1, h), np.linspace(-1, 1, w), indexing="ij")
+    field = Field(u.astype(np.float32), v.astype(np.float32), np.ones((h, w), np.float32), 2.0,
+                  np.random.default_rng(0))  # 2 pixels per unit: a cell spacing of 5 units, wider than the grid
+    paint = painter(look)(Look(look), field)
+    assert paint.rgb.shape[:2] == (h, w) and np.isfinite(paint.rgb).all()
