@@ -398,8 +398,12 @@ class Caption:
     id: str = ""
 
 
+CAPTION_FILES = ("mcq.jsonl", "triplets.jsonl", "captions.jsonl")  # what a data folder may hold, looked for in order
+
+
 def load_caption_sets(path: str | Path, limit: int = 0) -> dict[str, list[Caption]]:
-    """Caption sets of a data file, by format (sniffed from the first record).
+    """Caption sets of a data file (or of a folder's :data:`CAPTION_FILES`, the first found), by format (sniffed from
+    the first record).
 
     - MCQ JSONL (``query``/``candidates``): ``{"queries": the questions' query texts}``.
     - Triplets JSONL (``query``/``positive``/``negative``): ``{"queries", "positives"}`` (each distinct text once;
@@ -416,6 +420,11 @@ def load_caption_sets(path: str | Path, limit: int = 0) -> dict[str, list[Captio
     from bindlab.data.schema import DataError, load_mcqs, read_jsonl
 
     p = Path(path)
+    if p.is_dir():  # a folder as the generators write it (generate saber / triplets): its data file
+        found = next((p / n for n in CAPTION_FILES if (p / n).is_file()), None)
+        if found is None:
+            raise FileNotFoundError(f"{p}: a folder without {', '.join(CAPTION_FILES)}; pass one of those files")
+        p = found
     if not p.is_file():
         raise FileNotFoundError(f"{p}: file not found; generate an MCQ file with 'python -m bindlab generate saber "
                                 "--out DIR' and pass DIR/mcq.jsonl")

@@ -456,3 +456,18 @@ def test_normalised_depth():
     assert normalised_depth(6) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
     with pytest.raises(ValueError, match="at least one layer"):
         normalised_depth(0)
+
+
+def test_a_generated_folder_reads_as_its_data_file(tmp_path):
+    """`attention --data DIR` takes the folder a generator wrote (its triplets.jsonl / mcq.jsonl) as the file itself;
+    a folder without one says which files it looked for."""
+    from bindlab.analysis.attention import load_caption_sets
+    from bindlab.data.triplets import generate_triplets, write_triplets
+
+    rows, stats = generate_triplets(20, seed=0)
+    write_triplets(tmp_path / "trip", rows, stats)
+    assert load_caption_sets(tmp_path / "trip", limit=5) == load_caption_sets(tmp_path / "trip" / "triplets.jsonl",
+                                                                               limit=5)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="a folder without mcq.jsonl, triplets.jsonl"):
+        load_caption_sets(tmp_path / "empty")
