@@ -185,3 +185,14 @@ def test_top_level_help_in_a_real_process():
     assert p.stdout.startswith("usage: python -m bindlab") and "examples" in p.stdout
     assert all(name in p.stdout for name in ("generate", "eval", "jobs", "compare"))
     assert "_run" not in p.stdout
+
+
+def test_the_console_script_calls_itself_bindlab():
+    """Installed, `bindlab --help` shows `bindlab …` in its usage and examples; `python -m bindlab` keeps its own name."""
+    script = Path(sys.executable).with_name("bindlab")
+    if not script.is_file():
+        pytest.skip("the bindlab console script is not installed in this environment (pip install -e .)")
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert out.startswith("usage: bindlab ") and "  bindlab eval mcq" in out and "python -m bindlab" not in out
+    out = subprocess.run([sys.executable, "-m", "bindlab", "--help"], capture_output=True, text=True, timeout=120).stdout
+    assert out.startswith("usage: python -m bindlab ")

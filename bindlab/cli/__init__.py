@@ -15,6 +15,7 @@ import errno
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from bindlab.cli import attention, browse, compare, finetune, grounding, map, models, pairs, toy
 from bindlab.cli.common import Groups, Parser
@@ -44,9 +45,15 @@ EPILOG = """examples (COMMAND --help lists a command's options and their default
 """
 
 
+def program_name() -> str:
+    """How the user called the CLI: ``bindlab`` for the installed console script, else ``python -m bindlab``."""
+    return "bindlab" if Path(sys.argv[0] if sys.argv else "").name == "bindlab" else "python -m bindlab"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m bindlab", description="bindlab: attribute–object binding lab bench",
-                    epilog=EPILOG)
+    prog = program_name()
+    parser = Parser(prog=prog, description="bindlab: attribute–object binding lab bench",
+                    epilog=EPILOG.replace("python -m bindlab", prog))
     parser.add_argument("--version", action="version", version=f"bindlab {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     gen = top.add_parser("generate", help="generate a benchmark or dataset").add_subparsers(
