@@ -19,8 +19,8 @@ def test_composet_sets_list_every_edit_type_in_taxonomy_order():
     assert [r["edit_type"] for r in table] == list(EDIT_TYPES)
     by = {r["edit_type"]: r for r in table}
     assert by["swap_color"] == rows[0] and by["add_object"] == rows[1]  # zero stays zero
-    assert by["move_vertical"] == {"edit_type": "move_vertical", "category": "spatial", "n": 0, "i2t": None,
-                                   "t2i": None, "group": None}  # missing says missing
+    assert by["move_vertical"] == {"edit_type": "move_vertical", "category": "spatial", "origin": "bindlab", "n": 0,
+                                   "i2t": None, "t2i": None, "group": None}  # missing says missing
 
 
 def test_other_sets_keep_their_own_edit_types():
