@@ -52,9 +52,11 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
     job_id = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
     assert f"lora:{job_id}" in page.inner_text("#ft-message")
 
-    # The timer polls the job; the page shows its state, then the progress bar at 100 % and the result table.
-    page.wait_for_function("() => { const s = document.querySelector('#ft-state');"
-                           " return s && s.innerText === 'done'; }", timeout=300_000)
+    # The timer polls the job; the page shows its state, then the progress bar at 100 % and the result table. The
+    # state read is this job's (the tab may first show an earlier job of the run's home, already done).
+    page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
+                           "(document.querySelector('#ft-state') || {}).innerText === 'done'", arg=job_id,
+                           timeout=300_000)
     assert "step 2/2" in page.inner_text("#ft-progress")
     assert "100%" in page.inner_text("#ft-progress")
     status = page.inner_text("#ft-status")
