@@ -29,7 +29,7 @@ from bindlab.eval.metrics import TIE_TOL
 from bindlab.studies.result import Result
 
 __all__ = ["ALIGNMENTS", "ALPHA_GRID", "FACTORS", "PROTOCOLS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
-           "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_payload", "slider_view", "state_payload", "validation_choice"]
+           "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_payload", "slider_view", "state_payload", "top_images", "validation_choice"]
 
 Progress = Callable[[float, str], None]
 MAX_SESSIONS = 4  # sessions kept in memory (each holds (n, d) float32 embeddings)
@@ -375,12 +375,8 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
     view["value"], view["value_index"] = value, v
     test = state.test
     s = pencil_scores(test, 1.0, float(alpha))[:, v]  # (n_test,) grounded cosines of value v
-    top = np.argsort(-s, kind="stable")[:TOP_K]
-    rows = session.test_rows(factor)
-    labels = session.index.labels(factor)
-    view["top"] = [{"path": str(session.index.root / session.index.rows[rows[i]].image), "label": str(labels[rows[i]]),
-                    "score": float(s[i]), "hit": bool(test.value_idx[i] == v)} for i in top]
-    view["top_precision"] = float(np.mean([t["hit"] for t in view["top"]])) if len(top) else float("nan")
+    view["top"] = _top_images(session, factor, v, s)
+    view["top_precision"] = float(np.mean([t["hit"] for t in view["top"]])) if view["top"] else float("nan")
     c = float(state.c[v])
     perp = np.sqrt(max(1.0 - c * c, 1e-12))
     pick = np.linspace(0, len(s) - 1, min(MAP_POINTS, len(s))).round().astype(int)
@@ -433,6 +429,23 @@ def state_payload(state: GroundingState, factor: str, curve: np.ndarray = ALPHA_
             "curve_alphas": np.asarray(curve, dtype=np.float64).tolist(), "curve_margin": b64(margins, "float64"),
             "ap_native": [None if math.isnan(a) else float(a) for a in state.native_test.ap],
             "top_k": TOP_K, "tie_tol": TIE_TOL}
+
+
+def _top_images(session: GroundingSession, factor: str, v: int, s: np.ndarray) -> list[dict[str, Any]]:
+    """The :data:`TOP_K` test images of value ``v`` by grounded score ``s`` (ties in gallery order)."""
+    test = session.state(factor).test
+    rows, labels = session.test_rows(factor), session.index.labels(factor)
+    return [{"path": str(session.index.root / session.index.rows[rows[i]].image), "label": str(labels[rows[i]]),
+             "score": float(s[i]), "hit": bool(test.value_idx[i] == v)} for i in np.argsort(-s, kind="stable")[:TOP_K]]
+
+
+def top_images(session: GroundingSession, factor: str, value: str, alpha: float) -> list[dict[str, Any]]:
+    """Only the top test images of :func:`slider_view` (the gallery when the slider is let go: no AP, no curves)."""
+    values = session.state(factor).values.tolist()
+    if value not in values:
+        raise ValueError(f"value {value!r} is not a {factor}; choose one of {values}")
+    v = values.index(value)
+    return _top_images(session, factor, v, pencil_scores(session.state(factor).test, 1.0, float(alpha))[:, v])
 
 
 def validation_choice(session: GroundingSession, factor: str) -> dict[str, float]:

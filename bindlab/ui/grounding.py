@@ -120,7 +120,7 @@ def gallery_at(key: dict[str, Any] | None, value: str, alpha: float) -> list[tup
     """The top-8 test images of the grounded query at ``alpha`` (the slider was let go; the rest moved in the page)."""
     if not key or not value:
         raise ValueError("press Load first (choose a grid folder, an image+text encoder and a factor)")
-    return _gallery(gs.slider_view(_session(key), key["factor"], value, float(alpha)))
+    return _gallery({"top": gs.top_images(_session(key), key["factor"], value, float(alpha))})
 
 
 @friendly
