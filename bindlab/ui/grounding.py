@@ -234,10 +234,10 @@ def run_sweep(data: str, model: str, progress: gr.Progress = gr.Progress()) -> t
     from bindlab.studies.grounding_sweep import SweepRequest, run_grounding_sweep
 
     result = run_grounding_sweep(SweepRequest(data or "", model), _report(progress))
-    table = pd.DataFrame([{"γ": r["gamma"], "image prototype": round(r["image_prototype"], 4),
-                           "native": round(r["native"], 4), "matched": round(r["matched"], 4),
-                           "gain": round(r["gain"], 4), "α (validation)": r["alpha"],
-                           "cosine to γ=1": round(r["cosine"], 4)} for r in result.rows])
+    table = numbers.table(pd.DataFrame([{"γ": r["gamma"], "image prototype": r["image_prototype"],
+                                         "native": r["native"], "matched": r["matched"], "gain": r["gain"],
+                                         "α (validation)": r["alpha"], "cosine to γ=1": r["cosine"]}
+                                        for r in result.rows]), keep=("γ", "α (validation)"))
     long = pd.DataFrame([{"gamma": r["gamma"], "readout": label, "test macro-mAP": r[k]}
                          for r in result.rows for k, label in SWEEP_READOUTS.items()])
     s = result.summary
@@ -259,14 +259,14 @@ def run_alignment(key: dict[str, Any] | None, scope: str, progress: gr.Progress 
     r = gs.run_grounding(request, _report(progress)).summary["factors"][key["factor"]]["alignment"]
     names = {"native": "native q", "global": "global norm(A q)", "matched": "matched norm(q + α d)",
              "global_matched": "global + matched"}
-    rows = [{"readout": label, "macro-mAP": round(r["test"][k]["macro_map"], 4),
-             "top-1": round(r["test"][k]["top1"], 4)} for k, label in names.items()]
+    rows = [{"readout": label, "macro-mAP": r["test"][k]["macro_map"], "top-1": r["test"][k]["top1"]}
+            for k, label in names.items()]  # shown with 3 decimals (numbers.table), exported as computed
     m = r["map"]
     chosen = "the identity" if m["lr"] is None else f"lr {m['lr']:g}, epoch {m['epoch']}"
     note = (f"{md_text(scope)} map chosen on validation ({chosen}); matched grounding on top uses α = {r['alpha']:.2f} "
             "(re-selected on validation). Test numbers.")
     state = {**{k: key[k] for k in ("data", "model", "factor")}, "rows": [{"map": scope, **r} for r in rows]}
-    return gr.update(value=pd.DataFrame(rows), visible=True), note, state
+    return gr.update(value=numbers.table(pd.DataFrame(rows)), visible=True), note, state
 
 
 def _build_experiments(data: Any, model: Any, key: Any, sweep: Any, alignment: Any) -> None:

@@ -209,6 +209,16 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == pytest.approx({
         k: v["macro_map"] for k, v in auto["controls"]["test"].items() if v is not None}, abs=5e-5)
 
+    # the alignment baseline's table: 3 decimals on the page (one format for every macro-mAP and top-1), the numbers
+    # underneath and in its state (the export) as computed
+    shown_align, _, align_state = tab.run_alignment(key, "factor", progress=_noop)
+    styled = shown_align["value"]
+    assert isinstance(styled, Styler)
+    html = styled.to_html()
+    for row in align_state["rows"]:
+        assert f">{row['macro-mAP']:.3f}<" in html and f">{row['top-1']:.3f}<" in html
+    assert list(styled.data["macro-mAP"]) == [row["macro-mAP"] for row in align_state["rows"]]
+
     files, _ = tab.export(key, "red", 2.5, table, formats=["json"])
     summary_json = next(Path(p) for p in files if str(p).endswith("grounding_summary.json"))
     doc = json.loads(summary_json.read_text())
