@@ -7,6 +7,7 @@ from typing import Any
 import gradio as gr
 
 from bindlab.present import attention_figures as figs
+from bindlab.present import numbers
 from bindlab.present.exports import attention_export
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import attention as study
@@ -61,7 +62,7 @@ def _summary(res: dict[str, Any]) -> str:
         mm = [m for m in s["margin_mean"] if m is not None]
         peak = max(range(len(mm)), key=lambda i: mm[i]) if mm else None
         parts.append(f"**{model}** · {name}: {s['n_captions']} captions ({s['n_skipped']} skipped) · "
-                     f"{len(s['layers'])} layers · peak margin {mm[peak]:+.4f} at layer {peak}"
+                     f"{len(s['layers'])} layers · peak margin {numbers.signed(mm[peak])} at layer {peak}"
                      if mm else f"**{model}** · {name}: no caption could be analysed")
     if "compare" in res:
         for name, r in res["compare"]["ratio"].items():
@@ -191,15 +192,15 @@ def _caption_parts(model: str, direction: str, item: dict[str, Any], layer: floa
                                  title=f"{plot_text(v['model'])} · layer {li} · {which} · word × word attention "
                                        "(row = from)")
     grid = figs.head_grid(v["head_margins"], li, h, title="Margin per layer × head · click a cell")
-    per_layer = " ".join(f"L{i}: {m:+.4f}" for i, m in enumerate(v["margins"]))
+    per_layer = " ".join(f"L{i}: {numbers.signed(m)}" for i, m in enumerate(v["margins"]))
     note = f" (layer {html_text(v['asked_layer'])} does not exist; showing {li})" if v["asked_layer"] != li else ""
     info = (f"<p><b>{html_text(v['text'])}</b></p><p>bindings: <span class='at-own'>"
             f"{html_text(', '.join(v['own']))}</span>; green outline = object ↔ own attribute, red dotted = "
             f"object ↔ another object's attribute{note}</p>"
-            f"<p>margin at layer {li}: <b id='at-caption-margin'>{v['margins'][li]:+.4f}</b></p>"
+            f"<p>margin at layer {li}: <b id='at-caption-margin'>{numbers.signed(v['margins'][li])}</b></p>"
             f"<p><code>{per_layer}</code></p>")
     if h is not None:
-        info += f"<p>layer {li}, head <b id='at-head-shown'>{h}</b>: margin <b>{v['head_margins'][li][h]:+.4f}</b></p>"
+        info += f"<p>layer {li}, head <b id='at-head-shown'>{h}</b>: margin <b>{numbers.signed(v['head_margins'][li][h])}</b></p>"
     return fig, info, grid, v
 
 

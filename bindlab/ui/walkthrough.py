@@ -273,8 +273,9 @@ def attention_md(r: dict[str, Any]) -> str:
     else:
         kept = f"; the last layer keeps {100 * r['last'] / r['peak']:.0f} % of the peak"
     return (f"<div id='wt-attention-line'><b>{html_text(r['model'])}</b> on {r['n_captions']} captions: margin "
-            f"{_num(r['first'], 4, True)} at layer 0, peak <span id='wt-attention-peak'>{r['peak']:+.4f}</span> at "
-            f"layer {r['peak_layer']}, <span id='wt-attention-last'>{r['last']:+.4f}</span> at the last layer "
+            f"<span class='wt-num'>{numbers.signed(r['first'])}</span> at layer 0, peak "
+            f"<span id='wt-attention-peak'>{numbers.signed(r['peak'])}</span> at layer {r['peak_layer']}, "
+            f"<span id='wt-attention-last'>{numbers.signed(r['last'])}</span> at the last layer "
             f"({len(r['layers']) - 1}){kept}.</div>")
 
 

@@ -41,3 +41,22 @@ def test_tied_scores_share_a_rank():
     assert numbers.shared_ranks([0.9, 0.8, 0.7]) == ["1", "2", "3"]
     assert numbers.shared_ranks([0.5, 0.5 + 1e-9]) == ["=1", "=1"]  # within the tie tolerance MCQ credit uses
     assert numbers.shared_ranks([]) == []
+
+
+def test_attention_margins_are_shown_as_every_other_margin():
+    """Issue 30, item 7: the Attention tab and the Walkthrough's step 6 show margins as ``numbers.signed`` does (3
+    decimals; one significant digit when it would round to zero), not with 4 decimals of their own."""
+    import re
+
+    from bindlab.ui import attention as tab
+    from bindlab.ui import walkthrough as w
+
+    line = w.attention_md({"model": "minilm", "peak": 0.01234, "last": 0.00004, "first": -0.0021, "n_captions": 3,
+                           "peak_layer": 1, "layers": [0, 1, 2]})
+    assert "-0.002</span> at layer 0" in line
+    assert ">+0.012</span> at layer 1" in line and ">+4e-05</span> at the last layer" in line
+    summary = tab._summary({"model": "minilm", "sets": {"all": {"margin_mean": [0.00412, 0.0307, None], "n_captions": 5,
+                                                                 "n_skipped": 0, "layers": [0, 1, 2]}},
+                            "direction": "later_to_earlier"})
+    assert "peak margin +0.031 at layer 1" in summary
+    assert not re.search(r"\d\.\d{4}", line + summary)
