@@ -364,18 +364,14 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
         drawn image's value). ``alpha_star`` is ``None`` for values whose margin has no zero crossing.
     """
     state = session.state(factor)
-    values = state.values.tolist()
-    if value not in values:
-        raise ValueError(f"value {value!r} is not a {factor}; choose one of {values}")
-    v = values.index(value)
+    v, s = _grounded_scores(state, factor, value, alpha)
     view = state.at_alpha(alpha)
     curve = np.asarray(curve, dtype=np.float64)
     margins = state.margin_curve(curve)["margins"]
     view["curve"] = {"alphas": curve.tolist(), "margin": [row[v] for row in margins]}
     view["value"], view["value_index"] = value, v
     test = state.test
-    s = pencil_scores(test, 1.0, float(alpha))[:, v]  # (n_test,) grounded cosines of value v
-    view["top"] = _top_images(session, factor, v, s)
+    view["top"] = _top_images(session, factor, test, v, s)
     view["top_precision"] = float(np.mean([t["hit"] for t in view["top"]])) if view["top"] else float("nan")
     c = float(state.c[v])
     perp = np.sqrt(max(1.0 - c * c, 1e-12))
@@ -385,7 +381,7 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
     qa = np.array([c, perp]) + float(alpha) * np.array([1.0, 0.0])
     qa = qa / np.linalg.norm(qa)
     view["plane"] = {"x": x.tolist(), "y": y.tolist(), "positive": (test.value_idx[pick] == v).tolist(),
-                     "labels": [str(values[i]) for i in test.value_idx[pick]],
+                     "labels": [str(state.values[i]) for i in test.value_idx[pick]],
                      "q": [c, perp], "q_alpha": qa.tolist(), "d": [1.0, 0.0]}
     return view
 
@@ -431,9 +427,19 @@ def state_payload(state: GroundingState, factor: str, curve: np.ndarray = ALPHA_
             "top_k": TOP_K, "tie_tol": TIE_TOL}
 
 
-def _top_images(session: GroundingSession, factor: str, v: int, s: np.ndarray) -> list[dict[str, Any]]:
-    """The :data:`TOP_K` test images of value ``v`` by grounded score ``s`` (ties in gallery order)."""
-    test = session.state(factor).test
+def _grounded_scores(state: GroundingState, factor: str, value: str, alpha: float) -> tuple[int, np.ndarray]:
+    """``value``'s index among ``factor``'s values and its grounded cosines at ``alpha``, (n_test,), on the test
+    split; an unknown value is refused with the values to choose from."""
+    values = state.values.tolist()
+    if value not in values:
+        raise ValueError(f"value {value!r} is not a {factor}; choose one of {values}")
+    v = values.index(value)
+    return v, pencil_scores(state.test, 1.0, float(alpha))[:, v]
+
+
+def _top_images(session: GroundingSession, factor: str, test: Any, v: int, s: np.ndarray) -> list[dict[str, Any]]:
+    """The :data:`TOP_K` test images of value ``v`` by grounded score ``s`` (ties in gallery order); ``test`` is
+    the factor's test split (its ``value_idx`` says which images hold ``v``)."""
     rows, labels = session.test_rows(factor), session.index.labels(factor)
     return [{"path": str(session.index.root / session.index.rows[rows[i]].image), "label": str(labels[rows[i]]),
              "score": float(s[i]), "hit": bool(test.value_idx[i] == v)} for i in np.argsort(-s, kind="stable")[:TOP_K]]
@@ -441,11 +447,9 @@ def _top_images(session: GroundingSession, factor: str, v: int, s: np.ndarray) -
 
 def top_images(session: GroundingSession, factor: str, value: str, alpha: float) -> list[dict[str, Any]]:
     """Only the top test images of :func:`slider_view` (the gallery when the slider is let go: no AP, no curves)."""
-    values = session.state(factor).values.tolist()
-    if value not in values:
-        raise ValueError(f"value {value!r} is not a {factor}; choose one of {values}")
-    v = values.index(value)
-    return _top_images(session, factor, v, pencil_scores(session.state(factor).test, 1.0, float(alpha))[:, v])
+    state = session.state(factor)
+    v, s = _grounded_scores(state, factor, value, alpha)
+    return _top_images(session, factor, state.test, v, s)
 
 
 def validation_choice(session: GroundingSession, factor: str) -> dict[str, float]:
