@@ -9,9 +9,10 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab.present import figures, numbers
+from bindlab.present import numbers
 from bindlab.present.exports import mcq_export, question_tables
-from bindlab.present.safe_text import html_text, md_text, plot_text
+from bindlab.present.safe_text import html_text, md_text
+from bindlab.present.svg_figures import accuracy_by_n_svg
 from bindlab.studies import browse
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
@@ -160,7 +161,7 @@ def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outc
     s = _scored(data, model, pairing, lambda f, m: progress(f, desc=m))
     ids = browse.filter_ids(s, n_objects, subset, outcome)
     first = ids[0] if ids else None
-    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{plot_text(s.model)} · {pairing}: accuracy by N")
+    fig = accuracy_by_n_svg(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
     return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match",
             *_show(s, first, k))
 
@@ -187,7 +188,7 @@ def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
     s = _scored(data, model, pairing)
     s.index(qid)  # KeyError naming the file when the question is not in it
     ids = browse.filter_ids(s)
-    fig = figures.accuracy_by_n(browse.accuracy_table(s), title=f"{plot_text(s.model)} · {pairing}: accuracy by N")
+    fig = accuracy_by_n_svg(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
     return (summary_md(s), fig, gr.update(choices=ids, value=qid), f"{len(ids)} questions match",
             *_show(s, qid, k))
 
@@ -296,7 +297,8 @@ def build_tab() -> dict[str, Any]:
                                         elem_id="bl-compare-model")
             compare_out = gr.HTML(elem_id="bl-compare")
         with gr.Column(scale=2):
-            chart = gr.Plot(label="Accuracy by number of objects", elem_id="bl-chart")
+            # SVG, not Plotly: this chart is on the app's first view (bindlab.present.svg_figures says why)
+            chart = gr.HTML(label="Accuracy by number of objects", elem_id="bl-chart")
             k = gr.Slider(1, 20, value=TOP_K_DEFAULT, step=1, label="Retrieval: top-k of the pooled gallery for this query")
             top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
                                      wrap=True, elem_id="bl-topk", **pinned("bl-topk"))

@@ -12,10 +12,17 @@ pytestmark = pytest.mark.ui
 
 
 def test_browse_select_question_and_read_score(app_url, page):
+    scripts: list[str] = []
+    page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)
     page.goto(app_url)
     # The page-load event scores the embedded default with MiniLM; wait for the first question to show.
     page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
     assert "accuracy" in page.inner_text("#bl-summary")
+    # the accuracy-by-N chart is inline SVG, one point per (subset, N) with its value in a tooltip, and the first
+    # view fetches no Plotly (4.6 MB of script: bindlab.present.svg_figures)
+    tips = page.eval_on_selector_all("#bl-chart svg circle title", "els => els.map(e => e.textContent)")
+    assert any(re.fullmatch(r"all · N=2: \d\.\d{3} \(n=20\)", t) for t in tips), tips
+    assert not [u for u in scripts if "plotly" in u.lower()], scripts
 
     # Pick another question through the dropdown, as a user would.
     pick_option(page, "bl-question", "n02-ind-003")

@@ -98,6 +98,22 @@ def test_browse_question_card_and_side_by_side(payload):
     inert(browse.summary_md(s), markdown=True)
 
 
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_browse_chart_keeps_a_hostile_model_id_as_text(payload):
+    """Browse's accuracy-by-N chart is SVG markup of our own; a model id in its title stays one text node."""
+    import xml.etree.ElementTree as ET
+
+    from bindlab.present.svg_figures import accuracy_by_n_svg
+
+    rows = [{"n_objects": 2, "subset": "all", "accuracy": 0.5, "n": 4, "chance": 1 / 3}]
+    out = accuracy_by_n_svg(rows, title=f"toy:clip@{payload} · tt: accuracy by N")
+    root = ET.fromstring(out)  # well-formed: nothing the payload holds closed or opened an element
+    tags = {el.tag.split("}")[-1] for el in root.iter()}
+    assert tags <= {"svg", "text", "line", "polyline", "circle", "title"}, tags
+    assert not any(a.lower().startswith("on") for el in root.iter() for a in el.attrib)
+    assert any(el.text == f"toy:clip@{payload} · tt: accuracy by N" for el in root.iter())
+
+
 def test_highlight_never_turns_a_binding_into_markup():
     from bindlab.ui.browse import highlight
 
