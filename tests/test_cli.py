@@ -1,4 +1,9 @@
-"""The CLI as a user runs it: real subprocesses, real files."""
+"""The CLI as a user runs it: real files, the commands' own output and exit codes.
+
+Most checks call ``bindlab.cli.main`` in the test process (:func:`tests.cli_run.run`: the same argv, stdout, stderr and exit code
+as ``python -m bindlab``, without a new interpreter paying ~4 s of CPU to import torch each time); one test runs the
+real ``python -m bindlab`` subprocess, and tests/test_documented_commands.py runs every command the README shows
+that way."""
 
 from __future__ import annotations
 
@@ -9,13 +14,19 @@ import sys
 
 import pytest
 
+from tests.cli_run import run
 
-def run(*args, check=True):
-    p = subprocess.run([sys.executable, "-m", "bindlab", *args], capture_output=True, text=True, timeout=600,
+
+def test_the_real_command_exits_2_with_one_line_and_0_with_its_output(tmp_path):
+    """``python -m bindlab`` as a process: an error is one line on stderr with exit code 2, a result exits 0."""
+    bad = tmp_path / "none.jsonl"
+    p = subprocess.run([sys.executable, "-m", "bindlab", "eval", "mcq", "--data", str(bad), "--model", "bow"],
+                       capture_output=True, text=True, timeout=600, env={**os.environ})
+    assert p.returncode == 2 and "file not found" in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = subprocess.run([sys.executable, "-m", "bindlab", "models"], capture_output=True, text=True, timeout=600,
                        env={**os.environ})
-    if check:
-        assert p.returncode == 0, p.stderr
-    return p
+    assert p.returncode == 0 and "minilm" in p.stdout, p.stderr
 
 
 def test_generate_eval_round_trip(tmp_path):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +22,7 @@ from bindlab.analysis.attention import (
     unit_attention,
 )
 from bindlab.encoders.attention_access import WORD, EncodedText, TextAttentionAccess
+from tests.cli_run import run
 
 
 # --- a tiny attention "model" whose maps are set by hand --------------------------------------------------------
@@ -331,11 +330,10 @@ def test_tiny_models_give_a_curve_per_layer(tiny, kind, causal):
 
 
 def test_cli_prints_per_layer_margins_for_minilm(tmp_path, small_benchmark):
-    """Real subprocess: per-layer margins for MiniLM on a generated MCQ file, with results JSON."""
+    """The ``attention`` command: per-layer margins for MiniLM on a generated MCQ file, with results JSON."""
     path, _ = small_benchmark
     out = tmp_path / "res.json"
-    proc = subprocess.run([sys.executable, "-m", "bindlab", "attention", "--model", "minilm", "--data", str(path),
-                           "--limit", "10", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    proc = run("attention", "--model", "minilm", "--data", path, "--limit", "10", "--out", out, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "layer  0:" in proc.stdout and "layer  5:" in proc.stdout and "10 captions" in proc.stdout
     res = json.loads(out.read_text())
@@ -364,8 +362,7 @@ def test_cli_errors_are_one_line(tmp_path, small_benchmark):
     path, _ = small_benchmark
     for args, msg in [(["--model", "bow"], "no text transformer"), (["--model", "minilm", "--data", str(tmp_path / "nope.jsonl")],
                                                                       "file not found")]:
-        argv = [sys.executable, "-m", "bindlab", "attention", "--data", str(path), *args]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        proc = run("attention", "--data", path, *args, check=False)
         assert proc.returncode == 2 and msg in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -4,9 +4,6 @@ against a naive recomputation from the same encoder; the bag-of-words validity c
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +13,7 @@ from bindlab.data.adapters import ADAPTERS, list_manifests, load_benchmark
 from bindlab.data.adapters.base import same_bag
 from bindlab.data.schema import DataError
 from bindlab.eval.benchmarks import evaluate_benchmark, group_accuracy, tot_pass
+from tests.cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
@@ -134,20 +132,18 @@ def test_missing_local_copy_and_bad_files_are_clear(tmp_path):
 
 
 @pytest.mark.skipif(not REAL_SCPP.exists(), reason=f"real SugarCrepe++ files not at {REAL_SCPP}")
-def test_real_sugarcrepe_pp_text_only_with_minilm_and_bow(tmp_path):
-    """The five real SugarCrepe++ files through the CLI (manifest path: the published files where a reader puts
-    them, ``$BINDLAB_HOME/benchmarks/sugarcrepe_pp``), with a --limit per split."""
+def test_real_sugarcrepe_pp_text_only_with_minilm_and_bow(tmp_path, monkeypatch):
+    """The five real SugarCrepe++ files through the CLI command (manifest path: the published files where a reader
+    puts them, ``$BINDLAB_HOME/benchmarks/sugarcrepe_pp``), with a --limit per split."""
     home = tmp_path / "home"
     (home / "benchmarks").mkdir(parents=True)
     (home / "benchmarks" / "sugarcrepe_pp").symlink_to(REAL_SCPP.resolve())
-    env = {**os.environ, "BINDLAB_HOME": str(home)}
+    monkeypatch.setenv("BINDLAB_HOME", str(home))
     outs = {}
     for model in ("minilm", "bow"):
         out = tmp_path / f"{model}.json"
-        r = subprocess.run([sys.executable, "-m", "bindlab", "eval", "benchmark", "--name", "sugarcrepe_pp",
-                            "--model", model, "--task", "tot", "--limit", "20", "--out", str(out)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
-        assert r.returncode == 0, r.stderr
+        r = run("eval", "benchmark", "--name", "sugarcrepe_pp", "--model", model, "--task", "tot", "--limit", "20",
+                "--out", out)
         assert "same bag of words" in r.stdout
         outs[model] = json.loads(out.read_text())
     m, b = outs["minilm"], outs["bow"]

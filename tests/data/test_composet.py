@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +12,7 @@ from bindlab.data.composet import EDIT_TYPES, candidate_edits, generate_composet
 from bindlab.data.pairs_schema import VERBOSITIES, load_pairs
 from bindlab.data.schema import DataError
 from bindlab.data.vocab import with_article
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli_run import run
 
 
 @pytest.fixture(scope="module")
@@ -89,21 +85,16 @@ def test_bad_arguments_and_bad_lines_are_clear(tmp_path):
     assert len(pairs) == 1 and report.skipped[0][0] == 2
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bindlab", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
-
-
 def test_generate_and_eval_pairs_end_to_end_with_a_tiny_clip(tmp_path):
     from bindlab.encoders.tiny import build_tiny
 
     model = build_tiny("hf-clip", tmp_path / "tiny-clip")
-    r = _run("generate", "composet", "--out", str(tmp_path / "cs"), "--scenes", "2", "--foils-per-scene", "15",
+    r = run("generate", "composet", "--out", str(tmp_path / "cs"), "--scenes", "2", "--foils-per-scene", "15",
              "--size", "64", "--workers", "1")
     assert r.returncode == 0, r.stderr
     assert "pixels changed per pair" in r.stdout
     data = tmp_path / "cs" / "pairs.jsonl"
-    r = _run("eval", "pairs", "--data", str(data), "--model", model, "--verbosity", "all", "--out",
+    r = run("eval", "pairs", "--data", str(data), "--model", model, "--verbosity", "all", "--out",
              str(tmp_path / "res.json"), "--per-item", str(tmp_path / "items.jsonl"))
     assert r.returncode == 0, r.stderr
     assert "edit type" in r.stdout and "scene-hard / edit-hard split" in r.stdout
@@ -125,7 +116,7 @@ def test_generate_and_eval_pairs_end_to_end_with_a_tiny_clip(tmp_path):
     assert res["by_verbosity"]["short"]["group"] == pytest.approx(
         np.mean([r["group"] for r in rows if r["verbosity"] == "short"]))
     # a text-only model is refused with one clear line
-    r = _run("eval", "pairs", "--data", str(data), "--model", "bow")
+    r = run("eval", "pairs", "--data", str(data), "--model", "bow", check=False)
     assert r.returncode == 2 and "image+text encoder" in r.stderr
 
 
