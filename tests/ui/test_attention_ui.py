@@ -22,7 +22,10 @@ def _traces(page, elem_id: str) -> list[dict]:
                          "({name: t.name, n: (t.y || []).length, y: t.y, type: t.type, fill: t.fill || null})) : []; }")
 
 
-def test_attention_curve_heatmap_and_free_text(app_url, page):
+def test_attention_curve_heatmap_free_text_and_a_failed_run(app_url, page):
+    """One page load (a load costs Chromium ~8 s of CPU): margins per layer with their band, the head grid and a
+    caption's heatmap, free text with marked bindings, a malformed binding, then a failed run that clears the curve
+    and the caption view."""
     page.goto(app_url)
     page.get_by_role("tab", name="Attention").click(timeout=480_000)  # a loaded machine draws the page slowly
     page.fill("#at-limit input", "8")
@@ -69,6 +72,16 @@ def test_attention_curve_heatmap_and_free_text(app_url, page):
     page.click("#at-text-btn")
     page.wait_for_selector("text=is not attribute:object", timeout=240_000)
 
+    # an error: the curve, the captions and the caption view came from the old inputs and are cleared
+    page.fill("#at-data textarea, #at-data input", "/nonexistent/captions.jsonl")
+    page.click("#at-run")
+    page.wait_for_selector("text=file not found", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('#at-caption-margin')", timeout=60_000)
+    assert "captions" not in page.inner_text("#at-summary")
+    assert not any(t["n"] for t in _traces(page, "at-curve"))
+    for elem_id in ("at-heads", "at-heatmap"):  # blank, or the "pick a caption" message figure: no heatmap
+        assert not any(t["type"] == "heatmap" for t in _traces(page, elem_id))
+
 
 def _head_grid_click_shows_that_heads_map(page):
     """The per-head grid (MiniLM: 6 layers x 12 heads) shows; clicking the cell of layer 2, head 7 redraws the word x
@@ -90,26 +103,3 @@ def _head_grid_click_shows_that_heads_map(page):
     assert page.inner_text("#at-head-shown") == "7"
     assert page.input_value("#at-layer input[type='number']") == "2"
     screenshot(page, "attention-heads")
-
-
-def test_failed_margins_clear_the_earlier_curve_and_caption_view(app_url, page):
-    page.goto(app_url)
-    page.get_by_role("tab", name="Attention").click(timeout=480_000)
-    page.fill("#at-limit input", "4")
-    page.click("#at-run")
-    page.wait_for_function("() => document.querySelector('#at-summary').innerText.includes('captions')",
-                           timeout=480_000)
-    page.wait_for_selector("#at-caption-margin", timeout=240_000)
-    page.wait_for_function(f"() => {PLOT.format(id='at-heads')} && {PLOT.format(id='at-heads')}.data.length",
-                           timeout=240_000)
-    assert any(t["type"] == "heatmap" for t in _traces(page, "at-heatmap"))
-
-    # an error: the curve, the captions and the caption view came from the old inputs and are cleared
-    page.fill("#at-data textarea, #at-data input", "/nonexistent/captions.jsonl")
-    page.click("#at-run")
-    page.wait_for_selector("text=file not found", timeout=120_000)
-    page.wait_for_function("() => !document.querySelector('#at-caption-margin')", timeout=60_000)
-    assert "captions" not in page.inner_text("#at-summary")
-    assert not any(t["n"] for t in _traces(page, "at-curve"))
-    for elem_id in ("at-heads", "at-heatmap"):  # blank, or the "pick a caption" message figure: no heatmap
-        assert not any(t["type"] == "heatmap" for t in _traces(page, elem_id))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
-from tests.ui.conftest import pick_option, screenshot, set_dropdown, unknown_model_then_bow
+from tests.ui.conftest import download_export, download_file, pick_option, screenshot, set_dropdown, zip_names
 
 pytestmark = pytest.mark.ui
 
 
-def test_browse_select_question_and_read_score(app_url, page):
+def test_browse_select_question_read_score_and_download(app_url, page, tmp_path):
     scripts: list[str] = []
     page.on("request", lambda r: scripts.append(r.url) if r.resource_type == "script" else None)
     page.goto(app_url)
@@ -42,13 +43,23 @@ def test_browse_select_question_and_read_score(app_url, page):
     assert float(page.inner_text("#bl-margin")) == pytest.approx(preserve - max(others), abs=1.5e-3)  # rounded
     screenshot(page, "browse")
 
+    # Download: the scores as CSV that pandas reads, the accuracy by N summing to the accuracy shown, the question
+    # on screen, and one zip of every file the panel offers
+    shown = float(re.search(r"accuracy (\d\.\d+)", page.inner_text("#bl-summary")).group(1))
+    path, names = download_export(page, "bl", "mcq_accuracy_by_n.csv", tmp_path)
+    assert {"mcq_items.jsonl", "mcq_accuracy_by_n.html", "provenance.json"} <= names
+    assert "mcq_accuracy_by_n.png" not in names
+    screenshot(page, "export-browse")
 
-def test_unknown_model_shows_a_message_and_app_keeps_working(app_url, page):
-    page.goto(app_url)
-    page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
-    unknown_model_then_bow(page, "bl-model", "#bl-score-btn")  # still usable afterwards: bow scores
-    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
-                           timeout=60_000)
+    table = pd.read_csv(path)
+    assert list(table.columns)[:5] == ["pairing", "n_objects", "subset", "accuracy", "n"]
+    overall = table[table["subset"] == "all"]
+    assert list(overall["n_objects"]) == list(range(2, 11)) and (overall["n"] == 20).all()
+    assert (overall["accuracy"] * overall["n"]).sum() / overall["n"].sum() == pytest.approx(shown, abs=6e-4)
+
+    # the question on screen is in the download too, and one zip holds every file the panel offers
+    assert {"mcq_question.csv", "mcq_topk.csv", "mcq_all.zip"} <= names
+    assert zip_names(download_file(page, "bl", "mcq_all.zip", tmp_path)) == names - {"mcq_all.zip"}
 
 
 @pytest.fixture(scope="module")
@@ -67,25 +78,11 @@ def image_benchmark(tmp_path_factory):
     return path, model
 
 
-def test_images_load_in_an_image_pairing(app_url, page, image_benchmark):
-    path, model = image_benchmark
-    page.goto(app_url)
-    page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
-    page.fill("#bl-data textarea, #bl-data input", str(path))
-    set_dropdown(page, "bl-model", model)
-    page.click("#bl-pairing label:has-text('ti')")
-    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('pairing ti')",
-                           timeout=120_000)
-    page.wait_for_function(
-        "() => { const imgs = document.querySelectorAll('#bl-images img');"
-        " return imgs.length === 5 && Array.from(imgs).every(i => i.complete && i.naturalWidth > 0); }",
-        timeout=60_000)
-    assert page.locator("#bl-topk-images img").count() >= 1
-    assert "positive" in page.inner_text("#bl-topk")
-    screenshot(page, "browse-images")
-
-
-def test_text_text_hides_the_image_boxes_and_an_error_clears_the_results(app_url, page, image_benchmark):
+def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_keeps_working(app_url, page,
+                                                                                            image_benchmark):
+    """One visitor's path through the tab (one page load: a load costs Chromium ~8 s of CPU): text–text shows no
+    image boxes; an image pairing shows the query and its four candidates, and the top-k images; an unknown model is
+    a message that clears every earlier result; the bag-of-words baseline then scores again."""
     page.goto(app_url)
     page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
     assert "pairing tt" in page.inner_text("#bl-summary")
@@ -98,8 +95,13 @@ def test_text_text_hides_the_image_boxes_and_an_error_clears_the_results(app_url
     page.click("#bl-pairing label:has-text('ti')")
     page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('pairing ti')",
                            timeout=120_000)
-    page.wait_for_selector("#bl-images img", timeout=60_000)
+    page.wait_for_function(
+        "() => { const imgs = document.querySelectorAll('#bl-images img');"
+        " return imgs.length === 5 && Array.from(imgs).every(i => i.complete && i.naturalWidth > 0); }",
+        timeout=60_000)
     assert page.locator("#bl-images").is_visible() and page.locator("#bl-topk-images").is_visible()
+    assert page.locator("#bl-topk-images img").count() >= 1
+    assert "positive" in page.inner_text("#bl-topk")
     screenshot(page, "tab-browse-images")
 
     # an error: nothing of the earlier question stays on the page
@@ -109,3 +111,10 @@ def test_text_text_hides_the_image_boxes_and_an_error_clears_the_results(app_url
     page.wait_for_function("() => !document.querySelector('#bl-question-html .bl-card')", timeout=30_000)
     assert "accuracy" not in page.inner_text("#bl-summary")
     assert page.locator("#bl-images img").count() == 0
+
+    # the tab keeps working: the bag-of-words baseline scores the same file's text
+    set_dropdown(page, "bl-model", "bow")
+    page.click("#bl-pairing label:has-text('tt')")
+    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
+                           timeout=60_000)
+    page.wait_for_selector("#bl-question-html .bl-card", timeout=60_000)

@@ -22,7 +22,9 @@ def _text(page, sel: str) -> str:
     return page.inner_text(sel) if page.locator(sel).count() else ""
 
 
-def test_compare_table_and_diff_open_in_browse(app_url, page, tiny_set):
+def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_url, page, tiny_set):
+    """One page load (a load costs Chromium ~8 s of CPU): the leaderboard, the per-question diff opened in Browse
+    with both models side by side, then a failed run back in Compare clears what the earlier one drew."""
     page.goto(app_url, timeout=120_000)
     # Wait for Browse's page-load scoring: it would otherwise land after "Open in Browse" and show question 1.
     page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)
@@ -67,20 +69,10 @@ def test_compare_table_and_diff_open_in_browse(app_url, page, tiny_set):
     assert page.locator("#bl-compare table tr").count() == 5  # header + four candidates
     screenshot(page, "compare-open-in-browse")
 
-
-def test_a_failed_run_clears_the_earlier_comparison(app_url, page, tiny_set):
-    page.goto(app_url, timeout=120_000)
+    # back in Compare, an error: the leaderboard, charts, model pickers and diff no longer match the inputs and
+    # are cleared
     page.click("button[role='tab']:has-text('Compare')")
     page.wait_for_selector("#cmp-run", state="visible")
-    page.fill("#cmp-data textarea, #cmp-data input", tiny_set)
-    for label in ("retrieval mAP", "Pairs 2x2"):  # MCQ only
-        page.locator("#cmp-suite label", has_text=label).click()
-    page.click("#cmp-run")
-    page.wait_for_function("() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
-                           timeout=300_000)
-    page.wait_for_selector("#cmp-by-n .js-plotly-plot", timeout=60_000)
-
-    # an error: the leaderboard, charts, model pickers and diff no longer match the inputs and are cleared
     page.fill("#cmp-data textarea, #cmp-data input", "/nonexistent/mcq.jsonl")
     page.click("#cmp-run")
     page.wait_for_selector("text=file not found", timeout=120_000)

@@ -5,8 +5,6 @@ in-format / general report included."""
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import pytest
 
@@ -52,27 +50,6 @@ def test_html_renders_offline_in_chromium(browser, figure_files):
     page.wait_for_selector(".main-svg", timeout=120_000)
     assert page.locator(".scatterlayer .trace").count() >= 1
     ctx.close()
-
-
-def test_browse_scores_download_as_csv_that_pandas_reads(app_url, page, tmp_path):
-    page.goto(app_url)
-    page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)  # the page scores the default on load
-    shown = float(re.search(r"accuracy (\d\.\d+)", page.inner_text("#bl-summary")).group(1))
-
-    path, names = download_export(page, "bl", "mcq_accuracy_by_n.csv", tmp_path)
-    assert {"mcq_items.jsonl", "mcq_accuracy_by_n.html", "provenance.json"} <= names
-    assert "mcq_accuracy_by_n.png" not in names
-    screenshot(page, "export-browse")
-
-    table = pd.read_csv(path)
-    assert list(table.columns)[:5] == ["pairing", "n_objects", "subset", "accuracy", "n"]
-    overall = table[table["subset"] == "all"]
-    assert list(overall["n_objects"]) == list(range(2, 11)) and (overall["n"] == 20).all()
-    assert (overall["accuracy"] * overall["n"]).sum() / overall["n"].sum() == pytest.approx(shown, abs=6e-4)
-
-    # the question on screen is in the download too, and one zip holds every file the panel offers
-    assert {"mcq_question.csv", "mcq_topk.csv", "mcq_all.zip"} <= names
-    assert zip_names(download_file(page, "bl", "mcq_all.zip", tmp_path)) == names - {"mcq_all.zip"}
 
 
 @pytest.fixture(scope="module")

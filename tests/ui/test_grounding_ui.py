@@ -25,7 +25,14 @@ def _text(page, sel: str) -> str:
     return page.inner_text(sel).strip()
 
 
-def test_slider_moves_alpha_and_changes_ap(app_url, page, tiny_grid):
+def test_slider_click_drag_and_a_failed_load(app_url, page, tiny_grid):
+    """One visitor's path through the tab, on one page load (a load costs Chromium ~8 s of CPU): load a tiny grid
+    with a tiny CLIP; a click on the slider moves α and AP; *Select α on validation* sets it; a drag redraws the
+    summary and the figures in the page with no request to the server, and letting go asks once, for the top-8
+    images (the numbers shown are the server's at the final α); then a text-only encoder is a message that clears
+    the earlier results."""
+    from bindlab.studies import grounding as gs
+
     grid, model = tiny_grid
     page.goto(app_url)
     page.get_by_role("tab", name="Grounding").click()
@@ -58,15 +65,50 @@ def test_slider_moves_alpha_and_changes_ap(app_url, page, tiny_grid):
                            timeout=60_000)
     screenshot(page, "grounding")
 
+    # drag the slider: the page redraws by itself
+    page.wait_for_selector("#gd-margin .js-plotly-plot", timeout=60_000)
+    moved = page.evaluate("() => window.bindlabSlider ? window.bindlabSlider.moves : 0")  # the click's moves
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    box = page.locator("#gd-alpha input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + 0.1 * box["width"], y)
+    page.mouse.down()
+    for i in range(1, 21):
+        page.mouse.move(box["x"] + (0.1 + 0.03 * i) * box["width"], y)
+        page.wait_for_timeout(30)
+    page.wait_for_function("(m) => window.bindlabSlider && window.bindlabSlider.moves >= m + 10", arg=moved,
+                           timeout=30_000)
+    during = list(posts)
+    page.mouse.up()
+    assert during == [], during  # nothing asked of the server while dragging
+    alpha = float(page.locator("#gd-alpha input[type=number]").input_value())
+    page.wait_for_function("(a) => document.querySelector('#gd-alpha-shown').innerText.trim() === a",
+                           arg=f"{alpha:.2f}", timeout=30_000)
+    value = page.input_value("#gd-value input")
+    view = gs.slider_view(gs.open_session(grid, model), "hue", value, alpha)
+    assert _text(page, "#gd-map-grounded") == f"{view['map_grounded']:.3f}"
+    assert _text(page, "#gd-ap-value") == f"{view['ap_grounded'][view['value_index']]:.3f}"
+    assert _text(page, "#gd-top1-grounded") == f"{view['top1_grounded']:.3f}"
+    legend = page.locator("#gd-ap .legendtext").all_text_contents()
+    assert f"grounded (α = {alpha:.2f})" in legend  # redrawn in the page during the drag
+    page.wait_for_timeout(400)  # at rest, plotly redraws the same state into its own figure data
+    page.evaluate("() => window.bindlabSlider.settled")
+    shown = page.evaluate("() => document.querySelector('#gd-margin .js-plotly-plot').data[1].x[0]")
+    assert abs(shown - alpha) < 1e-9  # the current point moved along the curve
+    bars = page.evaluate("() => document.querySelector('#gd-ap .js-plotly-plot').data[1].name")
+    assert bars == f"grounded (α = {alpha:.2f})"
+    assert page.locator("#gd-plane svg.bl-arrow").count() == 0  # the drag's arrow gave way to plotly's
+    page.wait_for_timeout(500)
+    assert 1 <= len(posts) <= 2, posts  # let go: the gallery, once (its queue join)
 
-def test_text_only_encoder_shows_a_message(app_url, page, tiny_grid):
-    grid, _ = tiny_grid
-    page.goto(app_url)
-    page.get_by_role("tab", name="Grounding").click()
-    page.fill("#gd-data textarea, #gd-data input", grid)
+    # a text-only encoder: a message, and nothing of the earlier load stays on the page
     set_dropdown(page, "gd-model", "bow")
     page.click("#gd-load")
     page.wait_for_selector("text=/no image tower|not an image\\+text encoder/", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('#gd-map-grounded')", timeout=30_000)
+    assert page.locator("#gd-gallery img").count() == 0
+    assert page.locator("#gd-margin .legendtext").count() == 0
 
 
 def _crossings(grid: str, model: str) -> dict[str, dict[str, float]]:
@@ -125,18 +167,6 @@ def test_alpha_star_is_marked_on_the_curve_when_a_crossing_exists(app_url, page,
     assert page.locator("#gd-controls-table").is_visible()
 
 
-def test_a_failed_load_clears_the_earlier_results(app_url, page, tiny_grid):
-    grid, model = tiny_grid
-    _load(page, app_url, grid, model, "hue")
-    assert page.locator("#gd-gallery img").count() >= 8
-    set_dropdown(page, "gd-model", "bow")
-    page.click("#gd-load")
-    page.wait_for_selector("text=/no image tower|not an image\\+text encoder/", timeout=60_000)
-    page.wait_for_function("() => !document.querySelector('#gd-map-grounded')", timeout=30_000)
-    assert page.locator("#gd-gallery img").count() == 0
-    assert page.locator("#gd-margin .legendtext").count() == 0
-
-
 # --------------------------------------------------------------------------------------- the slider in the browser
 def _slider_page(browser, payload):
     """A blank page with the slider script loaded and ``payload`` as ``window.P``."""
@@ -192,48 +222,6 @@ def test_browser_formats_numbers_as_python_does(browser, tiny_grid):
             assert page.evaluate("([x, d]) => window.bindlabSlider.fmt(x, d, true)", [x, d]) == f"{x:+.{d}f}", (x, d)
     finally:
         page.close()
-
-
-def test_dragging_the_slider_asks_the_server_nothing(app_url, page, tiny_grid):
-    """A drag across the slider redraws the summary and the figures in the page with no request to the server;
-    letting go asks once, for the top-8 images. The numbers shown are the server's at the final α."""
-    from bindlab.studies import grounding as gs
-
-    grid, model = tiny_grid
-    _load(page, app_url, grid, model, "hue")
-    page.wait_for_selector("#gd-margin .js-plotly-plot", timeout=60_000)
-    posts: list[str] = []
-    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
-    box = page.locator("#gd-alpha input[type=range]").bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + 0.1 * box["width"], y)
-    page.mouse.down()
-    for i in range(1, 21):
-        page.mouse.move(box["x"] + (0.1 + 0.03 * i) * box["width"], y)
-        page.wait_for_timeout(30)
-    page.wait_for_function("() => window.bindlabSlider && window.bindlabSlider.moves >= 10", timeout=30_000)
-    during = list(posts)
-    page.mouse.up()
-    assert during == [], during  # nothing asked of the server while dragging
-    alpha = float(page.locator("#gd-alpha input[type=number]").input_value())
-    page.wait_for_function("(a) => document.querySelector('#gd-alpha-shown').innerText.trim() === a",
-                           arg=f"{alpha:.2f}", timeout=30_000)
-    value = page.input_value("#gd-value input")
-    view = gs.slider_view(gs.open_session(grid, model), "hue", value, alpha)
-    assert _text(page, "#gd-map-grounded") == f"{view['map_grounded']:.3f}"
-    assert _text(page, "#gd-ap-value") == f"{view['ap_grounded'][view['value_index']]:.3f}"
-    assert _text(page, "#gd-top1-grounded") == f"{view['top1_grounded']:.3f}"
-    legend = page.locator("#gd-ap .legendtext").all_text_contents()
-    assert f"grounded (α = {alpha:.2f})" in legend  # redrawn in the page during the drag
-    page.wait_for_timeout(400)  # at rest, plotly redraws the same state into its own figure data
-    page.evaluate("() => window.bindlabSlider.settled")
-    shown = page.evaluate("() => document.querySelector('#gd-margin .js-plotly-plot').data[1].x[0]")
-    assert abs(shown - alpha) < 1e-9  # the current point moved along the curve
-    bars = page.evaluate("() => document.querySelector('#gd-ap .js-plotly-plot').data[1].name")
-    assert bars == f"grounded (α = {alpha:.2f})"
-    assert page.locator("#gd-plane svg.bl-arrow").count() == 0  # the drag's arrow gave way to plotly's
-    page.wait_for_timeout(500)
-    assert 1 <= len(posts) <= 2, posts  # let go: the gallery, once (its queue join)
 
 
 def test_walkthrough_step5_summary_moves_in_the_page_as_the_server_writes_it(browser, tiny_grid):

@@ -70,25 +70,6 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
     screenshot(page, "map-open-in-browse")
 
 
-def test_map_bad_model_shows_a_message_and_tab_keeps_working(app_url, page, image_benchmark, tmp_path):
-    _open_map_tab(page, app_url)
-    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
-    page.click("#map-method [data-testid='PCA-radio-label']")
-    unknown_model_then_bow(page, "map-model", "#map-run")
-    # bow has no image tower: a map of its text points, with a note saying so
-    page.wait_for_function("() => document.querySelector('#map-status').innerText.includes('text points only')",
-                           timeout=60_000)
-    assert "bow:words: 4 questions, 20 points (text)" in page.inner_text("#map-status")
-
-    # Download: the points with their PCA coordinates, as a CSV that pandas reads, and the map as HTML
-    path, names = download_export(page, "map", "map_points.csv", tmp_path)
-    assert {"map_summary.json", "map_pca.html", "provenance.json"} <= names
-    table = pd.read_csv(path)
-    assert len(table) == 20 and {"id", "role", "caption", "pca_x", "pca_y"} <= set(table.columns)
-    assert set(table["modality"]) == {"text"}
-    screenshot(page, "export-map")
-
-
 def _plot_traces(page) -> list[dict]:
     """The drawn traces (plotly's full data: arrays decoded): name, number of points, mode, visibility, marker size."""
     return page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot')._fullData.map(t => ({name: t.name, "
@@ -96,7 +77,10 @@ def _plot_traces(page) -> list[dict]:
                          "group: t.legendgroup}))")
 
 
-def test_map_legend_selection_search_neighbours_and_join(app_url, page, image_benchmark):
+def test_map_tools_a_typed_point_a_failed_map_and_a_text_only_model(app_url, page, image_benchmark, tmp_path):
+    """One visitor's path through the map's tools, on one page load (a load costs Chromium ~8 s of CPU): legend,
+    box selection, caption search, a query's neighbours and join lines; a point typed by its id; a failed map clears
+    the map and the point; an unknown model is a message and bow then maps the text points, which download."""
     _open_map_tab(page, app_url)
     page.fill("#map-data textarea, #map-data input", str(image_benchmark))
     page.click("#map-method [data-testid='PCA-radio-label']")
@@ -153,20 +137,14 @@ def test_map_legend_selection_search_neighbours_and_join(app_url, page, image_be
                            ".some(t => t.mode === 'lines')", timeout=60_000)
     screenshot(page, "tab-map-tools")
 
-
-def test_a_failed_map_clears_the_earlier_map_and_point(app_url, page, image_benchmark):
-    _open_map_tab(page, app_url)
-    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
-    page.click("#map-method [data-testid='PCA-radio-label']")
-    page.click("#map-run")
-    page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=120_000)
     # a point typed by its id (question/modality/role): its description and nearest neighbours show
     point = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
                           ".points[0].id")
     qid = point.split("/")[0]
     page.fill("#map-point textarea, #map-point input", point)
+    page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})",
+                           timeout=60_000)
     page.wait_for_selector("#map-neighbours tbody tr", timeout=60_000)
-    assert qid in page.inner_text("#map-detail")
 
     # an error: the map, its status and the point shown no longer match the inputs and are cleared
     page.fill("#map-data textarea, #map-data input", "/nonexistent/mcq.jsonl")
@@ -177,3 +155,19 @@ def test_a_failed_map_clears_the_earlier_map_and_point(app_url, page, image_benc
     assert "points" not in page.inner_text("#map-status")
     assert qid not in page.inner_text("#map-detail")
     assert page.locator("#map-thumb img").count() == 0
+
+    # the tab keeps working: an unknown model is a message, then bow (no image tower) maps the text points
+    page.fill("#map-data textarea, #map-data input", str(image_benchmark))
+    unknown_model_then_bow(page, "map-model", "#map-run")
+    # bow has no image tower: a map of its text points, with a note saying so
+    page.wait_for_function("() => document.querySelector('#map-status').innerText.includes('text points only')",
+                           timeout=60_000)
+    assert "bow:words: 4 questions, 20 points (text)" in page.inner_text("#map-status")
+
+    # Download: the points with their PCA coordinates, as a CSV that pandas reads, and the map as HTML
+    path, names = download_export(page, "map", "map_points.csv", tmp_path)
+    assert {"map_summary.json", "map_pca.html", "provenance.json"} <= names
+    table = pd.read_csv(path)
+    assert len(table) == 20 and {"id", "role", "caption", "pca_x", "pca_y"} <= set(table.columns)
+    assert set(table["modality"]) == {"text"}
+    screenshot(page, "export-map")

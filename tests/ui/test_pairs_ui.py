@@ -1,5 +1,5 @@
 """Pairs tab in a real browser: score a generated pairs file with a tiny CLIP, read the 2x2 matrix, filter; compare
-with a second model in the same click."""
+with a second model in the same click; errors clear the results."""
 
 from __future__ import annotations
 
@@ -30,12 +30,21 @@ def _matrix(page) -> dict[str, float]:
     return {c: float(cell.get_attribute("title")) for c, cell in cells.items()}
 
 
-def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
+def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pairs_setup, tmp_path):
+    """One visitor's path through the tab, on one page load (a load costs Chromium ~8 s of CPU): score a generated
+    file with a tiny CLIP (and, by default, toy:negclip beside it), read the 2x2 matrix, the edit-type chart and the
+    side-by-side table, filter, drop the comparison, then an unknown model and a missing file."""
+    from bindlab.data.composet import EDIT_ORIGIN, EDIT_TYPES
+    from bindlab.data.pairs_schema import load_pairs
+    from bindlab.studies import pairs as study
+
     data, model = pairs_setup
     page.goto(app_url)
     page.get_by_role("tab", name="Pairs").click()
-    page.wait_for_function("() => document.querySelector('#bl-pairs-summary').innerText.includes('toy:clip')",
-                           timeout=120_000)  # the page-load note about the default model
+    # the page-load note names the default pair; "Compare with" defaults to toy:negclip (toy:clip's fix)
+    page.wait_for_function("() => { const t = document.querySelector('#bl-pairs-summary').innerText;"
+                           " return t.includes('toy:clip') && t.includes('toy:negclip'); }", timeout=120_000)
+    assert page.input_value("#bl-pairs-compare input") == "toy:negclip"
     page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
     set_dropdown(page, "bl-pairs-model", model)
     page.click("#bl-pairs-score-btn")
@@ -55,6 +64,41 @@ def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
     margin = min(s["c0_i0"] - s["c1_i0"], s["c1_i1"] - s["c0_i1"], s["c0_i0"] - s["c0_i1"], s["c1_i1"] - s["c1_i0"])
     assert float(page.get_attribute("#bl-pairs-matrix .bl-pair-margin", "title")) == pytest.approx(margin, abs=1e-6)
 
+    # the chart: every edit type, top to bottom in taxonomy order, with its n (three verbosity levels scored per
+    # pair); the CompoSET paper's own types marked ◆
+    counts = {t: 0 for t in EDIT_TYPES}
+    for pair in load_pairs(data)[0]:
+        counts[pair.edit_type] += 3
+    page.wait_for_selector("#bl-pairs-chart .ytick text", timeout=60_000)
+    ticks = page.locator("#bl-pairs-chart .ytick text")
+    top_down = sorted((ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count()))
+    assert [t for _, t in top_down] == [f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} (n={n})"
+                                        for t, n in counts.items()]
+    chart = " ".join(page.locator("#bl-pairs-chart text").all_text_contents())
+    if 0 in counts.values():
+        assert "no pairs (missing)" in chart  # an edit type without pairs says so
+    assert "chance Group (0.167)" in chart  # chance lines are named in the legend
+    screenshot(page, "tab-pairs")
+
+    # the same click scored toy:negclip too: both models' I2T / T2I / Group per edit type side by side, each the
+    # numbers the study computes for that model alone
+    page.wait_for_function("() => document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
+                           timeout=300_000)
+    expected = study.compare_pairs(data, model, "toy:negclip", "all")
+    first, second = expected.models
+    header = page.inner_text("#bl-pairs-compare-table")
+    assert all(f"{k} toy:negclip" in header for k in ("i2t", "t2i", "group"))
+    assert header.count(first.rsplit("/", 1)[-1]) >= 3  # the first model's three columns
+    top = expected.table[0]  # the overall row (the table shows 3 decimals)
+    for m in (first, second):
+        for k in ("i2t", "t2i", "group"):
+            assert f"{top[f'{k} {m}']:.3f}".rstrip("0").rstrip(".") in header
+    assert "toy:negclip" in page.inner_text("#bl-pairs-compare-summary")
+    page.wait_for_selector("#bl-pairs-compare-chart .js-plotly-plot", timeout=60_000)
+    legend = set(page.locator("#bl-pairs-compare-chart .legendtext").all_text_contents())
+    assert "toy:negclip" in legend and len(legend) == 2
+    screenshot(page, "pairs-compare")
+
     # filter by edit type, as a user would: every listed pair now has that edit type
     pick_option(page, "bl-pairs-edit-type", "modify_color")
     page.wait_for_function("() => document.querySelector('#bl-pairs-matrix').innerText.includes('modify_color')",
@@ -65,46 +109,14 @@ def test_pairs_tab_scores_shows_matrix_and_filters(app_url, page, pairs_setup):
     base_cap = page.input_value("#bl-pairs-base-cap textarea, #bl-pairs-base-cap input")
     foil_cap = page.input_value("#bl-pairs-foil-cap textarea, #bl-pairs-foil-cap input")
     assert base_cap and foil_cap and base_cap != foil_cap
-    assert page.locator("#bl-pairs-chart .js-plotly-plot, #bl-pairs-chart .plotly").count() > 0
     screenshot(page, "pairs")
 
-
-def test_pairs_tab_bad_file_shows_message(app_url, page, tmp_path):
-    page.goto(app_url)
-    page.get_by_role("tab", name="Pairs").click()
-    # the local app reads any path the person gives: a missing file is simply missing, wherever it is
-    for missing in (tmp_path / "missing-pairs.jsonl", "/nonexistent/pairs.jsonl"):
-        page.fill("#bl-pairs-data textarea, #bl-pairs-data input", str(missing))
-        page.click("#bl-pairs-score-btn")
-        # get_by_text: a "text=/…" selector would be read as a regular expression (the path starts with a slash)
-        page.get_by_text(f"{missing}: file not found").first.wait_for(timeout=60_000)
-
-
-def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_results(app_url, page, pairs_setup):
-    from bindlab.data.composet import EDIT_ORIGIN, EDIT_TYPES
-    from bindlab.data.pairs_schema import load_pairs
-
-    data, model = pairs_setup
-    counts = {t: 0 for t in EDIT_TYPES}
-    for p in load_pairs(data)[0]:
-        counts[p.edit_type] += 3  # three verbosity levels scored per pair
-    page.goto(app_url)
-    page.get_by_role("tab", name="Pairs").click()
-    page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
-    set_dropdown(page, "bl-pairs-model", model)
+    # "Compare with" none: one model only, the comparison is gone
+    set_dropdown(page, "bl-pairs-compare", "none")
     page.click("#bl-pairs-score-btn")
-    page.wait_for_selector("#bl-pairs-matrix td[data-cell='c0_i0']", timeout=180_000)
-    page.wait_for_selector("#bl-pairs-chart .ytick text", timeout=60_000)
-    ticks = page.locator("#bl-pairs-chart .ytick text")
-    top_down = sorted((ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count()))
-    # every edit type, top to bottom in taxonomy order, with its n; the CompoSET paper's own types marked ◆
-    assert [t for _, t in top_down] == [f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} (n={n})"
-                                        for t, n in counts.items()]
-    chart = " ".join(page.locator("#bl-pairs-chart text").all_text_contents())
-    if 0 in counts.values():
-        assert "no pairs (missing)" in chart  # an edit type without pairs says so
-    assert "chance Group (0.167)" in chart  # chance lines are named in the legend
-    screenshot(page, "tab-pairs")
+    page.wait_for_function("() => !document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
+                           timeout=120_000)
+    assert "Group" in page.inner_text("#bl-pairs-summary")
 
     # an error: the previous results no longer match the inputs and are cleared
     set_dropdown(page, "bl-pairs-model", "nope:model")
@@ -114,43 +126,9 @@ def test_pairs_chart_names_every_edit_type_with_its_n_and_an_error_clears_the_re
     assert "Group" not in page.inner_text("#bl-pairs-summary")
     assert page.locator("#bl-pairs-chart .ytick text").count() == 0
 
-
-def test_pairs_compare_with_scores_both_models_in_one_click(app_url, page, pairs_setup):
-    """"Compare with" defaults to toy:negclip (toy:clip's fix); one Score shows both models' I2T / T2I / Group per
-    edit type side by side, each the numbers the study computes for that model alone."""
-    from bindlab.studies import pairs as study
-
-    data, model = pairs_setup
-    page.goto(app_url)
-    page.get_by_role("tab", name="Pairs").click()
-    page.wait_for_function("() => document.querySelector('#bl-pairs-summary').innerText.includes('toy:negclip')",
-                           timeout=120_000)  # the page-load note names the default pair
-    assert page.input_value("#bl-pairs-compare input") == "toy:negclip"
-    page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
-    set_dropdown(page, "bl-pairs-model", model)
-    page.click("#bl-pairs-score-btn")
-    page.wait_for_function("() => document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
-                           timeout=300_000)
-    expected = study.compare_pairs(data, model, "toy:negclip", "all")
-    first, second = expected.models
-    header = page.inner_text("#bl-pairs-compare-table")
-    assert all(f"{k} toy:negclip" in header for k in ("i2t", "t2i", "group"))
-    assert header.count(first.rsplit("/", 1)[-1]) >= 3  # the first model's three columns
-    # the overall row: each model's scores as the study computes them (the table shows 3 decimals)
-    top = expected.table[0]
-    assert "overall" in header
-    for m in (first, second):
-        for k in ("i2t", "t2i", "group"):
-            assert f"{top[f'{k} {m}']:.3f}".rstrip("0").rstrip(".") in header
-    assert "toy:negclip" in page.inner_text("#bl-pairs-compare-summary")
-    page.wait_for_selector("#bl-pairs-compare-chart .js-plotly-plot", timeout=60_000)
-    legend = set(page.locator("#bl-pairs-compare-chart .legendtext").all_text_contents())
-    assert "toy:negclip" in legend and len(legend) == 2
-    screenshot(page, "pairs-compare")
-
-    # none: one model only, the comparison is gone
-    set_dropdown(page, "bl-pairs-compare", "none")
-    page.click("#bl-pairs-score-btn")
-    page.wait_for_function("() => !document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
-                           timeout=120_000)
-    assert "Group" in page.inner_text("#bl-pairs-summary")
+    # the local app reads any path the person gives: a missing file is simply missing, wherever it is
+    for missing in (tmp_path / "missing-pairs.jsonl", "/nonexistent/pairs.jsonl"):
+        page.fill("#bl-pairs-data textarea, #bl-pairs-data input", str(missing))
+        page.click("#bl-pairs-score-btn")
+        # get_by_text: a "text=/…" selector would be read as a regular expression (the path starts with a slash)
+        page.get_by_text(f"{missing}: file not found").first.wait_for(timeout=60_000)

@@ -22,54 +22,66 @@ def _text(page, selector: str, timeout: int) -> str:
     return page.inner_text(selector).strip()
 
 
-def test_step1_bag_of_words_numbers_and_link(app_url, page):
-    expected = wt.step_bag_of_words()  # the same embedded default the app uses (same BINDLAB_HOME)
+def test_steps_1_and_4_their_download_and_the_messages_for_bad_entries(app_url, page, tmp_path):
+    """One visitor's path through the tab's quick steps, on one page load (a load costs Chromium ~8 s of CPU).
+
+    A typed entry that is not a model and pairing is refused with a message in step 4 (never the previous choice run
+    silently); step 6 uses a typed encoder id (an unknown one is named in the registry's message); *Show before/after*
+    with no job is a readable message. Then step 1 (bag of words) and step 4 (accuracy by N) show the numbers the
+    backend computes, and the Download panel holds this session's two steps and a zip of them."""
+    bow = wt.step_bag_of_words()  # the same embedded default the app uses (same BINDLAB_HOME)
+    objects = wt.step_objects(model="bow", pairing="tt")
     _open(page, app_url)
+
+    set_dropdown(page, "wt-objects-model", "not a model")
+    page.click("#wt-objects-run")
+    page.wait_for_selector("text=is not a model and pairing", timeout=60_000)
+    assert page.locator("#wt-objects-small").count() == 0  # nothing ran
+    set_dropdown(page, "wt-attention-model", "nope:model")
+    page.click("#wt-attention-run")
+    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    assert page.locator("#wt-attention-peak").count() == 0
+    body = page.inner_text("body")
+    assert "--skip-bad" not in body and "python -m bindlab" not in body
+    page.click("#wt-ft-show")  # before/after with no job: a message, and the page keeps working
+    page.wait_for_selector("text=start the finetune first", timeout=60_000)
+
+    # step 1: bag of words
     page.click("#wt-bow-run")
-    assert _text(page, "#wt-bow-acc", 120_000) == f"{expected['accuracy']:.3f}"
-    assert page.inner_text("#wt-bow-ties").strip() == f"{100 * expected['tie_share']:.1f}"
+    assert _text(page, "#wt-bow-acc", 120_000) == f"{bow['accuracy']:.3f}"
+    assert page.inner_text("#wt-bow-ties").strip() == f"{100 * bow['tie_share']:.1f}"
     assert "tie" in page.inner_text("#wt-bow-text")  # the paragraph is there; the numbers are in the result
     # the example question's cards hold the live scores
     page.click("text=Example question (bag of words)")
     page.wait_for_selector("#wt-bow-question .bl-card", timeout=30_000)
     assert page.locator("#wt-bow-question .bl-card").count() == 5
     screenshot(page, "walkthrough")
-    # "Open the Browse tab" switches tabs
+
+    # step 4: accuracy by N for bow, with 95 % intervals: an error bar at every point of every line
+    pick_option(page, "wt-objects-model", "bag of words · text → text")
+    page.click("#wt-objects-run")
+    assert _text(page, "#wt-objects-small", 900_000) == f"{objects['small']['accuracy']:.3f}"
+    assert page.inner_text("#wt-objects-large").strip() == f"{objects['large']['accuracy']:.3f}"
+    page.wait_for_selector("#wt-objects-fig .js-plotly-plot", timeout=180_000)
+    points = sum(len(r["ci95"]) > 0 for r in objects["rows"])
+    assert page.locator("#wt-objects-fig .errorbar").count() >= points > 0
+
+    # the Download panel holds this session's steps (1 and 4 here, no other), with the numbers the page showed,
+    # and a zip of them
+    path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path)
+    assert {"walkthrough_step4_objects.csv", "walkthrough_step4_accuracy_by_n.html", "walkthrough_all.zip"} <= names
+    assert any("step1" in n for n in names)
+    assert not any(f"step{k}" in n for n in names for k in (2, 3, 5, 6, 7))
+    groups = pd.read_csv(path).set_index("group")
+    assert f"{groups.loc['small', 'accuracy']:.3f}" == f"{objects['small']['accuracy']:.3f}"
+    assert zip_names(download_file(page, "wt", "walkthrough_all.zip", tmp_path)) == names - {"walkthrough_all.zip"}
+    screenshot(page, "export-walkthrough")
+
+    # "Open the Browse tab" (step 1) switches tabs
     page.click("#wt-bow-open")
     page.wait_for_function("() => [...document.querySelectorAll('[role=tab]')].some("
                            "t => t.innerText.trim() === 'Browse' && t.getAttribute('aria-selected') === 'true')",
                            timeout=30_000)
-
-
-def test_step4_accuracy_by_n_with_bow_and_its_download(app_url, page, tmp_path):
-    expected = wt.step_objects(model="bow", pairing="tt")
-    _open(page, app_url)
-    pick_option(page, "wt-objects-model", "bag of words · text → text")
-    page.click("#wt-objects-run")
-    assert _text(page, "#wt-objects-small", 900_000) == f"{expected['small']['accuracy']:.3f}"
-    assert page.inner_text("#wt-objects-large").strip() == f"{expected['large']['accuracy']:.3f}"
-    page.wait_for_selector("#wt-objects-fig .js-plotly-plot", timeout=180_000)
-    # the 95 % intervals the step promises: an error bar at every point of every line
-    points = sum(len(r["ci95"]) > 0 for r in expected["rows"])
-    assert page.locator("#wt-objects-fig .errorbar").count() >= points > 0
-
-    # The Download panel holds this session's steps (step 4 only here), with the numbers the page showed, and a zip
-    path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path)
-    assert {"walkthrough_step4_objects.csv", "walkthrough_step4_accuracy_by_n.html", "walkthrough_all.zip"} <= names
-    assert not any("step1" in n for n in names)
-    groups = pd.read_csv(path).set_index("group")
-    assert f"{groups.loc['small', 'accuracy']:.3f}" == f"{expected['small']['accuracy']:.3f}"
-    assert zip_names(download_file(page, "wt", "walkthrough_all.zip", tmp_path)) == names - {"walkthrough_all.zip"}
-    screenshot(page, "export-walkthrough")
-
-
-def test_poll_without_a_job_is_quiet(app_url, page):
-    """Show before/after with no job: a readable message, and the page keeps working (step 1 still runs)."""
-    _open(page, app_url)
-    page.click("#wt-ft-show")
-    page.wait_for_selector("text=start the finetune first", timeout=60_000)
-    page.click("#wt-bow-run")
-    page.wait_for_selector("#wt-bow-acc", timeout=120_000)
 
 
 @pytest.mark.slow
@@ -137,19 +149,3 @@ def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, p
     assert {"text → text", "text → image", "image → text", "image → image"} <= set(titles)
     legend = page.locator("#wt-ft-fig .legendtext").all_text_contents()
     assert [t for t in legend if t != "chance"] == ["base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"]
-
-
-def test_typed_dropdown_values_are_used_or_refused_with_a_message(app_url, page):
-    """Step 4: a typed entry that is not a model and pairing is refused with a message (never the previous choice
-    run silently); step 6: a typed encoder id is used (an unknown one is named in the registry's message)."""
-    _open(page, app_url)
-    set_dropdown(page, "wt-objects-model", "not a model")
-    page.click("#wt-objects-run")
-    page.wait_for_selector("text=is not a model and pairing", timeout=60_000)
-    assert page.locator("#wt-objects-small").count() == 0  # nothing ran
-    set_dropdown(page, "wt-attention-model", "nope:model")
-    page.click("#wt-attention-run")
-    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
-    assert page.locator("#wt-attention-peak").count() == 0
-    body = page.inner_text("body")
-    assert "--skip-bad" not in body and "python -m bindlab" not in body
