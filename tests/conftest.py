@@ -30,6 +30,12 @@ os.environ.setdefault("BINDLAB_TEST_RUN", f"{os.getpid()}-{uuid.uuid4().hex[:8]}
 
 import pytest  # noqa: E402
 
+# Test modules that import gradio directly get the app's faster import too (no stub rewriting, no IPython probe:
+# bindlab/ui/gradio_import.py), whichever of them the collection reaches first.
+from bindlab.ui.gradio_import import fast_gradio_import  # noqa: E402
+
+fast_gradio_import()
+
 
 def pytest_configure(config):
     """Torch threads per process when xdist shares the cores among workers: ``cores // workers`` (1 on the 2-core
