@@ -65,12 +65,17 @@ def set_dropdown(page, elem_id: str, value: str) -> None:
     page.keyboard.press("Enter")
 
 
-def unknown_model_then_bow(page, model_elem_id: str, run_selector: str) -> None:
-    """Enter an encoder id no backend knows and run: the registry's message must show as a message; then switch to
-    the bag-of-words baseline and run again (the caller checks that the tab answered)."""
+def unknown_model(page, model_elem_id: str, run_selector: str) -> None:
+    """Enter an encoder id no backend knows and run: the registry's message must show as a message."""
     set_dropdown(page, model_elem_id, "nope:model")
     page.click(run_selector)
     page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+
+
+def unknown_model_then_bow(page, model_elem_id: str, run_selector: str) -> None:
+    """:func:`unknown_model`, then switch to the bag-of-words baseline and run again (the caller checks that the tab
+    answered)."""
+    unknown_model(page, model_elem_id, run_selector)
     set_dropdown(page, model_elem_id, "bow")
     page.click(run_selector)
 

@@ -7,7 +7,15 @@ import re
 import pandas as pd
 import pytest
 
-from tests.ui.conftest import download_export, download_file, pick_option, screenshot, set_dropdown, zip_names
+from tests.ui.conftest import (
+    download_export,
+    download_file,
+    pick_option,
+    screenshot,
+    set_dropdown,
+    unknown_model,
+    zip_names,
+)
 
 pytestmark = pytest.mark.ui
 
@@ -105,9 +113,7 @@ def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_ke
     screenshot(page, "tab-browse-images")
 
     # an error: nothing of the earlier question stays on the page
-    set_dropdown(page, "bl-model", "nope:model")
-    page.click("#bl-score-btn")
-    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    unknown_model(page, "bl-model", "#bl-score-btn")
     page.wait_for_function("() => !document.querySelector('#bl-question-html .bl-card')", timeout=30_000)
     assert "accuracy" not in page.inner_text("#bl-summary")
     assert page.locator("#bl-images img").count() == 0

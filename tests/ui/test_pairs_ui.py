@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.ui.conftest import pick_option, screenshot, set_dropdown
+from tests.ui.conftest import pick_option, screenshot, set_dropdown, unknown_model
 
 pytestmark = pytest.mark.ui
 
@@ -119,9 +119,7 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     assert "Group" in page.inner_text("#bl-pairs-summary")
 
     # an error: the previous results no longer match the inputs and are cleared
-    set_dropdown(page, "bl-pairs-model", "nope:model")
-    page.click("#bl-pairs-score-btn")
-    page.wait_for_selector("text=unknown encoder backend", timeout=60_000)
+    unknown_model(page, "bl-pairs-model", "#bl-pairs-score-btn")
     page.wait_for_function("() => !document.querySelector('#bl-pairs-matrix td[data-cell]')", timeout=30_000)
     assert "Group" not in page.inner_text("#bl-pairs-summary")
     assert page.locator("#bl-pairs-chart .ytick text").count() == 0
