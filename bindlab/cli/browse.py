@@ -22,48 +22,24 @@ from bindlab.studies.result import Result
 
 # --- generate ----------------------------------------------------------------------------------------------------
 def cmd_generate_saber(a: argparse.Namespace) -> None:
-    from bindlab.data.saber import SABER_VOCAB, generate_saber, max_size, parse_sizes, template_vocab, write_benchmark
-    from bindlab.data.templates import check_template
+    from tqdm import tqdm
 
-    sizes = parse_sizes(a.sizes)
-    template = check_template(a.template)
+    from bindlab.studies.generate import generate_saber_set
+
     t = time.perf_counter()
-    settings: dict[str, Any] = {"seed": a.seed, "per_size": a.per_size, "sizes": sizes, "images": a.images,
-                                "template": template}
-    base = SABER_VOCAB
+    with tqdm(total=0, desc="rendering", unit="img", disable=not a.images) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        path, settings, rendered = generate_saber_set(
+            a.out, per_size=a.per_size, sizes=a.sizes, seed=a.seed, images=a.images, template=a.template,
+            vocab_from=a.vocab_from, size=a.size, workers=a.workers, progress=progress)
+    n = sum(1 for _ in open(path, encoding="utf-8"))
     if a.images:
-        from bindlab.data.render import RENDER_VOCAB
-
-        base = RENDER_VOCAB
-    vocab = base
-    if a.vocab_from:
-        from bindlab.data.holdout import saber_vocab_from
-
-        vocab = saber_vocab_from(a.vocab_from, base)
-        settings.update(vocab_from=str(a.vocab_from), n_objects=len(vocab.objects),
-                        n_attributes=len(vocab.attributes))
-    usable = template_vocab(vocab, template)
-    if sizes[-1] > max_size(usable):
-        where = f"the held-out vocabulary of {a.vocab_from}" if a.vocab_from else "the vocabulary"
-        raise ValueError(f"--sizes {a.sizes}: {where} has {len(usable.objects)} objects and {len(usable.attributes)} "
-                         f"attributes{' the with template can express' if usable is not vocab else ''}, so the "
-                         f"largest scene size is N = {max_size(usable)}; use --sizes 2-{max_size(usable)}")
-    if len(usable.attributes) != len(vocab.attributes):
-        settings["attributes_refused_by_template"] = sorted(
-            {x.category for x in vocab.attributes} - {x.category for x in usable.attributes})
-    questions = generate_saber(per_size=a.per_size, sizes=sizes, seed=a.seed, vocab=vocab, template=template)
-    if a.images:
-        from tqdm import tqdm
-
-        from bindlab.data.saber_images import render_mcq_images
-
-        with tqdm(total=5 * len(questions), desc="rendering", unit="img") as bar:
-            n = render_mcq_images(questions, a.out, size=a.size, workers=a.workers, seed=a.seed,
-                                  progress=lambda done, total: bar.update(done - bar.n))
-        settings.update(image_size=a.size, vocab="renderable")
-        print(f"rendered {n} new images ({5 * len(questions) - n} already there) at {a.size}px")
-    path = write_benchmark(a.out, questions, settings)
-    print(f"generated {len(questions)} questions ({template} template, sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per "
+        print(f"rendered {rendered} new images ({5 * n - rendered} already there) at {a.size}px")
+    sizes = settings["sizes"]
+    print(f"generated {n} questions ({settings['template']} template, sizes {sizes[0]}-{sizes[-1]}, {a.per_size} per "
           f"size, seed {a.seed}) in {time.perf_counter() - t:.1f}s -> {path}")
 
 

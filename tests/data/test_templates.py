@@ -266,7 +266,7 @@ def test_cli_round_trip(tmp_path, capsys):
     assert main(["generate", "saber", "--out", str(s), "--per-size", "2", "--sizes", "2-20", "--vocab-from",
                  str(tr / "holdout_vocab.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: --sizes 2-20") and "largest scene size is N = " in err and "\n" == err[-1]
+    assert err.startswith("error: sizes 2-20") and "largest scene size is N = " in err and "\n" == err[-1]
     assert main(["generate", "saber", "--out", str(s), "--template", "passive"]) == 2
     assert "unknown template 'passive'" in capsys.readouterr().err
     assert main(["generate", "triplets", "--out", str(tr), "--n", "10", "--holdout-words", "0.9"]) == 2
