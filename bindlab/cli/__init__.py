@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bindlab.cli import attention, browse, compare, finetune, grounding, map, models, pairs, toy
+from bindlab.cli import attention, browse, compare, datasets, finetune, grounding, map, models, pairs, toy
 from bindlab.cli.common import Groups, Parser
 from bindlab.config import __version__
 
@@ -32,6 +32,7 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
     toy.add_commands,
     map.add_commands,
     compare.add_commands,
+    datasets.add_commands,
 ]
 
 
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands whose --out names a folder (everything else writes one file there).
-OUT_IS_DIR = ("generate", "train")
+OUT_IS_DIR = ("generate", "train", "export-dataset")
 
 
 def validate_args(a: argparse.Namespace) -> None:

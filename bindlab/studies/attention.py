@@ -77,6 +77,10 @@ class AttentionRequest:
         self.model = _model(self.model, "model")
         self.compare = _model(self.compare, "compare", required=False)
         self.data = str(self.data or "").strip()
+        if self.data:
+            from bindlab.studies.validate import data_input
+
+            self.data = str(data_input(self.data, "data", "captions"))  # a datasets folder becomes its JSONL
         self.limit = _whole(self.limit, "limit (captions per set, 0 = all)")
         self.direction = att.check_direction(self.direction)
         self.seed = _whole(self.seed, "seed")

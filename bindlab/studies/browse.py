@@ -33,7 +33,7 @@ from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
 from bindlab.studies.memo import remember
 from bindlab.studies.result import Result
-from bindlab.studies.validate import input_path, nonneg_int, positive_int
+from bindlab.studies.validate import data_input, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
 DEFAULT_IMAGE_SIZE = 128
@@ -67,7 +67,8 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
                               if progress else None)
         else:
             qs = generate_saber(**kwargs)
-        write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images})
+        write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images, "template": "attributive",
+                                          **({"image_size": DEFAULT_IMAGE_SIZE, "vocab": "renderable"} if images else {})})
     return path
 
 
@@ -119,8 +120,7 @@ class McqRequest:
         if not str(self.data or "").strip():
             raise ValueError("data: give an MCQ JSONL file, e.g. DIR/mcq.jsonl "
                              "(make one with 'python -m bindlab generate saber --out DIR')")
-        input_path(str(self.data).strip(), "data", must_exist=False)  # inside the allowed data roots
-        self.data = Path(self.data)
+        self.data = data_input(self.data, "data", "mcq")  # inside the allowed data roots; a datasets folder read
         self.model = (self.model or "").strip()
         if not self.model:
             raise ValueError("model: give an encoder id, e.g. minilm, bow or toy:clip")
@@ -314,10 +314,11 @@ def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) ->
     return data.strip(), model
 
 
-def embedded_data_for(model: str, pairings: Sequence[str], device: str = "auto", progress: Any = None) -> str:
+def embedded_data_for(model: str, pairings: Sequence[str], device: str = "auto", progress: Any = None,
+                      batch_size: int | None = None) -> str:
     """The embedded benchmark ``model`` can read (:func:`default_dataset_for`: the renderable one for the toy models),
     with images when one of ``pairings`` needs them (an unknown pairing is left for the request to refuse)."""
-    encoder = get_encoder(model, device=device)  # cheap: weights load on first use
+    encoder = get_encoder(model, device=device, batch_size=batch_size)  # cheap: weights load on first use
     images = any(needs_images(p) for p in pairings if p in PAIRINGS)
     return str(default_dataset_for([encoder], images=images, progress=progress))
 

@@ -34,7 +34,7 @@ from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
-from bindlab.studies.validate import input_path, nonneg_int, positive_int
+from bindlab.studies.validate import data_input, input_path, nonneg_int, positive_int
 
 TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
 PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
@@ -104,9 +104,9 @@ class CompareRequest:
             raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
         self.data = str(self.data).strip() or None if self.data else None
         self.pairs_data = str(self.pairs_data).strip() or None if self.pairs_data else None
-        for name in ("data", "pairs_data"):  # inside the allowed data roots
+        for name, kind in (("data", "mcq"), ("pairs_data", "pairs")):  # inside the allowed roots; datasets read
             if getattr(self, name):
-                input_path(getattr(self, name), name, must_exist=False)
+                setattr(self, name, str(data_input(getattr(self, name), name, kind)))
         for task in self.suite:  # a benchmark's name and local copy too, before any model loads
             if not task.startswith("benchmark:"):
                 continue

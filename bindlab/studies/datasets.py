@@ -73,13 +73,28 @@ def _walk(root: Path, names: tuple[str, ...], out: list[Path]) -> None:
                 out.append(Path(e.path))
 
 
+# kind of picker -> kinds of datasets folder (bindlab/export.json) it offers
+DATASET_KINDS: dict[str, tuple[str, ...]] = {"mcq": ("mcq",), "pairs": ("pairs",), "captions": ("mcq", "triplets"),
+                                             "grid": ("grid",), "triplets": ("triplets",)}
+
+
+def _dataset_kind(export_json: Path) -> str | None:
+    """The kind a datasets folder's ``bindlab/export.json`` names (None when unreadable)."""
+    from bindlab.data.files import DataError, load_json_bounded
+
+    try:
+        return str(load_json_bounded(export_json, dict, "export.json").get("kind"))
+    except DataError:
+        return None
+
+
 def list_data_sets(kind: str) -> list[tuple[str, str]]:
     """The sets of ``kind`` a visitor may choose: ``(label, path)`` pairs, the embedded default first as
     ``("embedded default", "")``. Sets are looked for under every allowed data root except the current folder in
     local mode (a checkout can be large); labels are paths relative to their root."""
     _, names = _check_kind(kind)
     folder = names[0].startswith("/")
-    wanted = tuple(n.lstrip("/") for n in names)
+    wanted = (*(n.lstrip("/") for n in names), "export.json")  # export.json: a datasets folder (below)
     found: list[Path] = []
     cwd = Path(os.path.realpath(Path.cwd()))
     for root in data_roots():
@@ -90,9 +105,15 @@ def list_data_sets(kind: str) -> list[tuple[str, str]]:
     sets: list[tuple[str, str]] = [("embedded default", "")]
     seen: set[str] = set()
     labels: set[str] = set()
+    materialised = home() / "datasets"  # copies of datasets folders, read through the folders themselves
     for f in found:
-        target = f.parent if folder else f
-        if str(target) in seen:
+        if f.name == "export.json":
+            if f.parent.name != "bindlab" or _dataset_kind(f) not in DATASET_KINDS[kind]:
+                continue
+            target = f.parent.parent  # a Hugging Face datasets folder written by bindlab export-dataset
+        else:
+            target = f.parent if folder else f
+        if materialised in target.parents or str(target) in seen:
             continue
         seen.add(str(target))
         root = next((r for r in data_roots() if r == target or r in target.parents), target.parent)

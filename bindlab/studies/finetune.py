@@ -21,7 +21,7 @@ from typing import Any
 
 from bindlab.studies.access import check_model_access
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_options, encoder_id, finite_float, input_path, nonneg_int
+from bindlab.studies.validate import check_options, data_input, encoder_id, finite_float, input_path, nonneg_int
 from bindlab.train.compare import (
     LABELS,
     display_labels,
@@ -91,7 +91,8 @@ def _triplets_path(data: Any) -> tuple[str, int]:
     if not text:
         raise ValueError("finetune needs a triplets folder (--data); make one with "
                          "'python -m bindlab generate triplets --out DIR'")
-    p = Path(text).expanduser()
+    p = data_input(Path(text).expanduser(), "data", "triplets")  # a datasets folder becomes its triplets.jsonl
+    text = str(p) if p != Path(text).expanduser() else text
     if not (p.is_file() or (p / "triplets.jsonl").is_file()):
         raise FileNotFoundError(f"no triplets at {p}; make them with 'python -m bindlab generate triplets --out {p}'")
     return text, _check_triplets(p)
@@ -361,8 +362,8 @@ class CompareRequest:
             raise ValueError("select a finished job to compare (ids as 'python -m bindlab jobs list' prints them)")
         object.__setattr__(self, "job", job)
         object.__setattr__(self, "data", str(self.data or "").strip())
-        if self.data:
-            input_path(self.data, "data", must_exist=False)  # inside the allowed data roots
+        if self.data:  # inside the allowed data roots; a datasets folder becomes its mcq.jsonl
+            object.__setattr__(self, "data", str(data_input(self.data, "data", "mcq")))
         object.__setattr__(self, "limit", nonneg_int(self.limit, "limit"))
         if self.attention_limit is not None:
             object.__setattr__(self, "attention_limit", nonneg_int(self.attention_limit, "attention_limit"))

@@ -163,7 +163,9 @@ def resolve_grid(data: str | Path, progress: Progress | None = None) -> Path:
     """The grid folder of ``data``; empty = the default grid, rendered on first use."""
     data = str(data or "").strip()
     if data:
-        return Path(data)
+        from bindlab.studies.validate import data_input
+
+        return data_input(data, "data", "grid")  # a datasets folder becomes the grid's index.csv
     from bindlab.data.factors import default_grid
 
     report = ((lambda done, total: progress(done / max(total, 1), f"rendering the default grid {done}/{total}"))

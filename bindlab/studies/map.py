@@ -108,7 +108,9 @@ def resolve_data(data: str | Path | None, encoder: Any, progress: Progress | Non
     """The MCQ file to map: ``data`` when given, else the embedded default (with images when the model has them)."""
     text = str(data or "").strip()
     if text:
-        p = Path(text)
+        from bindlab.studies.validate import data_input
+
+        p = data_input(text, "data", "mcq")  # a datasets folder becomes its mcq.jsonl
         if not p.is_file():
             raise FileNotFoundError(f"{p}: MCQ file not found; generate one with "
                                     "'python -m bindlab generate saber --out DIR [--images]'")

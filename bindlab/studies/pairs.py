@@ -22,7 +22,7 @@ from bindlab.studies.access import check_model_access
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.memo import remember
 from bindlab.studies.result import Result
-from bindlab.studies.validate import input_path, nonneg_int, positive_int
+from bindlab.studies.validate import data_input, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
@@ -62,8 +62,7 @@ class PairsRequest:
         if not str(self.data or "").strip():
             raise ValueError("data: give a Pairs JSONL file, e.g. DIR/pairs.jsonl "
                              "(make one with 'python -m bindlab generate composet --out DIR')")
-        input_path(str(self.data).strip(), "data", must_exist=False)  # inside the allowed data roots
-        self.data = Path(self.data)
+        self.data = data_input(self.data, "data", "pairs")  # inside the allowed data roots; a datasets folder read
         self.model = (self.model or "").strip()
         if not self.model:
             raise ValueError("model: give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")

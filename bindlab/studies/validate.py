@@ -186,6 +186,35 @@ def input_path(path: str | os.PathLike, name: str = "data", must_exist: bool = T
     return real
 
 
+def hub_dataset_id(value: Any) -> bool:
+    """``hf:ORG/NAME`` that is not a local path: a dataset on the Hugging Face Hub."""
+    text = str(value or "").strip()
+    return text.startswith("hf:") and not Path(text).exists()
+
+
+def data_input(value: str | os.PathLike, name: str = "data", kind: str | None = None) -> Path:
+    """An input set as bindlab's loaders read it: a path inside the allowed data roots (as :func:`input_path`, not
+    required to exist yet) or, outside public mode, ``hf:ORG/NAME``; a Hugging Face datasets folder (``bindlab
+    export-dataset``) or Hub dataset becomes bindlab's own files once
+    (:func:`bindlab.data.hf_datasets.as_bindlab_path`). Any other path comes back as given.
+
+    Raises:
+        DataError: a path outside the roots, a Hub id in public mode or when the Hub cannot be reached, a dataset
+            of another kind than ``kind``.
+    """
+    from bindlab.config import public_mode
+    from bindlab.data.hf_datasets import as_bindlab_path
+
+    text = os.fspath(value).strip()
+    if hub_dataset_id(text):
+        if public_mode():
+            raise DataError(f"{_flag(name)}: this server does not fetch datasets from the Hugging Face Hub; choose a "
+                            "listed set or upload a file")
+    else:
+        input_path(text, name, must_exist=False)
+    return as_bindlab_path(text, kind)
+
+
 # --- options of one command ------------------------------------------------------------------------------------------
 def _pos(limit: str | None = None) -> Callable[[Any, str, Limits], Any]:
     def check(v: Any, name: str, lims: Limits) -> int:
@@ -310,7 +339,9 @@ def check_options(opts: Mapping[str, Any], out_is_dir: bool = False, allow_asset
         checked[name] = OPTION_RULES[name](value, name, lims)
     for name in INPUT_PATHS:
         value = opts.get(name)
-        if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+        if name == "data" and isinstance(value, str) and hub_dataset_id(value):
+            checked[name] = data_input(value, name)  # hf:ORG/NAME: fetched by the request, refused in public mode
+        elif isinstance(value, (str, os.PathLike)) and os.fspath(value):
             checked[name] = input_path(value, name)
     out = opts.get("out")
     if isinstance(out, (str, os.PathLike)):
