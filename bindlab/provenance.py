@@ -23,6 +23,8 @@ def provenance(dataset: str | Path | None = None, encoder: Any = None, settings:
     }
     if encoder is not None:
         rec["encoder"] = {"id": encoder.id, "fingerprint": encoder.fingerprint}
+        if getattr(encoder, "fingerprint_note", None):  # a model adopted in Python: its fingerprint is its name
+            rec["encoder"]["fingerprint_is"] = encoder.fingerprint_note
     if dataset is not None:
         p = Path(dataset)
         rec["dataset"] = {"path": str(p.resolve()), "sha256": file_sha256(p) if p.is_file() else None}

@@ -142,7 +142,7 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
 
 
 # Backends whose weights are always on this machine (bundled or built in): an "@revision" cannot choose among them.
-LOCAL_BACKENDS = ("toy", "bow", "lora")
+LOCAL_BACKENDS = ("toy", "bow", "lora", "py")
 
 
 def names_local_weights(eid: EncoderId) -> bool:

@@ -183,7 +183,40 @@ class HFDualEncoder:
                                    f"{config.model_type!r} model{hint}")
 
         ck = load_checkpoint(eid, options, check_family)
-        src, local, config = ck.src, ck.local, ck.config
+        self._setup(ck, options, weights_fingerprint(ck.src, ck.local, eid.revision, ck.config))
+
+    @classmethod
+    def from_objects(cls, model: Any, processor: Any, name: str, batch_size: int = 32) -> HFDualEncoder:
+        """A CLIP / SigLIP / SigLIP2 model and processor held in memory, embedding exactly as ``hf:`` does.
+
+        The id is ``py:<name>`` and the fingerprint names ``name`` (the caller's name keys the embedding cache; it is
+        not a hash of the weights). The model stays on its device and dtype.
+
+        Raises:
+            EncoderError: a model that is not one of the families ``hf:`` loads, or a processor without a tokenizer
+                and an image processor.
+        """
+        from bindlab.encoders.adopted import FINGERPRINT_NOTE, check_name
+
+        self = cls.__new__(cls)
+        self.id = f"py:{check_name(name)}"
+        self.fingerprint_note = FINGERPRINT_NOTE
+        config = getattr(model, "config", None)
+        family = getattr(config, "model_type", None)
+        if family not in FAMILIES:
+            raise EncoderError(f"{self.id}: wrap_transformers takes a {', '.join(FAMILIES)} model (transformers' "
+                               f"CLIPModel, SiglipModel, Siglip2Model); got {type(model).__name__} "
+                               f"(model_type {family!r})")
+        if not (hasattr(processor, "tokenizer") and hasattr(processor, "image_processor")):
+            raise EncoderError(f"{self.id}: wrap_transformers needs the model's processor (AutoProcessor), with a "
+                               f"tokenizer and an image processor; got {type(processor).__name__}")
+        param = next(model.parameters())
+        ck = Checkpoint(f"<{name}>", True, config, model.eval(), processor, str(param.device), param.dtype)
+        self._setup(ck, {"batch_size": batch_size}, "user-named")
+        return self
+
+    def _setup(self, ck: Checkpoint, options: dict[str, Any], weights: str) -> None:
+        config = ck.config
         self.family = config.model_type
         self.model, self.processor, self.device, self.dtype = ck.model, ck.processor, ck.device, ck.dtype
         self.tokenizer = self.processor.tokenizer
@@ -196,7 +229,7 @@ class HFDualEncoder:
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
         self.converts_rgb = bool(getattr(self.processor.image_processor, "do_convert_rgb", False))
         self.runner = BatchRunner(self.id, options.get("batch_size", 32))
-        self.fingerprint = (f"{self.id}|{weights_fingerprint(src, local, eid.revision, config)}"
+        self.fingerprint = (f"{self.id}|{weights}"
                             f"|{str(self.dtype).removeprefix('torch.')}|pad={self.padding}|max={self.max_text_len}")
         self.last_truncated = 0
         self.last_image_notes: list[str] = []

@@ -140,6 +140,39 @@ class OpenClipEncoder:
         except (OSError, RuntimeError, ValueError) as e:
             raise hub_load_error(self.id, model_name, e) from None
         self.model = model.eval().to(self.device, self.dtype)
+        self._setup(options, weights)
+
+    @classmethod
+    def from_objects(cls, model: Any, preprocess: Any, tokenizer: Any, name: str,
+                     batch_size: int = 32) -> OpenClipEncoder:
+        """An open_clip model with its eval preprocess and tokenizer held in memory, embedding exactly as
+        ``open_clip:`` does. The id is ``py:<name>``; the fingerprint names ``name`` (not a hash of the weights).
+        The model is put in eval mode and stays on its device and dtype.
+
+        Raises:
+            EncoderError: a model without ``encode_text``/``encode_image``, or a preprocess or tokenizer that is not
+                callable.
+        """
+        from bindlab.encoders.adopted import FINGERPRINT_NOTE, check_name
+
+        self = cls.__new__(cls)
+        self.id = f"py:{check_name(name)}"
+        self.fingerprint_note = FINGERPRINT_NOTE
+        if not (callable(getattr(model, "encode_text", None)) and callable(getattr(model, "encode_image", None))):
+            raise EncoderError(f"{self.id}: wrap_open_clip takes an open_clip model (with encode_text and "
+                               f"encode_image); got {type(model).__name__}")
+        for what, obj in (("preprocess", preprocess), ("tokenizer", tokenizer)):
+            if not callable(obj):
+                raise EncoderError(f"{self.id}: wrap_open_clip needs the model's {what} "
+                                   "(open_clip.create_model_and_transforms / open_clip.get_tokenizer); got "
+                                   f"{type(obj).__name__}")
+        param = next(model.parameters())
+        self.device, self.dtype = str(param.device), param.dtype
+        self.preprocess, self.tokenizer, self.model = preprocess, tokenizer, model.eval()
+        self._setup({"batch_size": batch_size}, "user-named")
+        return self
+
+    def _setup(self, options: dict[str, Any], weights: str) -> None:
         self.context_length = int(getattr(self.tokenizer, "context_length", 77))
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
         self.runner = BatchRunner(self.id, options.get("batch_size", 32))

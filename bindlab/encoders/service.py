@@ -211,6 +211,30 @@ def _evict_beyond(cap: int) -> None:
         _KEY_LOCKS.pop(key, None)
 
 
+def recipe(encoder: Encoder) -> tuple[str, dict[str, Any]] | None:
+    """How :func:`get_encoder` loaded ``encoder``: ``(model id as given, options)``; None for one it did not load."""
+    with _LOCK:
+        return _RECIPES.get(id(encoder))
+
+
+def keep(encoder: Encoder) -> None:
+    """Make ``encoder`` (built outside :func:`get_encoder`) the instance its id loads, with the default options."""
+    key = instance_key(encoder.id)
+    with _LOCK:
+        _INSTANCES[key] = encoder
+        _RECIPES[id(encoder)] = (encoder.id, {})
+        _evict_beyond(limits().max_loaded_models)
+
+
+def forget(model_id: str) -> None:
+    """Drop every loaded instance of ``model_id`` (a ``py:`` id whose object was replaced), so the next
+    :func:`get_encoder` loads what the id names now."""
+    with _LOCK:
+        for key in [k for k in _INSTANCES if k[0] == model_id]:
+            _RECIPES.pop(id(_INSTANCES.pop(key)), None)
+            _KEY_LOCKS.pop(key, None)
+
+
 def loaded_count() -> int:
     """How many encoder instances this process holds (for tests and the memory checks in docs/deploy.md)."""
     with _LOCK:

@@ -35,6 +35,25 @@ class Result:
         """The value of the primary metric (``None`` when the study has none)."""
         return self.summary.get(self.primary_metric) if self.primary_metric else None
 
+    def to_pandas(self, table: str | None = None) -> Any:
+        """The per-item rows as a ``pandas.DataFrame`` (one row per question, pair, caption …), or with ``table``
+        one of :attr:`tables` (e.g. ``"accuracy_by_n"``).
+
+        Raises:
+            KeyError: a table name this result does not have, listing the ones it has.
+        """
+        import pandas as pd
+
+        if table is None:
+            return pd.DataFrame(self.rows)
+        if table not in self.tables:
+            raise KeyError(f"{self.feature} result has no table {table!r}; it has {sorted(self.tables) or 'none'}")
+        return pd.DataFrame(self.tables[table])
+
+    def frames(self) -> dict[str, Any]:
+        """Every table of :attr:`tables` as a ``pandas.DataFrame``, by name."""
+        return {name: self.to_pandas(name) for name in self.tables}
+
     def to_json(self) -> dict[str, Any]:
         """The result file's content: the summary, the primary metric's name, notes and provenance."""
         return {**self.summary, "primary_metric": self.primary_metric, "notes": self.notes,
