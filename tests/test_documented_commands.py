@@ -140,6 +140,16 @@ SCENARIOS: dict[tuple[str, str], dict] = {
         {"cls": "parse", "subs": {"DIR": "runs/toy-shared"}},  # 56 min
     ("bindlab/assets/toy-shared/README.md", "eval toy --model toy:shared --out eval.json"):
         {"cls": "slow"},  # 378 s at load 18
+    # --- docs/python.md: its commands are named in prose next to the Python function that runs the same study
+    ("docs/python.md", "bindlab eval mcq"): {"cls": "mention"},
+    ("docs/python.md", "bindlab eval pairs"): {"cls": "mention"},
+    ("docs/python.md", "bindlab compare"): {"cls": "mention"},
+    ("docs/python.md", "bindlab ground"): {"cls": "mention"},
+    ("docs/python.md", "bindlab attention"): {"cls": "mention"},
+    ("docs/python.md", "bindlab generate saber"): {"cls": "mention"},
+    ("docs/python.md", "bindlab generate composet"): {"cls": "mention"},
+    ("docs/python.md", "bindlab generate factors"): {"cls": "mention"},
+    ("docs/python.md", "bindlab export-dataset"): {"cls": "mention"},
 }
 
 CLASSES = {"run", "slow", "parse", "mention"}
