@@ -302,3 +302,22 @@ def open_image(path: str | os.PathLike, max_pixels: int | None = None) -> Any:
 __all__ = ["DataError", "REFUSED", "check_regular", "iter_jsonl_bounded", "load_json_bounded", "open_image",
            "open_regular", "parse_json", "read_bytes_bounded", "read_text_bounded", "resolve_allowed",
            "resolve_image_field"]
+
+
+def build_once(target: str | os.PathLike, build: Any) -> Path:
+    """``target`` (a file), built by ``build()`` unless it exists, by one process and thread at a time.
+
+    Other threads *and processes* sharing ``$BINDLAB_HOME`` (two app workers, a CLI next to the app, the test
+    workers) wait on a lock file beside the target's folder and then find it built, instead of building it again
+    into the same folder at the same time.
+    """
+    from filelock import FileLock
+
+    path = Path(target)
+    if path.exists():
+        return path
+    path.parent.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path.parent) + ".lock"):
+        if not path.exists():
+            build()
+    return path

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from bindlab.config import home
+from bindlab.data.files import build_once
 from bindlab.data.schema import MCQ, LoadReport, load_mcqs
 from bindlab.eval.mcq import (
     PAIRINGS,
@@ -50,11 +51,8 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
 
     name = "saber-mini-images" if images else "saber-mini"
     path = home() / "default" / name / "mcq.jsonl"
-    if path.exists():
-        return path
-    with _LOCK:  # two visitors opening the page at once render the default only once
-        if path.exists():
-            return path
+
+    def build() -> None:
         kwargs: dict[str, Any] = dict(per_size=DEFAULT_SETTINGS["per_size"], sizes=DEFAULT_SETTINGS["sizes"],
                                       seed=DEFAULT_SETTINGS["seed"])
         if images:
@@ -69,7 +67,9 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
             qs = generate_saber(**kwargs)
         write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images, "template": "attributive",
                                           **({"image_size": DEFAULT_IMAGE_SIZE, "vocab": "renderable"} if images else {})})
-    return path
+
+    # two visitors (or two processes sharing the home) opening the page at once render the default only once
+    return build_once(path, build)
 
 
 _READS_DEFAULT: dict[str, bool] = {}  # encoder fingerprint -> it knows every word of the embedded text benchmark

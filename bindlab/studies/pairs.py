@@ -32,11 +32,10 @@ Progress = Callable[[float, str], None]
 def default_pairs_dataset() -> Path:
     """The embedded default: a small CompoSET-style set (6 scenes x 15 foils, 160 px), generated on first use."""
     from bindlab.data.composet import generate_composet
+    from bindlab.data.files import build_once
 
     path = home() / "default" / "composet-mini" / "pairs.jsonl"
-    if not path.exists():
-        generate_composet(path.parent, workers=1, **DEFAULT_SETTINGS)
-    return path
+    return build_once(path, lambda: generate_composet(path.parent, workers=1, **DEFAULT_SETTINGS))
 
 
 # --- the request and the study ----------------------------------------------------------------------------------

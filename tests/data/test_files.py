@@ -198,3 +198,38 @@ def test_the_readme_cli_example_writes_and_reads_outside_the_checkout(tmp_path):
         assert (work / "r.json").is_file()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_build_once_builds_once_across_threads_and_processes(tmp_path):
+    """Two processes and two threads ask for one target at once: one builds, the others wait and find it."""
+    import subprocess
+    import sys
+    import threading
+
+    target = tmp_path / "set" / "data.jsonl"
+    script = ("import sys, time\nfrom pathlib import Path\nfrom bindlab.data.files import build_once\n"
+              "t = Path(sys.argv[1])\n"
+              "def build():\n    t.parent.mkdir(parents=True, exist_ok=True)\n"
+              "    with open(t.parent.parent / 'builds', 'a') as f: f.write('x')\n"
+              "    time.sleep(1.0)\n    t.write_text('done')\n"
+              "build_once(t, build)\nassert t.read_text() == 'done'\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(target)]) for _ in range(2)]
+
+    def build_here() -> None:
+        import time
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp_path / "builds", "a") as f:
+            f.write("t")
+        time.sleep(1.0)
+        target.write_text("done")
+
+    from bindlab.data.files import build_once
+
+    threads = [threading.Thread(target=build_once, args=(target, build_here)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    assert len((tmp_path / "builds").read_text()) == 1 and target.read_text() == "done"
