@@ -36,9 +36,16 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 # Upload file types per kind (what the upload widget accepts).
 UPLOAD_TYPES: dict[str, list[str]] = {
-    "mcq": [".jsonl", ".json"], "pairs": [".jsonl", ".json"], "captions": [".jsonl", ".json"],
-    "grid": [".csv", ".png", ".jpg", ".jpeg"], "triplets": [".jsonl", ".json"],
+    "mcq": [".jsonl", ".json", ".zip"], "pairs": [".jsonl", ".json", ".zip"], "captions": [".jsonl", ".json", ".zip"],
+    "grid": [".csv", ".png", ".jpg", ".jpeg", ".zip"], "triplets": [".jsonl", ".json", ".zip"],
 }
+# A .zip upload carries a data file with its images (an image MCQ set, a Pairs set, a grid). It may unpack to at
+# most ZIP_EXPANSION x max_upload_mb and hold at most ZIP_MAX_MEMBERS entries; both are checked before anything is
+# written, and again while writing (the sizes in a zip's directory are the sender's word).
+ZIP_EXPANSION = 4
+ZIP_MAX_MEMBERS = 20_000
+_ZIP_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")  # what archivers add; skipped, not refused
+_DATA_MARK = ".bindlab-data"  # in a zip upload's folder: the name of its data file
 # Folders under $BINDLAB_HOME that hold no data sets a visitor should see.
 _SKIP = {"jobs", "exports", "uploads", "cache", "compare", "maps", ".git", "__pycache__", "node_modules"}
 MAX_DEPTH = 4  # how deep under a root the listing looks
@@ -299,6 +306,11 @@ def store_upload(files: str | os.PathLike | Sequence[str | os.PathLike], kind: s
     if not paths:
         raise ValueError(f"no file uploaded; choose a {what}")
     folder_kind = names[0].startswith("/")
+    if any(p.suffix.lower() == ".zip" for p in paths):
+        if len(paths) > 1:
+            raise ValueError(f"upload one .zip on its own (it holds the {what} and its images), got {len(paths)} "
+                             "files")
+        return _store_zip(paths[0], kind, session)
     if not folder_kind and len(paths) > 1:
         raise ValueError(f"upload one {what}, got {len(paths)} files")
     if folder_kind and names[0][1:] not in {_safe_name(p.name) for p in paths}:
@@ -311,8 +323,112 @@ def store_upload(files: str | os.PathLike | Sequence[str | os.PathLike], kind: s
     return dest if folder_kind else dest / _safe_name(paths[0].name)
 
 
+def _store_zip(archive: Path, kind: str, session: str | None) -> Path:
+    """Unpack an uploaded zip into a fresh folder of the session's uploads; return its data file (a file kind) or
+    the folder (a folder kind). Nothing is kept when the zip is refused."""
+    what, names = _check_kind(kind)
+    parent = session_uploads(session)
+    parent.mkdir(parents=True, exist_ok=True)
+    dest = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=parent))
+    try:
+        unzip_bounded(archive, dest)
+        top = sorted(f.name for f in dest.iterdir() if f.is_file() and not f.name.startswith("."))
+        if names[0].startswith("/"):
+            if names[0][1:] not in top:
+                raise ValueError(f"{archive.name}: a {what} needs {names[0][1:]} at the top of the zip (or of its one "
+                                 f"folder); it has {', '.join(top[:5]) or 'no files there'}")
+            return dest
+        wanted = [n for n in names if n in top] or [n for n in top if n.endswith(".jsonl")]
+        if len(wanted) != 1:
+            raise ValueError(f"{archive.name}: put one {what} ({' or '.join(names)}) at the top of the zip, with its "
+                             f"images beside it; found {len(wanted)} JSONL files there")
+        (dest / _DATA_MARK).write_text(wanted[0])
+        return dest / wanted[0]
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def _member_parts(name: str, archive: str) -> list[str] | None:
+    """The path of one zip entry as safe parts, None for archiver junk; a path that climbs out, is absolute or
+    names a hidden file is refused."""
+    if any(name.startswith(j) or name.endswith("/" + j) or name == j for j in _ZIP_JUNK):
+        return None
+    if "\\" in name or "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise ValueError(f"{archive}: entry {name[:80]!r} has an absolute or Windows path; zip paths must be "
+                         "relative")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise ValueError(f"{archive}: entry {name[:80]!r} climbs out of the zip's folder ('..'); refused")
+    if any(p.startswith(".") or len(p.encode()) > 255 or any(ord(c) < 32 for c in p) for p in parts):
+        raise ValueError(f"{archive}: entry {name[:80]!r} is hidden or has an unusable name; refused")
+    return parts
+
+
+def unzip_bounded(archive: str | os.PathLike, dest: str | os.PathLike) -> int:
+    """Unpack ``archive`` into the empty folder ``dest``, refusing what an upload must not carry: symlinks, paths
+    that climb out or are absolute, more than :data:`ZIP_MAX_MEMBERS` entries, more than :data:`ZIP_EXPANSION` x
+    ``max_upload_mb`` unpacked (checked from the directory first, then byte by byte while writing), a corrupt entry.
+    A zip whose every entry sits in one folder is unpacked from inside that folder. Returns the files written.
+
+    Raises:
+        ValueError: naming the archive, the entry and what is wrong.
+    """
+    import stat
+    import zipfile
+
+    src, dest = Path(archive), Path(dest)
+    cap = ZIP_EXPANSION * limits().max_upload_mb * (1 << 20)
+    try:
+        zf = zipfile.ZipFile(src)
+    except (zipfile.BadZipFile, OSError):
+        raise ValueError(f"{src.name} is not a readable zip file; make one with 'zip -r set.zip DIR'") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > ZIP_MAX_MEMBERS:
+            raise ValueError(f"{src.name} holds {len(infos)} entries; an upload takes at most {ZIP_MAX_MEMBERS}")
+        members = []
+        for info in infos:
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise ValueError(f"{src.name}: entry {info.filename[:80]!r} is a symbolic link; refused")
+            parts = _member_parts(info.filename, src.name)
+            if parts and not info.is_dir():
+                members.append((info, parts))
+        if not members:
+            raise ValueError(f"{src.name} holds no files")
+        declared = sum(i.file_size for i, _ in members)
+        if declared > cap:
+            raise ValueError(f"{src.name} unpacks to {declared / 2**20:.0f} MiB; an upload may unpack to at most "
+                             f"{cap >> 20} MiB ({ZIP_EXPANSION} x BINDLAB_MAX_UPLOAD_MB)")
+        tops = {parts[0] for _, parts in members}
+        strip = 1 if len(tops) == 1 and all(len(parts) > 1 for _, parts in members) else 0
+        written = 0
+        for info, parts in members:
+            target = dest.joinpath(*parts[strip:])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with zf.open(info) as fin, open(target, "xb") as fout:
+                    while chunk := fin.read(1 << 20):
+                        written += len(chunk)
+                        if written > cap:
+                            raise ValueError(f"{src.name} unpacks to more than {cap >> 20} MiB (its directory "
+                                             "said less); refused")
+                        fout.write(chunk)
+            except FileExistsError:
+                raise ValueError(f"{src.name}: entry {info.filename[:80]!r} appears twice") from None
+            except (zipfile.BadZipFile, EOFError, OSError, RuntimeError, NotImplementedError) as e:
+                raise ValueError(f"{src.name}: entry {info.filename[:80]!r} cannot be unpacked "
+                                 f"({type(e).__name__}); make the zip again") from None
+    return len(members)
+
+
 def upload_label(stored: Path) -> str:
-    """How an uploaded set reads in the data dropdown: its file name (a folder kind: the names of its files)."""
+    """How an uploaded set reads in the data dropdown: its file name (a folder kind: the names of its files; a zip
+    upload: the data file and how many images came with it)."""
+    folder = stored if stored.is_dir() else stored.parent
+    if (folder / _DATA_MARK).is_file() or any(p.is_dir() for p in folder.iterdir()):
+        images = sum(1 for p in folder.rglob("*") if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
+        return f"uploaded: {stored.name}" + (f" + {images} images" if images else "")
     names = sorted(p.name for p in stored.iterdir()) if stored.is_dir() else [stored.name]
     return f"uploaded: {', '.join(names)[:80]}"
 
@@ -329,9 +445,13 @@ def _uploads(kind: str, session: str | None) -> list[tuple[str, str, Path]]:
     for entry in folder.iterdir():  # one fresh folder per upload (store_upload)
         if not entry.is_dir() or entry.is_symlink() or not entry.name.startswith(f"{kind}-"):
             continue
-        files = [f for f in entry.iterdir() if f.is_file() and not f.is_symlink()]
+        files = [f for f in entry.iterdir() if f.is_file() and not f.is_symlink() and f.name != _DATA_MARK]
+        mark = entry / _DATA_MARK
         if names[0].startswith("/"):
             targets = [entry] if any(f.name in wanted for f in files) else []
+        elif mark.is_file() and not mark.is_symlink():  # a zip upload: its data file, named when it was stored
+            chosen = mark.read_text()[:255]
+            targets = [f for f in files if f.name == chosen]
         else:
             targets = files[:1] if len(files) == 1 else []
         out += [(entry.stat().st_mtime, upload_label(t), entry.name, t) for t in targets]

@@ -330,8 +330,9 @@ def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textb
     with gr.Column(scale=scale, min_width=240):
         choice = DataDropdown(datasets.set_choices(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
                               allow_custom_value=False, filterable=False, kind=kind)
-        upload = gr.File(label=f"…or upload ({'several files' if folder else 'one file'}, at most "
-                               f"{max_upload_mb()} MiB each)", file_count="multiple" if folder else "single",
+        upload = gr.File(label=f"…or upload ({'several files' if folder else 'one file'}, or a .zip with its "
+                               f"images; at most {max_upload_mb()} MiB each)",
+                         file_count="multiple" if folder else "single",
                          file_types=datasets.UPLOAD_TYPES[kind], height=90, elem_id=f"{elem_id}-upload")
 
     def take(files: Any, request: gr.Request) -> tuple[Any, Any]:

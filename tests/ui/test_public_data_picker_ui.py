@@ -59,3 +59,27 @@ def test_a_visitor_scores_an_offered_set_and_an_upload_by_opaque_values(public_u
     _summary_says(page, "3 questions")
     assert str(home) not in page.content() and os.path.realpath(home) not in page.content()
     screenshot(page, "public-data-picker")
+
+    # an image set arrives as one .zip (its JSONL and its images) and shows with its images in an image pairing
+    import zipfile
+
+    from tests.cli_run import run
+
+    run("generate", "saber", "--out", tmp_path / "img", "--per-size", "1", "--sizes", "2-3", "--images", "--size",
+        "32", "--workers", "1")
+    archive = tmp_path / "img-set.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in sorted((tmp_path / "img").rglob("*")):
+            if f.is_file():
+                zf.write(f, f"img-set/{f.relative_to(tmp_path / 'img').as_posix()}")
+    page.set_input_files("#bl-data-upload input[type=file]", str(archive))
+    page.wait_for_function("() => document.querySelector('#bl-data input').value === 'uploaded: mcq.jsonl + 10 "
+                           "images'", timeout=120_000)
+    pick_option(page, "bl-model", "toy:clip")
+    page.click("#bl-pairing label:has-text('ti')")
+    _summary_says(page, "pairing ti")
+    page.wait_for_function(
+        "() => { const imgs = document.querySelectorAll('#bl-images img');"
+        " return imgs.length === 5 && Array.from(imgs).every(i => i.complete && i.naturalWidth > 0); }",
+        timeout=60_000)
+    assert "2 questions" in page.inner_text("#bl-summary") and str(home) not in page.content()
