@@ -185,6 +185,8 @@ class Limits:
     max_jsonl_lines: int  # non-blank lines of one JSONL data file
     max_json_depth: int  # nesting depth of one JSON value (deeper -> refused, never a RecursionError)
     max_upload_mb: int  # one uploaded file in the app, in MiB (Gradio's upload route refuses larger ones)
+    upload_quota_mb: int  # MiB one client address may upload in an hour through the app's upload route (0: no quota)
+    upload_space_mb: int  # MiB all uploads waiting in Gradio's upload folder may take (0: no cap)
     max_image_pixels: int  # width x height of one image file, checked before decoding
     max_caption_words: int  # words in one caption typed by a user (checked before tokenising)
     max_caption_chars: int  # characters in one caption typed by a user
@@ -221,6 +223,8 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_jsonl_lines": (1_000_000, 20_000),
     "max_json_depth": (64, 32),
     "max_upload_mb": (50, 20),
+    "upload_quota_mb": (0, 200),
+    "upload_space_mb": (0, 2_048),
     "max_image_pixels": (178_956_970, 16_000_000),  # local: PIL's own decompression-bomb limit
     "max_caption_words": (1_000, 200),
     "max_caption_chars": (10_000, 2_000),

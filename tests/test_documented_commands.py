@@ -95,6 +95,7 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     # check of its training block (the full one: 44 + 20 + 32 + 56 min): 315 s at load 10
     # --- docs/deploy.md ---
     ("docs/deploy.md", "python -m bindlab eval benchmark --source hub"): {"cls": "mention"},  # an option in prose
+    ("docs/deploy.md", "bindlab export-dataset"): {"cls": "mention"},  # names the command in prose
     ("docs/deploy.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU
     # --- docs/models.md ---
     ("docs/models.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU

@@ -172,6 +172,15 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
     kwargs.setdefault("max_file_size", max_upload_bytes())
+    # Gradio's raw upload route stores files before any callback runs: a per-address quota and a cap on the upload
+    # folder, checked before a byte is read (both off locally, on in public mode; bindlab.ui.upload_quota)
+    from starlette.middleware import Middleware
+
+    from bindlab.ui.upload_quota import UploadQuota
+
+    app_kwargs = dict(kwargs.pop("app_kwargs", None) or {})
+    app_kwargs["middleware"] = [*app_kwargs.get("middleware", []), Middleware(UploadQuota)]
+    kwargs["app_kwargs"] = app_kwargs
     # Gradio sends a file only from its own cache, the temp folder, the working folder or allowed_paths: every folder
     # bindlab writes images and downloads to ($BINDLAB_HOME, wherever it is), less the private parts of the home.
     kwargs["allowed_paths"] = [*kwargs.get("allowed_paths", []), *map(str, served_roots())]

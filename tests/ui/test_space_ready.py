@@ -177,17 +177,20 @@ def space_app(tmp_path_factory):
     from bindlab.bench_browser import running_app
 
     home = tmp_path_factory.mktemp("space-home")
-    env = {"BINDLAB_MAX_UPLOAD_MB": "1", "BINDLAB_HOME": str(home)}
+    env = {"BINDLAB_MAX_UPLOAD_MB": "1", "BINDLAB_HOME": str(home), "BINDLAB_UPLOAD_QUOTA_MB": "2",
+           "BINDLAB_UPLOAD_SPACE_MB": "5", "GRADIO_TEMP_DIR": str(home / "gradio-tmp")}
     with running_app(env, timeout_s=180, log=home / "app.log") as (url, _, _):
         yield url
 
 
-def _upload(url: str, size: int) -> tuple[int, str]:
+def _upload(url: str, size: int, address: str | None = None) -> tuple[int, str]:
     boundary = uuid.uuid4().hex
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"data.jsonl\"\r\n"
             f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
-    req = urllib.request.Request(f"{url}/gradio_api/upload", data=body, method="POST",
-                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    if address:
+        headers["X-Forwarded-For"] = address  # as a Space's proxy sets it
+    req = urllib.request.Request(f"{url}/gradio_api/upload", data=body, method="POST", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, r.read().decode()
@@ -201,10 +204,28 @@ def test_app_listens_on_the_port_from_the_environment(space_app):
 
 
 def test_upload_over_the_limit_is_refused_with_a_clear_message(space_app):
-    status, text = _upload(space_app, 2 * 2**20)
+    status, text = _upload(space_app, int(1.5 * 2**20), address="198.51.100.1")  # over the file cap, under the quota
     assert status == 413 and "File size exceeded maximum allowed size of 1048576 bytes" in text
-    status, text = _upload(space_app, 100_000)
+    status, text = _upload(space_app, 100_000, address="198.51.100.1")
     assert status == 200 and "data.jsonl" in text
+
+
+def test_the_raw_upload_route_has_a_quota_per_address_and_a_cap_on_the_folder(space_app):
+    """2 MiB an hour per address, 5 MiB in Gradio's upload folder (this app's own): the route refuses what would go
+    over either before reading it, with one line; another address has its own quota, the folder cap holds for all."""
+    mib = 2**20
+    assert [_upload(space_app, int(0.9 * mib), "203.0.113.7")[0] for _ in range(2)] == [200, 200]
+    status, text = _upload(space_app, int(0.9 * mib), "203.0.113.7")
+    assert status == 413 and "may upload 2 MiB an hour (BINDLAB_UPLOAD_QUOTA_MB)" in text
+    accepted, refusal = 2, ""
+    for n in range(8, 20):  # fresh addresses (a forged X-Forwarded-For gets one too): the folder cap stops them
+        status, text = _upload(space_app, int(0.9 * mib), f"203.0.113.{n}")
+        if status != 200:
+            refusal = text
+            break
+        accepted += 1
+    assert "the server's upload space (5 MiB, BINDLAB_UPLOAD_SPACE_MB) is full" in refusal
+    assert 3 <= accepted <= 6
 
 
 def test_start_up_self_check_waits_for_a_slow_page():
