@@ -13,7 +13,10 @@ between model turns. So:
   session and one per client address, and at most ``max_heavy`` on the server. Without one it stops at once with
   :class:`Busy` ("try again in about N s", from the recent heavy requests' durations) instead of waiting in line.
 - **Every request has a time limit** (``max_seconds``): past it, the next model turn raises :class:`OverTime`, so
-  work a visitor abandoned (a closed tab) stops by itself.
+  work a visitor abandoned stops by itself.
+- **Work stops when its visitor leaves.** When a browser session ends (the page is closed; the app's
+  ``demo.unload`` calls :func:`visitor_left`), that session's running requests raise :class:`Left` at their next
+  model turn instead of running on for nobody.
 
 Outside a scope (the CLI, tests, jobs) nothing is counted or limited.
 """
@@ -37,6 +40,10 @@ class OverTime(ValueError):
     """A request ran past its time limit and was stopped."""
 
 
+class Left(ValueError):
+    """The visitor who asked closed the page; the request was stopped."""
+
+
 @dataclass
 class Scope:
     """One request's account: who asked (session, client address), when it must end, what it has used."""
@@ -55,6 +62,17 @@ _LOCK = threading.Lock()
 _HEAVY_KEYS: set[str] = set()  # sessions / addresses with a heavy request running
 _HEAVY_RUNNING = 0
 _RECENT_HEAVY_S: deque[float] = deque(maxlen=20)  # durations of recent heavy requests, for "try again in N s"
+_LEFT: dict[str, float] = {}  # "session:<hash>" of sessions that ended -> when (a session hash never comes back)
+LEFT_KEEP_S = 6 * 3600.0  # how long an ended session is remembered (far beyond any request's time limit)
+
+
+def visitor_left(key: str) -> None:
+    """The session ``key`` (``"session:<hash>"``) ended: its running requests stop at their next model turn."""
+    now = time.monotonic()
+    with _LOCK:
+        _LEFT[key] = now
+        for k in [k for k, t in _LEFT.items() if now - t > LEFT_KEEP_S]:
+            del _LEFT[k]
 
 
 def heavy_running() -> int:
@@ -117,10 +135,13 @@ def charge(n: int) -> None:
 
 
 def check_time() -> None:
-    """Raise :class:`OverTime` when the current request is past its time limit (no-op outside a scope)."""
+    """Raise :class:`OverTime` when the current request is past its time limit, :class:`Left` when its visitor
+    closed the page (no-op outside a scope)."""
     scope = _SCOPE.get()
     if scope is None:
         return
+    if _LEFT and any(k in _LEFT for k in scope.keys):
+        raise Left("the page that asked for this was closed, so the request was stopped")
     if scope.max_seconds and time.monotonic() - scope.started > scope.max_seconds:
         raise OverTime(f"the request took longer than its limit of {scope.max_seconds:.0f} s and was stopped; "
                        "ask for less (fewer questions or models) or try again later")

@@ -272,7 +272,16 @@ def redact(message: str, session: str | None = None) -> str:
 
 
 __all__ = ["MODEL_REFUSED", "check_model_access", "claim_owner", "current_address", "current_visitor", "job_owner",
-           "offered_model", "redact", "visitor"]
+           "offered_model", "redact", "visitor", "visitor_left"]
+
+
+def visitor_left(session: str | None) -> None:
+    """A browser session ended (``demo.unload``): its requests still running stop at their next model turn
+    (:func:`bindlab.encoders.admission.visitor_left`)."""
+    from bindlab.encoders import admission
+
+    if session:
+        admission.visitor_left(f"session:{session}")
 
 
 @contextlib.contextmanager

@@ -365,11 +365,14 @@ _UPLOAD_SWEEPER: threading.Thread | None = None
 
 
 def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float = 3600.0) -> None:
-    """Delete a session's uploads when it ends (``demo.unload``), and old ones every ``every_s`` seconds."""
+    """When a session ends (``demo.unload``): stop its running requests at their next model turn and delete its
+    uploads; old uploads go every ``every_s`` seconds."""
     global _UPLOAD_SWEEPER
 
     def end(request: gr.Request) -> None:
-        datasets.delete_uploads(getattr(request, "session_hash", None))
+        session = getattr(request, "session_hash", None)
+        access.visitor_left(session)
+        datasets.delete_uploads(session)
 
     demo.unload(end)
     if _UPLOAD_SWEEPER is None or not _UPLOAD_SWEEPER.is_alive():

@@ -54,6 +54,32 @@ def test_a_request_past_its_time_limit_stops_at_the_next_model_turn():
     assert 1 < len(calls) < 10  # stopped between batches, not after all of them
 
 
+def test_a_request_stops_at_the_next_model_turn_when_its_visitor_leaves():
+    """The page is closed mid-request (the app's unload handler calls access.visitor_left from another thread): the
+    work stops between batches; another visitor's request, and the heavy slot it held, are not affected."""
+    import threading
+
+    from bindlab.studies.access import visitor_left
+
+    calls = []
+
+    def embed(items):
+        calls.append(len(items))
+        if len(calls) == 3:
+            t = threading.Thread(target=visitor_left, args=("leaver",))
+            t.start()
+            t.join()
+        return np.ones((len(items), 3), dtype=np.float32)
+
+    with _scope("leaver", heavy_items=10):
+        with pytest.raises(admission.Left, match="was closed"):
+            service.in_turns(embed, list(range(100)), batch=10)
+    assert calls == [10, 10, 10]
+    assert admission.heavy_running() == 0
+    with _scope("stayer"):
+        assert service.in_turns(embed, list(range(20)), batch=10).shape == (20, 3)
+
+
 def test_outside_a_request_nothing_is_limited():
     admission.charge(10**9)
     admission.check_time()
