@@ -113,7 +113,6 @@ def request_scope(keys: tuple[str, ...], max_seconds: float, heavy_items: int, m
 def charge(n: int) -> None:
     """Count ``n`` more items through the model for the current request (no-op outside a scope); crossing the
     heavy threshold takes a heavy slot or raises :class:`Busy`."""
-    global _HEAVY_RUNNING
     scope = _SCOPE.get()
     if scope is None or n <= 0:
         return
@@ -121,10 +120,32 @@ def charge(n: int) -> None:
     scope.items += n
     if scope.heavy or not scope.heavy_items or scope.items < scope.heavy_items:
         return
+    _take_heavy(scope, scope.items)
+
+
+def in_scope() -> bool:
+    """True inside an app request that is accounted (public mode); a caller skips work done only for the account."""
+    return _SCOPE.get() is not None
+
+
+def expect(n: int) -> None:
+    """Announce that the current request will send about ``n`` items through the model (those not cached): when
+    that makes it heavy, it takes a heavy slot now or stops with :class:`Busy` *before* any model work, instead of
+    after its first batches. Counts nothing (the items are charged as they pass); no-op outside a scope."""
+    scope = _SCOPE.get()
+    if scope is None or scope.heavy or not scope.heavy_items or n < scope.heavy_items:
+        return
+    check_time()
+    _take_heavy(scope, n)
+
+
+def _take_heavy(scope: Scope, n: int) -> None:
+    """A heavy slot for ``scope``, or :class:`Busy` (see the module docstring)."""
+    global _HEAVY_RUNNING
     with _LOCK:
         mine = [k for k in scope.keys if k in _HEAVY_KEYS]
         if mine:
-            raise Busy(f"you already have a large request running; this one needs the model for {scope.items:,}+ "
+            raise Busy(f"you already have a large request running; this one needs the model for {n:,}+ "
                        f"items too: wait for the first to finish (about {_wait_hint()} s), then try again")
         if _HEAVY_RUNNING >= scope.max_heavy:
             raise Busy(f"the server is busy with {_HEAVY_RUNNING} large requests; try again in about {_wait_hint()} s "

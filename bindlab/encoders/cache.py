@@ -242,6 +242,22 @@ class EmbeddingCache:
             found[key] = vec
         return found
 
+    def present(self, keys: Sequence[str]) -> set[str]:
+        """The keys that have a row (their vectors are not read or checked: a cheap count of what is cached)."""
+        uniq = list(dict.fromkeys(keys))
+        found = {k for k in uniq if k in self._memory}
+        rest = [k for k in uniq if k not in found]
+
+        def select(conn: sqlite3.Connection) -> list[tuple]:
+            rows: list[tuple] = []
+            for i in range(0, len(rest), _CHUNK):
+                chunk = rest[i : i + _CHUNK]
+                rows += conn.execute(f"SELECT key FROM emb WHERE key IN ({','.join('?' * len(chunk))})",
+                                     chunk).fetchall()
+            return rows
+
+        return found | {row[0] for row in (self._db(select) if rest else []) or []}
+
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         """Store vectors (float32), replacing existing rows, in one transaction.
 

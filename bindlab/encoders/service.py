@@ -268,6 +268,19 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
     return _in_chunks(cache, keys, compute_for)
 
 
+def expect_work(encoder: Encoder, texts: Sequence[str] = (), images: Sequence[str | Path] = (),
+                cache: EmbeddingCache | None = None) -> None:
+    """Inside an app request, announce how many items it will send through the model — the texts not yet cached,
+    and the distinct image files (their cache keys need the files' bytes, read when they are embedded) — so a heavy
+    request takes its slot, or is refused as busy, before its first batch (:func:`admission.expect`). Outside one,
+    nothing is looked up."""
+    if not admission.in_scope():
+        return
+    cache = cache or default_cache()
+    keys = {content_key(encoder.fingerprint, "text", t) for t in texts if isinstance(t, str) and t.strip()}
+    admission.expect(len(keys) - len(cache.present(list(keys))) + len({str(p) for p in images}))
+
+
 def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: EmbeddingCache | None = None) -> np.ndarray:
     """Cached image embeddings ``(n, d)`` for image files, keyed by file content (not by path)."""
     if "image" not in encoder.modalities:

@@ -28,7 +28,7 @@ from bindlab.data.schema import MCQ, Item
 from bindlab.data.toy_vocab import WORD_RE
 from bindlab.data.vocab import tokens
 from bindlab.encoders.base import Encoder, EncoderError, unknown_words
-from bindlab.encoders.service import embed_image_files, embed_texts
+from bindlab.encoders.service import embed_image_files, embed_texts, expect_work
 from bindlab.eval.metrics import bootstrap_ci, chance_label, mcq_credit, tie_chance
 
 PAIRINGS: dict[str, tuple[str, str]] = {
@@ -251,6 +251,9 @@ def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, p
         raise ValueError(f"chunk must be at least 1 question, got {chunk}")
     if "image" in needed:
         require_images(questions, root)  # every missing file named before any model runs
+    items = [it for q in questions for it in (q.query, *q.candidates)]
+    expect_work(encoder, [it.text for it in items] if "text" in needed else (),
+                [Path(root) / it.image for it in items if it.image] if "image" in needed else ())
     scores = _score_in_chunks(questions, root, encoder, list(pairings), sorted(needed, reverse=True), chunk, progress)
     answer = np.array([q.answer for q in questions])
     chance = question_chance(questions)  # (q,) the same in every pairing

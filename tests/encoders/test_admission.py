@@ -96,3 +96,38 @@ def test_public_mode_opens_a_scope_locally_none(monkeypatch):
     with request_scope("s", "1.1.1.1"):
         scope = admission._SCOPE.get()
         assert scope is not None and scope.max_seconds == 300 and scope.heavy_items == 2_000
+
+
+def test_a_request_announced_as_heavy_is_refused_before_its_first_batch(small_benchmark):
+    """Browse's scoring announces its uncached texts first (service.expect_work): with every heavy slot taken, a
+    large request is refused before the model embeds anything, not after its first chunk; once its texts are cached
+    the same request is light and runs."""
+    from bindlab.encoders.base import load_encoder
+    from bindlab.eval.mcq import evaluate_mcq
+
+    path, questions = small_benchmark
+    calls = []
+
+    class Counting:
+        def __init__(self, inner, tag):
+            self.inner, self.id = inner, f"bow-counting-{tag}"
+            self.modalities, self.fingerprint = inner.modalities, f"{inner.fingerprint}|{tag}"
+
+        def embed_texts(self, texts):
+            calls.append(len(texts))
+            return self.inner.embed_texts(texts)
+
+    enc = Counting(load_encoder("bow"), time.time_ns())
+    with _scope("holder", "10.0.0.1", heavy_items=100, max_heavy=1):
+        admission.charge(100)  # the only heavy slot
+        with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
+            with pytest.raises(admission.Busy, match="busy with 1 large requests"):
+                evaluate_mcq(questions, path.parent, enc)
+    assert calls == []  # refused before the first batch
+    evaluate_mcq(questions, path.parent, enc)  # outside a request: embeds (and caches) everything
+    calls.clear()
+    with _scope("holder", "10.0.0.1", heavy_items=100, max_heavy=1):
+        admission.charge(100)
+        with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
+            evaluate_mcq(questions, path.parent, enc)  # everything cached: light, runs
+    assert calls == []
