@@ -254,6 +254,14 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
         The records and a :class:`LoadReport`. Raises :class:`DataError` when strict and a line is bad, when ids
         repeat, or when nothing could be loaded.
     """
+    from bindlab.config import held_limits
+
+    with held_limits():  # every line checks several caps: read them once for the whole file
+        return _load_records(path, parse, kind, strict, images)
+
+
+def _load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str, strict: bool,
+                  images: Callable[[Any], Iterable[str | None]] | None) -> tuple[list[Any], LoadReport]:
     report = LoadReport(str(path))
     records: list[Any] = []
     seen: set[str] = set()
