@@ -184,9 +184,32 @@ def run_retrieval(request: McqRequest, progress: Progress | None = None) -> Resu
     return _run(request, "retrieval", progress)[0]
 
 
+def _expect_from_size(request: McqRequest) -> None:
+    """In an app request, announce the work from the file's line count before parsing it: a file too large for a
+    light request takes a heavy slot (or is refused as busy) in milliseconds, instead of after seconds of parsing
+    that hold up every other visitor's event. Cached vectors are not known yet, so a cached large file counts as
+    heavy too; it then holds its slot only for as long as reading the cache takes."""
+    from bindlab.encoders import admission
+
+    path = Path(request.data)
+    if not admission.in_scope() or not path.is_file():
+        return
+    from bindlab.data.files import DataError, read_bytes_bounded
+
+    try:
+        lines = sum(1 for line in read_bytes_bounded(path).split(b"\n") if line.strip())
+    except DataError:
+        return  # the loader says what is wrong with the file
+    if request.limit:
+        lines = min(lines, request.limit)
+    modalities = {m for p in request.pairings for m in PAIRINGS[p]}
+    admission.expect(5 * lines * len(modalities))
+
+
 def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Result, list[MCQ], Any]:
     """Both studies: encoder first (an unknown id is reported before the file is read), then questions, then score."""
     encoder = get_encoder(request.model, request.device, request.batch_size)  # cheap: weights load on first use
+    _expect_from_size(request)
     questions, report = load_questions(request)
     t = time.perf_counter()
     evaluate = evaluate_mcq if kind == "mcq" else evaluate_retrieval

@@ -131,3 +131,22 @@ def test_a_request_announced_as_heavy_is_refused_before_its_first_batch(small_be
         with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
             evaluate_mcq(questions, path.parent, enc)  # everything cached: light, runs
     assert calls == []
+
+
+def test_browse_announces_a_large_file_from_its_line_count_before_parsing_it(small_benchmark, monkeypatch):
+    """With every heavy slot taken, a Browse score of a file too large for a light request is refused before the
+    file is parsed (parsing a 5,000-question upload takes seconds of the interpreter every other visitor needs)."""
+    from bindlab.studies import browse
+
+    path, _ = small_benchmark  # 54 questions: 270 texts, heavy at a threshold of 100
+    parsed = []
+    parse = browse.load_questions
+    monkeypatch.setattr(browse, "load_questions", lambda request: parsed.append(1) or parse(request))
+    with _scope("holder", "10.0.0.1", heavy_items=100, max_heavy=1):
+        admission.charge(100)
+        with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
+            with pytest.raises(admission.Busy, match="busy with 1 large requests"):
+                browse.run_mcq(browse.McqRequest(data=path, model="bow"))
+            assert parsed == []
+            res = browse.run_mcq(browse.McqRequest(data=path, model="bow", limit=10))  # 50 texts: light, it runs
+            assert parsed == [1] and res.summary["pairings"]["tt"]["n"] == 10
