@@ -3,7 +3,8 @@ callback runs, with no session: a per-address hourly quota and a cap on the uplo
 
 :class:`UploadQuota` is an ASGI middleware (it sees the request before Gradio reads a byte of it). An upload must
 say its size (``Content-Length``; browsers and ``gradio_client`` do); the request is refused with 413 and one line
-when it would take its client address over ``BINDLAB_UPLOAD_QUOTA_MB`` in the last hour, or the upload folder over
+(its body read and dropped, never stored, so the sender sees the reason rather than a broken connection) when it
+would take its client address over ``BINDLAB_UPLOAD_QUOTA_MB`` in the last hour, or the upload folder over
 ``BINDLAB_UPLOAD_SPACE_MB``. The client address is the first hop of ``X-Forwarded-For`` when a proxy (a Space's) sets
 it, else the connection's — a visitor can forge the header to get a fresh quota, which is why the folder cap, which
 no header changes, bounds the disk. Gradio's own ``delete_cache`` empties the folder by age. Both limits are 0 (off)
@@ -125,14 +126,29 @@ class UploadQuota:
             return
         length = _header(scope, b"content-length").strip()
         if not length.isdigit():
+            await _drain(receive, lim.max_upload_mb * MIB + MIB)
             await _refuse(send, 411, "upload refused: send the upload's size (Content-Length); browsers and "
                                      "gradio_client do")
             return
         why = self.ledger.admit(client_address(scope), int(length), quota, space)
         if why:
+            await _drain(receive, lim.max_upload_mb * MIB + MIB)
             await _refuse(send, 413, why)
             return
         await self.app(scope, receive, send)
+
+
+async def _drain(receive: Any, at_most: int) -> None:
+    """Read and drop the refused request's body (up to ``at_most`` bytes), so the client, still sending, reads the
+    413 and its reason instead of a broken connection. Nothing is stored."""
+    seen = 0
+    while seen <= at_most:
+        message = await receive()
+        if message.get("type") != "http.request":
+            return
+        seen += len(message.get("body", b""))
+        if not message.get("more_body"):
+            return
 
 
 async def _refuse(send: Any, status: int, text: str) -> None:
