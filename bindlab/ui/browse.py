@@ -319,7 +319,10 @@ def build_tab() -> dict[str, Any]:
     for f in filters:
         clear_on_error(f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False),
                        [question, count, *shown])
-    clear_on_error(question.change(show_question, source + [question, k], shown, api_name="browse_question"), shown)
+    # a question the visitor picks (.input, not .change): every event that sets the list itself (score, filters,
+    # Map's Open in Browse) draws the question it chose, and a second draw from .change could arrive late, from an
+    # earlier score (the page load's), and put that question's card over the new one
+    clear_on_error(question.input(show_question, source + [question, k], shown, api_name="browse_question"), shown)
     question.change(compare_view, source + [question, compare_model], [compare_out], api_name=False)
     compare_model.input(compare_view, source + [question, compare_model], [compare_out], api_name="browse_compare")
     clear_on_error(k.release(show_question, source + [question, k], shown, api_name=False), shown)
