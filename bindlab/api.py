@@ -111,13 +111,10 @@ def _ref(model: Any, name: str | None = None) -> tuple[str, str, int | None]:
     return _adopt(model, name=name).id, "auto", None
 
 
-def _data(data: Any, kind: str) -> str | None:
-    """A data argument as a path the studies read (a datasets folder or ``hf:`` id becomes bindlab's own file)."""
-    if data is None or str(data).strip() == "":
-        return None
-    from bindlab.data.hf_datasets import as_bindlab_path
-
-    return str(as_bindlab_path(data, kind))
+def _data(data: Any) -> str | None:
+    """A data argument as the studies take it (None = the embedded default); each study's request resolves it —
+    inside the allowed roots, a datasets folder or ``hf:`` id read as bindlab's own files (studies.validate.data_input)."""
+    return None if data is None or str(data).strip() == "" else str(data)
 
 
 # --- evaluation ----------------------------------------------------------------------------------------------------
@@ -145,7 +142,7 @@ def evaluate_mcq(model: Any, data: Any = None, pairings: Sequence[str] | str = (
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
-    path = _data(data, "mcq") or embedded_data_for(model_id, pairings, device=device, batch_size=batch)
+    path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch)
     return run_mcq(McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
                               device=device, skip_bad=skip_bad), progress)
 
@@ -162,7 +159,7 @@ def evaluate_retrieval(model: Any, data: Any = None, pairings: Sequence[str] | s
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
-    path = _data(data, "mcq") or embedded_data_for(model_id, pairings, device=device, batch_size=batch)
+    path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch)
     return run_retrieval(McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
                                     device=device, skip_bad=skip_bad), progress)
 
@@ -186,7 +183,7 @@ def evaluate_pairs(model: Any, data: Any = None, verbosity: str = "all", limit: 
     from bindlab.studies.pairs import PairsRequest, default_pairs_dataset, run_pairs
 
     model_id, device, batch = _ref(model, name)
-    path = _data(data, "pairs") or default_pairs_dataset()
+    path = _data(data) or default_pairs_dataset()
     return run_pairs(PairsRequest(data=path, model=model_id, verbosity=verbosity, limit=limit, batch_size=batch,
                                   device=device, seed=seed, skip_bad=skip_bad), progress)
 
@@ -230,8 +227,8 @@ def compare(models: Sequence[Any], suite: Sequence[str] | str = ("mcq",), data: 
     from bindlab.studies.compare import CompareRequest, run_compare
 
     ids = [_ref(m)[0] for m in models]
-    return run_compare(CompareRequest(models=ids, suite=suite, data=_data(data, "mcq"),
-                                      pairs_data=_data(pairs_data, "pairs"), pairings=pairings, verbosity=verbosity,
+    return run_compare(CompareRequest(models=ids, suite=suite, data=_data(data),
+                                      pairs_data=_data(pairs_data), pairings=pairings, verbosity=verbosity,
                                       limit=limit, seed=seed, use_cache=use_cache), progress)
 
 
@@ -266,7 +263,7 @@ def attention_margins(model: str, data: Any = None, limit: int = 0, compare: str
     if not isinstance(model, str):
         raise TypeError("attention_margins reads a text transformer's attention maps, so it takes an encoder id "
                         "(minilm, toy:clip, hf:..., lora:...), not a model object")
-    return run_attention(AttentionRequest(model=model, data=_data(data, "captions") or "", limit=limit,
+    return run_attention(AttentionRequest(model=model, data=_data(data) or "", limit=limit,
                                           compare=compare, direction=direction, seed=seed, n_boot=n_boot), progress)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.data.files import DataError, read_bytes_bounded, resolve_image_field
+from bindlab.data.schema import file_sha256
 
 # kind -> (the bindlab file it is read from / written back to, what it is)
 KINDS: dict[str, tuple[str, str]] = {
@@ -321,7 +322,7 @@ def export_dataset(data: str | os.PathLike, out: str | os.PathLike, name: str | 
             meta = load_json_bounded(base / "meta.json", dict, "meta.json")
         (staging / "bindlab" / "export.json").write_text(json.dumps(
             {"kind": kind, "file": KINDS[kind][0], "rows": n_rows, "bindlab_version": __version__,
-             "source_sha256": _sha256(path)}, indent=2))
+             "source_sha256": file_sha256(path)}, indent=2))
         has_images = any(f["_type"] == "Image" or f.get("feature", {}).get("_type") == "Image"
                          for f in features.values())
         (staging / "README.md").write_text(
@@ -342,14 +343,6 @@ def _image_structs(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
         for v in items:
             if isinstance(v, dict) and set(v) == {"bytes", "path"}:
                 yield v
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _generator_command(kind: str, meta: dict[str, Any]) -> str:
@@ -502,7 +495,7 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
     h = hashlib.sha256()
     for shard in shards:
         h.update(shard.name.encode())
-        h.update(_sha256(shard).encode())
+        h.update(file_sha256(shard).encode())
     target = home() / "datasets" / h.hexdigest()[:20]
     data_file = target / KINDS[found][0]
     if data_file.is_file():
