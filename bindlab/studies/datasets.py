@@ -342,8 +342,11 @@ def _store_zip(archive: Path, kind: str, session: str | None) -> Path:
         if len(wanted) != 1:
             raise ValueError(f"{archive.name}: put one {what} ({' or '.join(names)}) at the top of the zip, with its "
                              f"images beside it; found {len(wanted)} JSONL files there")
-        (dest / _DATA_MARK).write_text(wanted[0])
-        return dest / wanted[0]
+        name = _safe_name(wanted[0])  # named as a single-file upload is: it shows in the page's list
+        if name != wanted[0]:
+            (dest / wanted[0]).rename(dest / name)
+        (dest / _DATA_MARK).write_text(name)
+        return dest / name
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise

@@ -121,3 +121,13 @@ def test_a_grid_comes_as_one_zip(tmp_path, public):
     assert len(load_index(stored).rows) == 48
     with pytest.raises(ValueError, match="upload one .zip on its own"):
         datasets.store_upload([tmp_path / "g.zip", tmp_path / "grid" / "index.csv"], "grid", SESSION)
+
+
+def test_the_data_file_of_a_zip_is_named_as_a_single_upload_is(tmp_path, public):
+    """A hostile data file name inside the zip does not reach the page's list as typed."""
+    archive = tmp_path / "named.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("<img src=x onerror=alert(1)>.jsonl", "{}\n")
+    stored = datasets.store_upload(archive, "mcq", SESSION)
+    assert "<" not in stored.name and stored.is_file()
+    assert datasets._uploads("mcq", SESSION)[-1][2] == stored
