@@ -304,20 +304,29 @@ __all__ = ["DataError", "REFUSED", "check_regular", "iter_jsonl_bounded", "load_
            "resolve_image_field"]
 
 
-def build_once(target: str | os.PathLike, build: Any) -> Path:
+def build_once(target: str | os.PathLike, build: Any, current: Any = None) -> Path:
     """``target`` (a file), built by ``build()`` unless it exists, by one process and thread at a time.
 
     Other threads *and processes* sharing ``$BINDLAB_HOME`` (two app workers, a CLI next to the app, the test
     workers) wait on a lock file beside the target's folder and then find it built, instead of building it again
-    into the same folder at the same time.
+    into the same folder at the same time. With ``current`` (``folder -> bool``), a folder an older bindlab built
+    (``current`` false) is removed and built again.
     """
+    import shutil
+
     from filelock import FileLock
 
     path = Path(target)
-    if path.exists():
+
+    def ready() -> bool:
+        return path.exists() and (current is None or bool(current(path.parent)))
+
+    if ready():
         return path
     path.parent.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path.parent) + ".lock"):
-        if not path.exists():
+        if not ready():
+            if path.parent.exists():
+                shutil.rmtree(path.parent)
             build()
     return path

@@ -257,14 +257,22 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
     return [q for n in sizes for q in by_size[n]]
 
 
+# Bumped whenever the same settings write other texts: 2 = plural-only objects as "a pair of scissors" and noun
+# attributes after "is" with their noun (2026-12-02). A generated folder records it in meta.json ("text_format"),
+# so the embedded default built by an older bindlab is rebuilt instead of read.
+TEXT_FORMAT = 2
+
+
 def write_benchmark(out_dir: str | Path, questions: Sequence[MCQ], settings: dict[str, Any]) -> Path:
-    """Write ``out_dir/mcq.jsonl`` and ``out_dir/meta.json`` (generator settings and version). Returns the JSONL path."""
+    """Write ``out_dir/mcq.jsonl`` and ``out_dir/meta.json`` (generator settings, bindlab version and
+    :data:`TEXT_FORMAT`). Returns the JSONL path."""
     from bindlab.config import __version__
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "mcq.jsonl"
     write_jsonl(path, [q.to_json() for q in questions])
-    meta = {"generator": "saber", "bindlab_version": __version__, "n_questions": len(questions), **settings}
+    meta = {"generator": "saber", "bindlab_version": __version__, "text_format": TEXT_FORMAT,
+            "n_questions": len(questions), **settings}
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     return path

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from bindlab.data.vocab import ATTRIBUTES, OBJECTS, article
+from bindlab.data.vocab import ATTRIBUTES, OBJECTS, PLURAL_ONLY, article
 
 Pair = tuple[str, str]  # (attribute, object)
 
@@ -133,7 +133,9 @@ ATTRIBUTE_FAMILIES: tuple[AttributeFamily, ...] = (
 
 FAMILY_OF: dict[str, AttributeFamily] = {w: f for f in ATTRIBUTE_FAMILIES for w in f.words}
 ATTRIBUTE_POOL: tuple[str, ...] = tuple(w for f in ATTRIBUTE_FAMILIES for w in f.words)
-OBJECT_POOL: tuple[str, ...] = OBJECTS
+# The engine counts words exactly and writes singular agreement ("the kite, which was red"), so the plural-only
+# objects ("a pair of scissors ... were") are left out of its pool; the sentence templates handle them.
+OBJECT_POOL: tuple[str, ...] = tuple(o for o in OBJECTS if o not in PLURAL_ONLY)
 
 # Words with a job in the sentence structure: never used as filler (anaphoric references, the respective marker).
 REFERENCE_PAIRS: tuple[tuple[str, str], ...] = (("former", "latter"), ("first", "second"))
@@ -204,7 +206,8 @@ OPENERS: tuple[tuple[str, str], ...] = (
 # Filler phrases by role; every phrase's word count is its length key.
 # ----------------------------------------------------------------------------------------------------------------
 
-# Comma-enclosed asides inserted after a noun phrase (stretch the gap between two binding sites).
+# Comma-enclosed asides inserted after a noun phrase (stretch the gap between two binding sites). None is a relative
+# clause ("which ..."): a "which" after a noun is the relative sentence template, which a run may hold out.
 ASIDES: tuple[str, ...] = (
     "again", "apparently", "oddly", "today", "reportedly", "evidently", "naturally", "meanwhile", "luckily",
     "as always", "as usual", "for once", "once more", "by chance", "as planned", "no doubt", "of course",
@@ -213,7 +216,7 @@ ASIDES: tuple[str, ...] = (
     "or so we were told", "according to the night guard", "half hidden from the path", "placed there by the caretaker",
     "as the caretaker had promised", "untouched by anyone for several days", "placed there earlier by the caretaker",
     "as the visitors were quick to notice", "left behind after the busy weekend rush",
-    "which nobody had moved since the previous winter", "exactly where the caretaker had told us to look",
+    "untouched by anybody since the previous winter", "exactly where the caretaker had told us to look",
     "as our neighbour had mentioned during breakfast", "still waiting for somebody to come back",
 )
 # Clauses appended before the full stop (bring the caption to its target length).
@@ -221,7 +224,7 @@ TAILS: tuple[str, ...] = (
     "again", "today", "nearby", "too", "as expected", "once again", "for now", "as before", "all morning",
     "while gulls circled", "as evening fell", "before anyone noticed", "without much fuss", "as people passed",
     "as the crowd drifted past", "while a song played somewhere", "while music played in the background",
-    "and nobody seemed to mind", "as somebody whistled in the distance", "which made the scene feel peaceful",
+    "and nobody seemed to mind", "as somebody whistled in the distance", "and the whole scene felt peaceful",
     "while somebody hummed a tune upstairs", "though nobody could say who had left everything there",
     "and the whole place smelled of coffee and rain", "while the visitors took photos from every angle",
     "as the last of the daylight slipped behind the rooftops", "and a few children stopped to point and laugh",
@@ -290,6 +293,11 @@ def filler_vocabulary() -> set[str]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+PREDICATIVE_FORMS: dict[str, str] = {"conjoined": "predicative", "relative": "relative"}
+"""The ``predicative`` construction's two forms and the sentence template each expresses: "the kite ... was red"
+(predicative) and "the kite, which was red, ..." (relative). Holding a template out of training drops its form."""
+
+
 @dataclass(frozen=True)
 class ExamplePlan:
     """Everything the generator fixes before any text is written.
@@ -307,6 +315,8 @@ class ExamplePlan:
             :func:`bindlab.data.triplets.binding_distance`.
         reverse_reference: ``deferred_bind_anaphoric`` only: assign the second-mentioned object's attribute first.
         references: ``deferred_bind_anaphoric`` only: the back-reference pair, e.g. ("former", "latter").
+        forms: ``predicative`` only: the forms it may take (:data:`PREDICATIVE_FORMS`; fewer when a sentence template
+            they express is held out of training).
     """
 
     construction: str
@@ -321,6 +331,7 @@ class ExamplePlan:
     distance_range: tuple[int, int] = (0, 26)
     reverse_reference: bool = False
     references: tuple[str, str] = ("former", "latter")
+    forms: tuple[str, ...] = ("conjoined", "relative")
 
     @property
     def context(self) -> str:
@@ -519,7 +530,7 @@ def _write_predicative(plan: ExamplePlan, rng: random.Random) -> tuple[list[str]
     d = _distance_target(plan, 1, rng)
     dists = [d, d + rng.randint(0, 3)]
     rng.shuffle(dists)
-    form = rng.choice(("conjoined", "relative"))
+    form = rng.choice(plan.forms)
     if form == "relative":
         # "the kite, which was red, sat near the bench, which looked wooden"
         d1, d2 = (max(2, x) for x in dists)

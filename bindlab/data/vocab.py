@@ -158,6 +158,10 @@ OBJECTS: tuple[str, ...] = (
 
 ATTRIBUTE_BY_NAME: dict[str, Attribute] = {a.name: a for a in ATTRIBUTES}
 
+# Objects English names only in the plural ("scissors are", never "a scissors"): one of them is "a pair of scissors"
+# (:func:`with_article`) and takes "are" (:func:`copula`). "dice" is used as a singular and is not among them.
+PLURAL_ONLY: frozenset[str] = frozenset({"binoculars", "headphones", "scissors"})
+
 # Words whose first letter misleads a spelling rule about the sound (checked by pronunciation, not spelling).
 _VOWEL_SOUND_CONSONANT_LETTER = ("hour", "honest", "honou", "honor", "heir", "x-")  # "an x-ray": letter name
 _CONSONANT_SOUND_VOWEL_LETTER = ("uni", "use", "usu", "uten", "ukulele", "uro", "euro", "eu", "one", "once", "ewe")
@@ -181,8 +185,19 @@ def article(word: str) -> str:
 
 
 def with_article(phrase: str) -> str:
-    """``"striped cube"`` -> ``"a striped cube"``; ``"orange cube"`` -> ``"an orange cube"``."""
+    """``"striped cube"`` -> ``"a striped cube"``; ``"orange cube"`` -> ``"an orange cube"``.
+
+    A phrase ending in a plural-only noun (:data:`PLURAL_ONLY`) counts by the pair: ``"red scissors"`` ->
+    ``"a pair of red scissors"``.
+    """
+    if phrase.split()[-1].lower() in PLURAL_ONLY:
+        return f"a pair of {phrase}"
     return f"{article(phrase.split()[0])} {phrase}"
+
+
+def copula(noun: str) -> str:
+    """``"is"``, or ``"are"`` for a plural-only noun (``"the scissors are red"``)."""
+    return "are" if noun.lower() in PLURAL_ONLY else "is"
 
 
 def conjoin(phrases: list[str]) -> str:

@@ -233,3 +233,26 @@ def test_build_once_builds_once_across_threads_and_processes(tmp_path):
         t.join()
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     assert len((tmp_path / "builds").read_text()) == 1 and target.read_text() == "done"
+
+
+def test_default_benchmark_an_older_bindlab_built_is_rebuilt(tmp_path, monkeypatch):
+    """A home whose embedded text benchmark was written before the current text format (e.g. "a scissors") gets
+    it rebuilt on first use, and a current one is read as it is."""
+    import json
+
+    from bindlab.data.saber import TEXT_FORMAT
+    from bindlab.studies.browse import default_dataset
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path))
+    path = default_dataset()
+    meta = json.loads((path.parent / "meta.json").read_text())
+    assert meta["text_format"] == TEXT_FORMAT
+    assert "a pair of" in path.read_text().lower() and " a scissors" not in path.read_text().lower()
+    stamp = path.stat().st_mtime_ns
+    assert default_dataset().stat().st_mtime_ns == stamp  # current: not rebuilt
+    meta.pop("text_format")
+    (path.parent / "meta.json").write_text(json.dumps(meta))
+    path.write_text(path.read_text().replace("a pair of ", "a "))
+    rebuilt = default_dataset()
+    assert "a pair of" in rebuilt.read_text().lower()
+    assert json.loads((rebuilt.parent / "meta.json").read_text())["text_format"] == TEXT_FORMAT

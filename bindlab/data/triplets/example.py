@@ -10,7 +10,7 @@ from bindlab.data.templates import DEFAULT_TEMPLATE, allows, group_phrase, join_
 from bindlab.data.triplet_templates import FAMILY_OF, ExamplePlan, Pair, WrittenExample
 from bindlab.data.triplets.spec import NEGATIVE_KINDS
 from bindlab.data.triplets.words import permute_words
-from bindlab.data.vocab import article, conjoin
+from bindlab.data.vocab import conjoin, with_article
 
 
 @dataclass
@@ -107,7 +107,7 @@ def query_text(pairs: list[Pair], template: str | None = None) -> str:
     """
     groups = group_by_object(pairs)
     if template in (None, DEFAULT_TEMPLATE):
-        phrases = [" ".join([article(attrs[0]), *attrs, o]) for o, attrs in groups.items()]
+        phrases = [with_article(" ".join([*attrs, o])) for o, attrs in groups.items()]
         return conjoin(phrases)
     phrases = [group_phrase(template, attrs, o, [family_name(a) for a in attrs]) for o, attrs in groups.items()]
     return join_groups(phrases, bundled=any(len(attrs) > 1 for attrs in groups.values()))

@@ -58,6 +58,17 @@ class Variants:
             return self.templates[0]
         return random.Random(f"bindlab-triplet-template:{seed}:{i}").choice(self.templates)
 
+    def predicative_forms(self) -> tuple[str, ...]:
+        """The ``predicative`` construction's forms whose sentence template is not held out (all without variants):
+        a held-out template occurs in no text outside its own test split."""
+        from bindlab.data.triplet_templates import PREDICATIVE_FORMS
+
+        return tuple(f for f, t in PREDICATIVE_FORMS.items() if t not in self.holdout_templates)
+
+    def excluded_constructions(self) -> tuple[str, ...]:
+        """Constructions no example may take: ``predicative`` when both templates it writes are held out."""
+        return () if self.predicative_forms() else ("predicative",)
+
     def cap_scale(self) -> float:
         """How much smaller the largest restricted word pool is than the full lists (frequency caps grow by it)."""
         if not self.active:
@@ -112,7 +123,8 @@ def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "te
     n_rejected = attempts = 0
     examples: list[Example] = []
     t0 = time.perf_counter()
-    schedule = construction_schedule(n_examples, rng)
+    schedule = construction_schedule(n_examples, rng, exclude=variants.excluded_constructions())
+    forms = variants.predicative_forms()
     planned = _planned_splits(schedule, seed, variants)
     for i, construction in enumerate(schedule):
         template = variants.template_for(seed, i)
@@ -123,7 +135,7 @@ def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "te
                 top = ", ".join(f"{r} ({n})" for r, n in rejected.most_common(3))
                 raise RuntimeError(f"gave up after {attempts - 1} attempts for {n_examples} examples "
                                    f"({len(examples)} accepted); most common rejections: {top}")
-            plan = plan_example(construction, rng, usage, pools)
+            plan = plan_example(construction, rng, usage, pools, forms)
             try:
                 written = eng.write(plan, rng)
             except EngineOutputError as e:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
+from bindlab.data.templates import NOUN_ATTRIBUTES
 from bindlab.data.triplet_templates import (
     ATTRIBUTE_FAMILIES,
+    ATTRIBUTE_POOL,
     OBJECT_POOL,
     OPENERS,
     PLACES,
@@ -24,6 +26,7 @@ from bindlab.data.triplet_templates import (
 )
 from bindlab.data.triplets.example import Example
 from bindlab.data.triplets.spec import (
+    ADJACENT_TYPES,
     ATTRS_PER_OBJECT,
     CAP_FRACTION_PER_ATTRIBUTE,
     CAP_MIN,
@@ -140,8 +143,9 @@ def _plan_families(objects: list[str], pools: WordPools, per: int) -> tuple[Attr
 
 
 def plan_example(construction: str, rng: random.Random, usage: UsageTracker | None = None,
-                 pools: WordPools | None = None) -> ExamplePlan:
-    """Sample every diversity control of B.3 for one example of ``construction`` (words from ``pools``)."""
+                 pools: WordPools | None = None, forms: tuple[str, ...] = ("conjoined", "relative")) -> ExamplePlan:
+    """Sample every diversity control of B.3 for one example of ``construction`` (words from ``pools``; ``forms``:
+    the forms a ``predicative`` example may take)."""
     if construction not in CONSTRUCTIONS:
         raise ValueError(f"unknown construction {construction!r}; choose from {CONSTRUCTIONS}")
     usage = usage if usage is not None else UsageTracker()
@@ -149,6 +153,9 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
     n_obj, per = N_OBJECTS[construction], ATTRS_PER_OBJECT[construction]
     cap = usage.cap(n_obj * per)
     objects = _sample(pools.objects, n_obj, rng, usage, cap, set())
+    if construction not in ADJACENT_TYPES:  # attributes after their nouns: no noun attributes ("the kite was origami")
+        pools = replace(pools, attributes=frozenset(w for w in (pools.attributes or ATTRIBUTE_POOL)
+                                                    if w not in NOUN_ATTRIBUTES))
     families = _plan_families(objects, pools, per)
     for _ in range(50):  # restricted pools only: other objects may leave enough attribute words
         if families:
@@ -183,7 +190,7 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
         weather=rng.choice(WEATHERS) if rng.random() < 0.4 else "",
         register=rng.choice(REGISTERS)[0], opener=rng.choice(OPENERS)[0],
         length_band=_pick_band(construction, distance, len(distractors), rng), distance_range=distance,
-        reverse_reference=rng.random() < 0.5, references=rng.choice(REFERENCE_PAIRS),
+        reverse_reference=rng.random() < 0.5, references=rng.choice(REFERENCE_PAIRS), forms=forms,
     )
 
 
@@ -199,13 +206,16 @@ def _pick_band(construction: str, distance: tuple[int, int], n_distractors: int,
     return rng.choice(fitting) if fitting else bands[-1]
 
 
-def construction_schedule(n_examples: int, rng: random.Random) -> list[str]:
-    """Construction per example: exact quotas from :data:`CONSTRUCTION_SHARE` (largest remainder), shuffled."""
-    raw = {c: CONSTRUCTION_SHARE[c] * n_examples for c in CONSTRUCTIONS}
+def construction_schedule(n_examples: int, rng: random.Random, exclude: Sequence[str] = ()) -> list[str]:
+    """Construction per example: exact quotas from :data:`CONSTRUCTION_SHARE` (largest remainder), shuffled;
+    ``exclude``d constructions get none, their share spread over the others in proportion."""
+    kept = [c for c in CONSTRUCTIONS if c not in exclude]
+    total = sum(CONSTRUCTION_SHARE[c] for c in kept)
+    raw = {c: CONSTRUCTION_SHARE[c] / total * n_examples for c in kept}
     counts = {c: int(v) for c, v in raw.items()}
-    for c in sorted(CONSTRUCTIONS, key=lambda c: raw[c] - counts[c], reverse=True)[: n_examples - sum(counts.values())]:
+    for c in sorted(kept, key=lambda c: raw[c] - counts[c], reverse=True)[: n_examples - sum(counts.values())]:
         counts[c] += 1
-    order = [c for c in CONSTRUCTIONS for _ in range(counts[c])]
+    order = [c for c in kept for _ in range(counts[c])]
     rng.shuffle(order)
     return order
 

@@ -61,7 +61,7 @@ CAP_FRACTION_PER_ATTRIBUTE = 0.0075
 REJECTION_REASONS: tuple[str, ...] = (
     "unknown_construction", "multi_word_attribute", "multi_word_object", "duplicate_word",
     "attribute_not_exactly_once", "object_not_exactly_once", "distractor_in_query", "query_structure",
-    "article_mismatch", "length_out_of_band", "binding_distance_out_of_range", "missing_negative",
+    "article_mismatch", "agreement", "length_out_of_band", "binding_distance_out_of_range", "missing_negative",
     "negative_not_permutation", "negative_moves_other_words", "negative_kind_mismatch", "negative_identical",
     "negative_keeps_binding", "negative_wrong_bindings", "bindings_differ_from_plan", "frequency_cap",
     "duplicate_word_set", "engine_output_unparsable",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from bindlab.data.templates import DEFAULT_TEMPLATE, TEMPLATES
+from bindlab.data.templates import DEFAULT_TEMPLATE, TEMPLATES, grammar_problems
 from bindlab.data.triplet_templates import AMBIGUOUS_PRONOUNS, FAMILY_OF, REFERENCE_PAIRS, Pair
 from bindlab.data.triplets.example import Example, group_by_object, query_text
 from bindlab.data.triplets.spec import (
@@ -156,6 +156,8 @@ def validate(ex: Example) -> list[str]:
     for ws in words.values():
         if article_errors(ws):
             add("article_mismatch")
+    if any(grammar_problems(t) for t in texts.values()):  # is/are, "a pair of", noun attributes after "was"
+        add("agreement")
 
     # the query lists each object right after its attributes (or is exactly its sentence template's form)
     if ex.template in (None, DEFAULT_TEMPLATE):
