@@ -11,15 +11,20 @@ public data roots), drives it through ``gradio_client`` as scripted visitors wou
 (b) a second visitor's Browse *Score* time (a small fresh file, so neither the Browse memo nor the embedding cache
     answers it) when the server is idle and while the first visitor scores the largest file with the real model;
     the ratio's target is at most 2. The second visitor waits at most ``--busy-timeout`` seconds; past that the
-    ratio is reported as a lower bound.
+    ratio is reported as a lower bound;
+(c) with ``--visitors N``: N heavy visitors at once and a light one (the light request's seconds, the peak);
+(d) with ``--sessions N``: N visitors one after another, each keeping a Map and a Browse score of its own upload:
+    the memory each active session holds (target <= +150 MB) and what is left after they all leave (<= +300 MB).
 
 A measurement, not a unit test: run it by hand, on the machine you deploy to, and read the numbers with the load
-average it prints (a busy machine slows both sides). Exit status 1 when (a) fails, 3 when (b) misses its target.
+average it prints (a busy machine slows both sides). Exit status 1 when (a) fails, 3 when (b) or (c)
+misses its target, 4 when (d) does.
 
 Usage::
 
     python scripts/hostile_check.py [--model minilm] [--json out.json]
     python scripts/hostile_check.py --visitors 10      # (c) ten heavy visitors and a light one
+    python scripts/hostile_check.py --sessions 6 --model bow   # (d) memory held per session, and after they leave
 """
 
 from __future__ import annotations
@@ -132,10 +137,11 @@ def mcq_file(folder: Path, questions: int, seed: int, target_bytes: int = 0) -> 
     return path
 
 
-def _upload(client: Any, path: Path) -> str:
+def _upload(client: Any, path: Path, api_name: str = "/bl_data_upload") -> str:
+    """Upload ``path`` through a tab's upload widget (Browse's by default); the opaque choice it becomes."""
     from gradio_client import handle_file
 
-    choice, _ = client.predict(handle_file(str(path)), api_name="/bl_data_upload")
+    choice, _ = client.predict(handle_file(str(path)), api_name=api_name)
     return choice["value"] if isinstance(choice, dict) else choice
 
 
@@ -298,6 +304,88 @@ def run_crowd(model: str, visitors: int, light_timeout_s: float = 60.0) -> dict[
     return report
 
 
+def _steady_rss(pid: int, seconds: float = 2.0, every_s: float = 0.25) -> int:
+    """The server's resident bytes once a request is over: the median of samples over ``seconds`` (not the peak)."""
+    samples = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        samples.append(_rss_tree(pid))
+        time.sleep(every_s)
+    return int(statistics.median(samples))
+
+
+def run_sessions(model: str, sessions: int, questions: int = 0, leave_wait_s: float = 90.0) -> dict[str, Any]:
+    """(d) What each visitor's session keeps: ``sessions`` visitors one after another, each in its own
+    ``gradio_client`` session and from its own address, upload one MCQ file of ``questions`` questions (default:
+    the Map's cap) and make the heaviest per-session requests on it: a Map of all of it (PCA; UMAP adds only a
+    2-D layout) and a Browse *Score*. The server's steady RSS is taken after warm-up (the model loaded, each kind of
+    request made once, that visitor gone) and after each visitor; then every client closes and the RSS is sampled
+    for ``leave_wait_s`` seconds while the server notices (its heartbeat fires ``demo.unload``). Targets: at most
+    +150 MB per active session, and back within 300 MB of idle after the visitors left.
+    """
+    from gradio_client import Client
+
+    from bindlab.bench_browser import running_app
+    from bindlab.studies.map import MAX_LIMIT
+
+    questions = questions or MAX_LIMIT
+    # a home outside /tmp, as on a Space (Gradio treats the temp folder as its own)
+    work = Path(tempfile.mkdtemp(prefix="bindlab-sessions-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    home = work / "home"
+    env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": ""}
+    report: dict[str, Any] = {"model": model, "sessions": sessions, "questions": questions, "cpus": os.cpu_count()}
+    _say(report, "load_before", os.getloadavg())
+    data = mcq_file(work / "visitor", questions, seed=7)  # every visitor's own upload of the same file
+
+    def visit(url: str, address: str, path: Path, limit: int) -> Any:
+        c = Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 600},
+                   headers={"X-Forwarded-For": address})
+        c.predict(_upload(c, path, "/map_data_upload"), model, [], limit, 0, "role", "pca", "", api_name="/map_make")
+        _score(c, _upload(c, path), model)
+        return c
+
+    def uploads_left() -> int:
+        root = home / "uploads"
+        return sum(1 for d in root.iterdir() if d.is_dir()) if root.is_dir() else 0
+
+    mb = 1 << 20
+    with running_app(env=env, timeout_s=300, log=work / "app.log") as (url, _, _):
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        _say(report, "rss_start_mb", round(_steady_rss(pid) / mb, 1))
+        # warm-up: the model loaded, a small Map and a Browse score made once (imports, first-use caches), by a
+        # visitor who then leaves; idle is the server after that
+        warm = visit(url, "192.0.2.1", mcq_file(work / "warm", 20, seed=100), 20)
+        warm.close()
+        time.sleep(min(leave_wait_s, 40.0))
+        idle = _steady_rss(pid)
+        _say(report, "rss_idle_mb", round(idle / mb, 1))
+        clients, held = [], []
+        for i in range(sessions):
+            t = time.perf_counter()
+            clients.append(visit(url, f"198.51.100.{i + 1}", data, questions))
+            rss = _steady_rss(pid)
+            held.append(round(rss / mb, 1))
+            _say(report, f"session_{i + 1}", {"seconds": round(time.perf_counter() - t, 1), "rss_mb": held[-1],
+                                              "over_idle_mb": round((rss - idle) / mb, 1)})
+        _say(report, "rss_per_session_count_mb", held)
+        _say(report, "mean_growth_per_session_mb", round((held[-1] - idle / mb) / sessions, 1))
+        # the first visitor's figure also holds what the first large request leaves (model working memory, caches)
+        _say(report, "growth_per_session_after_first_mb",
+             round((held[-1] - held[0]) / (sessions - 1), 1) if sessions > 1 else None)
+        _say(report, "uploads_before_leaving", uploads_left())
+        for c in clients:
+            c.close()  # stops the heartbeat; the server sees the stream end and runs the session's unload
+        t0, after = time.perf_counter(), []
+        while time.perf_counter() - t0 < leave_wait_s:
+            time.sleep(8.0)
+            after.append([round(time.perf_counter() - t0), round(_steady_rss(pid) / mb, 1), uploads_left()])
+        _say(report, "after_leaving_s_mb_uploads", after)
+        _say(report, "rss_after_leaving_mb", after[-1][1])
+        _say(report, "after_leaving_over_idle_mb", round(after[-1][1] - idle / mb, 1))
+    _say(report, "load_after", os.getloadavg())
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="minilm", help="the encoder both visitors use (default: minilm)")
@@ -308,7 +396,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the report here")
     ap.add_argument("--visitors", type=int, default=0,
                     help="instead: this many heavy visitors at once and a light one (check (c); default: off)")
+    ap.add_argument("--sessions", type=int, default=0,
+                    help="instead: this many visitors one after another, each keeping a Map and a Browse score; "
+                         "memory per session and after they leave (check (d); default: off)")
+    ap.add_argument("--questions", type=int, default=0,
+                    help="(d) questions in each visitor's file (default: the Map's cap, 2,000)")
+    ap.add_argument("--leave-wait", type=float, default=90.0,
+                    help="(d) seconds the RSS is sampled after the visitors left (default 90)")
     a = ap.parse_args(argv)
+    if a.sessions:
+        report = run_sessions(a.model, a.sessions, a.questions, a.leave_wait)
+        if a.json:
+            Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
+        growth, kept = report["mean_growth_per_session_mb"], report["after_leaving_over_idle_mb"]
+        print(f"(d) {a.sessions} sessions: {growth:.0f} MB held per active session (target <= 150): "
+              f"{'ok' if growth <= 150 else 'MISSED'}; {kept:+.0f} MB over idle {a.leave_wait:.0f} s after they left "
+              f"(target <= 300): {'ok' if kept <= 300 else 'MISSED'}")
+        return 0 if growth <= 150 and kept <= 300 else 4
     if a.visitors:
         report = run_crowd(a.model, a.visitors)
         if a.json:

@@ -32,7 +32,7 @@ from bindlab.eval.mcq import (
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
-from bindlab.studies.memo import remember
+from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.result import Result
 from bindlab.studies.validate import data_input, nonneg_int, positive_int
 
@@ -68,8 +68,18 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
         write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images, "template": "attributive",
                                           **({"image_size": DEFAULT_IMAGE_SIZE, "vocab": "renderable"} if images else {})})
 
+    def current(folder: Path) -> bool:  # written by this bindlab's generator (an older home's texts are rebuilt)
+        import json
+
+        from bindlab.data.saber import TEXT_FORMAT
+
+        try:
+            return json.loads((folder / "meta.json").read_text()).get("text_format") == TEXT_FORMAT
+        except (OSError, ValueError):
+            return False
+
     # two visitors (or two processes sharing the home) opening the page at once render the default only once
-    return build_once(path, build)
+    return build_once(path, build, current=current)
 
 
 _READS_DEFAULT: dict[str, bool] = {}  # encoder fingerprint -> it knows every word of the embedded text benchmark
@@ -364,6 +374,15 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
         for old in remember(_SCORED, key, scored, MAX_SCORED_SETS, scored_bytes, MAX_SCORED_BYTES):
             _KEY_LOCKS.pop(old, None)
     return scored
+
+
+def forget_sets_under(folder: str | Path) -> int:
+    """Drop the scored sets of files inside ``folder`` (a session's uploads, when it ends); how many went."""
+    with _LOCK:
+        gone = forget_under(_SCORED, folder)
+        for key in gone:
+            _KEY_LOCKS.pop(key, None)
+    return len(gone)
 
 
 def _score_set(request: McqRequest, progress: Progress | None = None) -> ScoredSet:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any
 
 
@@ -28,3 +29,13 @@ def remember(memo: dict[Hashable, Any], key: Hashable, value: Any, max_items: in
         del memo[oldest]
         dropped.append(oldest)
     return dropped
+
+
+def forget_under(memo: dict[Hashable, Any], folder: str | Path) -> list[Hashable]:
+    """Drop the entries whose key starts with the resolved path of a file inside ``folder`` (a browser session's
+    upload folder when the session ends: nobody can ask for those files again). Returns the keys dropped."""
+    root = Path(folder).resolve()
+    gone = [k for k in memo if isinstance(k, tuple) and k and Path(str(k[0])).is_relative_to(root)]
+    for k in gone:
+        memo.pop(k, None)
+    return gone

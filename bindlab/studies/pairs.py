@@ -20,7 +20,7 @@ from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosit
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
 from bindlab.studies.browse import get_encoder
-from bindlab.studies.memo import remember
+from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.result import Result
 from bindlab.studies.validate import data_input, nonneg_int, positive_int
 
@@ -130,6 +130,11 @@ class ScoredPairs:
 
 _SCORED: dict[tuple[str, float, str, str], ScoredPairs] = {}  # least recently used first
 MAX_SCORED_PAIRS = 8  # scored Pairs files kept for the tab's views; the least recently used goes first
+
+
+def forget_pairs_under(folder: str | Path) -> int:
+    """Drop the scored Pairs files inside ``folder`` (a session's uploads, when it ends); how many went."""
+    return len(forget_under(_SCORED, folder))
 
 
 def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress: Any = None) -> ScoredPairs:

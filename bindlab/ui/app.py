@@ -25,7 +25,13 @@ from bindlab.ui import finetune as finetune_tab
 from bindlab.ui import grounding as grounding_tab
 from bindlab.ui import pairs as pairs_tab
 from bindlab.ui import walkthrough as walkthrough_tab
-from bindlab.ui.common import install_owner_token, install_uploads, max_upload_bytes, quiet_refusals
+from bindlab.ui.common import (
+    install_owner_token,
+    install_session_release,
+    install_uploads,
+    max_upload_bytes,
+    quiet_refusals,
+)
 from bindlab.ui.gpu import GPU_QUEUE
 
 INTRO = """# bindlab — attribute–object binding lab
@@ -86,6 +92,7 @@ def build_app() -> gr.Blocks:
         install_uploads(demo)  # and its uploads (public mode's upload widgets)
         install_owner_token(demo)  # a visitor's jobs belong to the browser: a reload keeps them
         quiet_refusals(demo)  # public mode: an input Gradio refuses logs one line, not a traceback
+        install_session_release(demo)  # last of the unloads: Gradio's copy of an ended session goes at once
     calm_queue(demo)
     return demo
 

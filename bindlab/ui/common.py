@@ -364,14 +364,61 @@ def install_owner_token(demo: gr.Blocks) -> None:
 _UPLOAD_SWEEPER: threading.Thread | None = None
 
 
+def install_session_release(demo: gr.Blocks) -> None:
+    """When a session ends (``demo.unload``), free what Gradio keeps of it at once: its ``gr.State`` values (a Map's
+    vectors: 10,000 points x 4,096 float32 with ``bow``, ~160 MB) and its copy of the page (every output's last value,
+    e.g. the Map's plot; ~0.7 MB even for a session that did nothing). Gradio itself keeps a closed session's state
+    for an hour whatever a State's ``time_to_live`` says (``SessionState.STATE_TTL_WHEN_CLOSED``, so that a page
+    that reconnects finds it) and its page copy until 10,000 sessions have come after it; here the session's
+    uploads are deleted and its requests stopped when it ends anyway (:func:`install_uploads`), so nothing it held
+    would still work. Install it after every other ``demo.unload``: Gradio runs them in order, and each one asks
+    for the session's state again (an unload after this one would make a fresh, if small, copy that stays).
+    """
+    def release(request: gr.Request) -> None:
+        holder = getattr(demo, "state_holder", None)
+        session = getattr(request, "session_hash", None)
+        if holder is None or not session or session not in holder:
+            return
+        try:  # Gradio's StateHolder internals (gradio 6): if they change, the hour-long default applies again
+            holder.delete_state(session)  # each State's delete_callback, then its value
+            with holder.lock:
+                holder.session_data.pop(session, None)
+                holder.time_last_used.pop(session, None)
+        except (AttributeError, KeyError, TypeError) as e:
+            log.warning("could not release the ended session's state at once (%s); Gradio frees it later", e)
+        trim_heap()
+
+    demo.unload(release)
+
+
+def trim_heap() -> None:
+    """Give freed heap memory back to the system (glibc's ``malloc_trim``; nothing elsewhere). Python frees a
+    session's objects into malloc's heaps, one per thread that allocated them (Gradio runs callbacks in a thread
+    pool), and glibc returns such memory only from the top of a heap: without this, what a session held mostly stays
+    resident after it is freed, as fragments in the middle of the heaps."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        pass
+
+
 def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float = 3600.0) -> None:
     """When a session ends (``demo.unload``): stop its running requests at their next model turn and delete its
     uploads; old uploads go every ``every_s`` seconds."""
     global _UPLOAD_SWEEPER
 
     def end(request: gr.Request) -> None:
+        from bindlab.studies import browse, pairs
+
         session = getattr(request, "session_hash", None)
         access.visitor_left(session)
+        if session:  # the scored sets of its uploads (Browse's keep their vectors: a bow set of 2,000 questions ~160 MB)
+            folder = datasets.session_uploads(session)
+            browse.forget_sets_under(folder)
+            pairs.forget_pairs_under(folder)
         datasets.delete_uploads(session)
 
     demo.unload(end)
