@@ -96,6 +96,10 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     # --- docs/deploy.md ---
     ("docs/deploy.md", "python -m bindlab eval benchmark --source hub"): {"cls": "mention"},  # an option in prose
     ("docs/deploy.md", "bindlab export-dataset"): {"cls": "mention"},  # names the command in prose
+    ("README.md", "audit-splits --toy toy:clip"): {"cls": "run"},  # 2026-12-02: regenerates 10,000 scenes, ~10 s
+    ("bindlab/assets/toy-clip/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
+    ("bindlab/assets/toy-negclip/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
+    ("bindlab/assets/toy-shared/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
     ("docs/deploy.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU
     # --- docs/models.md ---
     ("docs/models.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bindlab.cli import attention, browse, compare, datasets, finetune, grounding, map, models, pairs, toy
+from bindlab.cli import attention, audit, browse, compare, datasets, finetune, grounding, map, models, pairs, toy
 from bindlab.cli.common import Groups, Parser
 from bindlab.config import __version__
 
@@ -33,6 +33,7 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
     map.add_commands,
     compare.add_commands,
     datasets.add_commands,
+    audit.add_commands,
 ]
 
 

@@ -109,8 +109,13 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
                          f"{request.model} has none")
     t = time.perf_counter()
     heldout = frozenset(tuple(c) for c in _training(folder).get("heldout_combinations") or [])
+    exposed = frozenset()
+    if heldout and "train_config" in _training(folder):  # held-out pairs its training showed through a colour slot
+        from bindlab.train.toy_audit import exposed_pairs
+
+        exposed = exposed_pairs(_training(folder)["train_config"])
     result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed,
-                          heldout=heldout)
+                          heldout=heldout, exposed=exposed)
     settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
     notes = summary_lines(result)
     if request.card:

@@ -62,7 +62,9 @@ def _holdout_lines(training: dict[str, Any]) -> list[str]:
             "training scene**, single or multi-object (`bindlab.train.toy_data.heldout_combinations("
             f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
             "shape and every attribute still occurs, with other partners). The evaluation reports them separately "
-            f"as *unseen combinations*. They are: {listed}."]
+            "as *unseen combinations*; the held-out (shape, colour) pairs that another attribute's colour still "
+            "shows (\"orange glowing fish\" while (fish, orange) is held out) are reported apart from the ones "
+            f"never shown (`python -m bindlab audit-splits --toy MODEL`). They are: {listed}."]
 
 
 def _twin_lines(training: dict[str, Any]) -> list[str]:
@@ -108,6 +110,10 @@ def shown_path(path: str) -> str:
         return Path(path).name
 
 
+_COMBO_LABELS = {"seen": "seen", "unseen": "unseen (all held-out)", "unseen_clean": "unseen, never shown",
+                 "unseen_colour_slot": "unseen, shown through a colour slot"}
+
+
 def _combination_lines(evaluation: dict[str, Any]) -> list[str]:
     combo = evaluation["single_object"].get("by_combination")
     if not combo:
@@ -118,16 +124,25 @@ def _combination_lines(evaluation: dict[str, Any]) -> list[str]:
              "|---|---|---|---|---|---|"]
     for k, v in combo.items():
         if v.get("n"):
-            lines.append(f"| {k} | {v['n']} | {v['t2i_top1']:.3f} | {v['i2t_top1']:.3f} | {v['i2t_attribute']:.3f} "
+            lines.append(f"| {_COMBO_LABELS.get(k, k)} | {v['n']} | {v['t2i_top1']:.3f} | {v['i2t_top1']:.3f} | {v['i2t_attribute']:.3f} "
                          f"| {v['i2t_shape']:.3f} |")
+    if "unseen_clean" in combo:
+        lines += ["", f"*Never shown* pairs are the held-out pairs no training pixel or caption showed; the "
+                  f"{evaluation.get('heldout_shown_through_colour_slot', 'other')} *shown through a colour slot* are "
+                  "held-out (shape, colour) pairs that training showed through another attribute's colour (\"orange "
+                  "glowing fish\" while (fish, orange) is held out; `python -m bindlab audit-splits --toy MODEL` "
+                  "lists them). The composition test proper is the never-shown row."]
     mcq = (evaluation.get("mcq") or {}).get("by_combination")
     if mcq:
-        lines += ["", "MCQs split the same way (a question is *unseen* when its query holds a held-out pair; those "
-                  "questions have more objects on average, mean N in brackets):", "",
-                  "| pairing | seen | unseen |", "|---|---|---|"]
+        keys = [k for k in _COMBO_LABELS if any(k in r for r in mcq.values())]
+        lines += ["", "MCQs split the same way (a question is *unseen* when its query holds a held-out pair, *never "
+                  "shown* when none of its held-out pairs was shown through a colour slot either; unseen questions "
+                  "have more objects on average, mean N in brackets):", "",
+                  "| pairing | " + " | ".join(_COMBO_LABELS[k] for k in keys) + " |",
+                  "|---|" + "---|" * len(keys)]
         for p, r in mcq.items():
             cells = [f"{r[k]['accuracy']:.3f} (n={r[k]['n']}, N {r[k]['mean_n']:.1f})" if k in r else "–"
-                     for k in ("seen", "unseen")]
+                     for k in keys]
             lines.append(f"| {p} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 

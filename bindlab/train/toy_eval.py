@@ -10,7 +10,10 @@
   four pairings (chance per question: 1/3 at N = 2, 1/4 above; :func:`bindlab.eval.mcq.question_chance`).
 - **Seen vs unseen combinations**: for a model trained with held-out shape x attribute pairs (its
   ``training.json`` lists them), both evaluations are also reported on the items that contain a held-out pair
-  ("unseen": composition) and on the rest ("seen": recognition of pairs the model was shown).
+  ("unseen": composition) and on the rest ("seen": recognition of pairs the model was shown). Some held-out pairs
+  are shown anyway through another attribute's colour slot ("orange glowing fish" while (fish, orange) is held out;
+  :mod:`bindlab.train.toy_audit`): with those ``exposed`` pairs given, "unseen" is split further into
+  ``unseen_clean`` (never shown at all: the composition test proper) and ``unseen_colour_slot``.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def single_object_set(sample: int = 0, seed: int = 0) -> tuple[list[tuple[str, s
 
 
 def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str, str, str]],
-                         heldout: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
+                         heldout: frozenset[tuple[str, str]] = frozenset(),
+                         exposed: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     """Retrieval figures from unit embeddings ``img`` (M, d) and ``txt`` (M, d) where row i of each match.
 
     Returns:
@@ -72,7 +76,7 @@ def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str
         "chance": {"top1": 1 / m, "attribute": 1 / n_attr, "shape": 1 / n_shape},
     }
     if heldout:
-        out["by_combination"] = by_combination(sim, items, heldout)
+        out["by_combination"] = by_combination(sim, items, heldout, exposed)
     return out
 
 
@@ -93,26 +97,44 @@ def _subset_scores(sim: np.ndarray, items: list[tuple[str, str, str]], keep: np.
             "i2t_shape": float(np.mean([items[j][0] == items[i][0] for i, j in zip(idx, i2t, strict=True)]))}
 
 
-def by_combination(sim: np.ndarray, items: list[tuple[str, str, str]], heldout: frozenset[Combo]) -> dict[str, Any]:
-    """:func:`_subset_scores` for the seen and the unseen (held-out) shape x attribute combinations."""
+def by_combination(sim: np.ndarray, items: list[tuple[str, str, str]], heldout: frozenset[Combo],
+                   exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+    """:func:`_subset_scores` for the seen and the unseen (held-out) shape x attribute combinations; with
+    ``exposed`` (held-out pairs shown through a colour slot) also ``unseen_clean`` and ``unseen_colour_slot``."""
     unseen = np.array([(s, a) in heldout for s, a, _ in items])
-    return {"seen": _subset_scores(sim, items, ~unseen), "unseen": _subset_scores(sim, items, unseen)}
+    out = {"seen": _subset_scores(sim, items, ~unseen), "unseen": _subset_scores(sim, items, unseen)}
+    if exposed:
+        shown = np.array([(s, a) in exposed for s, a, _ in items])
+        out["unseen_clean"] = _subset_scores(sim, items, unseen & ~shown)
+        out["unseen_colour_slot"] = _subset_scores(sim, items, unseen & shown)
+    return out
 
 
-def mcq_by_combination(questions: list[Any], rows: list[dict[str, Any]], heldout: frozenset[Combo]
-                       ) -> dict[str, dict[str, Any]]:
-    """Per pairing, accuracy on questions whose query holds a held-out (shape, attribute) pair vs the others.
+def mcq_by_combination(questions: list[Any], rows: list[dict[str, Any]], heldout: frozenset[Combo],
+                       exposed: frozenset[Combo] = frozenset()) -> dict[str, dict[str, Any]]:
+    """Per pairing, accuracy on questions whose query holds a held-out (shape, attribute) pair vs the others; with
+    ``exposed``, the unseen questions whose held-out pairs are all never shown are ``unseen_clean``, the others
+    ``unseen_colour_slot``.
 
     Unseen questions are larger on average (more objects, more chances to hold a held-out pair): ``mean_n`` says it.
     """
-    unseen = {q.id: any((obj, attr) in heldout for attr, obj in q.query.bindings) for q in questions}
+    def kind(q: Any) -> str:
+        held = [(obj, attr) for attr, obj in q.query.bindings if (obj, attr) in heldout]
+        if not held:
+            return "seen"
+        if not exposed:
+            return "unseen"
+        return "unseen_colour_slot" if any(p in exposed for p in held) else "unseen_clean"
+
+    unseen = {q.id: kind(q) for q in questions}
     n_of = {q.id: q.n_objects for q in questions}
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        split = out.setdefault(r["pairing"], {}).setdefault("unseen" if unseen[r["id"]] else "seen",
-                                                            {"credit": [], "sizes": []})
-        split["credit"].append(r["credit"])
-        split["sizes"].append(n_of[r["id"]])
+        splits = out.setdefault(r["pairing"], {})
+        for k in {unseen[r["id"]], "unseen" if unseen[r["id"]] != "seen" else "seen"}:
+            split = splits.setdefault(k, {"credit": [], "sizes": []})
+            split["credit"].append(r["credit"])
+            split["sizes"].append(n_of[r["id"]])
     return {p: {k: {"accuracy": float(np.mean(v["credit"])), "n": len(v["credit"]),
                     "mean_n": float(np.mean(v["sizes"]))} for k, v in sorted(splits.items())}
             for p, splits in out.items()}
@@ -130,19 +152,20 @@ def render_single_objects(sample: int = 0, seed: int = 0, size: int = EVAL_RENDE
 
 
 def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE,
-                            workers: int = 2, heldout: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+                            workers: int = 2, heldout: frozenset[Combo] = frozenset(),
+                            exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
     """Render held-out single objects, embed them and their captions, score retrieval (see module docstring)."""
     if not {"text", "image"} <= set(encoder.modalities):
         raise EncoderError(f"{encoder.id} needs both text and images for this evaluation")
     items, captions, pixels = render_single_objects(sample, seed, size, workers)
     img = encoder.embed_images(list(pixels))
     txt = encoder.embed_texts(captions)
-    return {**single_object_scores(img, txt, items, heldout), "render_size": size}
+    return {**single_object_scores(img, txt, items, heldout, exposed), "render_size": size}
 
 
 def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, folder: str | Path | None = None,
-                       size: int = MCQ_RENDER_SIZE, workers: int = 2, heldout: frozenset[Combo] = frozenset()
-                       ) -> dict[str, Any]:
+                       size: int = MCQ_RENDER_SIZE, workers: int = 2, heldout: frozenset[Combo] = frozenset(),
+                       exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
     """SABER MCQs on the renderable vocabulary, N = 2..10, in all four pairings.
 
     Args:
@@ -168,18 +191,23 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
     res, rows = run(Path(folder))
     out = {"per_size": per_size, "sizes": list(MCQ_SIZES), "seed": seed, "render_size": size, "pairings": res}
     if heldout:
-        out["by_combination"] = mcq_by_combination(questions, rows, heldout)
+        out["by_combination"] = mcq_by_combination(questions, rows, heldout, exposed)
     return out
 
 
 def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
-                 mcq_folder: str | Path | None = None, heldout: frozenset[Combo] = frozenset()) -> dict[str, Any]:
-    """Both evaluations; ``per_size=0`` skips the MCQs. With ``heldout`` pairs, each is also split seen/unseen."""
-    out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed, heldout=heldout)}
+                 mcq_folder: str | Path | None = None, heldout: frozenset[Combo] = frozenset(),
+                 exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+    """Both evaluations; ``per_size=0`` skips the MCQs. With ``heldout`` pairs, each is also split seen/unseen (and,
+    with ``exposed`` ones, unseen into never shown / shown through a colour slot)."""
+    out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed, heldout=heldout,
+                                                                    exposed=exposed)}
     if per_size:
-        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder, heldout=heldout)
+        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder, heldout=heldout, exposed=exposed)
     if heldout:
         out["heldout_combinations"] = len(heldout)
+    if exposed:
+        out["heldout_shown_through_colour_slot"] = len(exposed & heldout)
     return out
 
 
