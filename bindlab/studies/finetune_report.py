@@ -1,24 +1,27 @@
-"""The finetune report that separates in-format from general (part of the Finetune study).
+"""The finetune report that separates the training distribution from the general test (part of the Finetune study).
 
 A triplet finetune is trained on queries in one sentence template (``attributive`` unless the triplets say
-otherwise) over one vocabulary. A gain measured on questions in that template with those words shows the model
-learnt the training format; it says nothing yet about binding in general. So every evaluation of a compare says
-which it is (:data:`bindlab.train.compare.FORMATS`):
+otherwise) over the words its training rows contain. A gain measured on questions in that template with only those
+words shows the model learnt the training format; it says nothing yet about binding in general. So the report's MCQ
+rows are a grid of *construction* (each sentence template: trained, or held out of training) x *vocabulary* (only
+words some training text contains, or words none does), and every row's name, format and "in training distribution"
+mark are computed from what the row holds — the training rows' words are read from the data
+(:func:`training_words`), never taken from the generator's settings:
 
-- ``in-format``: MCQs in a training template (the request's MCQ file, or the embedded mini benchmark) and the
-  in-distribution triplet splits (val, test).
-- ``unseen words``: MCQs in the training template built only from the job's held-out words (its
-  ``holdout_vocab.json``, when the triplets were generated with ``--holdout-words``) and the ``test_unseen_words``
-  triplets.
-- ``out-of-template``: the same questions re-written in every template the job did not train on
-  (:func:`bindlab.data.saber.generate_saber` with ``template=X``, on the fly from the same seed, sizes and count) and
-  the ``test_template_<X>`` triplets.
-- ``held-out construction``: the deferred-binding triplet types (split ``heldout``), never trained on.
-- ``control``: the forgetting controls on general sentences (similarity drift from the base, paraphrase R@1) and,
-  for image models, single-object text->image R@1.
+- the questions given (the request's MCQ file, or the embedded mini benchmark), split by vocabulary;
+- for every template x vocabulary, questions generated like the given ones (same seed, sizes and count per size;
+  :func:`bindlab.data.saber.generate_saber` over the part of the vocabulary training texts do or do not contain);
+- the triplet evaluation splits, each cut the same way by its rows' query template and words; the deferred-binding
+  split is a construction never trained on;
+- controls: the forgetting controls on general sentences (similarity drift from the base, paraphrase R@1) and, for
+  image models, single-object text->image R@1.
 
-Every number carries a 95 % percentile bootstrap interval over its items (questions, triplets, sentences). The rows
-are shaped by :func:`bindlab.train.compare.report_rows`.
+Formats (:data:`bindlab.train.compare.FORMATS`): ``in-format`` (training template, seen words: the only rows in the
+training distribution), ``unseen words``, ``out-of-template``, ``out-of-template, unseen words``, ``held-out
+construction``, ``control``. Every number carries a 95 % percentile bootstrap interval over its items (questions,
+triplets, sentences) and its chance level. The rows are shaped by :func:`bindlab.train.compare.report_rows`; the
+summary (:func:`bindlab.train.compare.report_text`) names the rows that moved beyond their intervals and counts those
+that did not, never averaging rows of different kinds.
 """
 
 from __future__ import annotations
@@ -66,9 +69,58 @@ def base_vocab(questions: Sequence[Any]) -> Any:
     return RENDER_VOCAB if objects and objects <= set(RENDER_VOCAB.objects) else SABER_VOCAB
 
 
-def _mcq_sets(questions: list[Any], data_dir: Path, trained: tuple[str, ...], seed: int) -> list[dict[str, Any]]:
-    """The MCQ sets of the report: the given questions, each other template, and the unseen-word questions."""
-    from bindlab.data.holdout import HOLDOUT_FILE, saber_vocab_from
+VOCABULARIES = {"seen": "words seen in training", "unseen": "words no training text contains"}
+
+
+def training_words(rows: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """Every word of every text (query, positive, negative) of the training rows, lower-cased: what "seen in
+    training" means for a row of the report (read from the data, not from the generator's settings)."""
+    words: set[str] = set()
+    for r in rows:
+        for k in ("query", "positive", "negative"):
+            words.update(w.strip(",.;:!?\"'").lower() for w in str(r.get(k, "")).split())
+    return frozenset(words)
+
+
+def question_vocabulary(q: Any, seen: frozenset[str]) -> str:
+    """``"seen"`` when every attribute and object of the question's candidates occurs in training texts, else
+    ``"unseen"``."""
+    words = {w.lower() for c in (q.query, *q.candidates) for pair in c.bindings for w in pair}
+    return "seen" if words <= seen else "unseen"
+
+
+def split_vocab(vocab: Any, seen: frozenset[str]) -> dict[str, Any]:
+    """``vocab`` cut into the words training texts contain and the rest (each ``None`` when too small for a
+    question): ``{"seen": Vocabulary | None, "unseen": Vocabulary | None}``."""
+    from bindlab.data.saber import Vocabulary
+
+    out = {}
+    for key, keep in (("seen", True), ("unseen", False)):
+        objects = tuple(o for o in vocab.objects if (o.lower() in seen) == keep)
+        attributes = tuple(a for a in vocab.attributes if (a.name.lower() in seen) == keep)
+        out[key] = Vocabulary(objects, attributes) if min(len(objects), len(attributes)) >= 3 else None
+    return out
+
+
+def row_format(trained_template: bool, vocabulary: str) -> str:
+    """The format of a report row from what it contains (:data:`bindlab.train.compare.FORMATS`)."""
+    if trained_template:
+        return "in-format" if vocabulary == "seen" else "unseen words"
+    return "out-of-template" if vocabulary == "seen" else "out-of-template, unseen words"
+
+
+def mcq_label(template: str, trained: bool, vocabulary: str, source: str) -> str:
+    """A report row's name, computed from its contents: ``MCQ, predicative template (held out of training), words
+    seen in training (generated)``."""
+    return (f"MCQ, {template} template ({'trained' if trained else 'held out of training'}), "
+            f"{VOCABULARIES[vocabulary]} ({source})")
+
+
+def _mcq_sets(questions: list[Any], trained: tuple[str, ...], seen: frozenset[str], seed: int
+              ) -> list[dict[str, Any]]:
+    """The MCQ rows of the report: the given questions split by vocabulary, then the grid of every template x
+    {words seen in training, words no training text contains}, generated like the given questions (same seed,
+    sizes and count per size)."""
     from bindlab.data.saber import generate_saber, max_size, template_vocab
     from bindlab.data.templates import TEMPLATES
 
@@ -76,39 +128,52 @@ def _mcq_sets(questions: list[Any], data_dir: Path, trained: tuple[str, ...], se
     own = question_template(questions)
     counts = Counter(q.n_objects for q in questions)
     sizes, per_size = sorted(counts), max(counts.values())
-    sets = [{"evaluation": f"MCQ, {own} template (the questions given)", "questions": questions,
-             "format": "in-format" if own in trained else "out-of-template", "template": own}]
+    sets = []
+    for v in VOCABULARIES:
+        qs = [q for q in questions if question_vocabulary(q, seen) == v]
+        if qs:
+            sets.append({"questions": qs, "template": own, "vocabulary": v, "source": "the questions given"})
+    parts = split_vocab(vocab0, seen)
     for t in TEMPLATES:
-        if t in trained or t == own:
-            continue
-        usable = [n for n in sizes if n <= max_size(template_vocab(vocab0, t))]
-        if not usable:
-            continue
-        qs = generate_saber(per_size=per_size, sizes=usable, seed=seed, vocab=vocab0, template=t)
-        sets.append({"evaluation": f"MCQ, {t} template (held out of training)", "questions": qs,
-                     "format": "out-of-template", "template": t})
-    holdout = data_dir / HOLDOUT_FILE
-    if holdout.is_file():
-        t = trained[0]
-        vocab = saber_vocab_from(holdout, vocab0)
-        usable = [n for n in sizes if n <= max_size(template_vocab(vocab, t))]
-        if usable:
-            qs = generate_saber(per_size=per_size, sizes=usable, seed=seed, vocab=vocab, template=t)
-            sets.append({"evaluation": f"MCQ, {t} template, held-out words only ({HOLDOUT_FILE})", "questions": qs,
-                         "format": "unseen words", "template": t})
+        for v, vocab in parts.items():
+            if vocab is None:
+                continue
+            usable = [n for n in sizes if n <= max_size(template_vocab(vocab, t))]
+            if usable:
+                qs = generate_saber(per_size=per_size, sizes=usable, seed=seed, vocab=vocab, template=t)
+                sets.append({"questions": qs, "template": t, "vocabulary": v, "source": "generated"})
+    for s in sets:
+        s["trained"] = s["template"] in trained
+        s["format"] = row_format(s["trained"], s["vocabulary"])
+        s["evaluation"] = mcq_label(s["template"], s["trained"], s["vocabulary"], s["source"])
     return sets
 
 
-def _split_format(split: str) -> str:
-    from bindlab.data.triplets import UNSEEN_WORDS_SPLIT
+def _triplet_groups(splits: dict[str, list[dict[str, Any]]], trained: tuple[str, ...], seen: frozenset[str]
+                    ) -> list[dict[str, Any]]:
+    """The triplet rows of the report: each evaluation split cut by what its rows contain (query template, words
+    seen in training or not); the held-out deferred-binding split is its own construction, never trained on."""
+    from bindlab.data.templates import DEFAULT_TEMPLATE
 
-    if split == UNSEEN_WORDS_SPLIT:
-        return "unseen words"
-    if split.startswith("test_template_"):
-        return "out-of-template"
-    if split == "heldout":
-        return "held-out construction"
-    return "in-format"
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for split, rows in splits.items():
+        if split == "train":
+            continue
+        for r in rows:
+            words = {w.lower() for pair in r.get("bindings") or [] for w in pair}
+            v = "seen" if words <= seen else "unseen"
+            groups.setdefault((split, r.get("template") or DEFAULT_TEMPLATE, v), []).append(r)
+    out = []
+    for (split, t, v), rows in groups.items():
+        if split == "heldout":
+            fmt = "held-out construction"
+            name = f"triplets, held-out deferred-binding construction, {VOCABULARIES[v]}"
+        else:
+            fmt = row_format(t in trained, v)
+            name = (f"triplets, {t} query ({'trained' if t in trained else 'held out of training'}), "
+                    f"{VOCABULARIES[v]} (split {split})")
+        out.append({"evaluation": name, "rows": rows, "template": t, "vocabulary": v, "format": fmt})
+    return out
 
 
 def _triplet_credit(encoder: Any, rows: Sequence[dict[str, Any]]) -> np.ndarray:
@@ -168,7 +233,7 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
         Entries ``{"evaluation", "kind" (mcq | triplets | control), "format", "in_format", "n", "higher_is_better",
         "models": {label: {"value", "ci95", "n"}}}`` in reading order: MCQs, triplets, controls.
     """
-    from bindlab.eval.mcq import evaluate_mcq
+    from bindlab.eval.mcq import evaluate_mcq, question_chance
     from bindlab.train.finetune import load_splits
     from bindlab.train.general_sentences import general_sentences
 
@@ -176,7 +241,8 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
     data_dir = data if data.is_dir() else data.parent
     splits = load_splits(str(data), int(config.get("eval_rows", 400) or 0), int(config.get("seed", 0) or 0))
     trained = training_templates(splits["train"]) or ("attributive",)
-    sets = _mcq_sets(questions, data_dir, trained, seed=benchmark_seed(mcq_path))
+    seen = training_words(splits["train"])
+    sets = _mcq_sets(questions, trained, seen, seed=benchmark_seed(mcq_path))
     entries: list[dict[str, Any]] = []
     n_steps, done = len(encoders) * (len(sets) + 2), 0
     labels = list(encoders)
@@ -194,23 +260,23 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
             models[label] = _item_summary(np.array([r["credit"] for r in items]))
             tick(f"report: {s['evaluation']} ({label})")
         entries.append({"evaluation": s["evaluation"], "kind": "mcq", "format": s["format"],
-                        "in_format": s["format"] == "in-format", "higher_is_better": True, "models": models})
-    for split, rows in splits.items():
-        if split == "train" or not rows:
-            continue
-        fmt = _split_format(split)
-        name = "held-out deferred-binding" if split == "heldout" else split
-        entries.append({"evaluation": f"triplets, {name}", "kind": "triplets", "format": fmt,
-                        "in_format": fmt == "in-format", "higher_is_better": True,
-                        "models": {label: _item_summary(_triplet_credit(encoders[label], rows)) for label in labels}})
+                        "template": s["template"], "vocabulary": s["vocabulary"], "source": s["source"],
+                        "in_format": s["format"] == "in-format", "higher_is_better": True,
+                        "chance": float(np.mean(question_chance(s["questions"]))), "models": models})
+    for g in _triplet_groups(splits, trained, seen):
+        entries.append({"evaluation": g["evaluation"], "kind": "triplets", "format": g["format"],
+                        "template": g["template"], "vocabulary": g["vocabulary"], "source": "triplets",
+                        "in_format": g["format"] == "in-format", "higher_is_better": True, "chance": 0.5,
+                        "models": {label: _item_summary(_triplet_credit(encoders[label], g["rows"]))
+                                   for label in labels}})
     tick("report: triplets")
     base_general = encoders[labels[0]].embed_texts(general_sentences())
     forget = {label: _forgetting_items(encoders[label], base_general) for label in labels}
     entries.append({"evaluation": "control: general-sentence similarity drift from base", "kind": "control",
-                    "format": "control", "in_format": False, "higher_is_better": False,
+                    "format": "control", "in_format": False, "higher_is_better": False, "chance": None,
                     "models": {label: _item_summary(forget[label]["drift"]) for label in labels}})
     entries.append({"evaluation": "control: paraphrase R@1 (general sentences)", "kind": "control",
-                    "format": "control", "in_format": False, "higher_is_better": True,
+                    "format": "control", "in_format": False, "higher_is_better": True, "chance": None,
                     "models": {label: _item_summary(forget[label]["paraphrase_r1"]) for label in labels}})
     if "image" in encoders[labels[0]].modalities:
         from bindlab.train.finetune import single_object_set
@@ -218,6 +284,7 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
         items = single_object_set()  # rendered once, for all three models
         entries.append({"evaluation": "control: single-object text->image R@1", "kind": "control",
                         "format": "control", "in_format": False, "higher_is_better": True,
+                        "chance": 1 / len(items),
                         "models": {label: _item_summary(_t2i_items(encoders[label], items)) for label in labels}})
     tick("report: forgetting controls")
     for e in entries:

@@ -18,8 +18,10 @@ LABELS = ("base", "unscaled", "lines")
 # What each format of the separated report measures (bindlab.studies.finetune_report builds the entries).
 FORMATS: dict[str, str] = {
     "in-format": "the training sentence template and vocabulary: shows the model learnt the training format",
-    "unseen words": "the training template, only words no training text contains",
-    "out-of-template": "a sentence template the model was never trained on (same bindings, other wording)",
+    "unseen words": "the training template, with words no training text contains",
+    "out-of-template": "a sentence template the model was never trained on (same bindings, other wording), words "
+                       "seen in training",
+    "out-of-template, unseen words": "a template the model was never trained on and words no training text contains",
     "held-out construction": "triplet construction types never trained on (deferred binding)",
     "control": "forgetting controls on general sentences: what finetuning may have cost",
 }
@@ -49,13 +51,16 @@ def _fmt(v: float | None, digits: int = 3) -> str:
 
 
 def report_rows(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
-    """The separated report as table rows: evaluation, format, in-format (yes/no), N, then per model its value
-    and its 95 % CI (``"[lo, hi]"``), the columns named by :func:`display_labels`."""
+    """The separated report as table rows: evaluation, format, in training distribution (yes/no: the training
+    template *and* only words seen in training), N, chance, then per model its value and its 95 % CI
+    (``"[lo, hi]"``), the columns named by :func:`display_labels`."""
     names = display_labels(lines_a)
     rows = []
     for e in entries:
+        chance = e.get("chance")
         row: dict[str, Any] = {"evaluation": e["evaluation"], "format": e["format"],
-                               "in-format": "yes" if e["in_format"] else "no", "N": e["n"]}
+                               "in training distribution": "yes" if e["in_format"] else "no", "N": e["n"],
+                               "chance": "–" if chance is None else round(chance, 3)}
         for key in report_models(lines_a):
             m = e["models"].get(key)
             if m is None:
@@ -67,25 +72,33 @@ def report_rows(entries: list[dict[str, Any]], lines_a: float | None) -> list[di
 
 
 def report_text(entries: list[dict[str, Any]], lines_a: float | None) -> str:
-    """What the report proves, in plain words: which rows are in-format and what the gap is."""
+    """What the report shows, in plain words: which rows moved beyond their 95 % intervals and which did not, each
+    row named by what it contains (no figure averages rows of different kinds)."""
     names = display_labels(lines_a)
-    keys = report_models(lines_a)
-    tuned = keys[-1]
-    head = ("Rows marked in-format use the training sentence template and vocabulary: a gain there shows the model "
-            "learnt the training format, not binding in general. Out-of-template, unseen-word and held-out "
-            "construction rows are the general test; control rows are what finetuning may have cost (drift: lower "
-            "is better).")
+    tuned = report_models(lines_a)[-1]
+    head = ("Rows in the training distribution use the training sentence template and only words seen in training: "
+            "a gain there shows the model learnt the training format, not binding in general. The other rows are "
+            "the general test (another template, unseen words, a held-out construction); control rows are what "
+            "finetuning may have cost (drift: lower is better).")
     if tuned == "unscaled":
         head += " LiNeS a = 1 scales nothing, so the job's model is the unscaled one (shown once, never as LiNeS)."
-    gains: dict[str, list[float]] = {}
-    for e in entries:
-        if e["kind"] == "control" or tuned not in e["models"] or "base" not in e["models"]:
+    moves = report_moves(entries, lines_a)
+    if not moves:
+        return head
+
+    def named(rows: list[dict[str, Any]]) -> str:
+        return "; ".join(f"{r['evaluation']} {r['base']:.3f} → {r['tuned']:.3f}" for r in rows)
+
+    for fmt_in, what in ((True, "in the training distribution"), (False, "outside it")):
+        rows = [r for r in moves if r["in_format"] == fmt_in and r["kind"] != "control"]
+        if not rows:
             continue
-        gains.setdefault("in-format" if e["in_format"] else "general", []).append(
-            e["models"][tuned]["value"] - e["models"]["base"]["value"])
-    parts = [f"{k}: {sum(v) / len(v):+.3f} on average over {len(v)} rows" for k, v in gains.items() if v]
-    if parts:
-        head += f" Gain of {names[tuned]} over base — " + "; ".join(parts) + "."
+        moved = [r for r in rows if r["moved"] != "within"]
+        head += (f" {names[tuned]} vs base, {what}: {len(moved)} of {len(rows)} rows moved beyond their intervals"
+                 + (f" ({named(moved)})" if moved else "") + ".")
+    ctrl = [r for r in moves if r["kind"] == "control" and r["moved"] != "within"]
+    if ctrl:
+        head += f" Controls that moved: {named(ctrl)}."
     return head
 
 
@@ -94,6 +107,7 @@ def report_values(entries: list[dict[str, Any]], lines_a: float | None) -> list[
     interval bounds and n; the models named by :func:`display_labels`, LiNeS left out when ``a = 1``."""
     names = display_labels(lines_a)
     return [{"evaluation": e["evaluation"], "kind": e["kind"], "format": e["format"], "in_format": e["in_format"],
+             "template": e.get("template"), "vocabulary": e.get("vocabulary"), "chance": e.get("chance"),
              "higher_is_better": e["higher_is_better"], "model": names[key], "value": m["value"],
              "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1], "n": m["n"]}
             for e in entries for key in report_models(lines_a) if (m := e["models"].get(key)) is not None]
@@ -127,14 +141,16 @@ def format_report(entries: list[dict[str, Any]], lines_a: float | None) -> str:
     """Plain-text separated report for the command line."""
     names = display_labels(lines_a)
     keys = report_models(lines_a)
-    out = ["separated report (value [95 % CI]); in-format = the training template and words",
-           f"{'evaluation':<62}{'format':<23}{'N':>5}" + "".join(f"{names[k]:>26}" for k in keys)]
+    out = ["separated report (value [95 % CI]); * = in the training distribution (training template, only words "
+           "seen in training)",
+           f"{'evaluation':<100}{'format':<32}{'N':>5}{'chance':>8}" + "".join(f"{names[k]:>26}" for k in keys)]
     for e in entries:
         cells = "".join(f"{_fmt(m['value'])} [{_fmt(m['ci95'][0])}, {_fmt(m['ci95'][1])}]".rjust(26)
                         for m in (e["models"].get(k) for k in keys) if m is not None)
         fmt = e["format"] + (" *" if e["in_format"] else "")
-        out.append(f"{e['evaluation'][:61]:<62}{fmt:<23}{e['n']:>5}{cells}")
-    out.append("* in-format. " + report_text(entries, lines_a))
+        chance = "–" if e.get("chance") is None else f"{e['chance']:.3f}"
+        out.append(f"{e['evaluation'][:99]:<100}{fmt:<32}{e['n']:>5}{chance:>8}{cells}")
+    out.append(report_text(entries, lines_a))
     return "\n".join(out)
 
 

@@ -300,16 +300,23 @@ def finetune_frame(r: dict[str, Any]) -> pd.DataFrame:
 
 
 def report_frame(r: dict[str, Any]) -> pd.DataFrame:
-    """The separated report's rows as the Finetune tab shows them: evaluation, format, in-format, N, then each model's
-    value and 95 % CI."""
+    """The separated report's rows as the Finetune tab shows them: evaluation, format, in training distribution, N,
+    chance, then each model's value and 95 % CI."""
     return pd.DataFrame(r.get("report_rows") or [])
 
 
-def _in_format(r: dict[str, Any]) -> bool:
-    """Whether the benchmark's questions are in a training template (the report's row for them says; without a
+def _given_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's rows of the questions step 7 scores (split by whether their words were seen in training)."""
+    return [e for e in r.get("report") or [] if e["kind"] == "mcq" and e.get("source") == "the questions given"]
+
+
+def _in_template(r: dict[str, Any]) -> bool:
+    """Whether the benchmark's questions are in a training template (the report's rows for them say; without a
     report, the walkthrough's triplets train on the attributive template only)."""
-    given = next((e for e in r.get("report") or [] if e["kind"] == "mcq"), None)
-    return given["in_format"] if given else r.get("template", "attributive") == "attributive"
+    given = _given_rows(r)
+    if given:
+        return given[0]["format"] in ("in-format", "unseen words")
+    return r.get("template", "attributive") == "attributive"
 
 
 def moves_md(r: dict[str, Any]) -> str:
@@ -325,7 +332,8 @@ def moves_md(r: dict[str, Any]) -> str:
                          for x in rows) or "none"
 
     parts = []
-    for title, sel in (("In-format (training template and words)", [x for x in moves if x["in_format"]]),
+    for title, sel in (("In the training distribution (training template, only words seen in training)",
+                        [x for x in moves if x["in_format"]]),
                        ("General (held-out template, unseen words, held-out construction)",
                         [x for x in moves if not x["in_format"] and x["kind"] != "control"]),
                        ("Controls (what finetuning may have cost; drift: lower is better)",
@@ -354,10 +362,14 @@ def finetune_md(r: dict[str, Any]) -> str:
         trip_txt = (" Triplet accuracy on the toy triplets' test split (training template, unseen rows; chance 0.5): "
                     f"{_num(trip['base']['triplet_test'])} → "
                     f"{_num(trip[trip_key]['triplet_test'])}.")
-    if _in_format(r):
+    given = _given_rows(r)
+    n_in, n_all = sum(e["n"] for e in given if e["in_format"]), sum(e["n"] for e in given)
+    words = (f"; {n_in} of {n_all} use only words seen in training (<b>in-format</b>), the other {n_all - n_in} "
+             "contain words no training text contains" if given else "")
+    if _in_template(r):
         where = (f"questions in the <b>training template</b> ({html_text(r.get('template', 'attributive'))}, the "
-                 "template of every training query: <b>in-format</b>, so a gain here shows the training format was "
-                 "learnt, not binding in general; the report below separates the general tests)")
+                 f"template of every training query{words}: a gain on in-format questions shows the training format "
+                 "was learnt, not binding in general; the report below separates the general tests)")
     else:
         where = f"questions in a template the job did not train on ({html_text(r.get('template', ''))})"
     a = r["lines_a"]
@@ -650,9 +662,11 @@ def build_tab() -> dict[str, Any]:
     ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"],
                             label="MCQ accuracy, all N (chance 1/3 at N = 2, 1/4 above)", interactive=False, wrap=True, elem_id="wt-ft-table")
     ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned, one chart per pairing", elem_id="wt-ft-fig")
-    ft_report = gr.Dataframe(headers=["evaluation", "format", "in-format", "N", "base", "base 95% CI"],
-                             label="Separated report (text → text): in-format vs general, each with its n and 95 % CI",
-                             interactive=False, wrap=True, elem_id="wt-ft-report")
+    ft_report = gr.Dataframe(headers=["evaluation", "format", "in training distribution", "N", "chance", "base",
+                                      "base 95% CI"],
+                             label="Separated report (text → text): each row named by its template and words, with "
+                                   "its n, chance and 95 % CI",
+                             interactive=False, wrap=True, elem_id="wt-ft-report", max_height=2000)
     ft_job = gr.State(None)  # this session's job id
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
     ft_timer = gr.Timer(2.0, active=False)

@@ -151,7 +151,7 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     table, trip, report = (x.data if isinstance(x, Styler) else x for x in (table, trip, report))
     assert table.to_dict(orient="records") == fs.labelled(fs.mcq_table(cli), 0.5)
     assert list(table.columns) == ["pairing", "N", "base", "unscaled", "LiNeS (a=0.5)"]
-    assert report.to_dict(orient="records") == fs.report_rows(cli["report"], 0.5) and "in-format" in note
+    assert report.to_dict(orient="records") == fs.report_rows(cli["report"], 0.5) and "training distribution" in note
     assert trip.to_dict(orient="records") == cli["triplets"] and len(cli["triplets"]) == 3
     want = pd.DataFrame(fs.attention_rows(cli["attention"], fs.display_labels(0.5)), columns=tab.ATTENTION_COLUMNS)
     pd.testing.assert_frame_equal(att.data if isinstance(att, Styler) else att, want)
@@ -169,7 +169,7 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
                                                                         "LiNeS (a=0.5)"]
     shown_report = pd.read_csv(files["compare_report.csv"])
     assert list(shown_report["evaluation"]) == [r["evaluation"] for r in fs.report_rows(cli["report"], 0.5)]
-    assert set(shown_report["in-format"]) == {"yes", "no"}
+    assert set(shown_report["in training distribution"]) == {"yes", "no"}
     values = pd.read_csv(files["compare_report_values.csv"])
     assert set(values["model"]) == {"base", "unscaled", "LiNeS (a=0.5)"}
     assert (values["ci95_low"] <= values["value"] + 1e-9).all() and (values["value"] <= values["ci95_high"] + 1e-9).all()
@@ -201,23 +201,41 @@ def report_jobs(tiny_st_holdout_jobs, tmp_path_factory):
 
 
 def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):
+    """The report is a grid of template (trained / held out) x vocabulary (seen in training / not), each row named,
+    formatted and marked from what it holds, with n, chance and a 95 % CI; no summary averages rows."""
+    from bindlab.data.templates import TEMPLATES
+
     job, _, mcq = report_jobs
     res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
     entries = res.summary["report"]
     by_name = {e["evaluation"]: e for e in entries}
     fmt = {e["evaluation"]: (e["format"], e["in_format"]) for e in entries}
-    assert fmt["MCQ, attributive template (the questions given)"] == ("in-format", True)
-    for t in ("predicative", "relative", "with"):  # every template the job did not train on, made on the fly
-        assert fmt[f"MCQ, {t} template (held out of training)"] == ("out-of-template", False)
-    assert [f for name, f in fmt.items() if "held-out words" in name] == [("unseen words", False)]
-    assert fmt["triplets, val"] == fmt["triplets, test"] == ("in-format", True)
-    assert fmt["triplets, test_template_predicative"] == ("out-of-template", False)
-    assert fmt["triplets, test_unseen_words"] == ("unseen words", False)
-    assert fmt["triplets, held-out deferred-binding"] == ("held-out construction", False)
+    seen, unseen = "words seen in training", "words no training text contains"
+    given = [e for e in entries if e.get("source") == "the questions given"]
+    assert sum(e["n"] for e in given) == 6 and all(e["template"] == "attributive" for e in given)
+    for t in TEMPLATES:  # the whole grid, generated like the given questions
+        trained = "trained" if t == "attributive" else "held out of training"
+        in_t = t == "attributive"
+        assert fmt[f"MCQ, {t} template ({trained}), {seen} (generated)"] == \
+            ("in-format" if in_t else "out-of-template", in_t)
+        assert fmt[f"MCQ, {t} template ({trained}), {unseen} (generated)"] == \
+            ("unseen words" if in_t else "out-of-template, unseen words", False)
+    assert by_name[f"MCQ, predicative template (held out of training), {seen} (generated)"]["n"] == 6
+    assert [e["evaluation"] for e in entries if e["in_format"] and e["kind"] == "mcq"] == \
+        [e["evaluation"] for e in entries if e["kind"] == "mcq" and e["template"] == "attributive"
+         and e["vocabulary"] == "seen"]
+    assert fmt[f"triplets, attributive query (trained), {seen} (split val)"] == ("in-format", True)
+    assert fmt[f"triplets, predicative query (held out of training), {seen} (split test_template_predicative)"] \
+        == ("out-of-template", False)
+    assert fmt[f"triplets, attributive query (trained), {unseen} (split test_unseen_words)"] == ("unseen words", False)
+    assert any(f == ("held-out construction", False) for name, f in fmt.items() if "deferred-binding" in name)
     assert {f for f, _ in fmt.values()} >= {"control"}
-    assert by_name["MCQ, predicative template (held out of training)"]["n"] == 6  # same sizes and count as given
     for e in entries:
         assert set(e["models"]) == {"base", "unscaled", "lines"}
+        if e["kind"] == "mcq":
+            assert 0.25 <= e["chance"] <= 1 / 3  # the mean of 1/3 at N = 2 and 1/4 above
+        if e["kind"] == "triplets":
+            assert e["chance"] == 0.5
         for m in e["models"].values():
             lo, hi = m["ci95"]
             assert lo - 1e-9 <= m["value"] <= hi + 1e-9 and m["n"] == e["n"] > 0
@@ -226,9 +244,24 @@ def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):
 
     rows = res.tables["report"]
     assert [r["evaluation"] for r in rows] == [e["evaluation"] for e in entries]
-    assert {r["in-format"] for r in rows} == {"yes", "no"}
+    assert {r["in training distribution"] for r in rows} == {"yes", "no"} and "chance" in rows[0]
     assert all(re.fullmatch(r"\[\d\.\d{3}, \d\.\d{3}\]", r["LiNeS (a=0.1) 95% CI"]) for r in rows)
-    assert "in-format" in res.notes[0] and "not binding in general" in res.notes[0]
+    note = res.notes[0]
+    assert "training distribution" in note and "not binding in general" in note
+    assert "rows moved beyond their intervals" in note and "on average" not in note
+
+
+def test_a_row_is_unseen_when_one_of_its_words_is_not_in_training():
+    """The vocabulary of a row is read from the training texts: one word they lack makes a question unseen."""
+    from bindlab.data.saber import generate_saber
+    from bindlab.studies.finetune_report import question_vocabulary, training_words
+
+    q = generate_saber(per_size=1, sizes=[2], seed=0)[0]
+    words = {w for c in (q.query, *q.candidates) for pair in c.bindings for w in pair}
+    rows = [{"query": " ".join(sorted(words)), "positive": "", "negative": ""}]
+    assert question_vocabulary(q, training_words(rows)) == "seen"
+    rows[0]["query"] = " ".join(sorted(words)[1:])
+    assert question_vocabulary(q, training_words(rows)) == "unseen"
 
 
 def test_a_of_one_is_reported_as_unscaled_never_lines(report_jobs, tmp_path, capsys):

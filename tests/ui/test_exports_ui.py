@@ -90,7 +90,7 @@ def test_finetune_downloads_after_compare_with_the_separated_report(app_url, pag
     report = pd.read_csv(path)
     assert {"in-format", "out-of-template", "unseen words", "held-out construction", "control"} <= set(report["format"])
     flat = " ".join(shown.split())  # the page's table wraps long cells
-    assert all(f in flat for f in set(report["format"]))  # the rows the page shows
+    assert all(f in flat for f in set(report["format"])), [f for f in set(report["format"]) if f not in flat]  # the rows the page shows
     assert {"base 95% CI", "unscaled 95% CI"} <= set(report.columns)  # each model's value with its interval
     assert zip_names(download_file(page, "ft", "compare_all.zip", tmp_path)) == names - {"compare_all.zip"}
     screenshot(page, "export-finetune")
