@@ -825,7 +825,7 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         if r.get("report_rows"):
             tables["step7_report"] = r["report_rows"]
             tables["step7_report_values"] = report_values(r["report"], r.get("lines_a"))
-            tables["step7_report_moves"] = r["report_moves"]
+            tables["step7_report_moves"] = [_split_ci(x, "change_ci95") for x in r["report_moves"]]
         if r.get("triplets"):
             tables["step7_triplets"] = r["triplets"]
         tables["step7_image_drift"] = [{"job": r["job"], **r["image_drift"], "steps": r["steps"],

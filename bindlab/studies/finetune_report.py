@@ -44,6 +44,23 @@ def _item_summary(values: np.ndarray) -> dict[str, Any]:
     return {"value": float(np.mean(v)) if v.size else float("nan"), "ci95": [lo, hi], "n": int(v.size)}
 
 
+def _compared(values: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Each model's summary (``models``) and, for every model after the first (the base), the **paired** change:
+    per item the model's value minus the base's on the same item, its mean and percentile bootstrap 95 % interval
+    (``paired``). Items are the same questions, triplets or sentences for every model, so the paired interval is
+    much tighter than two separate ones and is what says whether a row moved."""
+    from bindlab.eval.metrics import bootstrap_ci
+
+    labels = list(values)
+    base = np.asarray(values[labels[0]], dtype=np.float64)
+    paired = {}
+    for label in labels[1:]:
+        d = np.asarray(values[label], dtype=np.float64) - base
+        lo, hi = bootstrap_ci(d)
+        paired[label] = {"change": float(d.mean()) if d.size else float("nan"), "ci95": [lo, hi]}
+    return {"models": {label: _item_summary(v) for label, v in values.items()}, "paired": paired}
+
+
 def training_templates(rows: Sequence[dict[str, Any]]) -> tuple[str, ...]:
     """The sentence templates of the train split's queries (rows without a ``template`` key are attributive)."""
     from bindlab.data.templates import DEFAULT_TEMPLATE, TEMPLATES
@@ -230,8 +247,10 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
         progress: optional ``(fraction, message)`` callback.
 
     Returns:
-        Entries ``{"evaluation", "kind" (mcq | triplets | control), "format", "in_format", "n", "higher_is_better",
-        "models": {label: {"value", "ci95", "n"}}}`` in reading order: MCQs, triplets, controls.
+        Entries ``{"evaluation", "kind" (mcq | triplets | control), "format", "in_format", "template", "vocabulary",
+        "source", "chance", "n", "higher_is_better", "models": {label: {"value", "ci95", "n"}}, "paired": {label:
+        {"change", "ci95"}}}`` (``paired``: each finetuned model minus the base, item by item) in reading order:
+        MCQs, triplets, controls.
     """
     from bindlab.eval.mcq import evaluate_mcq, question_chance
     from bindlab.train.finetune import load_splits
@@ -254,30 +273,31 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
             progress(done / n_steps, msg)
 
     for s in sets:
-        models = {}
+        credits = {}
+        order = [q.id for q in s["questions"]]
         for label in labels:
             res, items = evaluate_mcq(s["questions"], data_dir, encoders[label], ["tt"])
-            models[label] = _item_summary(np.array([r["credit"] for r in items]))
+            by_id = {r["id"]: r["credit"] for r in items}
+            credits[label] = np.array([by_id[i] for i in order])  # item order fixed: the changes are paired
             tick(f"report: {s['evaluation']} ({label})")
         entries.append({"evaluation": s["evaluation"], "kind": "mcq", "format": s["format"],
                         "template": s["template"], "vocabulary": s["vocabulary"], "source": s["source"],
                         "in_format": s["format"] == "in-format", "higher_is_better": True,
-                        "chance": float(np.mean(question_chance(s["questions"]))), "models": models})
+                        "chance": float(np.mean(question_chance(s["questions"]))), **_compared(credits)})
     for g in _triplet_groups(splits, trained, seen):
         entries.append({"evaluation": g["evaluation"], "kind": "triplets", "format": g["format"],
                         "template": g["template"], "vocabulary": g["vocabulary"], "source": "triplets",
                         "in_format": g["format"] == "in-format", "higher_is_better": True, "chance": 0.5,
-                        "models": {label: _item_summary(_triplet_credit(encoders[label], g["rows"]))
-                                   for label in labels}})
+                        **_compared({label: _triplet_credit(encoders[label], g["rows"]) for label in labels})})
     tick("report: triplets")
     base_general = encoders[labels[0]].embed_texts(general_sentences())
     forget = {label: _forgetting_items(encoders[label], base_general) for label in labels}
     entries.append({"evaluation": "control: general-sentence similarity drift from base", "kind": "control",
                     "format": "control", "in_format": False, "higher_is_better": False, "chance": None,
-                    "models": {label: _item_summary(forget[label]["drift"]) for label in labels}})
+                    **_compared({label: forget[label]["drift"] for label in labels})})
     entries.append({"evaluation": "control: paraphrase R@1 (general sentences)", "kind": "control",
                     "format": "control", "in_format": False, "higher_is_better": True, "chance": None,
-                    "models": {label: _item_summary(forget[label]["paraphrase_r1"]) for label in labels}})
+                    **_compared({label: forget[label]["paraphrase_r1"] for label in labels})})
     if "image" in encoders[labels[0]].modalities:
         from bindlab.train.finetune import single_object_set
 
@@ -285,7 +305,7 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
         entries.append({"evaluation": "control: single-object text->image R@1", "kind": "control",
                         "format": "control", "in_format": False, "higher_is_better": True,
                         "chance": 1 / len(items),
-                        "models": {label: _item_summary(_t2i_items(encoders[label], items)) for label in labels}})
+                        **_compared({label: _t2i_items(encoders[label], items) for label in labels})})
     tick("report: forgetting controls")
     for e in entries:
         e["n"] = next(iter(e["models"].values()))["n"]

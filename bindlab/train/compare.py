@@ -87,19 +87,28 @@ def report_text(entries: list[dict[str, Any]], lines_a: float | None) -> str:
         return head
 
     def named(rows: list[dict[str, Any]]) -> str:
-        return "; ".join(f"{r['evaluation']} {r['base']:.3f} → {r['tuned']:.3f}" for r in rows)
+        return "; ".join(f"{r['evaluation']} {r['base']:.3f} → {r['tuned']:.3f} (change {r['change']:+.3f} "
+                         f"[{r['change_ci95'][0]:+.3f}, {r['change_ci95'][1]:+.3f}])" for r in rows)
 
     for fmt_in, what in ((True, "in the training distribution"), (False, "outside it")):
         rows = [r for r in moves if r["in_format"] == fmt_in and r["kind"] != "control"]
         if not rows:
             continue
         moved = [r for r in rows if r["moved"] != "within"]
-        head += (f" {names[tuned]} vs base, {what}: {len(moved)} of {len(rows)} rows moved beyond their intervals"
+        head += (f" {names[tuned]} vs base, {what}: {len(moved)} of {len(rows)} rows moved beyond their intervals "
+                 "(the paired 95 % interval of the change excludes 0)"
                  + (f" ({named(moved)})" if moved else "") + ".")
     ctrl = [r for r in moves if r["kind"] == "control" and r["moved"] != "within"]
     if ctrl:
         head += f" Controls that moved: {named(ctrl)}."
     return head
+
+
+def _paired_columns(p: dict[str, Any] | None) -> dict[str, Any]:
+    """A finetuned model's change over the base, item by item, as three columns (empty for the base itself)."""
+    if not p:
+        return {"change_vs_base": None, "change_ci95_low": None, "change_ci95_high": None}
+    return {"change_vs_base": p["change"], "change_ci95_low": p["ci95"][0], "change_ci95_high": p["ci95"][1]}
 
 
 def report_values(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
@@ -109,18 +118,20 @@ def report_values(entries: list[dict[str, Any]], lines_a: float | None) -> list[
     return [{"evaluation": e["evaluation"], "kind": e["kind"], "format": e["format"], "in_format": e["in_format"],
              "template": e.get("template"), "vocabulary": e.get("vocabulary"), "chance": e.get("chance"),
              "higher_is_better": e["higher_is_better"], "model": names[key], "value": m["value"],
-             "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1], "n": m["n"]}
+             "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1], "n": m["n"],
+             **_paired_columns((e.get("paired") or {}).get(key))}
             for e in entries for key in report_models(lines_a) if (m := e["models"].get(key)) is not None]
 
 
 def report_moves(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
-    """Which rows of the separated report moved beyond their intervals: per evaluation, the job's model (LiNeS, or
-    the unscaled model when ``a = 1``) against the base, ``moved`` = "up" / "down" when the two 95 % intervals do not
-    overlap, else "within" (the change is within the noise of this many items).
+    """Which rows of the separated report moved: per evaluation, the job's model (LiNeS, or the unscaled model when
+    ``a = 1``) against the base, ``moved`` = "up" / "down" when the paired 95 % interval of the change (item by item,
+    ``entry["paired"]``) excludes 0, else "within" (the change is within the noise of this many items). Records
+    without paired changes fall back to "the two separate intervals do not overlap".
 
     Returns:
-        rows ``{"evaluation", "format", "in_format", "kind", "n", "model", "base", "tuned", "change", "moved",
-        "higher_is_better"}`` in the report's order (rows without both models are left out).
+        rows ``{"evaluation", "format", "in_format", "kind", "n", "model", "base", "tuned", "change", "change_ci95",
+        "paired", "moved", "higher_is_better"}`` in the report's order (rows without both models are left out).
     """
     names = display_labels(lines_a)
     tuned = report_models(lines_a)[-1]
@@ -129,11 +140,18 @@ def report_moves(entries: list[dict[str, Any]], lines_a: float | None) -> list[d
         b, t = e["models"].get("base"), e["models"].get(tuned)
         if b is None or t is None:
             continue
-        (blo, bhi), (tlo, thi) = b["ci95"], t["ci95"]
-        moved = "up" if tlo > bhi else "down" if thi < blo else "within"
+        paired = (e.get("paired") or {}).get(tuned)
+        if paired:  # the change item by item: moved when its paired 95 % interval excludes 0
+            lo, hi = paired["ci95"]
+            moved = "up" if lo > 0 else "down" if hi < 0 else "within"
+        else:  # an older record without paired changes: the two separate intervals do not overlap
+            (blo, bhi), (tlo, thi) = b["ci95"], t["ci95"]
+            lo, hi = tlo - bhi, thi - blo
+            moved = "up" if tlo > bhi else "down" if thi < blo else "within"
         rows.append({"evaluation": e["evaluation"], "format": e["format"], "in_format": e["in_format"],
                      "kind": e["kind"], "n": e["n"], "model": names[tuned], "base": b["value"], "tuned": t["value"],
-                     "change": t["value"] - b["value"], "moved": moved, "higher_is_better": e["higher_is_better"]})
+                     "change": t["value"] - b["value"], "change_ci95": [lo, hi], "paired": bool(paired),
+                     "moved": moved, "higher_is_better": e["higher_is_better"]})
     return rows
 
 

@@ -320,15 +320,17 @@ def _in_template(r: dict[str, Any]) -> bool:
 
 
 def moves_md(r: dict[str, Any]) -> str:
-    """In words: which rows of the separated report moved beyond their intervals (base and the job's model's 95 %
-    intervals do not overlap) and which stayed within the noise, in-format and general apart."""
+    """In words: which rows of the separated report moved beyond their intervals (the paired 95 % interval of the
+    job's model's change over the base excludes 0) and which stayed within the noise, in-format and general apart."""
     moves = r.get("report_moves") or []
     if not moves:
         return ""
     name = html_text(wf.finetune_models(r)[-1][1])  # the job's model, as step 7 names it
 
     def listed(rows: list[dict[str, Any]]) -> str:
-        return "; ".join(f"{html_text(x['evaluation'])} ({_num(x['base'])} → {_num(x['tuned'])}, n = {x['n']})"
+        return "; ".join(f"{html_text(x['evaluation'])} ({_num(x['base'])} → {_num(x['tuned'])}, n = {x['n']}"
+                         + (f", change {x['change']:+.3f} [{x['change_ci95'][0]:+.3f}, {x['change_ci95'][1]:+.3f}]"
+                            if "change_ci95" in x else "") + ")"
                          for x in rows) or "none"
 
     parts = []
@@ -346,7 +348,8 @@ def moves_md(r: dict[str, Any]) -> str:
         parts.append(f"<li><b>{title}</b>: moved up beyond the interval: {listed(up)} · moved down: {listed(down)} · "
                      f"within the noise: {len(within)} of {len(sel)} rows</li>")
     return (f"<div id='wt-ft-moves'>Separated report, base vs <b>{name}</b> (text → text; a row <i>moved beyond its "
-            "interval</i> when the two models' 95 % intervals do not overlap, else it is within the noise of its n "
+            "interval</i> when the paired 95 % interval of its change — the same items scored by both models — "
+            "excludes 0, else it is within the noise of its n "
             f"items):<ul>{''.join(parts)}</ul></div>")
 
 

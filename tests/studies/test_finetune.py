@@ -239,6 +239,16 @@ def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):
         for m in e["models"].values():
             lo, hi = m["ci95"]
             assert lo - 1e-9 <= m["value"] <= hi + 1e-9 and m["n"] == e["n"] > 0
+    for e in entries:  # the change of each finetuned model is paired: item by item against the base
+        assert set(e["paired"]) == {"unscaled", "lines"}
+        for label, p in e["paired"].items():
+            assert p["change"] == pytest.approx(e["models"][label]["value"] - e["models"]["base"]["value"], abs=1e-9)
+            assert p["ci95"][0] - 1e-9 <= p["change"] <= p["ci95"][1] + 1e-9
+    from bindlab.train.compare import report_moves
+
+    for m in report_moves(entries, 0.1):
+        lo, hi = m["change_ci95"]
+        assert m["paired"] and m["moved"] == ("up" if lo > 0 else "down" if hi < 0 else "within")
     drift = by_name["control: general-sentence similarity drift from base"]["models"]["base"]
     assert drift["value"] == 0.0 and drift["ci95"] == [0.0, 0.0]  # the base against itself
 
