@@ -211,6 +211,7 @@ class Limits:
     heavy_request_items: int  # items through the model that make an app request heavy (0: none is heavy)
     max_heavy_requests: int  # heavy app requests at once on the server (one per session and per client address)
     session_state_seconds: int  # seconds a session's large page state (maps, comparisons) is kept unused (0: no limit)
+    scored_memory_mb: int  # MiB of scored sets (scores and loaded embeddings) Browse keeps for all visitors together
     max_jobs_per_session: int  # running background jobs (walkthrough jobs included) of one session / owner
     max_queued_per_session: int  # queued background jobs of one session / owner
     max_jobs_global: int  # running background jobs on the server
@@ -249,6 +250,7 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "heavy_request_items": (0, 2_000),
     "max_heavy_requests": (4, 2),
     "session_state_seconds": (0, 1_800),
+    "scored_memory_mb": (1_024, 256),
     "max_jobs_per_session": (4, 1),
     "max_queued_per_session": (16, 2),
     "max_jobs_global": (2, 1),

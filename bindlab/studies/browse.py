@@ -306,9 +306,9 @@ class ScoredSet:
 
 _SCORED: dict[tuple[str, float, str, str], ScoredSet] = {}  # least recently used first
 _KEY_LOCKS: dict[tuple[str, float, str, str], threading.Lock] = {}
-MAX_SCORED_SETS = 8  # scored sets the Browse views keep in memory; the least recently used goes first
-MAX_SCORED_BYTES = 1 << 30  # and at most this many bytes of their scores and loaded embeddings (a bow set of the
-#                             largest allowed file holds ~410 MB of candidate vectors once its top-k view is used)
+MAX_SCORED_SETS = 8  # scored sets the Browse views keep in memory; the least recently used goes first, and their
+# bytes (scores and loaded embeddings: a bow set of the largest allowed file holds ~410 MB of candidate vectors once
+# its top-k view is used) are capped by scored_cap()
 
 
 def scored_bytes(scored: ScoredSet) -> int:
@@ -371,9 +371,17 @@ def scored_set(path: str | Path, model: str, pairing: str = "tt", progress: Any 
     with key_lock:  # two visitors asking for the same set at once: the second waits for the first's result
         scored = _SCORED.get(key) or _score_set(request, progress)
     with _LOCK:  # now the most recently used; a dropped set is scored again (from the cache) when asked
-        for old in remember(_SCORED, key, scored, MAX_SCORED_SETS, scored_bytes, MAX_SCORED_BYTES):
+        for old in remember(_SCORED, key, scored, MAX_SCORED_SETS, scored_bytes, scored_cap()):
             _KEY_LOCKS.pop(old, None)
     return scored
+
+
+def scored_cap() -> int:
+    """Bytes the scored sets may hold together: ``limits().scored_memory_mb`` (1 GiB locally, 256 MiB in public mode,
+    ``$BINDLAB_SCORED_MEMORY_MB``; the newest set always stays, so one large set still works)."""
+    from bindlab.config import MIB, limits
+
+    return limits().scored_memory_mb * MIB
 
 
 def forget_sets_under(folder: str | Path) -> int:

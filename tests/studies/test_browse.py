@@ -137,9 +137,24 @@ def test_the_browse_memo_keeps_the_most_recent_sets_within_its_caps(small_benchm
     assert kept == {"set0", "set2"}  # set1 was the least recently used
     assert first.gallery.shape[0] == 4 * len(first.questions)  # loads the embeddings: the byte cap counts them
     assert study.scored_bytes(first) > first.scores.nbytes
-    monkeypatch.setattr(study, "MAX_SCORED_BYTES", 1)
+    monkeypatch.setattr(study, "scored_cap", lambda: 1)
     study.scored_set(copies[1], "bow", "tt")
     assert [Path(k[0]).parent.name for k in study._SCORED] == ["set1"]  # only the newest stays
+
+
+def test_the_scored_sets_share_a_smaller_cap_in_public_mode(monkeypatch):
+    """Issue 32: Browse's scored sets are kept for all visitors together under one byte cap — 1 GiB locally, 256 MiB
+    in public mode (a departed visitor's set is dropped at once; the cap bounds the rest), set by
+    $BINDLAB_SCORED_MEMORY_MB."""
+    from bindlab.config import MIB
+
+    monkeypatch.delenv("BINDLAB_PUBLIC", raising=False)
+    monkeypatch.delenv("BINDLAB_SCORED_MEMORY_MB", raising=False)
+    assert study.scored_cap() == 1024 * MIB
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    assert study.scored_cap() == 256 * MIB
+    monkeypatch.setenv("BINDLAB_SCORED_MEMORY_MB", "64")
+    assert study.scored_cap() == 64 * MIB
 
 
 def test_a_toy_model_reports_its_unknown_words_and_defaults_to_the_renderable_benchmark(small_benchmark, monkeypatch,
