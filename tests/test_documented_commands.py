@@ -97,6 +97,9 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/deploy.md", "python -m bindlab eval benchmark --source hub"): {"cls": "mention"},  # an option in prose
     ("docs/deploy.md", "bindlab export-dataset"): {"cls": "mention"},  # names the command in prose
     ("README.md", "audit-splits --toy toy:clip"): {"cls": "run"},  # 2026-12-02: regenerates 10,000 scenes, ~10 s
+    ("docs/reproductions.md", "audit-splits --toy MODEL"): {"cls": "mention"},
+    ("docs/reproductions.md", "eval toy --model toy:clip --seed 1 --per-size 1"):
+        {"cls": "parse", "subs": {"$S": "0"}},  # three toy trainings of 8.5 min each + evaluations (2026-12-02, load 2)
     ("bindlab/assets/toy-clip/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
     ("bindlab/assets/toy-negclip/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
     ("bindlab/assets/toy-shared/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
