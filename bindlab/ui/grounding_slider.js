@@ -252,7 +252,7 @@
       setText("wt-grounding-grounded", fmt(r.ap_grounded[v], 3));
       setText("wt-grounding-gain", fmt(r.ap_grounded[v] - P.apNative[v], 3, true));
       setText("wt-grounding-map", fmt(r.map_grounded, 3));
-      setText("wt-grounding-margin", fmt(r.margin_grounded, 4, true));
+      setText("wt-grounding-margin", fmt(r.margin_grounded, 3, true));
       redrawFigures({ margin: "wt-grounding-curve", bars: "wt-grounding-bars" }, r);
     },
   };

@@ -259,8 +259,8 @@ def grounding_md(r: dict[str, Any]) -> str:
             f"{_num(r['map_grounded'], elem_id='wt-grounding-map')}. "
             f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
             f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
-            f"{_num(r['margin_native'], 4, True)} at α = 0 → "
-            f"{_num(r['margin_grounded'], 4, True, 'wt-grounding-margin')} now; "
+            f"{_num(r['margin_native'], 3, True)} at α = 0 → "
+            f"{_num(r['margin_grounded'], 3, True, 'wt-grounding-margin')} now; "
             f"{_crossing(r)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
             f"({r['n_images'].get('test', 0)} test images.)</div>")
 
