@@ -66,6 +66,9 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
         nice: the app's scheduling niceness (0: as this process); a bench that runs the browser and the server on
             one machine uses it to stand for a server on a machine of its own.
     """
+    import shutil
+    import tempfile
+
     from bindlab.config import repo_root
 
     with socket.socket() as sock:
@@ -73,6 +76,11 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
         port = sock.getsockname()[1]
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", **(env or {}), "GRADIO_SERVER_PORT": str(port),
            "GRADIO_SERVER_NAME": "127.0.0.1"}
+    # an upload folder of its own (unless one is given): Gradio's default, /tmp/gradio, is shared by every Gradio
+    # process on the machine, and public mode's upload-space cap counts what is in it
+    own_tmp = None if "GRADIO_TEMP_DIR" in env else tempfile.mkdtemp(prefix="bindlab-gradio-")
+    if own_tmp:
+        env["GRADIO_TEMP_DIR"] = own_tmp
     url = f"http://127.0.0.1:{port}"
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below, after the process
     t0 = time.perf_counter()
@@ -99,6 +107,8 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
             proc.kill()
         if log:
             out.close()
+        if own_tmp:
+            shutil.rmtree(own_tmp, ignore_errors=True)
 
 
 def bench_startup(browser: Any = None) -> dict[str, Any]:
