@@ -92,11 +92,9 @@ VOCABULARIES = {"seen": "words seen in training", "unseen": "words no training t
 def training_words(rows: Sequence[dict[str, Any]]) -> frozenset[str]:
     """Every word of every text (query, positive, negative) of the training rows, lower-cased: what "seen in
     training" means for a row of the report (read from the data, not from the generator's settings)."""
-    words: set[str] = set()
-    for r in rows:
-        for k in ("query", "positive", "negative"):
-            words.update(w.strip(",.;:!?\"'").lower() for w in str(r.get(k, "")).split())
-    return frozenset(words)
+    from bindlab.data.triplets.words import words_of
+
+    return frozenset(w for r in rows for k in ("query", "positive", "negative") for w in words_of(str(r.get(k, ""))))
 
 
 def question_vocabulary(q: Any, seen: frozenset[str]) -> str:

@@ -23,13 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.data.templates import WITH_NOUNS
+from bindlab.data.triplets.words import words_of
 
 TRAINING_SPLITS = ("train", "val")
 _RELATIVE = frozenset({"which", "that"})
-
-
-def _words(text: str) -> list[str]:
-    return [w.strip(",.;:!?\"'").lower() for w in text.split() if w.strip(",.;:!?\"'")]
 
 
 def template_uses(text: str, attributes: set[str], objects: set[str]) -> list[tuple[str, str]]:
@@ -37,7 +34,7 @@ def template_uses(text: str, attributes: set[str], objects: set[str]) -> list[tu
 
     An attribute with no object after it (only attributes between) and none before it is left out.
     """
-    words = _words(text)
+    words = words_of(text)
     uses = []
     for i, w in enumerate(words):
         if w not in attributes:
@@ -94,7 +91,7 @@ def audit_rows(rows: list[dict[str, Any]], held_words: frozenset[str] = frozense
             kinds = {t for _, t in template_uses(text, attrs, objs)}
             uses.setdefault(split, Counter()).update(kinds)
             bad_t = sorted(kinds & held_t)
-            bad_w = sorted(held_words.intersection(_words(text)))
+            bad_w = sorted(held_words.intersection(words_of(text)))
             own_split = split.startswith("test_template_") or split == "test_unseen_words"
             if bad_t and not own_split:
                 template_leaks[split] += 1
