@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bindlab.bench_browser import bench_slider_browser, bench_startup, bench_walkthrough
+from bindlab.bench_browser import PLACEMENTS, bench_slider_browser, bench_startup, bench_walkthrough
 
 
 @contextmanager
@@ -177,7 +177,9 @@ def bench_grounding_slider(quick: bool = False) -> dict[str, Any]:
 def bench_slider_in_browser(quick: bool = False, busy_clients: int = 3) -> dict[str, Any]:
     """``slider_browser``: the α slider in Chromium (:func:`bindlab.bench_browser.bench_slider_browser`) on the
     default grid (``quick``: a small grid rendered here), with ``busy_clients`` fresh SABER sets for the busy run and
-    the payload of a worst-case grid (23,040 test images x 12 values)."""
+    the payload of a worst-case grid (23,040 test images x 12 values); once per placement of server and browser
+    (:data:`bindlab.bench_browser.PLACEMENTS`): ``separate`` stands for a Space (server and visitor on different
+    machines) and decides ``met``; ``shared`` (both on the same two cores) is reported beside it."""
     import json
 
     from bindlab.analysis.grounding import random_state
@@ -197,8 +199,10 @@ def bench_slider_in_browser(quick: bool = False, busy_clients: int = 3) -> dict[
         sets = [str(write_benchmark(Path(tmp) / f"busy{i}", generate_saber(per_size=40 if quick else 300,
                                                                            seed=100 + i), {"seed": 100 + i}))
                 for i in range(busy_clients)]
-        out = bench_slider_browser(grid, sets, worst, quick=quick)
-    return {"grid": "small (quick)" if quick else f"default ({DEFAULT_GRID.n_images} images)", **out}
+        runs = {placement: bench_slider_browser(grid, sets, worst, quick=quick, placement=placement)
+                for placement in PLACEMENTS}
+    return {"grid": "small (quick)" if quick else f"default ({DEFAULT_GRID.n_images} images)",
+            "met": runs["separate"].get("met", False), "met_shared": runs["shared"].get("met", False), **runs}
 
 
 def bench_attention(model: str = "minilm", n_captions: int = 1000) -> dict[str, Any]:

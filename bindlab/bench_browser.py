@@ -55,7 +55,7 @@ def _browser(given: Any = None) -> Iterator[Any]:
 
 @contextmanager
 def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: str | Path | None = None,
-                nice: int = 0) -> Iterator[tuple[str, float, float]]:
+                nice: int = 0, cpus: set[int] | None = None) -> Iterator[tuple[str, float, float]]:
     """Start ``python app.py`` on a free local port; yield ``(url, start time, seconds until the server answered)``;
     stop it afterwards. The browser tests start their app through here too.
 
@@ -65,6 +65,8 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
         log: file for the app's output (its tail is in the error when the app exits early); default: discarded.
         nice: the app's scheduling niceness (0: as this process); a bench that runs the browser and the server on
             one machine uses it to stand for a server on a machine of its own.
+        cpus: the CPUs the app (and every thread and process it starts) may run on (None: as this process); the
+            slider bench gives the server cores of its own, apart from the browser's.
     """
     import shutil
     import tempfile
@@ -84,8 +86,15 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
     url = f"http://127.0.0.1:{port}"
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below, after the process
     t0 = time.perf_counter()
+
+    def placed() -> None:  # in the child, before app.py starts
+        if nice:
+            os.nice(nice)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=repo_root(), env=env, stdout=out,
-                            stderr=subprocess.STDOUT, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+                            stderr=subprocess.STDOUT, preexec_fn=placed if (nice or cpus) else None)
     try:
         while True:
             if proc.poll() is not None:
@@ -198,8 +207,9 @@ def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser
 
 # ---------------------------------------------------------------------------------------------- the α slider
 SLIDER_TARGETS = {"p95_ms": 50.0, "redraws_per_s": 30.0}
-# The visitor's browser and the server are different machines on a Space; here they share two cores, so the app runs
-# at a lower priority, standing for a server whose work does not take the visitor's CPU.
+# The visitor's browser and the server are different machines on a Space; here they share one machine, so the app runs
+# at a lower priority (and, with the "separate" placement, on a core of its own: _placed), standing for a server whose
+# work does not take the visitor's CPU.
 SERVER_NICE = 10
 
 # In the page: set the range input to each α, fire its input event, and time it until the script has redrawn the
@@ -320,10 +330,33 @@ def _busy_clients(url: str, files: list[str], stop: Any) -> list[Any]:
 
 
 SLIDER_SCRIPT = Path(__file__).resolve().parent / "ui" / "grounding_slider.js"  # defines window.bindlabSlider
+PLACEMENTS = ("separate", "shared")
+
+
+@contextmanager
+def _placed(placement: str) -> Iterator[set[int] | None]:
+    """Where the slider bench runs the server and the browser; yields the server's CPUs (None: anywhere).
+
+    ``separate``: the server (and the visitors' work it does) on the last CPU, this process and the browser it starts
+    on the others — a visitor's browser and a Space's server are different machines, and this is the closest one
+    machine comes to that. ``shared``: both on every CPU (the server at a lower priority, :data:`SERVER_NICE`), so
+    the server's work takes CPU from the browser as well. Restores this process's CPUs afterwards."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"unknown placement {placement!r}; choose one of {PLACEMENTS}")
+    mine = os.sched_getaffinity(0)
+    if placement == "shared" or len(mine) < 2:
+        yield None
+        return
+    server = {max(mine)}
+    os.sched_setaffinity(0, mine - server)
+    try:
+        yield server
+    finally:
+        os.sched_setaffinity(0, mine)
 
 
 def bench_slider_browser(grid: str | Path, busy_sets: list[str], worst_payload: str, quick: bool = False,
-                         browser: Any = None, moves: int = 50, drag_s: float = 2.0) -> dict[str, Any]:
+                         moves: int = 50, drag_s: float = 2.0, placement: str = "separate") -> dict[str, Any]:
     """The Grounding tab's α slider in headless Chromium (issue 31), quiet and with the server busy.
 
     The app runs with a fresh ``BINDLAB_HOME``; *Load* ``grid`` with ``toy:clip`` (pattern). Then (a) ``moves``
@@ -331,13 +364,17 @@ def bench_slider_browser(grid: str | Path, busy_sets: list[str], worst_payload: 
     (b) drags of ``drag_s`` seconds (:func:`_slider_run`), counting redraws per second and POST requests to the
     server (target: none); (c) both again while one visitor per file in ``busy_sets`` keeps asking Browse to score it
     with MiniLM. Also ``worst_payload`` (the JSON of a large grid's payload): the page's time to parse it, to decode
-    it and compute the first readout, and a readout's median time. ``bindlab.bench`` prepares the inputs.
+    it and compute the first readout, and a readout's median time. ``placement``: where the server and the browser
+    run (:func:`_placed`). ``bindlab.bench`` prepares the inputs.
     """
     import threading
 
     out: dict[str, Any] = {"targets": SLIDER_TARGETS, "load_average_start": [round(x, 2) for x in os.getloadavg()],
-                           "server_nice": SERVER_NICE}
-    with _browser(browser) as browser, tempfile.TemporaryDirectory(prefix="bindlab-bench-slider-") as home:
+                           "server_nice": SERVER_NICE, "placement": placement}
+    with _placed(placement) as server_cpus, _browser() as browser, \
+            tempfile.TemporaryDirectory(prefix="bindlab-bench-slider-") as home:
+        out["cpus"] = {"server": sorted(server_cpus or os.sched_getaffinity(0)),
+                       "browser": sorted(os.sched_getaffinity(0))}
         if browser is None:
             return {**out, "error": f"the slider bench needs {CHROMIUM} and the playwright package"}
         page = browser.new_page()
@@ -353,7 +390,7 @@ def bench_slider_browser(grid: str | Path, busy_sets: list[str], worst_payload: 
             " decode_and_first_readout_ms: +(t2 - t1).toFixed(1), readout_median_ms: +times[5].toFixed(1)}; }",
             worst_payload)}
         page.close()
-        with running_app({"BINDLAB_HOME": home}, nice=SERVER_NICE) as (url, _, _):
+        with running_app({"BINDLAB_HOME": home}, nice=SERVER_NICE, cpus=server_cpus) as (url, _, _):
             ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = ctx.new_page()
             page.goto(url)

@@ -22,7 +22,7 @@ from bindlab.studies import grounding as gs
 from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
-from bindlab.ui.slider_js import payload_js, slider_js
+from bindlab.ui.slider_js import payload_js
 
 MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip"]
 CSS = """
@@ -207,7 +207,6 @@ def build_tab() -> None:
                    hide=[controls])
     # the slider: every move computed in the page (no server call); the gallery follows when it is let go
     payload.change(None, [payload], None, js=payload_js("grounding"), api_name=False)
-    alpha.input(None, [alpha, value, payload], None, js=slider_js("grounding"), api_name=False)
     clear_on_error(alpha.release(gallery_at, [key, value, alpha], [gallery], api_name="grounding_alpha",
                                  trigger_mode="always_last", show_progress="hidden"), [gallery])
     clear_on_error(value.change(move, [key, value, alpha], view, api_name="grounding_value", show_progress="hidden"),

@@ -1,4 +1,4 @@
-// The α slider computed in the browser (issue 31). Loaded once per page by the slider's `input` event
+// The α slider computed in the browser (issue 31). Loaded once per page when the first payload arrives
 // (bindlab/ui/slider_js.py wraps it); no server call while the slider moves.
 //
 // The server sends, on Load, `bindlab.studies.grounding.slider_payload`: per test image and value the native score
@@ -257,24 +257,28 @@
     },
   };
 
-  // Where each view's slider and value selector are in the page. The slider's own DOM input events drive the
-  // moves (listen): they run at once, where Gradio's event for the same input comes a tick and a dispatch later.
+  // Where each view's slider and value selector are in the page. One listener on the document (capture phase, so it
+  // runs before Gradio's own) drives the moves from the slider's DOM input events: it holds for a slider Gradio draws
+  // afresh, and no Gradio event fires for a move (Gradio snapshots an event's inputs every time it fires, which cost
+  // more main-thread time per move than the move itself).
   const SOURCES = {
     grounding: { slider: "#gd-alpha", value: "#gd-value input" },
     walkthrough: { slider: "#wt-grounding-alpha-slider", value: "#wt-grounding-value input" },
   };
   const payloads = {};
-  const listen = (view) => {
-    const box = document.querySelector(SOURCES[view].slider);
-    if (!box) return;
-    box.querySelectorAll("input[type=range], input[type=number]").forEach((el) => {
-      if (el.dataset.blSlider) return;
-      el.dataset.blSlider = view;
-      el.addEventListener("input", () => {
+  let listening = false;
+  const listen = () => {
+    if (listening) return;
+    listening = true;
+    document.addEventListener("input", (event) => {
+      const el = event.target;
+      if (!(el instanceof HTMLInputElement) || (el.type !== "range" && el.type !== "number")) return;
+      for (const view of Object.keys(SOURCES)) {
+        if (!payloads[view] || !el.closest(SOURCES[view].slider)) continue;
         const chosen = document.querySelector(SOURCES[view].value);
-        if (payloads[view] && chosen) api.move(view, el.value, chosen.value, payloads[view]);
-      });
-    });
+        if (chosen) api.move(view, el.value, chosen.value, payloads[view]);
+      }
+    }, true);
   };
 
   const api = {
@@ -285,16 +289,7 @@
     setPayload(view, payload) {
       payloads[view] = payload && payload.s_q ? payload : null;
       if (payloads[view]) prepare(payloads[view]);
-      listen(view);
-    },
-    // Gradio's input event of the slider: a move unless the page's own listener has just drawn this very state.
-    input(view, alpha, value, payload) {
-      if (payload && payload.s_q) payloads[view] = payload;
-      listen(view);
-      const l = api.last;
-      if (l && l.view === view && l.payload === (payload && payload.id) && l.value === value && l.alpha === Number(alpha))
-        return l;
-      return api.move(view, alpha, value, payload);
+      listen();
     },
     // Recompute at `alpha` for `value` and redraw `view`; returns the readout (drawn when this returns).
     move(view, alpha, value, payload) {

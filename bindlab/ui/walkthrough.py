@@ -31,7 +31,7 @@ from bindlab.ui.common import USER_ERRORS, friendly, held_state
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
-from bindlab.ui.slider_js import payload_js, slider_js
+from bindlab.ui.slider_js import payload_js
 
 CSS = """
 #wt-intro {font-size: 1.02em}
@@ -688,7 +688,6 @@ def build_tab() -> dict[str, Any]:
                  api_name="wt_grounding", **GPU_QUEUE)
     # the slider moves in the page (no server call); when let go, the server's numbers are kept for the export
     gr_payload.change(None, [gr_payload], None, js=payload_js("walkthrough"), api_name=False)
-    gr_alpha.input(None, [gr_alpha, gr_value, gr_payload], None, js=slider_js("walkthrough"), api_name=False)
     gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name="wt_grounding_alpha",
                      trigger_mode="always_last", show_progress="hidden")
     gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name=False,

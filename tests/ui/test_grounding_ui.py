@@ -170,11 +170,11 @@ def test_alpha_star_is_marked_on_the_curve_when_a_crossing_exists(app_url, page,
 # --------------------------------------------------------------------------------------- the slider in the browser
 def _slider_page(browser, payload):
     """A blank page with the slider script loaded and ``payload`` as ``window.P``."""
-    from bindlab.ui.slider_js import slider_js
+    from bindlab.ui.slider_js import payload_js
 
     page = browser.new_page()
     page.set_content("<html><body></body></html>")
-    page.evaluate(f"() => {{ const handler = {slider_js('grounding')}; handler(0, '', null); }}")
+    page.evaluate(f"() => {{ const handler = {payload_js('grounding')}; handler(null); }}")
     page.evaluate("(p) => { window.P = p; }", payload)
     return page
 

@@ -120,6 +120,45 @@ def test_step3_failure_and_fix_shows_both_models_with_live_numbers(app_url, page
 
 
 @pytest.mark.slow
+def test_step5_slider_moves_in_the_page_with_no_request_and_lands_on_the_servers_numbers(app_url, page):
+    """Step 5 loads the default factor grid with toy:clip (its image embeddings: about a minute on first use); a drag
+    of its slider redraws the numbers in the page with no request to the server, and once let go the line equals the
+    server's at the final α."""
+    import re
+
+    from bindlab.ui.walkthrough import grounding_md
+
+    _open(page, app_url)
+    page.click("#wt-grounding-run")
+    page.wait_for_selector("#wt-grounding-grounded", timeout=900_000)
+    page.wait_for_selector("#wt-grounding-curve .js-plotly-plot", timeout=60_000)
+    start = _text(page, "#wt-grounding-alpha", 10_000)
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    box = page.locator("#wt-grounding-alpha-slider input[type=range]").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + 0.05 * box["width"], y)
+    page.mouse.down()
+    for i in range(1, 21):
+        page.mouse.move(box["x"] + (0.05 + 0.03 * i) * box["width"], y)
+        page.wait_for_timeout(30)
+    page.wait_for_function("(a) => document.querySelector('#wt-grounding-alpha').innerText.trim() !== a", arg=start,
+                           timeout=30_000)
+    during = list(posts)
+    page.mouse.up()
+    assert during == [], during  # the drag asked nothing of the server
+    alpha = float(page.locator("#wt-grounding-alpha-slider input[type=number]").input_value())
+    page.wait_for_function("(a) => document.querySelector('#wt-grounding-alpha').innerText.trim() === a",
+                           arg=f"{alpha:.2f}", timeout=30_000)
+    value = page.input_value("#wt-grounding-value input")
+    expected = grounding_md(wt.step_grounding(alpha=alpha, value=value))  # the same default grid and model
+    for elem_id in ("wt-grounding-grounded", "wt-grounding-gain", "wt-grounding-map", "wt-grounding-margin"):
+        want = re.search(rf"id='{elem_id}'>([^<]*)<", expected).group(1)
+        assert page.inner_text(f"#{elem_id}").strip() == want, elem_id
+    screenshot(page, "walkthrough-step5")
+
+
+@pytest.mark.slow
 def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, page):
     """The real walkthrough job (a few minutes): the timer follows it to done, then the before/after appears."""
     _open(page, app_url)
