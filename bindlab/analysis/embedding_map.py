@@ -17,7 +17,7 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,11 @@ class LayoutParams:
 
 @dataclass
 class MapData:
-    """The points of a map and their embeddings (before any layout)."""
+    """The points of a map and their embeddings (before any layout).
+
+    ``vectors`` is None in a map that does not keep them (:meth:`without_vectors`: a session's map, a study's
+    result); :func:`bindlab.studies.map.map_vectors` then reads the same vectors back from the embedding cache.
+    """
 
     path: Path  # the MCQ file
     model: str  # encoder id as the encoder reports it
@@ -64,12 +68,16 @@ class MapData:
     data_hash: str  # fingerprint of the file + the selected question ids + the modalities
     modalities: list[str]
     points: list[dict[str, Any]]
-    vectors: np.ndarray  # (p, d) unit vectors, one row per point
+    vectors: np.ndarray | None  # (p, d) unit vectors, one row per point; None when not kept
     accuracy: dict[str, float] = field(default_factory=dict)  # modality -> share of questions answered correctly
     notes: list[str] = field(default_factory=list)  # e.g. "image points left out: ..."
 
     def question_ids(self) -> list[str]:
         return list(dict.fromkeys(p["question"] for p in self.points))
+
+    def without_vectors(self) -> MapData:
+        """The same map without its vectors (164 MB for 10,000 ``bow`` points; the points are a few MB)."""
+        return replace(self, vectors=None)
 
 
 # --- subset and points (pure) --------------------------------------------------------------------------------------

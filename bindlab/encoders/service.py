@@ -257,7 +257,7 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
     """Cached text embeddings ``(n, d)`` in input order. Empty texts raise :class:`EncoderError` naming the index."""
     texts = check_texts(list(texts), encoder.id)
     cache = cache or default_cache()
-    keys = [content_key(encoder.fingerprint, "text", t, instruction) for t in texts]
+    keys = _text_keys(encoder.fingerprint, texts, instruction)
     batch = fair_batch_size(encoder)
 
     def compute_for(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
@@ -286,16 +286,7 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
     if "image" not in encoder.modalities:
         raise EncoderError(f"{encoder.id} has no image tower; it cannot embed images (pick an image+text encoder)")
     cache = cache or default_cache()
-    from bindlab.data.files import DataError, read_bytes_bounded
-
-    blobs = []
-    for p in paths:
-        try:  # regular files only (a FIFO never blocks), size-capped
-            blobs.append(read_bytes_bounded(Path(p)))
-        except DataError as e:
-            raise EncoderError(f"image {e}") from None
-    keys = [content_key(encoder.fingerprint, "image", b) for b in blobs]
-
+    keys = _image_keys(encoder.fingerprint, paths)
     names = [str(p) for p in paths]
 
     def compute_for(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
@@ -305,6 +296,46 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
             lambda idx: in_turns(encoder.embed_images, [part[i] for i in idx], fair_batch_size(encoder)))
 
     return _in_chunks(cache, keys, compute_for)
+
+
+def _text_keys(fingerprint: str, texts: Sequence[str], instruction: str = "") -> list[str]:
+    """The cache keys of texts embedded by the encoder with ``fingerprint``."""
+    return [content_key(fingerprint, "text", t, instruction) for t in texts]
+
+
+def _image_keys(fingerprint: str, paths: Sequence[str | Path]) -> list[str]:
+    """The cache keys of image files embedded by the encoder with ``fingerprint``: keyed by the files' bytes."""
+    from bindlab.data.files import DataError, read_bytes_bounded
+
+    keys = []
+    for p in paths:
+        try:  # regular files only (a FIFO never blocks), size-capped
+            keys.append(content_key(fingerprint, "image", read_bytes_bounded(Path(p))))
+        except DataError as e:
+            raise EncoderError(f"image {e}") from None
+    return keys
+
+
+def cached_vectors(fingerprint: str, modality: str, items: Sequence[str | Path],
+                   cache: EmbeddingCache | None = None) -> np.ndarray:
+    """The ``(n, d)`` vectors that :func:`embed_texts` (``modality="text"``, ``items`` = texts, no instruction) or
+    :func:`embed_image_files` (``"image"``, ``items`` = image files) returned for the encoder with ``fingerprint``,
+    read back from the cache: no model is loaded or run, so a caller outside the GPU queue may ask.
+
+    Raises:
+        LookupError: when some item is not (or no longer) in the cache.
+    """
+    if modality not in ("text", "image"):
+        raise ValueError(f"unknown modality {modality!r}")
+    cache = cache or default_cache()
+    keys = _text_keys(fingerprint, items) if modality == "text" else _image_keys(fingerprint, items)
+
+    def refuse(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
+        def missing(idx: list[int]) -> np.ndarray:
+            raise LookupError(f"{len(idx)} of {len(keys)} {modality} embeddings are not in the embedding cache")
+        return missing
+
+    return _in_chunks(cache, keys, refuse)
 
 
 def _in_chunks(cache: EmbeddingCache, keys: list[str],

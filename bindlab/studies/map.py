@@ -5,7 +5,9 @@ be finite). :func:`run_map` is the one function the ``map`` command and the Map 
 (:func:`prepare_map`, through the embedding cache), reads the layout from the disk cache or computes it
 (:func:`cached_layout`) and returns a :class:`~bindlab.studies.result.Result`. The tab embeds once and asks for
 PCA, then UMAP, on the same :class:`~bindlab.analysis.embedding_map.MapData` (``prepared``), so the second layout
-never re-embeds. The maths (subset choice, points, layouts) lives in :mod:`bindlab.analysis.embedding_map`.
+never re-embeds. A result's map, and so a session's, keeps no vectors (164 MB for 10,000 ``bow`` points): a layout
+or a point's neighbours read them back from the embedding cache (:func:`map_vectors`), the same float32 values, so
+the same numbers. The maths (subset choice, points, layouts) lives in :mod:`bindlab.analysis.embedding_map`.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 po
 DEFAULT_MODEL = "minilm"
 
 __all__ = ["COLOR_BY", "DEFAULT_LIMIT", "DEFAULT_N_NEIGHBORS", "MAX_LIMIT", "MAX_N_NEIGHBORS", "METHODS", "METRICS",
-           "LayoutParams", "MapData", "MapRequest", "cached_layout", "map_provenance", "map_title", "point_neighbours",
-           "prepare_map", "run_map", "search_points", "selected_points", "summary_line"]
+           "LayoutParams", "MapData", "MapRequest", "cached_layout", "map_provenance", "map_title", "map_vectors",
+           "point_neighbours", "prepare_map", "run_map", "search_points", "selected_points", "summary_line"]
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,28 @@ def prepare_map(request: MapRequest, progress: Progress | None = None) -> MapDat
                    np.concatenate(vectors).astype(np.float32), accuracy, notes)
 
 
+def map_vectors(data: MapData) -> np.ndarray:
+    """The ``(p, d)`` float32 vectors of the map's points: the kept ones, else those :func:`prepare_map` embedded,
+    read back from the embedding cache by the map's model fingerprint, captions and image files (no model is loaded
+    or run, so the point panel may ask outside the GPU queue).
+
+    Raises:
+        ValueError: when some are no longer there (the cache was cleared, an image file changed): make the map again.
+    """
+    if data.vectors is not None:
+        return data.vectors
+    from bindlab.encoders.service import cached_vectors
+
+    parts = []
+    for m in data.modalities:  # the points are in this order: every text point, then every image point
+        items = [p["caption"] if m == "text" else p["image"] for p in data.points if p["modality"] == m]
+        try:
+            parts.append(cached_vectors(data.fingerprint, m, items))
+        except LookupError as e:
+            raise ValueError(f"this map's embeddings are no longer all cached ({e}); make the map again") from None
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 # --- the layout cache ----------------------------------------------------------------------------------------------
 def cache_dir() -> Path:
     """``home()/maps``: one ``.npy`` file per cached layout."""
@@ -189,7 +213,7 @@ def cached_layout(data: MapData, method: str, params: LayoutParams = LayoutParam
             return xy, True
     except (OSError, ValueError):
         pass
-    xy = compute_layout(data.vectors, method, params)
+    xy = compute_layout(map_vectors(data), method, params)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy.tmp")
     with os.fdopen(fd, "wb") as f:
@@ -228,8 +252,9 @@ def run_map(request: MapRequest, prepared: MapData | None = None, progress: Prog
 
     Returns:
         ``Result("map")``: ``summary`` = model, fingerprint, counts, modalities, correct share per modality, method,
-        ``from_cache``; ``rows`` = every point with its ``x``, ``y``; ``figures_data`` = ``{"map": MapData,
-        "method", "xy": (p, 2) array, "color", "title"}``; ``notes`` = why points were left out.
+        ``from_cache``; ``rows`` = every point with its ``x``, ``y``; ``figures_data`` = ``{"map": MapData (without its
+        vectors: map_vectors reads them back), "method", "xy": (p, 2) array, "color", "title"}``; ``notes`` = why
+        points were left out.
     """
     data = prepared if prepared is not None else prepare_map(request, progress)
     xy, hit = cached_layout(data, request.method, request.params, cache_folder)
@@ -238,8 +263,8 @@ def run_map(request: MapRequest, prepared: MapData | None = None, progress: Prog
                "correct_share": dict(data.accuracy), "method": request.method, "from_cache": hit,
                "line": summary_line(data)}
     return Result("map", summary, rows=layout_records(data, xy),
-                  figures_data={"map": data, "method": request.method, "xy": xy, "color": request.color,
-                                "title": map_title(data, request.method)},
+                  figures_data={"map": data.without_vectors(), "method": request.method, "xy": xy,
+                                "color": request.color, "title": map_title(data, request.method)},
                   provenance=map_provenance(data, request.settings(), request.seed), notes=list(data.notes))
 
 
@@ -254,7 +279,8 @@ def point_index(data: MapData, point_id: str) -> int:
 
 
 def point_neighbours(data: MapData, point_id: str, k: int = 10) -> list[dict[str, Any]]:
-    """The ``k`` nearest points to ``point_id`` by cosine in the full embedding space (not the 2-D layout).
+    """The ``k`` nearest points to ``point_id`` by cosine in the full embedding space (not the 2-D layout); a map
+    without its vectors reads them back from the embedding cache (:func:`map_vectors`), so the rows are the same.
 
     Returns:
         rows ``{rank, cosine, id, role, modality, same_question, correct, caption}``, most similar first.
@@ -262,7 +288,7 @@ def point_neighbours(data: MapData, point_id: str, k: int = 10) -> list[dict[str
     index = point_index(data, point_id)
     me = data.points[index]
     rows = []
-    for rank, (j, cos) in enumerate(nearest_neighbours(data.vectors, index, k), 1):
+    for rank, (j, cos) in enumerate(nearest_neighbours(map_vectors(data), index, k), 1):
         p = data.points[j]
         rows.append({"rank": rank, "cosine": round(cos, 4), "id": p["id"], "role": p["role"],
                      "modality": p["modality"], "same_question": p["question"] == me["question"],

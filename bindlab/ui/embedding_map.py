@@ -3,7 +3,8 @@
 *Make map* embeds the subset and shows PCA at once (one event, in the GPU queue since it runs the encoder); a
 chained event then computes UMAP (CPU only, outside the GPU queue) and swaps it in. Clicking a point shows its
 caption and image beside the plot; *Open in Browse* switches to the Browse tab with that question selected. The map
-of each visitor lives in a ``gr.State``; the backend is :mod:`bindlab.studies.map` (the ``map`` command's too).
+of each visitor lives in a ``gr.State`` (its points and layouts; not its vectors, which the UMAP step and a point's
+neighbours read back from the embedding cache); the backend is :mod:`bindlab.studies.map` (the ``map`` command's too).
 """
 
 from __future__ import annotations
@@ -176,12 +177,14 @@ def point_markdown(p: dict[str, Any]) -> str:
 @friendly
 def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: float, color: str, method: str,
              search: str = "", progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    """Embed the subset and show its PCA map; the state keeps what the UMAP step and the point panel need."""
+    """Embed the subset and show its PCA map; the state keeps what the UMAP step and the point panel need (the
+    points, not their vectors: those read them back from the embedding cache, ``ms.map_vectors``)."""
     request = ms.MapRequest(model=model, data=data, n_objects=n_objects or None,
                             limit=ms.DEFAULT_LIMIT if limit in (None, "") else limit,
                             seed=seed or 0, method="pca", color=color)
     m = ms.prepare_map(request, progress=lambda f, msg: progress(f, desc=msg))
     res = ms.run_map(request, prepared=m)
+    m = res.figures_data["map"]  # without its vectors: 164 MB per session with bow at the Map's cap
     state = {"map": m, "result": res, "layouts": {"pca": res.figures_data["xy"]}, "shown": "pca", "request": request,
              "thumbs": thumbnails(m.points, THUMB_SIZE)}  # thumbnails read the images once, not on every recolour
     pending = " · UMAP computing (its first run in this app compiles: about a minute) …" if method == "umap" else ""

@@ -43,3 +43,26 @@ def test_names_that_are_not_paths_are_left_alone(tmp_path, monkeypatch):
         eid = parse_encoder_id(text)
         assert canonical_id(eid) == eid
     assert get_encoder("bow") is get_encoder("bow:words")
+
+
+def test_cached_vectors_reads_back_what_was_embedded_without_the_model(tmp_path):
+    import numpy as np
+    import pytest
+
+    from bindlab.encoders.cache import EmbeddingCache
+    from bindlab.encoders.service import cached_vectors, embed_texts
+
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    encoder = get_encoder("bow")
+    texts = ["a red cube and a blue ball", "a blue cube and a red ball", "a red cube and a blue ball"]
+    try:
+        embedded = embed_texts(encoder, texts, cache=cache)
+        np.testing.assert_array_equal(cached_vectors(encoder.fingerprint, "text", texts, cache=cache), embedded)
+        with pytest.raises(LookupError, match="1 of 2 text embeddings are not in the embedding cache"):
+            cached_vectors(encoder.fingerprint, "text", [texts[0], "a green cone"], cache=cache)
+        with pytest.raises(LookupError):  # another model's vectors are not these
+            cached_vectors("other-weights", "text", texts[:1], cache=cache)
+        with pytest.raises(ValueError, match="unknown modality"):
+            cached_vectors(encoder.fingerprint, "audio", texts, cache=cache)
+    finally:
+        cache.close()

@@ -118,7 +118,7 @@ def test_neighbours_search_and_selection_in_the_tab(small_benchmark):
     m = state["map"]
     point = m.points[7]["id"]
     rows = ms.point_neighbours(m, point, k=5)
-    want = nearest_neighbours(m.vectors, 7, k=5)
+    want = nearest_neighbours(ms.map_vectors(m), 7, k=5)
     assert [r["id"] for r in rows] == [m.points[j]["id"] for j, _ in want] and point not in [r["id"] for r in rows]
     assert all(a["cosine"] >= b["cosine"] for a, b in zip(rows, rows[1:], strict=False))
     _, _, near = tab.select_point(state, point)
@@ -144,3 +144,50 @@ def test_neighbours_search_and_selection_in_the_tab(small_benchmark):
 
     with pytest.raises(gr.Error, match="not one of the map's"):
         tab.show_selection(state, "[99999]")
+
+
+# --- a session's map keeps no vectors; what they served is the same read back from the embedding cache ------------
+def _same_neighbours_as_with_the_vectors(light, full, k):
+    """Every point's neighbour rows from the map without vectors equal the old computation on the kept vectors."""
+    assert light.vectors is None and full.vectors is not None
+    np.testing.assert_array_equal(ms.map_vectors(light), full.vectors)  # the same float32 values, bit for bit
+    for p in full.points:
+        assert ms.point_neighbours(light, p["id"], k) == ms.point_neighbours(full, p["id"], k)
+
+
+def test_the_sessions_map_keeps_no_vectors_and_gives_the_same_neighbours(small_benchmark, tmp_path):
+    from bindlab.analysis.embedding_map import compute_layout
+    from bindlab.ui import embedding_map as tab
+
+    path, _ = small_benchmark
+    full = ms.prepare_map(ms.MapRequest(model="bow", data=str(path), limit=40, seed=2, method="pca"))
+    _, state, *_ = tab.make_map(str(path), "bow", [], 40, 2, "role", "pca", progress=_noop_progress)
+    light = state["map"]
+    assert state["result"].figures_data["map"] is light and [p["id"] for p in light.points] == [
+        p["id"] for p in full.points]
+    _same_neighbours_as_with_the_vectors(light, full, tab.NEIGHBOURS_K)  # bow: many exact ties, broken the same
+    xy, hit = ms.cached_layout(light, "pca", folder=tmp_path)  # a layout not cached yet reads the vectors back
+    assert not hit
+    np.testing.assert_array_equal(xy, compute_layout(full.vectors, "pca"))
+    np.testing.assert_array_equal(xy, state["layouts"]["pca"])
+
+
+def test_image_points_read_back_the_same_vectors(tmp_path):
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.data.saber_images import render_mcq_images
+
+    qs = generate_saber(per_size=1, sizes=[2, 3], seed=4, vocab=RENDER_VOCAB)
+    render_mcq_images(qs, tmp_path, size=48, workers=1)
+    path = write_benchmark(tmp_path, qs, {"seed": 4})
+    full = ms.prepare_map(ms.MapRequest(model="toy:clip", data=str(path), method="pca"))
+    assert full.modalities == ["text", "image"]
+    _same_neighbours_as_with_the_vectors(full.without_vectors(), full, 10)
+
+
+def test_a_map_whose_vectors_left_the_cache_asks_to_be_made_again(small_benchmark, tmp_path, monkeypatch):
+    path, _ = small_benchmark
+    light = ms.prepare_map(ms.MapRequest(model="bow", data=str(path), limit=3, method="pca")).without_vectors()
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "other-home"))  # an empty embedding cache
+    with pytest.raises(ValueError, match="no longer all cached .*15 of 15 text embeddings.*make the map again"):
+        ms.point_neighbours(light, light.points[0]["id"])
