@@ -134,40 +134,71 @@
   const plot = (id) => document.querySelector(`#${id} .js-plotly-plot`);
   const Plotly = () => window.Plotly;
 
-  // The figures of bindlab.present.grounding_figures, updated in two ways. While the slider moves, the SVG that
-  // plotly drew is edited directly (a marker's position, the bars' heights, an arrow, legend texts), from plotly's
-  // own axis mappings: well under a millisecond, where a plotly restyle costs 30-70 ms per figure without a GPU.
-  // Once the slider rests for SETTLE_MS, plotly itself redraws the same numbers (its figure state stays canonical).
+  // The figures of bindlab.present.grounding_figures, updated in two ways. While the slider moves, the parts that
+  // move (the margin curve's current point, the grounded AP bars, the q'(α) arrow) are drawn as overlays above
+  // plotly's SVG and moved by CSS transforms only, placed with plotly's own axis mappings; the originals are hidden.
+  // The compositor moves such an element without repainting anything, where editing the SVG repaints the whole
+  // figure (the plane's 1,500 points) and a plotly restyle costs 30-70 ms per figure without a GPU. Once the slider
+  // rests for SETTLE_MS, the overlays go and plotly redraws the same state, legends included (its figure data stay
+  // canonical).
   const SETTLE_MS = 250;
   const traceGroup = (gd, layer, index) =>
     [...gd.querySelectorAll(`.${layer} .trace`)].find((g) => g.__data__ && g.__data__[0] && g.__data__[0].trace
                                                          && g.__data__[0].trace.index === index);
-  const legendText = (gd, index, text) => {
-    const entry = [...gd.querySelectorAll(".legend .traces")].find((g) => g.__data__ && g.__data__[0]
-                                                                   && g.__data__[0].trace && g.__data__[0].trace.index === index);
-    const t = entry && entry.querySelector(".legendtext");
-    if (t) t.textContent = text;
-  };
   const axes = (gd) => gd._fullLayout && gd._fullLayout.xaxis && gd._fullLayout.yaxis
     ? [gd._fullLayout.xaxis, gd._fullLayout.yaxis] : null;
-  const SVG = "http://www.w3.org/2000/svg";
+  const X = (ax, v) => ax[0]._offset + ax[0].l2p(v), Y = (ax, v) => ax[1]._offset + ax[1].l2p(v);
 
-  const drawPoint = (gd, r, a2) => {  // margin curve: trace 1 is the current point
+  // An absolutely placed element over the figure, in its own compositing layer (will-change: transform).
+  const overlay = (gd, key, style) => {
+    const box = gd.querySelector(".svg-container");
+    if (!box) return null;
+    let el = box.querySelector(`.bl-overlay[data-key="${key}"]`);
+    if (!el) {
+      el = document.createElement("div");
+      el.className = "bl-overlay";
+      el.dataset.key = key;
+      el.setAttribute("style", "position:absolute;left:0;top:0;pointer-events:none;will-change:transform;" +
+                               "z-index:10;" + style);
+      box.appendChild(el);
+    }
+    return el;
+  };
+  const hide = (el) => {  // an original plotly element, while its overlay stands in for it
+    if (el && el.style.visibility !== "hidden") { el.style.visibility = "hidden"; el.dataset.blHidden = "1"; }
+  };
+  const clearOverlays = (gd) => {
+    gd.querySelectorAll(".bl-overlay").forEach((el) => el.remove());
+    gd.querySelectorAll("[data-bl-hidden]").forEach((el) => { el.style.visibility = ""; delete el.dataset.blHidden; });
+  };
+  const colourOf = (el, fallback) => (el && (el.style.fill || el.getAttribute("fill"))) || fallback;
+
+  const drawPoint = (gd, r) => {  // margin curve: trace 1 is the current point
     const ax = axes(gd), g = traceGroup(gd, "scatterlayer", 1), pt = g && g.querySelector("path.point");
     if (!ax || !pt || !Number.isFinite(r.point)) return;
-    pt.setAttribute("transform", `translate(${ax[0].l2p(r.alpha)},${ax[1].l2p(r.point)})`);
-    legendText(gd, 1, `α = ${a2}`);
+    const size = 12;
+    const dot = overlay(gd, "point", `width:${size}px;height:${size}px;border-radius:50%;` +
+                                     `background:${colourOf(pt, "#000")};`);
+    if (!dot) return;
+    hide(pt);
+    dot.style.transform = `translate(${X(ax, r.alpha) - size / 2}px,${Y(ax, r.point) - size / 2}px)`;
   };
-  const drawBars = (gd, r, a2) => {  // AP bars: trace 1 is grounded AP, one bar per value
+  const drawBars = (gd, r) => {  // AP bars: trace 1 is grounded AP, one bar per value
     const ax = axes(gd), g = traceGroup(gd, "barlayer", 1);
     if (!ax || !g) return;
-    const base = ax[1].l2p(0);
+    const base = ax[1].l2p(0), tall = Math.max(base, 1);  // a bar is a full-height block scaled down from y = 0
     g.querySelectorAll(".point path").forEach((bar, w) => {
       const m = /^M([-\d.e]+),[-\d.e]+V[-\d.e]+H([-\d.e]+)V/.exec(bar.getAttribute("d") || "");
       const ap = r.ap_grounded[w];
-      if (m && Number.isFinite(ap)) bar.setAttribute("d", `M${m[1]},${base}V${ax[1].l2p(ap)}H${m[2]}V${base}Z`);
+      if (!m) return;
+      const x0 = Math.min(+m[1], +m[2]), width = Math.abs(+m[2] - +m[1]);
+      const el = overlay(gd, `bar${w}`, `width:${width}px;height:${tall}px;transform-origin:50% 100%;` +
+                                         `background:${colourOf(bar, "#d62728")};`);
+      if (!el) return;
+      hide(g);
+      const h = Number.isFinite(ap) ? Math.max(base - ax[1].l2p(ap), 0) / tall : 0;
+      el.style.transform = `translate(${ax[0]._offset + x0}px,${ax[1]._offset + base - tall}px) scaleY(${h})`;
     });
-    legendText(gd, 1, `grounded (α = ${a2})`);
   };
   const arrowTip = (gd, r) => {  // q'(α) = norm(q + α d) in the plane of d (x) and q⊥ (y), from the arrows' centre
     const [q, , d] = gd.layout.annotations;
@@ -176,32 +207,22 @@
     const ux = r.c + r.alpha, uy = perp, un = Math.max(Math.hypot(ux, uy), 1e-12);
     return [d.ax, d.ay, d.ax + length * ux / un, d.ay + length * uy / un];
   };
-  // plane: annotation 1 is the q'(α) arrow. While the slider moves it is drawn in an SVG of its own laid over the
-  // figure (its own compositing layer: the figure's 1,500 points are not repainted on every move), the original hidden.
-  const drawArrow = (gd, r, a2) => {
-    const ax = axes(gd), box = gd.querySelector(".svg-container"), original = gd.querySelector('.annotation[data-index="1"]');
-    if (!ax || !box || !original) return;
+  // plane: annotation 1 is the q'(α) arrow: a shaft (a 1-px-wide bar stretched and turned) and a head (a triangle
+  // turned about its tip).
+  const drawArrow = (gd, r) => {
+    const ax = axes(gd), original = gd.querySelector('.annotation[data-index="1"]');
+    if (!ax || !original) return;
     const [x0, y0, x1, y1] = arrowTip(gd, r);
-    const X = (v) => ax[0]._offset + ax[0].l2p(v), Y = (v) => ax[1]._offset + ax[1].l2p(v);
-    const px0 = X(x0), py0 = Y(y0), px1 = X(x1), py1 = Y(y1);
-    let g = box.querySelector("svg.bl-arrow");
-    if (!g) {
-      g = document.createElementNS(SVG, "svg");
-      g.setAttribute("class", "bl-arrow");
-      g.setAttribute("style", "position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none;" +
-                              "overflow:visible;will-change:transform;z-index:10");
-      const colour = gd.layout.annotations[1].arrowcolor || "#d62728";
-      g.innerHTML = `<path class="bl-line" fill="none" stroke="${colour}" stroke-width="3"></path>` +
-                    `<path class="bl-head" fill="${colour}"></path>`;
-      box.appendChild(g);
-    }
-    if (original.style.visibility !== "hidden") original.style.visibility = "hidden";
-    const angle = Math.atan2(py1 - py0, px1 - px0), h = 12, w = 5;
-    const bx = px1 - h * Math.cos(angle), by = py1 - h * Math.sin(angle);
-    g.querySelector(".bl-line").setAttribute("d", `M${px0},${py0}L${bx},${by}`);
-    g.querySelector(".bl-head").setAttribute("d", `M${px1},${py1}L${bx - w * Math.sin(angle)},${by + w * Math.cos(angle)}` +
-                                                   `L${bx + w * Math.sin(angle)},${by - w * Math.cos(angle)}Z`);
-    legendText(gd, gd.data.length - 2, `q'(α=${a2}) (grounded)`);
+    const px0 = X(ax, x0), py0 = Y(ax, y0), px1 = X(ax, x1), py1 = Y(ax, y1);
+    const colour = gd.layout.annotations[1].arrowcolor || "#d62728", head = 12, half = 5, stroke = 3;
+    const shaft = overlay(gd, "shaft", `width:1px;height:${stroke}px;transform-origin:0 50%;background:${colour};`);
+    const tip = overlay(gd, "head", `width:${head}px;height:${2 * half}px;transform-origin:100% 50%;` +
+                                    `background:${colour};clip-path:polygon(0 0,100% 50%,0 100%);`);
+    if (!shaft || !tip) return;
+    hide(original);
+    const angle = Math.atan2(py1 - py0, px1 - px0), length = Math.max(Math.hypot(px1 - px0, py1 - py0) - head, 0);
+    shaft.style.transform = `translate(${px0}px,${py0 - stroke / 2}px) rotate(${angle}rad) scaleX(${length})`;
+    tip.style.transform = `translate(${px1 - head}px,${py1 - half}px) rotate(${angle}rad)`;
   };
 
   const settle = (ids, r) => {  // plotly redraws the resting state (its own figure data follow the slider)
@@ -209,17 +230,20 @@
     if (!P) return Promise.resolve();
     const a2 = fmt(r.alpha, 2), done = [];
     const margin = plot(ids.margin);
-    if (margin && margin.data && margin.data.length > 1)
+    if (margin && margin.data && margin.data.length > 1) {
+      clearOverlays(margin);
       done.push(P.restyle(margin, { x: [[r.alpha]], y: [[r.point]], name: `α = ${a2}` }, [1]));
+    }
     const bars = plot(ids.bars);
-    if (bars && bars.data && bars.data.length > 1)
+    if (bars && bars.data && bars.data.length > 1) {
+      clearOverlays(bars);
       done.push(P.restyle(bars, { y: [r.ap_grounded.map((a) => (Number.isNaN(a) ? null : a))],
                                   name: `grounded (α = ${a2})` }, [1]));
+    }
     const plane = ids.plane && plot(ids.plane);
     if (plane && plane.layout && (plane.layout.annotations || []).length >= 3) {
       const [, , x1, y1] = arrowTip(plane, r);
-      const overlay = plane.querySelector("svg.bl-arrow");
-      if (overlay) overlay.remove();
+      clearOverlays(plane);
       done.push(P.update(plane, { name: `q'(α=${a2}) (grounded)` },
                          { "annotations[1].x": x1, "annotations[1].y": y1 }, [plane.data.length - 2]));
     }
@@ -228,11 +252,10 @@
 
   const timers = {};
   const redrawFigures = (ids, r) => {
-    const a2 = fmt(r.alpha, 2);
     const margin = plot(ids.margin), bars = plot(ids.bars), plane = ids.plane && plot(ids.plane);
-    if (margin && margin.data) drawPoint(margin, r, a2);
-    if (bars && bars.data) drawBars(bars, r, a2);
-    if (plane && plane.layout && (plane.layout.annotations || []).length >= 3) drawArrow(plane, r, a2);
+    if (margin && margin.data) drawPoint(margin, r);
+    if (bars && bars.data) drawBars(bars, r);
+    if (plane && plane.layout && (plane.layout.annotations || []).length >= 3) drawArrow(plane, r);
     clearTimeout(timers[ids.margin]);
     timers[ids.margin] = setTimeout(() => { api.settled = settle(ids, r).then(() => r); }, SETTLE_MS);
   };

@@ -90,10 +90,11 @@ def test_slider_click_drag_and_a_failed_load(app_url, page, tiny_grid):
     assert _text(page, "#gd-map-grounded") == f"{view['map_grounded']:.3f}"
     assert _text(page, "#gd-ap-value") == f"{view['ap_grounded'][view['value_index']]:.3f}"
     assert _text(page, "#gd-top1-grounded") == f"{view['top1_grounded']:.3f}"
-    legend = page.locator("#gd-ap .legendtext").all_text_contents()
-    assert f"grounded (α = {alpha:.2f})" in legend  # redrawn in the page during the drag
     page.wait_for_timeout(400)  # at rest, plotly redraws the same state into its own figure data
     page.evaluate("() => window.bindlabSlider.settled")
+    assert page.locator("#gd-grounding .bl-overlay, .bl-overlay").count() == 0  # the moving overlays are gone
+    legend = page.locator("#gd-ap .legendtext").all_text_contents()
+    assert f"grounded (α = {alpha:.2f})" in legend
     shown = page.evaluate("() => document.querySelector('#gd-margin .js-plotly-plot').data[1].x[0]")
     assert abs(shown - alpha) < 1e-9  # the current point moved along the curve
     bars = page.evaluate("() => document.querySelector('#gd-ap .js-plotly-plot').data[1].name")
