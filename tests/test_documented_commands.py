@@ -148,6 +148,16 @@ SCENARIOS: dict[tuple[str, str], dict] = {
         {"cls": "parse", "subs": {"DIR": "runs/toy-shared"}},  # 56 min
     ("bindlab/assets/toy-shared/README.md", "eval toy --model toy:shared --out eval.json"):
         {"cls": "slow"},  # 378 s at load 18
+    ("bindlab/assets/toy-lit-minilm/README.md", "python -m bindlab eval mcq --model toy:lit-minilm ..."):
+        {"cls": "mention"},  # elided
+    ("bindlab/assets/toy-lit-minilm/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
+    ("bindlab/assets/toy-lit-minilm/README.md", "ground --data data/fa-toy --model toy:lit-minilm"):
+        {"cls": "mention"},  # 40 s at load 4, on the grid docs/reproductions.md generates
+    ("bindlab/assets/toy-lit-minilm/README.md", "python -m bindlab eval pairs"): {"cls": "mention"},  # prose
+    ("bindlab/assets/toy-lit-minilm/README.md", "train toy --arch lit --text minilm --out DIR"):
+        {"cls": "parse", "subs": {"DIR": "runs/toy-lit-minilm"}},  # about an hour (see the card)
+    ("bindlab/assets/toy-lit-minilm/README.md", "eval toy --model toy:lit-minilm --out eval.json"):
+        {"cls": "slow"},  # minutes: MiniLM embeds the MCQ texts twice (the model, then minilm alone for tt)
     # --- docs/python.md: its commands are named in prose next to the Python function that runs the same study
     ("docs/python.md", "bindlab eval mcq"): {"cls": "mention"},
     ("docs/python.md", "bindlab eval pairs"): {"cls": "mention"},

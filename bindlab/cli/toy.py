@@ -17,12 +17,17 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               pool_size=a.pool_size, hard_share=a.hard_share, checkpoint_every=a.checkpoint_every,
                               threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress,
                               holdout_fraction=a.holdout_combos, twin_share=a.twin_share, init_from=a.init_from or "",
-                              pair_share=a.pair_twins, pair_scenes=a.pair_scenes)
+                              pair_share=a.pair_twins, pair_scenes=a.pair_scenes, text=a.text or "",
+                              captions_per_scene=a.captions_per_scene)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
         print(f"stopped at step {record['steps']}/{a.steps}; run the same command again to resume from {out}/checkpoint")
         return
+    if record.get("captions"):
+        c = record["captions"]
+        print(f"captions: {c['captions']:,} ({c['distinct']:,} distinct) embedded once by {c['text_model']} in "
+              f"{c['embed_seconds']:.0f}s -> {out / c['cache']}")
     print(f"trained toy:{a.arch} ({record['parameters']:,} parameters) for {record['steps']} steps in "
           f"{record['train_seconds']:.0f}s (+{record['render_seconds']:.0f}s rendering); final loss "
           f"{record['final_loss']:.3f} -> toy:{out.resolve()}")
@@ -44,8 +49,15 @@ def cmd_eval_toy(a: argparse.Namespace) -> None:
 
 def add_commands(g: Groups) -> None:
     tr = g.top.add_parser("train", help="train a model").add_subparsers(dest="what", required=True, metavar="KIND")
-    p = tr.add_parser("toy", help="train a toy vision-language model (toy:clip / toy:shared) on rendered scenes")
-    p.add_argument("--arch", choices=["clip", "shared"], required=True, help="clip = two towers; shared = one stack")
+    p = tr.add_parser("toy", help="train a toy vision-language model (toy:clip / toy:shared / toy:lit-minilm) on "
+                                  "rendered scenes")
+    p.add_argument("--arch", choices=["clip", "shared", "lit"], required=True,
+                   help="clip = two towers; shared = one stack; lit = an image tower trained into a frozen text "
+                        "model's space (LiT, text tower locked; see --text)")
+    p.add_argument("--text", metavar="MODEL", help="with --arch lit: the frozen text model (default minilm, the "
+                                                   "bundled all-MiniLM-L6-v2); its caption embeddings are cached")
+    p.add_argument("--captions-per-scene", type=int, default=4, metavar="K",
+                   help="with --arch lit: real-English captions per pool scene, embedded once up front")
     p.add_argument("--out", required=True, help="output folder (checkpoints; the final model loads as toy:/path)")
     p.add_argument("--steps", type=int, default=6000, help="optimizer steps (6000 = the shipped models)")
     p.add_argument("--seed", type=int, default=0,

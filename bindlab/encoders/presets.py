@@ -53,6 +53,8 @@ PRESETS: tuple[Preset, ...] = (
     Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (bindlab/assets/toy-shared)", "bundled"),
     Preset("toy:negclip", "toy:clip finetuned with binding hard negatives (NegCLIP-style twins) (bindlab/assets/toy-negclip)",
            "bundled"),
+    Preset("toy:lit-minilm", "LiT-style: a toy image tower trained into the frozen bundled MiniLM's space; texts are "
+           "minilm's own (bindlab/assets/toy-lit-minilm)", "bundled"),
 )
 
 
@@ -73,6 +75,8 @@ TEXT_NORMALISATION: tuple[tuple[str, str], ...] = (
     ("open_clip:", "lowercase, whitespace cleaned (open_clip's CLIP tokenizer, as the model was trained)"),
     ("qwen3vl:", "none: case and punctuation kept (an LLM tokenizer; the text sits in the chat template after "
                  "the instruction)"),
+    ("toy:lit-minilm", "lowercase (its text tower is the bundled all-MiniLM-L6-v2, frozen: the BERT uncased "
+                       "tokenizer)"),
     ("toy:", "lowercase words, punctuation dropped (bindlab's toy word tokenizer, as the toy models were trained)"),
 )
 

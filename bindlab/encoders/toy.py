@@ -1,7 +1,10 @@
 """``toy:`` — the toy vision–language models bindlab trains itself (``bindlab.train.toy_train``).
 
-``toy:clip``, ``toy:shared`` and ``toy:negclip`` load the shipped folders ``bindlab/assets/toy-clip/``, ``bindlab/assets/toy-shared/``
-and ``bindlab/assets/toy-negclip/`` (``toy:clip`` finetuned with binding hard negatives, NegCLIP-style twins);
+``toy:clip``, ``toy:shared``, ``toy:negclip`` and ``toy:lit-minilm`` load the shipped folders ``bindlab/assets/toy-clip/``,
+``bindlab/assets/toy-shared/``, ``bindlab/assets/toy-negclip/`` (``toy:clip`` finetuned with binding hard negatives,
+NegCLIP-style twins) and ``bindlab/assets/toy-lit-minilm/`` (LiT with the text tower locked: a toy image tower
+trained into the space of the bundled MiniLM, whose embeddings it uses for texts, unchanged: they equal
+``minilm``'s);
 ``toy:/path/to/folder`` loads any folder written by ``python -m bindlab train toy``. A folder holds
 ``model.safetensors``, ``config.json`` (:class:`bindlab.encoders.toy_models.ToyConfig`) and ``vocab.json`` (the
 word-level tokenizer, :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`). No hub, no network: these are the offline default for everything visual.
@@ -25,10 +28,11 @@ from bindlab.encoders.weights import fingerprint_for_folder
 
 log = logging.getLogger(__name__)
 
-SHIPPED = {"clip": "toy-clip", "shared": "toy-shared", "negclip": "toy-negclip"}  # name -> folder under bindlab/assets/
+SHIPPED = {"clip": "toy-clip", "shared": "toy-shared", "negclip": "toy-negclip", "lit-minilm": "toy-lit-minilm"}  # name -> folder under bindlab/assets/
 # name -> the arguments of 'python -m bindlab train toy' that make such a model (the cards give the full commands)
 TRAIN_ARGS = {"clip": "--arch clip", "shared": "--arch shared",
-              "negclip": "--arch clip --init-from bindlab/assets/toy-clip --twin-share SHARE"}
+              "negclip": "--arch clip --init-from bindlab/assets/toy-clip --twin-share SHARE",
+              "lit-minilm": "--arch lit --text minilm"}
 
 
 def shipped_folder(name: str) -> Path:
@@ -49,15 +53,29 @@ class ToyEncoder:
 
         self.id = str(eid)
         self.folder = folder
-        for f in ("model.safetensors", "config.json", "vocab.json"):
+        lit = _is_lit(folder)
+        for f in ("model.safetensors", "config.json") + (() if lit else ("vocab.json",)):
             if not (folder / f).is_file():
                 raise EncoderError(f"{self.id}: {folder} has no {f}; a toy model folder needs model.safetensors, "
                                    "config.json and vocab.json (train one with 'python -m bindlab train toy')")
-        self.fingerprint = f"{self.id}|{fingerprint_for_folder(folder)}"
         self.batch_size = check_batch_size(batch_size)
         self.device_option = device
         self.config = json.loads((folder / "config.json").read_text())
-        self.tokenizer = WordTokenizer.load(folder / "vocab.json")
+        self.tokenizer: Any = None  # the word-level tokenizer (None for lit)
+        self.text_encoder: Any = None  # lit: the frozen text model, which embeds every text
+        if lit:
+            from bindlab.encoders.base import load_encoder
+
+            self.tokenizer = None
+            try:
+                self.text_encoder = load_encoder(self.config["text_model"], device=device)
+            except EncoderError as e:
+                raise EncoderError(f"{self.id}: its frozen text tower {self.config['text_model']!r} does not load "
+                                   f"({e})") from None
+            self.fingerprint = f"{self.id}|{fingerprint_for_folder(folder)}|text={self.text_encoder.fingerprint}"
+        else:
+            self.tokenizer = WordTokenizer.load(folder / "vocab.json")
+            self.fingerprint = f"{self.id}|{fingerprint_for_folder(folder)}"
         self._model: Any = None
         self.last_truncated = 0  # texts cut at the model's length in the last embed_texts call
         self.last_image_notes: list[str] = []  # conversions (downscales) in the last embed_images call
@@ -89,6 +107,10 @@ class ToyEncoder:
         import torch
 
         texts = check_texts(texts, self.id)
+        if self.text_encoder is not None:  # lit: the frozen text model's own embeddings, unchanged
+            out = self.text_encoder.embed_texts(texts)
+            self.last_truncated = int(getattr(self.text_encoder, "last_truncated", 0) or 0)
+            return out
         model = self.model
         out = np.zeros((len(texts), model.cfg.embed_dim), dtype=np.float32)
         with torch.inference_mode():
@@ -103,7 +125,11 @@ class ToyEncoder:
 
     def unknown_words(self, texts: list[str]) -> list[list[str]]:
         """Per text, the words outside this model's vocabulary (about 100 words: the renderable shapes, colours
-        and patterns), which it reads as ``[UNK]``."""
+        and patterns), which it reads as ``[UNK]``; lit: the frozen text model's report."""
+        if self.text_encoder is not None:
+            from bindlab.encoders.base import unknown_words
+
+            return unknown_words(self.text_encoder, texts)  # type: ignore[return-value]
         return [self.tokenizer.unknown(t) for t in check_texts(texts, self.id)]
 
     def pixels(self, images: list[Any]) -> np.ndarray:
@@ -129,6 +155,8 @@ class ToyEncoder:
     def text_tower(self) -> Any:
         """The causal text transformer (:class:`~bindlab.encoders.text_tower.TextTower`); for ``toy:shared`` its
         blocks are the ones images go through too, so a text-side LoRA update moves image embeddings."""
+        if self.text_encoder is not None:  # lit: the frozen text model's tower (images do not go through it)
+            return self.text_encoder.text_tower()
         import torch
 
         from bindlab.encoders.text_tower import TextTower
@@ -145,7 +173,10 @@ class ToyEncoder:
                          r".*text_stack\..*\.attn\.(q_proj|k_proj|v_proj|o_proj)")
 
     def attention_access(self) -> Any:
-        """Per-layer attention of the causal text transformer (for toy:shared: the blocks images use too)."""
+        """Per-layer attention of the causal text transformer (for toy:shared: the blocks images use too; for lit:
+        the frozen text model's)."""
+        if self.text_encoder is not None:
+            return self.text_encoder.attention_access()
         import torch
 
         from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess
@@ -203,11 +234,24 @@ def save_model(out: Path, model: Any, tokenizer: Any, extra: dict[str, Any]) -> 
     from safetensors.torch import save_file
 
     out.mkdir(parents=True, exist_ok=True)
+    if model.cfg.arch == "lit":  # only the image tower: its texts are the frozen text model's
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
+                  metadata={"format": "pt", "bindlab": "toy-lit"})
+        (out / "config.json").write_text(json.dumps(model.cfg.to_json(), indent=2))
+        (out / "training.json").write_text(json.dumps(extra, indent=2))
+        return
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
               metadata={"format": "pt", "bindlab": "toy"})
     (out / "config.json").write_text(json.dumps(model.cfg.to_json(), indent=2))
     tokenizer.save(out / "vocab.json")
     (out / "training.json").write_text(json.dumps(extra, indent=2))
+
+
+def _is_lit(folder: Path) -> bool:
+    try:
+        return json.loads((folder / "config.json").read_text()).get("arch") == "lit"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _square(img: Any, side: int) -> np.ndarray:
@@ -243,4 +287,4 @@ def _load(eid: EncoderId, options: dict[str, Any]) -> ToyEncoder:
 
 
 register_backend("toy", _load, "bindlab's own toy vision-language models (toy:clip, toy:shared, toy:negclip, "
-                 "toy:/folder)")
+                 "toy:lit-minilm, toy:/folder)")

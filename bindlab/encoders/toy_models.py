@@ -7,6 +7,10 @@
   for both. Text attends causally and is pooled at its last token (``[EOS]``); image patches attend to each
   other fully and are mean-pooled. A text-only LoRA update of ``q_proj``/``k_proj``/``v_proj``/``o_proj`` therefore
   changes the modules every image goes through too.
+- :class:`ToyLiT` (``toy:lit-minilm``) — LiT with the *text* tower locked (Zhai et al., CVPR 2022): only the
+  toy:clip image tower (conv stem, ViT blocks, mean pooling, projection) lives here, projecting to the frozen text
+  model's space (MiniLM's 384 dimensions); texts are embedded by that model itself (``cfg.text_model``), so the
+  module has no text side (:meth:`ToyLiT.encode_text` refuses).
 
 Attention projections are ``nn.Linear`` modules named ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj`` (peft can target
 them), and every :class:`Attention` can return its per-head weights for analysis.
@@ -21,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ARCHS = ("clip", "shared")
+ARCHS = ("clip", "shared", "lit")
 
 
 @dataclass
@@ -40,6 +44,7 @@ class ToyConfig:
     vocab_size: int = 128  # word-level vocabulary size (set from the tokenizer)
     max_text_len: int = 48  # text positions, [BOS] and [EOS] included
     stem: str = "light"  # convolutional stem of the patch embedding: "deep" or "light" (see PatchEmbed)
+    text_model: str = ""  # lit only: the frozen text encoder's id (e.g. "minilm"); embed_dim is its dimension
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -52,6 +57,8 @@ class ToyConfig:
             raise ValueError(f"unknown stem {self.stem!r}; choose 'deep' or 'light'")
         if self.stem == "deep" and self.patch_size & (self.patch_size - 1):
             raise ValueError(f"the deep stem needs a power-of-two patch_size, got {self.patch_size}")
+        if self.arch == "lit" and not self.text_model:
+            raise ValueError("the lit arch needs text_model, the id of its frozen text encoder (e.g. 'minilm')")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
 
@@ -274,6 +281,23 @@ class ToyShared(ToyModel):
         return self.text_stack(self.word_embed(ids), text_mask(ids), need_weights)
 
 
+class ToyLiT(ToyModel):
+    """LiT with a locked text tower: the image tower of :class:`ToyCLIP`, projecting to the frozen text model's
+    ``embed_dim``. Texts are embedded outside this module by ``cfg.text_model`` (bindlab.encoders.toy)."""
+
+    def __init__(self, cfg: ToyConfig) -> None:
+        super().__init__(cfg)
+        self.patch_embed = PatchEmbed(cfg)
+        self.vision = Stack(cfg, cfg.layers)
+        self.image_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
+
+    encode_image = ToyCLIP.encode_image
+
+    def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        raise NotImplementedError(f"the lit model has no text tower of its own; its texts are embedded by "
+                                  f"{self.cfg.text_model!r} (frozen)")
+
+
 def build_model(cfg: ToyConfig) -> ToyModel:
     """The model class for ``cfg.arch``, randomly initialised (seed torch before calling for reproducibility)."""
-    return {"clip": ToyCLIP, "shared": ToyShared}[cfg.arch](cfg)
+    return {"clip": ToyCLIP, "shared": ToyShared, "lit": ToyLiT}[cfg.arch](cfg)

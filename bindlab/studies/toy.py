@@ -24,7 +24,7 @@ __all__ = ["ToyEvalRequest", "ToyTrainRequest", "run_toy_eval", "run_toy_train",
 class ToyTrainRequest:
     """One training run into ``out`` (resumed when ``out`` holds a checkpoint of the same run)."""
 
-    arch: str  # "clip" or "shared"
+    arch: str  # "clip", "shared" or "lit"
     out: str  # output folder; the final model loads as toy:/abs/out
     steps: int = 6000
     batch_size: int = 128
@@ -41,6 +41,8 @@ class ToyTrainRequest:
     init_from: str = ""  # continue from this toy model folder (e.g. bindlab/assets/toy-clip) instead of a fresh init
     pair_share: float = 0.0  # CompoSET-style pair twins per batch, as a share of batch_size (train.toy_pairs)
     pair_scenes: int = 3000  # pair twins rendered for the run
+    text: str = ""  # lit: the frozen text model (default minilm)
+    captions_per_scene: int = 4  # lit: cached captions per pool scene
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -57,7 +59,8 @@ class ToyTrainRequest:
                            model={k: v for k, v in self.model.items() if v},
                            warmup=min(60, max(1, self.steps // 10)), holdout_fraction=self.holdout_fraction,
                            twin_share=self.twin_share, init_from=self.init_from, pair_share=self.pair_share,
-                           pair_scenes=self.pair_scenes)
+                           pair_scenes=self.pair_scenes, text=self.text,
+                           captions_per_scene=self.captions_per_scene)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -115,7 +118,7 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
 
         exposed = exposed_pairs(_training(folder)["train_config"])
     result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed,
-                          heldout=heldout, exposed=exposed)
+                          heldout=heldout, exposed=exposed, text_reference=getattr(encoder, "text_encoder", None))
     settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
     notes = summary_lines(result)
     if request.card:
@@ -154,6 +157,10 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
         command += f" --twin-share {t['twin_share']}"
     if t.get("pair_share"):
         command += f" --pair-twins {t['pair_share']} --pair-scenes {t['pair_scenes']}"
+    if t.get("arch") == "lit":
+        command = command.replace("--arch lit", f"--arch lit --text {t.get('text') or 'minilm'}")
+        if int(t.get("captions_per_scene") or 4) != 4:
+            command += f" --captions-per-scene {t['captions_per_scene']}"
     if t.get("init_from"):
         command += f" --init-from {shown_path(t['init_from'])}"
     return write_card(folder, request.model, result, command, list(request.card_notes))

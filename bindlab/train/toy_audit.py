@@ -12,6 +12,11 @@ module regenerates them (no rendering) and scans every object:
 
 The held-out pairs shown through a colour slot are reported apart; the toy evaluation splits its unseen figures the
 same way (``unseen_clean``: pairs never shown, not even through a colour slot).
+
+``--arch lit`` runs (``toy:lit-minilm``) draw a *clean* pool (:func:`bindlab.train.toy_data.sample_scene` with
+``clean``): no held-out pair through a colour slot either, so the audit reports 0 of both kinds. Their captions
+(:mod:`bindlab.train.toy_lit`) mention only the scene's objects with their own attribute or its form, so the pool
+scan covers them; the audit checks that too (``captions``: every caption's attribute words against the scene).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ def _objects_of_pool(cfg: dict[str, Any], heldout: frozenset[Combo]) -> list[tup
     """``(stream, shape, attribute, form)`` for every object of the pool and (when trained with them) its twins."""
     from bindlab.train.toy_data import pool_scenes, pool_twins
 
-    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout)
+    clean = {"clean": True} if cfg.get("arch") == "lit" else {}  # lit runs draw a clean pool
+    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, **clean)
     out = [("pool", s, a, f) for sc in scenes for s, a, f in sc]
     if float(cfg.get("twin_share") or 0) > 0:
         out += [("twins", s, a, f) for tw in pool_twins(scenes, int(cfg["seed"]), heldout) if tw for s, a, f in tw]
@@ -77,11 +83,33 @@ def audit_streams(cfg: dict[str, Any], pair_twins: bool = True) -> dict[str, Any
                 exposed[(s, w)] += 1
                 if len(examples) < 5 and f"{form} {s}" not in examples:
                     examples.append(f"{form} {s}")
+    captions = _caption_check(cfg, heldout) if cfg.get("arch") == "lit" else None
     return {"heldout": len(heldout), "objects": len(objects), "pair_twin_objects": len(pair_objects),
+            **({"captions": captions} if captions is not None else {}),
             "direct": direct, "pair_twins_direct": pair_direct,
             "colour_slot": {"pairs": len(exposed), "objects": int(sum(exposed.values())), "examples": examples},
             "clean_pairs": len(heldout) - len(exposed), "exposed_pairs": sorted([list(p) for p in exposed]),
             "clean": direct == 0 and pair_direct == 0}
+
+
+def _caption_check(cfg: dict[str, Any], heldout: frozenset[Combo]) -> dict[str, Any]:
+    """A lit run's cached captions, regenerated (no embedding): ``captions`` scanned and ``foreign_words``, the
+    captions naming an attribute (or a word of a form) that is not on one of their scene's objects (expect 0: then
+    every attribute word of a caption belongs to the scene, whose objects the pool scan checked)."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.train.toy_data import pool_scenes
+    from bindlab.train.toy_lit import lit_captions
+
+    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, clean=True)
+    caps = lit_captions(scenes, int(cfg["seed"]), int(cfg.get("captions_per_scene") or 4))
+    attr_words = {w for a in RENDER_VOCAB.attributes for w in a.name.replace("-", " ").split()}
+    foreign = 0
+    for scene, texts in zip(scenes, caps, strict=True):
+        own = {w for _, a, f in scene for w in f"{a} {f}".replace("-", " ").split()}
+        for t in texts:
+            words = set(t.lower().replace("-", " ").replace(",", " ").replace(".", " ").split())
+            foreign += bool((words & attr_words) - own)
+    return {"captions": sum(map(len, caps)), "foreign_words": foreign}
 
 
 def exposed_pairs(cfg: dict[str, Any]) -> frozenset[Combo]:
@@ -112,6 +140,9 @@ def format_toy_audit(r: dict[str, Any]) -> str:
              f"  through another attribute's colour slot: {c['pairs']} of the {r['heldout']} pairs, on "
              f"{c['objects']:,} objects (e.g. {', '.join(repr(e) for e in c['examples'][:3]) or 'none'})",
              f"  never shown at all: {r['clean_pairs']} pairs — the toy evaluation's 'unseen_clean' rows rest on these"]
+    if "captions" in r:
+        lines.append(f"  captions (lit): {r['captions']['captions']:,} regenerated; {r['captions']['foreign_words']} "
+                     "name an attribute their scene lacks")
     lines.append("clean: no held-out pair occurs as an object's attribute" if r["clean"] else
                  "NOT CLEAN: held-out pairs occur directly in training (see above)")
     return "\n".join(lines)

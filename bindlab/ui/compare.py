@@ -25,7 +25,7 @@ from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 from bindlab.ui.layout import pinned
 
-MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared", "toy:negclip"]
+MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared", "toy:negclip", "toy:lit-minilm"]
 DEFAULT_MODELS = MODEL_CHOICES[:4]  # four: public mode's per-request cap (limits().max_compare_models)
 SUITE_CHOICES = [("SABER MCQ", "mcq"), ("retrieval mAP", "retrieval"), ("Pairs 2x2", "pairs")]
 DIFF_COLUMNS = {"id": "question", "pairing": "pairing", "n_objects": "N", "subset": "subset", "credit_a": "A credit",

@@ -23,7 +23,7 @@ from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
-MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip", "minilm", "bow"]
+MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip", "toy:lit-minilm", "minilm", "bow"]
 COLOR_CHOICES = [("role", "role"), ("modality", "modality"), ("number of objects", "n"), ("model correct", "correct")]
 METHOD_CHOICES = [("UMAP", "umap"), ("PCA", "pca")]
 PAIRING_OF = {"text": "tt", "image": "ii"}  # Browse pairing that shows a point of this modality

@@ -24,7 +24,7 @@ from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 from bindlab.ui.slider_js import payload_js
 
-MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip"]
+MODEL_CHOICES = ["toy:clip", "toy:shared", "toy:negclip", "toy:lit-minilm"]
 CSS = """
 #gd-summary .gd-num {font-family: monospace; font-weight: bold}
 """

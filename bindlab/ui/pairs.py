@@ -21,7 +21,7 @@ from bindlab.ui.layout import pinned
 
 DEFAULT_MODEL = "toy:clip"
 NO_COMPARE = "none"
-COMPARE_CHOICES = [NO_COMPARE, "toy:negclip", "toy:clip", "toy:shared"]
+COMPARE_CHOICES = [NO_COMPARE, "toy:negclip", "toy:clip", "toy:shared", "toy:lit-minilm"]
 CSS = """
 .bl-mat {border-collapse: collapse; margin: 6px 0}
 .bl-mat td, .bl-mat th {border: 1px solid #ccc; padding: 4px 10px; font-family: monospace; text-align: center}
@@ -207,7 +207,7 @@ def build_tab() -> dict[str, Any]:
                 "Group when both do (ties fail). Chance: 25 % / 25 % / 16.7 %.")
     with gr.Row():
         data = data_picker("pairs", "Pairs file (empty = embedded mini CompoSET set)", "bl-pairs-data")
-        model = gr.Dropdown([DEFAULT_MODEL, "toy:negclip", "toy:shared"], value=DEFAULT_MODEL,
+        model = gr.Dropdown([DEFAULT_MODEL, "toy:negclip", "toy:shared", "toy:lit-minilm"], value=DEFAULT_MODEL,
                             label="Image+text encoder id", allow_custom_value=True, scale=2, elem_id="bl-pairs-model")
         other = gr.Dropdown(COMPARE_CHOICES, value=pairs_study.compare_default(DEFAULT_MODEL) or NO_COMPARE,
                             label="Compare with (scored in the same click; none = one model)", allow_custom_value=True,

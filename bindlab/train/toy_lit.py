@@ -1,0 +1,174 @@
+"""Training data of ``--arch lit`` (``toy:lit-minilm``): real-English captions and their frozen-text-model cache.
+
+LiT (Zhai et al., "LiT: Zero-Shot Transfer with Locked-image text Tuning", CVPR 2022) trains one tower into the
+space of a frozen one; here the *text* tower is frozen (the bundled MiniLM), so a caption's embedding never
+changes during training. Computing it at every step would cost a MiniLM forward pass per caption (about 7 ms on one
+CPU thread); instead:
+
+- **Captions** (:func:`lit_captions`): every pool scene gets :data:`CAPTIONS_PER_SCENE` captions, a pure function
+  of (scene, index, seed), written with the four sentence templates of :mod:`bindlab.data.templates`
+  (attributive, predicative, relative, with; the scene's captions walk a shuffled order of them), a/an and is/are
+  agreement (``templates.group_phrase``), the renderable vocabulary, and the toys' naming recipe (pattern
+  attributes named in only :data:`bindlab.train.toy_data.P_PATTERN_NAMED` of mentions, generation forms in
+  :data:`bindlab.train.toy_data.P_FORM`). The ``with`` form cannot say effect and style attributes; a caption that
+  names one uses another template.
+- **Cache** (:func:`caption_cache`): the distinct caption texts embedded once, up front, in batches, by the frozen
+  text model, stored with the run as ``OUT/captions.npz`` (texts, embeddings, per-scene indices, seconds) and
+  reused when the pool, seed and text model match. A training step then only looks embeddings up, so it costs
+  what a toy:clip step costs minus its text tower.
+- **Batches** (:func:`lit_batch`): the same scenes, shifts and flips as :func:`bindlab.train.toy_data.make_batch`
+  (shape-hard groups + seeded epochs), and for each scene one of its cached captions, drawn by a seeded rng.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bindlab.data.templates import TEMPLATES, WITH_NOUNS, group_phrase
+from bindlab.data.vocab import conjoin, copula, with_article
+from bindlab.train.toy_data import (
+    MAX_SHIFT,
+    P_FORM,
+    P_PATTERN_NAMED,
+    PAIR_TEMPLATES,
+    Scene,
+    ScenePool,
+    _category,
+    batch_indices,
+    shape_hard_groups,
+    shift,
+)
+
+CAPTIONS_PER_SCENE = 4  # cached captions per pool scene (one per template, in a shuffled order)
+# openers of the noun-phrase templates (attributive, relative, with); the predicative one is a clause of its own
+OPENERS: tuple[str, ...] = ("", "", "a photo of ", "a picture of ", "an image of ", "there is ")
+
+
+def lit_caption(scene: Scene, rng: random.Random, template: str) -> str:
+    """One real-English caption of ``scene`` in ``template`` (one of :data:`bindlab.data.templates.TEMPLATES`).
+
+    Objects in random order; a pattern attribute is named in :data:`P_PATTERN_NAMED` of mentions (otherwise the
+    object is bare: "a cube", or in the predicative form "there is a cube"); a named attribute is written in its
+    generation form in :data:`P_FORM` of mentions ("white and orange striped"), a colour always by its name in the
+    ``with`` form ("a cube with a red colour"). ``with`` falls back to another template when the scene names an
+    effect or style attribute (it has no noun for them).
+    """
+    mentions: list[tuple[str, str, str | None]] = []  # (shape, attribute, words or None = bare)
+    for s, a, f in scene:
+        if _category(a) == "pattern" and rng.random() >= P_PATTERN_NAMED:
+            mentions.append((s, a, None))
+        else:
+            mentions.append((s, a, f if (f and rng.random() < P_FORM) else a))
+    rng.shuffle(mentions)
+    if template == "with" and any(w is not None and _category(a) not in WITH_NOUNS for _, a, w in mentions):
+        template = rng.choice(("attributive", "predicative", "relative"))
+    phrases = []
+    for s, a, w in mentions:
+        cat = _category(a)
+        if w is None:
+            phrases.append(f"there {copula(s)} {with_article(s)}" if template == "predicative" else with_article(s))
+        else:
+            phrases.append(group_phrase(template, [a if (template == "with" and cat == "colour") else w], s, [cat]))
+    if template == "attributive" and len(phrases) == 2 and rng.random() < 0.3:
+        text = rng.choice(PAIR_TEMPLATES).format(a=phrases[0], b=phrases[1])
+    elif template == "predicative":
+        text = conjoin(phrases)
+    else:
+        text = rng.choice(OPENERS) + conjoin(phrases)
+    return text[0].upper() + text[1:] + "." if rng.random() < 0.5 else text
+
+
+def lit_captions(scenes: Sequence[Scene], seed: int, per_scene: int = CAPTIONS_PER_SCENE) -> list[list[str]]:
+    """``per_scene`` captions of every scene (a pure function of the scenes, the seed and ``per_scene``): scene i's
+    captions walk the four templates in a shuffled order (so with 4 per scene, each template once)."""
+    out = []
+    for i, scene in enumerate(scenes):
+        rng = random.Random(f"toy-lit-captions:{seed}:{i}")
+        order = list(TEMPLATES)
+        rng.shuffle(order)
+        out.append([lit_caption(scene, rng, order[k % len(order)]) for k in range(per_scene)])
+    return out
+
+
+@dataclass
+class CaptionCache:
+    """Distinct caption ``texts`` (U,), their frozen ``embeddings`` (U, d) float32 (unit norm) and ``index``
+    (n_scenes, per_scene): scene i's k-th caption is ``texts[index[i, k]]``."""
+
+    texts: list[str]
+    embeddings: np.ndarray
+    index: np.ndarray
+    seconds: float  # time the embedding took (0 when loaded)
+    text_model: str
+
+    @property
+    def n_captions(self) -> int:
+        return int(self.index.size)
+
+
+def caption_cache(scenes: Sequence[Scene], seed: int, text_model: str, path: str | Path,
+                  per_scene: int = CAPTIONS_PER_SCENE, batch_size: int = 128,
+                  progress: Callable[[int, int], None] | None = None) -> CaptionCache:
+    """The pool's captions embedded once by ``text_model`` (batched), stored at ``path`` (``.npz``, atomically
+    written) and loaded from there when the captions and the text model are the same."""
+    captions = lit_captions(scenes, seed, per_scene)
+    texts = sorted({t for caps in captions for t in caps})
+    pos = {t: i for i, t in enumerate(texts)}
+    index = np.asarray([[pos[t] for t in caps] for caps in captions], dtype=np.int32)  # (n, per_scene)
+    key = hashlib.sha256(json.dumps([texts, text_model]).encode()).hexdigest()[:16]
+    path = Path(path)
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["key"]) == key:
+                    return CaptionCache(texts, z["embeddings"], index, 0.0, text_model)
+        except (OSError, ValueError, KeyError):
+            pass  # corrupt or another run's: embed again
+    from bindlab.encoders.base import load_encoder
+
+    encoder = load_encoder(text_model, device="cpu", batch_size=batch_size)
+    t0 = time.perf_counter()
+    chunks = []
+    step = 20 * batch_size
+    for s in range(0, len(texts), step):
+        chunks.append(encoder.embed_texts(texts[s : s + step]))
+        if progress:
+            progress(min(s + step, len(texts)), len(texts))
+    emb = np.concatenate(chunks).astype(np.float32) if chunks else np.zeros((0, 1), np.float32)
+    seconds = time.perf_counter() - t0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, key=np.asarray(key), embeddings=emb, index=index, texts=np.asarray(texts),
+             seconds=np.asarray(seconds), text_model=np.asarray(text_model))
+    os.replace(tmp, path)
+    return CaptionCache(texts, emb, index, seconds, text_model)
+
+
+def lit_batch(pool: ScenePool, cache: CaptionCache, step: int, batch_size: int, seed: int,
+              hard_share: float = 0.5) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips), their captions' cached
+    embeddings (b, d) and the caption indices (into ``cache.texts``) — a pure function of the step."""
+    hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
+    walked = batch_indices(len(pool.scenes), batch_size - len(hard), step, seed)
+    idx = np.concatenate([walked, np.asarray(hard, dtype=np.int64)]).astype(np.int64)
+    rng = random.Random(f"toy-lit-batch:{seed}:{step}")
+    per = cache.index.shape[1]
+    caps = [int(cache.index[i, rng.randrange(per)]) for i in idx]
+    offsets = [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT)) for _ in idx]
+    flips = np.array([rng.random() < 0.5 for _ in idx])
+    imgs = shift(pool.images[idx], offsets)
+    imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
+    pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0
+    return pixels, cache.embeddings[caps], caps
+
+
+__all__ = ["CAPTIONS_PER_SCENE", "CaptionCache", "caption_cache", "lit_batch", "lit_caption", "lit_captions"]

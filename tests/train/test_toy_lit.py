@@ -1,0 +1,124 @@
+"""``--arch lit`` (toy:lit-minilm): real-English cached captions, a clean hold-out, a frozen MiniLM text tower."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from bindlab.encoders.base import load_encoder
+
+TINY = ["--width", "16", "--layers", "1", "--heads", "2", "--image-size", "32", "--patch-size", "8"]
+
+
+def _train(out, steps: int, extra: list[str] = ()) -> int:
+    from bindlab.cli import main
+
+    try:
+        return main(["train", "toy", "--arch", "lit", "--text", "minilm", "--out", str(out), "--steps", str(steps),
+                     "--batch-size", "8", "--pool-size", "24", "--captions-per-scene", "2", "--holdout-combos",
+                     "0.15", "--eval-sample", "0", "--no-progress", *TINY, *extra]) or 0
+    except SystemExit as e:
+        return int(e.code or 0)
+
+
+def test_lit_trains_end_to_end_and_loads_with_minilm_texts(tmp_path, monkeypatch, minilm):
+    from bindlab.train.toy_audit import audit_toy
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit"
+    assert _train(out, 3) == 0
+    files = {p.name for p in out.iterdir()}
+    assert {"model.safetensors", "config.json", "training.json", "captions.npz"} <= files
+    assert "vocab.json" not in files  # only the image tower: texts are MiniLM's
+    record = json.loads((out / "training.json").read_text())
+    assert record["finished"] and record["captions"]["captions"] == 48 and record["captions"]["text_model"] == "minilm"
+    with np.load(out / "captions.npz") as z:
+        assert z["embeddings"].shape[1] == 384 and z["index"].shape == (24, 2)
+    enc = load_encoder(f"toy:{out}")
+    texts = ["A red cube and a blue sphere.", "the kite is in a blue neon glow", "a photo of an orange fish"]
+    np.testing.assert_allclose(enc.embed_texts(texts), minilm.embed_texts(texts), atol=1e-6)
+    rng = np.random.default_rng(0)
+    img = enc.embed_images([rng.integers(0, 256, (40, 40, 3), dtype=np.uint8) for _ in range(2)])
+    assert img.shape == (2, 384) and np.allclose(np.linalg.norm(img, axis=1), 1, atol=1e-5)
+    audit = audit_toy(out)
+    assert audit["direct"] == 0 and audit["colour_slot"]["pairs"] == 0 and audit["clean_pairs"] == audit["heldout"]
+    assert audit["captions"]["foreign_words"] == 0
+    card = _card(out)
+    assert "locked" in card and "48 captions" in card and "tt is the frozen text tower alone" in card
+    assert "--arch lit --text minilm" in card and "never shown" in card and "N = 2–5" in card
+    # the caption cache is reused by a longer run of the same folder (no second embedding)
+    assert _train(out, 4) == 0
+    assert json.loads((out / "training.json").read_text())["resumed_from"] == 3
+
+
+def _card(out) -> str:
+    from bindlab.train.toy_card import card_text
+
+    training = json.loads((out / "training.json").read_text())
+    score = {"n": 4, "t2i_top1": 0.5, "i2t_top1": 0.5, "i2t_attribute": 0.5, "i2t_shape": 0.5}
+    by_n = {str(n): 0.4 for n in range(2, 11)}
+    chance = {str(n): 0.25 for n in range(2, 11)}
+    evaluation = {
+        "single_object": {**score, "chance": {"top1": 0.25, "attribute": 0.5, "shape": 0.5},
+                          "i2t_attribute_by_category": {"colour": 1.0},
+                          "by_combination": {"seen": score, "unseen": score, "unseen_clean": score}},
+        "mcq": {"per_size": 2, "sizes": list(range(2, 11)), "seed": 0, "render_size": 128,
+                "pairings": {p: {"accuracy": 0.4, "by_n": by_n, "chance": 0.25, "chance_by_n": chance}
+                             for p in ("tt", "ti", "it", "ii")},
+                "small_n": {p: 0.4 for p in ("tt", "ti", "it", "ii")},
+                "tt_text_model": {"model": "minilm", "accuracy": 0.4, "equal": True}},
+    }
+    return card_text("toy:lit-minilm", training, evaluation, "python -m bindlab train toy --arch lit --text minilm")
+
+
+def test_lit_captions_are_grammatical_and_use_all_four_templates():
+    from bindlab.data.templates import grammar_problems
+    from bindlab.train.toy_data import heldout_combinations, pool_scenes
+    from bindlab.train.toy_lit import lit_captions
+
+    held = frozenset(heldout_combinations(0.15, 0))
+    scenes, _ = pool_scenes(400, 0, held, clean=True)
+    caps = [c for cs in lit_captions(scenes, 0) for c in cs]
+    assert len(caps) == 1600 and not [c for c in caps if grammar_problems(c)]
+    text = " ".join(c.lower() for c in caps)
+    assert " that is " in text and " is " in text and " with a " in text and " colour" in text  # all four forms
+    assert "an orange" in text or "an outlined" in text or "an icy" in text  # a/an agreement is exercised
+    assert lit_captions(scenes[:5], 0) == lit_captions(scenes[:5], 0)  # a pure function
+
+
+def test_clean_pool_shows_no_heldout_pair_through_a_colour_slot():
+    from bindlab.train.toy_data import exposes, heldout_combinations, pool_scenes
+
+    held = frozenset(heldout_combinations(0.15, 0))
+    plain, _ = pool_scenes(3000, 0, held)
+    clean, _ = pool_scenes(3000, 0, held, clean=True)
+    assert sum(exposes(s, a, f, held) for sc in plain for s, a, f in sc) > 0  # the old pool does show some
+    assert sum(exposes(s, a, f, held) for sc in clean for s, a, f in sc) == 0
+    assert sum((s, a) in held for sc in clean for s, a, _ in sc) == 0
+    assert exposes("fish", "glowing", "orange glowing", frozenset({("fish", "orange")}))
+
+
+def test_lit_config_validates():
+    from bindlab.train.toy_train import TrainConfig
+
+    assert TrainConfig(arch="lit").text == "minilm"
+    with pytest.raises(ValueError, match="lit"):
+        TrainConfig(arch="lit", twin_share=0.5)
+    with pytest.raises(ValueError, match="--text"):
+        TrainConfig(arch="clip", text="minilm")
+
+
+def test_shipped_lit_minilm_loads_offline_with_minilm_texts(minilm):
+    from bindlab.encoders.toy import shipped_folder
+
+    folder = shipped_folder("lit-minilm")
+    if not (folder / "model.safetensors").is_file():
+        pytest.skip("toy:lit-minilm is not shipped in this checkout")
+    assert (folder / "model.safetensors").stat().st_size < 5 * 2**20 and not (folder / "vocab.json").exists()
+    enc = load_encoder("toy:lit-minilm")
+    texts = [f"a {random.Random(i).choice(['red', 'striped', 'wooden'])} cube" for i in range(3)] + ["A cat."]
+    np.testing.assert_allclose(enc.embed_texts(texts), minilm.embed_texts(texts), atol=1e-6)
+    assert enc.fingerprint.startswith("toy:lit-minilm|")
