@@ -343,7 +343,8 @@ def bench_composet(quick: bool = False, workers: int = 2) -> dict[str, Any]:
 
 
 def bench_toy(quick: bool = False) -> dict[str, Any]:
-    """Toy models: embedding throughput (texts, 64 px images) and the time of one training step (batch 128)."""
+    """Toy models: embedding throughput (texts, 64 px images) and the time of one training step (batch 128), for
+    ``toy:lit-minilm`` too (``lit_vs_clip_step``: its step time over toy:clip's, measured in the same run)."""
     import random
 
     import torch
@@ -377,7 +378,38 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
         model.eval()
         out[eid] = {"text_per_s": tp["text"]["items_per_s"], "image_per_s": (tp["image"] or {}).get("items_per_s"),
                     "train_step_batch": len(px), "train_step_s": round(min(step_s), 3)}
+    out["toy:lit-minilm"] = _bench_lit_step(texts, images, repeats=2 if quick else 4)
+    out["lit_vs_clip_step"] = round(out["toy:lit-minilm"]["train_step_s"] / out["toy:clip"]["train_step_s"], 2)
     return out
+
+
+def _bench_lit_step(texts: list[str], images: list[Any], repeats: int) -> dict[str, Any]:
+    """``toy:lit-minilm``: embedding throughput, and one training step of ``train toy --arch lit`` (batch 128): its
+    image tower against the frozen text model's caption embeddings, computed once beforehand as the run's caption
+    cache does (so the step has no text forward)."""
+    import torch
+
+    from bindlab.encoders.base import load_encoder
+    from bindlab.encoders.throughput import embedding_throughput
+    from bindlab.train.toy_train import contrastive_loss
+
+    with _temporary_home():
+        enc = load_encoder("toy:lit-minilm")
+        tp = embedding_throughput(enc, texts, images)
+        cached = torch.from_numpy(enc.embed_texts(texts[:128]))  # the caption cache's role
+    model = enc.model
+    model.train()
+    px = torch.from_numpy(enc.pixels(images[:128]))
+
+    def train_step() -> None:
+        contrastive_loss(model.encode_image(px), cached, model.logit_scale).backward()
+
+    step_s = [_timed(train_step)[0] for _ in range(repeats)]
+    model.zero_grad(set_to_none=True)
+    model.eval()
+    return {"text_per_s": tp["text"]["items_per_s"], "image_per_s": (tp["image"] or {}).get("items_per_s"),
+            "train_step_batch": len(px), "train_step_s": round(min(step_s), 3),
+            "caption_embeddings": "cached (computed once before the steps, as train toy --arch lit does)"}
 
 
 def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
