@@ -398,19 +398,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         "",
         "## Measured results",
         "",
-        f"Single object, held-out renders ({so['n']} shape x attribute combinations, one image each, seeds disjoint "
-        f"from training; caption 'a <attribute> <shape>'):",
-        "",
-        "| measure | value | chance |",
-        "|---|---|---|",
-        f"| text -> image top-1 (gallery of {so['n']}) | {so['t2i_top1']:.3f} | {so['chance']['top1']:.4f} |",
-        f"| image -> text top-1 | {so['i2t_top1']:.3f} | {so['chance']['top1']:.4f} |",
-        f"| top text has the right attribute | {so['i2t_attribute']:.3f} | {so['chance']['attribute']:.3f} |",
-        f"| top text has the right shape | {so['i2t_shape']:.3f} | {so['chance']['shape']:.3f} |",
-        "",
-        "Attribute accuracy of the top text by attribute category: "
-        + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items()) + ".",
-        "",
+        *_single_lines(so),
     ]
     lines += _result_lines(evaluation)
     lines += [
