@@ -37,7 +37,8 @@ def _objects_of_pool(cfg: dict[str, Any], heldout: frozenset[Combo]) -> list[tup
     scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, **clean)
     out = [("pool", s, a, f) for sc in scenes for s, a, f in sc]
     if float(cfg.get("twin_share") or 0) > 0:
-        out += [("twins", s, a, f) for tw in pool_twins(scenes, int(cfg["seed"]), heldout) if tw for s, a, f in tw]
+        out += [("twins", s, a, f) for tw in pool_twins(scenes, int(cfg["seed"]), heldout, **clean)
+                if tw for s, a, f in tw]
     return out
 
 

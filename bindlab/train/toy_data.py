@@ -134,16 +134,22 @@ def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Co
             return scene
 
 
-def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = frozenset()) -> Scene | None:
+def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = frozenset(),
+               clean: bool = False) -> Scene | None:
     """The scene with its bindings changed and nothing else: two objects swap attributes (scenes of 2+ objects),
     or else one object's attribute is replaced by one the scene lacks.
 
     Only non-pattern attributes change (patterns are usually left unnamed in captions, so a changed pattern would
-    often leave the caption the same); no new pair is a ``heldout`` one. None when no twin exists.
+    often leave the caption the same); no new pair is a ``heldout`` one, and with ``clean`` no moved or new
+    attribute shows one through a colour slot either (:func:`exposes`). None when no twin exists.
     """
     named = [i for i, (_, a, _) in enumerate(scene) if _category(a) != "pattern"]
+
+    def fits(shape: str, attribute: str, form: str) -> bool:
+        return (shape, attribute) not in heldout and not (clean and exposes(shape, attribute, form, heldout))
+
     pairs = [(i, j) for i in named for j in named if i < j
-             and (scene[i][0], scene[j][1]) not in heldout and (scene[j][0], scene[i][1]) not in heldout]
+             and fits(scene[i][0], scene[j][1], scene[j][2]) and fits(scene[j][0], scene[i][1], scene[i][2])]
     if pairs:
         i, j = rng.choice(pairs)
         twin = list(scene)
@@ -156,8 +162,11 @@ def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = fro
     if not options:
         return None
     i, attr = rng.choice(options)
+    form = attr.instantiate(rng)
+    if clean and exposes(scene[i][0], attr.name, form, heldout):
+        return None  # rare (a composite colour slot); the scene trains without a twin
     twin = list(scene)
-    twin[i] = (scene[i][0], attr.name, attr.instantiate(rng))
+    twin[i] = (scene[i][0], attr.name, form)
     return twin
 
 
@@ -230,10 +239,11 @@ def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset
     return scenes, [seed * 10_000_000 + i for i in range(pool_size)]
 
 
-def pool_twins(scenes: Sequence[Scene], seed: int, heldout: frozenset[Combo] = frozenset()) -> list[Scene | None]:
+def pool_twins(scenes: Sequence[Scene], seed: int, heldout: frozenset[Combo] = frozenset(),
+               clean: bool = False) -> list[Scene | None]:
     """One binding twin per pool scene (:func:`twin_scene`; None where there is none): a pure function."""
     rng = random.Random(f"toy-twins:{seed}")
-    return [twin_scene(sc, rng, heldout) for sc in scenes]
+    return [twin_scene(sc, rng, heldout, clean) for sc in scenes]
 
 
 def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, name: str,
@@ -270,7 +280,7 @@ def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None
                             progress)
     if not twins:
         return ScenePool(images, scenes)
-    twin_list = pool_twins(scenes, seed, heldout)
+    twin_list = pool_twins(scenes, seed, heldout, clean)
     have = [i for i, t in enumerate(twin_list) if t is not None]
     twin_images = _cached_render([twin_list[i] for i in have], [seeds[i] for i in have], size,
                                  f"twins-{pool_size}-{size}px-seed{seed}", cache_dir, workers, progress)

@@ -87,22 +87,42 @@ def lit_caption(scene: Scene, rng: random.Random, template: str) -> str:
     return text[0].upper() + text[1:] + "." if rng.random() < 0.5 else text
 
 
-def lit_captions(scenes: Sequence[Scene], seed: int, per_scene: int = CAPTIONS_PER_SCENE) -> list[list[str]]:
+def lit_captions(scenes: Sequence[Scene], seed: int, per_scene: int = CAPTIONS_PER_SCENE,
+                 twins: Sequence[Scene | None] | None = None) -> list[list[str]]:
     """``per_scene`` captions of every scene (a pure function of the scenes, the seed and ``per_scene``): scene i's
-    captions walk the four templates in a shuffled order (so with 4 per scene, each template once)."""
+    captions walk the four templates in a shuffled order (so with 4 per scene, each template once).
+
+    With ``twins`` (one binding twin per scene, None where it has none; :func:`bindlab.train.toy_data.pool_twins`),
+    the twins' captions instead: twin i's k-th caption is written from the random state scene i's k-th caption
+    started from, so it makes the same choices (template, opener, which mentions are named) and differs where the
+    bindings do; a scene without a twin gets ``[]``.
+    """
     out = []
     for i, scene in enumerate(scenes):
+        twin = twins[i] if twins is not None else scene
         rng = random.Random(f"toy-lit-captions:{seed}:{i}")
         order = list(TEMPLATES)
         rng.shuffle(order)
-        out.append([lit_caption(scene, rng, order[k % len(order)]) for k in range(per_scene)])
+        caps = []
+        for k in range(per_scene):
+            state = rng.getstate()
+            caption = lit_caption(scene, rng, order[k % len(order)])
+            if twins is None:
+                caps.append(caption)
+            elif twin is not None:
+                after = rng.getstate()
+                rng.setstate(state)
+                caps.append(lit_caption(twin, rng, order[k % len(order)]))
+                rng.setstate(after)  # the scene's walk goes on as without twins
+        out.append(caps)
     return out
 
 
 @dataclass
 class CaptionCache:
     """Distinct caption ``texts`` (U,), their frozen ``embeddings`` (U, d) float32 (unit norm) and ``index``
-    (n_scenes, per_scene): scene i's k-th caption is ``texts[index[i, k]]``."""
+    (n_scenes, per_scene): scene i's k-th caption is ``texts[index[i, k]]`` (-1 for a scene without a twin, in a
+    cache of twin captions)."""
 
     texts: list[str]
     embeddings: np.ndarray
@@ -117,13 +137,16 @@ class CaptionCache:
 
 def caption_cache(scenes: Sequence[Scene], seed: int, text_model: str, path: str | Path,
                   per_scene: int = CAPTIONS_PER_SCENE, batch_size: int = 128,
-                  progress: Callable[[int, int], None] | None = None) -> CaptionCache:
-    """The pool's captions embedded once by ``text_model`` (batched), stored at ``path`` (``.npz``, atomically
-    written) and loaded from there when the captions and the text model are the same."""
-    captions = lit_captions(scenes, seed, per_scene)
+                  progress: Callable[[int, int], None] | None = None,
+                  twins: Sequence[Scene | None] | None = None) -> CaptionCache:
+    """The pool's captions (with ``twins``: its binding twins' captions, see :func:`lit_captions`) embedded once
+    by ``text_model`` (batched), stored at ``path`` (``.npz``, atomically written) and loaded from there when the
+    captions and the text model are the same."""
+    captions = lit_captions(scenes, seed, per_scene, twins)
     texts = sorted({t for caps in captions for t in caps})
     pos = {t: i for i, t in enumerate(texts)}
-    index = np.asarray([[pos[t] for t in caps] for caps in captions], dtype=np.int32)  # (n, per_scene)
+    index = np.asarray([[pos[t] for t in caps] if caps else [-1] * per_scene for caps in captions],
+                       dtype=np.int32).reshape(len(captions), per_scene)
     key = hashlib.sha256(json.dumps([texts, text_model]).encode()).hexdigest()[:16]
     path = Path(path)
     if path.is_file():
@@ -154,21 +177,43 @@ def caption_cache(scenes: Sequence[Scene], seed: int, text_model: str, path: str
 
 
 def lit_batch(pool: ScenePool, cache: CaptionCache, step: int, batch_size: int, seed: int,
-              hard_share: float = 0.5) -> tuple[np.ndarray, np.ndarray, list[int]]:
+              hard_share: float = 0.5, twin_cache: CaptionCache | None = None,
+              twin_share: float = 0.0) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips), their captions' cached
-    embeddings (b, d) and the caption indices (into ``cache.texts``) — a pure function of the step."""
+    embeddings (b, d) and the caption indices (into ``cache.texts``; twins' into ``twin_cache.texts``) — a pure
+    function of the step.
+
+    With ``twin_cache`` and ``twin_share`` > 0, that share of the walked scenes that have a twin (``pool.twins``)
+    brings it along, as in :func:`bindlab.train.toy_data.make_batch`: the twin's image with its scene's shift and
+    flip, and its caption with the same index k as the scene's (the same wording choices), appended, so scene and
+    twin are each other's hardest negatives — the only way a frozen text tower's small binding differences can
+    pull the image tower's bindings apart.
+    """
     hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
     walked = batch_indices(len(pool.scenes), batch_size - len(hard), step, seed)
     idx = np.concatenate([walked, np.asarray(hard, dtype=np.int64)]).astype(np.int64)
     rng = random.Random(f"toy-lit-batch:{seed}:{step}")
     per = cache.index.shape[1]
-    caps = [int(cache.index[i, rng.randrange(per)]) for i in idx]
+    ks = [rng.randrange(per) for _ in idx]
+    caps = [int(cache.index[i, k]) for i, k in zip(idx, ks, strict=True)]
     offsets = [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT)) for _ in idx]
     flips = np.array([rng.random() < 0.5 for _ in idx])
-    imgs = shift(pool.images[idx], offsets)
+    images, emb = pool.images[idx], cache.embeddings[caps]
+    with_twin: list[int] = []
+    if twin_cache is not None and twin_share > 0:
+        with_twin = [k for k, i in enumerate(walked) if int(i) in pool.twins
+                     and twin_cache.index[i, ks[k]] >= 0][: int(round(batch_size * twin_share))]
+    if with_twin:
+        twin_caps = [int(twin_cache.index[idx[k], ks[k]]) for k in with_twin]  # type: ignore[union-attr]
+        images = np.concatenate([images, np.stack([pool.twins[int(idx[k])][1] for k in with_twin])])
+        offsets = offsets + [offsets[k] for k in with_twin]
+        flips = np.concatenate([flips, flips[with_twin]])
+        emb = np.concatenate([emb, twin_cache.embeddings[twin_caps]])  # type: ignore[union-attr]
+        caps = caps + twin_caps
+    imgs = shift(images, offsets)
     imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
     pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0
-    return pixels, cache.embeddings[caps], caps
+    return pixels, emb, caps
 
 
 __all__ = ["CAPTIONS_PER_SCENE", "CaptionCache", "caption_cache", "lit_batch", "lit_caption", "lit_captions"]

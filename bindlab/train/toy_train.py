@@ -90,9 +90,9 @@ class TrainConfig:
             raise ValueError(f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
                              "a folder written by 'train toy', e.g. bindlab/assets/toy-clip")
         if self.arch == "lit":
-            if self.twin_share or self.pair_share or self.init_from:
-                raise ValueError("--arch lit trains with cached captions only: no --twin-share, --pair-twins or "
-                                 "--init-from")
+            if self.pair_share:
+                raise ValueError("--arch lit trains with cached captions of the pool and its binding twins only: "
+                                 "no --pair-twins")
             if not self.text:
                 self.text = "minilm"
             if int(self.captions_per_scene) < 1:
@@ -250,14 +250,17 @@ def _load_checkpoint(out: Path, model: Any, opt: Any, cfg: TrainConfig) -> Train
 
 
 def _saved_caption_seconds(out: Path) -> float:
-    """The embedding time recorded in a run's caption cache (a resumed run loads the cache instead of embedding)."""
+    """The embedding time recorded in a run's caption caches (a resumed run loads them instead of embedding)."""
     import numpy as np
 
-    try:
-        with np.load(out / "captions.npz", allow_pickle=False) as z:
-            return float(z["seconds"])
-    except (OSError, ValueError, KeyError):
-        return 0.0
+    total = 0.0
+    for name in ("captions.npz", "twin_captions.npz"):
+        try:
+            with np.load(out / name, allow_pickle=False) as z:
+                total += float(z["seconds"])
+        except (OSError, ValueError, KeyError):
+            pass
+    return total
 
 
 def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None,
@@ -309,13 +312,18 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
-    captions = None
+    captions = twin_captions = None
     if lit:
         from bindlab.train.toy_lit import caption_cache
 
         captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
-        if captions.seconds:
-            state.caption_seconds = captions.seconds
+        if cfg.twin_share > 0:
+            twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
+            twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
+                                          cfg.captions_per_scene, twins=twins)
+        fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
+        if fresh:
+            state.caption_seconds = fresh
         else:
             state.caption_seconds = state.caption_seconds or _saved_caption_seconds(out)
     for cb in callbacks:
@@ -326,7 +334,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if captions is not None:
             from bindlab.train.toy_lit import lit_batch
 
-            pixels, text_emb, _ = lit_batch(pool, captions, state.step, cfg.batch_size, cfg.seed, cfg.hard_share)
+            pixels, text_emb, _ = lit_batch(pool, captions, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
+                                            twin_captions, cfg.twin_share)
             txt = torch.from_numpy(text_emb)  # frozen: cached embeddings, no gradient
         else:
             pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
@@ -371,6 +380,9 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                               "captions": captions.n_captions, "distinct": len(captions.texts),
                               "embed_seconds": round(state.caption_seconds, 1), "cache": "captions.npz",
                               "clean_holdout": True}
+        if twin_captions is not None:
+            record["captions"].update(twin_captions=int((twin_captions.index >= 0).sum()),
+                                      twin_distinct=len(twin_captions.texts), twin_cache="twin_captions.npz")
     if record["finished"]:
         model.eval()
         save_model(out, model, tokenizer, record)

@@ -89,6 +89,54 @@ def test_lit_captions_are_grammatical_and_use_all_four_templates():
     assert lit_captions(scenes[:5], 0) == lit_captions(scenes[:5], 0)  # a pure function
 
 
+def test_twin_captions_make_the_scene_captions_choices_and_twins_stay_clean():
+    from bindlab.train.toy_data import exposes, heldout_combinations, pool_scenes, pool_twins
+    from bindlab.train.toy_lit import lit_captions
+
+    held = frozenset(heldout_combinations(0.15, 0))
+    scenes, _ = pool_scenes(600, 0, held, clean=True)
+    twins = pool_twins(scenes, 0, held, clean=True)
+    assert sum(t is not None for t in twins) > 500
+    assert not [o for t in twins if t for s, a, f in t for o in [(s, a)] if o in held or exposes(s, a, f, held)]
+    caps, twin_caps = lit_captions(scenes, 0), lit_captions(scenes, 0, twins=twins)
+    assert lit_captions(scenes, 0) == caps  # the scenes' own captions do not change when twins are asked for
+    same = differ = ending = 0
+    for sc, tw, cs, ts in zip(scenes, twins, caps, twin_caps, strict=True):
+        if tw is None:
+            assert ts == []
+            continue
+        assert len(ts) == len(cs)
+        for c, t in zip(cs, ts, strict=True):
+            assert all(s in t for s, _, _ in sc)  # the same shapes, named
+            same, differ = same + (c == t), differ + (c != t)
+            ending += c.endswith(".") == t.endswith(".")
+    assert differ > 3 * same  # most twins' captions say the changed binding
+    # the same wording choices (here: the full stop) except where the twin's attribute needs another template
+    assert ending > 0.9 * (same + differ)
+
+
+def test_lit_batch_brings_twins_with_their_own_cached_captions(tmp_path, monkeypatch, minilm):
+    from bindlab.train.toy_data import heldout_combinations, load_pool
+    from bindlab.train.toy_lit import caption_cache, lit_batch
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    held = frozenset(heldout_combinations(0.15, 0))
+    pool = load_pool(16, 32, 0, workers=1, heldout=held, twins=True, clean=True)
+    twins = [pool.twins[i][0] if i in pool.twins else None for i in range(16)]
+    cache = caption_cache(pool.scenes, 0, "minilm", tmp_path / "c.npz", per_scene=2)
+    tcache = caption_cache(pool.scenes, 0, "minilm", tmp_path / "t.npz", per_scene=2, twins=twins)
+    assert ((tcache.index >= 0) == np.asarray([[t is not None] * 2 for t in twins])).all()
+    plain = lit_batch(pool, cache, 3, 8, 0, 0.5)
+    pixels, emb, caps = lit_batch(pool, cache, 3, 8, 0, 0.5, tcache, 0.5)
+    np.testing.assert_array_equal(pixels[:8], plain[0])  # twins are appended; the scenes' part is unchanged
+    m = len(caps) - 8
+    assert 1 <= m <= 4 and pixels.shape[0] == emb.shape[0] == 8 + m
+    for k in range(m):  # each appended caption is a twin caption, embedded by MiniLM
+        text = tcache.texts[caps[8 + k]]
+        np.testing.assert_allclose(emb[8 + k], minilm.embed_texts([text])[0], atol=1e-5)
+    assert lit_batch(pool, cache, 3, 8, 0, 0.5, tcache, 0.5)[2] == caps  # a pure function of the step
+
+
 def test_clean_pool_shows_no_heldout_pair_through_a_colour_slot():
     from bindlab.train.toy_data import exposes, heldout_combinations, pool_scenes
 
@@ -105,8 +153,9 @@ def test_lit_config_validates():
     from bindlab.train.toy_train import TrainConfig
 
     assert TrainConfig(arch="lit").text == "minilm"
-    with pytest.raises(ValueError, match="lit"):
-        TrainConfig(arch="lit", twin_share=0.5)
+    assert TrainConfig(arch="lit", twin_share=0.5).twin_share == 0.5  # binding twins: cached captions too
+    with pytest.raises(ValueError, match="pair"):
+        TrainConfig(arch="lit", pair_share=0.5)
     with pytest.raises(ValueError, match="--text"):
         TrainConfig(arch="clip", text="minilm")
 
