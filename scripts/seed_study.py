@@ -18,6 +18,11 @@ the job's default compare data (:func:`bindlab.studies.finetune.default_compare_
 embedded image benchmark) unless ``--data`` names a file. Every job must share the base model, the triplet data and
 the evaluation rows; the script checks that each row's items are identical across jobs and stops otherwise.
 
+With ``--pairings tt,ti,it`` (an image model and an MCQ file with images, e.g. ``generate saber --images``), the
+rows of the questions given are also scored with image queries or image candidates, one row per pairing: SABER's
+transfer question — does a text-only finetune move binding across modalities with the image tower unchanged? (ii
+is left out by default: a text-only finetune cannot change it.)
+
     BINDLAB_HOME=... python scripts/seed_study.py --jobs ID0,ID1,ID2 --out study.json --markdown
 """
 
@@ -54,11 +59,14 @@ def job_setup(job_id: str) -> dict[str, Any]:
             "lines_a": (info.get("lines") or {}).get("a")}
 
 
-def report_rows(config: dict[str, Any], questions: list[Any], mcq_path: Path) -> list[dict[str, Any]]:
+def report_rows(config: dict[str, Any], questions: list[Any], mcq_path: Path,
+                pairings: tuple[str, ...] = ("tt",)) -> list[dict[str, Any]]:
     """The separated report's rows for one job's config, as the report builds them, each with its items.
 
-    Returns entries ``{"evaluation", "kind" (mcq | triplets), "format", "chance", "items", "key"}``; ``key`` is a
-    tuple identifying the items (question ids and texts, triplet texts) so jobs can be checked to share them.
+    Returns entries ``{"evaluation", "kind" (mcq | triplets), "format", "chance", "items", "key", "pairing"}``;
+    ``key`` is a tuple identifying the items (question ids and texts, triplet texts) so jobs can be checked to share
+    them. The MCQ rows are tt; the rows of the questions given are repeated for each other pairing in ``pairings``
+    when every question has its images (the generated rows are text only).
     """
     from bindlab.eval.mcq import question_chance
     from bindlab.studies.finetune_report import (
@@ -75,9 +83,15 @@ def report_rows(config: dict[str, Any], questions: list[Any], mcq_path: Path) ->
     seen = training_words(splits["train"])
     rows = []
     for s in _mcq_sets(questions, trained, seen, seed=benchmark_seed(mcq_path)):
-        rows.append({"evaluation": s["evaluation"], "kind": "mcq", "format": s["format"],
-                     "chance": float(np.mean(question_chance(s["questions"]))), "items": s["questions"],
-                     "key": tuple((q.id, q.query.text) for q in s["questions"])})
+        with_images = s["source"] == "the questions given" and all(
+            q.query.image and all(c.image for c in q.candidates) for q in s["questions"])
+        for p in pairings:
+            if p != "tt" and not with_images:
+                continue
+            rows.append({"evaluation": s["evaluation"] + ("" if pairings == ("tt",) else f" — {p}"), "kind": "mcq",
+                         "format": s["format"], "chance": float(np.mean(question_chance(s["questions"]))),
+                         "items": s["questions"], "key": tuple((q.id, q.query.text) for q in s["questions"]),
+                         "pairing": p})
     for g in _triplet_groups(splits, trained, seen):
         rows.append({"evaluation": g["evaluation"], "kind": "triplets", "format": g["format"], "chance": 0.5,
                      "items": g["rows"], "key": tuple((r["query"], r["positive"], r["negative"]) for r in g["rows"])})
@@ -86,14 +100,15 @@ def report_rows(config: dict[str, Any], questions: list[Any], mcq_path: Path) ->
 
 def item_credits(encoder: Any, rows: list[dict[str, Any]], data_dir: Path, base_general: np.ndarray,
                  images: list[Any] | None) -> dict[str, np.ndarray]:
-    """``{evaluation: (n,) per-item values}`` of one model on every row, controls included."""
+    """``{evaluation: (n,) per-item values}`` of one model on every row, controls included; ``data_dir`` is the MCQ
+    file's folder (its images)."""
     from bindlab.eval.mcq import evaluate_mcq
     from bindlab.studies.finetune_report import _forgetting_items, _t2i_items, _triplet_credit
 
     out: dict[str, np.ndarray] = {}
     for r in rows:
         if r["kind"] == "mcq":
-            _, items = evaluate_mcq(r["items"], data_dir, encoder, ["tt"])
+            _, items = evaluate_mcq(r["items"], data_dir, encoder, [r["pairing"]])
             out[r["evaluation"]] = np.array([it["credit"] for it in items], dtype=np.float64)
         else:
             out[r["evaluation"]] = _triplet_credit(encoder, r["items"])
@@ -119,7 +134,8 @@ def paired(base: np.ndarray, tuned: list[np.ndarray], n_boot: int, seed: int) ->
             "moved_every_seed": sign != 0 and all((c[0] > 0) if sign > 0 else (c[1] < 0) for c in seed_cis)}
 
 
-def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int) -> dict[str, Any]:
+def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int,
+          pairings: tuple[str, ...] = ("tt",)) -> dict[str, Any]:
     """Score the base once and every job's tuned models on every row; the paired statistics per row and model."""
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
@@ -138,14 +154,13 @@ def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int) -> 
                 raise SystemExit(f"jobs differ in config {what}: {first['id']} vs {j['id']}")
     mcq_path = Path(data) if data else default_compare_data(first["id"])
     questions, _ = load_mcqs(mcq_path)
-    rows = report_rows(first["config"], questions, mcq_path)
+    rows = report_rows(first["config"], questions, mcq_path, pairings)
     for j in jobs[1:]:  # the same rows with the same items (eval_rows 0, or one evaluation seed)
-        other = report_rows(j["config"], questions, mcq_path)
+        other = report_rows(j["config"], questions, mcq_path, pairings)
         if [(r["evaluation"], r["key"]) for r in other] != [(r["evaluation"], r["key"]) for r in rows]:
             raise SystemExit(f"job {j['id']} evaluates other rows or items than {first['id']}; "
                              "use the same data with \"eval_rows\": 0")
-    data_path = Path(str(first["config"]["data"]))
-    data_dir = data_path if data_path.is_dir() else data_path.parent
+    data_dir = mcq_path.parent  # the MCQ file's images (the generated rows are text only)
 
     t0 = time.time()
     base = load_encoder(first["base"])
@@ -182,7 +197,7 @@ def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int) -> 
     return {"jobs": [j["id"] for j in jobs], "seeds": [j["config"].get("seed", 0) for j in jobs],
             "base_model": first["base"], "config": {k: v for k, v in first["config"].items() if k != "seed"},
             "data": str(mcq_path), "labels": {m: display_labels(first["lines_a"])[m] for m in models},
-            "n_boot": n_boot, "boot_seed": boot_seed, "rows": entries}
+            "n_boot": n_boot, "boot_seed": boot_seed, "pairings": list(pairings), "rows": entries}
 
 
 def _signed(x: float) -> str:
@@ -218,13 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="MCQ JSONL (default: the job's default compare data, as `jobs compare`)")
     p.add_argument("--out", default="study.json", help="where to write the study (JSON)")
     p.add_argument("--markdown", action="store_true", help="print the Markdown table")
+    p.add_argument("--pairings", default="tt", help="MCQ pairings of the questions given, e.g. tt,ti,it (default tt; "
+                   "image pairings need an image model and an MCQ file with images)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed (default 0)")
     a = p.parse_args(argv)
     job_ids = [j.strip() for j in a.jobs.split(",") if j.strip()]
     if not job_ids:
         p.error("--jobs needs at least one job id")
-    res = study(job_ids, a.data, a.n_boot, a.boot_seed)
+    from bindlab.eval.mcq import parse_pairings
+
+    res = study(job_ids, a.data, a.n_boot, a.boot_seed, tuple(parse_pairings(a.pairings)))
     Path(a.out).write_text(json.dumps(res, indent=1))
     if a.markdown:
         print(markdown(res))

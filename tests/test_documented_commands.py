@@ -120,7 +120,9 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/finetune_results.md", "trip-minilm"): {"cls": "parse"},  # 95 min finetune + 12 min compare
     # --- docs/reproductions.md ---
     ("docs/reproductions.md", "generate factors --out data/fa-toy"): {"cls": "slow"},  # 130 s at load 11
-    ("docs/reproductions.md", "ground-sweep --data data/fa-toy"): {"cls": "parse"},  # 4 + 37 min
+    ("docs/reproductions.md", "ground-sweep --data data/fa-toy --model toy:clip"): {"cls": "parse"},  # 4 + 37 min
+    ("docs/reproductions.md", "ground-sweep --data data/fa-toy --model toy:lit-minilm"):
+        {"cls": "slow", "setup": FA_TOY},  # 2.4 min at load 2-5, + the grid
     ("docs/reproductions.md", "--align shared"): {"cls": "slow", "setup": FA_TOY},  # 260 s at load 11, grid included
     ("docs/reproductions.md", "--protocol combination"): {"cls": "slow", "setup": FA_TOY},  # 143 s at load 7, grid incl.
     ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)
