@@ -228,6 +228,15 @@ OBJECTIVE_HINT = (
     "measurements.")
 
 
+TRANSFER_HINT = (
+    "**SABER's transfer question.** SABER finetunes the text side only and finds binding improves in all four "
+    "pairings — in an MLLM whose parameters both modalities share. `toy:lit-minilm` asks it of a dual encoder: its "
+    "text tower is the real, pretrained MiniLM, its image tower a toy trained into MiniLM's space. The button "
+    "above puts it in *Base model id*; launch the default job (about 3 minutes), then *Compare*: tt, ti, it and ii "
+    "for base, unscaled and LiNeS, and the single-object text→image control (does the moved text space still find "
+    "the right image?). docs/reproductions.md has the same job over three seeds.")
+
+
 def default_data(model: str) -> dict[str, Any]:
     """Triplets (and CPU settings) for a job launched without a triplets folder: the toy models' own world for a
     ``toy:`` model (the walkthrough's triplets, one torch thread, not a GPU-heavy job), else 4,000 generated rows."""
@@ -297,6 +306,8 @@ def build_tab() -> dict[str, Any]:
     gr.Markdown(EXPECT, elem_id="ft-expect")
     with gr.Row():
         model = gr.Textbox(value=DEFAULT_JOB["model"], label="Base model id", elem_id="ft-model", scale=2)
+        use_lit = gr.Button("Ask SABER's transfer question: toy:lit-minilm", size="sm", elem_id="ft-use-lit",
+                            scale=1)
         data = data_picker("triplets", "Triplets folder (empty = toy-world triplets for toy:*, else 4,000 "
                            "generated rows)", "ft-data")
         lines_a = gr.Textbox(value=str(DEFAULT_JOB["lines_a"]), label="LiNeS a (0.1 = Wang et al.; 1 = unscaled; "
@@ -317,6 +328,7 @@ def build_tab() -> dict[str, Any]:
                                       placeholder="e.g. 2-3", elem_id="ft-attention-layers")
         supervision = gr.Radio(["text", "image"], value="text", label="Supervision", elem_id="ft-supervision")
     gr.Markdown(OBJECTIVE_HINT, elem_id="ft-objective-hint")
+    gr.Markdown(TRANSFER_HINT, elem_id="ft-transfer-hint")
     message = gr.Markdown(elem_id="ft-message")
     with gr.Row():
         job = gr.Dropdown([], label="Job", allow_custom_value=True, elem_id="ft-job", scale=3)
@@ -356,6 +368,8 @@ def build_tab() -> dict[str, Any]:
     # results after an error (bindlab.ui.common): a failed action clears what it drew, which no longer matches the
     # inputs — a refused launch its "Started job" line, a failed cancel/resume its message, a failed poll the job's
     # status, bar and curves (the job list stays: it is the picker), a failed compare every before/after result
+    # the transfer-question button only fills the model box, in the page (no server call)
+    use_lit.click(None, None, [model], js="() => 'toy:lit-minilm'", api_name=False)
     launched = start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a, attention_loss,
                                     attention_layers, supervision], [job, message], api_name="ft_launch")
     launched.then(poll, [job], polled, api_name=False)

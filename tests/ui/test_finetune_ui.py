@@ -159,6 +159,11 @@ def test_objective_controls_reach_the_job_config_and_a_refused_launch_clears_its
     page.get_by_role("tab", name="Finetune").click(timeout=180_000)  # a loaded machine draws the page slowly
     hint = page.inner_text("#ft-objective-hint")
     assert "Attention loss" in hint and "Supervision" in hint and "minutes" in hint
+    # SABER's transfer question: the button fills the base model box with toy:lit-minilm
+    assert "transfer question" in page.inner_text("#ft-transfer-hint")
+    page.click("#ft-use-lit")
+    page.wait_for_function("() => document.querySelector('#ft-model textarea, #ft-model input').value === "
+                           "'toy:lit-minilm'", timeout=30_000)
     _fill(page, "ft-model", model)
     _fill(page, "ft-data", data)
     _fill(page, "ft-max-steps", "2")
