@@ -4,11 +4,10 @@
 imitation* is where MiniLM puts its scene's captions. This script scores, on one image MCQ file (``generate saber
 --images``), each pairing of the models given and of that reference:
 
-- **reference** ("MiniLM imitation"): every image replaced by the normalised mean MiniLM embedding of ``K`` captions
-  of its own scene, written as toy:lit-minilm's training captions are (:func:`bindlab.train.toy_lit.lit_caption`:
-  the four templates, random object order, openers), so the reference knows each image's exact bindings and has
-  no image error at all. ti = text query vs reference candidates, it = reference query vs text candidates, ii =
-  reference vs reference; tt is MiniLM's own.
+- **reference** ("MiniLM imitation", :func:`bindlab.train.toy_eval.imitation_reference`): every image replaced by
+  the normalised mean MiniLM embedding of ``K`` captions of its own scene, written as toy:lit-minilm's training
+  captions are, so the reference knows each image's exact bindings and has no image error at all. ti = text query
+  vs reference candidates, it = reference query vs text candidates, ii = reference vs reference; tt is MiniLM's own.
 
 An image tower trained only to match caption embeddings approaches the reference from below; one trained with hard
 negatives (``--twin-share``) could in principle go past it by using MiniLM's small binding differences. Accuracies
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,37 +27,6 @@ from typing import Any
 import numpy as np
 
 PAIRINGS = ("tt", "ti", "it", "ii")
-
-
-def reference_embeddings(questions: list[Any], encoder: Any, k: int, seed: int = 0) -> np.ndarray:
-    """(q, 5, d): for each question its query and four candidates, each the normalised mean of ``k`` MiniLM
-    caption embeddings of that item's scene (seeded per question and item)."""
-    from bindlab.data.templates import TEMPLATES
-    from bindlab.train.toy_lit import lit_caption
-
-    texts: list[str] = []
-    for qi, q in enumerate(questions):
-        for j, item in enumerate([q.query, *q.candidates]):
-            scene = [(obj, attr, q.extra.get("realisations", {}).get(attr, attr)) for attr, obj in item.bindings]
-            rng = random.Random(f"lit-reference:{seed}:{qi}:{j}")
-            texts += [lit_caption(scene, rng, TEMPLATES[t % len(TEMPLATES)]) for t in range(k)]
-    emb = encoder.embed_texts(texts).reshape(len(questions), 5, k, -1).mean(axis=2)
-    return emb / np.linalg.norm(emb, axis=-1, keepdims=True)
-
-
-def reference_credits(questions: list[Any], encoder: Any, k: int) -> dict[str, np.ndarray]:
-    """Per-question credit of the reference in each pairing (argmax; ties are measure-zero for these floats)."""
-    ref = reference_embeddings(questions, encoder, k)
-    txt = encoder.embed_texts([t for q in questions for t in [q.query.text, *(c.text for c in q.candidates)]])
-    txt = txt.reshape(len(questions), 5, -1)
-    answer = np.array([q.answer for q in questions])
-    out = {}
-    for p in PAIRINGS:
-        query = (txt if p[0] == "t" else ref)[:, 0]
-        cands = (txt if p[1] == "t" else ref)[:, 1:]
-        scores = np.einsum("qd,qcd->qc", query, cands)
-        out[p] = (scores.argmax(axis=1) == answer).astype(np.float64)
-    return out
 
 
 def model_credits(questions: list[Any], root: Path, model: str) -> dict[str, np.ndarray]:
@@ -90,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(a.data)
     questions, _ = load_mcqs(path)
     res: dict[str, Any] = {"data": str(path), "questions": len(questions), "k": a.k, "rows": {}}
-    rows = {"MiniLM imitation (reference)": reference_credits(questions, load_encoder("minilm", device="cpu"), a.k)}
+    from bindlab.train.toy_eval import imitation_reference
+
+    rows = {"MiniLM imitation (reference)": imitation_reference(questions, load_encoder("minilm", device="cpu"), a.k)}
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)
         print(f"scored {m}", file=sys.stderr)

@@ -125,6 +125,9 @@ SCENARIOS: dict[tuple[str, str], dict] = {
         {"cls": "slow", "setup": FA_TOY},  # 2.4 min at load 2-5, + the grid
     ("docs/reproductions.md", "--align shared"): {"cls": "slow", "setup": FA_TOY},  # 260 s at load 11, grid included
     ("docs/reproductions.md", "--protocol combination"): {"cls": "slow", "setup": FA_TOY},  # 143 s at load 7, grid incl.
+    ("docs/reproductions.md", "--pairings tt,ti,it --out lit-study.json"): {"cls": "parse"},  # 3 x 3.7 + 11 + 3 min
+    ("docs/reproductions.md", "python -m bindlab jobs compare JOB"): {"cls": "mention"},  # prose, a job id
+    ("docs/reproductions.md", "--out runs/lit-twins"): {"cls": "parse"},  # 4 min of training + 3 min scoring
     ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)
     ("docs/reproductions.md", "--supervision image"): {"cls": "parse"},  # 6 + 19 min finetunes, 2 x 4 min compares
     ("docs/reproductions.md", "generate composet --out data/composet40"):

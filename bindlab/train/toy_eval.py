@@ -14,6 +14,10 @@
   are shown anyway through another attribute's colour slot ("orange glowing fish" while (fish, orange) is held out;
   :mod:`bindlab.train.toy_audit`): with those ``exposed`` pairs given, "unseen" is split further into
   ``unseen_clean`` (never shown at all: the composition test proper) and ``unseen_colour_slot``.
+- **The imitation reference** (lit models, :func:`imitation_reference`): how much cross-modal binding a frozen text
+  tower can carry. Each image of the MCQs is replaced by the normalised mean text-tower embedding of ``k`` captions
+  of its own scene, written as the lit training captions are; an image tower trained only to match caption
+  embeddings approaches that reference from below.
 """
 
 from __future__ import annotations
@@ -206,8 +210,49 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
     if ref is not None:
         out["tt_text_model"] = {"model": text_reference.id, "accuracy": ref["accuracy"],  # type: ignore[union-attr]
                                 "equal": abs(ref["accuracy"] - res["tt"]["accuracy"]) < 1e-9}
+        credit = imitation_reference(questions, text_reference)  # type: ignore[arg-type]
+        keep = np.array([2 <= q.n_objects <= 5 for q in questions])
+        out["imitation_reference"] = {"captions_per_item": IMITATION_CAPTIONS,
+                                      "pairings": {p: float(c.mean()) for p, c in credit.items()},
+                                      "small_n": {p: float(c[keep].mean()) for p, c in credit.items()}}
     if heldout:
         out["by_combination"] = mcq_by_combination(questions, rows, heldout, exposed)
+    return out
+
+
+IMITATION_CAPTIONS = 8  # captions averaged per item by the imitation reference
+
+
+def imitation_reference(questions: list[Any], text_encoder: Encoder, k: int = IMITATION_CAPTIONS,
+                        seed: int = 0) -> dict[str, np.ndarray]:
+    """Per-question credit (argmax == answer) in each pairing when every image is replaced by the normalised mean
+    ``text_encoder`` embedding of ``k`` captions of its own scene.
+
+    The captions are written as ``--arch lit`` training captions are (:func:`bindlab.train.toy_lit.lit_caption`: the
+    four templates in turn, objects in random order, openers, attributes by name or generation form), seeded per
+    question and item, so the reference knows each image's exact bindings and makes no image error: it is where an
+    image tower that imitates the frozen text tower perfectly would put the image. tt is the text tower's own.
+    """
+    from bindlab.data.templates import TEMPLATES
+    from bindlab.train.toy_lit import lit_caption
+
+    texts: list[str] = []
+    for qi, q in enumerate(questions):
+        forms = q.extra.get("realisations", {})
+        for j, item in enumerate([q.query, *q.candidates]):
+            scene = [(obj, attr, forms.get(attr, attr)) for attr, obj in item.bindings]
+            rng = random.Random(f"imitation-reference:{seed}:{qi}:{j}")
+            texts += [lit_caption(scene, rng, TEMPLATES[t % len(TEMPLATES)]) for t in range(k)]
+    ref = text_encoder.embed_texts(texts).reshape(len(questions), 5, k, -1).mean(axis=2)
+    ref = ref / np.linalg.norm(ref, axis=-1, keepdims=True)
+    txt = text_encoder.embed_texts([t for q in questions for t in [q.query.text, *(c.text for c in q.candidates)]])
+    txt = txt.reshape(len(questions), 5, -1)
+    answer = np.array([q.answer for q in questions])
+    out = {}
+    for p in ("tt", "ti", "it", "ii"):
+        query = (txt if p[0] == "t" else ref)[:, 0]
+        cands = (txt if p[1] == "t" else ref)[:, 1:]
+        out[p] = (np.einsum("qd,qcd->qc", query, cands).argmax(axis=1) == answer).astype(np.float64)
     return out
 
 
@@ -248,6 +293,10 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     small = result.get("mcq", {}).get("small_n")
     if small:
         lines.append("MCQ N = 2..5: " + ", ".join(f"{p} {v:.3f}" for p, v in small.items()))
+    imitation = result.get("mcq", {}).get("imitation_reference")
+    if imitation:
+        lines.append("imitation reference (each image = the mean text-tower embedding of its scene's captions), N = "
+                     "2..5: " + ", ".join(f"{p} {v:.3f}" for p, v in imitation["small_n"].items()))
     ref = result.get("mcq", {}).get("tt_text_model")
     if ref:
         lines.append(f"tt of the frozen text tower {ref['model']} alone: {ref['accuracy']:.3f} "

@@ -171,3 +171,19 @@ def test_shipped_lit_minilm_loads_offline_with_minilm_texts(minilm):
     texts = [f"a {random.Random(i).choice(['red', 'striped', 'wooden'])} cube" for i in range(3)] + ["A cat."]
     np.testing.assert_allclose(enc.embed_texts(texts), minilm.embed_texts(texts), atol=1e-6)
     assert enc.fingerprint.startswith("toy:lit-minilm|")
+
+
+def test_imitation_reference_scores_tt_as_the_text_tower_and_is_deterministic(tmp_path, minilm):
+    """The imitation reference's tt is the text tower's own MCQ credit; its image pairings are a pure function."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.eval.mcq import evaluate_mcq
+    from bindlab.train.toy_eval import imitation_reference
+
+    questions = generate_saber(per_size=3, sizes=(2, 3), seed=0, vocab=RENDER_VOCAB)
+    credit = imitation_reference(questions, minilm, k=2)
+    assert set(credit) == {"tt", "ti", "it", "ii"} and all(c.shape == (6,) for c in credit.values())
+    _, rows = evaluate_mcq(questions, tmp_path, minilm, ["tt"])
+    np.testing.assert_array_equal(credit["tt"], [r["credit"] for r in rows])
+    again = imitation_reference(questions, minilm, k=2)
+    assert all((again[p] == credit[p]).all() for p in credit)
