@@ -117,7 +117,7 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/scale.md", "python -m bindlab bench --only scale"): {"cls": "parse"},  # torchrun, minutes
     # --- docs/finetune_results.md ---
     ("docs/finetune_results.md", "toy_compare.json"): {"cls": "slow"},  # 992 s at load 11 (doc: 2.7 + 6 min)
-    ("docs/finetune_results.md", "trip-minilm"): {"cls": "parse"},  # 95 min finetune + 12 min compare
+    ("docs/finetune_results.md", "trip-minilm"): {"cls": "parse"},  # 6 min finetune + 2 min compare (95 + 12 at load 14)
     # --- docs/reproductions.md ---
     ("docs/reproductions.md", "generate factors --out data/fa-toy"): {"cls": "slow"},  # 130 s at load 11
     ("docs/reproductions.md", "ground-sweep --data data/fa-toy --model toy:clip"): {"cls": "parse"},  # 4 + 37 min
