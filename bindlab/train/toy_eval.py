@@ -16,8 +16,8 @@
   ``unseen_clean`` (never shown at all: the composition test proper) and ``unseen_colour_slot``.
 - **The imitation reference** (lit models, :func:`imitation_reference`): how much cross-modal binding a frozen text
   tower can carry. Each image of the MCQs is replaced by the normalised mean text-tower embedding of ``k`` captions
-  of its own scene, written as the lit training captions are; an image tower trained only to match caption
-  embeddings approaches that reference from below.
+  of its own scene, written as the lit training captions are: where an image tower that imitated the frozen text
+  tower perfectly would put each image (a reference, not a bound).
 """
 
 from __future__ import annotations

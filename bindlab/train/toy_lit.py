@@ -99,7 +99,7 @@ def lit_captions(scenes: Sequence[Scene], seed: int, per_scene: int = CAPTIONS_P
     """
     out = []
     for i, scene in enumerate(scenes):
-        twin = twins[i] if twins is not None else scene
+        twin = twins[i] if twins is not None else None
         rng = random.Random(f"toy-lit-captions:{seed}:{i}")
         order = list(TEMPLATES)
         rng.shuffle(order)

@@ -232,7 +232,7 @@ TRANSFER_HINT = (
     "**SABER's transfer question.** SABER finetunes the text side only and finds binding improves in all four "
     "pairings — in an MLLM whose parameters both modalities share. `toy:lit-minilm` asks it of a dual encoder: its "
     "text tower is the real, pretrained MiniLM, its image tower a toy trained into MiniLM's space. The button "
-    "above puts it in *Base model id*; launch the default job (about 3 minutes), then *Compare*: tt, ti, it and ii "
+    "above puts it in *Base model id*; launch the default job (about 4 minutes), then *Compare*: tt, ti, it and ii "
     "for base, unscaled and LiNeS, and the single-object text→image control (does the moved text space still find "
     "the right image?). docs/reproductions.md has the same job over three seeds.")
 
@@ -365,11 +365,11 @@ def build_tab() -> dict[str, Any]:
     timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
 
     polled = [status, bar, curves, jobs, job]
+    # the transfer-question button only fills the model box, in the page (no server call)
+    use_lit.click(None, None, [model], js="() => 'toy:lit-minilm'", api_name=False)
     # results after an error (bindlab.ui.common): a failed action clears what it drew, which no longer matches the
     # inputs — a refused launch its "Started job" line, a failed cancel/resume its message, a failed poll the job's
     # status, bar and curves (the job list stays: it is the picker), a failed compare every before/after result
-    # the transfer-question button only fills the model box, in the page (no server call)
-    use_lit.click(None, None, [model], js="() => 'toy:lit-minilm'", api_name=False)
     launched = start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a, attention_loss,
                                     attention_layers, supervision], [job, message], api_name="ft_launch")
     launched.then(poll, [job], polled, api_name=False)
