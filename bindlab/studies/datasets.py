@@ -228,25 +228,88 @@ def _served(real: Path) -> bool:
     return inside and not any(real == b or b in real.parents for b in private_home_paths())
 
 
-def shown_image(path: str | os.PathLike | None) -> Any:
+def shown_image(path: str | os.PathLike | None) -> str | None:
     """What an image component should get for an image file bindlab read: the path itself when the web server may
-    send it (:func:`bindlab.config.served_roots`, which the app hands Gradio as ``allowed_paths``), else the decoded
-    image (a person's own data folder, locally; a set under a public data root), loaded through the one capped
-    loader. ``None`` or ``""`` gives ``None``."""
+    send it (:func:`bindlab.config.served_roots`, which the app hands Gradio as ``allowed_paths``), else a decoded
+    copy (:func:`shown_copy`: a person's own data folder, locally; a set under a public data root). ``None`` or
+    ``""`` gives ``None``."""
     if not path:
         return None
     real = Path(os.path.realpath(path))
-    return str(path) if _served(real) else open_image(real)
+    return str(path) if _served(real) else shown_copy(real)
 
 
-def decoded_image(path: str | os.PathLike) -> Any:
-    """An image file decoded through the one capped loader (:func:`bindlab.data.files.open_image`: a regular file
-    only, so a FIFO never blocks; the pixel cap checked before decoding), for a view that needs pixels, not a path.
+SHOWN_MAX_AGE_S = 3600.0  # a decoded copy older than this is swept (Gradio copied it into its cache long before)
+_shown: dict[str, Any] = {"dir": None, "swept": 0.0}
+
+
+def _shown_dir() -> Path:
+    """This process's folder of decoded copies, under the system temp folder (which Gradio may copy from), removed
+    when the process ends."""
+    if _shown["dir"] is None or not _shown["dir"].is_dir():
+        import atexit
+
+        d = Path(tempfile.mkdtemp(prefix="bindlab-shown-"))
+        atexit.register(shutil.rmtree, d, True)
+        _shown["dir"] = d
+    return _shown["dir"]
+
+
+def shown_copy(path: str | os.PathLike) -> str:
+    """A PNG copy of an image file that the web server may not send itself, decoded through the one capped loader
+    (a FIFO never blocks, a bomb is never decoded) and written once, atomically, under this process's temp folder;
+    the copy's path.
+
+    Why not hand the decoded image to Gradio: Gradio writes a returned image to a content-named file in place, so the
+    same picture returned again (a slider redraw, a question shown twice) truncated the file while the browser was
+    still being sent the first copy ("Too little data for declared Content-Length"). A copy here is named by the
+    source's path, size and modification time, written under a temporary name and renamed into place, and never
+    rewritten: Gradio's own copy of a path is atomic too.
 
     Raises:
         DataError: naming the file and what is wrong.
     """
-    return open_image(Path(os.path.realpath(path)))
+    import hashlib
+
+    real = Path(os.path.realpath(path))
+    try:
+        st = real.stat()
+        key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
+    except OSError:
+        key = str(real)  # open_image below says what is wrong
+    folder = _shown_dir()
+    out = folder / (hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:40] + ".png")
+    if out.is_file():
+        try:
+            os.utime(out)  # handed out again: the sweep ages copies from their last use
+        except OSError:
+            pass
+        return str(out)
+    with open_image(real) as im:
+        shown = im if im.mode in ("1", "L", "LA", "I", "P", "RGB", "RGBA") else im.convert("RGB")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".part-", suffix=".png")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                shown.save(f, format="PNG")
+            os.replace(tmp, out)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    _sweep_shown(folder)
+    return str(out)
+
+
+def _sweep_shown(folder: Path, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    if now - _shown["swept"] < 60:
+        return
+    _shown["swept"] = now
+    for f in folder.iterdir():
+        try:
+            if now - f.stat().st_mtime > SHOWN_MAX_AGE_S:
+                f.unlink()
+        except OSError:
+            pass
 
 
 # --- uploads -------------------------------------------------------------------------------------------------------
@@ -508,6 +571,6 @@ def sweep_uploads(older_than_s: float, now: float | None = None) -> int:
 
 
 __all__ = ["KINDS", "NOT_OFFERED", "SET_PREFIX", "UPLOAD_PREFIX", "UPLOAD_TYPES", "check_upload_size", "choice_value",
-           "decoded_image", "delete_uploads", "is_folder_kind", "is_offered", "is_upload", "list_data_sets", "list_uploads",
-           "offered_choices", "resolve_choice", "session_uploads", "set_choices", "store_upload", "sweep_uploads",
+           "delete_uploads", "is_folder_kind", "is_offered", "is_upload", "list_data_sets", "list_uploads",
+           "offered_choices", "resolve_choice", "session_uploads", "set_choices", "shown_copy", "shown_image", "store_upload", "sweep_uploads",
            "upload_label", "uploads_root"]

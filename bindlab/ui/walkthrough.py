@@ -17,17 +17,15 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
-from PIL import Image
 
 from bindlab.present import numbers
 from bindlab.present import walkthrough_figures as wf
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.walkthrough_figures import PAIRING_NAMES
 from bindlab.studies import walkthrough as wt
-from bindlab.studies.datasets import decoded_image
 from bindlab.studies.finetune import display_labels, page_manager
 from bindlab.ui.browse import question_html
-from bindlab.ui.common import USER_ERRORS, friendly, held_state
+from bindlab.ui.common import USER_ERRORS, friendly, held_state, shown_image
 from bindlab.ui.exports import deliver, export_panel
 from bindlab.ui.exports import wire as wire_export
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -386,21 +384,12 @@ def finetune_md(r: dict[str, Any]) -> str:
             f"(max {d['max_1_minus_cos']:.4f}).</div>" + moves_md(r))
 
 
-def _image(path: str | None) -> Image.Image | None:
-    # PIL images, not paths: Gradio serves only files under its working or temp folders; decoded through the one
-    # capped loader (a FIFO never blocks, a bomb is never decoded)
-    if not path:
-        return None
-    with decoded_image(path) as im:
-        return im.convert("RGB")
-
-
-def example_gallery(view: dict[str, Any]) -> list[tuple[Image.Image, str]]:
-    items = [(_image(view["query"]["image"]), "query")] if view["query"]["image"] else []
+def example_gallery(view: dict[str, Any]) -> list[tuple[str, str]]:
+    items = [(shown_image(view["query"]["image"]), "query")] if view["query"]["image"] else []
     for k, c in enumerate(view["candidates"]):
         if c["image"]:
             mark = " ✓" if c["is_answer"] else ""
-            items.append((_image(c["image"]), f"{k + 1}. {c['role']}{mark} · {c['score']:.3f}"))
+            items.append((shown_image(c["image"]), f"{k + 1}. {c['role']}{mark} · {c['score']:.3f}"))
     return items
 
 
