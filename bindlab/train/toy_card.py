@@ -248,6 +248,25 @@ def _single_lines(so: dict[str, Any]) -> list[str]:
     ]
 
 
+def _lit_loss_lines(training: dict[str, Any]) -> list[str]:
+    """The loss bullet of a lit card: contrastive against captions, or the discriminant targets."""
+    t = training["train_config"]
+    optim = (f"AdamW (lr {t['lr']}, betas 0.9/0.98, weight decay {t['weight_decay']}), {t['warmup']} warm-up steps "
+             f"then cosine; batch {t['batch_size']}; gradient clipping at 1.0")
+    if t.get("lit_target", "captions") == "captions":
+        return [f"- symmetric contrastive (InfoNCE) loss between the image embeddings and the cached, frozen caption "
+                f"embeddings, learnable temperature (final {training['temperature']:.4f}); {optim}"]
+    pair = t.get("target_pair_weight") or 0.0
+    return [f"- **discriminant targets** (`--lit-target discriminant`, `bindlab.train.toy_lit.discriminant_targets`):"
+            " each image is pulled (loss 1 - cosine) towards a fixed point of the frozen space, W [(P - mu) - lam "
+            "(N - mu)] — P the mean embedding of its scene's cached captions, N its binding twin's, mu the mean over "
+            f"scenes, W the inverse within-scene covariance of the captions shrunk by {t['target_shrink']} of its "
+            f"mean eigenvalue, lam {t['target_twin_weight']}"
+            + (f"; plus {pair} x (1 - cosine) between a scene's and its twin's image difference and their targets' "
+               "difference (`twin_difference_loss`)" if pair else "")
+            + f"; {optim}"]
+
+
 def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
                    notes: list[str] | tuple[str, ...], arch: str) -> str:
     """The card of a ``--arch lit`` model (frozen text tower, cached captions, clean hold-out)."""
@@ -261,7 +280,8 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         "",
         f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`): the image tower's weights "
         f"and config from this folder, the text tower from the bundled `{text}` (no hub). The image tower was "
-        "trained from scratch on procedurally rendered scenes (bindlab.data.render) with bindlab's own code; the "
+        + ("trained from scratch" if not t.get("init_from") else f"finetuned from `{shown_path(t['init_from'])}`")
+        + " on procedurally rendered scenes (bindlab.data.render) with bindlab's own code; the "
         "text tower is a real pretrained sentence encoder and was never changed.",
         "",
         "## Architecture",
@@ -285,17 +305,16 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         "pool (as for toy:clip).",
         *_lit_caption_lines(training),
         *_lit_holdout_lines(training),
+        *(_twin_lines(training) if t.get("lit_target", "captions") == "captions" else []),
         "",
         "## Training",
         "",
-        f"- symmetric contrastive (InfoNCE) loss between the image embeddings and the cached, frozen caption "
-        f"embeddings, learnable temperature (final {training['temperature']:.4f}); AdamW (lr {t['lr']}, betas "
-        f"0.9/0.98, weight decay {t['weight_decay']}), {t['warmup']} warm-up steps then cosine; batch "
-        f"{t['batch_size']}; gradient clipping at 1.0",
+        *_lit_loss_lines(training),
         f"- {training['steps']} steps, **{training['train_seconds'] / 60:.1f} min training wall time** "
         f"({_render_text(training)}; +{(training.get('captions') or {}).get('embed_seconds', 0) / 60:.1f} min "
         f"embedding the captions) with {t['threads']} torch thread(s) on a 2-core CPU; final loss "
-        f"{training['final_loss']:.3f} (chance level ln {t['batch_size']} = {math.log(t['batch_size']):.3f})",
+        f"{training['final_loss']:.3f}" + (f" (chance level ln {t['batch_size']} = {math.log(t['batch_size']):.3f})"
+                                           if t.get("lit_target", "captions") == "captions" else ""),
         *_schedule_lines(training),
         *[f"- {n}" for n in notes],
         f"- reproduce: `{command}`",
@@ -327,8 +346,12 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
                   + " (all N: " + ", ".join(f"{p} {every[p]:.3f}" for p in ("ti", "it", "ii")) + "). It is a "
                   "reference, not a bound — a trained image tower may land anywhere, and hard negatives "
                   "(`--twin-share`) push it to use whatever small binding differences the frozen embeddings keep — "
-                  "but it shows how little of the bindings there is in the text side for images to align with: "
-                  "cross-modal binding in a locked-text model is limited by the text tower.", ""]
+                  "but it shows how little of the bindings the plain caption mean keeps for images to align with. "
+                  "It is not the most the frozen text tower allows: a whitened read-out of the same kind of "
+                  "captions against their binding twins' (the *discriminant reference*, "
+                  "`bindlab.train.toy_eval.discriminant_reference`; docs/reproductions.md) keeps much more, so what "
+                  "limits this model's cross-modal binding is what its image tower learnt, not the text tower "
+                  "alone.", ""]
     lines += [
         "tt = text query vs text candidates, ti = text query vs image candidates, it = image query vs text "
         "candidates, ii = image vs image. Figures are what was measured (`python -m bindlab eval toy --model "

@@ -17,13 +17,16 @@
 - **The imitation reference** (lit models, :func:`imitation_reference`): how much cross-modal binding a frozen text
   tower can carry. Each image of the MCQs is replaced by the normalised mean text-tower embedding of ``k`` captions
   of its own scene, written as the lit training captions are: where an image tower that imitated the frozen text
-  tower perfectly would put each image (a reference, not a bound).
+  tower perfectly would put each image (a reference, not a bound). The *discriminant reference*
+  (:func:`discriminant_reference`) puts each image at its scene's whitened caption mean against its binding twins'
+  instead: what a tower that learnt ``--lit-target discriminant``'s targets exactly would score.
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +226,29 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
 IMITATION_CAPTIONS = 8  # captions averaged per item by the imitation reference
 
 
+def _item_scenes(q: Any) -> list[list[tuple[str, str, str]]]:
+    """The query's and the candidates' scenes of an MCQ, as (shape, attribute, written form) objects."""
+    forms = q.extra.get("realisations", {})
+    return [[(obj, attr, forms.get(attr, attr)) for attr, obj in item.bindings] for item in [q.query, *q.candidates]]
+
+
+def _pairing_credits(questions: list[Any], txt: np.ndarray, ref: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-question credit (argmax == answer) in each pairing, with ``txt`` (q, 5, d) the questions' text
+    embeddings and ``ref`` (q, 5, d) unit vectors standing in for their images (query first)."""
+    answer = np.array([q.answer for q in questions])
+    out = {}
+    for p in ("tt", "ti", "it", "ii"):
+        query = (txt if p[0] == "t" else ref)[:, 0]
+        cands = (txt if p[1] == "t" else ref)[:, 1:]
+        out[p] = (np.einsum("qd,qcd->qc", query, cands).argmax(axis=1) == answer).astype(np.float64)
+    return out
+
+
+def _question_texts(questions: list[Any], text_encoder: Encoder) -> np.ndarray:
+    texts = [t for q in questions for t in [q.query.text, *(c.text for c in q.candidates)]]
+    return text_encoder.embed_texts(texts).reshape(len(questions), 5, -1)
+
+
 def imitation_reference(questions: list[Any], text_encoder: Encoder, k: int = IMITATION_CAPTIONS,
                         seed: int = 0) -> dict[str, np.ndarray]:
     """Per-question credit (argmax == answer) in each pairing when every image is replaced by the normalised mean
@@ -238,21 +264,65 @@ def imitation_reference(questions: list[Any], text_encoder: Encoder, k: int = IM
 
     texts: list[str] = []
     for qi, q in enumerate(questions):
-        forms = q.extra.get("realisations", {})
-        for j, item in enumerate([q.query, *q.candidates]):
-            scene = [(obj, attr, forms.get(attr, attr)) for attr, obj in item.bindings]
+        for j, scene in enumerate(_item_scenes(q)):
             rng = random.Random(f"imitation-reference:{seed}:{qi}:{j}")
             texts += [lit_caption(scene, rng, TEMPLATES[t % len(TEMPLATES)]) for t in range(k)]
     ref = text_encoder.embed_texts(texts).reshape(len(questions), 5, k, -1).mean(axis=2)
     ref = ref / np.linalg.norm(ref, axis=-1, keepdims=True)
-    txt = text_encoder.embed_texts([t for q in questions for t in [q.query.text, *(c.text for c in q.candidates)]])
-    txt = txt.reshape(len(questions), 5, -1)
-    answer = np.array([q.answer for q in questions])
+    return _pairing_credits(questions, _question_texts(questions, text_encoder), ref)
+
+
+def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int = 12, twins: int = 6,
+                           pool_scenes: int = 3000, shrink: float | None = None,
+                           twin_weights: Sequence[float] | None = None, seed: int = 0
+                           ) -> dict[float, dict[str, np.ndarray]]:
+    """Like :func:`imitation_reference`, with every image replaced by its scene's *discriminant* point instead of
+    its caption mean: ``W [(P - mu) - lam (N - mu)]`` (:func:`bindlab.train.toy_lit.discriminant_targets`'s form),
+    P the mean embedding of ``k`` captions of the scene, N that of 2 captions each of ``twins`` binding twins (the
+    scene with its attributes permuted among its objects), and W, mu from ``pool_scenes`` training-like scenes
+    (``toy_data.sample_scene``, 4 captions each; never the questions' own scenes). One result per lam of
+    ``twin_weights`` (default: ``toy_lit.TARGET_TWIN_WEIGHT`` alone), from the same embeddings.
+
+    Where an image tower that had learnt the lit discriminant targets perfectly would put each image: what a linear
+    read-out of a scene's captions against its twins' gets from the frozen text tower.
+    """
+    from bindlab.data.templates import TEMPLATES
+    from bindlab.train.toy_data import sample_scene
+    from bindlab.train.toy_lit import (
+        TARGET_SHRINK,
+        TARGET_TWIN_WEIGHT,
+        CaptionCache,
+        lit_caption,
+        lit_captions,
+        within_scene_whitener,
+    )
+
+    rng = random.Random(f"discriminant-reference-pool:{seed}")
+    pool = [sample_scene(rng) for _ in range(pool_scenes)]
+    pool_emb = text_encoder.embed_texts([c for caps in lit_captions(pool, seed + 1, 4) for c in caps])
+    cache = CaptionCache([], pool_emb, np.arange(len(pool_emb), dtype=np.int32).reshape(pool_scenes, 4), 0.0,
+                         text_encoder.id)
+    w = within_scene_whitener(cache, TARGET_SHRINK if shrink is None else shrink)
+    mu = pool_emb.reshape(pool_scenes, 4, -1).mean(axis=(0, 1))
+    own: list[str] = []
+    other: list[str] = []
+    for qi, q in enumerate(questions):
+        for j, scene in enumerate(_item_scenes(q)):
+            rng = random.Random(f"discriminant-reference:{seed}:{qi}:{j}")
+            own += [lit_caption(scene, rng, TEMPLATES[t % len(TEMPLATES)]) for t in range(k)]
+            for m in range(twins):
+                perm = list(range(len(scene)))
+                while len(scene) > 1 and perm == list(range(len(scene))):
+                    perm = rng.sample(range(len(scene)), len(scene))
+                twin = [(scene[i][0], scene[perm[i]][1], scene[perm[i]][2]) for i in range(len(scene))]
+                other += [lit_caption(twin, rng, TEMPLATES[(2 * m + t) % len(TEMPLATES)]) for t in range(2)]
+    p = text_encoder.embed_texts(own).reshape(len(questions), 5, k, -1).mean(axis=2)
+    n = text_encoder.embed_texts(other).reshape(len(questions), 5, 2 * twins, -1).mean(axis=2)
+    txt = _question_texts(questions, text_encoder)
     out = {}
-    for p in ("tt", "ti", "it", "ii"):
-        query = (txt if p[0] == "t" else ref)[:, 0]
-        cands = (txt if p[1] == "t" else ref)[:, 1:]
-        out[p] = (np.einsum("qd,qcd->qc", query, cands).argmax(axis=1) == answer).astype(np.float64)
+    for lam in (TARGET_TWIN_WEIGHT,) if twin_weights is None else twin_weights:
+        ref = ((p - mu) - lam * (n - mu)) @ w
+        out[float(lam)] = _pairing_credits(questions, txt, ref / np.linalg.norm(ref, axis=-1, keepdims=True))
     return out
 
 

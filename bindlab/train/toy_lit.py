@@ -18,6 +18,13 @@ CPU thread); instead:
   what a toy:clip step costs minus its text tower.
 - **Batches** (:func:`lit_batch`): the same scenes, shifts and flips as :func:`bindlab.train.toy_data.make_batch`
   (shape-hard groups + seeded epochs), and for each scene one of its cached captions, drawn by a seeded rng.
+- **Discriminant targets** (:func:`discriminant_targets`, ``--lit-target discriminant``): instead of matching one
+  caption embedding at a time, the image is pulled towards a fixed point of the frozen space computed from its
+  scene's cached captions: ``W [(P - mu) - lam (N - mu)]``, where P is the mean embedding of the scene's captions,
+  N that of its binding twin's, mu the mean over scenes and W the inverse of the within-scene covariance of the
+  captions (shrunk towards a multiple of the identity). A query then scores an image by ``q . W (P - mu) - ...``:
+  a linear discriminant in the frozen space, which weighs the directions where captions of one scene vary least
+  (word order, which attribute sits with which object) more than the plain caption mean does.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -49,6 +57,8 @@ from bindlab.train.toy_data import (
 )
 
 CAPTIONS_PER_SCENE = 4  # cached captions per pool scene (one per template, in a shuffled order)
+TARGET_SHRINK = 0.03  # discriminant targets: covariance shrinkage, as a share of its mean eigenvalue
+TARGET_TWIN_WEIGHT = 0.5  # discriminant targets: weight of the binding twin's caption mean (lam)
 # openers of the noun-phrase templates (attributive, relative, with); the predicative one is a clause of its own
 OPENERS: tuple[str, ...] = ("", "", "a photo of ", "a picture of ", "an image of ", "there is ")
 
@@ -176,12 +186,23 @@ def caption_cache(scenes: Sequence[Scene], seed: int, text_model: str, path: str
     return CaptionCache(texts, emb, index, seconds, text_model)
 
 
+class LitBatch(NamedTuple):
+    """One step's data: ``pixels`` (b, 3, s, s) float32 in [0, 1], the captions' cached ``embeddings`` (b, d),
+    ``captions`` (indices into ``cache.texts``; a twin's into ``twin_cache.texts``), ``scenes`` (b,) pool indices
+    and ``twin`` (b,) bool: the row is that scene's binding twin."""
+
+    pixels: np.ndarray
+    embeddings: np.ndarray
+    captions: list[int]
+    scenes: np.ndarray
+    twin: np.ndarray
+
+
 def lit_batch(pool: ScenePool, cache: CaptionCache, step: int, batch_size: int, seed: int,
               hard_share: float = 0.5, twin_cache: CaptionCache | None = None,
-              twin_share: float = 0.0) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips), their captions' cached
-    embeddings (b, d) and the caption indices (into ``cache.texts``; twins' into ``twin_cache.texts``) — a pure
-    function of the step.
+              twin_share: float = 0.0) -> LitBatch:
+    """Images (random shifts and horizontal flips), their captions' cached embeddings and where they come from
+    (:class:`LitBatch`) — a pure function of the step.
 
     With ``twin_cache`` and ``twin_share`` > 0, that share of the walked scenes that have a twin (``pool.twins``)
     brings it along, as in :func:`bindlab.train.toy_data.make_batch`: the twin's image with its scene's shift and
@@ -213,7 +234,57 @@ def lit_batch(pool: ScenePool, cache: CaptionCache, step: int, batch_size: int, 
     imgs = shift(images, offsets)
     imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
     pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0
-    return pixels, emb, caps
+    scenes = np.concatenate([idx, idx[with_twin]]).astype(np.int64)
+    twin = np.arange(len(scenes)) >= len(idx)
+    return LitBatch(pixels, emb, caps, scenes, twin)
 
 
-__all__ = ["CAPTIONS_PER_SCENE", "CaptionCache", "caption_cache", "lit_batch", "lit_caption", "lit_captions"]
+def scene_means(cache: CaptionCache) -> np.ndarray:
+    """(n_scenes, d) mean embedding of each scene's cached captions; NaN rows for a scene without captions (a
+    twin cache's scene without a twin)."""
+    emb = cache.embeddings[np.maximum(cache.index, 0)].astype(np.float64)
+    means = emb.mean(axis=1)
+    means[(cache.index < 0).any(axis=1)] = np.nan
+    return means
+
+
+def within_scene_whitener(cache: CaptionCache, shrink: float = TARGET_SHRINK) -> np.ndarray:
+    """(d, d) inverse of the captions' within-scene covariance (deviations from their scene's mean, unbiased),
+    shrunk towards ``shrink`` times its mean eigenvalue: the metric of a linear discriminant in the frozen space."""
+    k = cache.index.shape[1]
+    if k < 2:
+        raise ValueError("discriminant targets need at least 2 cached captions per scene (--captions-per-scene)")
+    emb = cache.embeddings[cache.index].astype(np.float64)  # (n, k, d)
+    dev = (emb - emb.mean(axis=1, keepdims=True)).reshape(-1, emb.shape[-1])
+    cov = dev.T @ dev / (len(cache.index) * (k - 1))
+    d = len(cov)
+    return np.linalg.inv(cov + shrink * np.trace(cov) / d * np.eye(d))
+
+
+def discriminant_targets(cache: CaptionCache, twin_cache: CaptionCache, shrink: float = TARGET_SHRINK,
+                         twin_weight: float = TARGET_TWIN_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+    """Unit-norm training targets of every pool scene and of its binding twin, (n, d) float32 each.
+
+    Scene i: ``W [(P_i - mu) - lam (N_i - mu)]``; its twin: ``W [(N_i - mu) - lam (P_i - mu)]``, with P and N the
+    scene's and the twin's caption means (:func:`scene_means`), mu the mean of P over scenes, W
+    :func:`within_scene_whitener` and lam ``twin_weight``. A scene without a twin gets ``W (P_i - mu)`` and a NaN
+    twin row.
+    """
+    if not 0 <= twin_weight < 1:
+        raise ValueError(f"twin_weight must be in [0, 1), got {twin_weight}")
+    w = within_scene_whitener(cache, shrink)
+    p = scene_means(cache)
+    n = scene_means(twin_cache)
+    mu = p.mean(axis=0)
+    has_twin = ~np.isnan(n).any(axis=1)
+    scene = p - mu
+    scene[has_twin] -= twin_weight * (n[has_twin] - mu)
+    twin = n - mu - twin_weight * (p - mu)
+    out = []
+    for t in (scene @ w, twin @ w):
+        out.append((t / np.linalg.norm(t, axis=1, keepdims=True)).astype(np.float32))
+    return out[0], out[1]
+
+
+__all__ = ["CAPTIONS_PER_SCENE", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
+           "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]

@@ -3,7 +3,10 @@ resumably.
 
 ``--arch lit`` (LiT with the text tower locked) trains only an image tower into the space of a frozen text model
 (``text``, default ``minilm``) against cached caption embeddings (:mod:`bindlab.train.toy_lit`); its held-out
-combinations are *clean* (no held-out pair through another attribute's colour slot either).
+combinations are *clean* (no held-out pair through another attribute's colour slot either). With ``lit_target
+"discriminant"`` the image is pulled towards a fixed point computed from its scene's and its binding twin's cached
+captions instead (:func:`bindlab.train.toy_lit.discriminant_targets`; :func:`cosine_loss`, optionally plus
+:func:`twin_difference_loss`).
 
 The loop is short; everything around it (progress bar, checkpoints, cancellation) is a :class:`Callback` with
 named, no-op-by-default events. Callbacks read the training state and never change it.
@@ -31,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
@@ -44,6 +49,7 @@ ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
     # toy:clip's image tower; embed_dim is set to the frozen text model's dimension (MiniLM: 384)
     "lit": dict(width=64, heads=4, layers=4, image_size=64, patch_size=16, stem="deep"),
 }
+LIT_TARGETS = ("captions", "discriminant")  # what a lit image is trained towards (TrainConfig.lit_target)
 TEXT_DIMS = {"minilm": 384}  # frozen text models of --arch lit (known dimensions; others are measured)
 
 
@@ -71,6 +77,10 @@ class TrainConfig:
     pair_scenes: int = 3000  # pair twins rendered for the run (one attribute edit per scene)
     text: str = ""  # lit: the frozen text model ("minilm" when empty)
     captions_per_scene: int = 4  # lit: cached captions per pool scene (toy_lit.CAPTIONS_PER_SCENE)
+    lit_target: str = "captions"  # lit: "captions" (InfoNCE with one cached caption per scene) or "discriminant"
+    target_shrink: float = 0.03  # lit discriminant: covariance shrinkage (toy_lit.TARGET_SHRINK)
+    target_twin_weight: float = 0.5  # lit discriminant: weight of the twin's caption mean (toy_lit.TARGET_TWIN_WEIGHT)
+    target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term (twins in the batch)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -97,8 +107,24 @@ class TrainConfig:
                 self.text = "minilm"
             if int(self.captions_per_scene) < 1:
                 raise ValueError(f"captions_per_scene must be at least 1, got {self.captions_per_scene}")
+            if self.lit_target not in LIT_TARGETS:
+                raise ValueError(f"unknown lit target {self.lit_target!r}; choose one of {LIT_TARGETS}")
+            if self.lit_target == "discriminant":
+                if int(self.captions_per_scene) < 2:
+                    raise ValueError("--lit-target discriminant needs at least 2 captions per scene (it estimates "
+                                     "their within-scene covariance)")
+                if not 0 <= self.target_twin_weight < 1:
+                    raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
+                if self.target_shrink <= 0:
+                    raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
+                if self.target_pair_weight < 0:
+                    raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
+                if self.target_pair_weight and not self.twin_share:
+                    raise ValueError("--target-pair-weight needs twins in the batch (--twin-share)")
         elif self.text:
             raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
+        elif self.lit_target != "captions":
+            raise ValueError(f"--lit-target is for --arch lit; {self.arch} trains its own text tower")
         self.heldout()  # checks holdout_fraction
 
     @property
@@ -251,8 +277,6 @@ def _load_checkpoint(out: Path, model: Any, opt: Any, cfg: TrainConfig) -> Train
 
 def _saved_caption_seconds(out: Path) -> float:
     """The embedding time recorded in a run's caption caches (a resumed run loads them instead of embedding)."""
-    import numpy as np
-
     total = 0.0
     for name in ("captions.npz", "twin_captions.npz"):
         try:
@@ -307,20 +331,23 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     state.total_steps = cfg.steps
     t_render = time.perf_counter()
     heldout = cfg.heldout()
+    discriminant = lit and cfg.lit_target == "discriminant"
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
-                     twins=cfg.twin_share > 0, clean=cfg.clean_holdout)
+                     twins=cfg.twin_share > 0 or discriminant, clean=cfg.clean_holdout)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
-    captions = twin_captions = None
+    captions = twin_captions = targets = None
     if lit:
-        from bindlab.train.toy_lit import caption_cache
+        from bindlab.train.toy_lit import caption_cache, discriminant_targets
 
         captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
-        if cfg.twin_share > 0:
+        if cfg.twin_share > 0 or discriminant:
             twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
+        if discriminant:
+            targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
         fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
         if fresh:
             state.caption_seconds = fresh
@@ -334,9 +361,13 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if captions is not None:
             from bindlab.train.toy_lit import lit_batch
 
-            pixels, text_emb, _ = lit_batch(pool, captions, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
-                                            twin_captions, cfg.twin_share)
-            txt = torch.from_numpy(text_emb)  # frozen: cached embeddings, no gradient
+            batch = lit_batch(pool, captions, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
+                              twin_captions, cfg.twin_share)
+            pixels = batch.pixels
+            if targets is not None:  # the scene's (or its twin's) discriminant point
+                txt = torch.from_numpy(np.where(batch.twin[:, None], targets[1][batch.scenes], targets[0][batch.scenes]))
+            else:
+                txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
         else:
             pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
                                      cfg.twin_share, pairs, cfg.pair_share)
@@ -345,7 +376,13 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             g["lr"] = lr
         if captions is None:
             txt = model.encode_text(torch.from_numpy(ids))
-        loss = contrastive_loss(model.encode_image(torch.from_numpy(pixels)), txt, model.logit_scale)
+        img = model.encode_image(torch.from_numpy(pixels))
+        if targets is not None:
+            loss = cosine_loss(img, txt)
+            if cfg.target_pair_weight and batch.twin.any():
+                loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
+        else:
+            loss = contrastive_loss(img, txt, model.logit_scale)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -379,7 +416,10 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         record["captions"] = {"text_model": cfg.text, "per_scene": cfg.captions_per_scene,
                               "captions": captions.n_captions, "distinct": len(captions.texts),
                               "embed_seconds": round(state.caption_seconds, 1), "cache": "captions.npz",
-                              "clean_holdout": True}
+                              "clean_holdout": True, "target": cfg.lit_target}
+        if discriminant:
+            record["captions"].update(target_shrink=cfg.target_shrink, target_twin_weight=cfg.target_twin_weight,
+                                      target_pair_weight=cfg.target_pair_weight)
         if twin_captions is not None:
             record["captions"].update(twin_captions=int((twin_captions.index >= 0).sum()),
                                       twin_distinct=len(twin_captions.texts), twin_cache="twin_captions.npz")
@@ -387,6 +427,30 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         model.eval()
         save_model(out, model, tokenizer, record)
     return record
+
+
+def cosine_loss(img: Any, target: Any) -> Any:
+    """Mean ``1 - cos(img_i, target_i)`` over a batch: the image embeddings pulled towards fixed points (a lit
+    run's discriminant targets, :func:`bindlab.train.toy_lit.discriminant_targets`)."""
+    import torch.nn.functional as F
+
+    return (1 - F.cosine_similarity(img, target, dim=-1)).mean()
+
+
+def twin_difference_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray) -> Any:
+    """Mean ``1 - cos(x_s - x_t, target_s - target_t)`` over the batch's (scene, twin) pairs, ``x`` the normalised
+    image embeddings: the part of the discriminant targets that tells a scene from its binding twin, which the
+    plain cosine loss leaves to a small share of each target's direction. ``scenes``/``twin`` as in
+    :class:`bindlab.train.toy_lit.LitBatch` (each twin row's scene also has a row of its own)."""
+    import torch
+    import torch.nn.functional as F
+
+    own = {int(sc): r for r, sc in reversed(list(enumerate(scenes))) if not twin[r]}
+    rows = np.flatnonzero(twin)
+    partner = torch.as_tensor([own[int(scenes[r])] for r in rows])
+    rows_t = torch.as_tensor(rows)
+    x = F.normalize(img, dim=-1)
+    return cosine_loss(x[partner] - x[rows_t], target[partner] - target[rows_t])
 
 
 def contrastive_loss(img: Any, txt: Any, logit_scale: Any) -> Any:

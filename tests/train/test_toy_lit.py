@@ -54,6 +54,42 @@ def test_lit_trains_end_to_end_and_loads_with_minilm_texts(tmp_path, monkeypatch
     assert json.loads((out / "training.json").read_text())["resumed_from"] == 3
 
 
+def test_lit_trains_towards_discriminant_targets(tmp_path, monkeypatch, minilm):
+    """--lit-target discriminant: twin captions are cached for the targets even without twins in the batch, the
+    loss is the cosine distance to the targets (it falls), and the record and the card's command say so."""
+    from bindlab.studies.toy import ToyEvalRequest, _write_card
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-d"
+    assert _train(out, 40, ["--lit-target", "discriminant", "--target-twin-weight", "0.4", "--lr", "0.005"]) == 0
+    record = json.loads((out / "training.json").read_text())
+    assert record["captions"]["target"] == "discriminant" and record["captions"]["target_twin_weight"] == 0.4
+    assert (out / "twin_captions.npz").is_file()
+    losses = [loss for _, loss in record["losses"]]
+    assert 0 <= losses[-1] < losses[0] <= 2  # 1 - cos, falling
+    enc = load_encoder(f"toy:{out}")
+    np.testing.assert_allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
+    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    assert "--lit-target discriminant --target-twin-weight 0.4 --target-shrink 0.03" in command
+
+
+def test_twin_difference_loss_pairs_each_twin_row_with_its_scene():
+    import torch
+
+    from bindlab.train.toy_train import twin_difference_loss
+
+    target = torch.nn.functional.normalize(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    scenes, twin = np.array([0, 1, 2, 0, 2]), np.array([0, 0, 0, 1, 1], bool)
+    assert float(twin_difference_loss(target * 3, target, scenes, twin)) == pytest.approx(0, abs=1e-6)
+    swapped = target[[0, 1, 2, 4, 3]]  # rows 3 and 4 paired with the wrong scenes' twins
+    assert float(twin_difference_loss(swapped, target, scenes, twin)) > 0.05
+    with pytest.raises(ValueError, match="--twin-share"):
+        from bindlab.train.toy_train import TrainConfig
+
+        TrainConfig(arch="lit", lit_target="discriminant", target_pair_weight=1.0)
+
+
 def _card(out) -> str:
     from bindlab.train.toy_card import card_text
 
@@ -127,10 +163,14 @@ def test_lit_batch_brings_twins_with_their_own_cached_captions(tmp_path, monkeyp
     tcache = caption_cache(pool.scenes, 0, "minilm", tmp_path / "t.npz", per_scene=2, twins=twins)
     assert ((tcache.index >= 0) == np.asarray([[t is not None] * 2 for t in twins])).all()
     plain = lit_batch(pool, cache, 3, 8, 0, 0.5)
-    pixels, emb, caps = lit_batch(pool, cache, 3, 8, 0, 0.5, tcache, 0.5)
-    np.testing.assert_array_equal(pixels[:8], plain[0])  # twins are appended; the scenes' part is unchanged
+    pixels, emb, caps, scenes, twin = lit_batch(pool, cache, 3, 8, 0, 0.5, tcache, 0.5)
+    np.testing.assert_array_equal(pixels[:8], plain.pixels)  # twins are appended; the scenes' part is unchanged
     m = len(caps) - 8
-    assert 1 <= m <= 4 and pixels.shape[0] == emb.shape[0] == 8 + m
+    assert 1 <= m <= 4 and pixels.shape[0] == emb.shape[0] == scenes.shape[0] == 8 + m
+    np.testing.assert_array_equal(scenes[:8], plain.scenes)
+    assert not twin[:8].any() and twin[8:].all() and set(scenes[8:]) <= set(scenes[:8]) <= set(range(16))
+    for k in range(8):  # each row's caption is one of its scene's own cached captions
+        assert caps[k] in cache.index[scenes[k]]
     for k in range(m):  # each appended caption is a twin caption, embedded by MiniLM
         text = tcache.texts[caps[8 + k]]
         np.testing.assert_allclose(emb[8 + k], minilm.embed_texts([text])[0], atol=1e-5)
@@ -158,6 +198,76 @@ def test_lit_config_validates():
         TrainConfig(arch="lit", pair_share=0.5)
     with pytest.raises(ValueError, match="--text"):
         TrainConfig(arch="clip", text="minilm")
+    assert TrainConfig(arch="lit", lit_target="discriminant").target_twin_weight == 0.5
+    with pytest.raises(ValueError, match="lit target"):
+        TrainConfig(arch="lit", lit_target="mean")
+    with pytest.raises(ValueError, match="2 captions"):
+        TrainConfig(arch="lit", lit_target="discriminant", captions_per_scene=1)
+    with pytest.raises(ValueError, match="twin_weight"):
+        TrainConfig(arch="lit", lit_target="discriminant", target_twin_weight=1.0)
+    with pytest.raises(ValueError, match="--lit-target"):
+        TrainConfig(arch="clip", lit_target="discriminant")
+
+
+def _cache(emb: np.ndarray, per_scene: int):
+    from bindlab.train.toy_lit import CaptionCache
+
+    n = len(emb) // per_scene
+    return CaptionCache([f"t{i}" for i in range(len(emb))], emb.astype(np.float32),
+                        np.arange(n * per_scene, dtype=np.int32).reshape(n, per_scene), 0.0, "synthetic")
+
+
+def test_discriminant_targets_are_the_whitened_scene_mean_against_the_twin():
+    from bindlab.train.toy_lit import discriminant_targets, scene_means, within_scene_whitener
+
+    rng = np.random.default_rng(0)
+    n, k, d = 40, 4, 6
+    emb = rng.normal(size=(n * k, d))
+    twin_emb = rng.normal(size=(n * k, d))
+    cache, twins = _cache(emb, k), _cache(twin_emb, k)
+    twins.index[5] = -1  # scene 5 has no twin
+    p = emb.reshape(n, k, d).mean(1)
+    dev = (emb.reshape(n, k, d) - p[:, None]).reshape(-1, d)
+    cov = dev.T @ dev / (n * (k - 1))
+    w = np.linalg.inv(cov + 0.1 * np.trace(cov) / d * np.eye(d))
+    np.testing.assert_allclose(within_scene_whitener(cache, 0.1), w, rtol=1e-5)
+    np.testing.assert_allclose(scene_means(cache), p, rtol=1e-5)
+    assert np.isnan(scene_means(twins)[5]).all()
+    scene, twin = discriminant_targets(cache, twins, 0.1, 0.5)
+    mu = p.mean(0)
+    nm = twin_emb.reshape(n, k, d).mean(1)
+    want = ((p[0] - mu) - 0.5 * (nm[0] - mu)) @ w
+    np.testing.assert_allclose(scene[0], want / np.linalg.norm(want), rtol=1e-4)
+    want = ((nm[0] - mu) - 0.5 * (p[0] - mu)) @ w
+    np.testing.assert_allclose(twin[0], want / np.linalg.norm(want), rtol=1e-4)
+    want = (p[5] - mu) @ w  # no twin: the whitened mean alone
+    np.testing.assert_allclose(scene[5], want / np.linalg.norm(want), rtol=1e-4)
+    assert np.isnan(twin[5]).all() and np.allclose(np.linalg.norm(scene, axis=1), 1, atol=1e-5)
+
+
+def test_discriminant_targets_separate_twins_where_the_plain_mean_does_not():
+    """Captions vary a lot along a wording direction and little along a binding direction that tells a scene from
+    its twin: the plain caption mean scores a twin's caption almost as high as the scene's own; the discriminant
+    target tells them apart."""
+    from bindlab.train.toy_lit import discriminant_targets
+
+    rng = np.random.default_rng(1)
+    n, k, d = 200, 4, 8
+    content = rng.normal(size=(n, d)) * np.r_[0.0, 0.0, np.ones(d - 2)]  # what the scene shows, shared with its twin
+    binding = np.where(rng.random(n) < 0.5, 1.0, -1.0) * 0.05  # the twin has the opposite binding
+    def captions(sign):
+        e = np.repeat(content, k, 0)
+        e[:, 0] = np.repeat(sign * binding, k) + rng.normal(scale=0.02, size=n * k)  # binding: small, clean
+        e[:, 1] = rng.normal(scale=3.0, size=n * k)  # wording: large, scene-independent
+        return e
+    own, other = captions(1.0), captions(-1.0)
+    scene, _ = discriminant_targets(_cache(own, k), _cache(other, k), 1e-4, 0.5)
+    plain = own.reshape(n, k, d).mean(1)
+    plain /= np.linalg.norm(plain, axis=1, keepdims=True)
+    fresh_own, fresh_twin = captions(1.0), captions(-1.0)  # new captions (queries) of each scene and its twin
+    def right(target):
+        return np.mean(np.einsum("nd,nd->n", fresh_own[::k], target) > np.einsum("nd,nd->n", fresh_twin[::k], target))
+    assert right(scene) > 0.95 and right(plain) < 0.75
 
 
 def test_shipped_lit_minilm_loads_offline_with_minilm_texts(minilm):
@@ -186,4 +296,22 @@ def test_imitation_reference_scores_tt_as_the_text_tower_and_is_deterministic(tm
     _, rows = evaluate_mcq(questions, tmp_path, minilm, ["tt"])
     np.testing.assert_array_equal(credit["tt"], [r["credit"] for r in rows])
     again = imitation_reference(questions, minilm, k=2)
+    assert all((again[p] == credit[p]).all() for p in credit)
+
+
+def test_discriminant_reference_keeps_the_text_tower_and_tells_a_scene_from_its_twins(minilm):
+    """The discriminant reference's tt is the text tower's; its images tell a scene from its binding twins (ii) far
+    above chance, where the plain caption mean (the imitation reference) barely does; a pure function."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.train.toy_eval import discriminant_reference, imitation_reference
+
+    questions = generate_saber(per_size=10, sizes=(2, 3), seed=3, vocab=RENDER_VOCAB)
+    sweep = discriminant_reference(questions, minilm, k=4, twins=2, pool_scenes=300, twin_weights=(0.0, 0.5))
+    assert set(sweep) == {0.0, 0.5}
+    credit = sweep[0.5]
+    plain = imitation_reference(questions, minilm, k=4)
+    np.testing.assert_array_equal(credit["tt"], plain["tt"])
+    assert credit["ii"].mean() >= 0.45 and credit["ii"].mean() > plain["ii"].mean() + 0.15, (credit, plain)
+    again = discriminant_reference(questions, minilm, k=4, twins=2, pool_scenes=300)[0.5]  # the default lam
     assert all((again[p] == credit[p]).all() for p in credit)
