@@ -210,10 +210,13 @@ def barrier() -> None:
 
 
 def shutdown() -> None:
-    """Leave the process group (at the end of a launched command)."""
+    """Leave the process group (at the end of a launched command), every rank together: a rank that tore its Gloo
+    connections down while another was still finishing the last collective killed that one (SIGABRT, "terminate
+    called without an active exception"; seen once in CI on 2 CPU ranks), so the ranks meet at a barrier first."""
     if active():
         import torch.distributed as dist
 
+        dist.barrier()
         dist.destroy_process_group()
 
 
