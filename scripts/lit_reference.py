@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", required=True, help="image MCQ file (generate saber --images)")
     ap.add_argument("--models", default="toy:lit-minilm", help="comma-separated encoder ids with images")
     ap.add_argument("--k", type=int, default=8, help="captions averaged per reference image [default: 8]")
-    ap.add_argument("--no-discriminant", action="store_true", help="skip the discriminant reference (about 3 "
+    ap.add_argument("--no-discriminant", action="store_true", help="skip the discriminant reference (about 7 "
                                                                      "minutes of MiniLM on 2 cores for 400 questions)")
     ap.add_argument("--twin-weights", default="0.5", metavar="LAM,...",
                     help="discriminant reference: the twin weights lam to score [default: 0.5, the training default]")

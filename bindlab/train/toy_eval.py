@@ -294,6 +294,7 @@ def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int =
         CaptionCache,
         lit_caption,
         lit_captions,
+        scene_means,
         within_scene_whitener,
     )
 
@@ -303,7 +304,7 @@ def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int =
     cache = CaptionCache([], pool_emb, np.arange(len(pool_emb), dtype=np.int32).reshape(pool_scenes, 4), 0.0,
                          text_encoder.id)
     w = within_scene_whitener(cache, TARGET_SHRINK if shrink is None else shrink)
-    mu = pool_emb.reshape(pool_scenes, 4, -1).mean(axis=(0, 1))
+    mu = scene_means(cache).mean(axis=0)  # as discriminant_targets has it
     own: list[str] = []
     other: list[str] = []
     for qi, q in enumerate(questions):

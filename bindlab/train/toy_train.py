@@ -40,6 +40,7 @@ from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
 from bindlab.train.toy_data import heldout_combinations, load_pool, make_batch
+from bindlab.train.toy_lit import TARGET_SHRINK, TARGET_TWIN_WEIGHT
 from bindlab.train.toy_pairs import load_pair_twins
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
@@ -78,8 +79,8 @@ class TrainConfig:
     text: str = ""  # lit: the frozen text model ("minilm" when empty)
     captions_per_scene: int = 4  # lit: cached captions per pool scene (toy_lit.CAPTIONS_PER_SCENE)
     lit_target: str = "captions"  # lit: "captions" (InfoNCE with one cached caption per scene) or "discriminant"
-    target_shrink: float = 0.03  # lit discriminant: covariance shrinkage (toy_lit.TARGET_SHRINK)
-    target_twin_weight: float = 0.5  # lit discriminant: weight of the twin's caption mean (toy_lit.TARGET_TWIN_WEIGHT)
+    target_shrink: float = TARGET_SHRINK  # lit discriminant: covariance shrinkage
+    target_twin_weight: float = TARGET_TWIN_WEIGHT  # lit discriminant: weight of the twin's caption mean (lam)
     target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term (twins in the batch)
 
     def __post_init__(self) -> None:
