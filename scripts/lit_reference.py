@@ -14,11 +14,15 @@ imitation* is where MiniLM puts its scene's captions. This script scores, on one
   within-scene covariance of training-like captions — the targets of ``train toy --arch lit --lit-target
   discriminant``: what a tower that learnt those targets exactly would score.
 
+- **phrase reference** (:func:`bindlab.train.toy_eval.phrase_reference`): every image replaced by its scene's
+  phrase target — its objects' phrase embeddings ("a red cube") summed, less half its bag of pairings, in the same
+  metric — the targets of ``--lit-target phrases`` (the shipped toy:lit-minilm): no caption sampling at all.
+
 An image tower trained only to match caption embeddings approaches the imitation reference from below; one trained
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies
 carry 95 % percentile bootstrap intervals over questions (2,000 resamples, seed 0).
 
-    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--out FILE]
+    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--out FILE]
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=8, help="captions averaged per reference image [default: 8]")
     ap.add_argument("--no-discriminant", action="store_true", help="skip the discriminant reference (about 7 "
                                                                      "minutes of MiniLM on 2 cores for 400 questions)")
+    ap.add_argument("--no-phrases", action="store_true", help="skip the phrase reference (about 2 minutes)")
     ap.add_argument("--twin-weights", default="0.5", metavar="LAM,...",
                     help="discriminant reference: the twin weights lam to score [default: 0.5, the training default]")
     ap.add_argument("--out", help="write the results JSON here")
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(a.data)
     questions, _ = load_mcqs(path)
     res: dict[str, Any] = {"data": str(path), "questions": len(questions), "k": a.k, "rows": {}}
-    from bindlab.train.toy_eval import discriminant_reference, imitation_reference
+    from bindlab.train.toy_eval import discriminant_reference, imitation_reference, phrase_reference
 
     minilm = load_encoder("minilm", device="cpu")
     rows = {"MiniLM imitation (reference)": imitation_reference(questions, minilm, a.k)}
@@ -75,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         for lam, credit in discriminant_reference(questions, minilm, twin_weights=weights).items():
             rows[f"MiniLM discriminant, lam {lam:g} (reference)"] = credit
         print("scored the discriminant reference", file=sys.stderr)
+    if not a.no_phrases:
+        rows["MiniLM phrases, lam 0.5 (reference)"] = phrase_reference(questions, minilm)
+        print("scored the phrase reference", file=sys.stderr)
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)
         print(f"scored {m}", file=sys.stderr)

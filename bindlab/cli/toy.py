@@ -20,7 +20,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               pair_share=a.pair_twins, pair_scenes=a.pair_scenes, text=a.text or "",
                               captions_per_scene=a.captions_per_scene, lit_target=a.lit_target,
                               target_twin_weight=a.target_twin_weight, target_shrink=a.target_shrink,
-                              target_pair_weight=a.target_pair_weight)
+                              target_pair_weight=a.target_pair_weight, target_bag_weight=a.target_bag_weight,
+                              target_contrastive=a.target_contrastive)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -60,19 +61,29 @@ def add_commands(g: Groups) -> None:
                                                    "bundled all-MiniLM-L6-v2); its caption embeddings are cached")
     p.add_argument("--captions-per-scene", type=int, default=4, metavar="K",
                    help="with --arch lit: real-English captions per pool scene, embedded once up front")
-    p.add_argument("--lit-target", choices=["captions", "discriminant"], default="captions",
+    p.add_argument("--lit-target", choices=["captions", "discriminant", "phrases"], default="captions",
                    help="with --arch lit: captions = contrastive with one cached caption per scene (the shipped "
                         "toy:lit-minilm's first stage); discriminant = pull each image towards W[(P - mu) - lam(N - "
                         "mu)], its scene's caption mean against its binding twin's, whitened by the captions' "
-                        "within-scene covariance (bindlab.train.toy_lit.discriminant_targets)")
+                        "within-scene covariance (bindlab.train.toy_lit.discriminant_targets); phrases = pull it "
+                        "towards its objects' phrase embeddings ('a red cube') summed, less lam of the scene's bag of "
+                        "pairings, in that metric (bindlab.train.toy_lit.phrase_targets; the shipped toy:lit-minilm)")
     p.add_argument("--target-twin-weight", type=float, default=0.5, metavar="LAM",
                    help="with --lit-target discriminant: lam, the weight of the binding twin's caption mean")
     p.add_argument("--target-pair-weight", type=float, default=0.0, metavar="W",
-                   help="with --lit-target discriminant and --twin-share: weight of a second term that pulls the "
+                   help="with --lit-target discriminant or phrases and --twin-share: weight of a second term that pulls the "
                         "difference between a scene's and its twin's image embeddings towards the difference of "
                         "their targets (where the binding is)")
+    p.add_argument("--target-bag-weight", type=float, default=0.5, metavar="LAM",
+                   help="with --lit-target phrases: lam, the weight of the scene's bag (every attribute of it with "
+                        "every object of it)")
+    p.add_argument("--target-contrastive", type=float, default=0.0, metavar="W",
+                   help="with --lit-target discriminant or phrases: weight of a contrastive (InfoNCE) term between the "
+                        "batch's images and their targets, beside the cosine loss (with --twin-share, scene and twin "
+                        "are each other's hardest negatives)")
     p.add_argument("--target-shrink", type=float, default=0.03, metavar="S",
-                   help="with --lit-target discriminant: covariance shrinkage, a share of its mean eigenvalue")
+                   help="with --lit-target discriminant or phrases: covariance shrinkage, a share of its mean "
+                        "eigenvalue")
     p.add_argument("--out", required=True, help="output folder (checkpoints; the final model loads as toy:/path)")
     p.add_argument("--steps", type=int, default=6000, help="optimizer steps (6000 = the shipped models)")
     p.add_argument("--seed", type=int, default=0,

@@ -43,10 +43,12 @@ class ToyTrainRequest:
     pair_scenes: int = 3000  # pair twins rendered for the run
     text: str = ""  # lit: the frozen text model (default minilm)
     captions_per_scene: int = 4  # lit: cached captions per pool scene
-    lit_target: str = "captions"  # lit: "captions" or "discriminant" (train.toy_lit.discriminant_targets)
+    lit_target: str = "captions"  # lit: "captions", "discriminant" or "phrases" (train.toy_lit)
     target_twin_weight: float = 0.5  # lit discriminant: weight of the binding twin's caption mean
     target_shrink: float = 0.03  # lit discriminant: covariance shrinkage
     target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term
+    target_bag_weight: float = 0.5  # lit phrases: weight of the scene's bag of pairings
+    target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE against the batch's targets
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -66,7 +68,8 @@ class ToyTrainRequest:
                            pair_scenes=self.pair_scenes, text=self.text,
                            captions_per_scene=self.captions_per_scene, lit_target=self.lit_target,
                            target_twin_weight=self.target_twin_weight, target_shrink=self.target_shrink,
-                           target_pair_weight=self.target_pair_weight)
+                           target_pair_weight=self.target_pair_weight, target_bag_weight=self.target_bag_weight,
+                           target_contrastive=self.target_contrastive)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -167,11 +170,16 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
         command = command.replace("--arch lit", f"--arch lit --text {t.get('text') or 'minilm'}")
         if int(t.get("captions_per_scene") or 4) != 4:
             command += f" --captions-per-scene {t['captions_per_scene']}"
-        if t.get("lit_target", "captions") != "captions":
+        if t.get("lit_target") == "phrases":
+            command += (f" --lit-target phrases --target-bag-weight {t['target_bag_weight']}"
+                        f" --target-shrink {t['target_shrink']}")
+        elif t.get("lit_target", "captions") != "captions":
             command += (f" --lit-target {t['lit_target']} --target-twin-weight {t['target_twin_weight']}"
                         f" --target-shrink {t['target_shrink']}")
-            if t.get("target_pair_weight"):
-                command += f" --target-pair-weight {t['target_pair_weight']}"
+        if t.get("target_pair_weight"):
+            command += f" --target-pair-weight {t['target_pair_weight']}"
+        if t.get("target_contrastive"):
+            command += f" --target-contrastive {t['target_contrastive']}"
     if t.get("init_from"):
         command += f" --init-from {shown_path(t['init_from'])}"
     return write_card(folder, request.model, result, command, list(request.card_notes))

@@ -95,6 +95,8 @@ def _lit_holdout_lines(training: dict[str, Any]) -> list[str]:
 def _lit_caption_lines(training: dict[str, Any]) -> list[str]:
     c = training.get("captions") or {}
     t = training["train_config"]
+    if t.get("lit_target") == "phrases":
+        return _lit_phrase_lines(training)
     return [
         f"- captions in real English, **cached**: {c.get('per_scene', t.get('captions_per_scene'))} per pool scene "
         f"({c.get('captions', 0):,} captions, {c.get('distinct', 0):,} distinct), a pure function of the scene and "
@@ -112,6 +114,36 @@ def _lit_caption_lines(training: dict[str, Any]) -> list[str]:
         f"- **pattern attributes (striped, polka-dot, checkered, zigzag, plaid, swirled, camouflage, leopard-print) are "
         f"named in only {_pct(toy_data.P_PATTERN_NAMED)} of their mentions**, as for the other toys; otherwise the "
         "object is mentioned bare ('a cube', 'there is a cube'): the FactorAtlas situation.",
+    ]
+
+
+def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
+    """The training-data bullets of a lit model trained towards phrase targets (``--lit-target phrases``)."""
+    c = training.get("captions") or {}
+    t = training["train_config"]
+    return [
+        f"- **phrase targets, no caption sampling** (`--lit-target phrases`, `bindlab.train.toy_lit.phrase_targets`): "
+        "each training image is pulled towards one fixed point of the frozen space computed from its scene: the "
+        f"frozen `{c.get('text_model', 'minilm')}` embeddings of its objects' phrases ('a red cube', 'an icy key'; "
+        f"{c.get('phrases', 0):,} phrases — every renderable shape x attribute pair but the held-out ones — embedded "
+        f"once in {c.get('phrase_seconds', 0):.0f} s) summed, less {t.get('target_bag_weight')} of the scene's *bag* "
+        "(every attribute of the scene with every object of it, scaled to the scene's size: the mean over all ways of "
+        "binding them; held-out pairs left out), after subtracting the phrases' mean, in the metric W of the "
+        f"captions' within-scene covariance (inverse, shrunk by {t.get('target_shrink')} of its mean eigenvalue). "
+        "Why: the mean of a scene's caption embeddings keeps almost nothing of its bindings for an image to align "
+        "with (the imitation reference below); the phrases say each binding once, without wording noise, and W "
+        "weighs the directions where captions of one scene vary least — which attribute sits with which object — "
+        "most.",
+        f"- captions in real English serve only to estimate W: {c.get('per_scene', t.get('captions_per_scene'))} "
+        f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
+        f"{c.get('distinct', 0):,} distinct), written with all four sentence templates of `bindlab.data.templates` "
+        "(attributive 'a red cube', predicative 'the cube is red', relative 'a cube that is red', with 'a cube with a "
+        "red colour'), a/an and is/are agreement, objects in random order, openers such as 'a photo of ...', pattern "
+        f"attributes named in {_pct(toy_data.P_PATTERN_NAMED)} of mentions; embedded once, up front, in "
+        f"{c.get('embed_seconds', 0) / 60:.1f} min and stored with the run (`{c.get('cache', 'captions.npz')}`).",
+        "- **pattern attributes are named in every target phrase**, unlike the other toys' captions (25 % of "
+        "mentions): this model is *not* trained in the FactorAtlas situation of an under-named pattern, so its "
+        "pattern grounding is not comparable to theirs as a reproduction of it.",
     ]
 
 
@@ -256,6 +288,8 @@ def _lit_loss_lines(training: dict[str, Any]) -> list[str]:
     if t.get("lit_target", "captions") == "captions":
         return [f"- symmetric contrastive (InfoNCE) loss between the image embeddings and the cached, frozen caption "
                 f"embeddings, learnable temperature (final {training['temperature']:.4f}); {optim}"]
+    if t["lit_target"] == "phrases":
+        return [f"- loss 1 - cosine between each image embedding and its scene's phrase target (above); {optim}"]
     pair = t.get("target_pair_weight") or 0.0
     return [f"- **discriminant targets** (`--lit-target discriminant`, `bindlab.train.toy_lit.discriminant_targets`):"
             " each image is pulled (loss 1 - cosine) towards a fixed point of the frozen space, W [(P - mu) - lam "

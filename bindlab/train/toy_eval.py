@@ -327,6 +327,42 @@ def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int =
     return out
 
 
+def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
+                     shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0
+                     ) -> dict[str, np.ndarray]:
+    """Like :func:`imitation_reference`, with every image replaced by its scene's *phrase target*
+    (:func:`bindlab.train.toy_lit.phrase_targets`, the targets of ``train toy --arch lit --lit-target phrases``):
+    its objects' phrase embeddings ("a red cube") summed, less ``bag_weight`` of its bag of pairings, in the metric
+    of the captions' within-scene covariance, estimated on ``whitener_scenes`` training-like scenes
+    (``toy_data.sample_scene``, 4 captions each; never the questions' own). Defaults: toy_lit's.
+
+    Where an image tower that had learnt its phrase targets exactly would put each image. The table holds every
+    renderable pair (a training run's leaves its held-out pairs out).
+    """
+    from bindlab.train.toy_data import sample_scene
+    from bindlab.train.toy_lit import (
+        PHRASE_BAG_WEIGHT,
+        TARGET_SHRINK,
+        WHITENER_SCENES,
+        CaptionCache,
+        lit_captions,
+        phrase_table,
+        phrase_targets,
+        within_scene_whitener,
+    )
+
+    n = WHITENER_SCENES if whitener_scenes is None else whitener_scenes
+    rng = random.Random(f"phrase-reference-pool:{seed}")
+    pool = [sample_scene(rng) for _ in range(n)]
+    emb = text_encoder.embed_texts([c for caps in lit_captions(pool, seed + 1, 4) for c in caps])
+    cache = CaptionCache([], emb, np.arange(len(emb), dtype=np.int32).reshape(n, 4), 0.0, text_encoder.id)
+    w = within_scene_whitener(cache, TARGET_SHRINK if shrink is None else shrink)
+    table = phrase_table(text_encoder.id, frozenset())
+    scenes = [scene for q in questions for scene in _item_scenes(q)]
+    ref = phrase_targets(scenes, table, w, PHRASE_BAG_WEIGHT if bag_weight is None else bag_weight)
+    return _pairing_credits(questions, _question_texts(questions, text_encoder), ref.reshape(len(questions), 5, -1))
+
+
 def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
                  mcq_folder: str | Path | None = None, heldout: frozenset[Combo] = frozenset(),
                  exposed: frozenset[Combo] = frozenset(), text_reference: Encoder | None = None) -> dict[str, Any]:

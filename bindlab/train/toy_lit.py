@@ -25,6 +25,13 @@ CPU thread); instead:
   captions (shrunk towards a multiple of the identity). A query then scores an image by ``q . W (P - mu) - ...``:
   a linear discriminant in the frozen space, which weighs the directions where captions of one scene vary least
   (word order, which attribute sits with which object) more than the plain caption mean does.
+- **Phrase targets** (:func:`phrase_targets`, ``--lit-target phrases``): the point is built from the frozen
+  embeddings of the scene's object phrases ("a red cube", :func:`phrase_table`) instead of whole captions, so it
+  carries no caption-sampling noise: ``W [sum_j (e(a_j, o_j) - mu) - lam/n sum_{a, o} (e(a, o) - mu)]``, the phrases
+  of the scene's own pairs less ``lam`` of its *bag* (every attribute of the scene with every object of it: the mean
+  over all ways of binding them), in the discriminant metric ``W`` of the captions (:func:`within_scene_whitener`,
+  from :data:`WHITENER_SCENES` scenes' cached captions). Held-out pairs are left out of the phrase table, of ``mu``
+  and of the bag, so no held-out pair's text reaches the image tower.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ CAPTIONS_PER_SCENE = 4  # cached captions per pool scene (one per template, in a
 TARGET_SHRINK = 0.03  # discriminant targets: covariance shrinkage, as a share of its mean eigenvalue
 TARGET_TWIN_WEIGHT = 0.5  # discriminant targets: weight of the binding twin's caption mean (lam)
 # openers of the noun-phrase templates (attributive, relative, with); the predicative one is a clause of its own
+PHRASE_BAG_WEIGHT = 0.5  # phrase targets: weight of the scene's bag of pairings (lam)
+WHITENER_SCENES = 2000  # phrase targets: pool scenes whose cached captions estimate the discriminant metric
 OPENERS: tuple[str, ...] = ("", "", "a photo of ", "a picture of ", "an image of ", "there is ")
 
 
@@ -198,7 +207,7 @@ class LitBatch(NamedTuple):
     twin: np.ndarray
 
 
-def lit_batch(pool: ScenePool, cache: CaptionCache, step: int, batch_size: int, seed: int,
+def lit_batch(pool: ScenePool, cache: CaptionCache | None, step: int, batch_size: int, seed: int,
               hard_share: float = 0.5, twin_cache: CaptionCache | None = None,
               twin_share: float = 0.0) -> LitBatch:
     """Images (random shifts and horizontal flips), their captions' cached embeddings and where they come from
@@ -209,28 +218,35 @@ def lit_batch(pool: ScenePool, cache: CaptionCache, step: int, batch_size: int, 
     flip, and its caption with the same index k as the scene's (the same wording choices), appended, so scene and
     twin are each other's hardest negatives — the only way a frozen text tower's small binding differences can
     pull the image tower's bindings apart.
+
+    Without ``cache`` (phrase targets: the targets come from the scenes, not from cached captions), ``embeddings``
+    has no columns and ``captions`` is empty; with ``twin_share`` > 0 the twins come along without captions.
     """
     hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
     walked = batch_indices(len(pool.scenes), batch_size - len(hard), step, seed)
     idx = np.concatenate([walked, np.asarray(hard, dtype=np.int64)]).astype(np.int64)
     rng = random.Random(f"toy-lit-batch:{seed}:{step}")
-    per = cache.index.shape[1]
+    per = cache.index.shape[1] if cache is not None else 1
     ks = [rng.randrange(per) for _ in idx]
-    caps = [int(cache.index[i, k]) for i, k in zip(idx, ks, strict=True)]
+    caps = [int(cache.index[i, k]) for i, k in zip(idx, ks, strict=True)] if cache is not None else []
     offsets = [(rng.randint(-MAX_SHIFT, MAX_SHIFT), rng.randint(-MAX_SHIFT, MAX_SHIFT)) for _ in idx]
     flips = np.array([rng.random() < 0.5 for _ in idx])
-    images, emb = pool.images[idx], cache.embeddings[caps]
+    images = pool.images[idx]
+    emb = cache.embeddings[caps] if cache is not None else np.zeros((len(idx), 0), np.float32)
     with_twin: list[int] = []
-    if twin_cache is not None and twin_share > 0:
+    if twin_share > 0 and (twin_cache is not None or cache is None):
         with_twin = [k for k, i in enumerate(walked) if int(i) in pool.twins
-                     and twin_cache.index[i, ks[k]] >= 0][: int(round(batch_size * twin_share))]
+                     and (twin_cache is None or twin_cache.index[i, ks[k]] >= 0)][: int(round(batch_size * twin_share))]
     if with_twin:
-        twin_caps = [int(twin_cache.index[idx[k], ks[k]]) for k in with_twin]  # type: ignore[union-attr]
         images = np.concatenate([images, np.stack([pool.twins[int(idx[k])][1] for k in with_twin])])
         offsets = offsets + [offsets[k] for k in with_twin]
         flips = np.concatenate([flips, flips[with_twin]])
-        emb = np.concatenate([emb, twin_cache.embeddings[twin_caps]])  # type: ignore[union-attr]
-        caps = caps + twin_caps
+        if twin_cache is not None:
+            twin_caps = [int(twin_cache.index[idx[k], ks[k]]) for k in with_twin]
+            emb = np.concatenate([emb, twin_cache.embeddings[twin_caps]])
+            caps = caps + twin_caps
+        else:
+            emb = np.zeros((len(idx) + len(with_twin), 0), np.float32)
     imgs = shift(images, offsets)
     imgs = np.where(flips[:, None, None, None], imgs[:, :, ::-1], imgs)
     pixels = imgs.transpose(0, 3, 1, 2).astype(np.float32) / 255.0
@@ -286,5 +302,63 @@ def discriminant_targets(cache: CaptionCache, twin_cache: CaptionCache, shrink: 
     return out[0], out[1]
 
 
-__all__ = ["CAPTIONS_PER_SCENE", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
+@dataclass
+class PhraseTable:
+    """Frozen embeddings of object phrases: ``pairs`` (shape, attribute) and ``embeddings`` (len(pairs), d) float32,
+    row i the text model's embedding of "a/an <attribute> <shape>"."""
+
+    pairs: list[tuple[str, str]]
+    embeddings: np.ndarray
+    seconds: float
+
+    def index(self) -> dict[tuple[str, str], int]:
+        return {p: i for i, p in enumerate(self.pairs)}
+
+
+def phrase_table(text_model: str, heldout: frozenset[tuple[str, str]] = frozenset()) -> PhraseTable:
+    """Every renderable (shape, attribute) pair but the ``heldout`` ones, as a phrase ("an icy key") embedded by
+    ``text_model`` — the captions of the single-object evaluation (``toy_eval.single_object_set``) are these
+    phrases too."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.vocab import with_article
+    from bindlab.encoders.base import load_encoder
+
+    pairs = [(s, a.name) for s in RENDER_VOCAB.objects for a in RENDER_VOCAB.attributes if (s, a.name) not in heldout]
+    t0 = time.perf_counter()
+    emb = load_encoder(text_model, device="cpu").embed_texts([with_article(f"{a} {s}") for s, a in pairs])
+    return PhraseTable(pairs, np.asarray(emb, dtype=np.float32), time.perf_counter() - t0)
+
+
+def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener: np.ndarray,
+                   bag_weight: float = PHRASE_BAG_WEIGHT) -> np.ndarray:
+    """Unit-norm training targets (n, d) float32 of ``scenes``: ``W [x - lam * bag]`` with ``x`` the sum of the
+    scene's phrase embeddings less the table's mean ``mu``, ``bag`` (n_objects / m) times the sum over the m table
+    pairs among (every object of the scene) x (every attribute of it) (= the mean over all bindings of the scene's
+    attributes to its objects when no pair is held out), ``W`` = ``whitener`` and lam = ``bag_weight``.
+
+    A ``None`` scene (a pool scene without a binding twin, in a list of twins) gets a NaN row.
+
+    Raises:
+        KeyError: a scene shows a pair the table lacks (a held-out pair in a training scene).
+    """
+    if not 0 <= bag_weight < 1:
+        raise ValueError(f"bag_weight must be in [0, 1), got {bag_weight}")
+    pos = table.index()
+    emb = table.embeddings.astype(np.float64)
+    mu = emb.mean(axis=0)
+    out = np.empty((len(scenes), emb.shape[1]))
+    for i, scene in enumerate(scenes):
+        if scene is None:
+            out[i] = np.nan
+            continue
+        own = emb[[pos[(s, a)] for s, a, _ in scene]] - mu
+        cross = [pos[(s, a)] for s, _, _ in scene for _, a, _ in scene if (s, a) in pos]
+        out[i] = own.sum(axis=0) - bag_weight * len(scene) / len(cross) * (emb[cross] - mu).sum(axis=0)
+    out = out @ whitener
+    with np.errstate(invalid="ignore"):
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+__all__ = ["CAPTIONS_PER_SCENE", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
+           "phrase_targets", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
            "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]

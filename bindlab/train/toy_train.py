@@ -6,7 +6,9 @@ resumably.
 combinations are *clean* (no held-out pair through another attribute's colour slot either). With ``lit_target
 "discriminant"`` the image is pulled towards a fixed point computed from its scene's and its binding twin's cached
 captions instead (:func:`bindlab.train.toy_lit.discriminant_targets`; :func:`cosine_loss`, optionally plus
-:func:`twin_difference_loss`).
+:func:`twin_difference_loss`); with ``"phrases"`` towards a point built from the scene's object phrases
+(:func:`bindlab.train.toy_lit.phrase_targets`), with the same optional terms; both may add a contrastive term
+between the batch's images and targets (``target_contrastive``).
 
 The loop is short; everything around it (progress bar, checkpoints, cancellation) is a :class:`Callback` with
 named, no-op-by-default events. Callbacks read the training state and never change it.
@@ -40,7 +42,7 @@ from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
 from bindlab.train.toy_data import heldout_combinations, load_pool, make_batch
-from bindlab.train.toy_lit import TARGET_SHRINK, TARGET_TWIN_WEIGHT
+from bindlab.train.toy_lit import PHRASE_BAG_WEIGHT, TARGET_SHRINK, TARGET_TWIN_WEIGHT
 from bindlab.train.toy_pairs import load_pair_twins
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
@@ -50,7 +52,7 @@ ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
     # toy:clip's image tower; embed_dim is set to the frozen text model's dimension (MiniLM: 384)
     "lit": dict(width=64, heads=4, layers=4, image_size=64, patch_size=16, stem="deep"),
 }
-LIT_TARGETS = ("captions", "discriminant")  # what a lit image is trained towards (TrainConfig.lit_target)
+LIT_TARGETS = ("captions", "discriminant", "phrases")  # what a lit image is trained towards (TrainConfig.lit_target)
 TEXT_DIMS = {"minilm": 384}  # frozen text models of --arch lit (known dimensions; others are measured)
 
 
@@ -78,10 +80,12 @@ class TrainConfig:
     pair_scenes: int = 3000  # pair twins rendered for the run (one attribute edit per scene)
     text: str = ""  # lit: the frozen text model ("minilm" when empty)
     captions_per_scene: int = 4  # lit: cached captions per pool scene (toy_lit.CAPTIONS_PER_SCENE)
-    lit_target: str = "captions"  # lit: "captions" (InfoNCE with one cached caption per scene) or "discriminant"
-    target_shrink: float = TARGET_SHRINK  # lit discriminant: covariance shrinkage
+    lit_target: str = "captions"  # lit: "captions" (InfoNCE with one cached caption per scene), "discriminant", "phrases"
+    target_shrink: float = TARGET_SHRINK  # lit discriminant and phrases: covariance shrinkage
     target_twin_weight: float = TARGET_TWIN_WEIGHT  # lit discriminant: weight of the twin's caption mean (lam)
     target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term (twins in the batch)
+    target_bag_weight: float = PHRASE_BAG_WEIGHT  # lit phrases: weight of the scene's bag of pairings (lam)
+    target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE between images and the batch's targets
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -118,10 +122,25 @@ class TrainConfig:
                     raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
                 if self.target_shrink <= 0:
                     raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
-                if self.target_pair_weight < 0:
-                    raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
-                if self.target_pair_weight and not self.twin_share:
-                    raise ValueError("--target-pair-weight needs twins in the batch (--twin-share)")
+            if self.lit_target == "phrases":
+                if int(self.captions_per_scene) < 2:
+                    raise ValueError("--lit-target phrases needs at least 2 captions per scene (its metric is their "
+                                     "within-scene covariance)")
+                if not 0 <= self.target_bag_weight < 1:
+                    raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
+                if self.target_shrink <= 0:
+                    raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
+            if self.target_pair_weight < 0:
+                raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
+            if self.target_pair_weight and not self.twin_share:
+                raise ValueError("--target-pair-weight needs twins in the batch (--twin-share)")
+            if self.target_pair_weight and self.lit_target == "captions":
+                raise ValueError("--target-pair-weight is for --lit-target discriminant or phrases")
+            if self.target_contrastive < 0:
+                raise ValueError(f"target_contrastive must be at least 0, got {self.target_contrastive}")
+            if self.target_contrastive and self.lit_target == "captions":
+                raise ValueError("--target-contrastive is for --lit-target discriminant or phrases (captions "
+                                 "training is contrastive already)")
         elif self.text:
             raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
         elif self.lit_target != "captions":
@@ -333,17 +352,32 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     t_render = time.perf_counter()
     heldout = cfg.heldout()
     discriminant = lit and cfg.lit_target == "discriminant"
+    phrases = lit and cfg.lit_target == "phrases"
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
                      twins=cfg.twin_share > 0 or discriminant, clean=cfg.clean_holdout)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
-    captions = twin_captions = targets = None
+    captions = twin_captions = targets = table = None
     if lit:
-        from bindlab.train.toy_lit import caption_cache, discriminant_targets
+        from bindlab.train.toy_lit import (
+            WHITENER_SCENES,
+            caption_cache,
+            discriminant_targets,
+            phrase_table,
+            phrase_targets,
+            within_scene_whitener,
+        )
 
-        captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
-        if cfg.twin_share > 0 or discriminant:
+        captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases else pool.scenes, cfg.seed, cfg.text,
+                                 out / "captions.npz", cfg.captions_per_scene)
+        if phrases:  # captions only for the metric; the targets come from the scenes' object phrases
+            table = phrase_table(cfg.text, heldout)
+            w = within_scene_whitener(captions, cfg.target_shrink)
+            twin_scenes = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
+            targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
+                       phrase_targets(twin_scenes, table, w, cfg.target_bag_weight) if pool.twins else None)
+        if (cfg.twin_share > 0 and not phrases) or discriminant:
             twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
@@ -362,11 +396,13 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if captions is not None:
             from bindlab.train.toy_lit import lit_batch
 
-            batch = lit_batch(pool, captions, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
-                              twin_captions, cfg.twin_share)
+            batch = lit_batch(pool, None if phrases else captions, state.step, cfg.batch_size, cfg.seed,
+                              cfg.hard_share, twin_captions, cfg.twin_share)
             pixels = batch.pixels
-            if targets is not None:  # the scene's (or its twin's) discriminant point
-                txt = torch.from_numpy(np.where(batch.twin[:, None], targets[1][batch.scenes], targets[0][batch.scenes]))
+            if targets is not None:  # the scene's (or its twin's) discriminant or phrase point
+                own = targets[0][batch.scenes]
+                txt = torch.from_numpy(own if targets[1] is None else np.where(batch.twin[:, None],
+                                                                               targets[1][batch.scenes], own))
             else:
                 txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
         else:
@@ -382,6 +418,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             loss = cosine_loss(img, txt)
             if cfg.target_pair_weight and batch.twin.any():
                 loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
+            if cfg.target_contrastive:
+                loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
         else:
             loss = contrastive_loss(img, txt, model.logit_scale)
         opt.zero_grad(set_to_none=True)
@@ -418,6 +456,13 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                               "captions": captions.n_captions, "distinct": len(captions.texts),
                               "embed_seconds": round(state.caption_seconds, 1), "cache": "captions.npz",
                               "clean_holdout": True, "target": cfg.lit_target}
+        if cfg.target_contrastive or cfg.target_pair_weight:
+            record["captions"].update(target_contrastive=cfg.target_contrastive,
+                                      target_pair_weight=cfg.target_pair_weight)
+        if phrases:
+            record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
+                                      whitener_scenes=len(captions.index), phrases=len(table.pairs),
+                                      phrase_seconds=round(table.seconds, 1))
         if discriminant:
             record["captions"].update(target_shrink=cfg.target_shrink, target_twin_weight=cfg.target_twin_weight,
                                       target_pair_weight=cfg.target_pair_weight)

@@ -207,6 +207,14 @@ def test_lit_config_validates():
         TrainConfig(arch="lit", lit_target="discriminant", target_twin_weight=1.0)
     with pytest.raises(ValueError, match="--lit-target"):
         TrainConfig(arch="clip", lit_target="discriminant")
+    assert TrainConfig(arch="lit", lit_target="phrases").target_bag_weight == 0.5
+    assert TrainConfig(arch="lit", lit_target="phrases", twin_share=0.5, target_contrastive=1.0).twin_share == 0.5
+    with pytest.raises(ValueError, match="--target-contrastive"):
+        TrainConfig(arch="lit", target_contrastive=1.0)  # captions training is contrastive already
+    with pytest.raises(ValueError, match="target_contrastive"):
+        TrainConfig(arch="lit", lit_target="phrases", target_contrastive=-1.0)
+    with pytest.raises(ValueError, match="bag_weight"):
+        TrainConfig(arch="lit", lit_target="phrases", target_bag_weight=-0.1)
 
 
 def _cache(emb: np.ndarray, per_scene: int):
@@ -314,4 +322,120 @@ def test_discriminant_reference_keeps_the_text_tower_and_tells_a_scene_from_its_
     np.testing.assert_array_equal(credit["tt"], plain["tt"])
     assert credit["ii"].mean() >= 0.45 and credit["ii"].mean() > plain["ii"].mean() + 0.15, (credit, plain)
     again = discriminant_reference(questions, minilm, k=4, twins=2, pool_scenes=300)[0.5]  # the default lam
+    assert all((again[p] == credit[p]).all() for p in credit)
+
+
+def _table(pairs, emb):
+    from bindlab.train.toy_lit import PhraseTable
+
+    return PhraseTable(list(pairs), np.asarray(emb, np.float32), 0.0)
+
+
+def test_phrase_targets_are_the_whitened_phrase_sum_less_the_bag():
+    from bindlab.train.toy_lit import phrase_targets
+
+    rng = np.random.default_rng(2)
+    pairs = [(s, a) for s in ("cube", "ball", "kite") for a in ("red", "blue", "green")]
+    held = ("kite", "red")
+    table = _table([p for p in pairs if p != held], rng.normal(size=(8, 5)))
+    e = {p: table.embeddings[i].astype(np.float64) for i, p in enumerate(table.pairs)}
+    mu = np.mean(list(e.values()), axis=0)
+    w = np.diag(rng.uniform(0.5, 2.0, 5))
+    one = [("cube", "red", "red")]
+    two = [("cube", "red", "red"), ("ball", "blue", "blue")]
+    three = [("cube", "blue", "blue"), ("kite", "green", "green"), ("ball", "red", "red")]  # (kite, red) held out
+    got = phrase_targets([one, two, three], table, w, bag_weight=0.5)
+    def unit(v):
+        return v / np.linalg.norm(v)
+    np.testing.assert_allclose(got[0], unit((0.5 * (e[("cube", "red")] - mu)) @ w), rtol=1e-4)
+    x = e[("cube", "red")] + e[("ball", "blue")] - 2 * mu
+    bag = sum(e[(s, a)] - mu for s in ("cube", "ball") for a in ("red", "blue")) / 2  # the mean over both bindings
+    np.testing.assert_allclose(got[1], unit((x - 0.5 * bag) @ w), rtol=1e-4)
+    x = e[("cube", "blue")] + e[("kite", "green")] + e[("ball", "red")] - 3 * mu
+    cross = [(s, a) for s in ("cube", "kite", "ball") for a in ("blue", "green", "red") if (s, a) != held]
+    bag = 3 / len(cross) * sum(e[p] - mu for p in cross)  # the held-out pair is nowhere in the target
+    np.testing.assert_allclose(got[2], unit((x - 0.5 * bag) @ w), rtol=1e-4)
+    with pytest.raises(KeyError):  # a training scene never shows a held-out pair
+        phrase_targets([[("kite", "red", "red")]], table, w)
+    with pytest.raises(ValueError, match="bag_weight"):
+        phrase_targets([one], table, w, bag_weight=1.0)
+
+
+def test_phrase_targets_tell_a_scene_from_its_binding_swap():
+    """Two objects with their attributes swapped have the same bag, so their targets differ only by the phrases of
+    their own pairs; the swap's target is far from the scene's, and a scene's target is nearest its own phrases."""
+    from bindlab.train.toy_lit import phrase_targets
+
+    rng = np.random.default_rng(3)
+    pairs = [(s, a) for s in ("cube", "ball") for a in ("red", "blue")]
+    table = _table(pairs, rng.normal(size=(4, 16)))
+    scene = [("cube", "red", "red"), ("ball", "blue", "blue")]
+    swap = [("cube", "blue", "blue"), ("ball", "red", "red")]
+    a, b = phrase_targets([scene, swap], table, np.eye(16), bag_weight=0.5)
+    assert a @ b < 0  # the shared bag is taken out: what is left is the binding
+    own = table.embeddings[0] + table.embeddings[3] - 2 * table.embeddings.mean(0)
+    other = table.embeddings[1] + table.embeddings[2] - 2 * table.embeddings.mean(0)
+    assert own @ a > other @ a and other @ b > own @ b
+
+
+def test_phrase_table_embeds_every_pair_but_the_heldout_ones(minilm):
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.train.toy_lit import phrase_table
+
+    held = frozenset({("cube", "red"), ("key", "icy")})
+    table = phrase_table("minilm", held)
+    assert len(table.pairs) == len(RENDER_VOCAB.objects) * len(RENDER_VOCAB.attributes) - 2
+    assert not held & set(table.pairs)
+    i = table.index()[("key", "pink")]
+    np.testing.assert_allclose(table.embeddings[i], minilm.embed_texts(["a pink key"])[0], atol=1e-6)
+
+
+def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
+    """--lit-target phrases: captions are cached only for the metric, the loss is the cosine distance to the phrase
+    targets (it falls); with twins and the contrastive and twin-difference terms, the twins bring no captions of
+    their own; the record, the card and its command say so."""
+    from bindlab.studies.toy import ToyEvalRequest, _write_card
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-p"
+    assert _train(out, 40, ["--lit-target", "phrases", "--target-bag-weight", "0.4", "--lr", "0.005"]) == 0
+    record = json.loads((out / "training.json").read_text())
+    c = record["captions"]
+    assert c["target"] == "phrases" and c["target_bag_weight"] == 0.4 and c["whitener_scenes"] == 24
+    assert c["phrases"] == 1008 - len(record["heldout_combinations"])
+    assert not (out / "twin_captions.npz").exists()
+    losses = [loss for _, loss in record["losses"]]
+    assert 0 <= losses[-1] < losses[0] <= 2  # 1 - cos, falling
+    enc = load_encoder(f"toy:{out}")
+    np.testing.assert_allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
+    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    assert "--lit-target phrases --target-bag-weight 0.4 --target-shrink 0.03" in command
+    card = _card(out)
+    assert "phrase targets, no caption sampling" in card and "named in every target phrase" in card
+    assert "loss 1 - cosine between each image embedding and its scene's phrase target" in card
+
+    twins = tmp_path / "lit-pt"
+    assert _train(twins, 6, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-contrastive", "1",
+                             "--target-pair-weight", "1"]) == 0
+    c = json.loads((twins / "training.json").read_text())["captions"]
+    assert c["target_contrastive"] == 1.0 and c["target_pair_weight"] == 1.0
+    assert not (twins / "twin_captions.npz").exists()
+    command = _write_card(twins, ToyEvalRequest(model=f"toy:{twins}"), {})
+    assert "--twin-share 0.5" in command and "--target-pair-weight 1.0 --target-contrastive 1.0" in command
+
+
+def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_to_text(minilm):
+    """The phrase reference's tt is the text tower's; image -> text, where the candidates differ only in binding
+    or one word, it is far above the plain caption mean (the imitation reference); a pure function."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.train.toy_eval import imitation_reference, phrase_reference
+
+    questions = generate_saber(per_size=10, sizes=(2, 3), seed=3, vocab=RENDER_VOCAB)
+    credit = phrase_reference(questions, minilm, whitener_scenes=200)
+    plain = imitation_reference(questions, minilm, k=4)
+    np.testing.assert_array_equal(credit["tt"], plain["tt"])
+    assert credit["it"].mean() >= 0.5 and credit["it"].mean() > plain["it"].mean() + 0.2, (credit, plain)
+    again = phrase_reference(questions, minilm, whitener_scenes=200)
     assert all((again[p] == credit[p]).all() for p in credit)
