@@ -120,16 +120,14 @@ class TrainConfig:
                                      "their within-scene covariance)")
                 if not 0 <= self.target_twin_weight < 1:
                     raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
-                if self.target_shrink <= 0:
-                    raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
             if self.lit_target == "phrases":
                 if int(self.captions_per_scene) < 2:
                     raise ValueError("--lit-target phrases needs at least 2 captions per scene (its metric is their "
                                      "within-scene covariance)")
                 if not 0 <= self.target_bag_weight < 1:
                     raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
-                if self.target_shrink <= 0:
-                    raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
+            if self.lit_target != "captions" and self.target_shrink <= 0:
+                raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
             if self.target_pair_weight < 0:
                 raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
             if self.target_pair_weight and not self.twin_share:
@@ -371,14 +369,13 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
 
         captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases else pool.scenes, cfg.seed, cfg.text,
                                  out / "captions.npz", cfg.captions_per_scene)
+        twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
         if phrases:  # captions only for the metric; the targets come from the scenes' object phrases
             table = phrase_table(cfg.text, heldout)
             w = within_scene_whitener(captions, cfg.target_shrink)
-            twin_scenes = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
             targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
-                       phrase_targets(twin_scenes, table, w, cfg.target_bag_weight) if pool.twins else None)
+                       phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
         if (cfg.twin_share > 0 and not phrases) or discriminant:
-            twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
         if discriminant:
