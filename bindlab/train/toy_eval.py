@@ -287,22 +287,15 @@ def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int =
     read-out of a scene's captions against its twins' gets from the frozen text tower.
     """
     from bindlab.data.templates import TEMPLATES
-    from bindlab.train.toy_data import sample_scene
     from bindlab.train.toy_lit import (
         TARGET_SHRINK,
         TARGET_TWIN_WEIGHT,
-        CaptionCache,
         lit_caption,
-        lit_captions,
         scene_means,
         within_scene_whitener,
     )
 
-    rng = random.Random(f"discriminant-reference-pool:{seed}")
-    pool = [sample_scene(rng) for _ in range(pool_scenes)]
-    pool_emb = text_encoder.embed_texts([c for caps in lit_captions(pool, seed + 1, 4) for c in caps])
-    cache = CaptionCache([], pool_emb, np.arange(len(pool_emb), dtype=np.int32).reshape(pool_scenes, 4), 0.0,
-                         text_encoder.id)
+    cache = _training_like_captions(text_encoder, pool_scenes, f"discriminant-reference-pool:{seed}", seed)
     w = within_scene_whitener(cache, TARGET_SHRINK if shrink is None else shrink)
     mu = scene_means(cache).mean(axis=0)  # as discriminant_targets has it
     own: list[str] = []
@@ -327,6 +320,18 @@ def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int =
     return out
 
 
+def _training_like_captions(text_encoder: Encoder, n: int, rng_key: str, seed: int) -> Any:
+    """4 captions each of ``n`` training-like scenes (``toy_data.sample_scene`` drawn from ``rng_key``), embedded by
+    ``text_encoder``: a :class:`bindlab.train.toy_lit.CaptionCache` for the references' metric."""
+    from bindlab.train.toy_data import sample_scene
+    from bindlab.train.toy_lit import CaptionCache, lit_captions
+
+    rng = random.Random(rng_key)
+    pool = [sample_scene(rng) for _ in range(n)]
+    emb = text_encoder.embed_texts([c for caps in lit_captions(pool, seed + 1, 4) for c in caps])
+    return CaptionCache([], emb, np.arange(len(emb), dtype=np.int32).reshape(n, 4), 0.0, text_encoder.id)
+
+
 def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
                      shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0
                      ) -> dict[str, np.ndarray]:
@@ -339,23 +344,17 @@ def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: fl
     Where an image tower that had learnt its phrase targets exactly would put each image. The table holds every
     renderable pair (a training run's leaves its held-out pairs out).
     """
-    from bindlab.train.toy_data import sample_scene
     from bindlab.train.toy_lit import (
         PHRASE_BAG_WEIGHT,
         TARGET_SHRINK,
         WHITENER_SCENES,
-        CaptionCache,
-        lit_captions,
         phrase_table,
         phrase_targets,
         within_scene_whitener,
     )
 
     n = WHITENER_SCENES if whitener_scenes is None else whitener_scenes
-    rng = random.Random(f"phrase-reference-pool:{seed}")
-    pool = [sample_scene(rng) for _ in range(n)]
-    emb = text_encoder.embed_texts([c for caps in lit_captions(pool, seed + 1, 4) for c in caps])
-    cache = CaptionCache([], emb, np.arange(len(emb), dtype=np.int32).reshape(n, 4), 0.0, text_encoder.id)
+    cache = _training_like_captions(text_encoder, n, f"phrase-reference-pool:{seed}", seed)
     w = within_scene_whitener(cache, TARGET_SHRINK if shrink is None else shrink)
     table = phrase_table(text_encoder.id, frozenset())
     scenes = [scene for q in questions for scene in _item_scenes(q)]

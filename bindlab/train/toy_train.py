@@ -114,18 +114,13 @@ class TrainConfig:
                 raise ValueError(f"captions_per_scene must be at least 1, got {self.captions_per_scene}")
             if self.lit_target not in LIT_TARGETS:
                 raise ValueError(f"unknown lit target {self.lit_target!r}; choose one of {LIT_TARGETS}")
-            if self.lit_target == "discriminant":
-                if int(self.captions_per_scene) < 2:
-                    raise ValueError("--lit-target discriminant needs at least 2 captions per scene (it estimates "
-                                     "their within-scene covariance)")
-                if not 0 <= self.target_twin_weight < 1:
-                    raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
-            if self.lit_target == "phrases":
-                if int(self.captions_per_scene) < 2:
-                    raise ValueError("--lit-target phrases needs at least 2 captions per scene (its metric is their "
-                                     "within-scene covariance)")
-                if not 0 <= self.target_bag_weight < 1:
-                    raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
+            if self.lit_target != "captions" and int(self.captions_per_scene) < 2:
+                raise ValueError(f"--lit-target {self.lit_target} needs at least 2 captions per scene (its metric is "
+                                 "their within-scene covariance)")
+            if self.lit_target == "discriminant" and not 0 <= self.target_twin_weight < 1:
+                raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
+            if self.lit_target == "phrases" and not 0 <= self.target_bag_weight < 1:
+                raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
             if self.lit_target != "captions" and self.target_shrink <= 0:
                 raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
             if self.target_pair_weight < 0:

@@ -57,7 +57,6 @@ def test_lit_trains_end_to_end_and_loads_with_minilm_texts(tmp_path, monkeypatch
 def test_lit_trains_towards_discriminant_targets(tmp_path, monkeypatch, minilm):
     """--lit-target discriminant: twin captions are cached for the targets even without twins in the batch, the
     loss is the cosine distance to the targets (it falls), and the record and the card's command say so."""
-    from bindlab.studies.toy import ToyEvalRequest, _write_card
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-d"
@@ -65,13 +64,20 @@ def test_lit_trains_towards_discriminant_targets(tmp_path, monkeypatch, minilm):
     record = json.loads((out / "training.json").read_text())
     assert record["captions"]["target"] == "discriminant" and record["captions"]["target_twin_weight"] == 0.4
     assert (out / "twin_captions.npz").is_file()
+    command = _target_run_command(out, record, minilm, monkeypatch)
+    assert "--lit-target discriminant --target-twin-weight 0.4 --target-shrink 0.03" in command
+
+
+def _target_run_command(out, record, minilm, monkeypatch) -> str:
+    """A lit run towards fixed targets: its 1 - cos loss fell, its texts are MiniLM's; the card's command."""
+    from bindlab.studies.toy import ToyEvalRequest, _write_card
+
     losses = [loss for _, loss in record["losses"]]
     assert 0 <= losses[-1] < losses[0] <= 2  # 1 - cos, falling
     enc = load_encoder(f"toy:{out}")
     np.testing.assert_allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
     monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
-    command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
-    assert "--lit-target discriminant --target-twin-weight 0.4 --target-shrink 0.03" in command
+    return _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
 
 
 def test_twin_difference_loss_pairs_each_twin_row_with_its_scene():
@@ -404,12 +410,7 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
     assert c["target"] == "phrases" and c["target_bag_weight"] == 0.4 and c["whitener_scenes"] == 24
     assert c["phrases"] == 1008 - len(record["heldout_combinations"])
     assert not (out / "twin_captions.npz").exists()
-    losses = [loss for _, loss in record["losses"]]
-    assert 0 <= losses[-1] < losses[0] <= 2  # 1 - cos, falling
-    enc = load_encoder(f"toy:{out}")
-    np.testing.assert_allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
-    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
-    command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    command = _target_run_command(out, record, minilm, monkeypatch)
     assert "--lit-target phrases --target-bag-weight 0.4 --target-shrink 0.03" in command
     card = _card(out)
     assert "phrase targets, no caption sampling" in card and "named in every target phrase" in card
