@@ -155,10 +155,26 @@ def _training(folder: Any) -> dict[str, Any]:
 
 
 def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -> Path:
-    from bindlab.train.toy_card import shown_path, write_card
+    """Write the card; its reproduce command is the whole sequence for a model trained in stages (``--init-from``
+    with the earlier stages recorded in ``training.json``): ``DIR1``, ``DIR2``, ... each from the previous one."""
+    from bindlab.train.toy_card import write_card
 
-    t = _training(folder)["train_config"]
-    command = (f"python -m bindlab train toy --arch {t['arch']} --out DIR --steps {t['steps']} --seed {t['seed']}"
+    record = _training(folder)
+    stages = [s["train_config"] for s in record.get("earlier_stages", [])] + [record["train_config"]]
+    if len(stages) == 1:
+        command = train_command(stages[0])
+    else:
+        command = " && ".join(train_command(t, out=f"DIR{i + 1}", init=f"DIR{i}" if i else None)
+                              for i, t in enumerate(stages))
+    return write_card(folder, request.model, result, command, list(request.card_notes))
+
+
+def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) -> str:
+    """The ``train toy`` command line of one recorded ``train_config`` ``t``, writing to ``out``; ``init`` replaces
+    its ``--init-from`` folder (a stage's predecessor in a sequence)."""
+    from bindlab.train.toy_card import shown_path
+
+    command = (f"python -m bindlab train toy --arch {t['arch']} --out {out} --steps {t['steps']} --seed {t['seed']}"
                f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
     if t.get("holdout_fraction"):
         command += f" --holdout-combos {t['holdout_fraction']}"
@@ -180,6 +196,6 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
             command += f" --target-pair-weight {t['target_pair_weight']}"
         if t.get("target_contrastive"):
             command += f" --target-contrastive {t['target_contrastive']}"
-    if t.get("init_from"):
-        command += f" --init-from {shown_path(t['init_from'])}"
-    return write_card(folder, request.model, result, command, list(request.card_notes))
+    if init or t.get("init_from"):
+        command += f" --init-from {init or shown_path(t['init_from'])}"
+    return command

@@ -301,6 +301,38 @@ def _lit_loss_lines(training: dict[str, Any]) -> list[str]:
             + f"; {optim}"]
 
 
+def _lit_origin(training: dict[str, Any]) -> str:
+    t = training["train_config"]
+    stages = training.get("earlier_stages") or []
+    if stages and not stages[0]["train_config"].get("init_from"):
+        return f"trained from scratch in {len(stages) + 1} stages"
+    return "trained from scratch" if not t.get("init_from") else f"finetuned from `{shown_path(t['init_from'])}`"
+
+
+def _stage_lines(training: dict[str, Any]) -> list[str]:
+    """A model trained in stages (``--init-from``, each stage recorded): what each stage ran and their total time."""
+    stages = training.get("earlier_stages") or []
+    if not stages:
+        return []
+    last = {"train_config": training["train_config"], "steps": training["steps"],
+            "train_seconds": training["train_seconds"]}
+    parts = []
+    for i, s in enumerate([*stages, last]):
+        c = s["train_config"]
+        terms = [f"{s['steps']:,} steps at lr {c['lr']:g}", f"{s['train_seconds'] / 60:.1f} min"]
+        if c.get("lit_target", "captions") == "phrases":
+            terms.append(f"bag weight {c['target_bag_weight']:g}")
+        if c.get("target_contrastive"):
+            terms.append(f"contrastive {c['target_contrastive']:g}")
+        if c.get("target_pair_weight"):
+            terms.append(f"twin-difference weight {c['target_pair_weight']:g}")
+        parts.append(f"stage {i + 1} ({', '.join(terms)})")
+    total = sum(s["train_seconds"] for s in [*stages, last]) / 60
+    return [f"- **trained in {len(stages) + 1} stages**, each starting from the previous one's weights (the same "
+            f"scene pool, seed and held-out combinations; the numbers above are the last stage's): "
+            + "; ".join(parts) + f"; **{total:.1f} min training wall time in all**"]
+
+
 def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
                    notes: list[str] | tuple[str, ...], arch: str) -> str:
     """The card of a ``--arch lit`` model (frozen text tower, cached captions, clean hold-out)."""
@@ -314,7 +346,7 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         "",
         f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`): the image tower's weights "
         f"and config from this folder, the text tower from the bundled `{text}` (no hub). The image tower was "
-        + ("trained from scratch" if not t.get("init_from") else f"finetuned from `{shown_path(t['init_from'])}`")
+        + _lit_origin(training)
         + " on procedurally rendered scenes (bindlab.data.render) with bindlab's own code; the "
         "text tower is a real pretrained sentence encoder and was never changed.",
         "",
@@ -350,6 +382,7 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         f"{training['final_loss']:.3f}" + (f" (chance level ln {t['batch_size']} = {math.log(t['batch_size']):.3f})"
                                            if t.get("lit_target", "captions") == "captions" else ""),
         *_schedule_lines(training),
+        *_stage_lines(training),
         *[f"- {n}" for n in notes],
         f"- reproduce: `{command}`",
         "",

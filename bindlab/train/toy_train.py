@@ -239,6 +239,22 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 _NO_EFFECT = ("threads", "render_workers", "checkpoint_every")  # settings a resumed run may change
 
 
+def earlier_stages(init_from: str | Path) -> list[dict[str, Any]]:
+    """The training stages behind the ``--init-from`` folder ``init_from``, oldest first: its own ``earlier_stages``
+    and then itself (``train_config``, ``steps``, ``train_seconds``, ``final_loss`` of its ``training.json``), so a
+    model trained in stages records how to rebuild it from scratch. Empty when the folder has no readable training
+    record (weights from elsewhere).
+    """
+    try:
+        record = json.loads((Path(init_from) / "training.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(record, dict) or "train_config" not in record:
+        return []
+    own = {k: record.get(k) for k in ("train_config", "steps", "train_seconds", "final_loss")}
+    return [*record.get("earlier_stages", []), own]
+
+
 def _save_checkpoint(out: Path, model: Any, opt: Any, state: TrainState, cfg: TrainConfig) -> Path:
     import torch
     from safetensors.torch import save_file
@@ -336,6 +352,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         except RuntimeError as e:
             raise ValueError(f"init_from {cfg.init_from}: its weights do not fit the {cfg.arch} architecture asked "
                              f"for ({str(e).splitlines()[0]}); use the same --arch and model sizes") from None
+    earlier = earlier_stages(cfg.init_from) if cfg.init_from else []
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -443,6 +460,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
               "schedule": state.schedule,
               "train_config": asdict(cfg), "model_config": mcfg.to_json(), "threads": cfg.threads,
               "heldout_combinations": sorted(map(list, heldout))}
+    if earlier:
+        record["earlier_stages"] = earlier
     if captions is not None:
         record["captions"] = {"text_model": cfg.text, "per_scene": cfg.captions_per_scene,
                               "captions": captions.n_captions, "distinct": len(captions.texts),

@@ -425,6 +425,22 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
     command = _write_card(twins, ToyEvalRequest(model=f"toy:{twins}"), {})
     assert "--twin-share 0.5" in command and "--target-pair-weight 1.0 --target-contrastive 1.0" in command
 
+    # a second stage from the first: its record keeps the first's settings, its card reproduces both in turn
+    stage2 = tmp_path / "lit-pt2"
+    assert _train(stage2, 4, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-pair-weight", "2",
+                              "--init-from", str(twins)]) == 0
+    record = json.loads((stage2 / "training.json").read_text())
+    [first] = record["earlier_stages"]
+    assert first["steps"] == 6 and first["train_config"]["target_contrastive"] == 1.0 and not first["train_config"]["init_from"]
+    command = _write_card(stage2, ToyEvalRequest(model=f"toy:{stage2}"), {})
+    one, two = command.split(" && ")
+    assert "--out DIR1 --steps 6" in one and "--init-from" not in one and "--target-contrastive 1.0" in one
+    assert "--out DIR2 --steps 4" in two and two.endswith("--target-pair-weight 2.0 --init-from DIR1")
+    card = _card(stage2)
+    assert "trained from scratch in 2 stages" in card and "**trained in 2 stages**" in card
+    assert "stage 1 (6 steps at lr " in card and "contrastive 1, twin-difference weight 1" in card
+    assert "stage 2 (4 steps" in card and "twin-difference weight 2)" in card
+
 
 def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_to_text(minilm):
     """The phrase reference's tt is the text tower's; image -> text, where the candidates differ only in binding
