@@ -22,7 +22,7 @@ An image tower trained only to match caption embeddings approaches the imitation
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies
 carry 95 % percentile bootstrap intervals over questions (2,000 resamples, seed 0).
 
-    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--out FILE]
+    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--out FILE]
 """
 
 from __future__ import annotations
@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-phrases", action="store_true", help="skip the phrase reference (about 2 minutes)")
     ap.add_argument("--twin-weights", default="0.5", metavar="LAM,...",
                     help="discriminant reference: the twin weights lam to score [default: 0.5, the training default]")
+    ap.add_argument("--phrase-weights", default="0.5", metavar="LAM,...",
+                    help="phrase reference: the bag weights lam to score [default: 0.5, the training default]")
+    ap.add_argument("--phrase-shrink", type=float, default=None, metavar="S",
+                    help="phrase reference: covariance shrinkage of its metric [default: toy_lit.TARGET_SHRINK, "
+                         "0.03; match the run's --target-shrink]")
     ap.add_argument("--out", help="write the results JSON here")
     a = ap.parse_args(argv)
     from bindlab.data.schema import load_mcqs
@@ -81,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"MiniLM discriminant, lam {lam:g} (reference)"] = credit
         print("scored the discriminant reference", file=sys.stderr)
     if not a.no_phrases:
-        rows["MiniLM phrases, lam 0.5 (reference)"] = phrase_reference(questions, minilm)
+        for lam in (float(x) for x in a.phrase_weights.split(",")):
+            shrink = "" if a.phrase_shrink is None else f", shrink {a.phrase_shrink:g}"
+            rows[f"MiniLM phrases, lam {lam:g}{shrink} (reference)"] = phrase_reference(
+                questions, minilm, bag_weight=lam, shrink=a.phrase_shrink)
         print("scored the phrase reference", file=sys.stderr)
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)
