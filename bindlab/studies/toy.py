@@ -170,8 +170,8 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
 
 
 def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) -> str:
-    """The ``train toy`` command line of one recorded ``train_config`` ``t``, writing to ``out``; ``init`` replaces
-    its ``--init-from`` folder (a stage's predecessor in a sequence)."""
+    """The ``train toy`` command line of one recorded ``train_config`` ``t`` (model size overrides included), writing
+    to ``out``; ``init`` replaces its ``--init-from`` folder (a stage's predecessor in a sequence)."""
     from bindlab.train.toy_card import shown_path
 
     command = (f"python -m bindlab train toy --arch {t['arch']} --out {out} --steps {t['steps']} --seed {t['seed']}"
@@ -196,6 +196,10 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --target-pair-weight {t['target_pair_weight']}"
         if t.get("target_contrastive"):
             command += f" --target-contrastive {t['target_contrastive']}"
+    sizes = t.get("model") or {}
+    for key in ("width", "layers", "heads", "image_size", "patch_size", "stem"):
+        if sizes.get(key):
+            command += f" --{key.replace('_', '-')} {sizes[key]}"
     if init or t.get("init_from"):
         command += f" --init-from {init or shown_path(t['init_from'])}"
     return command

@@ -329,7 +329,7 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
         parts.append(f"stage {i + 1} ({', '.join(terms)})")
     total = sum(s["train_seconds"] for s in [*stages, last]) / 60
     return [f"- **trained in {len(stages) + 1} stages**, each starting from the previous one's weights (the same "
-            f"scene pool, seed and held-out combinations; the numbers above are the last stage's): "
+            f"scene pool, seed and held-out combinations; the steps, time and loss above are the last stage's): "
             + "; ".join(parts) + f"; **{total:.1f} min training wall time in all**"]
 
 

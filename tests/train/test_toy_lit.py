@@ -435,7 +435,8 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
     command = _write_card(stage2, ToyEvalRequest(model=f"toy:{stage2}"), {})
     one, two = command.split(" && ")
     assert "--out DIR1 --steps 6" in one and "--init-from" not in one and "--target-contrastive 1.0" in one
-    assert "--out DIR2 --steps 4" in two and two.endswith("--target-pair-weight 2.0 --init-from DIR1")
+    assert "--out DIR2 --steps 4" in two and two.endswith("--target-pair-weight 2.0 --width 16 --layers 1 --heads 2 "
+                                                          "--image-size 32 --patch-size 8 --init-from DIR1")
     card = _card(stage2)
     assert "trained from scratch in 2 stages" in card and "**trained in 2 stages**" in card
     assert "stage 1 (6 steps at lr " in card and "contrastive 1, twin-difference weight 1" in card
