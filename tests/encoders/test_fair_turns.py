@@ -58,8 +58,11 @@ def test_a_short_request_interleaves_with_a_long_one(tmp_path):
     first_short, last_short = (i for i, who in enumerate(log) if who == "short")
     assert first_short >= started
     assert log[first_short:last_short].count("long") <= 1  # once queued, at most one long batch between its own
-    assert done["short"] < done["long"]
-    assert last_short < len(log) - 25  # it finished long before the long job did
+    assert set(done) == {"short", "long"}
+    # it finished long before the long job did, in batch order: what the turns decide. (Not compared by wall clock:
+    # under load the short thread may sit unscheduled, or in its cache write, after its last batch while the long
+    # job's batches run — that is the OS's scheduling, not the lock's; it once failed a clean-clone run at load 4.)
+    assert last_short < len(log) - 25
 
 
 def test_fair_lock_serves_in_arrival_order():
