@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -116,16 +115,17 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
 
     encoder = load_encoder(request.model)
     folder = getattr(encoder, "folder", None)
-    if request.card and "train_config" not in _training(folder):
+    record = _training(folder)
+    if request.card and "train_config" not in record:
         raise ValueError(f"--card needs a toy model folder trained by 'train toy' (its training.json); "
                          f"{request.model} has none")
     t = time.perf_counter()
-    heldout = frozenset(tuple(c) for c in _training(folder).get("heldout_combinations") or [])
+    heldout = frozenset(tuple(c) for c in record.get("heldout_combinations") or [])
     exposed = frozenset()
-    if heldout and "train_config" in _training(folder):  # held-out pairs its training showed through a colour slot
+    if heldout and "train_config" in record:  # held-out pairs its training showed through a colour slot
         from bindlab.train.toy_audit import exposed_pairs
 
-        exposed = exposed_pairs(_training(folder)["train_config"])
+        exposed = exposed_pairs(record["train_config"])
     result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed,
                           heldout=heldout, exposed=exposed, text_reference=getattr(encoder, "text_encoder", None))
     settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
@@ -143,15 +143,10 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
 
 
 def _training(folder: Any) -> dict[str, Any]:
-    """The ``training.json`` record of a toy model folder ({} when there is none or it is not a JSON object)."""
-    path = Path(folder) / "training.json" if folder is not None else None
-    if path is None or not path.is_file():
-        return {}
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
+    """The ``training.json`` record of a toy model folder (:func:`bindlab.train.toy_train.read_training`)."""
+    from bindlab.train.toy_train import read_training
+
+    return read_training(folder)
 
 
 def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -> Path:

@@ -314,8 +314,9 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
     stages = training.get("earlier_stages") or []
     if not stages:
         return []
-    last = {"train_config": training["train_config"], "steps": training["steps"],
-            "train_seconds": training["train_seconds"]}
+    from bindlab.train.toy_train import stage_record
+
+    last = stage_record(training)
     parts = []
     for i, s in enumerate([*stages, last]):
         c = s["train_config"]

@@ -239,20 +239,33 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 _NO_EFFECT = ("threads", "render_workers", "checkpoint_every")  # settings a resumed run may change
 
 
+def read_training(folder: str | Path | None) -> dict[str, Any]:
+    """The ``training.json`` record of a toy model folder ({} when there is none, it is unreadable or not a JSON
+    object)."""
+    path = Path(folder) / "training.json" if folder is not None else None
+    if path is None or not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def stage_record(record: dict[str, Any]) -> dict[str, Any]:
+    """What a staged model keeps of one stage's training record: its settings, steps, time and final loss."""
+    return {k: record.get(k) for k in ("train_config", "steps", "train_seconds", "final_loss")}
+
+
 def earlier_stages(init_from: str | Path) -> list[dict[str, Any]]:
     """The training stages behind the ``--init-from`` folder ``init_from``, oldest first: its own ``earlier_stages``
-    and then itself (``train_config``, ``steps``, ``train_seconds``, ``final_loss`` of its ``training.json``), so a
-    model trained in stages records how to rebuild it from scratch. Empty when the folder has no readable training
-    record (weights from elsewhere).
+    and then itself (:func:`stage_record` of its ``training.json``), so a model trained in stages records how to
+    rebuild it from scratch. Empty when the folder has no training record (weights from elsewhere).
     """
-    try:
-        record = json.loads((Path(init_from) / "training.json").read_text())
-    except (OSError, ValueError):
+    record = read_training(init_from)
+    if "train_config" not in record:
         return []
-    if not isinstance(record, dict) or "train_config" not in record:
-        return []
-    own = {k: record.get(k) for k in ("train_config", "steps", "train_seconds", "final_loss")}
-    return [*record.get("earlier_stages", []), own]
+    return [*record.get("earlier_stages", []), stage_record(record)]
 
 
 def _save_checkpoint(out: Path, model: Any, opt: Any, state: TrainState, cfg: TrainConfig) -> Path:
