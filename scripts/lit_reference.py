@@ -16,7 +16,7 @@ imitation* is where MiniLM puts its scene's captions. This script scores, on one
 
 - **phrase reference** (:func:`bindlab.train.toy_eval.phrase_reference`): every image replaced by its scene's
   phrase target — its objects' phrase embeddings ("a red cube") summed, less half its bag of pairings, in the same
-  metric — the targets of ``--lit-target phrases`` (the shipped toy:lit-minilm): no caption sampling at all.
+  metric — the targets of ``--lit-target phrases`` (not the shipped toy:lit-minilm's): no caption sampling at all.
 
 An image tower trained only to match caption embeddings approaches the imitation reference from below; one trained
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies

@@ -67,7 +67,7 @@ def add_commands(g: Groups) -> None:
                         "mu)], its scene's caption mean against its binding twin's, whitened by the captions' "
                         "within-scene covariance (bindlab.train.toy_lit.discriminant_targets); phrases = pull it "
                         "towards its objects' phrase embeddings ('a red cube') summed, less lam of the scene's bag of "
-                        "pairings, in that metric (bindlab.train.toy_lit.phrase_targets; the shipped toy:lit-minilm)")
+                        "pairings, in that metric (bindlab.train.toy_lit.phrase_targets; not the shipped model's)")
     p.add_argument("--target-twin-weight", type=float, default=0.5, metavar="LAM",
                    help="with --lit-target discriminant: lam, the weight of the binding twin's caption mean")
     p.add_argument("--target-pair-weight", type=float, default=0.0, metavar="W",
