@@ -17,12 +17,14 @@ imitation* is where MiniLM puts its scene's captions. This script scores, on one
 - **phrase reference** (:func:`bindlab.train.toy_eval.phrase_reference`): every image replaced by its scene's
   phrase target — its objects' phrase embeddings ("a red cube") summed, less half its bag of pairings, in the same
   metric — the targets of ``--lit-target phrases`` (not the shipped toy:lit-minilm's): no caption sampling at all.
+  With ``--caption-weights A,...`` also the targets of ``--target-caption-weight A``: A times the unit caption mean
+  (the imitation reference's point) plus 1 - A times the phrase target, renormalised.
 
 An image tower trained only to match caption embeddings approaches the imitation reference from below; one trained
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies
 carry 95 % percentile bootstrap intervals over questions (2,000 resamples, seed 0).
 
-    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--out FILE]
+    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--caption-weights A,...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--phrase-shrink", type=float, default=None, metavar="S",
                     help="phrase reference: covariance shrinkage of its metric [default: toy_lit.TARGET_SHRINK, "
                          "0.03; match the run's --target-shrink]")
+    ap.add_argument("--caption-weights", default="0", metavar="A,...",
+                    help="phrase reference: shares A of the caption mean in the target to score [default: 0, the "
+                         "phrase target alone]")
     ap.add_argument("--out", help="write the results JSON here")
     a = ap.parse_args(argv)
     from bindlab.data.schema import load_mcqs
@@ -86,10 +91,12 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"MiniLM discriminant, lam {lam:g} (reference)"] = credit
         print("scored the discriminant reference", file=sys.stderr)
     if not a.no_phrases:
+        shrink = "" if a.phrase_shrink is None else f", shrink {a.phrase_shrink:g}"
         for lam in (float(x) for x in a.phrase_weights.split(",")):
-            shrink = "" if a.phrase_shrink is None else f", shrink {a.phrase_shrink:g}"
-            rows[f"MiniLM phrases, lam {lam:g}{shrink} (reference)"] = phrase_reference(
-                questions, minilm, bag_weight=lam, shrink=a.phrase_shrink)
+            for share in (float(x) for x in a.caption_weights.split(",")):
+                blend = f", caption mean {share:g}" if share else ""
+                rows[f"MiniLM phrases, lam {lam:g}{shrink}{blend} (reference)"] = phrase_reference(
+                    questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share, k=a.k)
         print("scored the phrase reference", file=sys.stderr)
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)

@@ -21,7 +21,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               captions_per_scene=a.captions_per_scene, lit_target=a.lit_target,
                               target_twin_weight=a.target_twin_weight, target_shrink=a.target_shrink,
                               target_pair_weight=a.target_pair_weight, target_bag_weight=a.target_bag_weight,
-                              target_contrastive=a.target_contrastive)
+                              target_contrastive=a.target_contrastive,
+                              target_caption_weight=a.target_caption_weight)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -77,6 +78,10 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--target-bag-weight", type=float, default=0.5, metavar="LAM",
                    help="with --lit-target phrases: lam, the weight of the scene's bag (every attribute of it with "
                         "every object of it)")
+    p.add_argument("--target-caption-weight", type=float, default=0.0, metavar="A",
+                   help="with --lit-target phrases: share A of the scene's unit caption mean in its target (A * mean "
+                        "+ (1 - A) * phrase target, renormalised; bindlab.train.toy_lit.blend_targets); the whole "
+                        "pool's captions (and, with --twin-share, its twins') are embedded once up front")
     p.add_argument("--target-contrastive", type=float, default=0.0, metavar="W",
                    help="with --lit-target discriminant or phrases: weight of a contrastive (InfoNCE) term between the "
                         "batch's images and their targets, beside the cosine loss (with --twin-share, scene and twin "

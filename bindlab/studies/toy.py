@@ -48,6 +48,7 @@ class ToyTrainRequest:
     target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term
     target_bag_weight: float = 0.5  # lit phrases: weight of the scene's bag of pairings
     target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE against the batch's targets
+    target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -68,7 +69,8 @@ class ToyTrainRequest:
                            captions_per_scene=self.captions_per_scene, lit_target=self.lit_target,
                            target_twin_weight=self.target_twin_weight, target_shrink=self.target_shrink,
                            target_pair_weight=self.target_pair_weight, target_bag_weight=self.target_bag_weight,
-                           target_contrastive=self.target_contrastive)
+                           target_contrastive=self.target_contrastive,
+                           target_caption_weight=self.target_caption_weight)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -191,6 +193,8 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --target-pair-weight {t['target_pair_weight']}"
         if t.get("target_contrastive"):
             command += f" --target-contrastive {t['target_contrastive']}"
+        if t.get("target_caption_weight"):
+            command += f" --target-caption-weight {t['target_caption_weight']}"
     sizes = t.get("model") or {}
     for key in ("width", "layers", "heads", "image_size", "patch_size", "stem"):
         if sizes.get(key):

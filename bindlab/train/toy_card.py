@@ -134,9 +134,15 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
         "with (the imitation reference below); the phrases say each binding once, without wording noise, and W "
         "weighs the directions where captions of one scene vary least — which attribute sits with which object — "
         "most.",
-        f"- captions in real English serve only to estimate W: {c.get('per_scene', t.get('captions_per_scene'))} "
-        f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
-        f"{c.get('distinct', 0):,} distinct), written with all four sentence templates of `bindlab.data.templates` "
+        *_blend_lines(training),
+        (f"- captions in real English serve only to estimate W: {c.get('per_scene', t.get('captions_per_scene'))} "
+         f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
+         if not t.get("target_caption_weight") else
+         f"- captions in real English estimate W (those of the first {c.get('whitener_scenes', 0):,} pool scenes) "
+         f"and give each scene's caption mean: {c.get('per_scene', t.get('captions_per_scene'))} per scene of all "
+         f"{t.get('pool_size', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
+         f"plus {c.get('twin_captions', 0):,} of their binding twins, ")
+        + f"{c.get('distinct', 0):,} distinct), written with all four sentence templates of `bindlab.data.templates` "
         "(attributive 'a red cube', predicative 'the cube is red', relative 'a cube that is red', with 'a cube with a "
         "red colour'), a/an and is/are agreement, objects in random order, openers such as 'a photo of ...', pattern "
         f"attributes named in {_pct(toy_data.P_PATTERN_NAMED)} of mentions; embedded once, up front, in "
@@ -145,6 +151,21 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
         "mentions): this model is *not* trained in the FactorAtlas situation of an under-named pattern, so its "
         "pattern grounding is not comparable to theirs as a reproduction of it.",
     ]
+
+
+def _blend_lines(training: dict[str, Any]) -> list[str]:
+    """The bullet of a phrase-target card whose targets carry a share of the caption mean (empty without)."""
+    t = training["train_config"]
+    a = t.get("target_caption_weight") or 0.0
+    if not a:
+        return []
+    return [f"- **with a share {a} of the caption mean** (`--target-caption-weight {a}`, "
+            "`bindlab.train.toy_lit.blend_targets`): the target is that share of the unit mean of the scene's cached "
+            f"caption embeddings plus {1 - a:g} of the phrase point above, renormalised (a binding twin's from its "
+            "own captions). Why: the phrase point says which attribute sits on which object but lies away from where "
+            "real captions of the scene land; the caption mean lands there but keeps few of the bindings; the mix "
+            "keeps more of both cross-modal directions than either (the phrase reference with a share of imitation, "
+            "`scripts/lit_reference.py --caption-weight`; docs/reproductions.md)."]
 
 
 def _twin_lines(training: dict[str, Any]) -> list[str]:

@@ -259,6 +259,14 @@ def imitation_reference(questions: list[Any], text_encoder: Encoder, k: int = IM
     question and item, so the reference knows each image's exact bindings and makes no image error: it is where an
     image tower that imitates the frozen text tower perfectly would put the image. tt is the text tower's own.
     """
+    ref = _caption_means(questions, text_encoder, k, seed)
+    ref = ref / np.linalg.norm(ref, axis=-1, keepdims=True)
+    return _pairing_credits(questions, _question_texts(questions, text_encoder), ref)
+
+
+def _caption_means(questions: list[Any], text_encoder: Encoder, k: int, seed: int) -> np.ndarray:
+    """(n_questions, 5, d) mean ``text_encoder`` embedding of ``k`` training-like captions of each item's scene
+    (seeded per question and item; the imitation reference's)."""
     from bindlab.data.templates import TEMPLATES
     from bindlab.train.toy_lit import lit_caption
 
@@ -267,9 +275,7 @@ def imitation_reference(questions: list[Any], text_encoder: Encoder, k: int = IM
         for j, scene in enumerate(_item_scenes(q)):
             rng = random.Random(f"imitation-reference:{seed}:{qi}:{j}")
             texts += [lit_caption(scene, rng, TEMPLATES[t % len(TEMPLATES)]) for t in range(k)]
-    ref = text_encoder.embed_texts(texts).reshape(len(questions), 5, k, -1).mean(axis=2)
-    ref = ref / np.linalg.norm(ref, axis=-1, keepdims=True)
-    return _pairing_credits(questions, _question_texts(questions, text_encoder), ref)
+    return text_encoder.embed_texts(texts).reshape(len(questions), 5, k, -1).mean(axis=2)
 
 
 def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int = 12, twins: int = 6,
@@ -333,8 +339,8 @@ def _training_like_captions(text_encoder: Encoder, n: int, rng_key: str, seed: i
 
 
 def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
-                     shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0
-                     ) -> dict[str, np.ndarray]:
+                     shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0,
+                     caption_weight: float = 0.0, k: int = IMITATION_CAPTIONS) -> dict[str, np.ndarray]:
     """Like :func:`imitation_reference`, with every image replaced by its scene's *phrase target*
     (:func:`bindlab.train.toy_lit.phrase_targets`, the targets of ``train toy --arch lit --lit-target phrases``):
     its objects' phrase embeddings ("a red cube") summed, less ``bag_weight`` of its bag of pairings, in the metric
@@ -342,12 +348,15 @@ def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: fl
     (``toy_data.sample_scene``, 4 captions each; never the questions' own). Defaults: toy_lit's.
 
     Where an image tower that had learnt its phrase targets exactly would put each image. The table holds every
-    renderable pair (a training run's leaves its held-out pairs out).
+    renderable pair (a training run's leaves its held-out pairs out). With ``caption_weight`` A > 0, the targets of
+    ``--target-caption-weight A`` instead: A times the unit mean of ``k`` captions of the scene (the imitation
+    reference's) plus 1 - A times the phrase target, renormalised (:func:`bindlab.train.toy_lit.blend_targets`).
     """
     from bindlab.train.toy_lit import (
         PHRASE_BAG_WEIGHT,
         TARGET_SHRINK,
         WHITENER_SCENES,
+        blend_targets,
         phrase_table,
         phrase_targets,
         within_scene_whitener,
@@ -359,6 +368,9 @@ def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: fl
     table = phrase_table(text_encoder.id, frozenset())
     scenes = [scene for q in questions for scene in _item_scenes(q)]
     ref = phrase_targets(scenes, table, w, PHRASE_BAG_WEIGHT if bag_weight is None else bag_weight)
+    if caption_weight:
+        means = _caption_means(questions, text_encoder, k, seed)
+        ref = blend_targets(ref, means.reshape(len(ref), -1), caption_weight)
     return _pairing_credits(questions, _question_texts(questions, text_encoder), ref.reshape(len(questions), 5, -1))
 
 

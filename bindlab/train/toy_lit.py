@@ -32,6 +32,12 @@ CPU thread); instead:
   over all ways of binding them), in the discriminant metric ``W`` of the captions (:func:`within_scene_whitener`,
   from :data:`WHITENER_SCENES` scenes' cached captions). Held-out pairs are left out of the phrase table, of ``mu``
   and of the bag, so no held-out pair's text reaches the image tower.
+- **Phrase targets with a share of caption mean** (:func:`blend_targets`, ``--lit-target phrases
+  --target-caption-weight A``): ``A`` times the scene's unit caption mean (:func:`scene_means` of the whole pool's
+  cached captions; a twin's from its own captions) plus ``1 - A`` times its phrase target, renormalised. The phrase
+  target alone says which attribute sits on which object but lands away from where real captions put the scene;
+  the caption mean alone lands there but keeps few bindings. Mixing them (the phrase reference with a share of
+  imitation, ``scripts/lit_reference.py --caption-weight``) keeps more of both cross-modal directions than either.
 """
 
 from __future__ import annotations
@@ -359,6 +365,18 @@ def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener:
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-__all__ = ["CAPTIONS_PER_SCENE", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
+def blend_targets(phrase: np.ndarray, caption_means: np.ndarray, caption_weight: float) -> np.ndarray:
+    """Unit-norm rows ``a * m / |m| + (1 - a) * p``, renormalised: each scene's caption mean ``m`` (n, d) and its
+    phrase target ``p`` (n, d, unit norm; :func:`phrase_targets`) mixed with ``a`` = ``caption_weight`` in [0, 1].
+    NaN rows (scenes without a twin) stay NaN."""
+    if not 0 <= caption_weight <= 1:
+        raise ValueError(f"caption_weight must be in [0, 1], got {caption_weight}")
+    m = np.asarray(caption_means, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = caption_weight * m / np.linalg.norm(m, axis=1, keepdims=True) + (1 - caption_weight) * phrase
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+__all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
            "phrase_targets", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
            "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]

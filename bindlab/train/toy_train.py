@@ -86,6 +86,7 @@ class TrainConfig:
     target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term (twins in the batch)
     target_bag_weight: float = PHRASE_BAG_WEIGHT  # lit phrases: weight of the scene's bag of pairings (lam)
     target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE between images and the batch's targets
+    target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -121,6 +122,11 @@ class TrainConfig:
                 raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
             if self.lit_target == "phrases" and not 0 <= self.target_bag_weight < 1:
                 raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
+            if not 0 <= self.target_caption_weight <= 1:
+                raise ValueError(f"target_caption_weight must be in [0, 1], got {self.target_caption_weight}")
+            if self.target_caption_weight and self.lit_target != "phrases":
+                raise ValueError("--target-caption-weight is for --lit-target phrases (the share of the scene's "
+                                 "caption mean in its phrase target)")
             if self.lit_target != "captions" and self.target_shrink <= 0:
                 raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
             if self.target_pair_weight < 0:
@@ -237,6 +243,14 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 _NO_EFFECT = ("threads", "render_workers", "checkpoint_every")  # settings a resumed run may change
+
+
+def _first_scenes(cache: Any, n: int) -> Any:
+    """``cache`` (a :class:`bindlab.train.toy_lit.CaptionCache`) cut to its first ``n`` scenes (a scene's captions
+    do not depend on the pool around it, so the phrase targets' metric is the same with a whole pool's cache)."""
+    from bindlab.train.toy_lit import CaptionCache
+
+    return CaptionCache(cache.texts, cache.embeddings, cache.index[:n], cache.seconds, cache.text_model)
 
 
 def read_training(folder: str | Path | None) -> dict[str, Any]:
@@ -385,24 +399,32 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     if lit:
         from bindlab.train.toy_lit import (
             WHITENER_SCENES,
+            blend_targets,
             caption_cache,
             discriminant_targets,
             phrase_table,
             phrase_targets,
+            scene_means,
             within_scene_whitener,
         )
 
-        captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases else pool.scenes, cfg.seed, cfg.text,
-                                 out / "captions.npz", cfg.captions_per_scene)
+        blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
+        captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases and not blend else pool.scenes, cfg.seed,
+                                 cfg.text, out / "captions.npz", cfg.captions_per_scene)
         twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
-        if phrases:  # captions only for the metric; the targets come from the scenes' object phrases
-            table = phrase_table(cfg.text, heldout)
-            w = within_scene_whitener(captions, cfg.target_shrink)
-            targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
-                       phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
-        if (cfg.twin_share > 0 and not phrases) or discriminant:
+        if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant:
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
+        if phrases:  # the metric from the first scenes' captions; the targets from the scenes' object phrases
+            table = phrase_table(cfg.text, heldout)
+            w = within_scene_whitener(_first_scenes(captions, WHITENER_SCENES), cfg.target_shrink)
+            targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
+                       phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
+            if blend:
+                a = cfg.target_caption_weight
+                targets = (blend_targets(targets[0], scene_means(captions), a),
+                           None if targets[1] is None or twin_captions is None
+                           else blend_targets(targets[1], scene_means(twin_captions), a))
         if discriminant:
             targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
         fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
@@ -419,7 +441,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             from bindlab.train.toy_lit import lit_batch
 
             batch = lit_batch(pool, None if phrases else captions, state.step, cfg.batch_size, cfg.seed,
-                              cfg.hard_share, twin_captions, cfg.twin_share)
+                              cfg.hard_share, None if phrases else twin_captions, cfg.twin_share)
             pixels = batch.pixels
             if targets is not None:  # the scene's (or its twin's) discriminant or phrase point
                 own = targets[0][batch.scenes]
@@ -485,8 +507,10 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                                       target_pair_weight=cfg.target_pair_weight)
         if phrases:
             record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
-                                      whitener_scenes=len(captions.index), phrases=len(table.pairs),
-                                      phrase_seconds=round(table.seconds, 1))
+                                      whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
+                                      phrases=len(table.pairs), phrase_seconds=round(table.seconds, 1))
+            if cfg.target_caption_weight:
+                record["captions"].update(target_caption_weight=cfg.target_caption_weight)
         if discriminant:
             record["captions"].update(target_shrink=cfg.target_shrink, target_twin_weight=cfg.target_twin_weight,
                                       target_pair_weight=cfg.target_pair_weight)

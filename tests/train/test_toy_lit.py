@@ -443,6 +443,55 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
     assert "stage 2 (4 steps" in card and "twin-difference weight 2)" in card
 
 
+def test_blend_targets_mix_unit_caption_means_with_phrase_targets():
+    """A = 0 gives the phrase targets, A = 1 the unit caption means; in between a renormalised mix; NaN rows (no
+    twin) stay NaN; A outside [0, 1] is refused."""
+    from bindlab.train.toy_lit import blend_targets
+
+    rng = np.random.default_rng(0)
+    phrase = rng.normal(size=(3, 5))
+    phrase /= np.linalg.norm(phrase, axis=1, keepdims=True)
+    means = 3 * rng.normal(size=(3, 5))
+    means[2] = np.nan
+    np.testing.assert_allclose(blend_targets(phrase, means, 0.0)[:2], phrase[:2], atol=1e-6)
+    unit = means[:2] / np.linalg.norm(means[:2], axis=1, keepdims=True)
+    np.testing.assert_allclose(blend_targets(phrase, means, 1.0)[:2], unit, atol=1e-6)
+    half = blend_targets(phrase, means, 0.5)
+    mid = unit + phrase[:2]
+    np.testing.assert_allclose(half[:2], mid / np.linalg.norm(mid, axis=1, keepdims=True), atol=1e-6)
+    assert np.isnan(half[2]).all()
+    with pytest.raises(ValueError, match="caption_weight"):
+        blend_targets(phrase, means, 1.5)
+
+
+def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, minilm):
+    """--target-caption-weight: the whole pool's captions and its twins' are embedded (the blend needs every scene's
+    caption mean), the metric still comes from the first scenes, the record and the card's command say so; the
+    option is refused without phrase targets."""
+    from bindlab.studies.toy import ToyEvalRequest, _write_card
+    from bindlab.train.toy_train import TrainConfig
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-blend"
+    assert _train(out, 6, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-pair-weight", "1",
+                           "--target-caption-weight", "0.5", "--lr", "0.005"]) == 0
+    record = json.loads((out / "training.json").read_text())
+    c = record["captions"]
+    assert c["target"] == "phrases" and c["target_caption_weight"] == 0.5 and c["captions"] == 24 * 2
+    assert c["twin_captions"] > 0 and (out / "twin_captions.npz").exists()
+    assert np.isfinite(record["final_loss"])
+    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    assert "--target-pair-weight 1.0 --target-caption-weight 0.5" in command
+    card = _card(out)
+    assert "with a share 0.5 of the caption mean" in card and "give each scene's caption mean" in card
+    assert "serve only to estimate W" not in card
+    with pytest.raises(ValueError, match="--target-caption-weight is for --lit-target phrases"):
+        TrainConfig(arch="lit", target_caption_weight=0.5)
+    with pytest.raises(ValueError, match="target_caption_weight must be in"):
+        TrainConfig(arch="lit", lit_target="phrases", target_caption_weight=2.0)
+
+
 def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_to_text(minilm):
     """The phrase reference's tt is the text tower's; image -> text, where the candidates differ only in binding
     or one word, it is far above the plain caption mean (the imitation reference); a pure function."""
@@ -457,3 +506,6 @@ def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_
     assert credit["it"].mean() >= 0.5 and credit["it"].mean() > plain["it"].mean() + 0.2, (credit, plain)
     again = phrase_reference(questions, minilm, whitener_scenes=200)
     assert all((again[p] == credit[p]).all() for p in credit)
+    # all caption mean: the imitation reference's points
+    mean_only = phrase_reference(questions, minilm, whitener_scenes=200, caption_weight=1.0, k=4)
+    assert all((mean_only[p] == plain[p]).all() for p in plain)
