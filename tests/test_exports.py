@@ -69,7 +69,7 @@ def test_cli_export_writes_every_kind(mcq_run):
     manifest = _json(folder / "provenance.json")
     assert set(manifest["files"]) == names - {"provenance.json"}
     if exports.find_browser():
-        assert {"mcq_accuracy_by_n.png", "mcq_accuracy_by_n.svg"} <= names and not manifest["notes"]
+        assert {"mcq_accuracy_by_n.png", "mcq_accuracy_by_n.svg"} <= names and not manifest["notes"], manifest["notes"]
 
 
 def test_csv_loads_in_pandas_with_the_same_values(mcq_run):
