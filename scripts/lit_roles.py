@@ -23,11 +23,10 @@ import numpy as np
 def role_wins(questions: list, txt: np.ndarray, img: np.ndarray, pairing: str) -> dict[str, float]:
     """Share of (question, distractor) pairs, per distractor role, where the right candidate scores higher;
     ``txt``/``img`` (q, 5, d) unit vectors, query first."""
-    query = (txt if pairing[0] == "t" else img)[:, 0]
-    cands = (txt if pairing[1] == "t" else img)[:, 1:]
-    scores = np.einsum("qd,qcd->qc", query, cands)
+    from bindlab.train.toy_eval import pairing_scores
+
     wins: dict[str, list[bool]] = {}
-    for q, s in zip(questions, scores, strict=True):
+    for q, s in zip(questions, pairing_scores(txt, img, pairing), strict=True):
         for j, c in enumerate(q.candidates):
             if j != q.answer:
                 wins.setdefault(c.role, []).append(bool(s[q.answer] > s[j]))
@@ -44,36 +43,27 @@ def main(argv: list[str] | None = None) -> int:
 
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
-    from bindlab.train.toy_eval import _caption_means, _item_scenes, _question_texts, _training_like_captions
-    from bindlab.train.toy_lit import (
-        WHITENER_SCENES,
-        blend_targets,
-        phrase_table,
-        phrase_targets,
-        within_scene_whitener,
-    )
+    from bindlab.train.toy_eval import _question_texts, phrase_points
 
     path = Path(a.data)
     questions = [q for q in load_mcqs(path)[0] if not a.n or q.n_objects == a.n]
     minilm = load_encoder("minilm", device="cpu")
     txt = _question_texts(questions, minilm)
-    w = within_scene_whitener(_training_like_captions(minilm, WHITENER_SCENES, "phrase-reference-pool:0", 0), 0.3)
-    phrases = phrase_targets([s for q in questions for s in _item_scenes(q)], phrase_table(minilm.id), w, 0.5)
-    means = _caption_means(questions, minilm, 4, 0).reshape(len(phrases), -1)
-    rows = {"MiniLM phrases, lam 0.5, shrink 0.3 (reference)": phrases,
-            "the same with caption mean 0.5 (reference)": blend_targets(phrases, means, 0.5)}
-    for name in filter(None, a.models.split(",")):
-        enc = load_encoder(name, device="cpu")
-        images = [Image.open(path.parent / item.image).convert("RGB")
-                  for q in questions for item in (q.query, *q.candidates)]
-        emb = enc.embed_images(images)
-        rows[name] = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    rows = {"MiniLM phrases, lam 0.5, shrink 0.3 (reference)": phrase_points(questions, minilm, 0.5, 0.3),
+            "the same with caption mean 0.5 (reference)": phrase_points(questions, minilm, 0.5, 0.3,
+                                                                        caption_weight=0.5, k=4)}
+    models = list(filter(None, a.models.split(",")))
+    images = [Image.open(path.parent / item.image).convert("RGB")
+              for q in questions for item in (q.query, *q.candidates)] if models else []
+    for name in models:
+        emb = load_encoder(name, device="cpu").embed_images(images)
+        rows[name] = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).reshape(len(questions), 5, -1)
     print(f"{len(questions)} questions{f' with {a.n} objects' if a.n else ''}; right candidate beats the distractor "
           "of each role (chance .5)")
     header = None
     for name, img in rows.items():
         cells = {f"{p} > {r}": v for p in ("ti", "it")
-                 for r, v in role_wins(questions, txt, img.reshape(len(questions), 5, -1), p).items()}
+                 for r, v in role_wins(questions, txt, img, p).items()}
         if header is None:
             header = list(cells)
             print("| image stand-in / model | " + " | ".join(header) + " |")

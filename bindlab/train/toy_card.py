@@ -165,7 +165,7 @@ def _blend_lines(training: dict[str, Any]) -> list[str]:
             "own captions). Why: the phrase point says which attribute sits on which object but lies away from where "
             "real captions of the scene land; the caption mean lands there but keeps few of the bindings; the mix "
             "keeps more of both cross-modal directions than either (the phrase reference with a share of imitation, "
-            "`scripts/lit_reference.py --caption-weight`; docs/reproductions.md)."]
+            "`scripts/lit_reference.py --caption-weights`; docs/reproductions.md)."]
 
 
 def _twin_lines(training: dict[str, Any]) -> list[str]:

@@ -236,12 +236,16 @@ def _pairing_credits(questions: list[Any], txt: np.ndarray, ref: np.ndarray) -> 
     """Per-question credit (argmax == answer) in each pairing, with ``txt`` (q, 5, d) the questions' text
     embeddings and ``ref`` (q, 5, d) unit vectors standing in for their images (query first)."""
     answer = np.array([q.answer for q in questions])
-    out = {}
-    for p in ("tt", "ti", "it", "ii"):
-        query = (txt if p[0] == "t" else ref)[:, 0]
-        cands = (txt if p[1] == "t" else ref)[:, 1:]
-        out[p] = (np.einsum("qd,qcd->qc", query, cands).argmax(axis=1) == answer).astype(np.float64)
-    return out
+    return {p: (pairing_scores(txt, ref, p).argmax(axis=1) == answer).astype(np.float64)
+            for p in ("tt", "ti", "it", "ii")}
+
+
+def pairing_scores(txt: np.ndarray, ref: np.ndarray, pairing: str) -> np.ndarray:
+    """(q, 4) scores of each question's candidates in ``pairing`` ("ti": text query, image candidates, ...), with
+    ``txt`` (q, 5, d) the questions' text embeddings and ``ref`` (q, 5, d) their images or stand-ins (query first)."""
+    query = (txt if pairing[0] == "t" else ref)[:, 0]
+    cands = (txt if pairing[1] == "t" else ref)[:, 1:]
+    return np.einsum("qd,qcd->qc", query, cands)
 
 
 def _question_texts(questions: list[Any], text_encoder: Encoder) -> np.ndarray:
@@ -341,7 +345,16 @@ def _training_like_captions(text_encoder: Encoder, n: int, rng_key: str, seed: i
 def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
                      shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0,
                      caption_weight: float = 0.0, k: int = IMITATION_CAPTIONS) -> dict[str, np.ndarray]:
-    """Like :func:`imitation_reference`, with every image replaced by its scene's *phrase target*
+    """Like :func:`imitation_reference`, with every image replaced by its scene's *phrase target* (the points of
+    :func:`phrase_points`, same arguments)."""
+    points = phrase_points(questions, text_encoder, bag_weight, shrink, whitener_scenes, seed, caption_weight, k)
+    return _pairing_credits(questions, _question_texts(questions, text_encoder), points)
+
+
+def phrase_points(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
+                  shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0,
+                  caption_weight: float = 0.0, k: int = IMITATION_CAPTIONS) -> np.ndarray:
+    """(n_questions, 5, d) unit points standing in for the questions' images: each scene's *phrase target*
     (:func:`bindlab.train.toy_lit.phrase_targets`, the targets of ``train toy --arch lit --lit-target phrases``):
     its objects' phrase embeddings ("a red cube") summed, less ``bag_weight`` of its bag of pairings, in the metric
     of the captions' within-scene covariance, estimated on ``whitener_scenes`` training-like scenes
@@ -371,7 +384,7 @@ def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: fl
     if caption_weight:
         means = _caption_means(questions, text_encoder, k, seed)
         ref = blend_targets(ref, means.reshape(len(ref), -1), caption_weight)
-    return _pairing_credits(questions, _question_texts(questions, text_encoder), ref.reshape(len(questions), 5, -1))
+    return ref.reshape(len(questions), 5, -1)
 
 
 def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
