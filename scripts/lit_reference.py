@@ -20,11 +20,17 @@ imitation* is where MiniLM puts its scene's captions. This script scores, on one
   With ``--caption-weights A,...`` also the targets of ``--target-caption-weight A``: A times the unit caption mean
   (the imitation reference's point) plus 1 - A times the phrase target, renormalised.
 
+- **confined** (``--span-dims K,...``, ``--span-of FOLDER``): the phrase reference (last ``--caption-weights``) with
+  every point projected onto a subspace and renormalised: its own top K principal directions (centred on its mean),
+  or the column space of a toy lit model's linear image projection (``image_proj``, width x 384). A tower whose
+  embeddings are a linear map of its width-64 mean patch can only place images in such a 64-dimensional subspace;
+  this shows what that costs even a perfect imitation of the targets (:class:`bindlab.encoders.toy_models.ImageHead`).
+
 An image tower trained only to match caption embeddings approaches the imitation reference from below; one trained
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies
 carry 95 % percentile bootstrap intervals over questions (2,000 resamples, seed 0).
 
-    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--caption-weights A,...] [--out FILE]
+    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--caption-weights A,...] [--span-dims K,...] [--span-of FOLDER] [--out FILE]
 """
 
 from __future__ import annotations
@@ -55,6 +61,21 @@ def summary(credits: np.ndarray) -> dict[str, Any]:
     return {"accuracy": float(credits.mean()), "ci95": [float(lo), float(hi)], "n": int(credits.size)}
 
 
+def principal_basis(points: np.ndarray, dims: int) -> np.ndarray:
+    """(d, dims) orthonormal top principal directions of ``points`` (..., d), centred on their mean."""
+    flat = points.reshape(-1, points.shape[-1])
+    _, _, vt = np.linalg.svd(flat - flat.mean(0), full_matrices=False)
+    return vt[:dims].T
+
+
+def confined(points: np.ndarray, basis: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
+    """``points`` (..., d) projected onto the span of the orthonormal ``basis`` (d, k) through ``center`` (default
+    the origin), renormalised."""
+    c = np.zeros(points.shape[-1]) if center is None else center
+    out = c + (points - c) @ basis @ basis.T
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, help="image MCQ file (generate saber --images)")
@@ -73,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--caption-weights", default="0", metavar="A,...",
                     help="phrase reference: shares A of the caption mean in the target to score [default: 0, the "
                          "phrase target alone]")
+    ap.add_argument("--span-dims", default="", metavar="K,...",
+                    help="also score the phrase reference confined to its top K principal directions")
+    ap.add_argument("--span-of", default="", metavar="FOLDER",
+                    help="also score the phrase reference confined to the column space of this toy lit model's "
+                         "linear image projection (a folder with model.safetensors and image_proj.weight)")
     ap.add_argument("--out", help="write the results JSON here")
     a = ap.parse_args(argv)
     from bindlab.data.schema import load_mcqs
@@ -81,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(a.data)
     questions, _ = load_mcqs(path)
     res: dict[str, Any] = {"data": str(path), "questions": len(questions), "k": a.k, "rows": {}}
-    from bindlab.train.toy_eval import discriminant_reference, imitation_reference, phrase_reference
+    from bindlab.train.toy_eval import (
+        _pairing_credits,
+        _question_texts,
+        discriminant_reference,
+        imitation_reference,
+        phrase_points,
+        phrase_reference,
+    )
 
     minilm = load_encoder("minilm", device="cpu")
     rows = {"MiniLM imitation (reference)": imitation_reference(questions, minilm, a.k)}
@@ -98,6 +131,25 @@ def main(argv: list[str] | None = None) -> int:
                 rows[f"MiniLM phrases, lam {lam:g}{shrink}{blend} (reference)"] = phrase_reference(
                     questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share, k=a.k)
         print("scored the phrase reference", file=sys.stderr)
+    if a.span_dims or a.span_of:
+        share = float(a.caption_weights.split(",")[-1])
+        lam = float(a.phrase_weights.split(",")[-1])
+        points = phrase_points(questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share,
+                               k=a.k)
+        texts = _question_texts(questions, minilm)
+        label = f"MiniLM phrases, lam {lam:g}" + (f", caption mean {share:g}" if share else "")
+        center = points.reshape(-1, points.shape[-1]).mean(0)
+        for dims in (int(x) for x in filter(None, a.span_dims.split(","))):
+            rows[f"{label}, top {dims} directions (reference)"] = _pairing_credits(
+                questions, texts, confined(points, principal_basis(points, dims), center))
+        if a.span_of:
+            from safetensors.numpy import load_file
+
+            proj = load_file(str(Path(a.span_of) / "model.safetensors"))["image_proj.weight"]  # (embed_dim, width)
+            basis, _ = np.linalg.qr(proj)
+            rows[f"{label}, span of {Path(a.span_of).name}'s image_proj ({proj.shape[1]} dims; reference)"] = \
+                _pairing_credits(questions, texts, confined(points, basis))
+        print("scored the confined references", file=sys.stderr)
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)
         print(f"scored {m}", file=sys.stderr)

@@ -12,7 +12,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
     from bindlab.studies.toy import ToyTrainRequest, run_toy_train
 
     model = {"width": a.width, "layers": a.layers, "text_layers": a.layers, "heads": a.heads,
-             "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem, "embed_dim": a.width}
+             "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem, "embed_dim": a.width,
+             "head_hidden": a.head_hidden}
     request = ToyTrainRequest(arch=a.arch, out=a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed,
                               pool_size=a.pool_size, hard_share=a.hard_share, checkpoint_every=a.checkpoint_every,
                               threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress,
@@ -110,6 +111,10 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--patch-size", type=int, default=0, help="override the ViT patch side in pixels, a multiple of 4 "
                                                              "(0 = the architecture's)")
     p.add_argument("--stem", choices=["deep", "light"], help="override the convolutional stem")
+    p.add_argument("--head-hidden", type=int, default=0, metavar="H",
+                   help="image head: 0 = a linear map of the mean patch (the embeddings span at most --width "
+                        "dimensions); H = a per-patch MLP of hidden width H, then the mean (spans the whole joint "
+                        "space; for --arch lit, whose frozen text space is wider than the tower)")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
     p.add_argument("--holdout-combos", type=float, default=0.0, metavar="FRACTION",

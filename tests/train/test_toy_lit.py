@@ -474,7 +474,7 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-blend"
     assert _train(out, 6, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-pair-weight", "1",
-                           "--target-caption-weight", "0.5", "--lr", "0.005"]) == 0
+                           "--target-caption-weight", "0.5", "--lr", "0.005", "--head-hidden", "24"]) == 0
     record = json.loads((out / "training.json").read_text())
     c = record["captions"]
     assert c["target"] == "phrases" and c["target_caption_weight"] == 0.5 and c["captions"] == 24 * 2
@@ -482,9 +482,11 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
     assert np.isfinite(record["final_loss"])
     monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
     command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
-    assert "--target-pair-weight 1.0 --target-caption-weight 0.5" in command
+    assert "--target-pair-weight 1.0 --target-caption-weight 0.5" in command and "--head-hidden 24" in command
+    assert json.loads((out / "config.json").read_text())["head_hidden"] == 24
+    assert load_encoder(f"toy:{out}").embed_images([np.zeros((32, 32, 3), np.uint8)]).shape == (1, 384)
     card = _card(out)
-    assert "with a share 0.5 of the caption mean" in card and "give each scene's caption mean" in card
+    assert "with a share 0.5 of the caption mean" in card and "per-patch MLP head (width 16 -> 24" in card and "give each scene's caption mean" in card
     assert "serve only to estimate W" not in card
     with pytest.raises(ValueError, match="--target-caption-weight is for --lit-target phrases"):
         TrainConfig(arch="lit", target_caption_weight=0.5)
