@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 
-from bindlab.config import repo_root
+from tests.script_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("lit_reference", repo_root() / "scripts" / "lit_reference.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("lit_reference")
 
 
 def test_confined_points_keep_their_top_directions_and_lose_the_rest():

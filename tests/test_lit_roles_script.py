@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from types import SimpleNamespace
 
 import numpy as np
 
-from bindlab.config import repo_root
+from tests.script_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("lit_roles", repo_root() / "scripts" / "lit_roles.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("lit_roles")
 
 
 def test_role_wins_counts_one_decision_per_distractor_in_each_direction():

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
 import pytest
 
-from bindlab.config import repo_root
+from tests.script_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("paired_items", repo_root() / "scripts" / "paired_items.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("paired_items")
 
 
 def _write(path, credits, ids=None):
