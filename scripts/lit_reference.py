@@ -113,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
         discriminant_reference,
         imitation_reference,
         phrase_points,
-        phrase_reference,
     )
 
     minilm = load_encoder("minilm", device="cpu")
@@ -123,20 +122,24 @@ def main(argv: list[str] | None = None) -> int:
         for lam, credit in discriminant_reference(questions, minilm, twin_weights=weights).items():
             rows[f"MiniLM discriminant, lam {lam:g} (reference)"] = credit
         print("scored the discriminant reference", file=sys.stderr)
+    texts = _question_texts(questions, minilm)
+    points = None  # the last phrase reference's points, which --span-dims / --span-of confine
     if not a.no_phrases:
         shrink = "" if a.phrase_shrink is None else f", shrink {a.phrase_shrink:g}"
         for lam in (float(x) for x in a.phrase_weights.split(",")):
             for share in (float(x) for x in a.caption_weights.split(",")):
                 blend = f", caption mean {share:g}" if share else ""
-                rows[f"MiniLM phrases, lam {lam:g}{shrink}{blend} (reference)"] = phrase_reference(
-                    questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share, k=a.k)
+                points = phrase_points(questions, minilm, bag_weight=lam, shrink=a.phrase_shrink,
+                                       caption_weight=share, k=a.k)
+                rows[f"MiniLM phrases, lam {lam:g}{shrink}{blend} (reference)"] = _pairing_credits(
+                    questions, texts, points)
         print("scored the phrase reference", file=sys.stderr)
     if a.span_dims or a.span_of:
         share = float(a.caption_weights.split(",")[-1])
         lam = float(a.phrase_weights.split(",")[-1])
-        points = phrase_points(questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share,
-                               k=a.k)
-        texts = _question_texts(questions, minilm)
+        if points is None:
+            points = phrase_points(questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share,
+                                   k=a.k)
         label = f"MiniLM phrases, lam {lam:g}" + (f", caption mean {share:g}" if share else "")
         center = points.reshape(-1, points.shape[-1]).mean(0)
         for dims in (int(x) for x in filter(None, a.span_dims.split(","))):

@@ -486,7 +486,8 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
     assert json.loads((out / "config.json").read_text())["head_hidden"] == 24
     assert load_encoder(f"toy:{out}").embed_images([np.zeros((32, 32, 3), np.uint8)]).shape == (1, 384)
     card = _card(out)
-    assert "with a share 0.5 of the caption mean" in card and "per-patch MLP head (width 16 -> 24" in card and "give each scene's caption mean" in card
+    assert "with a share 0.5 of the caption mean" in card and "give each scene's caption mean" in card
+    assert "per-patch MLP head (width 16 -> 24" in card
     assert "serve only to estimate W" not in card
     with pytest.raises(ValueError, match="--target-caption-weight is for --lit-target phrases"):
         TrainConfig(arch="lit", target_caption_weight=0.5)
