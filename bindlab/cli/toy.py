@@ -23,7 +23,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               target_twin_weight=a.target_twin_weight, target_shrink=a.target_shrink,
                               target_pair_weight=a.target_pair_weight, target_bag_weight=a.target_bag_weight,
                               target_contrastive=a.target_contrastive,
-                              target_caption_weight=a.target_caption_weight)
+                              target_caption_weight=a.target_caption_weight,
+                              target_rank_steps=a.target_rank_steps, image_rank_weight=a.image_rank_weight)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -83,6 +84,14 @@ def add_commands(g: Groups) -> None:
                    help="with --lit-target phrases: share A of the scene's unit caption mean in its target (A * mean "
                         "+ (1 - A) * phrase target, renormalised; bindlab.train.toy_lit.blend_targets); the whole "
                         "pool's captions (and, with --twin-share, its twins') are embedded once up front")
+    p.add_argument("--target-rank-steps", type=int, default=0, metavar="N",
+                   help="with --lit-target phrases: learn their metric for N steps (from the within-scene whitener) so "
+                        "that each cached caption ranks its scene's point above its binding twin's and the reverse "
+                        "(bindlab.train.phrase_metric; about 30 s per 1,000 steps); 0 = the whitener")
+    p.add_argument("--image-rank-weight", type=float, default=0.0, metavar="W",
+                   help="with --lit-target phrases and --twin-share: weight of a ranking term on the images themselves: "
+                        "each scene's cached caption must score its image above its binding twin's, and each image "
+                        "its caption above the twin's (bindlab.train.toy_train.image_rank_loss)")
     p.add_argument("--target-contrastive", type=float, default=0.0, metavar="W",
                    help="with --lit-target discriminant or phrases: weight of a contrastive (InfoNCE) term between the "
                         "batch's images and their targets, beside the cosine loss (with --twin-share, scene and twin "

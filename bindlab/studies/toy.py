@@ -49,6 +49,8 @@ class ToyTrainRequest:
     target_bag_weight: float = 0.5  # lit phrases: weight of the scene's bag of pairings
     target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE against the batch's targets
     target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target
+    target_rank_steps: int = 0  # lit phrases: steps of the ranked phrase metric (0 = the whitener)
+    image_rank_weight: float = 0.0  # lit phrases with twins: weight of the twin ranking loss on the images
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -70,7 +72,8 @@ class ToyTrainRequest:
                            target_twin_weight=self.target_twin_weight, target_shrink=self.target_shrink,
                            target_pair_weight=self.target_pair_weight, target_bag_weight=self.target_bag_weight,
                            target_contrastive=self.target_contrastive,
-                           target_caption_weight=self.target_caption_weight)
+                           target_caption_weight=self.target_caption_weight,
+                           target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -195,6 +198,10 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --target-contrastive {t['target_contrastive']}"
         if t.get("target_caption_weight"):
             command += f" --target-caption-weight {t['target_caption_weight']}"
+        if t.get("target_rank_steps"):
+            command += f" --target-rank-steps {t['target_rank_steps']}"
+        if t.get("image_rank_weight"):
+            command += f" --image-rank-weight {t['image_rank_weight']}"
     sizes = t.get("model") or {}
     for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden"):
         if sizes.get(key):

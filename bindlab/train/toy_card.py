@@ -141,12 +141,13 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
         "with (the imitation reference below); the phrases say each binding once, without wording noise, and W "
         "weighs the directions where captions of one scene vary least — which attribute sits with which object — "
         "most.",
+        *_ranked_lines(training),
         *_blend_lines(training),
         (f"- captions in real English serve only to estimate W: {c.get('per_scene', t.get('captions_per_scene'))} "
          f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
-         if not t.get("target_caption_weight") else
+         if not (t.get("target_caption_weight") or t.get("target_rank_steps")) else
          f"- captions in real English estimate W (those of the first {c.get('whitener_scenes', 0):,} pool scenes) "
-         f"and give each scene's caption mean: {c.get('per_scene', t.get('captions_per_scene'))} per scene of all "
+         f"and {_caption_uses(t)}: {c.get('per_scene', t.get('captions_per_scene'))} per scene of all "
          f"{t.get('pool_size', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
          f"plus {c.get('twin_captions', 0):,} of their binding twins, ")
         + f"{c.get('distinct', 0):,} distinct), written with all four sentence templates of `bindlab.data.templates` "
@@ -158,6 +159,33 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
         "mentions): this model is *not* trained in the FactorAtlas situation of an under-named pattern, so its "
         "pattern grounding is not comparable to theirs as a reproduction of it.",
     ]
+
+
+def _caption_uses(t: dict[str, Any]) -> str:
+    """What the whole pool's captions are for, beyond W (a phrase-target card with caption mean or ranked metric)."""
+    uses = (["give each scene's caption mean"] if t.get("target_caption_weight") else []) + (
+        ["fit the ranked metric"] if t.get("target_rank_steps") else [])
+    return " and ".join(uses)
+
+
+def _ranked_lines(training: dict[str, Any]) -> list[str]:
+    """The bullet of a phrase-target card whose metric was learnt by ranking (empty without)."""
+    from bindlab.train.phrase_metric import RANK_VALIDATION
+
+    t = training["train_config"]
+    r = (training.get("captions") or {}).get("ranked_metric")
+    if not t.get("target_rank_steps") or not r:
+        return []
+    before, after = r["validation_before"], r["validation_after"]
+    return [f"- **W learnt by ranking** (`--target-rank-steps {t['target_rank_steps']}`, "
+            "`bindlab.train.phrase_metric`): starting from the whitener, W was fitted for "
+            f"{r['steps']:,} steps ({r['seconds']:.0f} s) on {r['pairs']:,} (scene, binding twin) pairs of the pool so "
+            "that each cached caption scores its own scene's point above its twin's (the text->image decision) and "
+            "each point its own caption above the twin's (image->text), with a contrastive term that keeps the points "
+            f"retrievable among other scenes. On the {_pct(RANK_VALIDATION)} of pairs kept out of that fit the share of decisions "
+            f"ranked right went from {before['ti']:.3f} to {after['ti']:.3f} (text->image) and from {before['it']:.3f} "
+            f"to {after['it']:.3f} (image->text). Why: the whitener says where captions of one scene agree, not where "
+            "a scene's caption tells it from its swap — the question the image MCQs ask."]
 
 
 def _blend_lines(training: dict[str, Any]) -> list[str]:

@@ -335,14 +335,12 @@ def phrase_table(text_model: str, heldout: frozenset[tuple[str, str]] = frozense
     return PhraseTable(pairs, np.asarray(emb, dtype=np.float32), time.perf_counter() - t0)
 
 
-def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener: np.ndarray,
+def phrase_vectors(scenes: Sequence[Scene | None], table: PhraseTable,
                    bag_weight: float = PHRASE_BAG_WEIGHT) -> np.ndarray:
-    """Unit-norm training targets (n, d) float32 of ``scenes``: ``W [x - lam * bag]`` with ``x`` the sum of the
+    """(n, d) float64 phrase points of ``scenes`` before any metric: ``x - lam * bag`` with ``x`` the sum of the
     scene's phrase embeddings less the table's mean ``mu``, ``bag`` (n_objects / m) times the sum over the m table
     pairs among (every object of the scene) x (every attribute of it) (= the mean over all bindings of the scene's
-    attributes to its objects when no pair is held out), ``W`` = ``whitener`` and lam = ``bag_weight``.
-
-    A ``None`` scene (a pool scene without a binding twin, in a list of twins) gets a NaN row.
+    attributes to its objects when no pair is held out), lam = ``bag_weight``. A ``None`` scene gets a NaN row.
 
     Raises:
         KeyError: a scene shows a pair the table lacks (a held-out pair in a training scene).
@@ -360,7 +358,19 @@ def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener:
         own = emb[[pos[(s, a)] for s, a, _ in scene]] - mu
         cross = [pos[(s, a)] for s, _, _ in scene for _, a, _ in scene if (s, a) in pos]
         out[i] = own.sum(axis=0) - bag_weight * len(scene) / len(cross) * (emb[cross] - mu).sum(axis=0)
-    out = out @ whitener
+    return out
+
+
+def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener: np.ndarray,
+                   bag_weight: float = PHRASE_BAG_WEIGHT) -> np.ndarray:
+    """Unit-norm training targets (n, d) float32 of ``scenes``: ``W [x - lam * bag]``, the
+    :func:`phrase_vectors` in the metric ``W`` = ``whitener`` (:func:`within_scene_whitener`, or the ranked metric of
+    :func:`bindlab.train.phrase_metric.ranked_metric`). A ``None`` scene gets a NaN row.
+
+    Raises:
+        KeyError: a scene shows a pair the table lacks (a held-out pair in a training scene).
+    """
+    out = phrase_vectors(scenes, table, bag_weight) @ whitener
     with np.errstate(invalid="ignore"):
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
@@ -378,5 +388,5 @@ def blend_targets(phrase: np.ndarray, caption_means: np.ndarray, caption_weight:
 
 
 __all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
-           "phrase_targets", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
+           "phrase_targets", "phrase_vectors", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
            "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]

@@ -87,6 +87,8 @@ class TrainConfig:
     target_bag_weight: float = PHRASE_BAG_WEIGHT  # lit phrases: weight of the scene's bag of pairings (lam)
     target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE between images and the batch's targets
     target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
+    target_rank_steps: int = 0  # lit phrases: learn the phrase metric by ranking captions vs twins (train.phrase_metric)
+    image_rank_weight: float = 0.0  # lit phrases: weight of the twin ranking loss on the image embeddings themselves
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -124,6 +126,14 @@ class TrainConfig:
                 raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
             if not 0 <= self.target_caption_weight <= 1:
                 raise ValueError(f"target_caption_weight must be in [0, 1], got {self.target_caption_weight}")
+            if int(self.target_rank_steps) < 0:
+                raise ValueError(f"target_rank_steps must be at least 0, got {self.target_rank_steps}")
+            if self.target_rank_steps and self.lit_target != "phrases":
+                raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
+            if self.image_rank_weight < 0:
+                raise ValueError(f"image_rank_weight must be at least 0, got {self.image_rank_weight}")
+            if self.image_rank_weight and (self.lit_target != "phrases" or not self.twin_share):
+                raise ValueError("--image-rank-weight is for --lit-target phrases with twins in the batch (--twin-share)")
             if self.target_caption_weight and self.lit_target != "phrases":
                 raise ValueError("--target-caption-weight is for --lit-target phrases (the share of the scene's "
                                  "caption mean in its phrase target)")
@@ -390,12 +400,14 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     heldout = cfg.heldout()
     discriminant = lit and cfg.lit_target == "discriminant"
     phrases = lit and cfg.lit_target == "phrases"
+    # the whole pool's captions and its twins': the phrase metric learnt from them, or the images ranked by them
+    ranked = phrases and (cfg.target_rank_steps > 0 or cfg.image_rank_weight > 0)
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
-                     twins=cfg.twin_share > 0 or discriminant, clean=cfg.clean_holdout)
+                     twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
-    captions = twin_captions = targets = table = None
+    captions = twin_captions = targets = table = ranking = None
     if lit:
         from bindlab.train.toy_lit import (
             WHITENER_SCENES,
@@ -409,15 +421,18 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         )
 
         blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
-        captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases and not blend else pool.scenes, cfg.seed,
+        captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases and not (blend or ranked) else pool.scenes, cfg.seed,
                                  cfg.text, out / "captions.npz", cfg.captions_per_scene)
         twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
-        if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant:
+        if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
         if phrases:  # the metric from the first scenes' captions; the targets from the scenes' object phrases
             table = phrase_table(cfg.text, heldout)
             w = within_scene_whitener(_first_scenes(captions, WHITENER_SCENES), cfg.target_shrink)
+            if cfg.target_rank_steps:
+                ranking = _ranked_metric(pool.scenes, twins, table, captions, twin_captions, w, cfg)
+                w = ranking.metric
             targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
                        phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
             if blend:
@@ -464,6 +479,9 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                 loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
             if cfg.target_contrastive:
                 loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
+            if cfg.image_rank_weight and batch.twin.any():
+                loss = loss + cfg.image_rank_weight * image_rank_loss(img, batch.scenes, batch.twin, captions,
+                                                                      twin_captions, state.step)
         else:
             loss = contrastive_loss(img, txt, model.logit_scale)
         opt.zero_grad(set_to_none=True)
@@ -505,12 +523,16 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if cfg.target_contrastive or cfg.target_pair_weight:
             record["captions"].update(target_contrastive=cfg.target_contrastive,
                                       target_pair_weight=cfg.target_pair_weight)
+        if cfg.image_rank_weight:
+            record["captions"]["image_rank_weight"] = cfg.image_rank_weight
         if phrases:
             record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
                                       whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
                                       phrases=len(table.pairs), phrase_seconds=round(table.seconds, 1))
             if cfg.target_caption_weight:
                 record["captions"].update(target_caption_weight=cfg.target_caption_weight)
+            if ranking is not None:
+                record["captions"]["ranked_metric"] = ranking.record()
         if discriminant:
             record["captions"].update(target_shrink=cfg.target_shrink, target_twin_weight=cfg.target_twin_weight,
                                       target_pair_weight=cfg.target_pair_weight)
@@ -521,6 +543,21 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         model.eval()
         save_model(out, model, tokenizer, record)
     return record
+
+
+def _ranked_metric(scenes: list, twins: list, table: Any, captions: Any, twin_captions: Any, init: np.ndarray,
+                   cfg: TrainConfig) -> Any:
+    """The phrase metric learnt on the pool's scenes, twins and cached captions
+    (:func:`bindlab.train.phrase_metric.ranked_metric`), started from ``init``."""
+    from bindlab.train.phrase_metric import ranked_metric
+    from bindlab.train.toy_lit import phrase_vectors
+
+    vectors = phrase_vectors(scenes, table, cfg.target_bag_weight)
+    twin_vectors = phrase_vectors(twins, table, cfg.target_bag_weight)
+    twin_vectors[(twin_captions.index < 0).any(axis=1)] = np.nan
+    return ranked_metric(vectors, twin_vectors, captions.embeddings[captions.index],
+                         twin_captions.embeddings[np.maximum(twin_captions.index, 0)], init,
+                         int(cfg.target_rank_steps), cfg.seed)
 
 
 def cosine_loss(img: Any, target: Any) -> Any:
@@ -545,6 +582,28 @@ def twin_difference_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.nda
     rows_t = torch.as_tensor(rows)
     x = F.normalize(img, dim=-1)
     return cosine_loss(x[partner] - x[rows_t], target[partner] - target[rows_t])
+
+
+def image_rank_loss(img: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any, twin_captions: Any,
+                    step: int) -> Any:
+    """:func:`bindlab.train.phrase_metric.twin_rank_loss` on the batch's normalised image embeddings: each (scene,
+    twin) pair of the batch with caption k of the scene and of the twin (the same wording; k walks the cached
+    captions with the row and the step), so the images themselves rank their own captions above the twin's and
+    are ranked so by them. ``scenes``/``twin`` as in :func:`twin_difference_loss`."""
+    import torch
+    import torch.nn.functional as F
+
+    from bindlab.train.phrase_metric import twin_rank_loss
+
+    own = {int(sc): r for r, sc in reversed(list(enumerate(scenes))) if not twin[r]}
+    rows = np.flatnonzero(twin)
+    partner = torch.as_tensor([own[int(scenes[r])] for r in rows])
+    pool_rows = scenes[rows]
+    ks = (np.arange(len(rows)) + step) % captions.index.shape[1]
+    ts = torch.from_numpy(captions.embeddings[captions.index[pool_rows, ks]])
+    tt = torch.from_numpy(twin_captions.embeddings[twin_captions.index[pool_rows, ks]])
+    x = F.normalize(img, dim=-1)
+    return twin_rank_loss(x[partner], x[torch.as_tensor(rows)], ts, tt)
 
 
 def contrastive_loss(img: Any, txt: Any, logit_scale: Any) -> Any:

@@ -495,6 +495,62 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
         TrainConfig(arch="lit", lit_target="phrases", target_caption_weight=2.0)
 
 
+def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
+    """--target-rank-steps: the pool's twins and the whole pool's captions (and the twins') are embedded even
+    without twins in the batch, the metric is fitted and scored on kept-out pairs, the record, the card and its
+    command say so; the option is refused without phrase targets."""
+    from bindlab.train.toy_train import TrainConfig
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-ranked"
+    assert _train(out, 20, ["--lit-target", "phrases", "--target-bag-weight", "0", "--target-rank-steps", "20",
+                            "--twin-share", "0.5", "--image-rank-weight", "1", "--lr", "0.005"]) == 0
+    record = json.loads((out / "training.json").read_text())
+    c = record["captions"]
+    assert c["captions"] == 24 * 2 and c["twin_captions"] > 0 and (out / "twin_captions.npz").exists()
+    assert c["image_rank_weight"] == 1.0
+    r = c["ranked_metric"]
+    assert r["steps"] == 20 and 2 <= r["pairs"] <= 24
+    assert set(r["validation_before"]) == set(r["validation_after"]) == {"ti", "it"}
+    assert all(0 <= v <= 1 for v in (*r["validation_before"].values(), *r["validation_after"].values()))
+    command = _target_run_command(out, record, minilm, monkeypatch)
+    assert "--target-bag-weight 0.0 --target-shrink 0.03 --target-rank-steps 20 --image-rank-weight 1.0" in command
+    card = _card(out)
+    assert "W learnt by ranking** (`--target-rank-steps 20`" in card and "and fit the ranked metric:" in card
+    assert "serve only to estimate W" not in card
+    with pytest.raises(ValueError, match="--target-rank-steps is for --lit-target phrases"):
+        TrainConfig(arch="lit", target_rank_steps=10)
+    with pytest.raises(ValueError, match="target_rank_steps must be at least 0"):
+        TrainConfig(arch="lit", lit_target="phrases", target_rank_steps=-1)
+    with pytest.raises(ValueError, match="--image-rank-weight is for --lit-target phrases with twins"):
+        TrainConfig(arch="lit", lit_target="phrases", image_rank_weight=1.0)
+
+
+def test_image_rank_loss_pairs_each_twin_with_its_scene_and_their_captions():
+    """Images that are their own captions rank every decision right (low loss); the same images with scene and twin
+    exchanged rank every one wrong (high loss); the loss reads caption k of the pool scene of each twin row."""
+    import torch
+
+    from bindlab.train.toy_lit import CaptionCache
+    from bindlab.train.toy_train import image_rank_loss
+
+    rng = np.random.default_rng(0)
+    cap = rng.normal(size=(3, 2, 6)).astype(np.float32)
+    cap /= np.linalg.norm(cap, axis=-1, keepdims=True)
+    tw = cap + 0.3 * rng.normal(size=cap.shape).astype(np.float32)
+    tw /= np.linalg.norm(tw, axis=-1, keepdims=True)
+    index = np.arange(6, dtype=np.int32).reshape(3, 2)
+    captions = CaptionCache([str(i) for i in range(6)], cap.reshape(6, 6), index, 0.0, "synthetic")
+    twins = CaptionCache([str(i) for i in range(6)], tw.reshape(6, 6), index, 0.0, "synthetic")
+    scenes, twin = np.array([2, 0, 2, 0]), np.array([False, False, True, True])  # rows 2, 3 twins of rows 0, 1
+    step = 1  # k = (row + step) % 2: caption 1 for the first pair, caption 0 for the second
+    right = torch.from_numpy(np.stack([cap[2, 1], cap[0, 0], tw[2, 1], tw[0, 0]]))
+    wrong = torch.from_numpy(np.stack([tw[2, 1], tw[0, 0], cap[2, 1], cap[0, 0]]))
+    low = float(image_rank_loss(right, scenes, twin, captions, twins, step))
+    high = float(image_rank_loss(wrong, scenes, twin, captions, twins, step))
+    assert low < 0.3 < np.log(2) < high
+
+
 def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_to_text(minilm):
     """The phrase reference's tt is the text tower's; image -> text, where the candidates differ only in binding
     or one word, it is far above the plain caption mean (the imitation reference); a pure function."""
