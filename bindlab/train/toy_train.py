@@ -568,20 +568,26 @@ def cosine_loss(img: Any, target: Any) -> Any:
     return (1 - F.cosine_similarity(img, target, dim=-1)).mean()
 
 
+def twin_rows(scenes: np.ndarray, twin: np.ndarray) -> tuple[Any, Any]:
+    """(rows, partners) as torch index tensors: the batch's twin rows and, for each, the row of its own scene (the
+    first row of that pool scene that is not a twin). ``scenes``/``twin`` as in :class:`bindlab.train.toy_lit.LitBatch`."""
+    import torch
+
+    own = {int(sc): r for r, sc in reversed(list(enumerate(scenes))) if not twin[r]}
+    rows = np.flatnonzero(twin)
+    return torch.as_tensor(rows), torch.as_tensor([own[int(scenes[r])] for r in rows], dtype=torch.long)
+
+
 def twin_difference_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray) -> Any:
     """Mean ``1 - cos(x_s - x_t, target_s - target_t)`` over the batch's (scene, twin) pairs, ``x`` the normalised
     image embeddings: the part of the discriminant targets that tells a scene from its binding twin, which the
     plain cosine loss leaves to a small share of each target's direction. ``scenes``/``twin`` as in
     :class:`bindlab.train.toy_lit.LitBatch` (each twin row's scene also has a row of its own)."""
-    import torch
     import torch.nn.functional as F
 
-    own = {int(sc): r for r, sc in reversed(list(enumerate(scenes))) if not twin[r]}
-    rows = np.flatnonzero(twin)
-    partner = torch.as_tensor([own[int(scenes[r])] for r in rows])
-    rows_t = torch.as_tensor(rows)
+    rows, partner = twin_rows(scenes, twin)
     x = F.normalize(img, dim=-1)
-    return cosine_loss(x[partner] - x[rows_t], target[partner] - target[rows_t])
+    return cosine_loss(x[partner] - x[rows], target[partner] - target[rows])
 
 
 def image_rank_loss(img: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any, twin_captions: Any,
@@ -595,15 +601,13 @@ def image_rank_loss(img: Any, scenes: np.ndarray, twin: np.ndarray, captions: An
 
     from bindlab.train.phrase_metric import twin_rank_loss
 
-    own = {int(sc): r for r, sc in reversed(list(enumerate(scenes))) if not twin[r]}
-    rows = np.flatnonzero(twin)
-    partner = torch.as_tensor([own[int(scenes[r])] for r in rows])
-    pool_rows = scenes[rows]
+    rows, partner = twin_rows(scenes, twin)
+    pool_rows = scenes[rows.numpy()]
     ks = (np.arange(len(rows)) + step) % captions.index.shape[1]
     ts = torch.from_numpy(captions.embeddings[captions.index[pool_rows, ks]])
     tt = torch.from_numpy(twin_captions.embeddings[twin_captions.index[pool_rows, ks]])
     x = F.normalize(img, dim=-1)
-    return twin_rank_loss(x[partner], x[torch.as_tensor(rows)], ts, tt)
+    return twin_rank_loss(x[partner], x[rows], ts, tt)
 
 
 def contrastive_loss(img: Any, txt: Any, logit_scale: Any) -> Any:
