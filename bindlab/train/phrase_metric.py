@@ -50,31 +50,38 @@ class RankedMetric:
                 "validation_before": self.before, "validation_after": self.after}
 
 
+def twin_margins(ys, yt, ts, tt):
+    """The four twin decisions as margins, stacked (4, ...) (torch tensors, unit rows, broadcast over the leading
+    axes): ti ``ts . (ys - yt)`` and ``tt . (yt - ys)``, it ``ys . (ts - tt)`` and ``yt . (tt - ts)``, for points
+    ``ys``/``yt`` of scenes and their twins and their captions ``ts``/``tt`` (the same wording); a decision is right
+    when its margin is positive."""
+    import torch
+
+    return torch.stack([(ts * (ys - yt)).sum(-1), (tt * (yt - ys)).sum(-1),  # ti, both ways round
+                        (ys * (ts - tt)).sum(-1), (yt * (tt - ts)).sum(-1)])  # it, both ways round
+
+
 def twin_ranking(points: np.ndarray, twin_points: np.ndarray, captions: np.ndarray,
                  twin_captions: np.ndarray) -> dict[str, float]:
-    """Shares of decisions ranked right by unit ``points``/``twin_points`` (n, d) of scenes and their twins, with
-    their captions (n, k, d; caption j of the twin worded as caption j of the scene): ti = a caption scores its own
-    scene's point above the other's; it = a point scores its own caption above the other's (both ways round)."""
-    own = np.einsum("nkd,nd->nk", captions, points)
-    cross = np.einsum("nkd,nd->nk", captions, twin_points)
-    twin_own = np.einsum("nkd,nd->nk", twin_captions, twin_points)
-    twin_cross = np.einsum("nkd,nd->nk", twin_captions, points)
-    ti = np.concatenate([(own > cross).ravel(), (twin_own > twin_cross).ravel()])
-    it = np.concatenate([(own > twin_cross).ravel(), (twin_own > cross).ravel()])
-    return {"ti": round(float(ti.mean()), 4), "it": round(float(it.mean()), 4)}
+    """Shares of decisions ranked right (:func:`twin_margins` > 0) by unit ``points``/``twin_points`` (n, d) of scenes
+    and their twins, with their captions (n, k, d; caption j of the twin worded as caption j of the scene): ti = a
+    caption scores its own scene's point above the other's; it = a point scores its own caption above the other's
+    (both ways round)."""
+    import torch
+
+    ys, yt = (torch.as_tensor(p, dtype=torch.float64)[:, None] for p in (points, twin_points))
+    ts, tt = (torch.as_tensor(c, dtype=torch.float64) for c in (captions, twin_captions))
+    right = twin_margins(ys, yt, ts, tt) > 0
+    return {"ti": round(float(right[:2].double().mean()), 4), "it": round(float(right[2:].double().mean()), 4)}
 
 
 def twin_rank_loss(ys, yt, ts, tt, scale: float = RANK_SCALE):
-    """Mean logistic loss ``softplus(-scale * margin)`` over the four twin decisions of each row (torch tensors,
-    (b, d), unit rows): ti ``ts . (ys - yt)`` and ``tt . (yt - ys)``, it ``ys . (ts - tt)`` and ``yt . (tt - ts)``,
-    for points ``ys``/``yt`` of scenes and their twins and their captions ``ts``/``tt`` (the same wording).
-    The fit of :func:`ranked_metric`, and ``train toy --image-rank-weight`` on the image embeddings themselves."""
-    import torch
+    """Mean logistic loss ``softplus(-scale * margin)`` over the four :func:`twin_margins` of each row (torch
+    tensors, (b, d)). The fit of :func:`ranked_metric`, and ``train toy --image-rank-weight`` on the image
+    embeddings themselves."""
     import torch.nn.functional as F
 
-    margins = torch.stack([(ts * (ys - yt)).sum(-1), (tt * (yt - ys)).sum(-1),  # ti, both ways round
-                           (ys * (ts - tt)).sum(-1), (yt * (tt - ts)).sum(-1)])  # it, both ways round
-    return F.softplus(-scale * margins).mean()
+    return F.softplus(-scale * twin_margins(ys, yt, ts, tt)).mean()
 
 
 def ranked_metric(vectors: np.ndarray, twin_vectors: np.ndarray, captions: np.ndarray, twin_captions: np.ndarray,
@@ -137,5 +144,5 @@ def ranked_metric(vectors: np.ndarray, twin_vectors: np.ndarray, captions: np.nd
     return RankedMetric(metric.detach().double().numpy(), steps, seconds, int(len(rows)), before, score())
 
 
-__all__ = ["RankedMetric", "ranked_metric", "twin_rank_loss", "twin_ranking", "RANK_BATCH", "RANK_LR", "RANK_SCALE",
+__all__ = ["RankedMetric", "ranked_metric", "twin_margins", "twin_rank_loss", "twin_ranking", "RANK_BATCH", "RANK_LR", "RANK_SCALE",
            "RANK_NCE_WEIGHT", "RANK_NCE_SCALE", "RANK_VALIDATION"]
