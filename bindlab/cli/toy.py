@@ -24,7 +24,9 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               target_pair_weight=a.target_pair_weight, target_bag_weight=a.target_bag_weight,
                               target_contrastive=a.target_contrastive,
                               target_caption_weight=a.target_caption_weight,
-                              target_rank_steps=a.target_rank_steps, image_rank_weight=a.image_rank_weight)
+                              target_rank_steps=a.target_rank_steps, image_rank_weight=a.image_rank_weight,
+                              twin_layout=a.twin_layout, image_rank_scale=a.image_rank_scale,
+                              image_margin_weight=a.image_margin_weight)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -92,6 +94,14 @@ def add_commands(g: Groups) -> None:
                    help="with --lit-target phrases and --twin-share: weight of a ranking term on the images themselves: "
                         "each scene's cached caption must score its image above its binding twin's, and each image "
                         "its caption above the twin's (bindlab.train.toy_train.image_rank_loss)")
+    p.add_argument("--image-rank-scale", type=float, default=30.0, metavar="S",
+                   help="with --image-rank-weight: the margins' scale inside its logistic loss (default 30, the ranked "
+                        "metric's); a large one (300) makes every wrong decision cost about alike, so the image's bias "
+                        "(how well it matches its captions' common part) must shrink below the binding margin")
+    p.add_argument("--image-margin-weight", type=float, default=0.0, metavar="W",
+                   help="with --lit-target phrases and --twin-share: weight of a term that regresses each (scene, twin) "
+                        "pair's four decision margins under its cached caption, computed on the images, onto the same "
+                        "margins of their targets (bindlab.train.toy_train.image_margin_loss)")
     p.add_argument("--target-contrastive", type=float, default=0.0, metavar="W",
                    help="with --lit-target discriminant or phrases: weight of a contrastive (InfoNCE) term between the "
                         "batch's images and their targets, beside the cosine loss (with --twin-share, scene and twin "
@@ -132,6 +142,9 @@ def add_commands(g: Groups) -> None:
     p.add_argument("--twin-share", type=float, default=0.0, metavar="SHARE",
                    help="add binding twins (same scene, two attributes swapped or one replaced, same layout) as hard "
                         "negatives, this share of the batch size per step (toy:negclip: 0.5)")
+    p.add_argument("--twin-layout", choices=("same", "shuffled"), default="same",
+                   help="with --twin-share: a twin's objects sit in its scene's slots (same), or in the same slots in a "
+                        "random other order (shuffled), as an image MCQ's right candidate and its swaps do")
     p.add_argument("--pair-twins", type=float, default=0.0, metavar="SHARE",
                    help="add CompoSET-style pair twins (a Pairs-set scene and the same scene with one attribute edit, "
                         "all twelve contexts) as hard negatives, this share of the batch size per step")

@@ -51,6 +51,9 @@ class ToyTrainRequest:
     target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target
     target_rank_steps: int = 0  # lit phrases: steps of the ranked phrase metric (0 = the whitener)
     image_rank_weight: float = 0.0  # lit phrases with twins: weight of the twin ranking loss on the images
+    twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled"
+    image_rank_scale: float = 30.0  # lit phrases: the image ranking margins' scale (train.phrase_metric.RANK_SCALE)
+    image_margin_weight: float = 0.0  # lit phrases with twins: the images' twin margins regressed onto the targets'
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -73,7 +76,9 @@ class ToyTrainRequest:
                            target_pair_weight=self.target_pair_weight, target_bag_weight=self.target_bag_weight,
                            target_contrastive=self.target_contrastive,
                            target_caption_weight=self.target_caption_weight,
-                           target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight)
+                           target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight,
+                           twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
+                           image_margin_weight=self.image_margin_weight)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -180,6 +185,8 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
         command += f" --holdout-combos {t['holdout_fraction']}"
     if t.get("twin_share"):
         command += f" --twin-share {t['twin_share']}"
+        if t.get("twin_layout", "same") != "same":
+            command += f" --twin-layout {t['twin_layout']}"
     if t.get("pair_share"):
         command += f" --pair-twins {t['pair_share']} --pair-scenes {t['pair_scenes']}"
     if t.get("arch") == "lit":
@@ -202,6 +209,10 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --target-rank-steps {t['target_rank_steps']}"
         if t.get("image_rank_weight"):
             command += f" --image-rank-weight {t['image_rank_weight']}"
+            if float(t.get("image_rank_scale", 30.0)) != 30.0:
+                command += f" --image-rank-scale {t['image_rank_scale']}"
+        if t.get("image_margin_weight"):
+            command += f" --image-margin-weight {t['image_margin_weight']}"
     sizes = t.get("model") or {}
     for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden"):
         if sizes.get(key):

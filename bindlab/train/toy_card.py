@@ -203,6 +203,19 @@ def _blend_lines(training: dict[str, Any]) -> list[str]:
             "`scripts/lit_reference.py --caption-weights`; docs/reproductions.md)."]
 
 
+_SHUFFLED_TWINS = ("the layout is the same but the twin's objects fill its slots in another random order "
+                   "(`--twin-layout shuffled`: as in an image MCQ, whose right image and swap distractors put the "
+                   "objects in caption order, scene and twin differ in where objects sit as well as in the bindings)")
+
+
+def _twin_layout_lines(training: dict[str, Any]) -> list[str]:
+    """The binding twins' layout, for the target-trained lit models (whose loss lines describe the twins)."""
+    t = training["train_config"]
+    if not t.get("twin_share") or t.get("twin_layout", "same") == "same":
+        return []
+    return [f"- **binding twins in shuffled slots**: each twin is rendered with its scene's seed, so {_SHUFFLED_TWINS}."]
+
+
 def _twin_lines(training: dict[str, Any]) -> list[str]:
     t = training["train_config"]
     lines = []
@@ -214,8 +227,10 @@ def _twin_lines(training: dict[str, Any]) -> list[str]:
             f"- **binding hard negatives** (NegCLIP-style, with images): each step adds "
             f"{round(t['twin_share'] * t['batch_size'])} *binding twins* to the batch of {t['batch_size']} — a scene "
             "of the batch with two objects' attributes swapped (or, in single-object scenes and when no swap is "
-            "possible, one attribute replaced), rendered with the same seed, so the layout and shapes are identical "
-            "and only the bindings differ; its caption makes the same wording choices as the scene's. Scene and twin "
+            "possible, one attribute replaced), rendered with the same seed, so "
+            + ("the layout and shapes are identical and only the bindings differ"
+               if t.get("twin_layout", "same") == "same" else _SHUFFLED_TWINS)
+            + "; its caption makes the same wording choices as the scene's. Scene and twin "
             "are each other's hardest negative in both directions of the contrastive loss. Only non-pattern "
             "attributes are changed (a pattern is usually unnamed in captions, so its twin's caption could be the "
             "same), and no twin creates a held-out combination.")
@@ -428,7 +443,7 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         "pool (as for toy:clip).",
         *_lit_caption_lines(training),
         *_lit_holdout_lines(training),
-        *(_twin_lines(training) if t.get("lit_target", "captions") == "captions" else []),
+        *(_twin_lines(training) if t.get("lit_target", "captions") == "captions" else _twin_layout_lines(training)),
         "",
         "## Training",
         "",

@@ -21,6 +21,7 @@ The recipe (all in code, fixed by a seed):
 - **Binding twins** (:func:`twin_scene`, for ``toy:negclip``): a scene with two objects' attributes swapped (or one
   attribute replaced), rendered with the same seed, so layout and geometry are identical and only the bindings
   differ; in a batch, scene and twin are each other's hardest negatives (NegCLIP's hard negatives, with images).
+  With ``twin_layout="shuffled"`` the twin's objects fill the same slots in another order (:func:`shuffled_slots`).
 - **Pair twins** (:mod:`bindlab.train.toy_pairs`): CompoSET-style base/foil pairs with one attribute edit, in the
   Pairs sets' scenes and contexts, appended to a batch the same way.
 """
@@ -49,6 +50,7 @@ P_FORM = 0.2  # share of named attributes written in their generation form ("whi
 EVAL_SEED_OFFSET = 1_000_003  # held-out renders use seeds far from the training pool's
 HARD_SHARE = 0.5  # share of each batch made of shape-hard groups (see shape_hard_groups)
 HARD_GROUP = 4  # single-object scenes per group, all with the same attribute
+TWIN_LAYOUTS = ("same", "shuffled")  # where a binding twin's objects sit: its scene's slots, or the slots shuffled
 MAX_SHIFT = 6  # random translation of training images, in pixels (plus random horizontal flips)
 
 TEMPLATES: tuple[str, ...] = (
@@ -246,6 +248,24 @@ def pool_twins(scenes: Sequence[Scene], seed: int, heldout: frozenset[Combo] = f
     return [twin_scene(sc, rng, heldout, clean) for sc in scenes]
 
 
+def shuffled_slots(scenes: Sequence[Scene | None], seed: int) -> list[Scene | None]:
+    """Each scene's objects in a random other order (a pure function of the scenes and the seed; scenes of one
+    object, and None, unchanged). Rendered with the scene's seed, the objects then sit in other slots of the same
+    layout: an image MCQ's candidates fill the slots in caption order, so its right image and a swap distractor
+    differ in where the objects sit as well as in the bindings."""
+    rng = random.Random(f"toy-twin-slots:{seed}")
+    out: list[Scene | None] = []
+    for sc in scenes:
+        if sc is None or len(sc) < 2:
+            out.append(sc)
+            continue
+        order = list(range(len(sc)))
+        while order == sorted(order):
+            rng.shuffle(order)
+        out.append([sc[k] for k in order])
+    return out
+
+
 def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, name: str,
                    cache_dir: str | Path | None, workers: int,
                    progress: Callable[[int, int], None] | None) -> np.ndarray:
@@ -272,9 +292,13 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
 
 def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
               progress: Callable[[int, int], None] | None = None, heldout: frozenset[Combo] = frozenset(),
-              twins: bool = False, clean: bool = False) -> ScenePool:
+              twins: bool = False, clean: bool = False, twin_layout: str = "same") -> ScenePool:
     """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached;
-    ``clean``: see :func:`pool_scenes`."""
+    ``clean``: see :func:`pool_scenes`. ``twin_layout``: "same" renders a twin's objects in its scene's slots;
+    "shuffled" in a random other order of the same slots (:func:`shuffled_slots`). Either way the pool keeps the
+    twin scene itself, index-aligned with its scene (captions and targets do not depend on the slots)."""
+    if twin_layout not in TWIN_LAYOUTS:
+        raise ValueError(f"unknown twin layout {twin_layout!r}; choose one of {TWIN_LAYOUTS}")
     scenes, seeds = pool_scenes(pool_size, seed, heldout, clean)
     images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{size}px-seed{seed}", cache_dir, workers,
                             progress)
@@ -282,7 +306,10 @@ def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None
         return ScenePool(images, scenes)
     twin_list = pool_twins(scenes, seed, heldout, clean)
     have = [i for i, t in enumerate(twin_list) if t is not None]
-    twin_images = _cached_render([twin_list[i] for i in have], [seeds[i] for i in have], size,
+    drawn = [twin_list[i] for i in have]
+    if twin_layout == "shuffled":
+        drawn = shuffled_slots(drawn, seed)
+    twin_images = _cached_render(drawn, [seeds[i] for i in have], size,
                                  f"twins-{pool_size}-{size}px-seed{seed}", cache_dir, workers, progress)
     return ScenePool(images, scenes, {i: (twin_list[i], twin_images[k]) for k, i in enumerate(have)})
 

@@ -41,7 +41,8 @@ import numpy as np
 from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
-from bindlab.train.toy_data import heldout_combinations, load_pool, make_batch
+from bindlab.train.phrase_metric import RANK_SCALE
+from bindlab.train.toy_data import TWIN_LAYOUTS, heldout_combinations, load_pool, make_batch
 from bindlab.train.toy_lit import PHRASE_BAG_WEIGHT, TARGET_SHRINK, TARGET_TWIN_WEIGHT
 from bindlab.train.toy_pairs import load_pair_twins
 
@@ -89,6 +90,9 @@ class TrainConfig:
     target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
     target_rank_steps: int = 0  # lit phrases: learn the phrase metric by ranking captions vs twins (train.phrase_metric)
     image_rank_weight: float = 0.0  # lit phrases: weight of the twin ranking loss on the image embeddings themselves
+    image_rank_scale: float = RANK_SCALE  # its margins' scale in the logistic (large: every wrong sign costs alike)
+    image_margin_weight: float = 0.0  # lit phrases: weight of the images' twin margins regressed onto the targets'
+    twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled" (toy_data.shuffled_slots)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -102,6 +106,8 @@ class TrainConfig:
             raise ValueError(f"twin_share must be between 0 and 1, got {self.twin_share}")
         if not 0 <= self.pair_share <= 1:
             raise ValueError(f"pair_share must be between 0 and 1, got {self.pair_share}")
+        if self.twin_layout not in TWIN_LAYOUTS:
+            raise ValueError(f"unknown twin layout {self.twin_layout!r}; choose one of {TWIN_LAYOUTS}")
         if self.pair_share > 0 and int(self.pair_scenes) < 1:
             raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
@@ -132,8 +138,15 @@ class TrainConfig:
                 raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
             if self.image_rank_weight < 0:
                 raise ValueError(f"image_rank_weight must be at least 0, got {self.image_rank_weight}")
+            if not self.image_rank_scale > 0:
+                raise ValueError(f"image_rank_scale must be positive, got {self.image_rank_scale}")
             if self.image_rank_weight and (self.lit_target != "phrases" or not self.twin_share):
                 raise ValueError("--image-rank-weight is for --lit-target phrases with twins in the batch (--twin-share)")
+            if self.image_margin_weight < 0:
+                raise ValueError(f"image_margin_weight must be at least 0, got {self.image_margin_weight}")
+            if self.image_margin_weight and (self.lit_target != "phrases" or not self.twin_share):
+                raise ValueError("--image-margin-weight is for --lit-target phrases with twins in the batch "
+                                 "(--twin-share)")
             if self.target_caption_weight and self.lit_target != "phrases":
                 raise ValueError("--target-caption-weight is for --lit-target phrases (the share of the scene's "
                                  "caption mean in its phrase target)")
@@ -401,9 +414,10 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     discriminant = lit and cfg.lit_target == "discriminant"
     phrases = lit and cfg.lit_target == "phrases"
     # the whole pool's captions and its twins': the phrase metric learnt from them, or the images ranked by them
-    ranked = phrases and (cfg.target_rank_steps > 0 or cfg.image_rank_weight > 0)
+    ranked = phrases and (cfg.target_rank_steps > 0 or cfg.image_rank_weight > 0 or cfg.image_margin_weight > 0)
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
-                     twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout)
+                     twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout,
+                     twin_layout=cfg.twin_layout)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render
@@ -481,7 +495,10 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                 loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
             if cfg.image_rank_weight and batch.twin.any():
                 loss = loss + cfg.image_rank_weight * image_rank_loss(img, batch.scenes, batch.twin, captions,
-                                                                      twin_captions, state.step)
+                                                                      twin_captions, state.step, cfg.image_rank_scale)
+            if cfg.image_margin_weight and batch.twin.any():
+                loss = loss + cfg.image_margin_weight * image_margin_loss(img, txt, batch.scenes, batch.twin, captions,
+                                                                          twin_captions, state.step)
         else:
             loss = contrastive_loss(img, txt, model.logit_scale)
         opt.zero_grad(set_to_none=True)
@@ -524,7 +541,9 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             record["captions"].update(target_contrastive=cfg.target_contrastive,
                                       target_pair_weight=cfg.target_pair_weight)
         if cfg.image_rank_weight:
-            record["captions"]["image_rank_weight"] = cfg.image_rank_weight
+            record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
+        if cfg.image_margin_weight:
+            record["captions"]["image_margin_weight"] = cfg.image_margin_weight
         if phrases:
             record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
                                       whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
@@ -591,23 +610,53 @@ def twin_difference_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.nda
 
 
 def image_rank_loss(img: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any, twin_captions: Any,
-                    step: int) -> Any:
+                    step: int, scale: float = RANK_SCALE) -> Any:
     """:func:`bindlab.train.phrase_metric.twin_rank_loss` on the batch's normalised image embeddings: each (scene,
     twin) pair of the batch with caption k of the scene and of the twin (the same wording; k walks the cached
     captions with the row and the step), so the images themselves rank their own captions above the twin's and
     are ranked so by them. ``scenes``/``twin`` as in :func:`twin_difference_loss`."""
-    import torch
     import torch.nn.functional as F
 
     from bindlab.train.phrase_metric import twin_rank_loss
 
     rows, partner = twin_rows(scenes, twin)
-    pool_rows = scenes[rows.numpy()]
-    ks = (np.arange(len(rows)) + step) % captions.index.shape[1]
-    ts = torch.from_numpy(captions.embeddings[captions.index[pool_rows, ks]])
-    tt = torch.from_numpy(twin_captions.embeddings[twin_captions.index[pool_rows, ks]])
+    ts, tt = twin_caption_rows(scenes[rows.numpy()], captions, twin_captions, step)
     x = F.normalize(img, dim=-1)
-    return twin_rank_loss(x[partner], x[rows], ts, tt)
+    return twin_rank_loss(x[partner], x[rows], ts, tt, scale)
+
+
+MARGIN_UNIT = 0.01  # image_margin_loss: margins are cosine differences of ~0.001-0.05; errors counted in these units
+
+
+def image_margin_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any,
+                      twin_captions: Any, step: int) -> Any:
+    """Mean squared difference, in units of :data:`MARGIN_UNIT`, between the four twin margins
+    (:func:`bindlab.train.phrase_metric.twin_margins`) of the batch's normalised image embeddings and those of their
+    normalised targets, with each pair's caption k (as :func:`image_rank_loss`).
+
+    Why: a text->image decision between a scene and its swap twin is ``t . (x_s - x_t) > 0``; the image difference's
+    component along the captions' common part (how well each image matches the scene's words at all) is several
+    times the binding part on which the decision turns, and the targets, which get it right, say what it should be.
+    The cosine and twin-difference losses weigh that one direction like any other."""
+    import torch.nn.functional as F
+
+    from bindlab.train.phrase_metric import twin_margins
+
+    rows, partner = twin_rows(scenes, twin)
+    ts, tt = twin_caption_rows(scenes[rows.numpy()], captions, twin_captions, step)
+    x, y = F.normalize(img, dim=-1), F.normalize(target, dim=-1)
+    error = twin_margins(x[partner], x[rows], ts, tt) - twin_margins(y[partner], y[rows], ts, tt)
+    return ((error / MARGIN_UNIT) ** 2).mean()
+
+
+def twin_caption_rows(pool_rows: np.ndarray, captions: Any, twin_captions: Any, step: int) -> tuple[Any, Any]:
+    """Caption k of each pair's scene and of its twin (the same wording), k walking the cached captions with the
+    row and the step: (ts, tt) torch tensors (pairs, d)."""
+    import torch
+
+    ks = (np.arange(len(pool_rows)) + step) % captions.index.shape[1]
+    return (torch.from_numpy(captions.embeddings[captions.index[pool_rows, ks]]),
+            torch.from_numpy(twin_captions.embeddings[twin_captions.index[pool_rows, ks]]))
 
 
 def contrastive_loss(img: Any, txt: Any, logit_scale: Any) -> Any:

@@ -71,6 +71,27 @@ def test_twin_renders_with_identical_layout_outside_the_changed_objects():
     np.testing.assert_array_equal(a[masks[2]], b[masks[2]])  # the untouched object is pixel-identical
 
 
+def test_shuffled_twin_layout_moves_the_objects_to_other_slots_and_keeps_the_twin_scene(tmp_path):
+    scenes, _ = pool_scenes(200, seed=0, heldout=HELD)
+    moved = toy_data.shuffled_slots(scenes, seed=0)
+    assert moved == toy_data.shuffled_slots(scenes, seed=0)  # a pure function
+    for sc, m in zip(scenes, moved, strict=True):
+        assert sorted(m) == sorted(sc)  # the same objects, bindings intact
+        assert (m != sc) == (len(sc) > 1)  # every scene of 2+ objects in another order; one object stays
+    same = toy_data.load_pool(48, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True)
+    shuffled = toy_data.load_pool(48, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
+                                  twin_layout="shuffled")
+    assert {i: t for i, (t, _) in shuffled.twins.items()} == {i: t for i, (t, _) in same.twins.items()}
+    for i, (twin, img) in same.twins.items():
+        moved_img = shuffled.twins[i][1]
+        if len(twin) == 1:
+            np.testing.assert_array_equal(img, moved_img)
+        else:
+            assert (np.abs(img.astype(int) - moved_img.astype(int)).sum(-1) > 0).mean() > 0.01  # objects moved
+    with pytest.raises(ValueError, match="unknown twin layout"):
+        toy_data.load_pool(48, 64, seed=0, cache_dir=tmp_path, workers=1, twins=True, twin_layout="mirrored")
+
+
 def test_batch_with_twins_appends_each_twin_with_its_scenes_shift_flip_and_wording(tmp_path):
     from bindlab.encoders.toy_tokenizer import WordTokenizer
 

@@ -499,23 +499,30 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
     """--target-rank-steps: the pool's twins and the whole pool's captions (and the twins') are embedded even
     without twins in the batch, the metric is fitted and scored on kept-out pairs, the record, the card and its
     command say so; the option is refused without phrase targets."""
+    from bindlab.studies.toy import train_command
     from bindlab.train.toy_train import TrainConfig
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-ranked"
     assert _train(out, 20, ["--lit-target", "phrases", "--target-bag-weight", "0", "--target-rank-steps", "20",
-                            "--twin-share", "0.5", "--image-rank-weight", "1", "--lr", "0.005"]) == 0
+                            "--twin-share", "0.5", "--twin-layout", "shuffled", "--image-rank-weight", "1",
+                            "--lr", "0.005"]) == 0
     record = json.loads((out / "training.json").read_text())
     c = record["captions"]
     assert c["captions"] == 24 * 2 and c["twin_captions"] > 0 and (out / "twin_captions.npz").exists()
-    assert c["image_rank_weight"] == 1.0
+    assert c["image_rank_weight"] == 1.0 and c["image_rank_scale"] == 30.0
     r = c["ranked_metric"]
     assert r["steps"] == 20 and 2 <= r["pairs"] <= 24
     assert set(r["validation_before"]) == set(r["validation_after"]) == {"ti", "it"}
     assert all(0 <= v <= 1 for v in (*r["validation_before"].values(), *r["validation_after"].values()))
     command = _target_run_command(out, record, minilm, monkeypatch)
     assert "--target-bag-weight 0.0 --target-shrink 0.03 --target-rank-steps 20 --image-rank-weight 1.0" in command
+    assert "--image-rank-scale" not in command  # the default scale is left out; another one is written
+    assert "--image-rank-weight 1.0 --image-rank-scale 300.0" in train_command({**record["train_config"],
+                                                                                "image_rank_scale": 300.0})
+    assert "--twin-share 0.5 --twin-layout shuffled" in command and record["train_config"]["twin_layout"] == "shuffled"
     card = _card(out)
+    assert "binding twins in shuffled slots" in card and "in another random order (`--twin-layout shuffled`" in card
     assert "W learnt by ranking** (`--target-rank-steps 20`" in card and "and fit the ranked metric:" in card
     assert "serve only to estimate W" not in card
     with pytest.raises(ValueError, match="--target-rank-steps is for --lit-target phrases"):
@@ -524,6 +531,18 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
         TrainConfig(arch="lit", lit_target="phrases", target_rank_steps=-1)
     with pytest.raises(ValueError, match="--image-rank-weight is for --lit-target phrases with twins"):
         TrainConfig(arch="lit", lit_target="phrases", image_rank_weight=1.0)
+    assert "--image-margin-weight 2.0" in train_command({**record["train_config"], "image_margin_weight": 2.0})
+    with pytest.raises(ValueError, match="--image-margin-weight is for --lit-target phrases with twins"):
+        TrainConfig(arch="lit", lit_target="phrases", image_margin_weight=1.0)
+    margin = tmp_path / "lit-margin"  # the margin term trains (the pool's captions and twins come with it)
+    assert _train(margin, 3, ["--lit-target", "phrases", "--twin-share", "0.5", "--image-margin-weight", "1"]) == 0
+    trained = json.loads((margin / "training.json").read_text())
+    assert trained["captions"]["image_margin_weight"] == 1.0 and (margin / "twin_captions.npz").exists()
+    assert all(np.isfinite(loss) for _, loss in trained["losses"])
+    with pytest.raises(ValueError, match="image_rank_scale must be positive"):
+        TrainConfig(arch="lit", lit_target="phrases", twin_share=0.5, image_rank_weight=1.0, image_rank_scale=0)
+    with pytest.raises(ValueError, match="unknown twin layout 'mirrored'"):
+        TrainConfig(arch="lit", twin_layout="mirrored")
 
 
 def test_image_rank_loss_pairs_each_twin_with_its_scene_and_their_captions():
@@ -549,6 +568,33 @@ def test_image_rank_loss_pairs_each_twin_with_its_scene_and_their_captions():
     low = float(image_rank_loss(right, scenes, twin, captions, twins, step))
     high = float(image_rank_loss(wrong, scenes, twin, captions, twins, step))
     assert low < 0.3 < np.log(2) < high
+    sharp = [float(image_rank_loss(x, scenes, twin, captions, twins, step, scale=300.0)) for x in (right, wrong)]
+    assert sharp[0] < low and sharp[1] > high  # a larger scale: right signs cost less, wrong ones more
+
+
+def test_image_margin_loss_is_zero_on_the_targets_and_counts_the_common_part_of_a_twin_difference():
+    """--image-margin-weight: images that are their targets cost nothing; an image pair whose difference gains a
+    component along the captions' common part (a bias that flips a text->image decision) costs, in MARGIN_UNITs."""
+    import torch
+
+    from bindlab.train.toy_lit import CaptionCache
+    from bindlab.train.toy_train import MARGIN_UNIT, image_margin_loss
+
+    rng = np.random.default_rng(1)
+    unit = lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True)  # noqa: E731
+    common = unit(rng.normal(size=6))
+    cap = unit(common + 0.1 * rng.normal(size=(3, 1, 6)))  # one caption per scene, mostly the common part
+    tw = unit(common + 0.1 * rng.normal(size=(3, 1, 6)))
+    captions = CaptionCache(["a", "b", "c"], cap.reshape(3, 6), np.arange(3).reshape(3, 1), 0.0, "synthetic")
+    twins = CaptionCache(["a", "b", "c"], tw.reshape(3, 6), np.arange(3).reshape(3, 1), 0.0, "synthetic")
+    scenes, twin = np.array([0, 1, 0, 1]), np.array([False, False, True, True])
+    target = torch.from_numpy(unit(np.stack([cap[0, 0], cap[1, 0], tw[0, 0], tw[1, 0]])))
+    assert float(image_margin_loss(target, target, scenes, twin, captions, twins, 0)) == 0.0
+    biased = target.clone()
+    biased[0] = torch.from_numpy(unit(target[0].numpy() + 0.05 * common))  # scene 0's image matches its words more
+    loss = float(image_margin_loss(biased, target, scenes, twin, captions, twins, 0))
+    ti_shift = float(cap[0, 0] @ (biased[0] - target[0]).numpy())  # how far its text->image margin moved
+    assert loss > 0.1 * (ti_shift / MARGIN_UNIT) ** 2 > 0
 
 
 def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_to_text(minilm):
