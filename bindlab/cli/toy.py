@@ -26,7 +26,7 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               target_caption_weight=a.target_caption_weight,
                               target_rank_steps=a.target_rank_steps, image_rank_weight=a.image_rank_weight,
                               twin_layout=a.twin_layout, image_rank_scale=a.image_rank_scale,
-                              image_margin_weight=a.image_margin_weight)
+                              image_margin_weight=a.image_margin_weight, image_bias_weight=a.image_bias_weight)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -102,6 +102,10 @@ def add_commands(g: Groups) -> None:
                    help="with --lit-target phrases and --twin-share: weight of a term that regresses each (scene, twin) "
                         "pair's four decision margins under its cached caption, computed on the images, onto the same "
                         "margins of their targets (bindlab.train.toy_train.image_margin_loss)")
+    p.add_argument("--image-bias-weight", type=float, default=0.0, metavar="W",
+                   help="with --lit-target phrases and --twin-share: weight of a term that pins the component of each "
+                        "(scene, twin) pair's unit image difference along its captions' mean to the same component of "
+                        "their targets' (bindlab.train.toy_train.image_bias_loss)")
     p.add_argument("--target-contrastive", type=float, default=0.0, metavar="W",
                    help="with --lit-target discriminant or phrases: weight of a contrastive (InfoNCE) term between the "
                         "batch's images and their targets, beside the cosine loss (with --twin-share, scene and twin "
@@ -140,7 +144,7 @@ def add_commands(g: Groups) -> None:
                    help="keep this share of shape x attribute pairs out of every training scene (the shipped models: "
                         "0.15); eval toy then reports seen vs unseen combinations")
     p.add_argument("--twin-share", type=float, default=0.0, metavar="SHARE",
-                   help="add binding twins (same scene, two attributes swapped or one replaced, same layout) as hard "
+                   help="add binding twins (same scene, two attributes swapped or one replaced; --twin-layout) as hard "
                         "negatives, this share of the batch size per step (toy:negclip: 0.5)")
     p.add_argument("--twin-layout", choices=("same", "shuffled"), default="same",
                    help="with --twin-share: a twin's objects sit in its scene's slots (same), or in the same slots in a "

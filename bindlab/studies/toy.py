@@ -54,6 +54,7 @@ class ToyTrainRequest:
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled"
     image_rank_scale: float = 30.0  # lit phrases: the image ranking margins' scale (train.phrase_metric.RANK_SCALE)
     image_margin_weight: float = 0.0  # lit phrases with twins: the images' twin margins regressed onto the targets'
+    image_bias_weight: float = 0.0  # lit phrases with twins: the twin difference's caption component, as the targets'
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -78,7 +79,7 @@ class ToyTrainRequest:
                            target_caption_weight=self.target_caption_weight,
                            target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight,
                            twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
-                           image_margin_weight=self.image_margin_weight)
+                           image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -213,6 +214,8 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
                 command += f" --image-rank-scale {t['image_rank_scale']}"
         if t.get("image_margin_weight"):
             command += f" --image-margin-weight {t['image_margin_weight']}"
+        if t.get("image_bias_weight"):
+            command += f" --image-bias-weight {t['image_bias_weight']}"
     sizes = t.get("model") or {}
     for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden"):
         if sizes.get(key):

@@ -61,6 +61,17 @@ def twin_margins(ys, yt, ts, tt):
                         (ys * (ts - tt)).sum(-1), (yt * (tt - ts)).sum(-1)])  # it, both ways round
 
 
+def twin_terms(ys: np.ndarray, yt: np.ndarray, ts: np.ndarray, tt: np.ndarray) -> dict[str, np.ndarray]:
+    """The four :func:`twin_margins` taken apart (numpy, unit rows, broadcast over leading axes): the *binding* part
+    ``I = (ts - tt) . (ys - yt) / 2``, shared by all four; the *image bias* ``B = (ts + tt) / 2 . (ys - yt)``, how
+    much better one image matches the pair's common words whatever the binding; the *text bias*
+    ``T = (ys + yt) / 2 . (ts - tt)``. The text->image margins are ``I + B`` and ``I - B``, the image->text ones
+    ``I + T`` and ``I - T``: a decision is right both ways round only when its bias is smaller than ``I``."""
+    d_img, d_txt = ys - yt, ts - tt
+    return {"binding": (d_txt * d_img).sum(-1) / 2, "image_bias": ((ts + tt) / 2 * d_img).sum(-1),
+            "text_bias": ((ys + yt) / 2 * d_txt).sum(-1)}
+
+
 def twin_ranking(points: np.ndarray, twin_points: np.ndarray, captions: np.ndarray,
                  twin_captions: np.ndarray) -> dict[str, float]:
     """Shares of decisions ranked right (:func:`twin_margins` > 0) by unit ``points``/``twin_points`` (n, d) of scenes
@@ -144,5 +155,5 @@ def ranked_metric(vectors: np.ndarray, twin_vectors: np.ndarray, captions: np.nd
     return RankedMetric(metric.detach().double().numpy(), steps, seconds, int(len(rows)), before, score())
 
 
-__all__ = ["RankedMetric", "ranked_metric", "twin_margins", "twin_rank_loss", "twin_ranking", "RANK_BATCH", "RANK_LR", "RANK_SCALE",
+__all__ = ["RankedMetric", "ranked_metric", "twin_margins", "twin_rank_loss", "twin_ranking", "twin_terms", "RANK_BATCH", "RANK_LR", "RANK_SCALE",
            "RANK_NCE_WEIGHT", "RANK_NCE_SCALE", "RANK_VALIDATION"]

@@ -92,6 +92,7 @@ class TrainConfig:
     image_rank_weight: float = 0.0  # lit phrases: weight of the twin ranking loss on the image embeddings themselves
     image_rank_scale: float = RANK_SCALE  # its margins' scale in the logistic (large: every wrong sign costs alike)
     image_margin_weight: float = 0.0  # lit phrases: weight of the images' twin margins regressed onto the targets'
+    image_bias_weight: float = 0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled" (toy_data.shuffled_slots)
 
     def __post_init__(self) -> None:
@@ -136,17 +137,14 @@ class TrainConfig:
                 raise ValueError(f"target_rank_steps must be at least 0, got {self.target_rank_steps}")
             if self.target_rank_steps and self.lit_target != "phrases":
                 raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
-            if self.image_rank_weight < 0:
-                raise ValueError(f"image_rank_weight must be at least 0, got {self.image_rank_weight}")
+            for name in ("image_rank_weight", "image_margin_weight", "image_bias_weight"):  # twin terms on images
+                if getattr(self, name) < 0:
+                    raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
+                if getattr(self, name) and (self.lit_target != "phrases" or not self.twin_share):
+                    raise ValueError(f"--{name.replace('_', '-')} is for --lit-target phrases with twins in the batch "
+                                     "(--twin-share)")
             if not self.image_rank_scale > 0:
                 raise ValueError(f"image_rank_scale must be positive, got {self.image_rank_scale}")
-            if self.image_rank_weight and (self.lit_target != "phrases" or not self.twin_share):
-                raise ValueError("--image-rank-weight is for --lit-target phrases with twins in the batch (--twin-share)")
-            if self.image_margin_weight < 0:
-                raise ValueError(f"image_margin_weight must be at least 0, got {self.image_margin_weight}")
-            if self.image_margin_weight and (self.lit_target != "phrases" or not self.twin_share):
-                raise ValueError("--image-margin-weight is for --lit-target phrases with twins in the batch "
-                                 "(--twin-share)")
             if self.target_caption_weight and self.lit_target != "phrases":
                 raise ValueError("--target-caption-weight is for --lit-target phrases (the share of the scene's "
                                  "caption mean in its phrase target)")
@@ -413,8 +411,9 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     heldout = cfg.heldout()
     discriminant = lit and cfg.lit_target == "discriminant"
     phrases = lit and cfg.lit_target == "phrases"
-    # the whole pool's captions and its twins': the phrase metric learnt from them, or the images ranked by them
-    ranked = phrases and (cfg.target_rank_steps > 0 or cfg.image_rank_weight > 0 or cfg.image_margin_weight > 0)
+    # the whole pool's captions and its twins': the phrase metric learnt from them, or the images' twin margins
+    ranked = phrases and bool(cfg.target_rank_steps or cfg.image_rank_weight or cfg.image_margin_weight
+                              or cfg.image_bias_weight)
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
                      twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout,
                      twin_layout=cfg.twin_layout)
@@ -423,16 +422,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     state.render_seconds += time.perf_counter() - t_render
     captions = twin_captions = targets = table = ranking = None
     if lit:
-        from bindlab.train.toy_lit import (
-            WHITENER_SCENES,
-            blend_targets,
-            caption_cache,
-            discriminant_targets,
-            phrase_table,
-            phrase_targets,
-            scene_means,
-            within_scene_whitener,
-        )
+        from bindlab.train.toy_lit import WHITENER_SCENES, caption_cache, discriminant_targets
 
         blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
         captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases and not (blend or ranked) else pool.scenes, cfg.seed,
@@ -441,19 +431,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
-        if phrases:  # the metric from the first scenes' captions; the targets from the scenes' object phrases
-            table = phrase_table(cfg.text, heldout)
-            w = within_scene_whitener(_first_scenes(captions, WHITENER_SCENES), cfg.target_shrink)
-            if cfg.target_rank_steps:
-                ranking = _ranked_metric(pool.scenes, twins, table, captions, twin_captions, w, cfg)
-                w = ranking.metric
-            targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
-                       phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
-            if blend:
-                a = cfg.target_caption_weight
-                targets = (blend_targets(targets[0], scene_means(captions), a),
-                           None if targets[1] is None or twin_captions is None
-                           else blend_targets(targets[1], scene_means(twin_captions), a))
+        if phrases:
+            targets, table, ranking = lit_phrase_targets(cfg, pool, captions, twin_captions)
         if discriminant:
             targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
         fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
@@ -499,6 +478,9 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             if cfg.image_margin_weight and batch.twin.any():
                 loss = loss + cfg.image_margin_weight * image_margin_loss(img, txt, batch.scenes, batch.twin, captions,
                                                                           twin_captions, state.step)
+            if cfg.image_bias_weight and batch.twin.any():
+                loss = loss + cfg.image_bias_weight * image_bias_loss(img, txt, batch.scenes, batch.twin, captions,
+                                                                      twin_captions, state.step)
         else:
             loss = contrastive_loss(img, txt, model.logit_scale)
         opt.zero_grad(set_to_none=True)
@@ -544,6 +526,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
         if cfg.image_margin_weight:
             record["captions"]["image_margin_weight"] = cfg.image_margin_weight
+        if cfg.image_bias_weight:
+            record["captions"]["image_bias_weight"] = cfg.image_bias_weight
         if phrases:
             record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
                                       whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
@@ -562,6 +546,38 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         model.eval()
         save_model(out, model, tokenizer, record)
     return record
+
+
+def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions: Any) -> tuple[Any, Any, Any]:
+    """The phrase targets of a ``--lit-target phrases`` run: ((scene targets, twin targets or None), the phrase
+    table, the ranked metric or None). The metric comes from the first scenes' captions (learnt by ranking with
+    ``target_rank_steps``); the targets from the scenes' object phrases, blended with their caption mean when
+    ``target_caption_weight`` is set. ``pool`` a :class:`bindlab.train.toy_data.ScenePool`; ``captions`` and
+    ``twin_captions`` its :class:`bindlab.train.toy_lit.CaptionCache` s (twins' may be None when not needed)."""
+    from bindlab.train.toy_lit import (
+        WHITENER_SCENES,
+        blend_targets,
+        phrase_table,
+        phrase_targets,
+        scene_means,
+        within_scene_whitener,
+    )
+
+    twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
+    table = phrase_table(cfg.text, cfg.heldout())
+    w = within_scene_whitener(_first_scenes(captions, WHITENER_SCENES), cfg.target_shrink)
+    ranking = None
+    if cfg.target_rank_steps:
+        ranking = _ranked_metric(pool.scenes, twins, table, captions, twin_captions, w, cfg)
+        w = ranking.metric
+    targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
+               phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
+    if cfg.target_caption_weight:
+        a = cfg.target_caption_weight
+        targets = (blend_targets(targets[0], scene_means(captions), a),
+                   None if targets[1] is None or twin_captions is None
+                   else blend_targets(targets[1], scene_means(twin_captions), a))
+    return targets, table, ranking
 
 
 def _ranked_metric(scenes: list, twins: list, table: Any, captions: Any, twin_captions: Any, init: np.ndarray,
@@ -636,7 +652,7 @@ def image_margin_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarra
 
     Why: a text->image decision between a scene and its swap twin is ``t . (x_s - x_t) > 0``; the image difference's
     component along the captions' common part (how well each image matches the scene's words at all) is several
-    times the binding part on which the decision turns, and the targets, which get it right, say what it should be.
+    times the binding part on which the decision turns, and the targets, right more often, say what it should be.
     The cosine and twin-difference losses weigh that one direction like any other."""
     import torch.nn.functional as F
 
@@ -647,6 +663,27 @@ def image_margin_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarra
     x, y = F.normalize(img, dim=-1), F.normalize(target, dim=-1)
     error = twin_margins(x[partner], x[rows], ts, tt) - twin_margins(y[partner], y[rows], ts, tt)
     return ((error / MARGIN_UNIT) ** 2).mean()
+
+
+def image_bias_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any,
+                    twin_captions: Any, step: int) -> Any:
+    """Mean squared difference, in units of :data:`MARGIN_UNIT`, between ``c . u`` for the batch's (scene, twin)
+    pairs, ``u`` the unit image difference ``x_s - x_t`` and ``c`` the mean of the pair's caption k (as
+    :func:`image_rank_loss`), and the same for their targets' unit difference.
+
+    ``c . (x_s - x_t)`` is the *bias* of a text->image decision between a scene and its twin: how much better one image
+    matches the pair's common words, whatever the binding; the decision is right both ways round only when it is
+    smaller than the binding part ``(t_s - t_t) . (x_s - x_t) / 2``. On unit differences, so shrinking a difference
+    does not lower the term by itself (measured: at weight 1 the tower collapsed its twin differences all the same;
+    docs/reproductions.md)."""
+    import torch.nn.functional as F
+
+    rows, partner = twin_rows(scenes, twin)
+    ts, tt = twin_caption_rows(scenes[rows.numpy()], captions, twin_captions, step)
+    common = (ts + tt) / 2
+    u = F.normalize(F.normalize(img, dim=-1)[partner] - F.normalize(img, dim=-1)[rows], dim=-1)
+    v = F.normalize(F.normalize(target, dim=-1)[partner] - F.normalize(target, dim=-1)[rows], dim=-1)
+    return ((((common * (u - v)).sum(-1)) / MARGIN_UNIT) ** 2).mean()
 
 
 def twin_caption_rows(pool_rows: np.ndarray, captions: Any, twin_captions: Any, step: int) -> tuple[Any, Any]:

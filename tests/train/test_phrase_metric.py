@@ -25,6 +25,26 @@ def test_twin_ranking_counts_each_decision_both_ways_round():
     assert twin_ranking(p, q, cap_p, cap_q2) == {"ti": 0.5, "it": 0.0}
 
 
+def test_twin_terms_rebuild_the_four_margins_as_binding_plus_or_minus_a_bias():
+    """ti margins = binding +- image bias, it margins = binding +- text bias, for any unit rows (torch and numpy
+    agree); a pair whose image difference only adds the common words is decided by its bias alone."""
+    import torch
+
+    from bindlab.train.phrase_metric import twin_margins, twin_terms
+
+    rng = np.random.default_rng(3)
+    ys, yt, ts, tt = (_unit(rng.normal(size=(5, 7))) for _ in range(4))
+    m = twin_margins(*(torch.from_numpy(a) for a in (ys, yt, ts, tt))).numpy()
+    t = twin_terms(ys, yt, ts, tt)
+    np.testing.assert_allclose(m[0], t["binding"] + t["image_bias"])
+    np.testing.assert_allclose(m[1], t["binding"] - t["image_bias"])
+    np.testing.assert_allclose(m[2], t["binding"] + t["text_bias"])
+    np.testing.assert_allclose(m[3], t["binding"] - t["text_bias"])
+    words = _unit(ts + tt)
+    biased = twin_terms(_unit(yt + 0.3 * words), yt, ts, tt)
+    assert np.all(biased["image_bias"] > 0) and np.all(np.abs(biased["binding"]) < biased["image_bias"])
+
+
 def test_ranked_metric_learns_a_hidden_map_and_reports_the_kept_out_pairs():
     """Captions made by a hidden linear map of the phrase vectors: the identity metric ranks the kept-out pairs
     poorly, the learnt one well; seeded, so two runs agree; NaN rows (no twin) are skipped."""

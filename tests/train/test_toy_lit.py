@@ -532,6 +532,9 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
     with pytest.raises(ValueError, match="--image-rank-weight is for --lit-target phrases with twins"):
         TrainConfig(arch="lit", lit_target="phrases", image_rank_weight=1.0)
     assert "--image-margin-weight 2.0" in train_command({**record["train_config"], "image_margin_weight": 2.0})
+    assert "--image-bias-weight 4.0" in train_command({**record["train_config"], "image_bias_weight": 4.0})
+    with pytest.raises(ValueError, match="--image-bias-weight is for --lit-target phrases with twins"):
+        TrainConfig(arch="lit", lit_target="phrases", image_bias_weight=1.0)
     with pytest.raises(ValueError, match="--image-margin-weight is for --lit-target phrases with twins"):
         TrainConfig(arch="lit", lit_target="phrases", image_margin_weight=1.0)
     margin = tmp_path / "lit-margin"  # the margin term trains (the pool's captions and twins come with it)
@@ -595,6 +598,31 @@ def test_image_margin_loss_is_zero_on_the_targets_and_counts_the_common_part_of_
     loss = float(image_margin_loss(biased, target, scenes, twin, captions, twins, 0))
     ti_shift = float(cap[0, 0] @ (biased[0] - target[0]).numpy())  # how far its text->image margin moved
     assert loss > 0.1 * (ti_shift / MARGIN_UNIT) ** 2 > 0
+
+
+def test_image_bias_loss_is_blind_to_the_size_of_a_twin_difference_and_not_to_its_turn_towards_the_words():
+    """--image-bias-weight: zero on the targets; a twin image difference of the targets' direction but another size
+    costs nothing (a shrunk difference cannot meet it); one turned towards the pair's common words costs."""
+    import torch
+
+    from bindlab.train.toy_lit import CaptionCache
+    from bindlab.train.toy_train import image_bias_loss
+
+    rng = np.random.default_rng(2)
+    unit = lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True)  # noqa: E731
+    common = unit(rng.normal(size=8))
+    cap = unit(common + 0.1 * rng.normal(size=(2, 1, 8)))
+    tw = unit(common + 0.1 * rng.normal(size=(2, 1, 8)))
+    captions = CaptionCache(["a", "b"], cap.reshape(2, 8), np.arange(2).reshape(2, 1), 0.0, "synthetic")
+    twins = CaptionCache(["a", "b"], tw.reshape(2, 8), np.arange(2).reshape(2, 1), 0.0, "synthetic")
+    scenes, twin = np.array([0, 1, 0, 1]), np.array([False, False, True, True])
+    mid = unit(rng.normal(size=(2, 8)))
+    step = unit(rng.normal(size=(2, 8)))
+    target = torch.from_numpy(unit(np.concatenate([mid + 0.2 * step, mid - 0.2 * step])))
+    closer = torch.from_numpy(unit(np.concatenate([mid + 0.05 * step, mid - 0.05 * step])))  # the same turn, smaller
+    turned = torch.from_numpy(unit(np.concatenate([mid + 0.2 * step + 0.1 * common, mid - 0.2 * step])))
+    loss = lambda img: float(image_bias_loss(img, target, scenes, twin, captions, twins, 0))  # noqa: E731
+    assert loss(target) < 1e-9 and loss(closer) < 0.05 * loss(turned) and loss(turned) > 1
 
 
 def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_to_text(minilm):
