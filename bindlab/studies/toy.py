@@ -15,6 +15,7 @@ from typing import Any
 
 from bindlab.studies.result import Result
 from bindlab.studies.validate import encoder_id
+from bindlab.train.phrase_metric import RANK_SCALE
 
 __all__ = ["ToyEvalRequest", "ToyTrainRequest", "run_toy_eval", "run_toy_train", "summary_lines"]
 
@@ -52,7 +53,7 @@ class ToyTrainRequest:
     target_rank_steps: int = 0  # lit phrases: steps of the ranked phrase metric (0 = the whitener)
     image_rank_weight: float = 0.0  # lit phrases with twins: weight of the twin ranking loss on the images
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled"
-    image_rank_scale: float = 30.0  # lit phrases: the image ranking margins' scale (train.phrase_metric.RANK_SCALE)
+    image_rank_scale: float = RANK_SCALE  # lit phrases: the image ranking margins' scale in its logistic loss
     image_margin_weight: float = 0.0  # lit phrases with twins: the images' twin margins regressed onto the targets'
     image_bias_weight: float = 0.0  # lit phrases with twins: the twin difference's caption component, as the targets'
 
@@ -210,7 +211,7 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --target-rank-steps {t['target_rank_steps']}"
         if t.get("image_rank_weight"):
             command += f" --image-rank-weight {t['image_rank_weight']}"
-            if float(t.get("image_rank_scale", 30.0)) != 30.0:
+            if float(t.get("image_rank_scale", RANK_SCALE)) != RANK_SCALE:
                 command += f" --image-rank-scale {t['image_rank_scale']}"
         if t.get("image_margin_weight"):
             command += f" --image-margin-weight {t['image_margin_weight']}"

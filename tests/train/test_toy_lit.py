@@ -518,6 +518,11 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
     command = _target_run_command(out, record, minilm, monkeypatch)
     assert "--target-bag-weight 0.0 --target-shrink 0.03 --target-rank-steps 20 --image-rank-weight 1.0" in command
     assert "--image-rank-scale" not in command  # the default scale is left out; another one is written
+    from bindlab.cli import build_parser
+    from bindlab.train.phrase_metric import RANK_SCALE
+
+    parsed = build_parser().parse_args(["train", "toy", "--out", "x"])
+    assert parsed.image_rank_scale == RANK_SCALE  # the CLI's default is the metric's scale
     assert "--image-rank-weight 1.0 --image-rank-scale 300.0" in train_command({**record["train_config"],
                                                                                 "image_rank_scale": 300.0})
     assert "--twin-share 0.5 --twin-layout shuffled" in command and record["train_config"]["twin_layout"] == "shuffled"
