@@ -521,7 +521,7 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
     from bindlab.cli import build_parser
     from bindlab.train.phrase_metric import RANK_SCALE
 
-    parsed = build_parser().parse_args(["train", "toy", "--out", "x"])
+    parsed = build_parser().parse_args(["train", "toy", "--arch", "lit", "--out", "x"])
     assert parsed.image_rank_scale == RANK_SCALE  # the CLI's default is the metric's scale
     assert "--image-rank-weight 1.0 --image-rank-scale 300.0" in train_command({**record["train_config"],
                                                                                 "image_rank_scale": 300.0})
