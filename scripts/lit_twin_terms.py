@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     size = int((json.loads((run / "config.json").read_text())).get("image_size", 64))
     pool = toy_data.load_pool(cfg.pool_size, size, cfg.seed, heldout=cfg.heldout(), twins=True,
                               clean=cfg.clean_holdout, twin_layout=cfg.twin_layout)
-    twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
+    twins = pool.twin_scenes()
     captions = caption_cache(pool.scenes, cfg.seed, cfg.text, run / "captions.npz", cfg.captions_per_scene)
     twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, run / "twin_captions.npz",
                                   cfg.captions_per_scene, twins=twins)

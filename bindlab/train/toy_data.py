@@ -231,6 +231,10 @@ class ScenePool:
     scenes: list[Scene]
     twins: dict[int, tuple[Scene, np.ndarray]] = field(default_factory=dict)  # pool index -> (twin, its image)
 
+    def twin_scenes(self) -> list[Scene | None]:
+        """Each pool scene's binding twin, index-aligned with ``scenes`` (None where it has none)."""
+        return [self.twins[i][0] if i in self.twins else None for i in range(len(self.scenes))]
+
 
 def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset(),
                 clean: bool = False) -> tuple[list[Scene], list[int]]:

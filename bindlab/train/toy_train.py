@@ -427,7 +427,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
         captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases and not (blend or ranked) else pool.scenes, cfg.seed,
                                  cfg.text, out / "captions.npz", cfg.captions_per_scene)
-        twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
+        twins = pool.twin_scenes()
         if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
             twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
                                           cfg.captions_per_scene, twins=twins)
@@ -563,7 +563,7 @@ def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions
         within_scene_whitener,
     )
 
-    twins = [pool.twins[i][0] if i in pool.twins else None for i in range(len(pool.scenes))]
+    twins = pool.twin_scenes()
     table = phrase_table(cfg.text, cfg.heldout())
     w = within_scene_whitener(_first_scenes(captions, WHITENER_SCENES), cfg.target_shrink)
     ranking = None
@@ -681,8 +681,8 @@ def image_bias_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray,
     rows, partner = twin_rows(scenes, twin)
     ts, tt = twin_caption_rows(scenes[rows.numpy()], captions, twin_captions, step)
     common = (ts + tt) / 2
-    u = F.normalize(F.normalize(img, dim=-1)[partner] - F.normalize(img, dim=-1)[rows], dim=-1)
-    v = F.normalize(F.normalize(target, dim=-1)[partner] - F.normalize(target, dim=-1)[rows], dim=-1)
+    x, y = F.normalize(img, dim=-1), F.normalize(target, dim=-1)
+    u, v = F.normalize(x[partner] - x[rows], dim=-1), F.normalize(y[partner] - y[rows], dim=-1)
     return ((((common * (u - v)).sum(-1)) / MARGIN_UNIT) ** 2).mean()
 
 

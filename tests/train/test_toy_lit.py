@@ -164,7 +164,7 @@ def test_lit_batch_brings_twins_with_their_own_cached_captions(tmp_path, monkeyp
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     held = frozenset(heldout_combinations(0.15, 0))
     pool = load_pool(16, 32, 0, workers=1, heldout=held, twins=True, clean=True)
-    twins = [pool.twins[i][0] if i in pool.twins else None for i in range(16)]
+    twins = pool.twin_scenes()
     cache = caption_cache(pool.scenes, 0, "minilm", tmp_path / "c.npz", per_scene=2)
     tcache = caption_cache(pool.scenes, 0, "minilm", tmp_path / "t.npz", per_scene=2, twins=twins)
     assert ((tcache.index >= 0) == np.asarray([[t is not None] * 2 for t in twins])).all()
