@@ -26,3 +26,17 @@ def test_lit_twin_terms_reads_the_run_rebuilds_its_targets_and_prints_one_row_pe
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert all(0 <= float(c) <= 1 for c in cells[-2:])  # shares of decisions ranked right
+    capsys.readouterr()
+
+    # a fresh pool: other scenes, the run's hold-out kept out, its captions cached in the run folder
+    assert load_script("lit_twin_terms").main(["--run", str(out), "--pairs", "4", "--fresh-seed", "5",
+                                               "--fresh-size", "30"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "of a fresh pool (30 scenes, seed 5, " in lines[0]
+    assert (out / "fresh-5-30-captions.npz").exists() and (out / "fresh-5-30-twin_captions.npz").exists()
+    rows = [line for line in lines if line.startswith("| targets") or line.startswith("| toy:")]
+    assert len(rows) == 2 and rows[0].split("|")[6].strip() == "1"
+    import pytest
+
+    with pytest.raises(SystemExit, match="the run's own seed"):
+        load_script("lit_twin_terms").main(["--run", str(out), "--fresh-seed", "0"])

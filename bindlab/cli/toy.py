@@ -13,7 +13,7 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
 
     model = {"width": a.width, "layers": a.layers, "text_layers": a.layers, "heads": a.heads,
              "image_size": a.image_size, "patch_size": a.patch_size, "stem": a.stem, "embed_dim": a.width,
-             "head_hidden": a.head_hidden}
+             "head_hidden": a.head_hidden, "head_slots": a.head_slots}
     request = ToyTrainRequest(arch=a.arch, out=a.out, steps=a.steps, batch_size=a.batch_size, seed=a.seed,
                               pool_size=a.pool_size, hard_share=a.hard_share, checkpoint_every=a.checkpoint_every,
                               threads=a.threads, lr=a.lr, model=model, progress=not a.no_progress,
@@ -25,6 +25,7 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               target_contrastive=a.target_contrastive,
                               target_caption_weight=a.target_caption_weight,
                               target_rank_steps=a.target_rank_steps, image_rank_weight=a.image_rank_weight,
+                              rank_scenes=a.rank_scenes,
                               twin_layout=a.twin_layout, image_rank_scale=a.image_rank_scale,
                               image_margin_weight=a.image_margin_weight, image_bias_weight=a.image_bias_weight)
     record = run_toy_train(request).summary
@@ -90,6 +91,10 @@ def add_commands(g: Groups) -> None:
                    help="with --lit-target phrases: learn their metric for N steps (from the within-scene whitener) so "
                         "that each cached caption ranks its scene's point above its binding twin's and the reverse "
                         "(bindlab.train.phrase_metric; 12-15 s for 1,500 steps on the 10,000-scene pool); 0 = the whitener")
+    p.add_argument("--rank-scenes", type=int, default=0, metavar="N",
+                   help="with --target-rank-steps: fit the metric on the pool's first N scenes, so only their "
+                        "captions (and their twins') are embedded and the pool can grow without embedding all of its "
+                        "captions (about 86 a second with one thread); 0 = every pool scene")
     p.add_argument("--image-rank-weight", type=float, default=0.0, metavar="W",
                    help="with --lit-target phrases and --twin-share: weight of a ranking term on the images themselves: "
                         "each scene's cached caption must score its image above its binding twin's, and each image "
@@ -138,6 +143,10 @@ def add_commands(g: Groups) -> None:
                    help="image head: 0 = a linear map of the mean patch (the embeddings span at most --width "
                         "dimensions); H = a per-patch MLP of hidden width H, then the mean (spans the whole joint "
                         "space; for --arch lit, whose frozen text space is wider than the tower)")
+    p.add_argument("--head-slots", type=int, default=0, metavar="K",
+                   help="image head (--arch lit --lit-target phrases): K object slots, each a distribution over "
+                        "the frozen text model's object phrases, summed; every image is then a mixture of phrase "
+                        "hypotheses (0 = no slot head)")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
     p.add_argument("--holdout-combos", type=float, default=0.0, metavar="FRACTION",

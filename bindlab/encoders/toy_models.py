@@ -46,6 +46,9 @@ class ToyConfig:
     stem: str = "light"  # convolutional stem of the patch embedding: "deep" or "light" (see PatchEmbed)
     text_model: str = ""  # lit only: the frozen text encoder's id (e.g. "minilm"); embed_dim is its dimension
     head_hidden: int = 0  # image head: 0 = linear projection of the mean patch; H > 0 = per-patch MLP (see ImageHead)
+    head_slots: int = 0  # image head: K > 0 = K object slots over a fixed phrase grid (see SlotPhraseHead)
+    head_shapes: int = 0  # slot head: rows of its phrase grid (shapes)
+    head_attributes: int = 0  # slot head: columns of its phrase grid (attributes)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -64,6 +67,12 @@ class ToyConfig:
             raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
         if self.head_hidden < 0:
             raise ValueError(f"head_hidden must be 0 (a linear head) or a positive MLP width, got {self.head_hidden}")
+        if self.head_slots < 0:
+            raise ValueError(f"head_slots must be 0 (no slot head) or a positive number of slots, got {self.head_slots}")
+        if self.head_slots and self.head_hidden:
+            raise ValueError("choose one image head: head_slots (slots over a phrase grid) or head_hidden (an MLP)")
+        if self.head_slots and (self.head_shapes <= 0 or self.head_attributes <= 0):
+            raise ValueError("the slot head needs its phrase grid's size: head_shapes and head_attributes > 0")
 
     @property
     def num_patches(self) -> int:
@@ -232,9 +241,60 @@ class ImageHead(nn.Module):
         return self.mlp(states).mean(1)
 
 
+class SlotPhraseHead(nn.Module):
+    """An image head whose every output is a sum of object phrases: patch states (b, P, width) -> (b, embed_dim).
+
+    ``cfg.head_slots`` K slots read the patches with slot attention (each patch's weight shared out among the slots
+    by a softmax over slots, then a weighted mean per slot; two rounds). Each slot then gives a distribution over
+    shapes, one over attributes and a presence in [0, 1], and the embedding is
+    ``sum_k presence_k * p_shape_k^T G p_attribute_k`` with ``G`` (shapes, attributes, embed_dim) a fixed *phrase
+    grid*: the frozen text model's embedding of every "a/an <attribute> <shape>" in the targets' metric
+    (``bindlab.train.toy_lit.phrase_grid``; a buffer, saved with the weights).
+
+    Why: a lit tower with a free head (:class:`ImageHead`) learns the binding part of its phrase targets but its
+    image of a scene and of the scene's attribute swap also match the scene's words *at all* by different amounts
+    (the image bias of ``scripts/lit_twin_terms.py``), several times the binding part. Here an image can only be a
+    mixture of phrase hypotheses. Measured (docs/reproductions.md, "A head that sums phrases"): that alone does not
+    lower the bias — trained only through the summed embedding the slots stay diffuse, and uneven mixture weights
+    recreate it.
+    """
+
+    rounds = 2
+
+    def __init__(self, cfg: "ToyConfig") -> None:
+        super().__init__()
+        w = cfg.width
+        self.slots = nn.Parameter(torch.randn(cfg.head_slots, w) * w ** -0.5)
+        self.norm = nn.LayerNorm(w)
+        self.q, self.k, self.v = (nn.Linear(w, w, bias=False) for _ in range(3))
+        self.mlp = nn.Sequential(nn.LayerNorm(w), nn.Linear(w, 4 * w), nn.GELU(),
+                                 nn.Linear(4 * w, cfg.head_shapes + cfg.head_attributes + 1))
+        self.register_buffer("phrases", torch.zeros(cfg.head_shapes, cfg.head_attributes, cfg.embed_dim))
+
+    def slot_outputs(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(shape probabilities (b, K, S), attribute probabilities (b, K, A), presence (b, K))."""
+        s = self.norm(states)
+        keys, values = self.k(s), self.v(s)
+        z = self.slots.expand(states.shape[0], -1, -1)
+        for _ in range(self.rounds):
+            attn = (self.q(z) @ keys.transpose(1, 2) / math.sqrt(keys.shape[-1])).softmax(dim=1)  # (b, K, P)
+            z = z + (attn / attn.sum(-1, keepdim=True).clamp_min(1e-6)) @ values
+        out = self.mlp(z)
+        n_shapes = self.phrases.shape[0]
+        return (out[..., :n_shapes].softmax(-1), out[..., n_shapes:-1].softmax(-1), torch.sigmoid(out[..., -1]))
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        shape, attribute, presence = self.slot_outputs(states)
+        grid = torch.einsum("bks,sad->bkad", shape * presence[..., None], self.phrases)
+        return torch.einsum("bkad,bka->bd", grid, attribute)
+
+
 def make_image_head(cfg: "ToyConfig") -> tuple[str, nn.Module]:
-    """(attribute name, module) of an image tower's head: ``image_head`` (:class:`ImageHead`) with
-    ``cfg.head_hidden``, else the linear ``image_proj`` (the name the shipped weights use)."""
+    """(attribute name, module) of an image tower's head: ``image_head`` (:class:`ImageHead` with
+    ``cfg.head_hidden``, :class:`SlotPhraseHead` with ``cfg.head_slots``), else the linear ``image_proj`` (the name
+    the shipped weights use)."""
+    if cfg.head_slots:
+        return "image_head", SlotPhraseHead(cfg)
     if cfg.head_hidden:
         return "image_head", ImageHead(cfg)
     return "image_proj", nn.Linear(cfg.width, cfg.embed_dim, bias=False)
@@ -281,7 +341,7 @@ class ToyCLIP(ToyModel):
     def encode_image(self, pixels: torch.Tensor, normalize: bool = False) -> torch.Tensor:
         """pixels (b, 3, H, W) in [0, 1] -> (b, embed_dim)."""
         states, _ = self.vision(self.patch_embed(pixels), None)  # (b, P, w), full attention
-        out = self.image_head(states) if self.cfg.head_hidden else self.image_proj(states.mean(1))
+        out = self.image_head(states) if hasattr(self, "image_head") else self.image_proj(states.mean(1))
         return F.normalize(out, dim=-1) if normalize else out
 
     def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:

@@ -52,6 +52,7 @@ class ToyTrainRequest:
     target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target
     target_rank_steps: int = 0  # lit phrases: steps of the ranked phrase metric (0 = the whitener)
     image_rank_weight: float = 0.0  # lit phrases with twins: weight of the twin ranking loss on the images
+    rank_scenes: int = 0  # lit phrases: the ranked metric's scenes (the pool's first N; 0 = all)
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled"
     image_rank_scale: float = RANK_SCALE  # lit phrases: the image ranking margins' scale in its logistic loss
     image_margin_weight: float = 0.0  # lit phrases with twins: the images' twin margins regressed onto the targets'
@@ -79,6 +80,7 @@ class ToyTrainRequest:
                            target_contrastive=self.target_contrastive,
                            target_caption_weight=self.target_caption_weight,
                            target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight,
+                           rank_scenes=self.rank_scenes,
                            twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
                            image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight)
 
@@ -209,6 +211,8 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --target-caption-weight {t['target_caption_weight']}"
         if t.get("target_rank_steps"):
             command += f" --target-rank-steps {t['target_rank_steps']}"
+            if t.get("rank_scenes"):
+                command += f" --rank-scenes {t['rank_scenes']}"
         if t.get("image_rank_weight"):
             command += f" --image-rank-weight {t['image_rank_weight']}"
             if float(t.get("image_rank_scale", RANK_SCALE)) != RANK_SCALE:
@@ -218,7 +222,7 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
         if t.get("image_bias_weight"):
             command += f" --image-bias-weight {t['image_bias_weight']}"
     sizes = t.get("model") or {}
-    for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden"):
+    for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden", "head_slots"):
         if sizes.get(key):
             command += f" --{key.replace('_', '-')} {sizes[key]}"
     if init or t.get("init_from"):

@@ -47,6 +47,12 @@ def _stem_text(m: dict[str, Any]) -> str:
 
 
 def _head_text(m: dict[str, Any]) -> str:
+    if m.get("head_slots"):
+        return (f"a slot head (`--head-slots {m['head_slots']}`): {m['head_slots']} slots read the patches by slot "
+                f"attention, each gives a distribution over {m['head_shapes']} shapes and one over "
+                f"{m['head_attributes']} attributes and a presence, and the embedding is the presence-weighted sum "
+                "of the frozen text model's phrase embeddings ('a red cube') in the targets' metric — every image "
+                "a mixture of object phrases")
     if m.get("head_hidden"):
         return (f"a per-patch MLP head (width {m['width']} -> {m['head_hidden']} -> GELU -> {m['embed_dim']}; "
                 "`--head-hidden`) averaged over the patches, so the embeddings can span the whole space")
@@ -179,8 +185,9 @@ def _ranked_lines(training: dict[str, Any]) -> list[str]:
     before, after = r["validation_before"], r["validation_after"]
     return [f"- **W learnt by ranking** (`--target-rank-steps {t['target_rank_steps']}`, "
             "`bindlab.train.phrase_metric`): starting from the whitener, W was fitted for "
-            f"{r['steps']:,} steps ({r['seconds']:.0f} s) on {r['pairs']:,} (scene, binding twin) pairs of the pool so "
-            "that each cached caption scores its own scene's point above its twin's (the text->image decision) and "
+            f"{r['steps']:,} steps ({r['seconds']:.0f} s) on {r['pairs']:,} (scene, binding twin) pairs of the "
+            + (f"pool's first {t['rank_scenes']:,} scenes (`--rank-scenes`) so " if t.get("rank_scenes") else "pool so ")
+            + "that each cached caption scores its own scene's point above its twin's (the text->image decision) and "
             "each point its own caption above the twin's (image->text), with a contrastive term that keeps the points "
             f"retrievable among other scenes. On the {_pct(RANK_VALIDATION)} of pairs kept out of that fit the share of decisions "
             f"ranked right went from {before['ti']:.3f} to {after['ti']:.3f} (text->image) and from {before['it']:.3f} "

@@ -335,6 +335,30 @@ def phrase_table(text_model: str, heldout: frozenset[tuple[str, str]] = frozense
     return PhraseTable(pairs, np.asarray(emb, dtype=np.float32), time.perf_counter() - t0)
 
 
+def phrase_grid(full: PhraseTable, table: PhraseTable, metric: np.ndarray) -> np.ndarray:
+    """(shapes, attributes, d) float32, rows and columns in the renderer's order (``RENDER_VOCAB``): every
+    renderable phrase of ``full`` (:func:`phrase_table` with no hold-out: held-out pairs too, their text needs no
+    image) as the phrase targets place one object, ``(e - mu) W`` with ``mu`` the mean of ``table`` (the training
+    phrases, as :func:`phrase_vectors`) and ``W`` = ``metric``. The fixed grid of the slot head
+    (``bindlab.encoders.toy_models.SlotPhraseHead``); with presence 1 and sure slots its output is the phrase
+    target (bag weight 0) before normalising.
+
+    Raises:
+        ValueError: ``full`` lacks a renderable phrase.
+    """
+    from bindlab.data.render import RENDER_VOCAB
+
+    pos = full.index()
+    cells = [(s, a.name) for s in RENDER_VOCAB.objects for a in RENDER_VOCAB.attributes]
+    missing = [f"{a} {s}" for s, a in cells if (s, a) not in pos]
+    if missing:
+        raise ValueError(f"the phrase grid needs every renderable phrase; the table lacks {len(missing)} "
+                         f"(e.g. {missing[0]!r}): build it with phrase_table(text_model) and no hold-out")
+    mu = table.embeddings.astype(np.float64).mean(axis=0)
+    grid = (full.embeddings[[pos[c] for c in cells]].astype(np.float64) - mu) @ metric
+    return grid.reshape(len(RENDER_VOCAB.objects), len(RENDER_VOCAB.attributes), -1).astype(np.float32)
+
+
 def phrase_vectors(scenes: Sequence[Scene | None], table: PhraseTable,
                    bag_weight: float = PHRASE_BAG_WEIGHT) -> np.ndarray:
     """(n, d) float64 phrase points of ``scenes`` before any metric: ``x - lam * bag`` with ``x`` the sum of the
@@ -387,6 +411,6 @@ def blend_targets(phrase: np.ndarray, caption_means: np.ndarray, caption_weight:
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-__all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
+__all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "phrase_grid", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
            "phrase_targets", "phrase_vectors", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
            "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]

@@ -90,6 +90,7 @@ class TrainConfig:
     target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
     target_rank_steps: int = 0  # lit phrases: learn the phrase metric by ranking captions vs twins (train.phrase_metric)
     image_rank_weight: float = 0.0  # lit phrases: weight of the twin ranking loss on the image embeddings themselves
+    rank_scenes: int = 0  # lit phrases: fit the ranked metric on the first N pool scenes' captions (0 = all)
     image_rank_scale: float = RANK_SCALE  # its margins' scale in the logistic (large: every wrong sign costs alike)
     image_margin_weight: float = 0.0  # lit phrases: weight of the images' twin margins regressed onto the targets'
     image_bias_weight: float = 0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
@@ -137,6 +138,16 @@ class TrainConfig:
                 raise ValueError(f"target_rank_steps must be at least 0, got {self.target_rank_steps}")
             if self.target_rank_steps and self.lit_target != "phrases":
                 raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
+            if int(self.rank_scenes) < 0:
+                raise ValueError(f"rank_scenes must be at least 0, got {self.rank_scenes}")
+            if self.rank_scenes and not self.target_rank_steps:
+                raise ValueError("--rank-scenes is for --target-rank-steps (the scenes its metric is fitted on)")
+            needs_all = [f"--{n.replace('_', '-')}" for n in ("target_caption_weight", "image_rank_weight",
+                                                              "image_margin_weight", "image_bias_weight")
+                         if getattr(self, n)]
+            if self.rank_scenes and needs_all:
+                raise ValueError(f"--rank-scenes embeds only the first scenes' captions; {needs_all[0]} needs every "
+                                 "pool scene's (leave --rank-scenes out)")
             for name in ("image_rank_weight", "image_margin_weight", "image_bias_weight"):  # twin terms on images
                 if getattr(self, name) < 0:
                     raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
@@ -161,6 +172,10 @@ class TrainConfig:
             if self.target_contrastive and self.lit_target == "captions":
                 raise ValueError("--target-contrastive is for --lit-target discriminant or phrases (captions "
                                  "training is contrastive already)")
+            if self.model.get("head_slots") and self.lit_target != "phrases":
+                raise ValueError("--head-slots is for --lit-target phrases (its slots sum the targets' phrases)")
+        elif self.model.get("head_slots"):
+            raise ValueError(f"--head-slots is for --arch lit --lit-target phrases; {self.arch} has no phrase grid")
         elif self.text:
             raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
         elif self.lit_target != "captions":
@@ -181,6 +196,10 @@ class TrainConfig:
         if self.arch == "lit":
             extra = {"text_model": self.text, "embed_dim": text_dim(self.text), "max_text_len": 0}
             vocab_size = 0
+            if self.model.get("head_slots"):
+                from bindlab.data.render import RENDER_VOCAB
+
+                extra.update(head_shapes=len(RENDER_VOCAB.objects), head_attributes=len(RENDER_VOCAB.attributes))
         return ToyConfig(arch=self.arch, vocab_size=vocab_size,
                          **{**ARCH_DEFAULTS[self.arch], **self.model, **extra})
 
@@ -425,14 +444,20 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         from bindlab.train.toy_lit import WHITENER_SCENES, caption_cache, discriminant_targets
 
         blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
-        captions = caption_cache(pool.scenes[:WHITENER_SCENES] if phrases and not (blend or ranked) else pool.scenes, cfg.seed,
-                                 cfg.text, out / "captions.npz", cfg.captions_per_scene)
+        # the scenes whose captions are embedded: the whitener's, the ranked metric's (--rank-scenes), or all
+        first = WHITENER_SCENES if phrases and not (blend or ranked) else (cfg.rank_scenes or None)
+        captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
         twins = pool.twin_scenes()
         if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
-            twin_captions = caption_cache(pool.scenes, cfg.seed, cfg.text, out / "twin_captions.npz",
-                                          cfg.captions_per_scene, twins=twins)
+            twin_captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "twin_captions.npz",
+                                          cfg.captions_per_scene, twins=twins[:first])
         if phrases:
-            targets, table, ranking = lit_phrase_targets(cfg, pool, captions, twin_captions)
+            targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
+            if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
+                from bindlab.train.toy_lit import phrase_grid, phrase_table
+
+                grid = phrase_grid(phrase_table(cfg.text), table, metric)
+                model.image_head.phrases.copy_(torch.from_numpy(grid))
         if discriminant:
             targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
         fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
@@ -548,9 +573,9 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     return record
 
 
-def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions: Any) -> tuple[Any, Any, Any]:
+def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions: Any) -> tuple[Any, Any, Any, Any]:
     """The phrase targets of a ``--lit-target phrases`` run: ((scene targets, twin targets or None), the phrase
-    table, the ranked metric or None). The metric comes from the first scenes' captions (learnt by ranking with
+    table, the ranked metric or None, the metric matrix the targets are in). The metric comes from the first scenes' captions (learnt by ranking with
     ``target_rank_steps``); the targets from the scenes' object phrases, blended with their caption mean when
     ``target_caption_weight`` is set. ``pool`` a :class:`bindlab.train.toy_data.ScenePool`; ``captions`` and
     ``twin_captions`` its :class:`bindlab.train.toy_lit.CaptionCache` s (twins' may be None when not needed)."""
@@ -568,7 +593,8 @@ def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions
     w = within_scene_whitener(_first_scenes(captions, WHITENER_SCENES), cfg.target_shrink)
     ranking = None
     if cfg.target_rank_steps:
-        ranking = _ranked_metric(pool.scenes, twins, table, captions, twin_captions, w, cfg)
+        n = len(captions.index)  # the whole pool, or its first --rank-scenes
+        ranking = _ranked_metric(pool.scenes[:n], twins[:n], table, captions, twin_captions, w, cfg)
         w = ranking.metric
     targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
                phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
@@ -577,7 +603,7 @@ def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions
         targets = (blend_targets(targets[0], scene_means(captions), a),
                    None if targets[1] is None or twin_captions is None
                    else blend_targets(targets[1], scene_means(twin_captions), a))
-    return targets, table, ranking
+    return targets, table, ranking, w
 
 
 def _ranked_metric(scenes: list, twins: list, table: Any, captions: Any, twin_captions: Any, init: np.ndarray,

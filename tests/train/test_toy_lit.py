@@ -647,3 +647,115 @@ def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_
     # all caption mean: the imitation reference's points
     mean_only = phrase_reference(questions, minilm, whitener_scenes=200, caption_weight=1.0, k=4)
     assert all((mean_only[p] == plain[p]).all() for p in plain)
+
+
+def test_slot_head_sums_its_slots_phrases_and_sure_slots_give_the_phrase_target():
+    """The slot head's output is sum_k presence_k p_shape_k^T G p_attribute_k; with one sure slot per object of a
+    scene it is the scene's phrase target (bag weight 0) before normalising — held-out phrases are in the grid."""
+    import torch
+
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.encoders.toy_models import SlotPhraseHead, ToyConfig
+    from bindlab.train.toy_lit import PhraseTable, phrase_grid, phrase_targets
+
+    n_s, n_a = len(RENDER_VOCAB.objects), len(RENDER_VOCAB.attributes)
+    heldout = frozenset({("cube", "red"), ("key", "icy")})
+    pairs = [(s, a.name) for a in RENDER_VOCAB.attributes for s in RENDER_VOCAB.objects]  # any order will do
+    full = PhraseTable(pairs, np.random.default_rng(0).normal(size=(len(pairs), 384)).astype(np.float32), 0.0)
+    kept = [i for i, p in enumerate(full.pairs) if p not in heldout]
+    table = PhraseTable([full.pairs[i] for i in kept], full.embeddings[kept], 0.0)  # the training phrases
+    metric = np.diag(np.linspace(0.5, 2.0, 384))
+    grid = phrase_grid(full, table, metric)
+    assert grid.shape == (n_s, n_a, 384) and grid.dtype == np.float32
+    scene = [("sphere", "blue", ""), ("key", "striped", ""), ("mug", "golden", "")]
+    [target] = phrase_targets([scene], table, metric, 0.0)
+    s_idx = [RENDER_VOCAB.objects.index(s) for s, _, _ in scene]
+    a_idx = [[a.name for a in RENDER_VOCAB.attributes].index(a) for _, a, _ in scene]
+    summed = grid[s_idx, a_idx].sum(axis=0)
+    assert np.allclose(summed / np.linalg.norm(summed), target, atol=1e-5)
+    mu = table.embeddings.astype(np.float64).mean(axis=0)
+    held = full.pairs.index(("cube", "red"))  # a held-out phrase has its text's place in the grid
+    assert np.allclose(grid[0, 0], (full.embeddings[held] - mu) @ metric, atol=1e-5)
+
+    cfg = ToyConfig(arch="lit", text_model="minilm", embed_dim=384, width=16, heads=2, head_slots=3,
+                    head_shapes=n_s, head_attributes=n_a)
+    head = SlotPhraseHead(cfg)
+    head.phrases.copy_(torch.from_numpy(grid))
+    states = torch.randn(2, 16, 16)
+    out = head(states)
+    shape, attribute, presence = head.slot_outputs(states)
+    assert out.shape == (2, 384) and torch.allclose(shape.sum(-1), torch.ones(2, 3))
+    assert torch.allclose(attribute.sum(-1), torch.ones(2, 3)) and ((presence > 0) & (presence < 1)).all()
+    with pytest.raises(ValueError, match="needs every renderable phrase"):
+        phrase_grid(table, table, metric)
+    g = torch.from_numpy(grid)
+    expect = sum(presence[:, k, None] * torch.einsum("bs,sad,ba->bd", shape[:, k], g, attribute[:, k]) for k in range(3))
+    assert torch.allclose(out, expect, atol=1e-4)
+
+
+def test_slot_head_trains_saves_its_grid_and_is_refused_elsewhere(tmp_path, monkeypatch, minilm):
+    """--head-slots: a phrases run trains with the grid set from its own table and metric, saves it with the
+    weights (the loaded model embeds images from it), and its card and command say so; other heads, archs and
+    targets refuse it."""
+    import torch
+    from safetensors.torch import load_file
+
+    from bindlab.encoders.toy_models import ToyConfig
+    from bindlab.studies.toy import ToyEvalRequest, _write_card
+    from bindlab.train.toy_train import TrainConfig
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-slots"
+    assert _train(out, 6, ["--lit-target", "phrases", "--target-bag-weight", "0", "--head-slots", "3",
+                           "--twin-share", "0.5", "--target-pair-weight", "1", "--target-contrastive", "1"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["head_slots"] == 3 and config["head_shapes"] == 28 and config["head_attributes"] == 36
+    grid = load_file(str(out / "model.safetensors"))["image_head.phrases"]
+    assert grid.shape == (28, 36, 384) and torch.isfinite(grid).all() and grid.abs().sum() > 0
+    enc = load_encoder(f"toy:{out}", device="cpu")
+    from PIL import Image
+
+    emb = enc.embed_images([Image.new("RGB", (32, 32), (200, 30, 30))])
+    assert emb.shape == (1, 384) and np.isfinite(emb).all()
+    assert np.allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
+    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    assert "--head-slots 3" in command
+    assert "a slot head (`--head-slots 3`)" in _card(out)
+    with pytest.raises(ValueError, match="--head-slots is for --lit-target phrases"):
+        TrainConfig(arch="lit", model={"head_slots": 3})
+    with pytest.raises(ValueError, match="--head-slots is for --arch lit --lit-target phrases"):
+        TrainConfig(arch="clip", model={"head_slots": 3})
+    with pytest.raises(ValueError, match="choose one image head"):
+        ToyConfig(arch="lit", text_model="minilm", head_slots=3, head_hidden=64, head_shapes=2, head_attributes=2)
+    with pytest.raises(ValueError, match="needs its phrase grid's size"):
+        ToyConfig(arch="lit", text_model="minilm", head_slots=3)
+    with pytest.raises(ValueError, match="head_slots must be 0"):
+        ToyConfig(arch="lit", text_model="minilm", head_slots=-1)
+
+
+def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_on_them(tmp_path, monkeypatch,
+                                                                                        minilm):
+    """--rank-scenes N: the ranked metric's captions (and its twins') are the pool's first N scenes' only, so the pool
+    can grow without embedding every caption; the targets still cover the whole pool; the record, the command and
+    the card say so; options that need every scene's captions refuse it."""
+    from bindlab.studies.toy import train_command
+    from bindlab.train.toy_train import TrainConfig
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-rank-first"
+    assert _train(out, 4, ["--lit-target", "phrases", "--target-bag-weight", "0", "--target-rank-steps", "5",
+                           "--rank-scenes", "10", "--twin-share", "0.5", "--target-pair-weight", "1"]) == 0
+    with np.load(out / "captions.npz") as z, np.load(out / "twin_captions.npz") as zt:
+        assert z["index"].shape == (10, 2) and zt["index"].shape == (10, 2)
+    record = json.loads((out / "training.json").read_text())
+    assert record["train_config"]["rank_scenes"] == 10 and 1 <= record["captions"]["ranked_metric"]["pairs"] <= 10
+    assert "--target-rank-steps 5 --rank-scenes 10" in train_command(record["train_config"])
+    assert "pairs of the pool's first 10 scenes (`--rank-scenes`)" in _card(out)
+    with pytest.raises(ValueError, match="--rank-scenes is for --target-rank-steps"):
+        TrainConfig(arch="lit", lit_target="phrases", rank_scenes=10)
+    with pytest.raises(ValueError, match="--image-rank-weight needs every pool scene's"):
+        TrainConfig(arch="lit", lit_target="phrases", target_rank_steps=5, rank_scenes=10, twin_share=0.5,
+                    image_rank_weight=1.0)
+    with pytest.raises(ValueError, match="rank_scenes must be at least 0"):
+        TrainConfig(arch="lit", lit_target="phrases", target_rank_steps=5, rank_scenes=-1)
