@@ -172,12 +172,36 @@ def _text_has(page, selector: str, text: str, timeout: int = 240_000) -> None:
 
 
 def _launch_and_finish(page, timeout: int) -> None:
-    """Launch the finetune filled in, wait until the status shows that job (not an earlier one) done."""
+    """Launch the finetune filled in, wait until the status shows that job (not an earlier one) in a final state, and
+    require it done (a failed or cancelled job fails here with its status, not by a timeout).
+
+    Twice in CI runs of the slow set (never alone) the page kept showing another job while the launched one finished;
+    if the status shows another job for 30 s, the launched one is picked in the Job list, as a visitor would, and
+    a warning names both (so the cause stays visible in the run's summary while the layout is still checked)."""
+    import time
+    import warnings
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.click("#ft-launch")
     page.wait_for_selector("#ft-message :text('Started job')", timeout=60_000)
     job = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
-    page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
-                           "(document.querySelector('#ft-state') || {}).innerText === 'done'", arg=job, timeout=timeout)
+    deadline = time.time() + timeout / 1000
+    while True:
+        try:
+            page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
+                                   "['done', 'failed', 'cancelled'].includes((document.querySelector('#ft-state') "
+                                   "|| {}).innerText)", arg=job, timeout=30_000)
+            break
+        except PlaywrightTimeout:
+            shown, status = page.input_value("#ft-job input"), page.inner_text("#ft-status")
+            assert time.time() < deadline, f"job {job} not finished after {timeout / 1000:.0f} s; the page " \
+                                           f"shows {shown!r}: {status}"
+            if job not in status:
+                warnings.warn(f"the Finetune tab showed job {shown!r} 30 s after launching {job}; picked {job}",
+                              stacklevel=1)
+                set_dropdown(page, "ft-job", job)
+    assert page.inner_text("#ft-state") == "done", page.inner_text("#ft-status")
 
 
 def _pinned_columns_stay(page, elem_id: str, n: int) -> None:
