@@ -20,6 +20,11 @@ imitation* is where MiniLM puts its scene's captions. This script scores, on one
   With ``--caption-weights A,...`` also the targets of ``--target-caption-weight A``: A times the unit caption mean
   (the imitation reference's point) plus 1 - A times the phrase target, renormalised.
 
+- **exact counts over a slot head's grid** (``--grid-of FOLDER``): every image replaced by the sum, over its
+  objects, of the phrase grid of a slot-head model (``train toy --head-slots K``; the frozen MiniLM's "a/an
+  <attribute> <shape>" in that run's metric): what its head would score if every slot were sure and right. Printed
+  beside it: how near the model's own counts on the same images are.
+
 - **confined** (``--span-dims K,...``, ``--span-of FOLDER``): the phrase reference (last ``--caption-weights``) with
   every point projected onto a subspace and renormalised: its own top K principal directions (centred on its mean),
   or the column space of a toy lit model's linear image projection (``image_proj``, width x 384). A tower whose
@@ -30,7 +35,7 @@ An image tower trained only to match caption embeddings approaches the imitation
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies
 carry 95 % percentile bootstrap intervals over questions (2,000 resamples, seed 0).
 
-    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--caption-weights A,...] [--span-dims K,...] [--span-of FOLDER] [--out FILE]
+    python scripts/lit_reference.py --data DIR/mcq.jsonl --models toy:lit-minilm,toy:clip [--k 8] [--no-discriminant] [--no-phrases] [--phrase-weights LAM,...] [--phrase-shrink S] [--caption-weights A,...] [--span-dims K,...] [--span-of FOLDER] [--grid-of FOLDER] [--out FILE]
 """
 
 from __future__ import annotations
@@ -76,6 +81,35 @@ def confined(points: np.ndarray, basis: np.ndarray, center: np.ndarray | None = 
     return out / np.linalg.norm(out, axis=-1, keepdims=True)
 
 
+def grid_points(questions: list[Any], root: Path, folder: Path) -> tuple[np.ndarray, dict[str, float]]:
+    """(q, 5, d) unit points: each MCQ image's objects counted exactly (``toy_lit.count_grid``) over the slot head's
+    phrase grid of the toy lit model in ``folder`` (``image_head.phrases``); and how near the model's own counts on
+    the images are: the share of an image's object cells among its n largest count cells (n objects; mean over
+    images) and the share of images whose rounded counts are exact."""
+    import torch
+
+    from bindlab.encoders.base import load_encoder
+    from bindlab.train.toy_eval import _item_scenes
+    from bindlab.train.toy_lit import count_grid
+
+    enc = load_encoder(f"toy:{folder}", device="cpu")
+    head = getattr(enc.model, "image_head", None)
+    if not hasattr(head, "counts"):
+        raise SystemExit(f"--grid-of {folder}: not a slot-head lit model (train toy --head-slots K)")
+    truth = count_grid([scene for q in questions for scene in _item_scenes(q)])
+    grid = head.phrases.numpy()
+    points = np.einsum("nsa,sad->nd", truth, grid)
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    px = enc.pixels([root / item.image for q in questions for item in (q.query, *q.candidates)])
+    with torch.inference_mode():
+        counts = np.concatenate([enc.model.encode_image_counts(torch.from_numpy(px[i:i + 256]))[1].numpy()
+                                 for i in range(0, len(px), 256)])
+    flat, true_flat = counts.reshape(len(counts), -1), truth.reshape(len(truth), -1)
+    recall = [np.isin(np.flatnonzero(t), np.argsort(c)[::-1][:int(t.sum())]).mean() for c, t in zip(flat, true_flat, strict=True)]
+    return points.reshape(len(questions), 5, -1), {"top_n_recall": float(np.mean(recall)),
+                                                   "exact": float((np.round(flat) == true_flat).all(1).mean())}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, help="image MCQ file (generate saber --images)")
@@ -99,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--span-of", default="", metavar="FOLDER",
                     help="also score the phrase reference confined to the column space of this toy lit model's "
                          "linear image projection (a folder with model.safetensors and image_proj.weight)")
+    ap.add_argument("--grid-of", default="", metavar="FOLDER",
+                    help="also score a slot-head lit model's phrase grid with the exact counts of each image's objects "
+                         "(what its head would score with sure, right slots), and say how near its own counts are")
     ap.add_argument("--out", help="write the results JSON here")
     a = ap.parse_args(argv)
     from bindlab.data.schema import load_mcqs
@@ -153,6 +190,13 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"{label}, span of {Path(a.span_of).name}'s image_proj ({proj.shape[1]} dims; reference)"] = \
                 _pairing_credits(questions, texts, confined(points, basis))
         print("scored the confined references", file=sys.stderr)
+    if a.grid_of:
+        points, recall = grid_points(questions, path.parent, Path(a.grid_of))
+        rows[f"exact counts over {Path(a.grid_of).name}'s phrase grid (reference)"] = _pairing_credits(
+            questions, texts, points)
+        res["grid_counts"] = recall
+        print(f"{Path(a.grid_of).name}'s own counts on these images: the top-n cells hold {recall['top_n_recall']:.3f} "
+              f"of the n objects; exact counts (rounded) on {recall['exact']:.3f} of the images", file=sys.stderr)
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)
         print(f"scored {m}", file=sys.stderr)

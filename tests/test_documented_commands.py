@@ -138,6 +138,7 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/reproductions.md", "--out runs/lit-a --steps"): {"cls": "parse"},  # 47 + 15 min of training + 3 min
     ("docs/reproductions.md", "--out runs/lit-slots --steps"): {"cls": "parse"},  # 47 min of training + 1 min
     ("docs/reproductions.md", "--out runs/lit-a-p16r"): {"cls": "parse"},  # 47 + 12.5 min of training + 1 min
+    ("docs/reproductions.md", "--out runs/lit-count --steps"): {"cls": "parse"},  # 14 + 16 min of training + 12 of captions
     ("docs/reproductions.md", "--out runs/tw-s0"): {"cls": "parse"},  # 4 min of training per seed
     ("docs/reproductions.md", "--out runs/clip-s0"): {"cls": "parse"},  # 3 + 2 + 4 min of training per seed
     ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)

@@ -27,7 +27,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               target_rank_steps=a.target_rank_steps, image_rank_weight=a.image_rank_weight,
                               rank_scenes=a.rank_scenes,
                               twin_layout=a.twin_layout, image_rank_scale=a.image_rank_scale,
-                              image_margin_weight=a.image_margin_weight, image_bias_weight=a.image_bias_weight)
+                              image_margin_weight=a.image_margin_weight, image_bias_weight=a.image_bias_weight,
+                              slot_count_weight=a.slot_count_weight)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -147,6 +148,10 @@ def add_commands(g: Groups) -> None:
                    help="image head (--arch lit --lit-target phrases): K object slots, each a distribution over "
                         "the frozen text model's object phrases, summed; every image is then a mixture of phrase "
                         "hypotheses (0 = no slot head)")
+    p.add_argument("--slot-count-weight", type=float, default=0.0, metavar="W",
+                   help="with --head-slots: weight of a term that regresses the slots' summed (shape, attribute) "
+                        "counts onto the objects each training scene shows, so each slot commits to one object "
+                        "(bindlab.train.toy_train.slot_count_loss)")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
     p.add_argument("--holdout-combos", type=float, default=0.0, metavar="FRACTION",

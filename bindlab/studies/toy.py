@@ -57,6 +57,7 @@ class ToyTrainRequest:
     image_rank_scale: float = RANK_SCALE  # lit phrases: the image ranking margins' scale in its logistic loss
     image_margin_weight: float = 0.0  # lit phrases with twins: the images' twin margins regressed onto the targets'
     image_bias_weight: float = 0.0  # lit phrases with twins: the twin difference's caption component, as the targets'
+    slot_count_weight: float = 0.0  # lit slot head: its counts regressed onto the objects each scene shows
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -82,7 +83,8 @@ class ToyTrainRequest:
                            target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight,
                            rank_scenes=self.rank_scenes,
                            twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
-                           image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight)
+                           image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight,
+                           slot_count_weight=self.slot_count_weight)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -221,6 +223,8 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --image-margin-weight {t['image_margin_weight']}"
         if t.get("image_bias_weight"):
             command += f" --image-bias-weight {t['image_bias_weight']}"
+        if t.get("slot_count_weight"):
+            command += f" --slot-count-weight {t['slot_count_weight']}"
     sizes = t.get("model") or {}
     for key in ("width", "layers", "heads", "image_size", "patch_size", "stem", "head_hidden", "head_slots"):
         if sizes.get(key):

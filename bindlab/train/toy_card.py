@@ -46,13 +46,16 @@ def _stem_text(m: dict[str, Any]) -> str:
     return f"two stride-2 3x3 convs, then a stride-{m['patch_size'] // 4} conv"
 
 
-def _head_text(m: dict[str, Any]) -> str:
+def _head_text(m: dict[str, Any], t: dict[str, Any] | None = None) -> str:
     if m.get("head_slots"):
+        counted = ((f"; its counts are also regressed onto the objects each scene shows (`--slot-count-weight "
+                    f"{t['slot_count_weight']}`), so each slot commits to one object")
+                   if (t or {}).get("slot_count_weight") else "")
         return (f"a slot head (`--head-slots {m['head_slots']}`): {m['head_slots']} slots read the patches by slot "
                 f"attention, each gives a distribution over {m['head_shapes']} shapes and one over "
                 f"{m['head_attributes']} attributes and a presence, and the embedding is the presence-weighted sum "
                 "of the frozen text model's phrase embeddings ('a red cube') in the targets' metric — every image "
-                "a mixture of object phrases")
+                "a mixture of object phrases" + counted)
     if m.get("head_hidden"):
         return (f"a per-patch MLP head (width {m['width']} -> {m['head_hidden']} -> GELU -> {m['embed_dim']}; "
                 "`--head-hidden`) averaged over the patches, so the embeddings can span the whole space")
@@ -521,7 +524,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
     arch = _ARCH_TEXT[m["arch"]].format(stem=_stem_text(m), s=m["image_size"], p=m["num_patches"]
                                         if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
                                         w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"],
-                                        text=m.get("text_model", ""), head=_head_text(m))
+                                        text=m.get("text_model", ""), head=_head_text(m, t))
     so = evaluation["single_object"]
     if m["arch"] == "lit":
         return _lit_card_text(name, training, evaluation, command, notes, arch)

@@ -399,6 +399,25 @@ def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener:
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
+def count_grid(scenes: Sequence[Scene]) -> np.ndarray:
+    """(n, shapes, attributes) float32: how many objects of each (shape, attribute) every scene shows, rows and
+    columns in the renderer's order (``RENDER_VOCAB``, as :func:`phrase_grid`): what a slot head's counts
+    (``bindlab.encoders.toy_models.SlotPhraseHead.counts``) are trained towards by ``--slot-count-weight``.
+
+    Raises:
+        KeyError: a scene names a shape or attribute the renderer does not draw.
+    """
+    from bindlab.data.render import RENDER_VOCAB
+
+    shapes = {s: i for i, s in enumerate(RENDER_VOCAB.objects)}
+    attributes = {a.name: i for i, a in enumerate(RENDER_VOCAB.attributes)}
+    out = np.zeros((len(scenes), len(shapes), len(attributes)), dtype=np.float32)
+    for i, scene in enumerate(scenes):
+        for s, a, _ in scene:
+            out[i, shapes[s], attributes[a]] += 1
+    return out
+
+
 def blend_targets(phrase: np.ndarray, caption_means: np.ndarray, caption_weight: float) -> np.ndarray:
     """Unit-norm rows ``a * m / |m| + (1 - a) * p``, renormalised: each scene's caption mean ``m`` (n, d) and its
     phrase target ``p`` (n, d, unit norm; :func:`phrase_targets`) mixed with ``a`` = ``caption_weight`` in [0, 1].
@@ -411,6 +430,6 @@ def blend_targets(phrase: np.ndarray, caption_means: np.ndarray, caption_weight:
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-__all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "phrase_grid", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
+__all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "count_grid", "phrase_grid", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
            "phrase_targets", "phrase_vectors", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
            "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]

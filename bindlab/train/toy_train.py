@@ -95,6 +95,7 @@ class TrainConfig:
     image_margin_weight: float = 0.0  # lit phrases: weight of the images' twin margins regressed onto the targets'
     image_bias_weight: float = 0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled" (toy_data.shuffled_slots)
+    slot_count_weight: float = 0.0  # lit slot head: weight of its counts regressed onto the scene's objects
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -174,8 +175,14 @@ class TrainConfig:
                                  "training is contrastive already)")
             if self.model.get("head_slots") and self.lit_target != "phrases":
                 raise ValueError("--head-slots is for --lit-target phrases (its slots sum the targets' phrases)")
+            if self.slot_count_weight < 0:
+                raise ValueError(f"slot_count_weight must be at least 0, got {self.slot_count_weight}")
+            if self.slot_count_weight and not self.model.get("head_slots"):
+                raise ValueError("--slot-count-weight supervises a slot head's counts: give --head-slots K too")
         elif self.model.get("head_slots"):
             raise ValueError(f"--head-slots is for --arch lit --lit-target phrases; {self.arch} has no phrase grid")
+        elif self.slot_count_weight:
+            raise ValueError(f"--slot-count-weight is for --arch lit with --head-slots; {self.arch} has no slot head")
         elif self.text:
             raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
         elif self.lit_target != "captions":
@@ -490,7 +497,11 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             g["lr"] = lr
         if captions is None:
             txt = model.encode_text(torch.from_numpy(ids))
-        img = model.encode_image(torch.from_numpy(pixels))
+        if cfg.slot_count_weight:  # the slot head's counts, from the same pass as the embeddings
+            img, counts = model.encode_image_counts(torch.from_numpy(pixels))
+            shown = [twins[i] if t else pool.scenes[i] for i, t in zip(batch.scenes, batch.twin, strict=True)]
+        else:
+            img = model.encode_image(torch.from_numpy(pixels))
         if targets is not None:
             loss = cosine_loss(img, txt)
             if cfg.target_pair_weight and batch.twin.any():
@@ -508,6 +519,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                                                                       twin_captions, state.step)
         else:
             loss = contrastive_loss(img, txt, model.logit_scale)
+        if cfg.slot_count_weight:
+            loss = loss + cfg.slot_count_weight * slot_count_loss(counts, shown)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -553,6 +566,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             record["captions"]["image_margin_weight"] = cfg.image_margin_weight
         if cfg.image_bias_weight:
             record["captions"]["image_bias_weight"] = cfg.image_bias_weight
+        if cfg.slot_count_weight:
+            record["captions"]["slot_count_weight"] = cfg.slot_count_weight
         if phrases:
             record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
                                       whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
@@ -619,6 +634,25 @@ def _ranked_metric(scenes: list, twins: list, table: Any, captions: Any, twin_ca
     return ranked_metric(vectors, twin_vectors, captions.embeddings[captions.index],
                          twin_captions.embeddings[np.maximum(twin_captions.index, 0)], init,
                          int(cfg.target_rank_steps), cfg.seed)
+
+
+def slot_count_loss(counts: Any, scenes: list) -> Any:
+    """How far a slot head's counts (b, shapes, attributes) are from the objects the batch's ``scenes`` show
+    (:func:`bindlab.train.toy_lit.count_grid`), mean over the batch of ``n KL(t / n || c / m) + (m - n)^2`` with
+    ``t`` the true grid of ``n`` objects and ``c`` the counts of total mass ``m``: which objects (a log loss on the
+    counts' shares, so a slot that hedges over shapes pays for it; a squared error let the slots stay diffuse) and
+    how many. Zero only for the exact counts."""
+    import torch
+
+    from bindlab.train.toy_lit import count_grid
+
+    target = torch.from_numpy(count_grid(scenes)).flatten(1)
+    counts = counts.flatten(1)
+    n, mass = target.sum(1), counts.sum(1)
+    p = target / n[:, None]
+    q = counts / mass.clamp_min(1e-6)[:, None]
+    kl = torch.where(p > 0, p * (p.clamp_min(1e-12).log() - q.clamp_min(1e-12).log()), torch.zeros_like(p)).sum(1)
+    return (n * kl + (mass - n) ** 2).mean()
 
 
 def cosine_loss(img: Any, target: Any) -> Any:

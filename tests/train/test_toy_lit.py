@@ -734,6 +734,81 @@ def test_slot_head_trains_saves_its_grid_and_is_refused_elsewhere(tmp_path, monk
         ToyConfig(arch="lit", text_model="minilm", head_slots=-1)
 
 
+def test_slot_counts_are_the_scenes_objects_and_their_loss_vanishes_only_there():
+    """count_grid counts each (shape, attribute) a scene shows in the renderer's order; the slot head's counts are
+    its slots' presence-weighted outer products and its embedding their sum over the phrase grid; the count loss
+    is zero for exact counts and grows with a diffuse slot."""
+    import torch
+
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.encoders.toy_models import SlotPhraseHead, ToyConfig
+    from bindlab.train.toy_lit import count_grid
+    from bindlab.train.toy_train import slot_count_loss
+
+    scenes = [[("sphere", "blue", ""), ("key", "striped", ""), ("sphere", "blue", "")], [("mug", "golden", "")]]
+    grid = count_grid(scenes)
+    names = [a.name for a in RENDER_VOCAB.attributes]
+    assert grid.shape == (2, len(RENDER_VOCAB.objects), len(names)) and grid.sum() == 4
+    assert grid[0, RENDER_VOCAB.objects.index("sphere"), names.index("blue")] == 2
+    assert grid[1, RENDER_VOCAB.objects.index("mug"), names.index("golden")] == 1
+    with pytest.raises(KeyError):
+        count_grid([[("unicorn", "blue", "")]])
+    exact = torch.from_numpy(grid)
+    assert float(slot_count_loss(exact, scenes)) == 0
+    diffuse = exact.clone()
+    diffuse[1] = diffuse[1] * 0.5 + 0.5 / diffuse[1].numel()  # half the object spread over every cell
+    assert float(slot_count_loss(diffuse, scenes)) > 0.1
+
+    cfg = ToyConfig(arch="lit", text_model="minilm", embed_dim=8, width=16, heads=2, head_slots=3,
+                    head_shapes=4, head_attributes=5)
+    head = SlotPhraseHead(cfg)
+    head.phrases.copy_(torch.randn(4, 5, 8))
+    states = torch.randn(2, 16, 16)
+    shape, attribute, presence = head.slot_outputs(states)
+    counts = head.counts(states)
+    expect = torch.einsum("bks,bka->bsa", shape * presence[..., None], attribute)
+    assert torch.allclose(counts, expect, atol=1e-6) and torch.allclose(counts.sum((1, 2)), presence.sum(-1), atol=1e-5)
+    assert torch.allclose(head(states), torch.einsum("bsa,sad->bd", counts, head.phrases), atol=1e-5)
+
+
+def test_slot_count_weight_trains_records_and_is_refused_without_a_slot_head(tmp_path, monkeypatch, minilm):
+    """--slot-count-weight: a slot run trains with its counts supervised; one pass gives the embedding
+    encode_image gives; the record, command and card say so; without a slot head (or a lit arch) it is refused."""
+    import torch
+    from safetensors.torch import load_file
+
+    from bindlab.encoders.toy_models import ToyConfig, build_model
+    from bindlab.studies.toy import ToyEvalRequest, _write_card, train_command
+    from bindlab.train.toy_train import TrainConfig
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "lit-counted"
+    assert _train(out, 4, ["--lit-target", "phrases", "--target-bag-weight", "0", "--head-slots", "3",
+                           "--slot-count-weight", "0.5"]) == 0
+    record = json.loads((out / "training.json").read_text())
+    assert record["train_config"]["slot_count_weight"] == 0.5 and record["captions"]["slot_count_weight"] == 0.5
+    assert all(np.isfinite(v) for _, v in record["losses"])
+    assert "--slot-count-weight 0.5" in train_command(record["train_config"])
+    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    assert "--slot-count-weight 0.5" in _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    assert "`--slot-count-weight 0.5`" in _card(out)
+    model = build_model(ToyConfig(**json.loads((out / "config.json").read_text())))
+    model.load_state_dict(load_file(str(out / "model.safetensors")))
+    pixels = torch.rand(2, 3, model.cfg.image_size, model.cfg.image_size)
+    emb, counts = model.encode_image_counts(pixels)
+    assert torch.allclose(emb, model.encode_image(pixels), atol=1e-5) and emb.abs().sum() > 0
+    assert counts.shape == (2, 28, 36)
+    with pytest.raises(ValueError, match="give --head-slots K too"):
+        TrainConfig(arch="lit", lit_target="phrases", slot_count_weight=1.0)
+    with pytest.raises(ValueError, match="has no slot head"):
+        TrainConfig(arch="clip", slot_count_weight=1.0)
+    with pytest.raises(ValueError, match="at least 0"):
+        TrainConfig(arch="lit", lit_target="phrases", model={"head_slots": 3}, slot_count_weight=-1.0)
+    lit_plain = build_model(ToyConfig(arch="lit", text_model="minilm", embed_dim=384, width=16, heads=2))
+    with pytest.raises(ValueError, match="needs a slot head"):
+        lit_plain.encode_image_counts(pixels)
+
+
 def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_on_them(tmp_path, monkeypatch,
                                                                                         minilm):
     """--rank-scenes N: the ranked metric's captions (and its twins') are the pool's first N scenes' only, so the pool
