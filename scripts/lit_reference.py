@@ -97,8 +97,8 @@ def grid_points(questions: list[Any], root: Path, folder: Path) -> tuple[np.ndar
     if not hasattr(head, "counts"):
         raise SystemExit(f"--grid-of {folder}: not a slot-head lit model (train toy --head-slots K)")
     truth = count_grid([scene for q in questions for scene in _item_scenes(q)])
-    grid = head.phrases.numpy()
-    points = np.einsum("nsa,sad->nd", truth, grid)
+    with torch.inference_mode():
+        points = head.embed(torch.from_numpy(truth)).numpy()  # the head's own sum over its grid
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     px = enc.pixels([root / item.image for q in questions for item in (q.query, *q.candidates)])
     with torch.inference_mode():
