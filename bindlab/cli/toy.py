@@ -28,7 +28,8 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               rank_scenes=a.rank_scenes,
                               twin_layout=a.twin_layout, image_rank_scale=a.image_rank_scale,
                               image_margin_weight=a.image_margin_weight, image_bias_weight=a.image_bias_weight,
-                              slot_count_weight=a.slot_count_weight)
+                              slot_count_weight=a.slot_count_weight, max_objects=a.max_objects,
+                              render_size=a.render_size)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -152,6 +153,13 @@ def add_commands(g: Groups) -> None:
                    help="with --head-slots: weight of a term that regresses the slots' summed (shape, attribute) "
                         "counts onto the objects each training scene shows, so each slot commits to one object "
                         "(bindlab.train.toy_train.slot_count_loss)")
+    p.add_argument("--max-objects", type=int, choices=[4, 5], default=4, metavar="N",
+                   help="pool scenes have 1..N objects: 4 (shares 35/25/20/20 %%, the shipped models) or 5 (shares "
+                        "30/20/17.5/17.5/15 %%; a SABER-style MCQ asks about 2-5) [default: 4]")
+    p.add_argument("--render-size", type=int, default=0, metavar="PX",
+                   help="draw the pool at PX pixels and shrink it to the model's side with the box filter the "
+                        "encoder shrinks image files with (an MCQ set's images are drawn at 128 px); 0 = draw at "
+                        "the model's side [default: 0]")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
     p.add_argument("--holdout-combos", type=float, default=0.0, metavar="FRACTION",

@@ -58,6 +58,8 @@ class ToyTrainRequest:
     image_margin_weight: float = 0.0  # lit phrases with twins: the images' twin margins regressed onto the targets'
     image_bias_weight: float = 0.0  # lit phrases with twins: the twin difference's caption component, as the targets'
     slot_count_weight: float = 0.0  # lit slot head: its counts regressed onto the objects each scene shows
+    max_objects: int = 4  # pool scenes of 1..max_objects objects
+    render_size: int = 0  # draw the pool at this side and shrink it to the model's (0: the model's side)
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -84,7 +86,8 @@ class ToyTrainRequest:
                            rank_scenes=self.rank_scenes,
                            twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
                            image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight,
-                           slot_count_weight=self.slot_count_weight)
+                           slot_count_weight=self.slot_count_weight, max_objects=self.max_objects,
+                           render_size=self.render_size)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -195,6 +198,10 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
             command += f" --twin-layout {t['twin_layout']}"
     if t.get("pair_share"):
         command += f" --pair-twins {t['pair_share']} --pair-scenes {t['pair_scenes']}"
+    if int(t.get("max_objects") or 4) != 4:
+        command += f" --max-objects {t['max_objects']}"
+    if t.get("render_size"):
+        command += f" --render-size {t['render_size']}"
     if t.get("arch") == "lit":
         command = command.replace("--arch lit", f"--arch lit --text {t.get('text') or 'minilm'}")
         if int(t.get("captions_per_scene") or 4) != 4:

@@ -34,7 +34,8 @@ def _objects_of_pool(cfg: dict[str, Any], heldout: frozenset[Combo]) -> list[tup
     from bindlab.train.toy_data import pool_scenes, pool_twins
 
     clean = {"clean": True} if cfg.get("arch") == "lit" else {}  # lit runs draw a clean pool
-    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, **clean)
+    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, **clean,
+                            max_objects=int(cfg.get("max_objects") or 4))
     out = [("pool", s, a, f) for sc in scenes for s, a, f in sc]
     if float(cfg.get("twin_share") or 0) > 0:
         out += [("twins", s, a, f) for tw in pool_twins(scenes, int(cfg["seed"]), heldout, **clean)
@@ -101,7 +102,8 @@ def _caption_check(cfg: dict[str, Any], heldout: frozenset[Combo]) -> dict[str, 
     from bindlab.train.toy_data import pool_scenes
     from bindlab.train.toy_lit import lit_captions
 
-    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, clean=True)
+    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, clean=True,
+                            max_objects=int(cfg.get("max_objects") or 4))
     caps = lit_captions(scenes, int(cfg["seed"]), int(cfg.get("captions_per_scene") or 4))
     attr_words = {w for a in RENDER_VOCAB.attributes for w in a.name.replace("-", " ").split()}
     foreign = 0

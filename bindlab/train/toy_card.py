@@ -218,6 +218,18 @@ _SHUFFLED_TWINS = ("the layout is the same but the twin's objects fill its slots
                    "objects in caption order, scene and twin differ in where objects sit as well as in the bindings)")
 
 
+def _pool_line(t: dict[str, Any], m: dict[str, Any]) -> str:
+    """The card's line on the training pool: its size, objects per scene, rendering and augmentation."""
+    most = int(t.get("max_objects") or 4)
+    drawn = (f"drawn at {t['render_size']} px and shrunk to {m['image_size']} px with the box filter image files are "
+             f"read with (`--render-size {t['render_size']}`)" if t.get("render_size")
+             else f"rendered once at {m['image_size']} px")
+    return (f"- {t['pool_size']:,} scenes {drawn} (seed {t['seed']}): 1–{most} objects "
+            f"(shares {toy_data.OBJECT_WEIGHTS[most]}), distinct shapes and attributes from the renderable vocabulary "
+            "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); "
+            f"random shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips.")
+
+
 def _twin_layout_lines(training: dict[str, Any]) -> list[str]:
     """The binding twins' layout, for the target-trained lit models (whose loss lines describe the twins)."""
     t = training["train_config"]
@@ -444,10 +456,7 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         "",
         "## Training data (recipe in `bindlab/train/toy_data.py` and `bindlab/train/toy_lit.py`, fixed seed)",
         "",
-        f"- {t['pool_size']:,} scenes rendered once at {m['image_size']} px (seed {t['seed']}): 1–4 objects "
-        f"(shares {toy_data.N_OBJECT_WEIGHTS}), distinct shapes and attributes from the renderable vocabulary "
-        "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); random "
-        f"shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips.",
+        _pool_line(t, m),
         f"- batches: {_pct(t.get('hard_share', 0.0))} of each batch is *shape-hard groups* — {toy_data.HARD_GROUP} "
         "single-object scenes sharing one attribute on different shapes — the rest walks seeded epochs over the "
         "pool (as for toy:clip).",
@@ -552,10 +561,7 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         "",
         "## Training data (recipe in `bindlab/train/toy_data.py`, fixed seed)",
         "",
-        f"- {t['pool_size']:,} scenes rendered once at {m['image_size']} px (seed {t['seed']}): 1–4 objects "
-        f"(shares {toy_data.N_OBJECT_WEIGHTS}), distinct shapes and attributes from the renderable vocabulary "
-        "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); random "
-        f"shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips.",
+        _pool_line(t, m),
         f"- batches: {_pct(t.get('hard_share', 0.0))} of each batch is *shape-hard groups* — {toy_data.HARD_GROUP} "
         "single-object scenes sharing one attribute on different shapes, so only the shape tells their captions "
         "apart (without them a random batch can be solved by attributes alone; shapes were barely learned); the "

@@ -5,9 +5,10 @@ can write) is :func:`bindlab.data.toy_vocab.default_words`.
 
 The recipe (all in code, fixed by a seed):
 
-- **Scenes**: 1–4 objects (weights :data:`N_OBJECT_WEIGHTS`) with distinct shapes and distinct attributes from
-  :data:`bindlab.data.render.RENDER_VOCAB`; each attribute instantiated once (``striped`` -> ``white and orange
-  striped``) and rendered by :func:`bindlab.data.render.render_scene` at the model's resolution.
+- **Scenes**: 1–4 objects (weights :data:`N_OBJECT_WEIGHTS`; up to 5 with :data:`OBJECT_WEIGHTS`) with distinct
+  shapes and distinct attributes from :data:`bindlab.data.render.RENDER_VOCAB`; each attribute instantiated once
+  (``striped`` -> ``white and orange striped``) and rendered by :func:`bindlab.data.render.render_scene` at the
+  model's resolution (or larger and shrunk, as an image file is when a toy model reads it).
 - **Captions** are drawn afresh every time a scene is used: pairs in random order, one of :data:`TEMPLATES`,
   the attribute usually by its name and sometimes by its generation form (:data:`P_FORM`). **Pattern attributes
   are named in only :data:`P_PATTERN_NAMED` of mentions**; otherwise the object is mentioned bare ("a cube") —
@@ -38,13 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from bindlab.data.render import RENDER_VOCAB, ObjectSpec, render_scene
 from bindlab.data.vocab import conjoin, with_article
 from bindlab.encoders.toy_tokenizer import WordTokenizer
 from bindlab.train.toy_pairs import PairTwins, pair_batch
 
-N_OBJECT_WEIGHTS = {1: 0.35, 2: 0.25, 3: 0.2, 4: 0.2}  # share of scenes with 1..4 objects
+N_OBJECT_WEIGHTS = {1: 0.35, 2: 0.25, 3: 0.2, 4: 0.2}  # share of scenes with 1..4 objects (the default)
+# shares with up to 5 objects (``train toy --max-objects 5``): a SABER-style MCQ asks about 2-5
+OBJECT_WEIGHTS = {4: N_OBJECT_WEIGHTS, 5: {1: 0.3, 2: 0.2, 3: 0.175, 4: 0.175, 5: 0.15}}
 P_PATTERN_NAMED = 0.25  # a pattern attribute is named in this share of mentions (else: "a cube")
 P_FORM = 0.2  # share of named attributes written in their generation form ("white and orange striped")
 EVAL_SEED_OFFSET = 1_000_003  # held-out renders use seeds far from the training pool's
@@ -110,15 +114,17 @@ def exposes(shape: str, attribute: str, form: str, heldout: frozenset[Combo]) ->
 
 
 def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Combo] = frozenset(),
-                 clean: bool = False) -> Scene:
-    """A scene of 1–4 objects (or ``n``) with distinct shapes and attributes, each attribute instantiated.
+                 clean: bool = False, max_objects: int = 4) -> Scene:
+    """A scene of 1–``max_objects`` objects (shares :data:`OBJECT_WEIGHTS`; or exactly ``n``) with distinct shapes
+    and attributes, each attribute instantiated.
 
     No object is a ``heldout`` (shape, attribute) pair: the attributes are drawn again until none is. With
     ``clean``, no object shows one through a colour slot either (:func:`exposes`): its form is drawn again (up to
     20 times), then the attributes.
     """
     if n is None:
-        n = rng.choices(list(N_OBJECT_WEIGHTS), weights=list(N_OBJECT_WEIGHTS.values()))[0]
+        weights = OBJECT_WEIGHTS[max_objects]
+        n = rng.choices(list(weights), weights=list(weights.values()))[0]
     shapes = rng.sample(RENDER_VOCAB.objects, n)
     while True:
         attrs = rng.sample(RENDER_VOCAB.attributes, n)
@@ -199,15 +205,20 @@ def specs(scene: Scene) -> list[ObjectSpec]:
 
 
 # ------------------------------------------------------------------------------------------------ pool
-def _render_one(job: tuple[Scene, int, int]) -> np.ndarray:
-    scene, seed, size = job
-    return np.asarray(render_scene(specs(scene), size=size, seed=seed), dtype=np.uint8)
+def _render_one(job: tuple[Scene, int, int, int]) -> np.ndarray:
+    scene, seed, size, render_size = job
+    image = render_scene(specs(scene), size=render_size or size, seed=seed)
+    if image.size[0] != size:  # drawn larger, then shrunk with the box filter ToyEncoder.pixels shrinks files with
+        image = image.resize((size, size), Image.Resampling.BOX)
+    return np.asarray(image, dtype=np.uint8)
 
 
 def render_many(scenes: Sequence[Scene], seeds: Sequence[int], size: int, workers: int = 2,
-                progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-    """Render scenes into one uint8 array (n, size, size, 3), in ``workers`` processes."""
-    jobs = [(sc, sd, size) for sc, sd in zip(scenes, seeds, strict=True)]
+                progress: Callable[[int, int], None] | None = None, render_size: int = 0) -> np.ndarray:
+    """Render scenes into one uint8 array (n, size, size, 3), in ``workers`` processes; with ``render_size``
+    larger than ``size`` each is drawn at ``render_size`` px and shrunk, as an image file of that size is when a
+    toy model reads it (a SABER-style MCQ set's images are 128 px)."""
+    jobs = [(sc, sd, size, render_size) for sc, sd in zip(scenes, seeds, strict=True)]
     out = np.zeros((len(jobs), size, size, 3), dtype=np.uint8)
     if workers <= 1 or len(jobs) < 64:
         for i, job in enumerate(jobs):
@@ -237,11 +248,13 @@ class ScenePool:
 
 
 def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset(),
-                clean: bool = False) -> tuple[list[Scene], list[int]]:
-    """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout, clean); ``clean``: no
-    held-out pair through a colour slot either (:func:`sample_scene`)."""
+                clean: bool = False, max_objects: int = 4) -> tuple[list[Scene], list[int]]:
+    """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout, clean, max_objects);
+    ``clean``: no held-out pair through a colour slot either (:func:`sample_scene`)."""
+    if max_objects not in OBJECT_WEIGHTS:
+        raise ValueError(f"scenes have at most {sorted(OBJECT_WEIGHTS)} objects, got {max_objects}")
     rng = random.Random(f"toy-pool:{seed}")
-    scenes = [sample_scene(rng, heldout=heldout, clean=clean) for _ in range(pool_size)]
+    scenes = [sample_scene(rng, heldout=heldout, clean=clean, max_objects=max_objects) for _ in range(pool_size)]
     return scenes, [seed * 10_000_000 + i for i in range(pool_size)]
 
 
@@ -272,11 +285,13 @@ def shuffled_slots(scenes: Sequence[Scene | None], seed: int) -> list[Scene | No
 
 def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, name: str,
                    cache_dir: str | Path | None, workers: int,
-                   progress: Callable[[int, int], None] | None) -> np.ndarray:
+                   progress: Callable[[int, int], None] | None, render_size: int = 0) -> np.ndarray:
     """Render ``scenes`` once and cache them as ``.npy`` (atomically written; a corrupt file is re-rendered)."""
     from bindlab.config import home
 
-    key = hashlib.sha256(json.dumps([list(scenes), list(seeds), size]).encode()).hexdigest()[:16]
+    drawn = render_size if render_size and render_size != size else None  # None: the key of every earlier cache
+    key = hashlib.sha256(json.dumps([list(scenes), list(seeds), size, *([drawn] if drawn else [])])
+                         .encode()).hexdigest()[:16]
     folder = Path(cache_dir) if cache_dir else home() / "toy-data"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}-{key}.npy"
@@ -287,7 +302,7 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
                 return images
         except (OSError, ValueError):
             pass  # corrupt or partial: render again
-    images = render_many(scenes, seeds, size, workers, progress)
+    images = render_many(scenes, seeds, size, workers, progress, render_size=render_size)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npy")
     np.save(tmp, images)
     os.replace(tmp, path)
@@ -296,16 +311,20 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
 
 def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
               progress: Callable[[int, int], None] | None = None, heldout: frozenset[Combo] = frozenset(),
-              twins: bool = False, clean: bool = False, twin_layout: str = "same") -> ScenePool:
+              twins: bool = False, clean: bool = False, twin_layout: str = "same", max_objects: int = 4,
+              render_size: int = 0) -> ScenePool:
     """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached;
-    ``clean``: see :func:`pool_scenes`. ``twin_layout``: "same" renders a twin's objects in its scene's slots;
+    ``clean``, ``max_objects``: see :func:`pool_scenes`; ``render_size``: see :func:`render_many`. ``twin_layout``: "same" renders a twin's objects in its scene's slots;
     "shuffled" in a random other order of the same slots (:func:`shuffled_slots`). Either way the pool keeps the
     twin scene itself, index-aligned with its scene (captions and targets do not depend on the slots)."""
     if twin_layout not in TWIN_LAYOUTS:
         raise ValueError(f"unknown twin layout {twin_layout!r}; choose one of {TWIN_LAYOUTS}")
-    scenes, seeds = pool_scenes(pool_size, seed, heldout, clean)
-    images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{size}px-seed{seed}", cache_dir, workers,
-                            progress)
+    if render_size and render_size < size:
+        raise ValueError(f"render_size {render_size} px is below the model's {size} px: render at least that large")
+    scenes, seeds = pool_scenes(pool_size, seed, heldout, clean, max_objects)
+    px = f"{size}px" + (f"-from{render_size}" if render_size and render_size != size else "")
+    images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{px}-seed{seed}", cache_dir, workers,
+                            progress, render_size)
     if not twins:
         return ScenePool(images, scenes)
     twin_list = pool_twins(scenes, seed, heldout, clean)
@@ -314,7 +333,7 @@ def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None
     if twin_layout == "shuffled":
         drawn = shuffled_slots(drawn, seed)
     twin_images = _cached_render(drawn, [seeds[i] for i in have], size,
-                                 f"twins-{pool_size}-{size}px-seed{seed}", cache_dir, workers, progress)
+                                 f"twins-{pool_size}-{px}-seed{seed}", cache_dir, workers, progress, render_size)
     return ScenePool(images, scenes, {i: (twin_list[i], twin_images[k]) for k, i in enumerate(have)})
 
 

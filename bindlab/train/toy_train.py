@@ -42,7 +42,7 @@ from bindlab.encoders.toy import save_model
 from bindlab.encoders.toy_models import ARCHS, ToyConfig
 from bindlab.encoders.toy_tokenizer import WordTokenizer
 from bindlab.train.phrase_metric import RANK_SCALE
-from bindlab.train.toy_data import TWIN_LAYOUTS, heldout_combinations, load_pool, make_batch
+from bindlab.train.toy_data import OBJECT_WEIGHTS, TWIN_LAYOUTS, heldout_combinations, load_pool, make_batch
 from bindlab.train.toy_lit import PHRASE_BAG_WEIGHT, TARGET_SHRINK, TARGET_TWIN_WEIGHT
 from bindlab.train.toy_pairs import load_pair_twins
 
@@ -96,6 +96,8 @@ class TrainConfig:
     image_bias_weight: float = 0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled" (toy_data.shuffled_slots)
     slot_count_weight: float = 0.0  # lit slot head: weight of its counts regressed onto the scene's objects
+    max_objects: int = 4  # pool scenes have 1..max_objects objects (toy_data.OBJECT_WEIGHTS)
+    render_size: int = 0  # draw the pool at this side and shrink it to the model's (0: draw at the model's side)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -111,6 +113,10 @@ class TrainConfig:
             raise ValueError(f"pair_share must be between 0 and 1, got {self.pair_share}")
         if self.twin_layout not in TWIN_LAYOUTS:
             raise ValueError(f"unknown twin layout {self.twin_layout!r}; choose one of {TWIN_LAYOUTS}")
+        if self.max_objects not in OBJECT_WEIGHTS:
+            raise ValueError(f"max_objects must be one of {sorted(OBJECT_WEIGHTS)}, got {self.max_objects}")
+        if self.render_size and not 32 <= int(self.render_size) <= 512:
+            raise ValueError(f"render_size must be 0 (the model's side) or 32-512 px, got {self.render_size}")
         if self.pair_share > 0 and int(self.pair_scenes) < 1:
             raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
@@ -442,7 +448,7 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                               or cfg.image_bias_weight)
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
                      twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout,
-                     twin_layout=cfg.twin_layout)
+                     twin_layout=cfg.twin_layout, max_objects=cfg.max_objects, render_size=cfg.render_size)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render

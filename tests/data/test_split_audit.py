@@ -121,7 +121,7 @@ def test_toy_audit_catches_a_stream_that_ignores_the_hold_out(monkeypatch):
     from bindlab.train.toy_audit import audit_streams
 
     real = td.pool_scenes
-    monkeypatch.setattr(td, "pool_scenes", lambda n, seed, heldout=frozenset(): real(n, seed, frozenset()))
+    monkeypatch.setattr(td, "pool_scenes", lambda n, seed, heldout=frozenset(), **kw: real(n, seed, frozenset(), **kw))
     r = audit_streams(TOY_CFG)
     assert not r["clean"] and r["direct"] > 0
 

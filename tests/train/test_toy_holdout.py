@@ -149,3 +149,61 @@ def test_train_request_refuses_a_bad_init_folder_or_share(tmp_path):
 def test_heldout_pairs_are_renderable_words():
     shapes, attrs = set(RENDER_VOCAB.objects), {a.name for a in RENDER_VOCAB.attributes}
     assert all(s in shapes and a in attrs for s, a in HELD)
+
+
+def test_scenes_of_up_to_five_objects_keep_the_default_pool_and_are_audited():
+    """``--max-objects 5``: a SABER-style MCQ asks about 2-5 objects; the default pool (1-4) is unchanged."""
+    from bindlab.train.toy_audit import _objects_of_pool
+
+    four, _ = pool_scenes(2000, seed=0, heldout=HELD, clean=True)
+    assert pool_scenes(2000, seed=0, heldout=HELD, clean=True, max_objects=4)[0] == four
+    five, _ = pool_scenes(2000, seed=0, heldout=HELD, clean=True, max_objects=5)
+    sizes = Counter(len(sc) for sc in five)
+    assert max(len(sc) for sc in four) == 4 and set(sizes) == {1, 2, 3, 4, 5}
+    for n, share in toy_data.OBJECT_WEIGHTS[5].items():
+        assert abs(sizes[n] / 2000 - share) < 0.04
+    assert not {(s, a) for sc in five for s, a, _ in sc} & HELD
+    assert all(len({s for s, _, _ in sc}) == len(sc) == len({a for _, a, _ in sc}) for sc in five)
+    audited = _objects_of_pool({"arch": "lit", "pool_size": 2000, "seed": 0, "max_objects": 5}, HELD)
+    assert len(audited) == sum(len(sc) for sc in five)  # the audit scans the run's own pool
+    with pytest.raises(ValueError, match="at most"):
+        pool_scenes(10, seed=0, max_objects=6)
+
+
+def test_a_pool_drawn_at_128_px_is_what_the_encoder_reads_from_a_128_px_file(tmp_path):
+    """``--render-size 128``: the pool is drawn as an MCQ set's images are and shrunk as ToyEncoder.pixels shrinks
+    them, so a training image equals the file's pixels the model is later scored on (to one grey level)."""
+    from PIL import Image
+
+    from bindlab.encoders.toy import _square
+
+    pool = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
+                              max_objects=5, render_size=128)
+    native = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, max_objects=5)
+    seeds = pool_scenes(12, seed=0, heldout=HELD, max_objects=5)[1]
+    for i in range(12):
+        path = tmp_path / f"{i}.png"
+        render_scene(specs(pool.scenes[i]), size=128, seed=seeds[i]).save(path)
+        read = _square(Image.open(path).convert("RGB"), 64).transpose(1, 2, 0)
+        assert np.abs(pool.images[i] / 255.0 - read).max() <= 1 / 255 + 1e-6
+    assert not np.array_equal(pool.images, native.images)  # drawn small, the scenes differ in their pixels
+    names = sorted(p.name for p in tmp_path.glob("*.npy"))
+    assert any("64px-from128" in n for n in names) and any(n.startswith("pool-12-64px-seed0") for n in names)
+    assert all(img.shape == (64, 64, 3) for _, img in pool.twins.values())
+    with pytest.raises(ValueError, match="below the model's"):
+        toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, render_size=48)
+
+
+def test_train_config_records_and_refuses_the_pool_options():
+    from bindlab.studies.toy import train_command
+    from bindlab.train.toy_train import TrainConfig
+
+    cfg = TrainConfig(arch="lit", max_objects=5, render_size=128)
+    t = {"arch": "lit", "steps": 10, "seed": 0, "batch_size": 8, "lr": 0.001, "pool_size": 64,
+         "max_objects": cfg.max_objects, "render_size": cfg.render_size}
+    assert "--max-objects 5 --render-size 128" in train_command(t)
+    assert "--max-objects" not in train_command({**t, "max_objects": 4, "render_size": 0})
+    with pytest.raises(ValueError, match="max_objects must be one of"):
+        TrainConfig(arch="clip", max_objects=6)
+    with pytest.raises(ValueError, match="render_size must be"):
+        TrainConfig(arch="clip", render_size=4000)
