@@ -29,7 +29,7 @@ def cmd_train_toy(a: argparse.Namespace) -> None:
                               twin_layout=a.twin_layout, image_rank_scale=a.image_rank_scale,
                               image_margin_weight=a.image_margin_weight, image_bias_weight=a.image_bias_weight,
                               slot_count_weight=a.slot_count_weight, max_objects=a.max_objects,
-                              render_size=a.render_size)
+                              render_size=a.render_size, render_share=a.render_share)
     record = run_toy_train(request).summary
     out = Path(a.out)
     if not record["finished"]:
@@ -160,6 +160,9 @@ def add_commands(g: Groups) -> None:
                    help="draw the pool at PX pixels and shrink it to the model's side with the box filter the "
                         "encoder shrinks image files with (an MCQ set's images are drawn at 128 px); 0 = draw at "
                         "the model's side [default: 0]")
+    p.add_argument("--render-share", type=float, default=1.0, metavar="S",
+                   help="with --render-size: the share of pool scenes (and their twins) drawn at PX; the rest are "
+                        "drawn at the model's side, as the single-object evaluation's renders are [default: 1]")
     p.add_argument("--hard-share", type=float, default=0.5, help="share of each batch in shape-hard groups "
                                                                   "(single objects sharing an attribute)")
     p.add_argument("--holdout-combos", type=float, default=0.0, metavar="FRACTION",

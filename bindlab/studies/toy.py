@@ -60,6 +60,7 @@ class ToyTrainRequest:
     slot_count_weight: float = 0.0  # lit slot head: its counts regressed onto the objects each scene shows
     max_objects: int = 4  # pool scenes of 1..max_objects objects
     render_size: int = 0  # draw the pool at this side and shrink it to the model's (0: the model's side)
+    render_share: float = 1.0  # share of the pool drawn at render_size, the rest at the model's side
 
     def __post_init__(self) -> None:
         if not str(self.out or "").strip():
@@ -87,7 +88,7 @@ class ToyTrainRequest:
                            twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
                            image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight,
                            slot_count_weight=self.slot_count_weight, max_objects=self.max_objects,
-                           render_size=self.render_size)
+                           render_size=self.render_size, render_share=self.render_share)
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -202,6 +203,8 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
         command += f" --max-objects {t['max_objects']}"
     if t.get("render_size"):
         command += f" --render-size {t['render_size']}"
+        if float(t.get("render_share", 1.0)) < 1:
+            command += f" --render-share {t['render_share']}"
     if t.get("arch") == "lit":
         command = command.replace("--arch lit", f"--arch lit --text {t.get('text') or 'minilm'}")
         if int(t.get("captions_per_scene") or 4) != 4:

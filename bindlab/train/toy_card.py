@@ -220,10 +220,16 @@ _SHUFFLED_TWINS = ("the layout is the same but the twin's objects fill its slots
 
 def _pool_line(t: dict[str, Any], m: dict[str, Any]) -> str:
     """The card's line on the training pool: its size, objects per scene, rendering and augmentation."""
-    most = int(t.get("max_objects") or 4)
-    drawn = (f"drawn at {t['render_size']} px and shrunk to {m['image_size']} px with the box filter image files are "
-             f"read with (`--render-size {t['render_size']}`)" if t.get("render_size")
-             else f"rendered once at {m['image_size']} px")
+    most, side, share = int(t.get("max_objects") or 4), m["image_size"], float(t.get("render_share", 1.0))
+    if not t.get("render_size"):
+        drawn = f"rendered once at {side} px"
+    elif share >= 1:
+        drawn = (f"drawn at {t['render_size']} px and shrunk to {side} px with the box filter image files are read "
+                 f"with (`--render-size {t['render_size']}`)")
+    else:
+        drawn = (f"rendered once, {_pct(share)} of them drawn at {t['render_size']} px and shrunk to {side} px with "
+                 f"the box filter image files are read with, the rest drawn at {side} px (`--render-size "
+                 f"{t['render_size']} --render-share {share}`)")
     return (f"- {t['pool_size']:,} scenes {drawn} (seed {t['seed']}): 1–{most} objects "
             f"(shares {toy_data.OBJECT_WEIGHTS[most]}), distinct shapes and attributes from the renderable vocabulary "
             "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); "

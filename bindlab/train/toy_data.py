@@ -214,11 +214,13 @@ def _render_one(job: tuple[Scene, int, int, int]) -> np.ndarray:
 
 
 def render_many(scenes: Sequence[Scene], seeds: Sequence[int], size: int, workers: int = 2,
-                progress: Callable[[int, int], None] | None = None, render_size: int = 0) -> np.ndarray:
-    """Render scenes into one uint8 array (n, size, size, 3), in ``workers`` processes; with ``render_size``
-    larger than ``size`` each is drawn at ``render_size`` px and shrunk, as an image file of that size is when a
-    toy model reads it (a SABER-style MCQ set's images are 128 px)."""
-    jobs = [(sc, sd, size, render_size) for sc, sd in zip(scenes, seeds, strict=True)]
+                progress: Callable[[int, int], None] | None = None,
+                render_sizes: Sequence[int] | None = None) -> np.ndarray:
+    """Render scenes into one uint8 array (n, size, size, 3), in ``workers`` processes; a scene whose entry of
+    ``render_sizes`` is larger than ``size`` is drawn at that side and shrunk, as an image file of that size is when
+    a toy model reads it (a SABER-style MCQ set's images are 128 px); 0 draws it at ``size``."""
+    sizes = list(render_sizes) if render_sizes is not None else [0] * len(scenes)
+    jobs = [(sc, sd, size, r) for sc, sd, r in zip(scenes, seeds, sizes, strict=True)]
     out = np.zeros((len(jobs), size, size, 3), dtype=np.uint8)
     if workers <= 1 or len(jobs) < 64:
         for i, job in enumerate(jobs):
@@ -283,15 +285,28 @@ def shuffled_slots(scenes: Sequence[Scene | None], seed: int) -> list[Scene | No
     return out
 
 
+def pool_render_sizes(pool_size: int, seed: int, render_size: int = 0, share: float = 1.0) -> list[int]:
+    """The side each pool scene is drawn at (0: the model's): ``render_size`` for a seeded ``share`` of the scenes,
+    the model's side for the rest (a pure function). A mixed pool keeps both looks: an MCQ set's 128 px files
+    shrunk, and the model-side renders single objects are scored on."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"the share of scenes drawn at --render-size must be between 0 and 1, got {share}")
+    if not render_size:
+        return [0] * pool_size
+    rng = random.Random(f"toy-render:{seed}")
+    return [render_size if rng.random() < share else 0 for _ in range(pool_size)]
+
+
 def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, name: str,
                    cache_dir: str | Path | None, workers: int,
-                   progress: Callable[[int, int], None] | None, render_size: int = 0) -> np.ndarray:
+                   progress: Callable[[int, int], None] | None,
+                   render_sizes: Sequence[int] | None = None) -> np.ndarray:
     """Render ``scenes`` once and cache them as ``.npy`` (atomically written; a corrupt file is re-rendered)."""
     from bindlab.config import home
 
-    drawn = render_size if render_size and render_size != size else None  # None: the key of every earlier cache
-    key = hashlib.sha256(json.dumps([list(scenes), list(seeds), size, *([drawn] if drawn else [])])
-                         .encode()).hexdigest()[:16]
+    drawn = [r if r != size else 0 for r in render_sizes or ()]
+    extra = [drawn] if any(drawn) else []  # none drawn larger: the key of every earlier cache
+    key = hashlib.sha256(json.dumps([list(scenes), list(seeds), size, *extra]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) if cache_dir else home() / "toy-data"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}-{key}.npy"
@@ -302,7 +317,7 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
                 return images
         except (OSError, ValueError):
             pass  # corrupt or partial: render again
-    images = render_many(scenes, seeds, size, workers, progress, render_size=render_size)
+    images = render_many(scenes, seeds, size, workers, progress, render_sizes)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npy")
     np.save(tmp, images)
     os.replace(tmp, path)
@@ -312,19 +327,23 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
 def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
               progress: Callable[[int, int], None] | None = None, heldout: frozenset[Combo] = frozenset(),
               twins: bool = False, clean: bool = False, twin_layout: str = "same", max_objects: int = 4,
-              render_size: int = 0) -> ScenePool:
+              render_size: int = 0, render_share: float = 1.0) -> ScenePool:
     """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached;
-    ``clean``, ``max_objects``: see :func:`pool_scenes`; ``render_size``: see :func:`render_many`. ``twin_layout``: "same" renders a twin's objects in its scene's slots;
-    "shuffled" in a random other order of the same slots (:func:`shuffled_slots`). Either way the pool keeps the
-    twin scene itself, index-aligned with its scene (captions and targets do not depend on the slots)."""
+    ``clean``, ``max_objects``: see :func:`pool_scenes`; ``render_size``, ``render_share``: see
+    :func:`pool_render_sizes` (a twin is drawn as its scene is). ``twin_layout``: "same" renders a twin's objects
+    in its scene's slots; "shuffled" in a random other order of the same slots (:func:`shuffled_slots`). Either way
+    the pool keeps the twin scene itself, index-aligned with its scene (captions and targets do not depend on the
+    slots)."""
     if twin_layout not in TWIN_LAYOUTS:
         raise ValueError(f"unknown twin layout {twin_layout!r}; choose one of {TWIN_LAYOUTS}")
     if render_size and render_size < size:
         raise ValueError(f"render_size {render_size} px is below the model's {size} px: render at least that large")
     scenes, seeds = pool_scenes(pool_size, seed, heldout, clean, max_objects)
-    px = f"{size}px" + (f"-from{render_size}" if render_size and render_size != size else "")
+    sizes = pool_render_sizes(pool_size, seed, render_size if render_size != size else 0, render_share)
+    px = f"{size}px" + (f"-from{render_size}" if any(sizes) else "")
+    px += f"x{render_share}" if any(sizes) and render_share < 1 else ""
     images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{px}-seed{seed}", cache_dir, workers,
-                            progress, render_size)
+                            progress, sizes)
     if not twins:
         return ScenePool(images, scenes)
     twin_list = pool_twins(scenes, seed, heldout, clean)
@@ -333,7 +352,8 @@ def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None
     if twin_layout == "shuffled":
         drawn = shuffled_slots(drawn, seed)
     twin_images = _cached_render(drawn, [seeds[i] for i in have], size,
-                                 f"twins-{pool_size}-{px}-seed{seed}", cache_dir, workers, progress, render_size)
+                                 f"twins-{pool_size}-{px}-seed{seed}", cache_dir, workers, progress,
+                                 [sizes[i] for i in have])
     return ScenePool(images, scenes, {i: (twin_list[i], twin_images[k]) for k, i in enumerate(have)})
 
 

@@ -98,6 +98,7 @@ class TrainConfig:
     slot_count_weight: float = 0.0  # lit slot head: weight of its counts regressed onto the scene's objects
     max_objects: int = 4  # pool scenes have 1..max_objects objects (toy_data.OBJECT_WEIGHTS)
     render_size: int = 0  # draw the pool at this side and shrink it to the model's (0: draw at the model's side)
+    render_share: float = 1.0  # share of the pool drawn at render_size (toy_data.pool_render_sizes); the rest native
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -117,6 +118,10 @@ class TrainConfig:
             raise ValueError(f"max_objects must be one of {sorted(OBJECT_WEIGHTS)}, got {self.max_objects}")
         if self.render_size and not 32 <= int(self.render_size) <= 512:
             raise ValueError(f"render_size must be 0 (the model's side) or 32-512 px, got {self.render_size}")
+        if not 0 < self.render_share <= 1:
+            raise ValueError(f"render_share must be in (0, 1], got {self.render_share}")
+        if self.render_share < 1 and not self.render_size:
+            raise ValueError("--render-share is the share of the pool drawn at --render-size: give --render-size too")
         if self.pair_share > 0 and int(self.pair_scenes) < 1:
             raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
@@ -448,7 +453,8 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
                               or cfg.image_bias_weight)
     pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
                      twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout,
-                     twin_layout=cfg.twin_layout, max_objects=cfg.max_objects, render_size=cfg.render_size)
+                     twin_layout=cfg.twin_layout, max_objects=cfg.max_objects, render_size=cfg.render_size,
+                     render_share=cfg.render_share)
     pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
              if cfg.pair_share > 0 else None)
     state.render_seconds += time.perf_counter() - t_render

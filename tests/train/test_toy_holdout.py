@@ -193,6 +193,21 @@ def test_a_pool_drawn_at_128_px_is_what_the_encoder_reads_from_a_128_px_file(tmp
     with pytest.raises(ValueError, match="below the model's"):
         toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, render_size=48)
 
+    # --render-share: a seeded share drawn large, the rest at the model's side; a twin is drawn as its scene is
+    sizes = toy_data.pool_render_sizes(12, 0, 128, 0.5)
+    assert sizes == toy_data.pool_render_sizes(12, 0, 128, 0.5) and set(sizes) == {0, 128}
+    assert abs(toy_data.pool_render_sizes(4000, 0, 128, 0.5).count(128) / 4000 - 0.5) < 0.03
+    native_twins = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
+                                      max_objects=5)
+    mixed = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
+                               max_objects=5, render_size=128, render_share=0.5)
+    for i, r in enumerate(sizes):
+        np.testing.assert_array_equal(mixed.images[i], (pool if r else native).images[i])
+        if i in mixed.twins:
+            np.testing.assert_array_equal(mixed.twins[i][1], (pool if r else native_twins).twins[i][1])
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        toy_data.pool_render_sizes(12, 0, 128, 1.5)
+
 
 def test_train_config_records_and_refuses_the_pool_options():
     from bindlab.studies.toy import train_command
@@ -203,6 +218,9 @@ def test_train_config_records_and_refuses_the_pool_options():
          "max_objects": cfg.max_objects, "render_size": cfg.render_size}
     assert "--max-objects 5 --render-size 128" in train_command(t)
     assert "--max-objects" not in train_command({**t, "max_objects": 4, "render_size": 0})
+    assert "--render-size 128 --render-share 0.5" in train_command({**t, "render_share": 0.5})
+    with pytest.raises(ValueError, match="give --render-size too"):
+        TrainConfig(arch="clip", render_share=0.5)
     with pytest.raises(ValueError, match="max_objects must be one of"):
         TrainConfig(arch="clip", max_objects=6)
     with pytest.raises(ValueError, match="render_size must be"):

@@ -784,15 +784,18 @@ def test_slot_count_weight_trains_records_and_is_refused_without_a_slot_head(tmp
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-counted"
     assert _train(out, 4, ["--lit-target", "phrases", "--target-bag-weight", "0", "--head-slots", "3",
-                           "--slot-count-weight", "0.5", "--max-objects", "5", "--render-size", "64"]) == 0
+                           "--slot-count-weight", "0.5", "--max-objects", "5", "--render-size", "64",
+                           "--render-share", "0.5"]) == 0
     record = json.loads((out / "training.json").read_text())
     assert record["train_config"]["slot_count_weight"] == 0.5 and record["captions"]["slot_count_weight"] == 0.5
     assert all(np.isfinite(v) for _, v in record["losses"])
     assert "--slot-count-weight 0.5" in train_command(record["train_config"])
     monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
-    assert "--max-objects 5 --render-size 64" in _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
+    assert "--max-objects 5 --render-size 64 --render-share 0.5" in _write_card(out, ToyEvalRequest(model=f"toy:{out}"),
+                                                                                {})
     card = _card(out)
-    assert "`--slot-count-weight 0.5`" in card and "1–5 objects" in card and "`--render-size 64`" in card
+    assert "`--slot-count-weight 0.5`" in card and "1–5 objects" in card
+    assert "50.0 % of them drawn at 64 px" in card and "`--render-size 64 --render-share 0.5`" in card
     model = build_model(ToyConfig(**json.loads((out / "config.json").read_text())))
     model.load_state_dict(load_file(str(out / "model.safetensors")))
     pixels = torch.rand(2, 3, model.cfg.image_size, model.cfg.image_size)
