@@ -139,6 +139,7 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/reproductions.md", "--out runs/lit-slots --steps"): {"cls": "parse"},  # 47 min of training + 1 min
     ("docs/reproductions.md", "--out runs/lit-a-p16r"): {"cls": "parse"},  # 47 + 12.5 min of training + 1 min
     ("docs/reproductions.md", "--out runs/lit-count --steps"): {"cls": "parse"},  # 14 + 16 min of training + 12 of captions
+    ("docs/reproductions.md", "--out runs/lit-five --steps"): {"cls": "parse"},  # 2 x 14-17 min of training + 3 of captions
     ("docs/reproductions.md", "--out runs/tw-s0"): {"cls": "parse"},  # 4 min of training per seed
     ("docs/reproductions.md", "--out runs/clip-s0"): {"cls": "parse"},  # 3 + 2 + 4 min of training per seed
     ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)
@@ -173,7 +174,9 @@ SCENARIOS: dict[tuple[str, str], dict] = {
         {"cls": "mention"},  # 40 s at load 4, on the grid docs/reproductions.md generates
     ("bindlab/assets/toy-lit-minilm/README.md", "python -m bindlab eval pairs"): {"cls": "mention"},  # prose
     ("bindlab/assets/toy-lit-minilm/README.md", "train toy --arch lit --text minilm --out DIR"):
-        {"cls": "parse", "subs": {"DIR": "runs/toy-lit-minilm"}},  # about an hour (see the card)
+        {"cls": "parse", "subs": {"DIR": "runs/toy-lit-minilm"}},  # seven stages, about 2 hours (see the card)
+    ("bindlab/assets/toy-lit-minilm/README.md", "generate saber --per-size 100 --sizes 2-5"):
+        {"cls": "mention"},  # prose: the fresh MCQ sets (docs/reproductions.md gives the whole commands)
     ("bindlab/assets/toy-lit-minilm/README.md", "eval toy --model toy:lit-minilm --out eval.json"):
         {"cls": "slow"},  # minutes: MiniLM embeds the MCQ texts twice (the model, then minilm alone for tt)
     # --- docs/python.md: its commands are named in prose next to the Python function that runs the same study

@@ -76,4 +76,4 @@ def test_grid_of_scores_a_slot_heads_grid_with_exact_counts(tmp_path, monkeypatc
     assert res["rows"]["exact counts over slots's phrase grid (reference)"]["ti"]["n"] == 4
     assert set(res["grid_counts"]) == {"top_n_recall", "exact"}
     with pytest.raises(SystemExit, match="not a slot-head lit model"):
-        mod.grid_points(questions, tmp_path / "mcq", Path(__file__).resolve().parents[1] / "bindlab/assets/toy-lit-minilm")
+        mod.grid_points(questions, tmp_path / "mcq", Path(__file__).resolve().parents[1] / "bindlab/assets/toy-clip")

@@ -426,11 +426,28 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
             terms.append(f"contrastive {c['target_contrastive']:g}")
         if c.get("target_pair_weight"):
             terms.append(f"twin-difference weight {c['target_pair_weight']:g}")
+        terms.append(_stage_pool(c))
         parts.append(f"stage {i + 1} ({', '.join(terms)})")
     total = sum(s["train_seconds"] for s in [*stages, last]) / 60
+    pools = {_stage_pool(s["train_config"]) for s in [*stages, last]}
+    same = "scene pool, seed" if len(pools) == 1 else "seed"
     return [f"- **trained in {len(stages) + 1} stages**, each starting from the previous one's weights (the same "
-            f"scene pool, seed and held-out combinations; the steps, time and loss above are the last stage's): "
+            f"{same} and held-out combinations; the steps, time and loss above are the last stage's): "
             + "; ".join(parts) + f"; **{total:.1f} min training wall time in all**"]
+
+
+def _hours(training: dict[str, Any]) -> str:
+    """The whole training wall time (every stage) in words: "under an hour" or "about 1.8 hours"."""
+    total = training.get("train_seconds", 0) + sum(s.get("train_seconds", 0) for s in training.get("earlier_stages") or [])
+    return "under an hour" if total < 3600 else f"about {total / 3600:.1f} hours"
+
+
+def _stage_pool(c: dict[str, Any]) -> str:
+    """One stage's pool in a few words: its size, objects per scene and how it was drawn."""
+    share = float(c.get("render_share", 1.0))
+    drawn = (f", {'' if share >= 1 else f'{_pct(share)} '}drawn at {c['render_size']} px and shrunk"
+             if c.get("render_size") else "")
+    return f"{c['pool_size']:,} scenes of 1–{int(c.get('max_objects') or 4)} objects{drawn}"
 
 
 def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
@@ -523,9 +540,9 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         "",
         "## Limits",
         "",
-        "The image side is a toy: 64 px images, a closed world of 28 shapes and 36 attributes, trained in under an "
-        "hour on a CPU; it has never seen a photo. The text side is real MiniLM, so texts outside the renderable "
-        "vocabulary are embedded meaningfully but land where no training image was pulled.",
+        f"The image side is a toy: {m['image_size']} px images, a closed world of 28 shapes and 36 attributes, "
+        f"trained in {_hours(training)} on a CPU; it has never seen a photo. The text side is real MiniLM, so texts "
+        "outside the renderable vocabulary are embedded meaningfully but land where no training image was pulled.",
         "",
     ]
     return "\n".join(lines)

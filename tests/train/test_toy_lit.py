@@ -440,7 +440,8 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
     card = _card(stage2)
     assert "trained from scratch in 2 stages" in card and "**trained in 2 stages**" in card
     assert "stage 1 (6 steps at lr " in card and "contrastive 1, twin-difference weight 1" in card
-    assert "stage 2 (4 steps" in card and "twin-difference weight 2)" in card
+    assert "stage 2 (4 steps" in card and "twin-difference weight 2, 24 scenes of 1–4 objects)" in card
+    assert "(the same scene pool, seed and held-out combinations;" in card and "trained in under an hour" in card
 
 
 def test_blend_targets_mix_unit_caption_means_with_phrase_targets():
