@@ -254,7 +254,7 @@ def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset
     """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout, clean, max_objects);
     ``clean``: no held-out pair through a colour slot either (:func:`sample_scene`)."""
     if max_objects not in OBJECT_WEIGHTS:
-        raise ValueError(f"scenes have at most {sorted(OBJECT_WEIGHTS)} objects, got {max_objects}")
+        raise ValueError(f"a pool's scenes have at most 4 or 5 objects (max_objects), got {max_objects}")
     rng = random.Random(f"toy-pool:{seed}")
     scenes = [sample_scene(rng, heldout=heldout, clean=clean, max_objects=max_objects) for _ in range(pool_size)]
     return scenes, [seed * 10_000_000 + i for i in range(pool_size)]
