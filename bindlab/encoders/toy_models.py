@@ -348,9 +348,13 @@ class ToyCLIP(ToyModel):
         self.text_stack = Stack(cfg, cfg.text_layers)
         self.text_proj = nn.Linear(cfg.width, cfg.embed_dim, bias=False)
 
+    def _image_states(self, pixels: torch.Tensor) -> torch.Tensor:
+        """pixels (b, 3, H, W) in [0, 1] -> the vision stack's patch states (b, P, w), full attention."""
+        return self.vision(self.patch_embed(pixels), None)[0]
+
     def encode_image(self, pixels: torch.Tensor, normalize: bool = False) -> torch.Tensor:
         """pixels (b, 3, H, W) in [0, 1] -> (b, embed_dim)."""
-        states, _ = self.vision(self.patch_embed(pixels), None)  # (b, P, w), full attention
+        states = self._image_states(pixels)
         out = self.image_head(states) if hasattr(self, "image_head") else self.image_proj(states.mean(1))
         return F.normalize(out, dim=-1) if normalize else out
 
@@ -392,6 +396,7 @@ class ToyLiT(ToyModel):
         self.vision = Stack(cfg, cfg.layers)
         setattr(self, *make_image_head(cfg))
 
+    _image_states = ToyCLIP._image_states
     encode_image = ToyCLIP.encode_image
 
     def encode_image_counts(self, pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -399,8 +404,7 @@ class ToyLiT(ToyModel):
         for a slot head (:class:`SlotPhraseHead`)."""
         if not isinstance(getattr(self, "image_head", None), SlotPhraseHead):
             raise ValueError("encode_image_counts needs a slot head (head_slots > 0)")
-        states, _ = self.vision(self.patch_embed(pixels), None)
-        counts = self.image_head.counts(states)
+        counts = self.image_head.counts(self._image_states(pixels))
         return self.image_head.embed(counts), counts
 
     def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:

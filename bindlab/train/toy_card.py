@@ -428,7 +428,7 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
             terms.append(f"twin-difference weight {c['target_pair_weight']:g}")
         terms.append(_stage_pool(c))
         parts.append(f"stage {i + 1} ({', '.join(terms)})")
-    total = sum(s["train_seconds"] for s in [*stages, last]) / 60
+    total = _train_seconds(training) / 60
     pools = {_stage_pool(s["train_config"]) for s in [*stages, last]}
     same = "scene pool, seed" if len(pools) == 1 else "seed"
     return [f"- **trained in {len(stages) + 1} stages**, each starting from the previous one's weights (the same "
@@ -436,9 +436,14 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
             + "; ".join(parts) + f"; **{total:.1f} min training wall time in all**"]
 
 
+def _train_seconds(training: dict[str, Any]) -> float:
+    """The whole training wall time of a model, every recorded stage included, in seconds."""
+    return training["train_seconds"] + sum(s["train_seconds"] for s in training.get("earlier_stages") or [])
+
+
 def _hours(training: dict[str, Any]) -> str:
     """The whole training wall time (every stage) in words: "under an hour" or "about 1.8 hours"."""
-    total = training.get("train_seconds", 0) + sum(s.get("train_seconds", 0) for s in training.get("earlier_stages") or [])
+    total = _train_seconds(training)
     return "under an hour" if total < 3600 else f"about {total / 3600:.1f} hours"
 
 

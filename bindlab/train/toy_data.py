@@ -304,8 +304,7 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
     """Render ``scenes`` once and cache them as ``.npy`` (atomically written; a corrupt file is re-rendered)."""
     from bindlab.config import home
 
-    drawn = [r if r != size else 0 for r in render_sizes or ()]
-    extra = [drawn] if any(drawn) else []  # none drawn larger: the key of every earlier cache
+    extra = [list(render_sizes)] if render_sizes and any(render_sizes) else []  # none drawn larger: earlier keys
     key = hashlib.sha256(json.dumps([list(scenes), list(seeds), size, *extra]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) if cache_dir else home() / "toy-data"
     folder.mkdir(parents=True, exist_ok=True)
