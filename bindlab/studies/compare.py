@@ -15,10 +15,8 @@ a task (a text-only encoder on image pairings or pairs) gets "n/a" there, with a
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,20 +152,18 @@ def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any]) -> s
 
 
 def _load_cached(path: Path) -> Result | None:
+    """A cached result: a result file (:meth:`Result.load` also reads the entries written before that format)."""
     try:
-        return Result(**json.loads(path.read_text()))
+        return Result.load(path)
     except (OSError, ValueError, TypeError):
-        return None  # missing, partial or corrupt: recompute
+        return None  # missing, partial, corrupt or of a newer format: recompute
 
 
 def _store(path: Path, result: Result) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(dataclasses.asdict(result), default=str))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        result.save(path)  # atomic: temp file + rename
+    except TypeError:
+        pass  # a value a result file cannot hold: this run is not cached, never lost
 
 
 def cached_run(encoder: Any, data: str | Path, settings: dict[str, Any], run: Callable[[], Result],
