@@ -54,6 +54,9 @@ def cmd_compare(a: argparse.Namespace) -> None:
     s = result.summary
     print(f"{len(s['models'])} models on {', '.join(s['suite'])} (sorted by {s['sort_by']}; 95% bootstrap CIs)")
     print(leaderboard_text(s["leaderboard"]))
+    print(s["leader_text"])  # a leader only where its 95 % interval lies above every other model's
+    for row in s["set_used"]:  # what each task and pairing scored, and what was left out and why
+        print(f"scored: {row['text']}")
     chance = {sc["column"]: sc["chance"] for sc in result.tables["scores"] if sc["chance"] is not None}
     if chance:  # an MCQ accuracy's chance: the mean of its questions' own (1/3 at N = 2, 1/4 above)
         print("chance levels: " + ", ".join(f"{c} {v:.3f}" for c, v in chance.items()))

@@ -269,11 +269,14 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Re
 
     Returns:
         ``Result("compare")``: summary = ``{"models", "suite", "pairings", "data", "pairs_data", "leaderboard",
-        "sort_by", "leader", "top_score", "cross_benchmark", "agreement", "diff_models", "question_diff", "by_n",
-        "by_edit_type", "unknown_words", "from_cache"}`` (``top_score`` is the primary metric: the leader's value in
-        ``sort_by``; ``unknown_words``: :func:`unknown_word_rows`);
+        "sort_by", "leader", "leader_text", "leader_rule", "set_used", "top_score", "cross_benchmark", "agreement",
+        "diff_models", "question_diff", "by_n", "by_edit_type", "unknown_words", "from_cache"}`` (``leader``: the
+        top model only where its 95 % interval in ``sort_by`` lies wholly above every other model's, else None —
+        :func:`leader_verdict`, whose text ``leader_text`` says which intervals overlap; ``set_used``:
+        :func:`set_used`, the items each task and pairing scored and what was left out and why; ``top_score`` is the
+        primary metric: the top-ranked model's value in ``sort_by``; ``unknown_words``: :func:`unknown_word_rows`);
         rows = one per (question, pairing): ``{id, pairing, n_objects, subset, credit: {model: c}, margin:
-        {model: m}}``; tables = ``leaderboard``, ``scores`` (long form with CIs and chance), ``by_n``,
+        {model: m}}``; tables = ``leaderboard``, ``set_used``, ``scores`` (long form with CIs and chance), ``by_n``,
         ``by_edit_type``, ``question_diff`` (of ``diff_models``: the leader and the runner-up, in the direction with more questions), ``cross_benchmark``,
         ``per_scene_margin``, ``agreement``, ``unknown_words``. The leaderboard labels each score with a chance
         level above / at / below chance by its 95 % interval and gives each model's ``unknown words %``.
@@ -381,6 +384,55 @@ def leaderboard(scores: list[dict[str, Any]], models: Sequence[str],
     return [{"rank": k + 1, **r} for k, r in enumerate(rows)], sort_by
 
 
+LEADER_RULE = ("a leader is named only where the top model's 95 % interval lies wholly above every other scored "
+               "model's interval (its lower end above their upper ends)")
+
+
+def leader_verdict(board: Sequence[dict[str, Any]], column: str) -> dict[str, Any]:
+    """Whether ``board``'s top model in ``column`` leads clearly: its 95 % interval lies wholly above every other
+    scored model's interval (:data:`LEADER_RULE`). Pure; the rows need ``model``, ``column`` and
+    ``"<column> 95% CI"``.
+
+    Args:
+        board: :func:`leaderboard` rows, best first (models without a score in ``column`` are ignored).
+        column: the score the leaderboard is sorted by.
+
+    Returns:
+        ``{"leader": model or None, "overlaps": [models whose interval overlaps the top model's], "text"}``; the
+        text names the leader and the rule, or says why there is none ("no clear leader: the intervals of A and B
+        overlap").
+    """
+    scored = [r for r in board if r.get(column) is not None]
+    if not scored:
+        return {"leader": None, "overlaps": [], "text": f"no leader: no model has a {column} score"}
+    top = max(scored, key=lambda r: r[column])
+    rest = [r for r in scored if r is not top]
+    if not rest:
+        return {"leader": None, "overlaps": [],
+                "text": f"no leader: only {top['model']} has a {column} score, nothing to compare it with"}
+    ci = {r["model"]: r.get(f"{column} 95% CI") for r in scored}
+    lacking = [m for m, c in ci.items() if not c or c[0] is None or c[1] is None]
+    if lacking:
+        return {"leader": None, "overlaps": [],
+                "text": f"no clear leader: {', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no 95 % "
+                        f"interval on {column}, so the ranking cannot be checked"}
+    low = ci[top["model"]][0]
+    overlaps = [r["model"] for r in rest if ci[r["model"]][1] >= low]
+    if overlaps:
+        return {"leader": None, "overlaps": overlaps,
+                "text": f"no clear leader on {column}: the 95 % intervals of {top['model']} and {overlaps[0]} overlap"
+                        if len(overlaps) == 1 else f"no clear leader on {column}: the 95 % interval of "
+                        f"{top['model']} overlaps those of {_and(overlaps)}"}
+    return {"leader": top["model"], "overlaps": [],
+            "text": f"leader on {column}: {top['model']} (its 95 % interval lies wholly above every other model's)"}
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def unknown_shares(jobs: Sequence[_Job]) -> dict[str, float | None] | None:
     """model -> share of the MCQ captions' words it does not know (None: it cannot say), from the mcq results; None
     when no model was scored on MCQs."""
@@ -480,6 +532,135 @@ def _per_scene(jobs: Sequence[_Job]) -> dict[str, dict[str, float]]:
     return {j.model: j.result.summary["per_scene_margin"] for j in jobs if j.task == "pairs" and j.result is not None}
 
 
+# --- the set each task scored: how many items, and what was left out and why ---------------------------------------
+def _records(path: Path | None) -> int | None:
+    """How many records the JSONL file holds (what a strict load reads), None when it cannot be read here."""
+    from bindlab.data.files import DataError
+    from bindlab.data.schema import read_jsonl
+
+    try:
+        return len(read_jsonl(path)) if path is not None else None
+    except (OSError, DataError):
+        return None
+
+
+def mcq_source(request: CompareRequest, encoders: dict[str, Any], path: Path) -> str:
+    """What the MCQ file is, in words: the visitor's file by name, or which embedded benchmark and why that one
+    (:func:`~bindlab.studies.browse.default_dataset_for`): the full SABER vocabulary, or the renderable one (the words
+    the image renderer can draw, with images) when a pairing needs images or a model does not know every word."""
+    if request.data:
+        return f"{path.parent.name}/{path.name}"
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import SABER_VOCAB
+    from bindlab.studies.browse import reads_default_words
+
+    full = f"{len(SABER_VOCAB.objects)} objects, {len(SABER_VOCAB.attributes)} attributes"
+    if path.parent.name != "saber-mini-images":
+        return f"the embedded mini benchmark (full SABER vocabulary: {full})"
+    images = [p for p in request.pairings if "image" in PAIRINGS[p]]
+    closed = [m for m, e in encoders.items() if not reads_default_words(e)]
+    why = []
+    if images:
+        why.append(f"{', '.join(images)} need{'s' if len(images) == 1 else ''} images, drawn only for that vocabulary")
+    if closed:
+        why.append(f"{_and(closed)} {'does' if len(closed) == 1 else 'do'} not know every word of the full one")
+    return (f"the embedded mini benchmark over the renderable vocabulary ({len(RENDER_VOCAB.objects)} objects, "
+            f"{len(RENDER_VOCAB.attributes)} attributes, with images; the full one has {full}), because "
+            f"{' and '.join(why)}")
+
+
+def _lacking(encoder: Any, pairing: str) -> str:
+    """Why ``encoder`` cannot be scored on ``pairing``: the tower it lacks."""
+    need = sorted(set(PAIRINGS[pairing]) - set(encoder.modalities))
+    query, candidates = PAIRINGS[pairing]
+    return f"no {' or '.join(need)} tower ({pairing}: {query} queries, {candidates} candidates)"
+
+
+def _set_row(task: str, pairing: str | None, source: str, unit: str, n: int | None, total: int | None,
+             dropped: list[str], not_scored: dict[str, str], scored: list[str], detail: str = "") -> dict[str, Any]:
+    """One row of :func:`set_used` with its ``text``."""
+    row = {"task": task, "pairing": pairing, "set": source, "detail": detail or None, "n_scored": n, "n_total": total,
+           "n_dropped": (total - n) if (total is not None and n is not None) else None,
+           "dropped_why": "; ".join(dropped) or None, "scored_models": ", ".join(scored) or None,
+           "not_scored": "; ".join(f"{m}: {why}" for m, why in not_scored.items()) or None}
+    row["text"] = set_used_text(row, unit)
+    return row
+
+
+def set_used_text(row: dict[str, Any], unit: str = "items") -> str:
+    """One line on what a task scored: ``"MCQ ti: 12 of 180 questions of SET — 168 left out: WHY; not scored: …"``."""
+    name = {"mcq": "MCQ", "retrieval": "retrieval", "pairs": "Pairs"}.get(row["task"], row["task"])
+    head = f"{name} {row['pairing']}" if row["pairing"] else name
+    n, total = row["n_scored"], row["n_total"]
+    if n is None:
+        return f"{head}: scored by no model — {row['not_scored'] or 'no result'}"
+    if total is None:
+        text = f"{head}: {n} {unit} of {row['set']}"
+    else:
+        text = f"{head}: {n} of {total} {unit} of {row['set']}"
+    if row.get("detail"):
+        text += f" ({row['detail']})"
+    text += (f" — {row['n_dropped']} left out: {row['dropped_why'] or 'reason not recorded'}" if row["n_dropped"]
+             else " — none left out")
+    if row["not_scored"]:
+        text += f"; not scored: {row['not_scored']}"
+    return text
+
+
+def set_used(request: CompareRequest, jobs: Sequence[_Job], encoders: dict[str, Any],
+             paths: dict[str, Path]) -> list[dict[str, Any]]:
+    """What each task and pairing scored: the set (file, or which embedded benchmark and why), ``n_scored`` of
+    ``n_total`` items, how many were left out and why (``limit``; for pairs, caption levels the file lacks), and the
+    models not scored there and why (a text-only model on an image pairing).
+
+    Returns:
+        One row per (task, pairing): ``{task, pairing, set, n_scored, n_total, n_dropped, dropped_why,
+        scored_models, not_scored, text}`` (``text``: :func:`set_used_text`; ``n_total`` None where the file is not
+        counted here: a published benchmark).
+    """
+    rows = []
+    limit = request.limit
+    for task in request.suite:
+        mine = [j for j in jobs if j.task == task]
+        if task in ("mcq", "retrieval"):
+            total, source = _records(paths["mcq"]), mcq_source(request, encoders, paths["mcq"])
+            for p in request.pairings:
+                done = [j for j in mine if j.result is not None and p in j.result.summary["pairings"]]
+                not_scored = {j.model: j.skipped or _lacking(encoders[j.model], p) for j in mine if j not in done}
+                v = done[0].result.summary["pairings"][p] if done else {}
+                n = v.get("n") if task == "mcq" else v.get("n_queries")
+                why = [f"limit {limit}: only the first {limit} questions are scored"] if limit and total and \
+                    n is not None and n < total else []
+                rows.append(_set_row(task, p, source, "questions", n, total, why, not_scored,
+                                     [j.model for j in done]))
+        elif task == "pairs":
+            total = _records(paths["pairs"])
+            source = (f"{paths['pairs'].parent.name}/{paths['pairs'].name}" if request.pairs_data
+                      else "the embedded CompoSET-style mini set")
+            done = [j for j in mine if j.result is not None]
+            not_scored = {j.model: j.skipped for j in mine if j.result is None}
+            s = done[0].result.summary if done else {}
+            levels = s.get("levels") or []
+            n = s["overall"]["n"] // max(len(levels), 1) if done else None  # pooled over levels: per pair here
+            why = [f"limit {limit}: only the first {limit} pairs are scored"] if limit and total and n is not None \
+                and n < total else []
+            detail = [f"each pair at {len(levels)} caption levels, {', '.join(levels)}: {n * len(levels)} items "
+                      "pooled"] if len(levels) > 1 and n is not None else []
+            if s.get("skipped_levels"):
+                detail.append(f"caption level(s) {', '.join(s['skipped_levels'])} not scored: not every pair has them")
+            rows.append(_set_row(task, None, source, "pairs", n, total, why, not_scored, [j.model for j in done],
+                                 "; ".join(detail)))
+        else:
+            done = [j for j in mine if j.result is not None]
+            not_scored = {j.model: j.skipped for j in mine if j.result is None}
+            name, data = _benchmark_spec(task)
+            n = done[0].result.summary["n"] if done else None
+            why = [f"limit {limit}: at most {limit} items per split"] if limit else []
+            rows.append(_set_row(task, None, f"{name} ({'your copy' if data else 'its manifest'})", "items", n, None,
+                                 why, not_scored, [j.model for j in done]))
+    return rows
+
+
 def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]) -> Result:
     models = list(request.models)
     scores = [s for j in jobs for s in score_rows(j, request.seed)]
@@ -497,12 +678,15 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
     cross = cross_benchmark(scores, models)
     by_n, by_edit = _by_n(jobs), _by_edit_type(jobs)
     unknown = unknown_word_rows(jobs)
+    verdict = leader_verdict(board, sort_by)
+    used = set_used(request, jobs, encoders, paths)
     notes = [f"{j.model}: {j.task} n/a ({j.skipped})" for j in jobs if j.skipped]
     notes += [f"{j.model}: {n}" for j in jobs if j.result is not None for n in j.result.notes]
     summary = {"models": models, "suite": list(request.suite), "pairings": list(request.pairings),
                "data": str(paths.get("mcq")) if "mcq" in paths else None,
                "pairs_data": str(paths.get("pairs")) if "pairs" in paths else None,
-               "leaderboard": board, "sort_by": sort_by, "leader": board[0]["model"] if board else None,
+               "leaderboard": board, "sort_by": sort_by, "leader": verdict["leader"], "leader_text": verdict["text"],
+               "leader_rule": LEADER_RULE, "set_used": used,
                "top_score": board[0].get(sort_by) if board else None, "cross_benchmark": cross,
                "agreement": agreement, "diff_models": diff_models, "question_diff": diff, "by_n": by_n, "by_edit_type": by_edit,
                "unknown_words": unknown, "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache)}
@@ -513,7 +697,7 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
         from bindlab.data.schema import file_sha256
 
         prov["pairs_dataset"] = {"path": str(paths["pairs"].resolve()), "sha256": file_sha256(paths["pairs"])}
-    tables = {"leaderboard": board, "scores": scores, "by_n": by_n, "by_edit_type": by_edit, "question_diff": diff,
+    tables = {"leaderboard": board, "set_used": used, "scores": scores, "by_n": by_n, "by_edit_type": by_edit, "question_diff": diff,
               "cross_benchmark": cross, "unknown_words": unknown,
               "per_scene_margin": [{"model": m, "scene": s, "margin": v} for m, d in per_scene.items()
                                    for s, v in d.items()],
@@ -523,5 +707,6 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
                   provenance=prov, primary_metric="top_score", tables=tables, notes=notes)
 
 
-__all__ = ["CompareRequest", "TASKS", "UNKNOWN_COLUMN", "cache_dir", "cache_key", "cached_run", "cross_benchmark", "leaderboard",
-           "parse_models", "parse_suite", "question_diff", "question_rows", "run_compare", "score_rows"]
+__all__ = ["CompareRequest", "LEADER_RULE", "TASKS", "UNKNOWN_COLUMN", "cache_dir", "cache_key", "cached_run",
+           "cross_benchmark", "leader_verdict", "leaderboard", "mcq_source", "parse_models", "parse_suite",
+           "question_diff", "question_rows", "run_compare", "score_rows", "set_used", "set_used_text"]

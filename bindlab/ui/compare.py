@@ -55,9 +55,14 @@ def diff_frame(rows: list[dict[str, Any]]) -> Any:
 
 
 def status_markdown(result: Any) -> str:
+    """The comparison in words: models and suite, the sort column and the leader verdict (a leader only where its
+    95 % interval lies above every other model's), per-scene agreement, the set each task and pairing scored (n, and
+    what was left out and why), the cache and the notes; every value from the result is escaped text."""
     s = result.summary
+    leader = s.get("leader_text") or (f"leader {s['leader']}" if s.get("leader") else "no leader")
     parts = [f"**{len(s['models'])} models** on **{md_text(', '.join(s['suite']))}** · sorted by "
-             f"**{md_text(s['sort_by'])}** (click a column header to sort by it) · leader **{md_text(s['leader'])}**"]
+             f"**{md_text(s['sort_by'])}** (click a column header to sort by it) · **{md_text(leader)}**"]
+    parts += [f"scored: {md_text(row['text'])}" for row in s.get("set_used") or []]
     ag = s["agreement"]
     if ag["mean_spearman"] is not None:
         v = ag["variance_share"]
