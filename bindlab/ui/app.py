@@ -17,7 +17,7 @@ import gradio as gr  # noqa: E402
 
 from bindlab.config import private_home_paths, public_mode, served_roots
 from bindlab.ui import attention as attention_tab
-from bindlab.ui import browse, layout
+from bindlab.ui import browse, glossary, layout
 from bindlab.ui import compare as compare_tab
 from bindlab.ui import embedding_map as map_tab
 from bindlab.ui import exports as exports_ui
@@ -68,6 +68,7 @@ def build_app() -> gr.Blocks:
     # delete_cache: Gradio's copies of downloads and uploads go on the export sweeper's timer and age
     with gr.Blocks(title="bindlab", delete_cache=exports_ui.gradio_delete_cache()) as demo:
         gr.Markdown(INTRO)
+        glossary.build_glossary()  # every term the page shows, in one closed accordion
         hooks: dict[str, dict[str, Any]] = {}
         shown: dict[str, gr.Tab] = {}
         with gr.Tabs(elem_id="bl-tabs") as tabs:
