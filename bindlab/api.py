@@ -50,8 +50,8 @@ def adopt(model: Any, name: str | None = None, batch_size: int = 64) -> Any:
 
     ``model`` is any object with ``encode_text(list[str]) -> array (n, d)`` (and ``encode_image(list[PIL.Image]) ->
     array (n, d)`` for image pairings), or a ``sentence_transformers.SentenceTransformer``. ``name`` (default: the
-    object's ``name`` attribute) labels the results and keys the embedding cache — it is recorded in the
-    provenance as the fingerprint in place of a weights hash, so use a new name when the weights change.
+    object's ``name`` attribute) labels the results; the embedding cache keys its vectors by a hash of the model
+    (its torch weights, or its vectors for fixed probe inputs), so another model under the same name never reads them.
     You rarely call this yourself: every function here adopts a model object it is given.
 
     Example:

@@ -23,7 +23,7 @@ def provenance(dataset: str | Path | None = None, encoder: Any = None, settings:
     }
     if encoder is not None:
         rec["encoder"] = {"id": encoder.id, "fingerprint": encoder.fingerprint}
-        if getattr(encoder, "fingerprint_note", None):  # a model adopted in Python: its fingerprint is its name
+        if getattr(encoder, "fingerprint_note", None):  # a model adopted in Python: what its fingerprint hashes
             rec["encoder"]["fingerprint_is"] = encoder.fingerprint_note
     if dataset is not None:
         p = Path(dataset)

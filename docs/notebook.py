@@ -38,7 +38,7 @@ print(f"MiniLM: accuracy {res.primary:.3f}, 95% CI {tt['ci95']}, chance {tt['cha
 # Anything with `encode_text(list[str]) -> array (n, d)` can be scored (add `encode_image` for image pairings). This
 # one hashes *word bigrams*: "red cube" and "cube red" become different features, so word order — and with this
 # template, which attribute sits next to which object — is visible to it, unlike a bag of words. Its `name` labels
-# the results and keys bindlab's embedding cache: give it a new name whenever the model changes.
+# the results; bindlab's embedding cache keys its vectors by a hash of what the model returns, not by the name.
 
 # %%
 class BigramHash:

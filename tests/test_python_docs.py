@@ -50,7 +50,7 @@ def test_the_examples_run_in_order(tmp_path, monkeypatch, capsys, default_scores
             exec(compiled, namespace)  # noqa: S102 - the documentation's own examples
             ran += 1
     out = capsys.readouterr().out
-    assert ran >= 12 and "py:word-order-64 py:word-order-64|user-named" in out
+    assert ran >= 12 and "py:word-order-64 py:word-order-64|probe:" in out
     assert not [w for w in caught if "now names another model object" in str(w.message)]  # the doc reuses `mine`
     same = namespace["same"]
     assert same[0] == same[1]  # the JSONL and its datasets folder give the same accuracy

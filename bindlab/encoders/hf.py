@@ -189,18 +189,19 @@ class HFDualEncoder:
     def from_objects(cls, model: Any, processor: Any, name: str, batch_size: int = 32) -> HFDualEncoder:
         """A CLIP / SigLIP / SigLIP2 model and processor held in memory, embedding exactly as ``hf:`` does.
 
-        The id is ``py:<name>`` and the fingerprint names ``name`` (the caller's name keys the embedding cache; it is
-        not a hash of the weights). The model stays on its device and dtype.
+        The id is ``py:<name>``; the fingerprint hashes the model's weights with its processor's settings
+        (:class:`~bindlab.encoders.adopted.WeightsWatch`, taken again when the weights change in place), so cached
+        vectors follow the model, not the name. The model stays on its device and dtype.
 
         Raises:
             EncoderError: a model that is not one of the families ``hf:`` loads, or a processor without a tokenizer
                 and an image processor.
         """
-        from bindlab.encoders.adopted import FINGERPRINT_NOTE, check_name
+        from bindlab.encoders.adopted import WRAPPED_NOTE, WeightsWatch, check_name, class_name
 
         self = cls.__new__(cls)
         self.id = f"py:{check_name(name)}"
-        self.fingerprint_note = FINGERPRINT_NOTE
+        self.fingerprint_note = WRAPPED_NOTE
         config = getattr(model, "config", None)
         family = getattr(config, "model_type", None)
         if family not in FAMILIES:
@@ -212,10 +213,14 @@ class HFDualEncoder:
                                f"tokenizer and an image processor; got {type(processor).__name__}")
         param = next(model.parameters())
         ck = Checkpoint(f"<{name}>", True, config, model.eval(), processor, str(param.device), param.dtype)
-        self._setup(ck, {"batch_size": batch_size}, "user-named")
+        image_settings = getattr(processor.image_processor, "to_json_string", lambda: "")()
+        tok = processor.tokenizer  # its full definition (vocabulary, normaliser), not its folder's name
+        vocab = tok.backend_tokenizer.to_str() if hasattr(tok, "backend_tokenizer") else repr(sorted(tok.get_vocab().items()))
+        settings = f"{class_name(tok)}|{vocab}|{image_settings}"
+        self._setup(ck, {"batch_size": batch_size}, WeightsWatch(model, settings).label)
         return self
 
-    def _setup(self, ck: Checkpoint, options: dict[str, Any], weights: str) -> None:
+    def _setup(self, ck: Checkpoint, options: dict[str, Any], weights: str | Callable[[], str]) -> None:
         config = ck.config
         self.family = config.model_type
         self.model, self.processor, self.device, self.dtype = ck.model, ck.processor, ck.device, ck.dtype
@@ -229,10 +234,16 @@ class HFDualEncoder:
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
         self.converts_rgb = bool(getattr(self.processor.image_processor, "do_convert_rgb", False))
         self.runner = BatchRunner(self.id, options.get("batch_size", 32))
-        self.fingerprint = (f"{self.id}|{weights}"
-                            f"|{str(self.dtype).removeprefix('torch.')}|pad={self.padding}|max={self.max_text_len}")
+        self._weights = weights  # the files' hash, or a wrapped model's (re-taken when its weights change)
         self.last_truncated = 0
         self.last_image_notes: list[str] = []
+
+    @property
+    def fingerprint(self) -> str:
+        """``<id>|<weights hash>|<dtype>|pad=…|max=…``: keys this model's vectors in the embedding cache."""
+        weights = self._weights() if callable(self._weights) else self._weights
+        return (f"{self.id}|{weights}"
+                f"|{str(self.dtype).removeprefix('torch.')}|pad={self.padding}|max={self.max_text_len}")
 
     # -- text -------------------------------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], **extra: Any) -> Any:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,18 +148,20 @@ class OpenClipEncoder:
     def from_objects(cls, model: Any, preprocess: Any, tokenizer: Any, name: str,
                      batch_size: int = 32) -> OpenClipEncoder:
         """An open_clip model with its eval preprocess and tokenizer held in memory, embedding exactly as
-        ``open_clip:`` does. The id is ``py:<name>``; the fingerprint names ``name`` (not a hash of the weights).
-        The model is put in eval mode and stays on its device and dtype.
+        ``open_clip:`` does. The id is ``py:<name>``; the fingerprint hashes the model's weights with its preprocess
+        and tokenizer settings (:class:`~bindlab.encoders.adopted.WeightsWatch`, taken again when the weights change
+        in place), so cached vectors follow the model, not the name. The model is put in eval mode and stays on its
+        device and dtype.
 
         Raises:
             EncoderError: a model without ``encode_text``/``encode_image``, or a preprocess or tokenizer that is not
                 callable.
         """
-        from bindlab.encoders.adopted import FINGERPRINT_NOTE, check_name
+        from bindlab.encoders.adopted import WRAPPED_NOTE, WeightsWatch, check_name, class_name
 
         self = cls.__new__(cls)
         self.id = f"py:{check_name(name)}"
-        self.fingerprint_note = FINGERPRINT_NOTE
+        self.fingerprint_note = WRAPPED_NOTE
         if not (callable(getattr(model, "encode_text", None)) and callable(getattr(model, "encode_image", None))):
             raise EncoderError(f"{self.id}: wrap_open_clip takes an open_clip model (with encode_text and "
                                f"encode_image); got {type(model).__name__}")
@@ -169,16 +173,24 @@ class OpenClipEncoder:
         param = next(model.parameters())
         self.device, self.dtype = str(param.device), param.dtype
         self.preprocess, self.tokenizer, self.model = preprocess, tokenizer, model.eval()
-        self._setup({"batch_size": batch_size}, "user-named")
+        settings = re.sub(r" at 0x[0-9a-fA-F]+", "", f"{preprocess!r}|{class_name(tokenizer)}"
+                          f"|ctx={getattr(tokenizer, 'context_length', None)}")  # no addresses: same in every process
+        self._setup({"batch_size": batch_size}, WeightsWatch(model, settings).label)
         return self
 
-    def _setup(self, options: dict[str, Any], weights: str) -> None:
+    def _setup(self, options: dict[str, Any], weights: str | Callable[[], str]) -> None:
         self.context_length = int(getattr(self.tokenizer, "context_length", 77))
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
         self.runner = BatchRunner(self.id, options.get("batch_size", 32))
-        self.fingerprint = f"{self.id}|{weights}|{str(self.dtype).removeprefix('torch.')}"
+        self._weights = weights  # the files' hash, or a wrapped model's (re-taken when its weights change)
         self.last_truncated = 0
         self.last_image_notes: list[str] = []
+
+    @property
+    def fingerprint(self) -> str:
+        """``<id>|<weights hash>|<dtype>``: keys this model's vectors in the embedding cache."""
+        weights = self._weights() if callable(self._weights) else self._weights
+        return f"{self.id}|{weights}|{str(self.dtype).removeprefix('torch.')}"
 
     def _token_len(self, text: str) -> int:
         tok = self.tokenizer
