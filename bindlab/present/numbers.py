@@ -6,7 +6,10 @@ frame; the numbers themselves are never rounded, so tables still sort as numbers
 - a table: every float cell with 3 decimals, :func:`table` (a ``gr.Dataframe`` shows the Styler's text and keeps
   the numbers for sorting), so ``1`` never stands beside ``0.9967``;
 - ranks of tied scores: one shared rank, ``=1``, :func:`shared_ranks` (ties as :func:`bindlab.eval.metrics.mcq_credit`
-  counts them, within :data:`~bindlab.eval.metrics.TIE_TOL`).
+  counts them, within :data:`~bindlab.eval.metrics.TIE_TOL`); scores that are not tied but would read the same at 3
+  decimals get the few more decimals that tell them apart, :func:`tie_digits`;
+- a margin that decides a verdict, :func:`margin`: 3 decimals, ``0.000 (tie)`` within the tie tolerance, and
+  ``+<0.001`` / ``-<0.001`` for a non-tie smaller than the rounding (never ``-6e-05``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,42 @@ def signed(x: float, digits: int = DIGITS) -> str:
     if x != 0 and round(x, digits) == 0:
         return f"{x:+.0e}"
     return f"{x:+.{digits}f}"
+
+
+def margin(x: float, tol: float = TIE_TOL, digits: int = DIGITS) -> str:
+    """A margin (a winner's score minus the best rival's) with its sign and ``digits`` decimals, as far as it decides
+    anything: within ``tol`` of zero it is a tie, ``"0.000 (tie)"``; one that is not a tie but rounds to zero reads
+    ``"+<0.001"`` or ``"-<0.001"`` (its sign decides the verdict; its digits beyond the rounding do not).
+
+    Args:
+        x: the margin.
+        tol: the tie rule of the verdict it decides (:data:`~bindlab.eval.metrics.TIE_TOL` for MCQ credit; 0 for
+            the pairs' strict comparisons, where only an exact 0 is a tie).
+
+    Example: ``margin(-6.5e-05) == "-<0.001"``, ``margin(0.0) == "0.000 (tie)"``, ``margin(0.0123) == "+0.012"``.
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "n/a"
+    if abs(x) <= tol:
+        return f"{0:.{digits}f} (tie)"
+    if round(x, digits) == 0:
+        return f"{'+' if x > 0 else '-'}<{10 ** -digits:.{digits}f}"
+    return f"{x:+.{digits}f}"
+
+
+def tie_digits(scores: Sequence[float], tol: float = TIE_TOL, digits: int = DIGITS, most: int = 7) -> int:
+    """The fewest decimals (``digits`` or more, ``most`` at most) at which every two scores that are not tied (more
+    than ``tol`` apart) read differently, so that two ranks never stand beside the same printed score.
+
+    Example: ``tie_digits([0.81234, 0.81241, 0.5]) == 4``; tied scores (``[0.5, 0.5]``) keep 3.
+    """
+    vals = sorted(float(s) for s in scores if not math.isnan(float(s)))
+    apart = [(a, b) for a, b in zip(vals, vals[1:], strict=False) if b - a > tol]
+    for d in range(digits, most):
+        if all(f"{a:.{d}f}" != f"{b:.{d}f}" for a, b in apart):
+            return d
+    return most
 
 
 def interval(ci: Sequence[float] | None, digits: int = DIGITS) -> str:

@@ -29,6 +29,7 @@ from bindlab.eval.mcq import (
     parse_pairings,
     unknown_word_report,
 )
+from bindlab.eval.metrics import TIE_TOL, bootstrap_ci
 from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
@@ -178,7 +179,8 @@ def run_mcq(request: McqRequest, progress: Progress | None = None) -> Result:
         1/4 above); ``unknown_words`` is :func:`bindlab.eval.mcq.unknown_word_summary` of the captions (share of
         words the model maps to its unknown token, the most frequent of them), None when the model cannot say or
         no pairing reads text; rows = one per (question, pairing) with scores, answer, predicted, credit and
-        chance; ``tables["accuracy_by_n"]`` = ``{pairing, n_objects, subset, accuracy, n, chance}``.
+        chance; ``tables["accuracy_by_n"]`` = ``{pairing, n_objects, subset, accuracy, n, chance, ci95_low,
+        ci95_high}`` (the bootstrap 95 % interval of each row's accuracy).
     """
     return _run(request, "mcq", progress)[0]
 
@@ -259,9 +261,17 @@ def unknown_words_text(report: dict[str, Any] | None, top: int = 8) -> str:
 
 
 def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, Any]]:
+    """:func:`~bindlab.eval.mcq.accuracy_by_n` of one pairing, each row with the bootstrap 95 % interval of its
+    accuracy (``ci95_low``, ``ci95_high``: :func:`~bindlab.eval.metrics.bootstrap_ci` of its questions' credit, the
+    interval the summary gives the overall accuracy)."""
     sel = [r for r in rows if r["pairing"] == pairing]
-    return accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel],
-                         [r["chance"] for r in sel])
+    out = accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel],
+                        [r["chance"] for r in sel])
+    for row in out:
+        credit = [r["credit"] for r in sel
+                  if int(r["n_objects"]) == row["n_objects"] and row["subset"] in ("all", r["subset"])]
+        row["ci95_low"], row["ci95_high"] = bootstrap_ci(np.asarray(credit, dtype=np.float64))
+    return out
 
 
 # --- the Browse tab's session: one scored pairing in memory ------------------------------------------------------
@@ -423,21 +433,24 @@ def question_view(s: ScoredSet, qid: str) -> dict[str, Any]:
 
     Returns:
         ``{"id", "n_objects", "subset", "query": {text, bindings, image}, "candidates": [{role, text, bindings,
-        kept (bool per binding: is it a query binding?), score, is_answer, rank, image}], "margin", "credit"}``;
-        margin = preserve score minus the best other candidate's score (positive = correct by that much).
+        kept (bool per binding: is it a query binding?), score, is_answer, rank, tied, image}], "margin", "credit"}``;
+        margin = preserve score minus the best other candidate's score (positive = correct by that much). ``rank``
+        is a competition rank under the tie rule MCQ credit uses (scores within
+        :data:`~bindlab.eval.metrics.TIE_TOL` share the best rank among them, so two candidates tied for first are
+        both rank 1, and credit is 1/2 if one is the answer); ``tied`` says the candidate shares its rank.
     """
     i = s.index(qid)
     q = s.questions[i]
     scores = s.scores[i]
     qset = q.query.binding_set()
-    ranks = np.argsort(-scores, kind="stable").argsort() + 1
+    ranks, tied = tie_ranks(scores)
     cands = []
     root = s.path.parent
     for k, c in enumerate(q.candidates):
         cands.append({
             "role": c.role, "text": c.text, "bindings": c.bindings, "image": str(root / c.image) if c.image else None,
             "kept": [tuple(b) in qset for b in c.bindings],
-            "score": float(scores[k]), "is_answer": k == q.answer, "rank": int(ranks[k]),
+            "score": float(scores[k]), "is_answer": k == q.answer, "rank": ranks[k], "tied": tied[k],
         })
     others = np.delete(scores, q.answer)
     return {
@@ -450,8 +463,27 @@ def question_view(s: ScoredSet, qid: str) -> dict[str, Any]:
     }
 
 
+def tie_ranks(scores: Sequence[float], tol: float = TIE_TOL) -> tuple[list[int], list[bool]]:
+    """Competition ranks (1 = best) of one question's candidate scores under MCQ credit's tie rule, and whether each
+    is tied: a score within ``tol`` of a better-ranked group's best shares that group's rank (as
+    :func:`bindlab.present.numbers.shared_ranks` prints them, ``=1``)."""
+    vals = [float(v) for v in scores]
+    order = sorted(range(len(vals)), key=lambda i: -vals[i])
+    ranks, tied = [0] * len(vals), [False] * len(vals)
+    k = 0
+    while k < len(order):
+        j = k
+        while j + 1 < len(order) and vals[order[j + 1]] >= vals[order[k]] - tol:
+            j += 1
+        for i in order[k:j + 1]:
+            ranks[i], tied[i] = k + 1, j > k
+        k = j + 1
+    return ranks, tied
+
+
 def accuracy_table(s: ScoredSet) -> list[dict[str, Any]]:
-    """Rows ``{n_objects, subset, accuracy, n}`` for the accuracy-by-N chart (subset 'all' included)."""
+    """Rows ``{n_objects, subset, accuracy, n, chance, ci95_low, ci95_high}`` for the accuracy-by-N chart (subset
+    'all' included; the interval is each row's bootstrap 95 % interval)."""
     return [{k: v for k, v in r.items() if k != "pairing"} for r in s.result.tables["accuracy_by_n"]]
 
 

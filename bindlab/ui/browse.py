@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from bindlab.eval.metrics import TIE_TOL
 from bindlab.present import numbers
 from bindlab.present.exports import mcq_export, question_tables
 from bindlab.present.safe_text import html_text, md_text
@@ -56,24 +57,56 @@ CSS = """
 """
 
 
+def verdict_text(view: dict[str, Any]) -> str:
+    """The question's verdict as its credit counts it: correct, wrong, or tied for first among t candidates with
+    the answer one of them (credit 1/t, :func:`bindlab.eval.metrics.mcq_credit`)."""
+    credit = view["credit"]
+    if credit >= 1:
+        return "correct"
+    if credit > 0:
+        t = round(1 / credit)
+        return f"tied for first with {t - 1} other{'s' if t > 2 else ''}: credit 1/{t} = {numbers.score(credit)}"
+    return "wrong"
+
+
+def margin_note(margin: float) -> str:
+    """A word on a margin too small to print: not a tie (the credit ties only scores within TIE_TOL), yet decided by
+    less than the rounding; "" otherwise."""
+    if abs(margin) <= TIE_TOL or round(margin, numbers.DIGITS) != 0:
+        return ""
+    return (f" (by less than 0.001, not a tie: scores count as tied only within {TIE_TOL:.6f}, as the credit "
+            "counts them)")
+
+
 def question_html(view: dict[str, Any]) -> str:
-    """The question as HTML cards: query first, then candidates in their shuffled order."""
+    """The question as HTML cards: query first, then candidates in their shuffled order.
+
+    Tied scores (within :data:`~bindlab.eval.metrics.TIE_TOL`, the tie rule of MCQ credit) share one rank, "=1
+    (tie)"; scores that are not tied are printed with as many decimals as tell them apart
+    (:func:`bindlab.present.numbers.tie_digits`), so two ranks never stand beside the same printed score. The margin
+    reads as :func:`bindlab.present.numbers.margin` writes it: 3 decimals, "0.000 (tie)", or "-<0.001"."""
     q = view["query"]
-    verdict = "correct" if view["credit"] >= 1 else ("tied" if view["credit"] > 0 else "wrong")
-    ranks = numbers.shared_ranks([c["score"] for c in view["candidates"]])
+    scores = [c["score"] for c in view["candidates"]]
+    ranks = numbers.shared_ranks(scores)
+    digits = numbers.tie_digits(scores)
     parts = [
         f'<div class="bl-card"><b>Query</b> · {html_text(view["id"])} · N={html_text(view["n_objects"])} · '
         f'{html_text(view["subset"])}<div style="font-size:1.1em">{highlight(q["text"], q["bindings"])}</div></div>'
     ]
     for k, c in enumerate(view["candidates"]):
         cls = "bl-card answer" if c["is_answer"] else "bl-card"
+        tie = " (tie)" if ranks[k].startswith("=") else ""
         parts.append(
-            f'<div class="{cls}" data-role="{html_text(c["role"])}"><span class="bl-score">score '
-            f'{numbers.score(c["score"])} · rank {ranks[k]}</span><b>{k + 1}. {html_text(ROLE_LABELS.get(c["role"], c["role"]))}</b>'
+            f'<div class="{cls}" data-role="{html_text(c["role"])}"><span class="bl-score" data-score="{c["score"]!r}" '
+            f'data-rank="{html_text(ranks[k])}">score {numbers.score(c["score"], digits)} · rank {ranks[k]}{tie}</span>'
+            f'<b>{k + 1}. {html_text(ROLE_LABELS.get(c["role"], c["role"]))}</b>'
             f'<div>{highlight(c["text"], c["bindings"], c["kept"])}</div></div>'
         )
-    parts.append(f'<p>Margin (preserve − best other): <b id="bl-margin">{numbers.signed(view["margin"])}</b> → '
-                 f'{verdict}</p>')
+    parts.append(f'<p>Margin (preserve − best other): <b id="bl-margin" data-margin="{view["margin"]!r}">'
+                 f'{html_text(numbers.margin(view["margin"]))}</b>{margin_note(view["margin"])} → {verdict_text(view)}</p>')
+    if any(r.startswith("=") for r in ranks):
+        parts.append(f'<p class="bl-tie-note"><small>=k: tied scores (within {TIE_TOL:.6f}) share rank k; a question '
+                     "tied for first among t candidates, the answer one of them, earns credit 1/t.</small></p>")
     return "\n".join(parts)
 
 
@@ -203,9 +236,11 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
                 pd.DataFrame(), gr.update(value=[], visible=gallery_images))
     view = browse.question_view(s, qid)
     top = browse.retrieval_topk(s, qid, k)
-    top_images = [(shown_image(r["image"]), f"#{r['rank']} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
-                  for r in top if r["image"]]
-    return (question_html(view), numbers.table(candidates_frame(view)),
+    top_ranks = numbers.shared_ranks([r["score"] for r in top])
+    top_images = [(shown_image(r["image"]), f"#{rank} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
+                  for rank, r in zip(top_ranks, top, strict=True) if r["image"]]
+    digits = numbers.tie_digits([c["score"] for c in view["candidates"]])
+    return (question_html(view), numbers.table(candidates_frame(view), digits),
             gr.update(value=gallery_items(view), visible=with_images), numbers.table(topk_frame(top)),
             gr.update(value=top_images, visible=gallery_images or bool(top_images)))
 
@@ -231,21 +266,20 @@ def export(data: str, model: str, pairing: str, qid: str | None = None, k: float
 
 def side_by_side_html(view_a: dict[str, Any], view_b: dict[str, Any], model_a: str, model_b: str) -> str:
     """One question's candidates with two models' scores and ranks side by side (the Compare tab's diff opens here)."""
-    def verdict(v: dict[str, Any]) -> str:
-        return "correct" if v["credit"] >= 1 else ("tied" if v["credit"] > 0 else "wrong")
-
     a, b = html_text(model_a), html_text(model_b)
     rank_a = numbers.shared_ranks([c["score"] for c in view_a["candidates"]])
     rank_b = numbers.shared_ranks([c["score"] for c in view_b["candidates"]])
+    digits_a = numbers.tie_digits([c["score"] for c in view_a["candidates"]])
+    digits_b = numbers.tie_digits([c["score"] for c in view_b["candidates"]])
     head = (f"<tr><th>#</th><th>role</th><th>caption</th><th>{a} score</th><th>{a} rank</th>"
             f"<th>{b} score</th><th>{b} rank</th></tr>")
     rows = [f'<tr{" class=bl-answer-row" if ca["is_answer"] else ""}><td>{k + 1}</td>'
             f'<td>{html_text(ROLE_LABELS.get(ca["role"], ca["role"]))}</td><td>{html_text(ca["text"])}</td>'
-            f'<td>{numbers.score(ca["score"])}</td><td>{rank_a[k]}</td><td>{numbers.score(cb["score"])}</td>'
+            f'<td>{numbers.score(ca["score"], digits_a)}</td><td>{rank_a[k]}</td><td>{numbers.score(cb["score"], digits_b)}</td>'
             f'<td>{rank_b[k]}</td></tr>'
             for k, (ca, cb) in enumerate(zip(view_a["candidates"], view_b["candidates"], strict=True))]
-    foot = (f"<p>Margin: <b>{a}</b> {numbers.signed(view_a['margin'])} ({verdict(view_a)}) · <b>{b}</b> "
-            f"{numbers.signed(view_b['margin'])} ({verdict(view_b)})</p>")
+    foot = (f"<p>Margin: <b>{a}</b> {html_text(numbers.margin(view_a['margin']))} ({verdict_text(view_a)}) · <b>{b}</b> "
+            f"{html_text(numbers.margin(view_b['margin']))} ({verdict_text(view_b)})</p>")
     return (f'<div class="bl-card"><b>{html_text(view_a["id"])}</b>: {a} vs {b}'
             f'<table class="bl-side">{head}{"".join(rows)}</table>{foot}</div>')
 

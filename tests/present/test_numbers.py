@@ -43,6 +43,29 @@ def test_tied_scores_share_a_rank():
     assert numbers.shared_ranks([]) == []
 
 
+def test_a_margin_reads_as_far_as_it_decides_the_verdict():
+    """Browse and Pairs margins: 3 decimals; a tie (within the tie rule the verdict uses) reads "0.000 (tie)"; a
+    margin that is not a tie but rounds to zero keeps its sign, "-<0.001", never "-6e-05"."""
+    assert numbers.margin(0.0123) == "+0.012" and numbers.margin(-0.0108) == "-0.011"
+    assert numbers.margin(-6.502866744995117e-05) == "-<0.001"  # the default MiniLM card's first question
+    assert numbers.margin(1.65e-05) == "+<0.001"
+    assert numbers.margin(0.0) == "0.000 (tie)" and numbers.margin(-4e-7) == "0.000 (tie)"  # within TIE_TOL
+    assert numbers.margin(-4e-7, tol=0.0) == "-<0.001"  # Pairs: only an exact 0 is a tie (strict comparisons)
+    assert numbers.margin(math.nan) == "n/a"
+    assert not any("e-" in numbers.margin(x) for x in (3e-5, -3e-7, 1e-12, -9.9e-4))
+
+
+def test_scores_that_are_not_tied_never_print_the_same():
+    # 0.992350 and 0.992285 both read 0.992 at 3 decimals but rank 1 and 2: they get the decimals that part them
+    scores = [0.870948, 0.99235, 0.992285, 0.983335]
+    d = numbers.tie_digits(scores)
+    shown = [numbers.score(s, d) for s in scores]
+    assert d > 3 and len(set(shown)) == 4 and numbers.shared_ranks(scores) == ["4", "1", "2", "3"]
+    assert numbers.tie_digits([1.0, 1.0, 0.75]) == 3  # tied scores may print the same: they share a rank
+    assert numbers.tie_digits([0.5, 0.5 + 1e-9]) == 3  # tied within the tolerance MCQ credit uses
+    assert numbers.tie_digits([0.9, 0.8, 0.7]) == 3 and numbers.tie_digits([]) == 3
+
+
 def test_attention_margins_are_shown_as_every_other_margin():
     """Issue 30, item 7: the Attention tab and the Walkthrough's step 6 show margins as ``numbers.signed`` does (3
     decimals; one significant digit when it would round to zero), not with 4 decimals of their own."""

@@ -49,3 +49,23 @@ def test_rows_without_their_own_chance_get_a_flat_line_and_no_rows_a_message():
     assert "chance 0.500" in _tooltips(root)
     empty = accuracy_by_n_svg([])
     assert re.search(r">no questions to summarise<", empty) and ET.fromstring(empty) is not None
+
+
+def test_each_point_carries_its_95_interval_as_an_error_bar():
+    """Rows with ``ci95_low``/``ci95_high`` (``browse.accuracy_table``): an error bar per point, its ends at the
+    interval's heights, the interval in the point's tooltip, and a legend key for the bars."""
+    rows = [{**r, "ci95_low": r["accuracy"] - 0.1, "ci95_high": r["accuracy"] + 0.15} for r in _rows()]
+    root = ET.fromstring(accuracy_by_n_svg(rows))
+    bars = [g for g in root.iter(f"{NS}g") if g.get("class") == "bl-ci"]
+    assert len(bars) == 6 and {(g.get("data-subset"), g.get("data-n")) for g in bars} >= {("all", "2"), ("nested", "5")}
+    circles = {c.find(f"{NS}title").text: c for c in root.iter(f"{NS}circle")}
+    point = circles["all · N=2: 0.550 (n=20, 95% CI 0.450–0.700)"]
+    bar = next(g for g in bars if (g.get("data-subset"), g.get("data-n")) == ("all", "2"))
+    stem = bar.find(f"{NS}line")
+    top, bottom, y = float(stem.get("y1")), float(stem.get("y2")), float(point.get("cy"))
+    assert top < y < bottom  # the interval spans its point (SVG's y grows downwards)
+    assert float(stem.get("x1")) == float(point.get("cx"))
+    assert bar.find(f"{NS}title").text == "all · N=2: 95% CI 0.450–0.700"
+    assert "95% CI" in [t.text for t in root.iter(f"{NS}text")]  # the legend names the bars
+    # rows without intervals draw none
+    assert "bl-ci" not in accuracy_by_n_svg(_rows())

@@ -30,8 +30,20 @@ def test_browse_select_question_read_score_and_download(app_url, page, tmp_path)
     # the accuracy-by-N chart is inline SVG, one point per (subset, N) with its value in a tooltip, and the first
     # view fetches no Plotly (4.6 MB of script: bindlab.present.svg_figures)
     tips = page.eval_on_selector_all("#bl-chart svg circle title", "els => els.map(e => e.textContent)")
-    assert any(re.fullmatch(r"all · N=2: \d\.\d{3} \(n=20\)", t) for t in tips), tips
+    assert any(re.fullmatch(r"all · N=2: \d\.\d{3} \(n=20, 95% CI \d\.\d{3}–\d\.\d{3}\)", t) for t in tips), tips
     assert not [u for u in scripts if "plotly" in u.lower()], scripts
+    # each point carries its 95 % interval as an error bar (9 N x 3 subsets), and the legend names the bars
+    assert page.locator("#bl-chart svg g.bl-ci").count() == 27
+    assert "95% CI" in page.inner_text("#bl-chart")
+
+    # the first question (n02-ind-000) is a near tie: preserve 0.992285 against object swap's 0.992350. Not a tie by
+    # the credit's rule, so ranks 1 and 2, each beside a score printed with the decimals that tell them apart, and
+    # its margin reads "-<0.001", never "-6e-05"
+    card = page.inner_text("#bl-question-html")
+    assert "n02-ind-000" in card and "e-0" not in card and "(tie)" not in card
+    shown = re.findall(r"score (\d\.\d+) · rank (=?\d)", card)
+    assert sorted(r for _, r in shown) == ["1", "2", "3", "4"] and len({s for s, _ in shown}) == 4, shown
+    assert page.inner_text("#bl-margin") == "-<0.001" and "not a tie" in card and "→ wrong" in card
 
     # Pick another question through the dropdown, as a user would.
     pick_option(page, "bl-question", "n02-ind-003")
@@ -40,15 +52,18 @@ def test_browse_select_question_read_score_and_download(app_url, page, tmp_path)
         "document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')", timeout=60_000)
 
     text = page.inner_text("#bl-question-html")
-    scores = [float(s) for s in re.findall(r"score (-?\d\.\d{3})\b", text)]  # scores have 3 decimals
+    scores = [float(s) for s in re.findall(r"score (-?\d\.\d{3,7})\b", text)]  # 3 decimals, more to part ranks
     assert len(scores) == 4 and all(-1 <= s <= 1 for s in scores)
-    assert "N=2" in text
-    # The margin shown is the preserve score minus the best other score, read off the same page.
+    assert "N=2" in text and "e-0" not in text
+    # The margin shown is the preserve score minus the best other score, read off the same page (its full value in
+    # data-margin; the text rounded to 3 decimals).
     answer = page.locator("#bl-question-html .bl-card.answer .bl-score").inner_text()
-    preserve = float(re.search(r"score (-?\d\.\d{3})\b", answer).group(1))
+    preserve = float(re.search(r"score (-?\d\.\d{3,7})\b", answer).group(1))
     others = list(scores)
     others.remove(preserve)
-    assert float(page.inner_text("#bl-margin")) == pytest.approx(preserve - max(others), abs=1.5e-3)  # rounded
+    margin = float(page.get_attribute("#bl-margin", "data-margin"))
+    assert margin == pytest.approx(preserve - max(others), abs=1.5e-3)
+    assert float(page.inner_text("#bl-margin").split()[0]) == pytest.approx(margin, abs=5e-4)
     screenshot(page, "browse")
 
     # Download: the scores as CSV that pandas reads, the accuracy by N summing to the accuracy shown, the question
@@ -61,6 +76,7 @@ def test_browse_select_question_read_score_and_download(app_url, page, tmp_path)
 
     table = pd.read_csv(path)
     assert list(table.columns)[:5] == ["pairing", "n_objects", "subset", "accuracy", "n"]
+    assert ((table["ci95_low"] <= table["accuracy"]) & (table["accuracy"] <= table["ci95_high"])).all()
     overall = table[table["subset"] == "all"]
     assert list(overall["n_objects"]) == list(range(2, 11)) and (overall["n"] == 20).all()
     assert (overall["accuracy"] * overall["n"]).sum() / overall["n"].sum() == pytest.approx(shown, abs=6e-4)
@@ -124,3 +140,11 @@ def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_ke
     page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
                            timeout=60_000)
     page.wait_for_selector("#bl-question-html .bl-card", timeout=60_000)
+    # the bag of words ties preserve with the attribute swap (same words): one shared rank, a tie, its 1/t credit
+    page.wait_for_function("() => document.querySelector('#bl-question-html').innerText.includes('(tie)')",
+                           timeout=30_000)
+    card = page.inner_text("#bl-question-html")
+    preserve = page.locator("#bl-question-html .bl-card.answer .bl-score").inner_text()
+    assert preserve.endswith("rank =1 (tie)"), preserve  # a bag of words scores the preserve caption 1.000
+    assert "e-0" not in card and "share rank k" in card
+    assert page.inner_text("#bl-margin") == "0.000 (tie)" and re.search(r"credit 1/\d = 0\.\d{3}", card), card
