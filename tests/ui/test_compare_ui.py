@@ -3,6 +3,8 @@ question from the per-question diff and open it in Browse with both models' scor
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.ui.conftest import screenshot, set_dropdown
@@ -28,6 +30,15 @@ def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_
     page.goto(app_url, timeout=120_000)
     # Wait for Browse's page-load scoring: it would otherwise land after "Open in Browse" and show question 1.
     page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)
+    # the Glossary panel above the tabs: closed at first, its terms as text once opened
+    assert page.locator("#bl-glossary").is_visible() and not page.locator("#bl-glossary-text").is_visible()
+    page.locator("#bl-glossary").get_by_text("Glossary", exact=True).click()
+    page.wait_for_selector("#bl-glossary-text", state="visible", timeout=30_000)
+    terms = page.inner_text("#bl-glossary-text")
+    for term in ("margin:", "Group:", "I2T:", "T2I:", "α:", "α*:", "LiNeS:", "tt / ti / it / ii:", "chance:", "n:"):
+        assert term in terms
+    page.locator("#bl-glossary").get_by_text("Glossary", exact=True).click()  # closed again for the screenshots
+    page.wait_for_selector("#bl-glossary-text", state="hidden", timeout=30_000)
     page.click("button[role='tab']:has-text('Compare')")
     page.wait_for_selector("#cmp-run", state="visible")
     page.fill("#cmp-data textarea, #cmp-data input", tiny_set)
@@ -39,7 +50,9 @@ def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_
     board = page.inner_text("#cmp-leaderboard")
     for text in ("bow", "minilm", "toy:clip", "MCQ tt", "95% CI"):
         assert text in board
-    assert "sorted by" in page.inner_text("#cmp-status")
+    status = page.inner_text("#cmp-status")
+    assert "sorted by" in status and "scored: MCQ tt: 12 of 12 questions of" in status  # the set, n, nothing left out
+    assert re.search(r"no clear leader on MCQ tt: the 95 % interval|leader on MCQ tt: \S+ \(its 95 % interval", status)
     page.wait_for_selector("#cmp-by-n .js-plotly-plot", timeout=60_000)
 
     # the diff: minilm right, bow wrong (bow ties on every exact binding swap, so it never has full credit)
@@ -65,7 +78,7 @@ def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_
                            timeout=120_000)
     side = page.inner_text("#bl-compare")
     assert qid in side and "MiniLM-L6-v2 score" in side and "bow" in side and "(correct)" in side
-    assert side.count("score") >= 2 and ("(wrong)" in side or "(tied)" in side)  # A right, B not
+    assert side.count("score") >= 2 and ("(wrong)" in side or "(tie" in side)  # A right, B not: "(tied)" / "(tie)"
     assert page.locator("#bl-compare table tr").count() == 5  # header + four candidates
     screenshot(page, "compare-open-in-browse")
 
