@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from bindlab import heavy
 from bindlab.data.schema import MCQ
 
 QUERY = "query"
@@ -190,7 +191,7 @@ def umap_2d(x: np.ndarray, params: LayoutParams = LayoutParams()) -> np.ndarray:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # umap's notes about n_jobs with a seed and about tiny graphs
-        import umap
+        umap = heavy.module("umap")
 
         reducer = umap.UMAP(n_components=2, n_neighbors=n_neighbors,
                             min_dist=float(params.min_dist), metric=params.metric, random_state=int(params.seed),

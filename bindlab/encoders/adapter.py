@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindlab import heavy
 from bindlab.encoders.text_tower import TextTower
 
 
@@ -33,7 +34,8 @@ class LoraSettings:
 
 def inject_lora(tower: TextTower, settings: LoraSettings) -> list[Any]:
     """Inject LoRA adapters into ``tower.module`` in place, freeze everything else; return the trainable params."""
-    from peft import LoraConfig, inject_adapter_in_model
+    peft = heavy.module("peft")
+    LoraConfig, inject_adapter_in_model = peft.LoraConfig, peft.inject_adapter_in_model
 
     cfg = LoraConfig(r=int(settings.rank), lora_alpha=float(settings.alpha), lora_dropout=float(settings.dropout),
                      target_modules=tower.target_modules)

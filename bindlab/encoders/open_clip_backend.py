@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from bindlab import heavy
 from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, spans_by_word_encoding
 from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
 from bindlab.encoders.hf import common_setup
@@ -73,9 +74,9 @@ def _hub_dir(eid: EncoderId, repo: str) -> Path:
 
 def _tag_weights(eid: EncoderId, arch: str, tag: str) -> tuple[str, dict[str, Any]]:
     """(safetensors path, pretrained cfg) for a built-in ARCH/TAG, refusing pickle-only tags."""
-    import open_clip
-    from open_clip.constants import HF_WEIGHTS_NAME
-    from open_clip.pretrained import _get_safe_alternatives
+    open_clip = heavy.module("open_clip")
+    HF_WEIGHTS_NAME = heavy.module("open_clip.constants").HF_WEIGHTS_NAME
+    _get_safe_alternatives = heavy.module("open_clip.pretrained")._get_safe_alternatives
 
     cfg = open_clip.get_pretrained_cfg(arch, tag)
     if not cfg:
@@ -111,7 +112,7 @@ class OpenClipEncoder:
     modalities = frozenset({"text", "image"})
 
     def __init__(self, eid: EncoderId, options: dict[str, Any]) -> None:
-        import open_clip
+        open_clip = heavy.module("open_clip")
 
         self.id = str(eid)
         self.device, self.dtype, _ = common_setup(eid, options)

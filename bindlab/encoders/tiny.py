@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bindlab import heavy
+
 WIDTH = 32  # hidden size of every tiny tower
 LAYERS = 2  # transformer layers per tower
 HEADS = 2  # attention heads
@@ -176,8 +178,9 @@ def build_hf_siglip_spm(folder: Path) -> str:
 
 def build_open_clip(folder: Path) -> str:
     """Tiny open_clip CLIP (ViT + causal text transformer) as an ``open_clip_config.json`` + safetensors folder."""
-    import open_clip
     from safetensors.torch import save_file
+
+    open_clip = heavy.module("open_clip")
 
     model_cfg = {
         "embed_dim": 16,

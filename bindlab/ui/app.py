@@ -15,6 +15,7 @@ os.environ.setdefault("GRADIO_DEFAULT_CONCURRENCY_LIMIT", "2")
 
 import gradio as gr  # noqa: E402
 
+from bindlab import heavy
 from bindlab.config import private_home_paths, public_mode, served_roots
 from bindlab.ui import attention as attention_tab
 from bindlab.ui import browse, glossary, layout
@@ -177,6 +178,9 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     larger than ``$BINDLAB_MAX_UPLOAD_MB`` (default 50) are refused by Gradio's upload route.
     """
     demo = demo or build_app()  # its queue is Gradio's default one, limited by GRADIO_DEFAULT_CONCURRENCY_LIMIT above
+    # torch and the libraries every tab's first action reaches, imported here, before any request can: two requests
+    # importing torch at once on two threads used to abort the server (bindlab/heavy.py)
+    heavy.preload()
     host = host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = port or int(os.environ.get("GRADIO_SERVER_PORT", os.environ.get("PORT", "7860")))
     kwargs.setdefault("max_file_size", max_upload_bytes())
