@@ -23,7 +23,7 @@ from bindlab.studies.result import Result
 __all__ = [
     "Result", "adopt", "attention_margins", "compare", "evaluate_benchmark", "evaluate_mcq", "evaluate_pairs",
     "evaluate_retrieval", "export_dataset", "generate_factors", "generate_pairs", "generate_saber", "ground",
-    "load_encoder",
+    "load_encoder", "load_result", "plot",
     "wrap_open_clip", "wrap_transformers",
 ]
 
@@ -265,6 +265,43 @@ def attention_margins(model: str, data: Any = None, limit: int = 0, compare: str
                         "(minilm, toy:clip, hf:..., lora:...), not a model object")
     return run_attention(AttentionRequest(model=model, data=_data(data) or "", limit=limit,
                                           compare=compare, direction=direction, seed=seed, n_boot=n_boot), progress)
+
+
+# --- results -------------------------------------------------------------------------------------------------------
+def load_result(path: str | Path) -> Result:
+    """A :class:`Result` from a file :meth:`Result.save` wrote (every field, NaN kept), or from an ``--out`` file of
+    the CLI (the summary only: the result says so in its notes).
+
+    Example:
+        >>> res.save("runs/minilm-mcq.json")
+        >>> bindlab.load_result("runs/minilm-mcq.json").summary == res.summary
+        True
+
+    Raises:
+        ValueError: not a result file, or one written by a newer bindlab (its format number is named).
+    """
+    return Result.load(path)
+
+
+def plot(result: Result, kind: str | None = None) -> Any:
+    """A plotly figure of a result — the figure the CLI's ``--export`` and the app draw: MCQ accuracy by N with chance,
+    retrieval mAP by N, Pairs scores by edit type, a comparison's leaderboard (``kind="by_n"``, ``"by_edit_type"``),
+    attention margins per layer, grounding AP bars per factor.
+
+    Args:
+        result: a :class:`Result` of this API (or :func:`load_result`).
+        kind: the figure's name; None = the headline one. A wrong name lists the result's figures.
+
+    Example:
+        >>> bindlab.plot(bindlab.evaluate_mcq("minilm")).show()
+
+    Raises:
+        ValueError: a study without figures, a result without the tables they draw (from an ``--out`` file), or an
+            unknown ``kind``.
+    """
+    from bindlab.present.result_figures import plot_result
+
+    return plot_result(result, kind)
 
 
 # --- data ------------------------------------------------------------------------------------------------------------

@@ -297,7 +297,7 @@ def headline(result: Result) -> dict[str, Any]:
                               "chance": None, "n": None, "extra": ""}
     try:
         out.update(_HEADLINES.get(result.feature, _generic)(result, s))
-    except (KeyError, TypeError, IndexError, ValueError, AttributeError):
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError, StopIteration):
         out.update(_generic(result, s))
     return out
 
@@ -326,16 +326,16 @@ def _pairs(result: Result, s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compare(result: Result, s: dict[str, Any]) -> dict[str, Any]:
-    row = next(r for r in result.tables.get("scores", []) if r["model"] == s["leader"] and r["column"] == s["sort_by"])
-    return {"label": f"{s['sort_by']} of the leader, {s['leader']}", "ci95": [row["ci95_low"], row["ci95_high"]],
-            "chance": row.get("chance"), "n": row.get("n")}
-
-
-def _compare_summary_only(result: Result, s: dict[str, Any]) -> dict[str, Any]:
-    if result.tables:
-        return _compare(result, s)
-    row = s["leaderboard"][0]
-    return {"label": f"{s['sort_by']} of the leader, {s['leader']}", "ci95": row.get(f"{s['sort_by']} 95% CI")}
+    """The top of the leaderboard, named the leader only when the study names it (a clear lead)."""
+    column, top = s["sort_by"], s["leaderboard"][0]
+    label = f"{column} of the leader, {top['model']}" if s.get("leader") == top["model"] else \
+        f"{column} of the top model, {top['model']} (no clear leader)"
+    row = next((r for r in result.tables.get("scores", []) if r["model"] == top["model"] and r["column"] == column),
+               None)
+    if row is None:  # a summary-only result: the leaderboard row has the interval
+        return {"label": label, "ci95": top.get(f"{column} 95% CI")}
+    return {"label": label, "ci95": [row["ci95_low"], row["ci95_high"]], "chance": row.get("chance"),
+            "n": row.get("n")}
 
 
 def _benchmark(result: Result, s: dict[str, Any]) -> dict[str, Any]:
@@ -353,7 +353,7 @@ def _grounding(result: Result, s: dict[str, Any]) -> dict[str, Any]:
             f"factors {', '.join(s['factors'])}"}
 
 
-_HEADLINES = {"mcq": _mcq, "retrieval": _retrieval, "pairs": _pairs, "compare": _compare_summary_only,
+_HEADLINES = {"mcq": _mcq, "retrieval": _retrieval, "pairs": _pairs, "compare": _compare,
               "benchmark": _benchmark, "attention": _attention, "grounding": _grounding}
 
 
