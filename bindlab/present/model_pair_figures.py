@@ -61,7 +61,7 @@ def pairs_two_models_figure(rows: list[dict[str, Any]], models: tuple[str, str])
 
     Args:
         rows: ``{"edit_type", "n", "model", "i2t", "t2i", "group"}`` per (edit type, model), edit types in the
-            order to show.
+            order to show; with ``pairs`` (the pairs behind the n scored rows) each label says both.
         models: the two model ids, in legend order.
     """
     from plotly.subplots import make_subplots
@@ -70,7 +70,8 @@ def pairs_two_models_figure(rows: list[dict[str, Any]], models: tuple[str, str])
         return message_figure("no pairs to compare")
     types = list(dict.fromkeys(r["edit_type"] for r in rows))
     n = {r["edit_type"]: r["n"] for r in rows}
-    labels = [f"{plot_text(t)} (n={n[t]})" for t in types]
+    pairs = {r["edit_type"]: r["pairs"] for r in rows if "pairs" in r}
+    labels = [f"{plot_text(t)} ({str(pairs[t]) + ' pairs, ' if t in pairs else ''}n={n[t]})" for t in types]
     by = {(r["model"], r["edit_type"]): r for r in rows}
     fig = make_subplots(rows=1, cols=len(SCORES), shared_yaxes=True, horizontal_spacing=0.03,
                         subplot_titles=[label for _, label, _ in SCORES])

@@ -9,6 +9,7 @@ process, so moving between pairs never re-embeds anything and the tab shows the 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,30 +155,136 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
 
 
 def edit_type_table(s: ScoredPairs) -> list[dict[str, Any]]:
-    """Rows ``{edit_type, category, origin, n, i2t, t2i, group}`` for the per-edit-type chart and table.
+    """Rows ``{edit_type, category, origin, n, pairs, i2t, t2i, group, i2t_ci95, t2i_ci95, group_ci95}`` for the
+    per-edit-type chart and table: ``n`` counts scored (pair, caption level) rows, as every score's n does, and
+    ``pairs`` the pairs behind them; each ``*_ci95`` is the score's bootstrap 95 % interval.
 
     For a CompoSET-style set (every edit type in the taxonomy) each of the taxonomy's edit types has a row, in
-    its order; a type the set lacks has ``n = 0`` and ``None`` scores (missing, not zero). Other sets: their own
-    edit types only.
+    its order; a type the set lacks has ``n = 0``, ``pairs = 0`` and ``None`` scores (missing, not zero). Other
+    sets: their own edit types only.
     """
     from bindlab.data.composet import EDIT_ORIGIN, EDIT_TYPES
 
-    rows = s.result.tables["by_edit_type"]
+    by = s.summary.get("by_edit_type", {})
+    pairs = Counter(p.edit_type for p in s.pairs)
+    rows = [{**r, "pairs": pairs[r["edit_type"]],
+             **{f"{k}_ci95": by.get(r["edit_type"], {}).get(f"{k}_ci95") for k in SCORE_KEYS}}
+            for r in s.result.tables["by_edit_type"]]
     have = {r["edit_type"]: r for r in rows}
     if not have or not set(have) <= set(EDIT_TYPES):
         return rows
-    return [have.get(t) or {"edit_type": t, "category": c, "origin": EDIT_ORIGIN[t], "n": 0, "i2t": None, "t2i": None,
-                            "group": None} for t, c in EDIT_TYPES.items()]
+    missing = {"n": 0, "pairs": 0, **{k: None for k in SCORE_KEYS}, **{f"{k}_ci95": None for k in SCORE_KEYS}}
+    return [have.get(t) or {"edit_type": t, "category": c, "origin": EDIT_ORIGIN[t], **missing}
+            for t, c in EDIT_TYPES.items()]
+
+
+# --- what the numbers count and what below chance means -----------------------------------------------------------
+SCORE_NAMES = {"i2t": "I2T", "t2i": "T2I", "group": "Group"}
+
+
+def n_label(s: ScoredPairs) -> str:
+    """What the scores' n counts: "90 rows = 30 pairs × 3 caption levels (short, medium, long)" — each pair is
+    scored once per caption level, and every score (overall, per edit type) is a share of those rows."""
+    levels = list(s.summary["levels"])
+    n, k = len(s.rows), len(levels)
+    noun = "caption level" if k == 1 else "caption levels"
+    if n == len(s.pairs) * k:
+        return f"n = {n} rows = {len(s.pairs)} pairs × {k} {noun} ({', '.join(levels)})"
+    return f"n = {n} rows: {len(s.pairs)} pairs at up to {k} {noun} ({', '.join(levels)})"
+
+
+def score_summary(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """I2T / T2I / Group of one score block (``summary["overall"]``, one edit type's): per score its name, value,
+    bootstrap 95 % interval, chance level and where the interval lies against it
+    (:func:`bindlab.eval.metrics.chance_label`: above / at / below chance)."""
+    from bindlab.eval.metrics import chance_label
+    from bindlab.eval.pairs import CHANCE
+
+    out = []
+    for k in SCORE_KEYS:
+        lo, hi = block.get(f"{k}_ci95") or (None, None)
+        out.append({"key": k, "name": SCORE_NAMES[k], "value": block.get(k), "ci95": [lo, hi], "n": block.get("n"),
+                    "chance": CHANCE[k], "vs_chance": chance_label(lo, hi, CHANCE[k])})
+    return out
+
+
+def failure_kinds(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """How the rows that fail I2T and T2I fail: per score, ``{"fail", "same", "same_base", "same_foil", "swapped",
+    "tie"}`` counts.
+
+    I2T asks each image to prefer its own caption: a failing row has both images preferring the same caption
+    (``same``: the base's, ``same_base``, or the foil's, ``same_foil``), each image preferring the other's caption
+    (``swapped``), or a tie at one image (``tie``; a tie fails). T2I is the same with each caption choosing an image.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for key, (first, second) in (("i2t", (("c0_i0", "c1_i0"), ("c1_i1", "c0_i1"))),
+                                 ("t2i", (("c0_i0", "c0_i1"), ("c1_i1", "c1_i0")))):
+        kinds = Counter()
+        for r in rows:
+            if r[key]:
+                continue
+            sc = r["scores"]
+            a, b = sc[first[0]] - sc[first[1]], sc[second[0]] - sc[second[1]]  # > 0: that side picks its own
+            kinds["fail"] += 1
+            if a == 0 or b == 0 or a != a or b != b:
+                kinds["tie"] += 1
+            elif a < 0 and b < 0:
+                kinds["swapped"] += 1
+            else:
+                kinds["same"] += 1
+                kinds["same_base" if a > 0 else "same_foil"] += 1
+        out[key] = {k: int(kinds[k]) for k in ("fail", "same", "same_base", "same_foil", "swapped", "tie")}
+    return out
+
+
+def below_chance_notes(s: ScoredPairs) -> list[str]:
+    """One sentence per overall score whose 95 % interval lies wholly below chance: what the score asks, why a coin
+    would pass it that often, and how this model's failing rows fail (:func:`failure_kinds`). [] when none is."""
+    block = s.summary["overall"]
+    below = {r["key"]: r for r in score_summary(block) if r["vs_chance"] == "below chance"}
+    kinds = failure_kinds(s.rows) if below else {}
+    what = {"i2t": ("each image to prefer its own caption", "images", "caption", "base caption", "foil caption"),
+            "t2i": ("each caption to prefer its own image", "captions", "image", "base image", "foil image")}
+    notes = []
+    for k in ("i2t", "t2i"):
+        if k not in below:
+            continue
+        asks, who, pick, base, foil = what[k]
+        one = who[:-1]
+        f = kinds[k]
+        if f["same"] >= f["swapped"]:
+            reading = (f"mostly both {who} prefer the same {pick}: the model's choice of {pick} barely depends on "
+                       f"the {one}")
+        else:
+            reading = f"mostly each {one} prefers the other's {pick}: the model systematically confuses the two"
+        notes.append(
+            f"{SCORE_NAMES[k]} is below chance ({numbers_text(below[k])}): it asks {asks}, so the two {who} must "
+            f"choose differently, which a coin per {one} does 1 time in 4; below that, the model fails more often "
+            f"than a coin would. Of its {f['fail']} failing rows, {f['same']} have both {who} preferring the same "
+            f"{pick} ({f['same_base']} the {base}, {f['same_foil']} the {foil}) and {f['swapped']} have each {one} "
+            f"preferring the other's {pick}" + (f" ({f['tie']} more are exact ties, which fail)" if f["tie"] else "") + f": {reading}.")
+    if "group" in below:
+        notes.append(f"Group is below chance ({numbers_text(below['group'])}): it needs I2T and T2I both, all four "
+                     "comparisons of the 2x2 right, which random scores do 1 time in 6; the model passes fewer, so its "
+                     "scores are not random but wrong in a consistent way.")
+    return notes
+
+
+def numbers_text(r: dict[str, Any]) -> str:
+    """``0.022, 95% CI 0.000–0.056, chance 0.250`` for one :func:`score_summary` entry."""
+    from bindlab.present.numbers import interval, score
+
+    return f"{score(r['value'])}, 95% CI {interval(r['ci95'])}, chance {score(r['chance'])}"
 
 
 def origin_line(summary: dict[str, Any]) -> str:
-    """The headline by origin: Group of the CompoSET paper's edit types and of bindlab's own, each with its n and 95 %
-    CI (chance 0.167), e.g. "the paper's edit types: Group 0.043 (95% CI …, n 120) · bindlab's own: …"; "" when the
-    set has neither (e.g. Winoground tags)."""
+    """The headline by origin: Group of the CompoSET paper's edit types and of bindlab's own, each with its 95 % CI
+    (chance 0.167) and its n scored (pair, caption level) rows, e.g. "the paper's edit types: Group 0.043 (95% CI …,
+    n 120 rows) · bindlab's own: …"; "" when the set has neither (e.g. Winoground tags)."""
     names = {"composet": "the CompoSET paper's edit types", "bindlab": "bindlab's own edit types"}
     by = summary.get("by_origin") or {}
     parts = [f"{names[o]}: Group {by[o]['group']:.3f} (95% CI {by[o]['group_ci95'][0]:.3f}–{by[o]['group_ci95'][1]:.3f},"
-             f" n {by[o]['n']})" for o in names if o in by]
+             f" n {by[o]['n']} rows)" for o in names if o in by]
     return " · ".join(parts)
 
 
@@ -199,7 +306,7 @@ class PairsComparison:
     first: ScoredPairs
     second: ScoredPairs
     rows: list[dict[str, Any]]  # {edit_type, category, n, model, i2t, t2i, group}, per (edit type, model)
-    table: list[dict[str, Any]]  # wide: {edit_type, n, i2t <model>, ..., group <model>}; "overall" first
+    table: list[dict[str, Any]]  # wide: {edit_type, pairs, n, i2t <model>, ..., group <model>}; "overall" first
 
     @property
     def models(self) -> tuple[str, str]:
@@ -235,22 +342,22 @@ def compare_pairs(path: str | Path, model: str, other: str, verbosity: str = "al
 def zip_edit_types(first: ScoredPairs, second: ScoredPairs) -> list[tuple[tuple[ScoredPairs, dict[str, Any]], ...]]:
     """Per edit type (in :func:`edit_type_table` order): ``((first, its row), (second, its row))``."""
     b = {r["edit_type"]: r for r in edit_type_table(second)}
-    empty = {k: None for k in SCORE_KEYS}
-    return [((first, r), (second, b.get(r["edit_type"]) or {**r, **empty, "n": 0})) for r in edit_type_table(first)]
+    empty = {**{k: None for k in SCORE_KEYS}, **{f"{k}_ci95": None for k in SCORE_KEYS}, "n": 0, "pairs": 0}
+    return [((first, r), (second, b.get(r["edit_type"]) or {**r, **empty})) for r in edit_type_table(first)]
 
 
 def _wide(first: ScoredPairs, second: ScoredPairs) -> list[dict[str, Any]]:
     """The two-model table: one row per edit type (``overall`` first), a column per (score, model)."""
-    def row(name: str, n: int, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"edit_type": name, "n": n}
+    def row(name: str, pairs: int, n: int, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"edit_type": name, "pairs": pairs, "n": n}
         for k in SCORE_KEYS:
             out[f"{k} {first.model}"] = a.get(k)
             out[f"{k} {second.model}"] = b.get(k)
         return out
 
-    # n counts scored (pair, caption level) rows, as the per-edit-type rows do
-    table = [row("overall", len(first.rows), first.summary["overall"], second.summary["overall"])]
-    return table + [row(a["edit_type"], a["n"], a, b) for (_, a), (_, b) in zip_edit_types(first, second)]
+    # n counts scored (pair, caption level) rows, as the per-edit-type rows do; pairs the pairs behind them
+    table = [row("overall", len(first.pairs), len(first.rows), first.summary["overall"], second.summary["overall"])]
+    return table + [row(a["edit_type"], a["pairs"], a["n"], a, b) for (_, a), (_, b) in zip_edit_types(first, second)]
 
 
 def check_model(model: str) -> None:
@@ -295,7 +402,7 @@ def pair_view(s: ScoredPairs, pid: str, verbosity: str | None = None) -> dict[st
     """Everything the Pairs tab shows for one pair at one caption level.
 
     Returns:
-        ``{"id", "scene_id", "edit_type", "edit_category", "edit", "verbosity", "base": {image (absolute path),
+        ``{"id", "scene_id", "edit_type", "edit_category", "edit_origin", "edit", "verbosity", "base": {image (absolute path),
         caption}, "foil": {...}, "scores": {"c0_i0", "c0_i1", "c1_i0", "c1_i1"}, "i2t", "t2i", "group", "margin",
         "pixels_changed", "image_cosine"}``.
     """
@@ -307,7 +414,7 @@ def pair_view(s: ScoredPairs, pid: str, verbosity: str | None = None) -> dict[st
     root = s.path.parent
     return {
         "id": p.id, "scene_id": p.scene_id, "edit_type": p.edit_type, "edit_category": p.edit_category,
-        "edit": p.extra.get("edit", ""), "verbosity": level,
+        "edit_origin": p.extra.get("edit_origin", ""), "edit": p.extra.get("edit", ""), "verbosity": level,
         "base": {"image": str(root / p.base.image), "caption": p.base.captions[level]},
         "foil": {"image": str(root / p.foil.image), "caption": p.foil.captions[level]},
         "scores": row["scores"], "i2t": row["i2t"], "t2i": row["t2i"], "group": row["group"],

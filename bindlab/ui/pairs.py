@@ -28,7 +28,8 @@ CSS = """
 .bl-mat td.own {background: #eef6ee; font-weight: bold}
 .bl-pass {color: #2ca02c; font-weight: bold}
 .bl-fail {color: #c0392b; font-weight: bold}
-#bl-pairs-compare-table th, #bl-pairs-compare-table th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
+#bl-pairs-compare-table th, #bl-pairs-compare-table th *, #bl-pairs-edit-table th, #bl-pairs-edit-table th * {
+  white-space: normal; word-break: keep-all; overflow-wrap: normal}
 """
 
 
@@ -53,25 +54,53 @@ def matrix_html(view: dict[str, Any]) -> str:
     px = view.get("pixels_changed")
     extra = (f" · pixels changed {px:.3f}" if isinstance(px, (int, float)) else "") + (
         f" · image cosine {numbers.score(view['image_cosine'])}" if view.get("image_cosine") is not None else "")
+    origin = f", origin {html_text(view['edit_origin'])}" if view.get("edit_origin") else ""
     return (f'<div class="bl-pair-card"><p><b>{html_text(view["id"])}</b> · scene {html_text(view["scene_id"])} · '
-            f'{html_text(view["edit_type"])} ({html_text(view["edit_category"])}) · {html_text(view["verbosity"])}'
+            f'edit type <b class="bl-pair-edit-type">{html_text(view["edit_type"])}</b> (category '
+            f'{html_text(view["edit_category"])}{origin}) · caption level {html_text(view["verbosity"])}'
             f'{extra}<br><i>{html_text(view["edit"])}</i></p>'
             f'<table class="bl-mat"><tr><th></th><th>i0 base image</th><th>i1 foil image</th></tr>{rows}</table>'
             f'<p>I2T {_mark(view["i2t"])} · T2I {_mark(view["t2i"])} · Group <span class="bl-pair-group">'
             f'{_mark(view["group"])}</span> · margin <b class="bl-pair-margin" title="{float(view["margin"])}">'
-            f'{numbers.signed(view["margin"])}</b></p></div>')
+            f'{html_text(numbers.margin(view["margin"], tol=0.0))}</b></p></div>')
+
+
+def scores_md(block: dict[str, Any]) -> str:
+    """I2T / T2I / Group of one score block, each with its 95 % interval, chance level and where the interval lies
+    against it: "I2T **0.022** (95% CI 0.000–0.056; chance 0.250: below chance) · …"."""
+    return " · ".join(f"{r['name']} **{numbers.score(r['value'])}** (95% CI {numbers.interval(r['ci95'])}; chance "
+                      f"{numbers.score(r['chance'])}" + (f": {r['vs_chance']}" if r["vs_chance"] else "") + ")"
+                      for r in pairs_study.score_summary(block))
 
 
 def summary_md(s: pairs_study.ScoredPairs) -> str:
-    o, sp = s.summary["overall"], s.summary["scene_edit_split"]["counts"]
-    c = s.summary["controls"]
-    return (f"**{md_text(s.model)}** · {len(s.pairs)} pairs · levels {md_text(', '.join(s.summary['levels']))} · "
-            f"I2T **{o['i2t']:.3f}** · T2I **{o['t2i']:.3f}** · Group **{o['group']:.3f}** "
-            f"(95% CI {o['group_ci95'][0]:.3f}–{o['group_ci95'][1]:.3f}; chance 0.250 / 0.250 / 0.167) · "
-            f"scenes: {sp['scene_hard_only']} scene-hard only, {sp['edit_hard_only']} edit-hard only, {sp['both']} both · "
-            f"within-pair image cosine {numbers.score(c['within_pair_image_cosine']['mean'])} vs across scenes "
-            f"{numbers.score(c['across_scene_image_cosine'])}"
-            + (f"  \nBy origin: {md_text(by_origin)}" if (by_origin := pairs_study.origin_line(s.summary)) else ""))
+    """The scored file: what n counts (pairs × caption levels), the three scores with their intervals against
+    chance, the scene/edit split and image controls, the by-origin line, and a sentence per score below chance."""
+    sp, c = s.summary["scene_edit_split"]["counts"], s.summary["controls"]
+    lines = [f"**{md_text(s.model)}** · {md_text(pairs_study.n_label(s))} · {scores_md(s.summary['overall'])}; "
+             "intervals: bootstrap over the scored rows",
+             f"Scenes ({sp['scenes']}): {sp['scene_hard_only']} scene-hard only, {sp['edit_hard_only']} edit-hard only, "
+             f"{sp['both']} both · within-pair image cosine {numbers.score(c['within_pair_image_cosine']['mean'])} vs "
+             f"across scenes {numbers.score(c['across_scene_image_cosine'])}"]
+    if by_origin := pairs_study.origin_line(s.summary):
+        lines.append(f"By origin: {md_text(by_origin)}")
+    lines += [f"- {md_text(note)}" for note in pairs_study.below_chance_notes(s)]
+    return "  \n".join(lines[:3]) + ("\n\n" + "\n".join(lines[3:]) if lines[3:] else "")
+
+
+def edit_type_frame(s: pairs_study.ScoredPairs) -> pd.DataFrame:
+    """The per-edit-type table: a row per edit type (taxonomy order) with its pairs, its n scored (pair, caption
+    level) rows, and I2T / T2I / Group each beside its 95 % interval; an edit type the set lacks says "no pairs"."""
+    rows = []
+    for r in pairs_study.edit_type_table(s):
+        row: dict[str, Any] = {"edit type": r["edit_type"], "category": r.get("category", ""),
+                               "origin": r.get("origin", ""), "pairs": r.get("pairs"), "n (rows)": r["n"]}
+        for k, name in pairs_study.SCORE_NAMES.items():
+            missing = r.get(k) is None
+            row[name] = "no pairs" if missing else float(r[k])
+            row[f"{name} 95% CI"] = "" if missing else numbers.interval(r.get(f"{k}_ci95"))
+        rows.append(row)
+    return numbers.table(pd.DataFrame(rows))
 
 
 def _data(data: str) -> str:
@@ -93,13 +122,14 @@ def _other(other: str | None) -> str:
 
 
 def compare_frame(c: pairs_study.PairsComparison) -> pd.DataFrame:
-    """The two-model table: a row per edit type (overall first), I2T / T2I / Group of each model (3 decimals); an
-    edit type the set lacks says "no pairs" (missing, not zero)."""
+    """The two-model table: a row per edit type (overall first) with its pairs and n scored (pair, caption level)
+    rows, I2T / T2I / Group of each model (3 decimals); an edit type the set lacks says "no pairs" (missing, not
+    zero)."""
     frame = pd.DataFrame(c.table)
-    scores = [col for col in frame.columns if col not in ("edit_type", "n")]
+    scores = [col for col in frame.columns if col not in ("edit_type", "pairs", "n")]
     values = frame[scores].astype(float)
     frame[scores] = values.astype(object).where(values.notna(), "no pairs")
-    return numbers.table(frame)
+    return numbers.table(frame.rename(columns={"edit_type": "edit type", "n": "n (rows)"}))
 
 
 def compare_md(c: pairs_study.PairsComparison) -> str:
@@ -107,12 +137,14 @@ def compare_md(c: pairs_study.PairsComparison) -> str:
 
 
 def _comparison(data: str, model: str, other: str, verbosity: str, progress: Any) -> tuple[Any, ...]:
-    """(first model's ScoredPairs, compare summary, compare chart, compare table); the second model only if asked."""
+    """(first model's ScoredPairs, compare summary, compare chart, compare table); the second model only if asked.
+    The table is hidden without one: an empty table would show only Gradio's placeholder header ("1 2 3")."""
     if not other:
         s = pairs_study.scored_pairs(data, model, verbosity, progress=progress)
-        return s, "", None, pd.DataFrame()
+        return s, "", None, gr.update(value=pd.DataFrame(), visible=False)
     c = pairs_study.compare_pairs(data, model, other, verbosity, progress=progress)
-    return c.first, compare_md(c), pairs_two_models_figure(c.rows, c.models), compare_frame(c)
+    return (c.first, compare_md(c), pairs_two_models_figure(c.rows, c.models),
+            gr.update(value=compare_frame(c), visible=True))
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
@@ -130,8 +162,9 @@ def score(data: str, model: str, verbosity: str, other: str = NO_COMPARE,
     first = ids[0] if ids else None
     fig = figures.pairs_by_edit_type(pairs_study.edit_type_table(s),
                                      title=f"{plot_text(s.model)}: 2x2 scores by edit type")
-    return (summary_md(s), fig, cmp_md, cmp_fig, cmp_table, *opts["updates"], gr.update(choices=ids, value=first),
-            f"{len(ids)} pairs match", *_show(s, first, opts["level"]))
+    edit_table = gr.update(value=edit_type_frame(s), visible=True)
+    return (summary_md(s), fig, edit_table, cmp_md, cmp_fig, cmp_table, *opts["updates"],
+            gr.update(choices=ids, value=first), f"{len(ids)} pairs match", *_show(s, first, opts["level"]))
 
 
 def suggest_compare(model: str, other: str) -> Any:
@@ -217,8 +250,10 @@ def build_tab() -> dict[str, Any]:
     summary = gr.Markdown(elem_id="bl-pairs-summary")
     cmp_summary = gr.Markdown(elem_id="bl-pairs-compare-summary")
     # one above the other: side by side, the table's seven columns had room only for headers broken mid-word
-    cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.250 / 0.250 / 0.167)",
-                             interactive=False, wrap=True, elem_id="bl-pairs-compare-table",
+    # hidden until a second model is scored: empty, a table shows only a placeholder header ("1 2 3")
+    cmp_table = gr.Dataframe(label="Both models: I2T / T2I / Group per edit type (chance 0.250 / 0.250 / 0.167; "
+                                   "n = scored rows, pairs × caption levels)",
+                             interactive=False, wrap=True, elem_id="bl-pairs-compare-table", visible=False,
                              **pinned("bl-pairs-compare-table"))
     cmp_chart = gr.Plot(label="Both models by edit type", elem_id="bl-pairs-compare-chart")
     with gr.Row():
@@ -243,6 +278,9 @@ def build_tab() -> dict[str, Any]:
             matrix = gr.HTML(elem_id="bl-pairs-matrix")
         with gr.Column(scale=2):
             chart = gr.Plot(label="Scores by edit type", elem_id="bl-pairs-chart")
+    edit_table = gr.Dataframe(label="Per edit type: pairs, n scored rows (pairs × caption levels), I2T / T2I / Group "
+                                    "with 95% intervals (chance 0.250 / 0.250 / 0.167)",
+                              interactive=False, wrap=True, elem_id="bl-pairs-edit-table", visible=False)
 
     view = [base_img, base_cap, foil_img, foil_cap, matrix]
     source = [data, model, verbosity]
@@ -250,8 +288,9 @@ def build_tab() -> dict[str, Any]:
     # results after an error (bindlab.ui.common): a failed Score clears the summary, chart and pair shown; a failed
     # filter or pick clears the pair list and the pair shown
     compared = [cmp_summary, cmp_chart, cmp_table]
-    clear_on_error(run.click(score, [*source, other], [summary, chart, *compared, *filters, pair, count, *view],
-                             api_name="pairs_score", **GPU_QUEUE), [summary, chart, *compared, pair, count, *view])
+    clear_on_error(run.click(score, [*source, other], [summary, chart, edit_table, *compared, *filters, pair, count,
+                                                         *view], api_name="pairs_score", **GPU_QUEUE),
+                   [summary, chart, edit_table, *compared, pair, count, *view], hide=[edit_table, cmp_table])
     model.input(suggest_compare, [model, other], [other], api_name="pairs_suggest_compare", queue=False)
     for k, f in enumerate(filters):
         clear_on_error(f.input(refilter, source + filters, [pair, count, *view], api_name=f"pairs_filter_{k}"),

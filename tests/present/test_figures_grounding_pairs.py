@@ -85,3 +85,31 @@ def test_pairs_chart_lists_every_edit_type_with_n_and_tells_zero_from_missing():
     legend = {t.name for t in fig.data}
     assert "chance I2T / T2I (0.25)" in legend and "chance Group (0.167)" in legend
     assert not [a for a in fig.layout.annotations if "chance" in (a.text or "")]  # no label drawn over a bar
+
+
+def test_pairs_chart_says_pairs_and_rows_and_draws_each_score_s_interval():
+    """With the pairs behind each n and each score's 95 % interval (``studies.pairs.edit_type_table``), every label
+    says both counts and every bar carries its interval as an error bar and in its hover; missing stays missing."""
+    rows = [{**r, "pairs": r["n"] // 4, **{f"{k}_ci95": None if r[k] is None else [r[k] / 2, (r[k] + 1) / 2]
+                                           for k in ("i2t", "t2i", "group")}} for r in _pair_rows()]
+    fig = figures.pairs_by_edit_type(rows)
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
+    assert list(bars["I2T"].y) == ["modify_color (10 pairs, n=40)", "swap_color (3 pairs, n=12)",
+                                   "modify_size (0 pairs, n=0)"]
+    err = bars["I2T"].error_x
+    assert err.array[0] == 0.25 and err.arrayminus[0] == 0.25  # 0.5 in [0.25, 0.75]
+    assert err.array[2] is None  # no pairs: no interval
+    assert "95% CI 0.250–0.750" in bars["I2T"].customdata[0][1] and bars["I2T"].customdata[2][1] == "no pairs"
+    assert "n = pairs × caption levels scored" in fig.layout.title.text
+
+
+def test_accuracy_by_n_download_figure_has_error_bars_from_the_rows_intervals():
+    rows = [{"n_objects": n, "subset": "all", "accuracy": a, "n": 20, "chance": 0.25, "ci95_low": a - 0.1,
+             "ci95_high": a + 0.2} for n, a in ((2, 0.5), (3, 0.4))]
+    fig = figures.accuracy_by_n(rows)
+    line = next(t for t in fig.data if t.name == "all")
+    assert list(line.error_y.array) == pytest.approx([0.2, 0.2]) and list(line.error_y.arrayminus) == pytest.approx(
+        [0.1, 0.1])
+    assert "95% CI 0.400–0.700" in line.customdata[0][1]
+    plain = figures.accuracy_by_n([{k: v for k, v in r.items() if not k.startswith("ci95")} for r in rows])
+    assert next(t for t in plain.data if t.name == "all").error_y.array is None  # no interval, no bar

@@ -51,7 +51,9 @@ def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path
     # the tab's Score callback, as the page calls it
     summary, *_ = tab.score(data, model, "short", progress=_noop_progress)
     o = cli["overall"]
-    assert f"I2T **{o['i2t']:.3f}** · T2I **{o['t2i']:.3f}** · Group **{o['group']:.3f}**" in summary
+    for k, name in (("i2t", "I2T"), ("t2i", "T2I"), ("group", "Group")):  # each score beside its interval
+        assert (f"{name} **{o[k]:.3f}** (95% CI {o[f'{k}_ci95'][0]:.3f}–{o[f'{k}_ci95'][1]:.3f}; chance "
+                f"{o['chance'][k]:.3f}") in summary
     s = study.scored_pairs(data, model, "short")  # the tab's memoised session, built by run_pairs
     assert s.summary["overall"] == o and len(s.pairs) == 30
     assert _per_edit_type(s.summary) == _per_edit_type(cli)  # I2T / T2I / Group and N per edit type
@@ -59,7 +61,7 @@ def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path
     assert s.result.provenance["dataset"] == cli["provenance"]["dataset"]
     chart = pd.read_csv(folder / "pairs_by_edit_type.csv")
     # the tab's chart also lists the taxonomy's types this set lacks (n = 0, "missing"); the export has the scored ones
-    assert [r for r in study.edit_type_table(s) if r["n"]] == chart.to_dict("records")
+    assert [{k: r[k] for k in chart.columns} for r in study.edit_type_table(s) if r["n"]] == chart.to_dict("records")
 
     # the tab's Download writes the same tables as --export
     paths, _ = tab.export(data, model, "short", formats=["csv", "json"])

@@ -66,15 +66,18 @@ def test_the_tabs_score_returns_both_models_when_asked(two_models):
 
     data, a, b = two_models
     out = tab.score(data, a, "short", b, progress=_noop_progress)
-    summary, _chart, cmp_md, cmp_fig, cmp_table = out[:5]
+    summary, _chart, edit_table, cmp_md, cmp_fig, cmp_table = out[:6]
     from pandas.io.formats.style import Styler
 
+    assert cmp_table["visible"] is True and edit_table["visible"] is True
+    cmp_table = cmp_table["value"]
     cmp_table = cmp_table.data if isinstance(cmp_table, Styler) else cmp_table  # 3 decimals shown, numbers kept
     assert "Group" in summary and "Compared with" in cmp_md and "Group" in cmp_md
     assert cmp_fig is not None and len(cmp_fig.data) == 6  # two models x three panels
-    assert cmp_table.iloc[0]["edit_type"] == "overall" and any(b in col for col in cmp_table.columns)
+    assert cmp_table.iloc[0]["edit type"] == "overall" and any(b in col for col in cmp_table.columns)
+    # one model: no comparison, and its table hidden (empty, it would show a placeholder header "1 2 3")
     none = tab.score(data, a, "short", tab.NO_COMPARE, progress=_noop_progress)
-    assert none[2] == "" and none[3] is None and none[4].empty
+    assert none[3] == "" and none[4] is None and none[5]["value"].empty and none[5]["visible"] is False
     assert tab.suggest_compare("toy:clip", "none")["value"] == "toy:negclip"
     assert tab.suggest_compare(a, a)["value"] == tab.NO_COMPARE
     assert "value" not in tab.suggest_compare(a, b)

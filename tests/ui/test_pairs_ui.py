@@ -45,11 +45,18 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     page.wait_for_function("() => { const t = document.querySelector('#bl-pairs-summary').innerText;"
                            " return t.includes('toy:clip') && t.includes('toy:negclip'); }", timeout=120_000)
     assert page.input_value("#bl-pairs-compare input") == "toy:negclip"
+    # before any scoring no table stands empty (an empty Dataframe shows only a placeholder header, "1 2 3")
+    assert not page.locator("#bl-pairs-compare-table").is_visible()
+    assert not page.locator("#bl-pairs-edit-table").is_visible()
     page.fill("#bl-pairs-data textarea, #bl-pairs-data input", data)
     set_dropdown(page, "bl-pairs-model", model)
     page.click("#bl-pairs-score-btn")
     page.wait_for_selector("#bl-pairs-matrix td[data-cell='c0_i0']", timeout=180_000)
-    assert "Group" in page.inner_text("#bl-pairs-summary")
+    # every n says what it counts, and each score stands beside its 95 % interval and chance
+    summary = page.inner_text("#bl-pairs-summary")
+    assert "n = 90 rows = 30 pairs × 3 caption levels (short, medium, long)" in summary
+    for name in ("I2T", "T2I", "Group"):
+        assert re.search(rf"{name} \d\.\d{{3}} \(95% CI \d\.\d{{3}}–\d\.\d{{3}}; chance 0\.\d{{3}}", summary), summary
     assert "30 pairs match" in page.inner_text("#bl-pairs-count")
     page.wait_for_selector("#bl-pairs-base-img img", timeout=60_000)
     page.wait_for_selector("#bl-pairs-foil-img img", timeout=60_000)
@@ -63,21 +70,30 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     assert re.search(r"T2I (pass|fail)", text).group(1) == ("pass" if t2i else "fail")
     margin = min(s["c0_i0"] - s["c1_i0"], s["c1_i1"] - s["c0_i1"], s["c0_i0"] - s["c0_i1"], s["c1_i1"] - s["c1_i0"])
     assert float(page.get_attribute("#bl-pairs-matrix .bl-pair-margin", "title")) == pytest.approx(margin, abs=1e-6)
+    assert "e-0" not in text and re.search(r"edit type \w+ \(category \w+, origin (composet|bindlab)\)", text), text
 
-    # the chart: every edit type, top to bottom in taxonomy order, with its n (three verbosity levels scored per
-    # pair); the CompoSET paper's own types marked ◆
+    # the chart: every edit type, top to bottom in taxonomy order, with its pairs and its n (three caption levels
+    # scored per pair); the CompoSET paper's own types marked ◆; each bar with its 95 % interval
     counts = {t: 0 for t in EDIT_TYPES}
     for pair in load_pairs(data)[0]:
-        counts[pair.edit_type] += 3
+        counts[pair.edit_type] += 1
     page.wait_for_selector("#bl-pairs-chart .ytick text", timeout=60_000)
     ticks = page.locator("#bl-pairs-chart .ytick text")
     top_down = sorted((ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count()))
-    assert [t for _, t in top_down] == [f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} (n={n})"
+    assert [t for _, t in top_down] == [f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} ({n} pairs, n={3 * n})"
                                         for t, n in counts.items()]
     chart = " ".join(page.locator("#bl-pairs-chart text").all_text_contents())
     if 0 in counts.values():
         assert "no pairs (missing)" in chart  # an edit type without pairs says so
     assert "chance Group (0.167)" in chart  # chance lines are named in the legend
+    assert "bars: 95% CI" in chart and page.locator("#bl-pairs-chart .errorbar").count() > 0
+
+    # the per-edit-type table: not empty, every edit type with its pairs, n rows and each score's interval
+    page.wait_for_selector("#bl-pairs-edit-table [data-testid='cell-0-0']", timeout=60_000)
+    table = page.inner_text("#bl-pairs-edit-table")
+    assert all(h in table for h in ("pairs", "n (rows)", "I2T 95% CI", "T2I 95% CI", "Group 95% CI"))
+    assert all(t in table for t in EDIT_TYPES)
+    assert re.search(r"\d\.\d{3}–\d\.\d{3}", table)
     screenshot(page, "tab-pairs")
 
     # the same click scored toy:negclip too: both models' I2T / T2I / Group per edit type side by side, each the
@@ -86,7 +102,13 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
                            timeout=300_000)
     expected = study.compare_pairs(data, model, "toy:negclip", "all")
     first, second = expected.models
+    # a score whose interval lies below chance is explained, in each model's summary, as the study words it
+    for s, box in ((expected.first, "#bl-pairs-summary"), (expected.second, "#bl-pairs-compare-summary")):
+        shown = page.inner_text(box)
+        for note in study.below_chance_notes(s):
+            assert note.split(":")[0] in shown and "1 time in" in shown, (note, shown)
     header = page.inner_text("#bl-pairs-compare-table")
+    assert "n (rows)" in header and "pairs" in header  # the overall row: 30 pairs, n = 90 rows
     assert all(f"{k} toy:negclip" in header for k in ("i2t", "t2i", "group"))
     assert header.count(first.rsplit("/", 1)[-1]) >= 3  # the first model's three columns
     top = expected.table[0]  # the overall row (the table shows 3 decimals)
@@ -114,15 +136,19 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     # "Compare with" none: one model only, the comparison is gone
     set_dropdown(page, "bl-pairs-compare", "none")
     page.click("#bl-pairs-score-btn")
-    page.wait_for_function("() => !document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
+    page.wait_for_function("() => !document.querySelector('#bl-pairs-compare-table') || "
+                           "!document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
                            timeout=120_000)
     assert "Group" in page.inner_text("#bl-pairs-summary")
+    assert not page.locator("#bl-pairs-compare-table").is_visible()  # hidden, not an empty "1 2 3" table
+    assert page.locator("#bl-pairs-edit-table").is_visible()
 
     # an error: the previous results no longer match the inputs and are cleared
     unknown_model(page, "bl-pairs-model", "#bl-pairs-score-btn")
     page.wait_for_function("() => !document.querySelector('#bl-pairs-matrix td[data-cell]')", timeout=30_000)
     assert "Group" not in page.inner_text("#bl-pairs-summary")
     assert page.locator("#bl-pairs-chart .ytick text").count() == 0
+    assert not page.locator("#bl-pairs-edit-table").is_visible()  # cleared and hidden, not left empty
 
     # the local app reads any path the person gives: a missing file is simply missing, wherever it is
     for missing in (tmp_path / "missing-pairs.jsonl", "/nonexistent/pairs.jsonl"):

@@ -196,11 +196,13 @@ def test_pairs_matrix_and_summary(payload):
             "scene_id": payload, "edit_type": payload, "edit_category": payload, "verbosity": payload,
             "edit": {"from": payload}, "i2t": True, "t2i": False, "group": False, "margin": 0.1}
     inert(pairs.matrix_html(view))
-    summary = {"overall": {"i2t": 0.5, "t2i": 0.5, "group": 0.3, "group_ci95": [0.1, 0.5]},
-               "scene_edit_split": {"counts": {"scene_hard_only": 1, "edit_hard_only": 1, "both": 1}},
+    summary = {"overall": {"i2t": 0.5, "t2i": 0.5, "group": 0.3, "i2t_ci95": [0.3, 0.7], "t2i_ci95": [0.3, 0.7],
+                           "group_ci95": [0.1, 0.5]},
+               "scene_edit_split": {"counts": {"scene_hard_only": 1, "edit_hard_only": 1, "both": 1, "scenes": 3}},
                "controls": {"within_pair_image_cosine": {"mean": 0.9}, "across_scene_image_cosine": 0.5},
                "levels": [payload]}
-    inert(pairs.summary_md(SimpleNamespace(model="toy:clip@" + payload, pairs=[1], summary=summary)), markdown=True)
+    inert(pairs.summary_md(SimpleNamespace(model="toy:clip@" + payload, pairs=[1], rows=[{}], summary=summary)),
+          markdown=True)
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
