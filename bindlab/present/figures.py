@@ -58,11 +58,11 @@ def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by numb
         fig.add_trace(go.Scatter(
             x=[r["n_objects"] for r in pts], y=[r["accuracy"] for r in pts], mode="lines+markers", name=subset,
             line=dict(color=SUBSET_COLOURS[subset], width=3 if subset == "all" else 1.5), error_y=error,
-            customdata=[[r["n"], c] for r, c in zip(pts, ci, strict=True)],
-            hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata[0]}%{customdata[1]})<extra>" + subset + "</extra>",
+            customdata=[r["n"] for r in pts], text=ci,
+            hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata}%{text})<extra>" + subset + "</extra>",
         ))
     add_chance_by_n(fig, [r for r in rows if r["subset"] == "all"] or rows, chance)
-    if any(r.get("ci95_low") is not None for r in rows):
+    if any(r.get("ci95_low") is not None for r in rows) and "CI" not in title:  # say what the bars are, once
         title = f"{title}<br><sup>bars: 95% bootstrap interval of each point</sup>"
     fig.update_layout(title=title, xaxis_title="number of objects (N)", yaxis_title="accuracy", yaxis_range=[0, 1.02],
                       height=360, margin=dict(l=50, r=20, t=50, b=40), legend=SIDE_LEGEND)

@@ -110,6 +110,7 @@ def test_accuracy_by_n_download_figure_has_error_bars_from_the_rows_intervals():
     line = next(t for t in fig.data if t.name == "all")
     assert list(line.error_y.array) == pytest.approx([0.2, 0.2]) and list(line.error_y.arrayminus) == pytest.approx(
         [0.1, 0.1])
-    assert "95% CI 0.400–0.700" in line.customdata[0][1]
+    assert list(line.customdata) == [20, 20] and "95% CI 0.400–0.700" in line.text[0]  # n, then the interval
+    assert "bars: 95% bootstrap interval" in fig.layout.title.text
     plain = figures.accuracy_by_n([{k: v for k, v in r.items() if not k.startswith("ci95")} for r in rows])
     assert next(t for t in plain.data if t.name == "all").error_y.array is None  # no interval, no bar
