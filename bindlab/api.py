@@ -39,10 +39,12 @@ def load_encoder(model: str, device: str = "auto", batch_size: int | None = None
 
     Raises:
         bindlab.encoders.base.EncoderError: an unknown id or a model that cannot load, with what to do.
+        ValueError: a device this machine does not have (e.g. ``"cuda"`` without a GPU), saying what to use.
     """
     from bindlab.studies.browse import get_encoder
+    from bindlab.studies.validate import check_device
 
-    return get_encoder(str(model), device=device, batch_size=batch_size)
+    return get_encoder(str(model), device=check_device(device), batch_size=batch_size)
 
 
 def adopt(model: Any, name: str | None = None, batch_size: int = 64) -> Any:

@@ -76,15 +76,16 @@ def resolve_device(device: str = "auto") -> str:
         return d
     if d == "mps":
         if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-            raise ValueError("device 'mps' is not available on this machine; use --device cpu or auto")
+            raise ValueError("device 'mps': no Apple GPU (MPS) is available on this machine; use cpu or auto")
         return d
     if d == "cuda" or d.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} asked for, but no CUDA GPU is visible; use --device cpu or auto")
+            raise ValueError(f"device {device!r}: no CUDA GPU is visible on this machine; use cpu or auto")
         if ":" in d:
             idx = d.split(":", 1)[1]
             if not idx.isdigit() or int(idx) >= torch.cuda.device_count():
-                raise ValueError(f"device {device!r}: there are {torch.cuda.device_count()} CUDA devices (0-based)")
+                raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA devices, "
+                                 f"cuda:0 to cuda:{torch.cuda.device_count() - 1}; use one of them, or auto")
         return d
     raise ValueError(f"unknown device {device!r}; choose auto, cpu, cuda, cuda:N or mps")
 

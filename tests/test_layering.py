@@ -19,10 +19,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "bindlab"
 
 # What each layer may import besides itself. A layer is the first name under ``bindlab`` (a sub-package or a
 # top-level module); "bindlab" itself is the package's __init__.
-BASE = {"bindlab", "config"}
+BASE = {"bindlab", "config", "heavy"}  # heavy: the one lock for importing heavy libraries
 ALLOWED: dict[str, set[str]] = {
     "bindlab": {"config", "api"},  # the package's __init__: its version from config, the API's names from api
     "config": set(),
+    "heavy": set(),
     "data": BASE,
     "encoders": BASE | {"data"},
     "provenance": BASE | {"data"},

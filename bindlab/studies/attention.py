@@ -20,6 +20,7 @@ import numpy as np
 from bindlab.analysis import attention as att
 from bindlab.config import LIMIT_ENV, limits
 from bindlab.studies.result import Result
+from bindlab.studies.validate import check_device
 
 __all__ = ["DIRECTIONS", "MAX_CAPTION_CHARS", "MAX_CAPTION_WORDS", "AttentionRequest", "CaptionRequest",
            "caption_view", "curve_data", "run_attention"]
@@ -85,7 +86,7 @@ class AttentionRequest:
         self.direction = att.check_direction(self.direction)
         self.seed = _whole(self.seed, "seed")
         self.n_boot = _whole(self.n_boot, "n_boot", low=1)
-        self.device = (self.device or "auto").strip()
+        self.device = check_device(self.device or "auto")
         from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
 
         check_options({"data": self.data or None, "limit": self.limit, "n_boot": self.n_boot})
@@ -134,7 +135,7 @@ class CaptionRequest:
         self.direction = att.check_direction(self.direction)
         layer = self.layer or 0  # a slider sends floats: read 3.0 as layer 3
         self.layer = _whole(int(layer) if isinstance(layer, float) and np.isfinite(layer) else layer, "layer")
-        self.device = (self.device or "auto").strip()
+        self.device = check_device(self.device or "auto")
         if self.head is not None:
             self.head = _whole(self.head, "head")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
-from bindlab.studies.validate import input_path, nonneg_int, positive_int
+from bindlab.studies.validate import check_device, input_path, nonneg_int, positive_int
 
 SOURCES = ("auto", "local", "hub")
 TASKS = ("itt", "tot")
@@ -55,8 +55,7 @@ class BenchmarkRequest:
         if self.batch_size is not None:
             self.batch_size = positive_int(self.batch_size, "batch_size")
         self.seed = nonneg_int(self.seed, "seed")
-        if not isinstance(self.device, str) or not self.device.strip():
-            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        self.device = check_device(self.device)
         from bindlab.data.adapters import check_benchmark_name
 
         self.name = check_benchmark_name(self.name)  # public mode: a manifest's name only, one message otherwise

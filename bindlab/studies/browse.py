@@ -35,7 +35,7 @@ from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.result import Result
-from bindlab.studies.validate import data_input, nonneg_int, positive_int
+from bindlab.studies.validate import check_device, data_input, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
 DEFAULT_IMAGE_SIZE = 128
@@ -139,8 +139,7 @@ class McqRequest:
         self.limit = nonneg_int(self.limit, "limit")
         if self.batch_size is not None:
             self.batch_size = positive_int(self.batch_size, "batch_size")
-        if not isinstance(self.device, str) or not self.device.strip():
-            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        self.device = check_device(self.device)
 
 
 def get_encoder(model: str, device: str = "auto", batch_size: int | None = None) -> Any:

@@ -32,7 +32,7 @@ from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.result import Result
-from bindlab.studies.validate import data_input, input_path, nonneg_int, positive_int
+from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
 
 TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
 PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
@@ -98,8 +98,7 @@ class CompareRequest:
         self.seed = nonneg_int(self.seed, "seed")
         if self.batch_size is not None:
             self.batch_size = positive_int(self.batch_size, "batch_size")
-        if not isinstance(self.device, str) or not self.device.strip():
-            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        self.device = check_device(self.device)
         self.data = str(self.data).strip() or None if self.data else None
         self.pairs_data = str(self.pairs_data).strip() or None if self.pairs_data else None
         for name, kind in (("data", "mcq"), ("pairs_data", "pairs")):  # inside the allowed roots; datasets read

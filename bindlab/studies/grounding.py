@@ -27,6 +27,7 @@ from bindlab.analysis.grounding_controls import grounding_audit
 from bindlab.data.factors import FACTORS, FactorIndex, load_index
 from bindlab.eval.metrics import TIE_TOL
 from bindlab.studies.result import Result
+from bindlab.studies.validate import check_device
 
 __all__ = ["ALIGNMENTS", "ALPHA_GRID", "FACTORS", "PROTOCOLS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
            "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_payload", "slider_view", "state_payload", "top_images", "validation_choice"]
@@ -141,7 +142,7 @@ class GroundingRequest:
         self.n_boot = _int_at_least(self.n_boot, 1, "n_boot")
         self.batch_size = _int_at_least(self.batch_size, 1, "batch_size")
         self.seed = _int_at_least(self.seed, 0, "seed")
-        self.device = (self.device or "auto").strip()
+        self.device = check_device(self.device or "auto")
         self.protocol = check_protocol(str(self.protocol or "context").strip())
         self.align = str(self.align or "none").strip()
         if self.align not in ALIGNMENTS:

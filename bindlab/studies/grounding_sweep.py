@@ -55,6 +55,9 @@ class SweepRequest:
 
         check_model_access(self.model)  # public mode: a listed id or the visitor's own job, before a grid is made
         self.data = str(self.data or "").strip()
+        from bindlab.studies.validate import check_device
+
+        self.device = check_device(self.device or "auto")
         if self.factor != "pattern":
             raise ValueError(f"factor {self.factor!r}: the signal-strength sweep blends each pattern with its plain "
                              "rendering, so only --factor pattern applies")

@@ -23,7 +23,7 @@ from bindlab.studies.access import check_model_access
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.result import Result
-from bindlab.studies.validate import data_input, nonneg_int, positive_int
+from bindlab.studies.validate import check_device, data_input, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
@@ -71,8 +71,7 @@ class PairsRequest:
         if self.batch_size is not None:
             self.batch_size = positive_int(self.batch_size, "batch_size")
         self.seed = nonneg_int(self.seed, "seed")
-        if not isinstance(self.device, str) or not self.device.strip():
-            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        self.device = check_device(self.device)
 
 
 def run_pairs(request: PairsRequest, progress: Progress | None = None) -> Result:

@@ -242,20 +242,27 @@ def _between(lo: int, hi: int, what: str = "") -> Callable[[Any, str, Limits], A
 SEED_MAX = 2**32 - 1  # numpy's (and UMAP's) seed range is 0 <= seed < 2**32
 
 
-def check_device(value: Any, name: str = "device", lims: Limits | None = None) -> Any:
-    """A device string that :func:`bindlab.config.resolve_device` accepts here (``auto|cpu|cuda|cuda:N|mps``), checked
-    for every command, also for models that ignore it (``bow``). ``auto`` and ``cpu`` are accepted without importing
-    torch. Returns the value unchanged (resolution is the loader's)."""
-    text = str(value).strip().lower()
-    if text in ("auto", "cpu"):
-        return value
+def check_device(value: Any, name: str = "device", lims: Limits | None = None) -> str:
+    """The one device check of every face (CLI, API, app) and every study's request: a device string that
+    :func:`bindlab.config.resolve_device` accepts *on this machine* (``auto|cpu|cuda|cuda:N|mps``, and the device must
+    be there), checked before any work starts, also for models that ignore it (``bow``). ``auto`` and ``cpu`` are
+    accepted without importing torch. Returns the value stripped (resolution is the loader's).
+
+    Raises:
+        ValueError: one sentence naming the device, why it cannot be used here, and what to use instead.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be one of auto, cpu, cuda, cuda:N or mps, got {value!r}")
+    text = value.strip()
+    if text.lower() in ("auto", "cpu"):
+        return text
     from bindlab.config import resolve_device
 
     try:
-        resolve_device(str(value))
+        resolve_device(text)
     except ValueError as e:
-        raise ValueError(f"{_flag(name)}: {e}") from None
-    return value
+        raise ValueError(str(e) if name == "device" else f"{_flag(name)}: {e}") from None
+    return text
 
 
 def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
