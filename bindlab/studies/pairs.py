@@ -270,10 +270,10 @@ def below_chance_notes(s: ScoredPairs) -> list[str]:
 
 
 def numbers_text(r: dict[str, Any]) -> str:
-    """``0.022, 95% CI 0.000–0.056, chance 0.250`` for one :func:`score_summary` entry."""
-    from bindlab.present.numbers import interval, score
-
-    return f"{score(r['value'])}, 95% CI {interval(r['ci95'])}, chance {score(r['chance'])}"
+    """``0.022, 95% CI 0.000–0.056, chance 0.250`` for one :func:`score_summary` entry (in a note, so written here:
+    studies/ does not import present/)."""
+    lo, hi = r["ci95"]
+    return f"{r['value']:.3f}, 95% CI {lo:.3f}–{hi:.3f}, chance {r['chance']:.3f}"
 
 
 def origin_line(summary: dict[str, Any]) -> str:

@@ -9,12 +9,12 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from bindlab.eval.metrics import TIE_TOL
 from bindlab.present import numbers
 from bindlab.present.exports import mcq_export, question_tables
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.svg_figures import accuracy_by_n_svg
 from bindlab.studies import browse
+from bindlab.studies.browse import TIE_TOL
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
