@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bindlab.studies.progress import progress_for
 from bindlab.studies.result import Result
 
 __all__ = [
@@ -121,7 +122,7 @@ def _data(data: Any) -> str | None:
 
 # --- evaluation ----------------------------------------------------------------------------------------------------
 def evaluate_mcq(model: Any, data: Any = None, pairings: Sequence[str] | str = ("tt",), limit: int = 0,
-                 name: str | None = None, skip_bad: bool = False, progress: Any = None) -> Result:
+                 name: str | None = None, skip_bad: bool = False, progress: Any = True) -> Result:
     """SABER-style 4-way MCQ accuracy (tie-aware), per pairing, by N and subset — what ``eval mcq`` prints.
 
     Args:
@@ -144,13 +145,16 @@ def evaluate_mcq(model: Any, data: Any = None, pairings: Sequence[str] | str = (
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
-    path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch)
-    return run_mcq(McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
-                              device=device, skip_bad=skip_bad), progress)
+    with progress_for(progress, "evaluate_mcq") as report:  # the embedded set's first rendering is on the bar too
+        path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch,
+                                                progress=report)
+        request = McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
+                             device=device, skip_bad=skip_bad)
+        return run_mcq(request, report)
 
 
 def evaluate_retrieval(model: Any, data: Any = None, pairings: Sequence[str] | str = ("tt",), limit: int = 0,
-                       name: str | None = None, skip_bad: bool = False, progress: Any = None) -> Result:
+                       name: str | None = None, skip_bad: bool = False, progress: Any = True) -> Result:
     """Pooled-gallery retrieval of the MCQ captions (mAP with multiple positives, R@1, R@5, by N) — ``eval
     retrieval``. Arguments as :func:`evaluate_mcq`; ``res.primary`` is the first pairing's mAP.
 
@@ -161,13 +165,16 @@ def evaluate_retrieval(model: Any, data: Any = None, pairings: Sequence[str] | s
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
-    path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch)
-    return run_retrieval(McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
-                                    device=device, skip_bad=skip_bad), progress)
+    with progress_for(progress, "evaluate_retrieval") as report:  # the embedded set's first rendering is on the bar too
+        path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch,
+                                                progress=report)
+        request = McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
+                             device=device, skip_bad=skip_bad)
+        return run_retrieval(request, report)
 
 
 def evaluate_pairs(model: Any, data: Any = None, verbosity: str = "all", limit: int = 0, seed: int = 0,
-                   name: str | None = None, skip_bad: bool = False, progress: Any = None) -> Result:
+                   name: str | None = None, skip_bad: bool = False, progress: Any = True) -> Result:
     """Winoground-style 2x2 scores (I2T, T2I, Group) of CompoSET-style single-edit pairs — ``eval pairs``.
 
     Args:
@@ -186,8 +193,10 @@ def evaluate_pairs(model: Any, data: Any = None, verbosity: str = "all", limit: 
 
     model_id, device, batch = _ref(model, name)
     path = _data(data) or default_pairs_dataset()
-    return run_pairs(PairsRequest(data=path, model=model_id, verbosity=verbosity, limit=limit, batch_size=batch,
-                                  device=device, seed=seed, skip_bad=skip_bad), progress)
+    request = PairsRequest(data=path, model=model_id, verbosity=verbosity, limit=limit, batch_size=batch,
+                           device=device, seed=seed, skip_bad=skip_bad)
+    with progress_for(progress, "evaluate_pairs") as report:
+        return run_pairs(request, report)
 
 
 def evaluate_benchmark(model: Any, benchmark: str, data: str | None = None, images: str | None = None,
@@ -210,7 +219,7 @@ def evaluate_benchmark(model: Any, benchmark: str, data: str | None = None, imag
 
 def compare(models: Sequence[Any], suite: Sequence[str] | str = ("mcq",), data: Any = None, pairs_data: Any = None,
             pairings: Sequence[str] | str = ("tt",), verbosity: str = "all", limit: int = 0, seed: int = 0,
-            use_cache: bool = True, progress: Any = None) -> Result:
+            use_cache: bool = True, progress: Any = True) -> Result:
     """Several models on one suite, on the same questions — ``compare``: a leaderboard with 95 % intervals and
     chance, per-task tables and the per-question diff.
 
@@ -229,14 +238,15 @@ def compare(models: Sequence[Any], suite: Sequence[str] | str = ("mcq",), data: 
     from bindlab.studies.compare import CompareRequest, run_compare
 
     ids = [_ref(m)[0] for m in models]
-    return run_compare(CompareRequest(models=ids, suite=suite, data=_data(data),
-                                      pairs_data=_data(pairs_data), pairings=pairings, verbosity=verbosity,
-                                      limit=limit, seed=seed, use_cache=use_cache), progress)
+    request = CompareRequest(models=ids, suite=suite, data=_data(data), pairs_data=_data(pairs_data),
+                             pairings=pairings, verbosity=verbosity, limit=limit, seed=seed, use_cache=use_cache)
+    with progress_for(progress, "compare") as report:
+        return run_compare(request, report)
 
 
 def ground(model: Any, data: Any = None, factors: str | Sequence[str] = "all", alpha: str | float = "auto",
            controls: bool = True, n_boot: int = 2000, seed: int = 0, protocol: str = "context",
-           align: str = "none", progress: Any = None) -> Result:
+           align: str = "none", progress: Any = True) -> Result:
     """Matched visual grounding of a factor grid: native versus grounded text-to-image retrieval per factor, α chosen
     on validation — ``ground``. ``data`` is a grid folder with ``index.csv`` (None = the default grid, rendered once).
 
@@ -246,14 +256,16 @@ def ground(model: Any, data: Any = None, factors: str | Sequence[str] = "all", a
     from bindlab.studies.grounding import GroundingRequest, run_grounding
 
     model_id, device, batch = _ref(model)
-    return run_grounding(GroundingRequest(data=str(data or ""), model=model_id, factors=factors, alpha=alpha,
-                                          controls=controls, n_boot=n_boot, seed=seed, device=device,
-                                          batch_size=batch or 64, protocol=protocol, align=align), progress)
+    request = GroundingRequest(data=str(data or ""), model=model_id, factors=factors, alpha=alpha,
+                               controls=controls, n_boot=n_boot, seed=seed, device=device, batch_size=batch or 64,
+                               protocol=protocol, align=align)
+    with progress_for(progress, "ground") as report:
+        return run_grounding(request, report)
 
 
 def attention_margins(model: str, data: Any = None, limit: int = 0, compare: str = "",
                       direction: str = "later_to_earlier", seed: int = 0, n_boot: int = 1000,
-                      progress: Any = None) -> Result:
+                      progress: Any = True) -> Result:
     """Per-layer attention binding margins of a text transformer — ``attention``. Needs the model's internals, so
     ``model`` is an encoder id (``minilm``, ``toy:clip``, ``hf:…``, ``qwen3vl:…``, ``lora:…``).
 
@@ -265,8 +277,10 @@ def attention_margins(model: str, data: Any = None, limit: int = 0, compare: str
     if not isinstance(model, str):
         raise TypeError("attention_margins reads a text transformer's attention maps, so it takes an encoder id "
                         "(minilm, toy:clip, hf:..., lora:...), not a model object")
-    return run_attention(AttentionRequest(model=model, data=_data(data) or "", limit=limit,
-                                          compare=compare, direction=direction, seed=seed, n_boot=n_boot), progress)
+    request = AttentionRequest(model=model, data=_data(data) or "", limit=limit, compare=compare,
+                               direction=direction, seed=seed, n_boot=n_boot)
+    with progress_for(progress, "attention_margins") as report:
+        return run_attention(request, report)
 
 
 # --- results -------------------------------------------------------------------------------------------------------

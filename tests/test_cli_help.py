@@ -93,7 +93,7 @@ def test_defaults_are_shown_where_they_inform(capsys):
         ("generate", "saber"), capsys)
     text = _help(("eval", "mcq"), capsys)
     assert "[default: 64]" in text and "[default: tt]" in text
-    assert "--skip-bad skip malformed lines (reported) instead of refusing the file --out" in text  # a flag: no default
+    assert "--skip-bad skip malformed lines (reported) instead of refusing the file --no-progress" in text  # a flag: no default
 
 
 def test_jobs_actions_have_their_own_help(capsys):

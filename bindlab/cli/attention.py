@@ -19,9 +19,11 @@ from bindlab.cli.common import (
 def cmd_attention(a: argparse.Namespace) -> None:
     from bindlab.present.exports import attention_export
     from bindlab.studies.attention import AttentionRequest, run_attention
+    from bindlab.studies.progress import progress_for
 
     request = AttentionRequest(a.model, a.data, a.limit, a.compare, a.direction, seed=a.seed, device=a.device)
-    result = run_attention(request)
+    with progress_for(not a.no_progress, "attention") as report:
+        result = run_attention(request, report)
     res = result.summary
     cmp = res.get("compare")
     for name, s in res["sets"].items():

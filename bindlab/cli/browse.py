@@ -17,6 +17,7 @@ from bindlab.cli.common import (
     add_output_args,
     add_run_args,
 )
+from bindlab.studies.progress import progress_for
 from bindlab.studies.result import Result
 
 
@@ -74,7 +75,8 @@ def cmd_eval_mcq(a: argparse.Namespace) -> None:
     from bindlab.present.exports import mcq_export
     from bindlab.studies.browse import run_mcq, unknown_words_text
 
-    result = run_mcq(_request(a))
+    with progress_for(not a.no_progress, "eval mcq") as report:
+        result = run_mcq(_request(a), report)
     model = result.provenance["encoder"]["id"]
     for p, r in result.summary["pairings"].items():
         by_n = " ".join(f"{n}:{v:.3f}" for n, v in r["by_n"].items())
@@ -91,7 +93,8 @@ def cmd_eval_retrieval(a: argparse.Namespace) -> None:
     from bindlab.present.exports import retrieval_export
     from bindlab.studies.browse import run_retrieval
 
-    result = run_retrieval(_request(a))
+    with progress_for(not a.no_progress, "eval retrieval") as report:
+        result = run_retrieval(_request(a), report)
     model = result.provenance["encoder"]["id"]
     for p, r in result.summary["pairings"].items():
         m = r["map"]

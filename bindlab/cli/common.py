@@ -215,9 +215,11 @@ def add_device(p: argparse.ArgumentParser, default: str | None = "auto") -> None
 
 
 def add_run_args(p: argparse.ArgumentParser, *, batch_size: int | None | bool = 64, batch_help: str = "",
-                 limit: str | None = None, seed: str | None = None, skip_bad: bool = False) -> None:
+                 limit: str | None = None, seed: str | None = None, skip_bad: bool = False,
+                 progress: bool = True) -> None:
     """``--device``, ``--batch-size`` (``batch_size=False``: none; None: no default of its own), then ``--limit``,
-    ``--seed`` and ``--skip-bad`` where the command has them (``limit``/``seed`` are their help texts)."""
+    ``--seed`` and ``--skip-bad`` where the command has them (``limit``/``seed`` are their help texts), and
+    ``--no-progress`` where the command draws a progress bar (``progress``)."""
     add_device(p)
     if batch_size is not False:
         p.add_argument("--batch-size", type=int, default=batch_size, metavar="N",
@@ -229,6 +231,9 @@ def add_run_args(p: argparse.ArgumentParser, *, batch_size: int | None | bool = 
     if skip_bad:
         p.add_argument("--skip-bad", action="store_true",
                        help="skip malformed lines (reported) instead of refusing the file")
+    if progress:
+        p.add_argument("--no-progress", action="store_true",
+                       help="no progress bar on stderr (by default one appears when the work takes over 2 s)")
 
 
 def add_output_args(p: argparse.ArgumentParser, *, out: str = OUT_HELP, per_item: str | None = None,

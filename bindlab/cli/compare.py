@@ -42,13 +42,16 @@ def leaderboard_text(rows: list[dict[str, Any]]) -> str:
 def cmd_compare(a: argparse.Namespace) -> None:
     from bindlab.present.exports import models_compare_export
     from bindlab.studies.compare import CompareRequest, run_compare
+    from bindlab.studies.progress import progress_for
     from bindlab.studies.validate import input_path
 
     if a.pairs_data:
         input_path(a.pairs_data, "pairs_data")  # inside the allowed data roots, like --data
-    result = run_compare(CompareRequest(models=a.models, suite=a.suite, data=a.data, pairs_data=a.pairs_data,
-                                        pairings=a.pairings, verbosity=a.verbosity, limit=a.limit, seed=a.seed,
-                                        batch_size=a.batch_size, device=a.device, use_cache=not a.no_cache))
+    request = CompareRequest(models=a.models, suite=a.suite, data=a.data, pairs_data=a.pairs_data,
+                             pairings=a.pairings, verbosity=a.verbosity, limit=a.limit, seed=a.seed,
+                             batch_size=a.batch_size, device=a.device, use_cache=not a.no_cache)
+    with progress_for(not a.no_progress, "compare") as report:
+        result = run_compare(request, report)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     s = result.summary

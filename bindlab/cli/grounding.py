@@ -39,11 +39,13 @@ def cmd_generate_factors(a: argparse.Namespace) -> None:
 def cmd_ground(a: argparse.Namespace) -> None:
     from bindlab.present.exports import grounding_export
     from bindlab.studies.grounding import GroundingRequest, run_grounding
+    from bindlab.studies.progress import progress_for
 
     request = GroundingRequest(a.data, a.model, a.factor, a.alpha, controls=not a.no_controls, n_boot=a.n_boot,
                                seed=a.seed, device=a.device, batch_size=a.batch_size, protocol=a.protocol,
                                align=a.align)
-    result = run_grounding(request)
+    with progress_for(not a.no_progress, "ground") as report:
+        result = run_grounding(request, report)
     model = result.provenance["encoder"]["id"]
     for f, r in result.summary["factors"].items():
         nat, gr = r["test"]["native"], r["test"]["grounded"]
@@ -123,6 +125,6 @@ def add_commands(g: Groups) -> None:
                    data_required=False)
     w.add_argument("--factor", default="pattern", choices=["pattern"], help="the attenuated factor")
     w.add_argument("--protocol", default="context", choices=["context", "combination"], help="held-out protocol")
-    add_run_args(w)
+    add_run_args(w, progress=False)
     add_output_args(w, export=False)
     w.set_defaults(func=cmd_ground_sweep)

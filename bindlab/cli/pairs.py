@@ -45,9 +45,12 @@ def _edit_type_table(rows: list[dict[str, Any]]) -> str:
 def cmd_eval_pairs(a: argparse.Namespace) -> None:
     from bindlab.present.exports import pairs_export
     from bindlab.studies.pairs import PairsRequest, origin_line, run_pairs
+    from bindlab.studies.progress import progress_for
 
-    result = run_pairs(PairsRequest(data=a.data, model=a.model, verbosity=a.verbosity, limit=a.limit,
-                                    batch_size=a.batch_size, device=a.device, seed=a.seed, skip_bad=a.skip_bad))
+    request = PairsRequest(data=a.data, model=a.model, verbosity=a.verbosity, limit=a.limit,
+                           batch_size=a.batch_size, device=a.device, seed=a.seed, skip_bad=a.skip_bad)
+    with progress_for(not a.no_progress, "eval pairs") as report:
+        result = run_pairs(request, report)
     for note in result.notes:
         print(f"warning: {note}", file=sys.stderr)
     summary = result.summary
@@ -126,6 +129,6 @@ def add_commands(g: Groups) -> None:
     b.add_argument("--source", default="auto", choices=["auto", "local", "hub"],
                    help="where the data comes from: local (--data or the manifest's path), hub (the manifest's "
                         "Hugging Face dataset), auto (local when that path exists, else the hub)")
-    add_run_args(b, limit="at most N items per split (0 = all)", seed="bootstrap seed")
+    add_run_args(b, limit="at most N items per split (0 = all)", seed="bootstrap seed", progress=False)
     add_output_args(b, per_item="write per-item pass/fail as JSONL here", export=False)
     b.set_defaults(func=cmd_eval_benchmark)

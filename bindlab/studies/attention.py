@@ -10,7 +10,7 @@ with the caption's length checked before anything is tokenised. The maths lives 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,13 @@ import numpy as np
 
 from bindlab.analysis import attention as att
 from bindlab.config import LIMIT_ENV, limits
+from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device
 
 __all__ = ["DIRECTIONS", "MAX_CAPTION_CHARS", "MAX_CAPTION_WORDS", "AttentionRequest", "CaptionRequest",
            "caption_view", "curve_data", "run_attention"]
 
-Progress = Callable[[float, str], None]
 DIRECTIONS = att.DIRECTIONS
 MAX_CAPTION_WORDS = 512  # a free-text caption longer than this is refused before tokenising
 MAX_CAPTION_CHARS = 8192  # ... and so is one this long in characters (a few giant "words")

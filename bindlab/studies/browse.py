@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +21,7 @@ import numpy as np
 from bindlab.config import home
 from bindlab.data.files import build_once
 from bindlab.data.schema import MCQ, LoadReport, load_mcqs
+from bindlab.encoders.truncation import truncation, truncation_text  # truncation_text: the Browse summary line's
 from bindlab.eval.mcq import (
     PAIRINGS,
     accuracy_by_n,
@@ -34,12 +35,12 @@ from bindlab.eval.retrieval import evaluate_retrieval
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
 from bindlab.studies.memo import forget_under, remember
+from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, data_input, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"per_size": 20, "sizes": list(range(2, 11)), "seed": 0}
 DEFAULT_IMAGE_SIZE = 128
-Progress = Callable[[float, str], None]
 _LOCK = threading.Lock()
 
 
@@ -240,9 +241,12 @@ def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Res
         tables = {"map_by_n": [{"pairing": p, "n_objects": int(n), "map": v} for p, r in results.items()
                                for n, v in r["map_by_n"].items()]}
         primary = "map"
+    # texts cut at the model's token limit: counted in the summary and said in the notes, not only in the server log
+    summary["truncated"] = truncation(encoder, [it.text for q in questions for it in (q.query, *q.candidates)]) \
+        if any("text" in PAIRINGS[p] for p in request.pairings) else None
+    notes = ([report.summary()] if report.skipped else []) + [truncation_text(summary["truncated"])]
     result = Result(kind, summary, rows, provenance=provenance(request.data, encoder, settings),
-                    primary_metric=primary, tables=tables,
-                    notes=[report.summary()] if report.skipped else [])
+                    primary_metric=primary, tables=tables, notes=[n for n in notes if n])
     return result, questions, encoder
 
 

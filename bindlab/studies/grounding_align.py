@@ -9,15 +9,14 @@ Fitting only ever receives calibration and validation rows; the test split is re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from bindlab.analysis.alignment import FACTOR_ORDER, AlignmentFit, caption_table, caption_texts, fit_global_map
 from bindlab.analysis.grounding import value_index
-
-Progress = Callable[[float, str], None]
+from bindlab.studies.progress import Progress
 
 __all__ = ["alignment_reports", "alignment_summary", "cells_of", "fit_for"]
 

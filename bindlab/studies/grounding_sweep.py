@@ -11,7 +11,6 @@ each value's direction and its full-signal (``gamma = 1``) counterpart.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,11 @@ import numpy as np
 
 from bindlab.data.factors import load_index, signal_grids
 from bindlab.studies.grounding import check_protocol, open_session
+from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
 
 __all__ = ["SweepRequest", "resolve_signal_grid", "run_grounding_sweep", "sweep_row"]
 
-Progress = Callable[[float, str], None]
 
 
 @dataclass

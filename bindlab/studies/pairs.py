@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,12 @@ from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.memo import forget_under, remember
+from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, data_input, nonneg_int, positive_int
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
-Progress = Callable[[float, str], None]
 
 
 def default_pairs_dataset() -> Path:
