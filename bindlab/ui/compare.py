@@ -97,6 +97,7 @@ def _diff(result: Any, a: str, b: str) -> tuple[Any, Any]:
 def run(models: list[str] | str, suite: list[str], pairing: str, data: str, pairs_data: str, benchmark: str,
         progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     """Score every model on the suite and show the leaderboard, charts, cross-benchmark table and the default diff."""
+    progress(0, desc="checking the models and the suite")  # at once: loading models can take a while before step 1
     request = cs.CompareRequest(models=models, suite=_suite(suite, benchmark), data=data or None,
                                 pairs_data=pairs_data or None, pairings=[pairing or "tt"])
     result = cs.run_compare(request, progress=lambda f, m: progress(f, desc=m))

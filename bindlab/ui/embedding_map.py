@@ -179,6 +179,7 @@ def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: fl
              search: str = "", progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     """Embed the subset and show its PCA map; the state keeps what the UMAP step and the point panel need (the
     points, not their vectors: those read them back from the embedding cache, ``ms.map_vectors``)."""
+    progress(0, desc="reading the questions")  # at once: loading the model can take a while before the embedding
     request = ms.MapRequest(model=model, data=data, n_objects=n_objects or None,
                             limit=ms.DEFAULT_LIMIT if limit in (None, "") else limit,
                             seed=seed or 0, method="pca", color=color)
@@ -193,10 +194,13 @@ def make_map(data: str, model: str, n_objects: list[str], limit: float, seed: fl
 
 
 @friendly
-def add_umap(state: dict[str, Any] | None, color: str, method: str, search: str = "") -> tuple[Any, ...]:
+def add_umap(state: dict[str, Any] | None, color: str, method: str, search: str = "",
+             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
     """Chained after :func:`make_map`: compute (or read from the cache) the UMAP layout and show it."""
     if not state or method != "umap":
         return gr.update(), state, gr.update()
+    progress(None, desc="UMAP layout (read from the cache, or computed: its first run in this app compiles, about a "
+                        "minute)")
     res = ms.run_map(replace(state["request"], method="umap"), prepared=state["map"])
     state = {**state, "result": res, "layouts": {**state["layouts"], "umap": res.figures_data["xy"]}, "shown": "umap"}
     return (_figure(state, color, search), state,
