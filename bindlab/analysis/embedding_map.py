@@ -255,9 +255,25 @@ def nearest_neighbours(vectors: np.ndarray, index: int, k: int = 10) -> list[tup
     return [(int(j), float(cos[j])) for j in order[: int(k)]]
 
 
+MAX_SEARCH_CHARS = 200  # a search is a few words; 100 KB of words once cost two minutes of CPU per redraw
+MAX_SEARCH_WORDS = 20
+
+
 def search_points(points: Sequence[dict[str, Any]], query: str) -> list[int]:
-    """Indices of the points whose caption contains every word of ``query`` (case-insensitive); empty query -> []."""
-    words = (query or "").lower().split()
+    """Indices of the points whose caption contains every word of ``query`` (case-insensitive); empty query -> [].
+
+    Raises:
+        ValueError: a query over :data:`MAX_SEARCH_CHARS` characters or :data:`MAX_SEARCH_WORDS` words, refused
+            before any caption is read.
+    """
+    text = str(query or "")
+    if len(text) > MAX_SEARCH_CHARS:
+        raise ValueError(f"search: at most {MAX_SEARCH_CHARS} characters, got {len(text):,}; search for a few words, "
+                         "e.g. 'red cube'")
+    words = list(dict.fromkeys(text.lower().split()))
+    if len(words) > MAX_SEARCH_WORDS:
+        raise ValueError(f"search: at most {MAX_SEARCH_WORDS} different words, got {len(words)}; search for a few "
+                         "words, e.g. 'red cube'")
     if not words:
         return []
     return [i for i, p in enumerate(points) if all(w in str(p.get("caption", "")).lower() for w in words)]

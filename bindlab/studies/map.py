@@ -26,6 +26,7 @@ from bindlab.analysis.embedding_map import (
     DEFAULT_LIMIT,
     DEFAULT_N_NEIGHBORS,
     MAX_N_NEIGHBORS,
+    MAX_SEARCH_CHARS,
     METHODS,
     METRICS,
     LayoutParams,
@@ -53,7 +54,8 @@ from bindlab.studies.validate import (
 MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 points, about what a browser can draw
 DEFAULT_MODEL = "minilm"
 
-__all__ = ["COLOR_BY", "DEFAULT_LIMIT", "DEFAULT_N_NEIGHBORS", "MAX_LIMIT", "MAX_N_NEIGHBORS", "METHODS", "METRICS",
+__all__ = ["COLOR_BY", "DEFAULT_LIMIT", "DEFAULT_N_NEIGHBORS", "MAX_LIMIT", "MAX_N_NEIGHBORS", "MAX_SEARCH_CHARS", "METHODS",
+           "METRICS",
            "LayoutParams", "MapData", "MapRequest", "cached_layout", "map_provenance", "map_title", "map_vectors",
            "point_neighbours", "prepare_map", "run_map", "search_points", "selected_points", "summary_line"]
 

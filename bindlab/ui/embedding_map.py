@@ -324,7 +324,8 @@ def build_tab() -> dict[str, Any]:
         run = gr.Button("Make map", variant="primary", scale=1, elem_id="map-run")
     with gr.Row():
         search = gr.Textbox(label="Search captions (points whose caption has every word are ringed)", scale=3,
-                            placeholder="red cube (then Enter)", elem_id="map-search")
+                            placeholder="red cube (then Enter)", max_length=ms.MAX_SEARCH_CHARS,
+                            elem_id="map-search")
         join = gr.Checkbox(False, label="Join the clicked point's question (lines from its query to its candidates)",
                            scale=2, elem_id="map-join")
     search_note = gr.Markdown(elem_id="map-search-note")

@@ -322,6 +322,18 @@ def test_search_and_selection_summary(hand_made):
     assert em.selection_summary(pts, [])["accuracy"] is None
 
 
+def test_search_text_is_capped_before_any_caption_is_read(hand_made):
+    """A visitor's 100 KB of search text once cost 120 s of CPU per redraw: it is refused at once, in one sentence."""
+    path, qs = hand_made
+    pts = em.item_points(qs, path.parent, "text", [True, False])
+    with pytest.raises(ValueError, match=r"search: at most 200 characters, got 100,000"):
+        em.search_points(pts * 1000, "red " * 25_000)
+    with pytest.raises(ValueError, match=r"at most 20 different words, got 21"):
+        em.search_points(pts, " ".join(f"w{i}" for i in range(21)))
+    repeated = " ".join(["cube"] * 40)  # 40 words, one different: fine
+    assert em.search_points(pts, repeated) == em.search_points(pts, "cube")
+
+
 def test_figure_rings_search_matches_and_joins_a_question(hand_made):
     path, qs = hand_made
     pts = em.item_points(qs, path.parent, "text", [True, False])
