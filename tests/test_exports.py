@@ -269,10 +269,10 @@ def test_each_download_request_gets_its_own_folder():
     view = exports.ResultView("t", {"rows": [{"a": 1}]})
     first, note = deliver(view, {}, ["csv"])
     second, _ = deliver(view, {}, ["csv"])
-    assert note.startswith("2 files ready") and "t_all.zip" in note
-    assert [p.rsplit("/", 1)[1] for p in first] == ["t_rows.csv", "provenance.json", "t_all.zip"]
+    assert note.startswith("3 files ready (every file;") and "t_all.zip" in note
+    assert [p.rsplit("/", 1)[1] for p in first] == ["t_rows.csv", "provenance.json", "README.txt", "t_all.zip"]
     with zipfile.ZipFile(first[-1]) as z:  # the zip holds every single file of the download, byte for byte
-        assert z.namelist() == ["t_rows.csv", "provenance.json"]
+        assert z.namelist() == ["t_rows.csv", "provenance.json", "README.txt"]
         assert all(z.read(Path(p).name) == Path(p).read_bytes() for p in first[:-1])
     assert {str(p).rsplit("/", 1)[0] for p in first}.isdisjoint(str(p).rsplit("/", 1)[0] for p in second)
     with pytest.raises(ValueError, match="tick at least one format"):
@@ -299,3 +299,49 @@ def test_exports_never_write_through_a_link(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["provenance.json", "t_items.jsonl", "t_rows.csv", "t_rows.json"]
     assert len(w.paths) == 4 and json.loads((folder / "t_rows.json").read_text())["rows"] == [{"a": 1}]
     assert (folder / "t_items.jsonl").read_text() == '{"a": 1}\n'
+
+
+def _many_files_view() -> exports.ResultView:
+    """A view about the size of a full Walkthrough download: many tables and charts."""
+    tables = {f"table{k}": [{"k": k, "v": k / 10}] for k in range(12)}
+    figures = {f"chart{k}": go.Figure(go.Bar(x=[1, 2], y=[k, k + 1])) for k in range(4)}
+    return exports.ResultView("t", tables, figures, {"items": [{"id": 1}, {"id": 2}]}, main=("table0", "chart0", "items"),
+                              about={"table0": "the summary: one row per run", "chart0": "the main chart"})
+
+
+def test_the_panel_default_is_a_few_main_files_with_a_readme_and_everything_stays_an_option():
+    """The Download panel's default (every format ticked, and *main files only*) gives the main table once (CSV),
+    the main chart once (HTML), the per-item JSONL, provenance, a README naming each file and what was left out, and
+    the zip; unticking *main files only* gives every table and chart in every ticked format, README included."""
+    from bindlab.ui.exports import DEFAULT_CHOICES, MAIN, deliver
+
+    view = _many_files_view()
+    default = [f for f in DEFAULT_CHOICES if f not in ("png", "svg")]  # kaleido's images: see the tests above
+    assert MAIN in DEFAULT_CHOICES and set(exports.FORMATS) <= set(DEFAULT_CHOICES)
+    paths, note = deliver(view, {"settings": {"k": 1}}, default)
+    names = [Path(p).name for p in paths]
+    assert names == ["t_table0.csv", "t_items.jsonl", "t_chart0.html", "provenance.json", "README.txt", "t_all.zip"]
+    assert note.startswith("5 files ready (the main files;")
+    readme = Path(paths[names.index("README.txt")]).read_text()
+    assert "t_table0.csv — the summary: one row per run (a table: one header row" in readme
+    assert "t_chart0.html — the main chart (an interactive chart, standalone" in readme
+    assert "t_items.jsonl — items 'items' (per-item rows, one JSON object per line)" in readme
+    assert "provenance.json — what was run" in readme and "t_all.zip" in readme
+    assert "tick 'everything'" in readme and "table11" in readme and "chart3 (chart)" in readme
+    with zipfile.ZipFile(paths[-1]) as z:
+        assert z.namelist() == names[:-1] and "README.txt" in z.namelist()
+
+    everything, note = deliver(view, {}, [f for f in default if f != MAIN])
+    names = [Path(p).name for p in everything]
+    assert len(names) == 12 * 2 + 1 + 4 + 3 and "every file" in note  # tables ×2, items, charts, provenance, README, zip
+    readme = Path(everything[names.index("README.txt")]).read_text()
+    assert all(n in readme for n in names[:-2]) and "tick 'everything'" not in readme
+
+
+def test_main_files_fall_back_to_the_first_table_and_chart_and_to_one_format_each():
+    view = _many_files_view()
+    plain = exports.ResultView("t", view.tables, view.figures, view.items)  # no main named
+    assert list(exports.main_view(plain).tables) == ["table0"] and list(exports.main_view(plain).figures) == ["chart0"]
+    assert exports.main_formats(["json", "csv", "svg", "png"]) == ["csv", "png"]
+    assert exports.main_formats(["json", "jsonl", "svg"]) == ["json", "jsonl", "svg"]
+

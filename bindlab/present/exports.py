@@ -16,8 +16,14 @@ Formats (``<stem>`` is ``<view>_<name>``, e.g. ``mcq_accuracy_by_n``):
   images are missing.
 - ``<stem>.html`` — the interactive figure, standalone: plotly.js is inlined, so it opens offline.
 - ``provenance.json`` — in every export folder: the provenance record and the list of files written.
+- ``README.txt`` — with ``bundle=True``: one line per file saying what it is (and, for a main-files download, what
+  was left out and how to get it).
 - ``<view>_all.zip`` — with ``bundle=True`` (the app's *Download* panels): every file above in one zip, offered beside
   the single files, so one click takes the whole download.
+
+Main files (``main=True``, the app panels' default): only the view's main tables, figures and item sets
+(:attr:`ResultView.main`), each once — a table as CSV (JSON when CSV is not ticked), a figure as interactive HTML (else
+PNG, else SVG), item sets as JSONL — so a first download is a handful of files, not every table in every format.
 
 Links: an export never writes through a symbolic link. Each file is written to a fresh temporary file in its folder
 (created exclusively, so never a planted link) and moved onto its name with ``os.replace``, which replaces the name
@@ -47,6 +53,12 @@ TABLE_FORMATS = ("csv", "json")
 FIGURE_FORMATS = ("png", "svg", "html")
 ITEM_FORMATS = ("jsonl",)
 FORMATS = (*TABLE_FORMATS, *ITEM_FORMATS, *FIGURE_FORMATS)
+README = "README.txt"
+FORMAT_NOTES = {"csv": "a table: one header row, opens in a spreadsheet or pandas.read_csv",
+                "json": "the same table as JSON, with the provenance record",
+                "jsonl": "per-item rows, one JSON object per line",
+                "html": "an interactive chart, standalone: opens offline in a browser",
+                "png": "the chart as a PNG image", "svg": "the chart as an SVG image"}
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 IMAGE_TIMEOUT_S = 90  # per image, kaleido's own limit
 
@@ -60,12 +72,17 @@ class ResultView:
         tables: ``{name: DataFrame or list of dict rows}`` -> CSV + JSON.
         figures: ``{name: plotly Figure}`` -> PNG + SVG + HTML.
         items: ``{name: per-item rows}`` -> JSONL.
+        main: the names (of tables, figures or item sets) a main-files download holds; empty: the first table, the
+            first figure and every item set.
+        about: ``{name: what it is}``, one line each, for ``README.txt``.
     """
 
     name: str
     tables: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    main: tuple[str, ...] = ()
+    about: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -329,6 +346,56 @@ def zip_files(paths: Sequence[str | Path], path: str | Path) -> Path:
     return path
 
 
+def main_view(view: ResultView) -> ResultView:
+    """``view`` with only its main tables, figures and item sets (:attr:`ResultView.main`; when that is empty, the
+    first table, the first figure and every item set)."""
+    if view.main:
+        pick = lambda d: {k: v for k, v in d.items() if k in view.main}  # noqa: E731
+        tables, figures, items = pick(view.tables), pick(view.figures), pick(view.items)
+    else:
+        tables, figures, items = dict(list(view.tables.items())[:1]), dict(list(view.figures.items())[:1]), view.items
+    return ResultView(view.name, tables, figures, items, view.main, view.about)
+
+
+def main_formats(formats: Iterable[str] | None) -> list[str]:
+    """One format per kind from the chosen ones: CSV (else JSON) for tables, JSONL for items, HTML (else PNG, else
+    SVG) for figures."""
+    chosen = check_formats(formats)
+    table = [f for f in TABLE_FORMATS if f in chosen][:1]
+    figure = [f for f in ("html", "png", "svg") if f in chosen][:1]
+    return [f for f in FORMATS if f in (*table, *figure) or (f == "jsonl" and f in chosen)]
+
+
+def _what(view: ResultView, path: Path) -> str:
+    """One README line: the file's name, what it holds and what its format is."""
+    if path.name == "provenance.json":
+        return f"{path.name} — what was run (bindlab version, models, data, settings) and the list of files"
+    stem, fmt = path.stem, path.suffix.lstrip(".")
+    name = stem[len(view.name) + 1:] if stem.startswith(view.name + "_") else stem
+    kind = "items" if fmt == "jsonl" else "figure" if fmt in FIGURE_FORMATS else "table"
+    about = view.about.get(name) or f"{kind} '{name.replace('_', ' ')}'"
+    return f"{path.name} — {about} ({FORMAT_NOTES.get(fmt, fmt)})"
+
+
+def write_readme(view: ResultView, folder: str | Path, paths: Sequence[Path], left_out: ResultView | None = None
+                 ) -> Path:
+    """``README.txt`` in ``folder``: one line per file of ``paths`` saying what it is; ``left_out``: the parts of
+    the full view a main-files download did not write (named, with how to get them)."""
+    lines = [f"bindlab download: {view.name}", "", "Files:"]
+    lines += [f"- {_what(view, Path(p))}" for p in paths]
+    lines.append(f"- {README} — this list")
+    lines.append(f"- {view.name}_all.zip (beside these files) — every file above in one zip")
+    if left_out is not None:
+        rest = [*left_out.tables, *(f"{k} (chart)" for k in left_out.figures),
+                *(f"{k} (items)" for k in left_out.items)]
+        lines += ["", "These are the main files. Also available (tick 'everything' in the Download panel, or use the "
+                  "command line's --export DIR): " + (", ".join(rest) if rest else "nothing else") + "."]
+    path = Path(folder) / README
+    with _replacing(path) as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def planned_files(view: ResultView, folder: str | Path, formats: Iterable[str] | None = None) -> list[Path]:
     """Every file :func:`write_view` may write for ``view`` in ``folder`` (PNG/SVG included, rendered or not), and
     ``provenance.json``."""
@@ -340,7 +407,7 @@ def planned_files(view: ResultView, folder: str | Path, formats: Iterable[str] |
 
 
 def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
-               formats: Iterable[str] | None = None, bundle: bool = False) -> Written:
+               formats: Iterable[str] | None = None, bundle: bool = False, main: bool = False) -> Written:
     """Write every table, figure and item set of ``view`` into ``folder`` in the chosen formats.
 
     Args:
@@ -348,15 +415,21 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
         folder: output folder (created).
         provenance: the result's provenance record; goes into each table's JSON and into ``provenance.json``.
         formats: subset of :data:`FORMATS` (None = all).
-        bundle: also write ``<view>_all.zip`` holding every file written (the app's downloads).
+        bundle: also write ``README.txt`` (what each file is) and ``<view>_all.zip`` holding every file written
+            (the app's downloads).
+        main: only the main files (:func:`main_view`, :func:`main_formats`).
 
     Returns:
-        :class:`Written` with every path (``provenance.json``, then the zip when ``bundle``, last) and notes on what
-        could not be written.
+        :class:`Written` with every path (``provenance.json``, then ``README.txt`` and the zip when ``bundle``,
+        last) and notes on what could not be written.
     """
+    full = view
+    if main:
+        view, formats = main_view(view), main_formats(formats)
     chosen = check_formats(formats)
     folder = Path(folder)
-    check_no_links(planned_files(view, folder, chosen))  # before a single file is written (each write checks again)
+    planned = planned_files(view, folder, chosen) + ([folder / README] if bundle else [])
+    check_no_links(planned)  # before a single file is written (each write checks again)
     folder.mkdir(parents=True, exist_ok=True)
     out = Written()
     for name, table in view.tables.items():
@@ -373,6 +446,12 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
                                   ensure_ascii=False), encoding="utf-8")
     out.paths.append(manifest)
     if bundle:
+        left_out = None
+        if main:
+            left_out = ResultView(view.name, {k: v for k, v in full.tables.items() if k not in view.tables},
+                                  {k: v for k, v in full.figures.items() if k not in view.figures},
+                                  {k: v for k, v in full.items.items() if k not in view.items})
+        out.paths.append(write_readme(view, folder, out.paths, left_out))
         out.paths.append(zip_files(out.paths, folder / f"{view.name}_all.zip"))
     return out
 
@@ -411,7 +490,12 @@ def mcq_export(result: Result) -> ResultView:
         scores.append({**{k: r.get(k) for k in ("id", "pairing", "n_objects", "subset", "answer", "predicted", "credit",
                                                 "chance")},
                        **{f"score_{role}": by_role.get(role) for role in roles}})
-    return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items})
+    return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items},
+                      main=("summary", "scores", *figs),
+                      about={"summary": "accuracy per pairing with its 95 % interval and chance",
+                             "accuracy_by_n": "accuracy by number of objects N and subset",
+                             "scores": "per question: the answer, the prediction, the credit and each candidate's "
+                                       "score", "items": "per question, as the backend scored it"})
 
 
 def question_tables(view: dict[str, Any] | None, model: str, topk: list[dict[str, Any]] | None = None,
@@ -477,7 +561,10 @@ def pairs_export(result: Result) -> ResultView:
     model = result.provenance.get("encoder", {}).get("id", "")
     title = f"{plot_text(model)}: 2x2 scores by edit type" if model else "2x2 scores by edit type"
     return ResultView("pairs", {"scores": scores, "by_edit_type": edit, "pairs": items},
-                      {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items})
+                      {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items},
+                      main=("scores", "pairs", "by_edit_type"),
+                      about={"scores": "I2T / T2I / Group scores with 95 % intervals, overall and by group",
+                             "pairs": "per pair: its scores", "by_edit_type": "the scores by edit type"})
 
 
 def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: float | None = None,
@@ -642,15 +729,19 @@ def compare_export(result: Result | None, metrics: list[dict[str, Any]] | None =
     return ResultView("compare", tables, figs)
 
 
-def finetune_by_n_figure(result: Result) -> Any:
+def finetune_by_n_figure(result: Result, models: Sequence[str] | None = None,
+                         pairings: Sequence[str] | None = None) -> Any:
     """The Finetune compare's accuracy-by-N chart from the study's raw rows, the models named for a reader (LiNeS
-    left out when a = 1); the tab and its Download draw this same figure."""
+    left out when a = 1); the tab and its Download draw this same figure, the tab only the ``models`` (keys
+    ``base``, ``unscaled``, ``lines``) and ``pairings`` its pickers show (default: all)."""
     from bindlab.present import figures
     from bindlab.train.compare import display_labels, report_models
 
     a = (result.summary.get("lines") or {}).get("a")
     first = next(iter((result.summary.get("mcq") or {}).get("base", {}).values()), {})
-    return figures.compare_by_n(result.rows, labels=tuple(report_models(a)), names=display_labels(a),
+    labels = [k for k in report_models(a) if models is None or k in models]
+    rows = [r for r in result.rows if pairings is None or r["pairing"] in pairings]
+    return figures.compare_by_n(rows, labels=tuple(labels), names=display_labels(a),
                                 chance=float(first.get("chance", 0.25)))
 
 
@@ -766,7 +857,7 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         raise ValueError("run at least one step first; the download holds the steps run in this session")
     tables: dict[str, Any] = {}
     figs: dict[str, Any] = {}
-    scalar = lambda r, keys: [_split_ci({k: r[k] for k in keys if k in r}, "ci95")]  # noqa: E731
+    scalar = lambda r, keys: [_split_ci({k: r[k] for k in keys if k in r}, "ci95", "gain_ci95")]  # noqa: E731
     if "bow" in results:
         r = results["bow"]
         tables["step1_bow"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "ci95", "chance", "tie_share",
@@ -796,11 +887,16 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
                                    for row in r["rows"]]
         tables["step4_small_vs_large"] = [{"group": g, **_split_ci({**r[g], "sizes": r[g]["sizes"]}, "ci95")}
                                           for g in ("small", "large")]
+        if r.get("change"):  # large − small, its bootstrap interval and verdict
+            c = r["change"]
+            tables["step4_small_vs_large"].append({"group": "change (large - small)", "accuracy": c["value"],
+                                                   "ci95_low": c["ci95"][0], "ci95_high": c["ci95"][1],
+                                                   "verdict": c["verdict"]})
         figs["step4_accuracy_by_n"] = wf.objects_figure(r)
     if "grounding" in results:
         r = results["grounding"]
         tables["step5_grounding"] = scalar(r, ("model", "factor", "value", "alpha", "ap_native", "ap_grounded",
-                                               "margin_native", "margin_grounded", "alpha_star", "map_native",
+                                               "gain", "gain_ci95", "margin_native", "margin_grounded", "alpha_star", "map_native",
                                                "map_grounded", "map_prototype", "ap_prototype", "alpha_validation"))
         tables["step5_ap_per_value"] = [{"value": v, "ap_native": a, "ap_grounded": b} for v, a, b in
                                         zip(r["values"], r["ap_native_all"], r["ap_grounded_all"], strict=True)]
@@ -831,4 +927,36 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         tables["step7_image_drift"] = [{"job": r["job"], **r["image_drift"], "steps": r["steps"],
                                         "train_seconds": r["train_seconds"], "lr": r["lr"], "lines_a": r["lines_a"]}]
         figs["step7_accuracy_by_n"] = wf.finetune_figure(r)
-    return ResultView("walkthrough", tables, figs)
+    return ResultView("walkthrough", tables, figs, main=WALKTHROUGH_MAIN, about=WALKTHROUGH_ABOUT)
+
+
+# a step's headline table and its chart: what a main-files download of the Walkthrough holds
+WALKTHROUGH_MAIN = ("step1_bow", "step2_text", "step3_fix", "step4_small_vs_large", "step4_accuracy_by_n",
+                    "step5_grounding", "step5_ap_per_value", "step6_attention", "step7_finetune",
+                    "step7_accuracy_by_n")
+WALKTHROUGH_ABOUT = {
+    "step1_bow": "step 1: the bag of words' accuracy, chance and share of swaps tied with the right answer",
+    "step1_bow_by_n": "step 1: the bag of words' accuracy by number of objects N",
+    "step1_example": "step 1: the example question, each candidate's score and rank",
+    "step2_text": "step 2: MiniLM's accuracy and the median gaps (best swap, another question's answer)",
+    "step2_example": "step 2: the same example question scored by MiniLM",
+    "step3_images": "step 3: accuracy of each toy model in all four pairings, with 95 % intervals",
+    "step3_fix": "step 3: the failure and its fix, toy:clip → toy:negclip per pairing: both accuracies and the "
+                 "paired change with its 95 % interval",
+    "step3_example": "step 3: the example image question, each candidate's score and rank",
+    "step4_objects": "step 4: accuracy at each number of objects N with its 95 % interval",
+    "step4_small_vs_large": "step 4: small vs large scenes, each with its accuracy and 95 % interval",
+    "step4_accuracy_by_n": "step 4: accuracy by number of objects N, with error bars",
+    "step5_grounding": "step 5: the pattern's test AP, text query vs grounded at the α shown, and the margins",
+    "step5_ap_per_value": "step 5: test AP of every pattern, text query vs grounded",
+    "step5_margin_curve": "step 5: the margin M(α) over α",
+    "step6_attention": "step 6: the attention binding margin per layer, with its 95 % interval",
+    "step7_finetune": "step 7: MCQ accuracy per pairing, base vs finetuned",
+    "step7_finetune_by_n": "step 7: MCQ accuracy per pairing and N, base vs finetuned",
+    "step7_accuracy_by_n": "step 7: accuracy by N per pairing, base vs finetuned",
+    "step7_report": "step 7: the separated report as shown (in-format vs general rows)",
+    "step7_report_values": "step 7: the separated report in long form, one value and interval per row",
+    "step7_report_moves": "step 7: which rows of the report moved beyond their interval",
+    "step7_triplets": "step 7: triplet accuracy of each model",
+    "step7_image_drift": "step 7: how far the image embeddings moved, and the job's training settings",
+}

@@ -86,9 +86,11 @@ def pick_option(page, elem_id: str, label: str) -> None:
     page.click(f"[role='option'][aria-label='{label}']")
 
 
-def download_export(page, prefix: str, filename: str, folder: Path, images: bool = False) -> tuple[Path, set[str]]:
+def download_export(page, prefix: str, filename: str, folder: Path, images: bool = False,
+                    main: bool = False) -> tuple[Path, set[str]]:
     """Use a tab's Download panel (element ids ``<prefix>-export…``): open it, leave PNG/SVG out unless ``images``
-    (kaleido takes seconds per figure), prepare the files, download ``filename``.
+    (kaleido takes seconds per figure), untick *main files only* unless ``main`` (so: everything), prepare the files,
+    download ``filename``.
 
     Every download also offers ``<view>_all.zip`` beside the single files (checked here; :func:`download_file` fetches
     it).
@@ -100,6 +102,10 @@ def download_export(page, prefix: str, filename: str, folder: Path, images: bool
     if not images:
         for fmt in ("png", "svg"):
             page.locator(f"#{prefix}-export-formats label", has_text=fmt).click()
+    if not main:
+        from bindlab.ui.exports import MAIN_LABEL
+
+        page.locator(f"#{prefix}-export-formats label", has_text=MAIN_LABEL).click()
     page.click(f"#{prefix}-export-btn")
     link = page.locator(f"#{prefix}-export-files a[download='{filename}']")
     link.wait_for(timeout=180_000)
