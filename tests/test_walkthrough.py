@@ -110,7 +110,7 @@ def test_objects_needs_two_sizes(tmp_path):
 
     path = write_benchmark(tmp_path, generate_saber(per_size=2, sizes=[2, 3], seed=0), {})
     with pytest.raises(ValueError, match="two sizes"):
-        wt.step_objects(path, model="bow")
+        wt.step_objects(path, model="bow", pairing="tt")
 
 
 def test_missing_file_is_a_clear_error():
@@ -277,7 +277,7 @@ def test_export_holds_the_steps_run_so_far(small_benchmark, tmp_path):
     from bindlab.present import exports
 
     path, _ = small_benchmark
-    results = {"bow": wt.step_bag_of_words(path), "objects": wt.step_objects(path, model="bow")}
+    results = {"bow": wt.step_bag_of_words(path), "objects": wt.step_objects(path, model="bow", pairing="tt")}
     view = exports.walkthrough_export(results)
     assert set(view.tables) == {"step1_bow", "step1_bow_by_n", "step1_example", "step4_objects", "step4_small_vs_large"}
     assert set(view.figures) == {"step4_accuracy_by_n"}
@@ -306,7 +306,7 @@ def test_export_holds_every_table_and_chart_each_step_shows(small_benchmark, ima
     path, _ = small_benchmark
     results = {"bow": wt.step_bag_of_words(path), "text": wt.step_text_encoder(path, model="bow"),
                "images": wt.step_images(image_benchmark, models=("toy:clip",)),
-               "objects": wt.step_objects(path, model="bow"),
+               "objects": wt.step_objects(path, model="bow", pairing="tt"),
                "grounding": wt.step_grounding(alpha=1.0, grid=tiny_grid),
                "attention": wt.step_attention(image_benchmark, model="toy:shared", limit=3)}
     view = exports.walkthrough_export(results)
@@ -326,8 +326,104 @@ def test_export_holds_every_table_and_chart_each_step_shows(small_benchmark, ima
     with zipfile.ZipFile(files["walkthrough_all.zip"]) as z:
         assert z.namelist() == list(files)[:-1]
 
+    # the panel's default: each step's headline table (CSV) and chart (HTML), provenance and a README, not every
+    # table in every format
+    from bindlab.ui.exports import DEFAULT_CHOICES
+
+    main, note = deliver(view, wt.walkthrough_provenance(results), DEFAULT_CHOICES)
+    names = [Path(p).name for p in main]
+    assert names == [f"walkthrough_{n}.csv" for n in ("step1_bow", "step2_text", "step3_fix", "step4_small_vs_large",
+                                                      "step5_grounding", "step5_ap_per_value", "step6_attention")] + \
+        [f"walkthrough_{n}.html" for n in ("step3_fix", "step4_accuracy_by_n", "step5_ap_per_value", "step6_attention")] + \
+        ["provenance.json", "README.txt", "walkthrough_all.zip"]
+    assert len(names) < len(files) and "the main files" in note
+    readme = Path(main[names.index("README.txt")]).read_text()
+    assert "walkthrough_step3_fix.csv — step 3: the failure and its fix" in readme
+    assert "walkthrough_step4_accuracy_by_n.html — step 4: accuracy by number of objects N" in readme
+    assert "step1_example" in readme  # named among the files a full download adds
+
 
 def test_grounding_refuses_a_value_not_in_the_grid(tiny_grid):
     """A typed pattern that the grid does not hold is refused with the list, never silently replaced."""
     with pytest.raises(ValueError, match=r"'zebra' is not in the grid; choose one of .*striped"):
         wt.step_grounding(alpha=1.0, value="zebra", grid=tiny_grid)
+
+
+# --- the steps' defaults show an effect; the page's memory of the steps run --------------------------------------
+def test_difference_interval_and_the_objects_change(small_benchmark):
+    """The small-vs-large change carries its own bootstrap interval: independent samples resampled apart; a clear
+    fall excludes 0, no difference (a bag of words on text: chance everywhere) is exactly 0 and unclear."""
+    lo, hi = wt.difference_ci(np.r_[np.ones(45), np.zeros(15)], np.r_[np.ones(15), np.zeros(45)])
+    assert -0.7 < lo < hi < -0.3  # 0.75 → 0.25
+    lo, hi = wt.difference_ci(np.r_[np.ones(30), np.zeros(30)], np.r_[np.ones(30), np.zeros(30)])
+    assert lo < 0 < hi
+    with pytest.raises(ValueError, match="non-empty"):
+        wt.difference_ci(np.array([]), np.ones(3))
+    path, _ = small_benchmark
+    r = wt.step_objects(path, model="bow", pairing="tt")
+    assert r["change"] == {"value": 0.0, "ci95": [0.0, 0.0], "verdict": "unclear"}
+
+
+def test_grounding_gain_interval_is_paired_over_the_test_images(tiny_grid):
+    r0 = wt.step_grounding(alpha=0.0, grid=tiny_grid)
+    assert r0["gain"] == pytest.approx(0.0) and r0["gain_ci95"] == pytest.approx([0.0, 0.0])  # the same query twice
+    r = wt.step_grounding(alpha=2.0, grid=tiny_grid)
+    assert r["gain"] == pytest.approx(r["ap_grounded"] - r["ap_native"])
+    assert r["gain_ci95"][0] <= r["gain"] + 1e-9 and r["gain"] <= r["gain_ci95"][1] + 1e-9
+    assert wt.step_grounding(grid=tiny_grid)["value"] == wt.GROUNDING_VALUE  # the default, when the grid has it
+
+
+def test_the_page_opens_steps_4_and_5_on_the_study_defaults():
+    from bindlab.ui import walkthrough as tab
+
+    assert f"{wt.OBJECTS_MODEL}|{wt.OBJECTS_PAIRING}" in dict(tab.STEP_MODELS_N).values()
+    assert tab.objects_choice(f"{wt.OBJECTS_MODEL}|{wt.OBJECTS_PAIRING}") == (wt.OBJECTS_MODEL, wt.OBJECTS_PAIRING)
+    assert 0 < wt.GROUNDING_ALPHA <= 8  # inside the slider, and not α = 0 (the text query itself: a gain of 0)
+
+
+def test_every_step_paragraph_says_what_to_look_at():
+    from bindlab.ui.walkthrough import PARAGRAPHS
+
+    assert set(PARAGRAPHS) == {s.key for s in wt.STEPS}
+    for key, text in PARAGRAPHS.items():
+        text = " ".join(text.split())
+        assert "**Look at**" in text and ": it shows" in text, key
+
+
+@pytest.mark.slow
+def test_steps_4_and_5_defaults_show_an_effect_beyond_the_noise():
+    """On the embedded default (the image benchmark and the factor grid, rendered on first use: minutes on a cold
+    home) with the real toy models: step 4's change from small to large scenes and step 5's AP gain each have a 95 %
+    interval that excludes 0, and read non-zero at the three decimals the page shows."""
+    from bindlab.ui.walkthrough import grounding_md, objects_md
+
+    r = wt.step_objects()
+    c = r["change"]
+    assert (r["model"], r["pairing"]) == (wt.OBJECTS_MODEL, wt.OBJECTS_PAIRING)
+    assert (c["ci95"][0] > 0 or c["ci95"][1] < 0) and c["verdict"] != "unclear"
+    assert f"{c['value']:+.3f}" not in ("+0.000", "-0.000")
+    assert "the interval excludes 0" in objects_md(r)
+    g = wt.step_grounding()
+    assert (g["value"], g["alpha"]) == (wt.GROUNDING_VALUE, wt.GROUNDING_ALPHA)
+    assert g["gain_ci95"][0] > 0 and f"{g['gain']:+.3f}" != "+0.000"
+    assert "it excludes 0" in grounding_md(g)
+
+
+def test_run_step_remembers_and_a_reload_rebuilds_what_the_browser_recorded(small_benchmark):
+    """A step pressed again with the same settings (or rebuilt for a download after a reload) is the remembered
+    result, not a new computation; a browser's record is checked like typed input."""
+    first = wt.run_step("bow")
+    assert wt.run_step("bow") is first and wt.run_step("bow", {"ignored": 1}) is first
+    assert wt.step_settings("grounding", {"alpha": "1.5", "value": "striped", "x": 1}) == {"alpha": 1.5,
+                                                                                           "value": "striped"}
+    with pytest.raises(ValueError, match="not a walkthrough step"):
+        wt.step_settings("nope")
+    with pytest.raises(ValueError, match="alpha 'x' is not a float"):
+        wt.step_settings("grounding", {"alpha": "x"})
+    have = {"objects": {"model": "mine"}}
+    results, skipped = wt.rebuild_results({"bow": {}, "objects": {}, "nope": {}, "attention": {"model": "nope:x"}},
+                                          have)
+    assert results["bow"] is first and results["objects"] is have["objects"]  # this page's own result is kept
+    assert set(results) == {"bow", "objects"} and len(skipped) == 1 and skipped[0].startswith("step attention:")
+    with pytest.raises(ValueError, match="job id"):
+        wt.run_step("finetune", {})

@@ -23,7 +23,8 @@ Steps:
 from __future__ import annotations
 
 import math
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,15 @@ FIX_PAIR = ("toy:clip", "toy:negclip")  # a failure and its fix: one model befor
 FIX_PAIRINGS = ("ii", "it", "ti")  # the pairings with images, where the twins' negative images and captions act
 GROUNDING_MODEL = "toy:clip"
 GROUNDING_FACTOR = "pattern"  # patterns are named in only a quarter of the toy models' captions (FactorAtlas)
+# Step 4 opens on toy:clip image → image: measured on the embedded default (180 image questions, 20 per N), N = 3–5
+# scored 0.717 (95 % CI 0.600–0.817) and N = 8–10 0.433 (0.300–0.567), a change of −0.283 whose bootstrap interval
+# excludes 0. MiniLM text → text read 0.317 vs 0.317 (+0.000) and the bag of words 0.250 vs 0.250 by construction:
+# nothing for a first look to see.
+OBJECTS_MODEL, OBJECTS_PAIRING = "toy:clip", "ii"
+# Step 5 opens on "striped" at α = 1: measured on the default grid with toy:clip (1056 test images), test AP
+# 0.078 → 0.121 (+0.043, paired bootstrap 95 % CI over the test images +0.028 to +0.068); α = 0 is the text query
+# itself (a gain of exactly 0), and α = 2 or 4 add little more for striped (+0.048, +0.057) with wider intervals.
+GROUNDING_VALUE, GROUNDING_ALPHA = "striped", 1.0
 ATTENTION_MODEL = "minilm"
 FINETUNE_MODEL = "toy:shared"
 
@@ -223,9 +233,32 @@ def fix_rows(credits: dict[tuple[str, str], np.ndarray], fix: tuple[str, str] = 
 
 
 # ---------------------------------------------------------------------------------------------- step 4
-def step_objects(data: str | Path | None = None, model: str = "minilm", pairing: str = "tt",
+def difference_ci(a: np.ndarray, b: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+                  ) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``mean(b) − mean(a)`` for two independent samples (each resampled on its
+    own: different questions, nothing paired).
+
+    Raises:
+        ValueError: either sample is empty.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if not a.size or not b.size:
+        raise ValueError(f"a difference needs two non-empty samples, got {a.size} and {b.size} values")
+    rng = np.random.default_rng(seed)
+    diffs = (b[rng.integers(0, b.size, (n_boot, b.size))].mean(axis=1)
+             - a[rng.integers(0, a.size, (n_boot, a.size))].mean(axis=1))
+    tail = (1 - level) / 2
+    return float(np.quantile(diffs, tail)), float(np.quantile(diffs, 1 - tail))
+
+
+def _verdict(lo: float, hi: float) -> str:
+    return "up" if lo > 0 else "down" if hi < 0 else "unclear"
+
+
+def step_objects(data: str | Path | None = None, model: str = OBJECTS_MODEL, pairing: str = OBJECTS_PAIRING,
                  progress: Progress | None = None) -> dict[str, Any]:
-    """Step 4: accuracy by number of objects N for one model and pairing.
+    """Step 4: accuracy by number of objects N for one model and pairing (default: :data:`OBJECTS_MODEL`
+    :data:`OBJECTS_PAIRING`, where the fall is measured clearly).
 
     N = 2 is left out of the small/large comparison: its fourth candidate replaces a word, which even a bag of
     words can see, so its chance level is 1/3, not 1/4 (``chance`` is the mean over all questions, the chart's rows
@@ -233,8 +266,10 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
 
     Returns:
         ``{"model", "pairing", "rows" (accuracy_table rows for the chart, each with its 95 % percentile bootstrap
-        interval ``ci95`` over its questions), "small": {"sizes", "accuracy", "ci95", "n"}, "large": {…}, "chance",
-        "per_size"}``; small = the three smallest N ≥ 3, large = the three largest.
+        interval ``ci95`` over its questions), "small": {"sizes", "accuracy", "ci95", "n"}, "large": {…},
+        "change": {"value" (large − small), "ci95" (:func:`difference_ci`), "verdict" ("up", "down" when the
+        interval excludes 0, else "unclear")}, "chance", "per_size"}``; small = the three smallest N ≥ 3, large = the
+        three largest.
     """
     from bindlab.eval.metrics import bootstrap_ci
     from bindlab.studies.browse import accuracy_table, needs_images, scored_set
@@ -247,8 +282,11 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
         raise ValueError("step 4 needs questions with at least two sizes N >= 3")
     k = min(3, len(sizes) // 2)
 
+    def credit_of(ns: list[int]) -> np.ndarray:
+        return np.array([cr for q, cr in zip(s.questions, s.credit, strict=True) if q.n_objects in ns])
+
     def group(ns: list[int]) -> dict[str, Any]:
-        c = np.array([cr for q, cr in zip(s.questions, s.credit, strict=True) if q.n_objects in ns])
+        c = credit_of(ns)
         lo, hi = bootstrap_ci(c)
         return {"sizes": ns, "accuracy": float(c.mean()), "ci95": [lo, hi], "n": int(len(c))}
 
@@ -259,8 +297,11 @@ def step_objects(data: str | Path | None = None, model: str = "minilm", pairing:
             credit.setdefault((int(q.n_objects), subset), []).append(float(cr))
     rows = [{**r, "ci95": list(bootstrap_ci(np.array(credit.get((int(r["n_objects"]), r["subset"]), []))))}
             for r in accuracy_table(s)]
+    small, large = credit_of(sizes[:k]), credit_of(sizes[-k:])
+    lo, hi = difference_ci(small, large)
+    change = {"value": float(large.mean() - small.mean()), "ci95": [lo, hi], "verdict": _verdict(lo, hi)}
     return {"model": s.model, "pairing": pairing, "rows": rows, "small": group(sizes[:k]),
-            "large": group(sizes[-k:]), "chance": s.summary["chance"], "per_size": per_size,
+            "large": group(sizes[-k:]), "change": change, "chance": s.summary["chance"], "per_size": per_size,
             "accuracy": s.summary["accuracy"]}
 
 
@@ -280,14 +321,36 @@ def grounding_session(grid: str | Path | None = None, model: str = GROUNDING_MOD
     return open_session(folder, model, progress=progress)
 
 
-def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = GROUNDING_FACTOR,
+def ap_gain_ci(state: Any, value_index: int, alpha: float, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+               ) -> tuple[float, float]:
+    """Paired percentile bootstrap interval of one value's test AP gain (grounded at ``alpha`` − the text query).
+
+    The test images are resampled one by one and both queries are scored on the same resample. (The default grid's
+    test split is one context-replica group, so a cluster bootstrap over groups would have nothing to resample.)
+    """
+    from bindlab.analysis.grounding import pencil_scores
+    from bindlab.analysis.grounding_controls import group_bootstrap_ap, group_bootstrap_counts
+
+    test = state.test
+    n = len(test.value_idx)
+    items, counts = np.arange(n), group_bootstrap_counts(n, n_boot, seed)
+    pos = test.value_idx == value_index
+    native = group_bootstrap_ap(pencil_scores(test, 1.0, 0.0)[:, value_index], pos, items, counts)
+    grounded = group_bootstrap_ap(pencil_scores(test, 1.0, float(alpha))[:, value_index], pos, items, counts)
+    diff = grounded - native
+    tail = (1 - level) / 2
+    return float(np.nanquantile(diff, tail)), float(np.nanquantile(diff, 1 - tail))
+
+
+def step_grounding(alpha: float = GROUNDING_ALPHA, value: str | None = None, factor: str = GROUNDING_FACTOR,
                    grid: str | Path | None = None, model: str = GROUNDING_MODEL,
                    progress: Progress | None = None) -> dict[str, Any]:
     """Step 5: matched visual grounding of one factor value at one α (vector maths once the session is open).
 
     Returns:
-        the :func:`~bindlab.analysis.grounding_session.slider_view` numbers for ``value`` (default: the factor's
-        first value) — ``ap_native``/``ap_grounded``, ``margin_native``/``margin_grounded``, ``c`` (= q . d),
+        the :func:`~bindlab.analysis.grounding_session.slider_view` numbers for ``value`` (default:
+        :data:`GROUNDING_VALUE` when the grid has it, else the factor's first value other than ``plain``) —
+        ``ap_native``/``ap_grounded``, ``gain`` (their difference) and ``gain_ci95`` (:func:`ap_gain_ci`), ``margin_native``/``margin_grounded``, ``c`` (= q . d),
         ``alpha_star`` (the zero crossing -c, ``None`` unless -1 < c < 0),
         ``map_native``/``map_grounded``, the margin ``curve`` — plus ``map_prototype`` (test macro-mAP when the
         image prototype itself is the query: what the image embeddings hold), ``alpha_validation`` (the protocol's
@@ -303,13 +366,15 @@ def step_grounding(alpha: float = 1.0, value: str | None = None, factor: str = G
     values = state.values.tolist()
     if value is not None and value not in values:
         raise ValueError(f"{factor} {str(value)[:60]!r} is not in the grid; choose one of {', '.join(values)}")
-    value = next((v for v in values if v != "plain"), values[0]) if value is None else value  # plain: no pattern to ground
+    if value is None:  # plain: no pattern to ground
+        value = GROUNDING_VALUE if GROUNDING_VALUE in values else next((v for v in values if v != "plain"), values[0])
     view = slider_view(session, factor, value, float(alpha))
     v = view["value_index"]
     sel = state.select_alpha()
     return {"model": session.encoder.id if session.encoder else model, "factor": factor, "value": value,
             "values": values, "alpha": view["alpha"],
             "ap_native": view["ap_native"][v], "ap_grounded": view["ap_grounded"][v],
+            "gain": view["ap_grounded"][v] - view["ap_native"][v], "gain_ci95": list(ap_gain_ci(state, v, alpha)),
             "ap_native_all": view["ap_native"], "ap_grounded_all": view["ap_grounded"],
             "margin_native": view["margin_native"][v], "margin_grounded": view["margin_grounded"][v],
             "c": view["c"][v], "alpha_star": view["alpha_star"][v], "map_native": view["map_native"],
@@ -633,6 +698,91 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
             "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"],
             "chance": res["mcq"]["base"]["tt"].get("chance", 0.25),
             "chance_by_n": res["mcq"]["base"]["tt"].get("chance_by_n", {})}
+
+
+# ---------------------------------------------------------------------------------------------- page memory
+# What a step needs to be run again, as the page remembers it per browser (a reload keeps it): the step's key and
+# these settings. Everything else of a step is fixed (the embedded default data and models).
+STEP_SETTINGS: dict[str, dict[str, type]] = {"bow": {}, "text": {}, "images": {}, "objects": {"model": str, "pairing": str},
+                                             "grounding": {"alpha": float, "value": str}, "attention": {"model": str},
+                                             "finetune": {"job": str}}
+MEMO_SIZE = 32  # step results kept in this process (a few hundred kB each; step 7's the largest)
+_MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def step_settings(key: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The settings of step ``key`` that :func:`run_step` uses, typed; other keys are dropped (a browser's store
+    may hold anything), a missing one takes the step's default.
+
+    Raises:
+        ValueError: ``key`` is not a step, or a setting has the wrong type.
+    """
+    if key not in STEP_SETTINGS:
+        raise ValueError(f"{str(key)[:40]!r} is not a walkthrough step; the steps are {', '.join(STEP_SETTINGS)}")
+    out = {}
+    for name, kind in STEP_SETTINGS[key].items():
+        raw = (settings or {}).get(name)
+        if raw is None:
+            continue
+        try:
+            out[name] = kind(raw) if kind is float else str(raw)[:200]
+        except (TypeError, ValueError):
+            raise ValueError(f"step {key}: {name} {str(raw)[:40]!r} is not a {kind.__name__}") from None
+    return out
+
+
+def run_step(key: str, settings: dict[str, Any] | None = None, progress: Progress | None = None,
+             manager: Any = None) -> dict[str, Any]:
+    """Step ``key`` with ``settings`` (:func:`step_settings`), remembered in this process: a second call with the
+    same settings — the same step pressed again, or a download rebuilt after the page was reloaded — returns the
+    first call's result without computing anything (the embeddings behind it are cached on disk as well).
+
+    Step 7 (``finetune``, settings ``{"job"}``) checks first that ``manager`` (the visitor's) may see the job.
+    """
+    settings = step_settings(key, settings)
+    if key == "finetune":
+        if "job" not in settings:
+            raise ValueError("step finetune needs its job id; start the finetune first")
+        finetune_status(settings["job"], manager)  # the visitor's own job (or, outside public mode, a local one)
+    memo_key = (key, *sorted(settings.items()))
+    with _MEMO_LOCK:
+        if memo_key in _MEMO:
+            _MEMO.move_to_end(memo_key)
+            return _MEMO[memo_key]
+    if key == "bow":
+        r = step_bag_of_words()
+    elif key == "finetune":
+        r = step_finetune(settings["job"], progress=progress, manager=manager)
+    else:
+        fn = {"text": step_text_encoder, "images": step_images, "objects": step_objects, "grounding": step_grounding,
+              "attention": step_attention}[key]
+        r = fn(progress=progress, **settings)
+    with _MEMO_LOCK:
+        _MEMO[memo_key] = r
+        while len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return r
+
+
+def rebuild_results(done: dict[str, Any] | None, have: dict[str, Any] | None = None, manager: Any = None
+                    ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The results of the steps a browser remembers as run (``done``: ``{step key: settings}``), for its download
+    after a reload: ``have`` (this page's results) first, the others from :func:`run_step` (remembered or cached).
+
+    Returns:
+        ``(results, skipped)``: ``skipped`` names each remembered step that could not be rebuilt and why (a job
+        deleted, a setting no longer valid); the others are in ``results``.
+    """
+    results, skipped = dict(have or {}), []
+    for key, settings in (done or {}).items():
+        if key in results or key not in STEP_SETTINGS:
+            continue
+        try:
+            results[key] = run_step(key, settings if isinstance(settings, dict) else {}, manager=manager)
+        except (ValueError, KeyError, FileNotFoundError) as e:
+            skipped.append(f"step {key}: {e.args[0] if isinstance(e, KeyError) and e.args else e}")
+    return results, skipped
 
 
 def walkthrough_provenance(results: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -55,11 +55,13 @@ PARAGRAPHS: dict[str, str] = {
     "bow": """Every question has a query ("a red cube and a blue sphere") and four candidates: the **preserve**
 candidate keeps the query's bindings (pairs reordered), the **swaps** use exactly the same words with attributes or
 objects exchanged. A pure bag of words only sees *which* words occur, so it must give every swap exactly the score of
-the right answer: the best it can do is guess among the ties. Look at the share of exact ties and at the accuracy,
-which lands on the chance level of guessing.""",
+the right answer: the best it can do is guess among the ties. **Look at** the share of exact ties and the accuracy
+in the result line: it shows every swap scoring exactly like the right answer, and the accuracy landing on the chance
+level of guessing. The example question (open it below) shows the tied scores card by card.""",
     "text": """A real sentence encoder reads word order, so the ties break — but by how much? Compare the gap
 between the right answer and its best swap with the gap between the right answer and a caption about other things.
-Look at the same example question as in step 1.""",
+**Look at** the median gap to the best swap next to the two medians after it: it shows that word order moves the score
+far less than other words do. The same example question as in step 1 shows it card by card.""",
     "images": """Binding is not only a text problem. The same kind of questions, rendered as images (each attribute
 stays inside its own object), scored by bindlab's toy vision–language models trained on this renderer: a CLIP-style
 dual encoder (`toy:clip`), an MLLM-style model whose image patches and words share one transformer (`toy:shared`),
@@ -75,19 +77,28 @@ caption, so the only way to tell them apart is who has which attribute. (It then
 of scene — a scene and the same scene with one attribute edited — which is what lifts it there, on those edits
 only.) The chart sets the two side by side where
 images are involved (image → image, image → text, text → image); the change and its interval are what this
-machine measures now.""",
-    "objects": """The SABER paper finds that accuracy falls as scenes hold more objects. Pick a model and a pairing
-and see the accuracy at each number of objects N. The small benchmark has few questions per N, so read the 95 %
-intervals before reading a trend.""",
+machine measures now. **Look at** the chart's grey and green bars in each pairing and the change line under the result:
+it shows where the hard negatives lifted accuracy beyond the interval's noise. The table holds every model in all four
+pairings, and the example's images are labelled with their role and score: look at whether the preserve image (✓)
+scores above its swaps.""",
+    "objects": """The SABER paper finds that accuracy falls as scenes hold more objects. The step opens on
+`toy:clip` image → image, where this machine's benchmark shows the fall clearly; pick another model and pairing to
+compare (a text encoder on text barely moves, a bag of words sits on chance by construction). **Look at** the chart's
+line from small to large N and at the change from small to large scenes with its 95 % interval: it shows whether
+accuracy falls as scenes hold more objects, beyond the noise of the few questions per N.""",
     "grounding": """Can the *image* embeddings tell patterns apart even when the text query cannot? The toy models
 saw pattern words in only a quarter of their captions. Matched visual grounding builds, from calibration images, the
 direction d that separates one pattern's images from the others' and adds α·d to the text query. At α = 0 you see
 the words alone; sliding α up shows what the image embeddings already knew. Compare both with the image prototype
-(the mean image of the pattern, no words at all).""",
+(the mean image of the pattern, no words at all). The step opens on *striped* with some grounding (α = 1).
+**Look at** the test AP of the text query → grounded and the change's 95 % interval: it shows that the images hold
+a distinction the words alone do not reach; the bars show it for every pattern, and the margin curve how it grows with
+α.""",
     "attention": """Where do bindings get lost? For each object in a caption, the attention binding margin is the
 attention from the object to its own attribute minus that to the other objects' attributes (read from the later word
 to the earlier one), averaged over heads and objects, per layer. Zero means no preference. The paper sees it positive
-in early layers and fading in the last third. Look at where the margin peaks and what is left at the last layer.""",
+in early layers and fading in the last third. **Look at** the layer where the chart's line peaks and what is left
+at the last layer: it shows where in the model the bindings are read and where they fade.""",
     "finetune": """Can binding be taught with text alone? This starts a small background job: a LoRA on the text
 attention projections of `toy:shared`, trained on triplets whose hard negative has the same words with other
 bindings (only two or three objects each), then LiNeS rescales the update layer by layer. Because `toy:shared`
@@ -98,7 +109,8 @@ in all four pairings. The learning rate is far above the paper's, so that a few 
 a gain on them first of all shows that the training *format* was learnt. The separated report under the chart (the
 Finetune tab's) adds the general tests — the same bindings in held-out sentence templates, words no training text
 contains, held-out constructions — each with its n and 95 % interval, and says which rows moved beyond their
-interval.""",
+interval. **Look at** the chart's base and finetuned lines per pairing and the line listing the rows that moved: it
+shows what a text-only update taught, and whether it reached the image pairings.""",
 }
 
 STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · text → text", "bow|tt"),
@@ -225,16 +237,30 @@ def fix_md(fix: dict[str, Any]) -> str:
             f"binding hard negatives) on the same questions:<ul>{items}</ul></div>")
 
 
+OBJECT_VERDICTS = {"down": "accuracy falls with more objects (the interval excludes 0)",
+                   "up": "accuracy rises with more objects (the interval excludes 0)",
+                   "unclear": "the interval includes 0: on this small benchmark the difference is within the noise"}
+
+
+def _signed_ci(ci: list[float]) -> str:
+    return f"95 % CI {ci[0]:+.3f} to {ci[1]:+.3f}"
+
+
 def objects_md(r: dict[str, Any]) -> str:
     s, g = r["small"], r["large"]
-    overlap = s["ci95"][0] <= g["ci95"][1] and g["ci95"][0] <= s["ci95"][1]
-    verdict = ("the intervals overlap: on this small benchmark the difference is within the noise"
-               if overlap else "the intervals do not overlap")
+    change = r.get("change") or {"value": g["accuracy"] - s["accuracy"], "ci95": None, "verdict": None}
+    if change["ci95"] is None:  # a result without the change's interval: the groups' intervals
+        overlap = s["ci95"][0] <= g["ci95"][1] and g["ci95"][0] <= s["ci95"][1]
+        verdict = OBJECT_VERDICTS["unclear"] if overlap else "the intervals do not overlap"
+    else:
+        verdict = (f"<span id='wt-objects-change-ci'>{_signed_ci(change['ci95'])}</span>, bootstrap over the "
+                   f"questions: <span id='wt-objects-verdict'>{OBJECT_VERDICTS[change['verdict']]}</span>")
     span = lambda x: f"N = {x['sizes'][0]}–{x['sizes'][-1]}"  # noqa: E731
     return (f"<div id='wt-objects-line'><b>{html_text(r['model'])}</b> {PAIRING_NAMES[r['pairing']]}: {span(s)} "
             f"<span id='wt-objects-small'>{s['accuracy']:.3f}</span> ({_ci(s['ci95'])}, {s['n']} questions) vs "
             f"{span(g)} <span id='wt-objects-large'>{g['accuracy']:.3f}</span> ({_ci(g['ci95'])}, {g['n']} "
-            f"questions): change {_num(g['accuracy'] - s['accuracy'], signed=True)}; {verdict}.</div>")
+            f"questions): change {_num(change['value'], signed=True, elem_id='wt-objects-change')} "
+            f"({verdict}).</div>")
 
 
 def _crossing(r: dict[str, Any]) -> str:
@@ -246,13 +272,25 @@ def _crossing(r: dict[str, Any]) -> str:
     return f"it crosses zero at <span id='wt-grounding-star'>α* = {_num(r['alpha_star'], 2)}</span>"
 
 
+def _gain_ci(r: dict[str, Any]) -> str:
+    """The AP change's interval, at the α it was computed for (the page's slider script redraws the numbers it
+    knows while dragging; this one is the server's, so it names its α)."""
+    ci = r.get("gain_ci95")
+    if not ci:
+        return ""
+    where = "excludes 0" if ci[0] > 0 or ci[1] < 0 else "includes 0"
+    return (f"; <span id='wt-grounding-gain-ci'>at α = {r['alpha']:.2f} {_signed_ci(ci)}, paired bootstrap over the "
+            f"test images: it {where}</span>")
+
+
 def grounding_md(r: dict[str, Any]) -> str:
     gain = r["ap_grounded"] - r["ap_native"]
     return (f"<div id='wt-grounding-line'><b>{html_text(r['model'])}</b>, {html_text(r['factor'])} "
             f"<b>{html_text(r['value'])}</b> at "
             f"α = <span id='wt-grounding-alpha'>{r['alpha']:.2f}</span>: test AP of the text query "
             f"<span id='wt-grounding-native'>{r['ap_native']:.3f}</span> → grounded "
-            f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True, elem_id='wt-grounding-gain')}); "
+            f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True, elem_id='wt-grounding-gain')}"
+            f"{_gain_ci(r)}); "
             f"over all {len(r['values'])} {html_text(r['factor'])}s macro-mAP {_num(r['map_native'])} → "
             f"{_num(r['map_grounded'], elem_id='wt-grounding-map')}. "
             f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
@@ -394,7 +432,11 @@ def example_gallery(view: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
-def _report(progress: gr.Progress):
+def _report(progress: gr.Progress, first: str | None = None):
+    """The backend's ``(fraction, message)`` callback on ``progress``; with ``first``, it reports ``(0, first)`` at
+    once, so the page shows what the step is doing from the click on (before any model loads)."""
+    if first:
+        progress(0, desc=first)
     return lambda f, msg: progress(f, desc=msg)
 
 
@@ -403,31 +445,46 @@ def _keep(results: dict[str, Any] | None, key: str, r: dict[str, Any]) -> dict[s
     return {**(results or {}), key: r}
 
 
+def _remember(done: dict[str, Any] | None, key: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The browser's record of the steps run (``{step: settings}``, kept across reloads): what the Download panel
+    rebuilds after a reload (:func:`bindlab.studies.walkthrough.rebuild_results`)."""
+    return {**(done if isinstance(done, dict) else {}), key: wt.step_settings(key, settings)}
+
+
+def _run_step(key: str, settings: dict[str, Any] | None, progress: gr.Progress, first: str,
+          request: gr.Request | None = None) -> dict[str, Any]:
+    """Run (or recall: :func:`bindlab.studies.walkthrough.run_step`) one step, reporting ``first`` at once."""
+    report = _report(progress, first)
+    return wt.run_step(key, settings, progress=report, manager=_manager(request) if key == "finetune" else None)
+
+
 @friendly
 @on_page
-def run_bow(results: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
+def run_bow(results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+            ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     # outside the GPU queue: a bag of words is a word count, and step 1 should answer at once even while the
     # Browse tab's page-load scoring holds the queue
-    r = wt.step_bag_of_words()
-    return bow_md(r), question_html(r["example"]), _keep(results, "bow", r)
+    r = _run_step("bow", None, progress, "counting the words of every question and candidate")
+    return bow_md(r), question_html(r["example"]), _keep(results, "bow", r), _remember(done, "bow")
 
 
 @gpu_task(duration=120)
 @friendly
 @on_page
-def run_text(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()) -> tuple[str, str, dict]:
-    r = wt.step_text_encoder(progress=_report(progress))
-    return text_md(r), question_html(r["example"]), _keep(results, "text", r)
+def run_text(results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+             ) -> tuple[str, str, dict, dict]:
+    r = _run_step("text", None, progress, "loading MiniLM (the first time only) to embed the questions")
+    return text_md(r), question_html(r["example"]), _keep(results, "text", r), _remember(done, "text")
 
 
 @gpu_task(duration=300)
 @friendly
 @on_page
-def run_images(results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-               ) -> tuple[str, pd.DataFrame, Any, list, dict]:
-    r = wt.step_images(progress=_report(progress))
+def run_images(results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+               ) -> tuple[str, pd.DataFrame, Any, list, dict, dict]:
+    r = _run_step("images", None, progress, "the image benchmark and the toy models (rendered and embedded once)")
     return (images_md(r), numbers.table(images_frame(r)), wf.fix_chart(r), example_gallery(r["example"]),
-            _keep(results, "images", r))
+            _keep(results, "images", r), _remember(done, "images"))
 
 
 def objects_choice(choice: str | None) -> tuple[str, str]:
@@ -450,11 +507,12 @@ def objects_choice(choice: str | None) -> tuple[str, str]:
 @gpu_task(duration=120)
 @friendly
 @on_page
-def run_objects(choice: str, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-                ) -> tuple[str, Any, dict]:
+def run_objects(choice: str, results: dict[str, Any] | None, done: dict[str, Any] | None,
+                progress: gr.Progress = gr.Progress()) -> tuple[str, Any, dict, dict]:
     model, pairing = objects_choice(choice)
-    r = wt.step_objects(model=model, pairing=pairing, progress=_report(progress))
-    return objects_md(r), wf.objects_figure(r), _keep(results, "objects", r)
+    settings = {"model": model, "pairing": pairing}
+    r = _run_step("objects", settings, progress, f"scoring every question with {model} ({PAIRING_NAMES[pairing]})")
+    return objects_md(r), wf.objects_figure(r), _keep(results, "objects", r), _remember(done, "objects", settings)
 
 
 def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -464,34 +522,39 @@ def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
 @gpu_task(duration=300)
 @friendly
 @on_page
-def load_grounding(alpha: float, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-                   ) -> tuple[Any, ...]:
-    r = wt.step_grounding(alpha=float(alpha), progress=_report(progress))
+def load_grounding(alpha: float, results: dict[str, Any] | None, done: dict[str, Any] | None,
+                   progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    settings = {"alpha": float(alpha)}
+    r = _run_step("grounding", settings, progress, "the default factor grid with toy:clip (rendered and embedded once)")
     return (True, wt.grounding_payload(), gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r),
-            _keep(results, "grounding", r))
+            _keep(results, "grounding", r), _remember(done, "grounding", {**settings, "value": r["value"]}))
 
 
 @friendly
 @on_page
-def move_grounding(loaded: bool, value: str, alpha: float, results: dict[str, Any] | None) -> tuple[Any, ...]:
+def move_grounding(loaded: bool, value: str, alpha: float, results: dict[str, Any] | None,
+                   done: dict[str, Any] | None) -> tuple[Any, ...]:
     if not loaded:
         raise ValueError("press 'Load the grid' first (it renders and embeds the default grid once)")
     if not (value or "").strip():
         raise ValueError("choose a pattern from the list")
-    r = wt.step_grounding(alpha=float(alpha), value=value.strip())  # a typed value not in the grid is refused
-    return (*_grounding_outputs(r), _keep(results, "grounding", r))
+    settings = {"alpha": float(alpha), "value": value.strip()}
+    r = wt.run_step("grounding", settings)  # a typed value not in the grid is refused
+    return (*_grounding_outputs(r), _keep(results, "grounding", r), _remember(done, "grounding", settings))
 
 
 @gpu_task(duration=300)
 @friendly
 @on_page
-def run_attention(model: str, results: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-                  ) -> tuple[str, Any, dict]:
+def run_attention(model: str, results: dict[str, Any] | None, done: dict[str, Any] | None,
+                  progress: gr.Progress = gr.Progress()) -> tuple[str, Any, dict, dict]:
     model = (model or "").strip()
     if not model:  # a typed encoder id is accepted; an unknown one is refused by the encoder registry
         raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)}) or type an encoder id")
-    r = wt.step_attention(model=model, progress=_report(progress))
-    return attention_md(r), wf.attention_figure(r), _keep(results, "attention", r)
+    settings = {"model": model}
+    r = _run_step("attention", settings, progress, f"loading {model} and reading its attention, caption by caption")
+    return attention_md(r), wf.attention_figure(r), _keep(results, "attention", r), _remember(done, "attention",
+                                                                                              settings)
 
 
 @friendly
@@ -556,21 +619,32 @@ def check_finished(job: str | None, request: gr.Request = None) -> None:
 @gpu_task(duration=300)
 @friendly
 @on_page
-def show_finetune(job: str | None, results: dict[str, Any] | None, request: gr.Request = None,
-                  progress: gr.Progress = gr.Progress()) -> tuple[str, pd.DataFrame, Any, pd.DataFrame, dict]:
+def show_finetune(job: str | None, results: dict[str, Any] | None, done: dict[str, Any] | None,
+                  request: gr.Request = None, progress: gr.Progress = gr.Progress()
+                  ) -> tuple[str, pd.DataFrame, Any, pd.DataFrame, dict, dict]:
     check_finished(job, request)
-    r = wt.step_finetune(job, progress=_report(progress), manager=_manager(request))
+    settings = {"job": job}
+    r = _run_step("finetune", settings, progress, f"scoring base and finetuned models of job {job} on the image benchmark",
+              request)
     return (finetune_md(r), numbers.table(finetune_frame(r)), wf.finetune_figure(r), numbers.table(report_frame(r)),
-            _keep(results, "finetune", r))
+            _keep(results, "finetune", r), _remember(done, "finetune", settings))
 
 
 @friendly
-def export(results: dict[str, Any] | None, formats: list[str]) -> tuple[list[str], str]:
-    """Download: the tables and charts of the steps run so far in this session."""
+def export(results: dict[str, Any] | None, done: dict[str, Any] | None, formats: list[str],
+           request: gr.Request = None) -> tuple[list[str], str]:
+    """Download: the tables and charts of the steps run in this browser. ``done`` is the browser's record of the
+    steps run (kept across reloads): a step run before a reload is rebuilt from the results this server remembers
+    or from the caches behind them (:func:`bindlab.studies.walkthrough.rebuild_results`), not lost."""
     from bindlab.present.exports import walkthrough_export
 
-    view = walkthrough_export(results or {})
-    return deliver(view, wt.walkthrough_provenance(results or {}), formats)
+    manager = _manager(request) if isinstance(done, dict) and "finetune" in done else None
+    results, skipped = wt.rebuild_results(done if isinstance(done, dict) else {}, results, manager)
+    view = walkthrough_export(results)
+    paths, note = deliver(view, wt.walkthrough_provenance(results), formats)
+    if skipped:
+        note += " " + " ".join(f"**Not rebuilt:** {md_text(page_message(x))}." for x in skipped)
+    return paths, note
 
 
 # --- layout ------------------------------------------------------------------------------------------------------
@@ -595,6 +669,7 @@ def build_tab() -> dict[str, Any]:
     links: list[tuple[gr.Button, str]] = []
     gr.Markdown(INTRO, elem_id="wt-intro")
     results = held_state({})  # this session's step results, for the Download panel
+    done = gr.BrowserState({}, storage_key="bindlab-walkthrough-steps")  # the steps run here, kept across reloads
 
     with _step(steps["bow"], links):
         bow_btn = _run_button("Score with the bag of words", "bow")
@@ -615,11 +690,14 @@ def build_tab() -> dict[str, Any]:
     img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 1/3 at N = 2, 1/4 above)",
                              interactive=False, wrap=True, elem_id="wt-images-table")
     img_fig = gr.Plot(label="A failure and its fix: accuracy with 95 % intervals", elem_id="wt-images-fig")
-    img_gallery = gr.Gallery(label="Example: query and candidates", columns=5, height=200,
-                             elem_id="wt-images-gallery")
+    # height "auto": each thumbnail whole, with its caption (role, ✓ for the right answer, score) under it; a fixed
+    # height once cut the thumbnails' lower edge off, captions and all
+    img_gallery = gr.Gallery(label="Example: query and candidates (role · score, ✓ = the right answer)", columns=5,
+                             height="auto", object_fit="contain", elem_id="wt-images-gallery")
 
     with _step(steps["objects"], links):
-        obj_choice = gr.Dropdown(STEP_MODELS_N, value="minilm|tt", label="Model and pairing (or type MODEL|PAIRING)",
+        obj_choice = gr.Dropdown(STEP_MODELS_N, value=f"{wt.OBJECTS_MODEL}|{wt.OBJECTS_PAIRING}",
+                                 label="Model and pairing (or type MODEL|PAIRING)",
                                  allow_custom_value=True, elem_id="wt-objects-model", scale=2)
         obj_btn = _run_button("Chart accuracy by N", "objects")
     obj_out = gr.HTML(elem_id="wt-objects-result")
@@ -628,7 +706,7 @@ def build_tab() -> dict[str, Any]:
     with _step(steps["grounding"], links):
         gr_btn = _run_button("Load the grid", "grounding")
         gr_value = gr.Dropdown([], label="Pattern", allow_custom_value=True, elem_id="wt-grounding-value", scale=1)
-        gr_alpha = gr.Slider(0.0, 8.0, value=0.0, step=0.05, label="α (grounding strength)",
+        gr_alpha = gr.Slider(0.0, 8.0, value=wt.GROUNDING_ALPHA, step=0.05, label="α (grounding strength)",
                              elem_id="wt-grounding-alpha-slider", scale=3)
     gr_loaded = gr.State(False)
     gr_payload = gr.JSON(visible=False, elem_id="wt-grounding-payload")  # the slider's numbers, read in the page
@@ -664,32 +742,33 @@ def build_tab() -> dict[str, Any]:
     ft_timer = gr.Timer(2.0, active=False)
 
     gr.Markdown("### Take the results with you", elem_classes=["wt-step"])
-    wire_export(export_panel("wt", "the steps run so far"), export, [results], api_name="wt_export")
+    wire_export(export_panel("wt", "the steps run in this browser"), export, [results, done], api_name="wt_export")
 
-    bow_btn.click(run_bow, [results], [bow_out, bow_q, results], api_name="wt_bow")
-    text_btn.click(run_text, [results], [text_out, text_q, results], api_name="wt_text", **GPU_QUEUE)
-    img_btn.click(run_images, [results], [img_out, img_table, img_fig, img_gallery, results], api_name="wt_images",
-                  **GPU_QUEUE)
-    obj_btn.click(run_objects, [obj_choice, results], [obj_out, obj_fig, results], api_name="wt_objects",
-                  **GPU_QUEUE)
-    gr_view = [gr_out, gr_curve, gr_bars, results]
-    gr_btn.click(load_grounding, [gr_alpha, results], [gr_loaded, gr_payload, gr_value, *gr_view],
+    bow_btn.click(run_bow, [results, done], [bow_out, bow_q, results, done], api_name="wt_bow")
+    text_btn.click(run_text, [results, done], [text_out, text_q, results, done], api_name="wt_text", **GPU_QUEUE)
+    img_btn.click(run_images, [results, done], [img_out, img_table, img_fig, img_gallery, results, done],
+                  api_name="wt_images", **GPU_QUEUE)
+    obj_btn.click(run_objects, [obj_choice, results, done], [obj_out, obj_fig, results, done],
+                  api_name="wt_objects", **GPU_QUEUE)
+    gr_view = [gr_out, gr_curve, gr_bars, results, done]
+    gr_btn.click(load_grounding, [gr_alpha, results, done], [gr_loaded, gr_payload, gr_value, *gr_view],
                  api_name="wt_grounding", **GPU_QUEUE)
     # the slider moves in the page (no server call); when let go, the server's numbers are kept for the export
     gr_payload.change(None, [gr_payload], None, js=payload_js("walkthrough"), api_name=False)
-    gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name="wt_grounding_alpha",
-                     trigger_mode="always_last", show_progress="hidden")
-    gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha, results], gr_view, api_name=False,
+    gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha, results, done], gr_view,
+                     api_name="wt_grounding_alpha", trigger_mode="always_last", show_progress="hidden")
+    gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha, results, done], gr_view, api_name=False,
                    trigger_mode="always_last")
-    at_btn.click(run_attention, [at_model, results], [at_out, at_fig, results], api_name="wt_attention", **GPU_QUEUE)
+    at_btn.click(run_attention, [at_model, results, done], [at_out, at_fig, results, done], api_name="wt_attention",
+                 **GPU_QUEUE)
     ft_btn.click(start_finetune, [ft_job], [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune")
     ft_reuse.click(reuse_finetune, None, [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune_reuse")
     ft_timer.tick(poll_finetune, [ft_job], [ft_progress, ft_timer, ft_done], api_name="wt_finetune_poll",
                   show_progress="hidden")
-    ft_view = [ft_out, ft_table, ft_fig, ft_report, results]
-    ft_done.change(show_finetune, [ft_done, results], ft_view, api_name=False, **GPU_QUEUE)
+    ft_view = [ft_out, ft_table, ft_fig, ft_report, results, done]
+    ft_done.change(show_finetune, [ft_done, results, done], ft_view, api_name=False, **GPU_QUEUE)
     ft_show.click(check_finished, [ft_job], None, api_name=False).success(
-        show_finetune, [ft_job, results], ft_view, api_name="wt_finetune_result", **GPU_QUEUE)
+        show_finetune, [ft_job, results, done], ft_view, api_name="wt_finetune_result", **GPU_QUEUE)
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Each "Open the … tab" button selects that tab (a button whose tab is not in the app is hidden)."""

@@ -175,5 +175,23 @@ def test_walkthrough_download_is_one_zip_too(small_benchmark):
     from bindlab.ui import walkthrough as tab
 
     path, _ = small_benchmark
-    files = _files(tab.export({"bow": wt.step_bag_of_words(path)}, FORMATS)[0])
+    files = _files(tab.export({"bow": wt.step_bag_of_words(path)}, {}, FORMATS)[0])
     assert {"walkthrough_step1_bow.csv", "walkthrough_step1_example.csv", "walkthrough_all.zip"} <= set(files)
+
+
+def test_walkthrough_download_after_a_reload_rebuilds_the_steps_the_browser_remembers():
+    """A reload empties the page's results; the browser's record of the steps run (``done``) still holds step 1, so
+    the download rebuilds it (remembered by the server or from its caches) instead of refusing; a record that can no
+    longer be run is named in the note, and the rest is still delivered."""
+    from bindlab.studies import walkthrough as wt
+    from bindlab.ui import walkthrough as tab
+
+    paths, note = tab.export({}, {"bow": {}, "grounding": {"alpha": "not a number"}}, FORMATS)
+    files = _files(paths)
+    bow = wt.run_step("bow")  # the same embedded default; remembered, so not computed again
+    assert wt.run_step("bow") is bow
+    import pandas as pd
+
+    assert pd.read_csv(files["walkthrough_step1_bow.csv"]).loc[0, "accuracy"] == pytest.approx(bow["accuracy"])
+    assert not any("step5" in n for n in files)
+    assert "Not rebuilt" in note and "step grounding" in note and "not a float" in note
