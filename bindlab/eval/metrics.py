@@ -54,6 +54,23 @@ def tie_chance(groups: np.ndarray, answer: np.ndarray) -> np.ndarray:
     return 1.0 / same.sum(axis=1)
 
 
+def choice_chance(positives: int, negatives: int = 1) -> float:
+    """Chance of a choice item that passes when every positive outscores every negative: the probability of that
+    order when the scores are in random order, ``k! m! / (k + m)! = 1 / C(k + m, k)``.
+
+    So ``1/(k+1)`` for k positives and one negative (SugarCrepe++'s image task, two paraphrases against one
+    negative: 1/3; SugarCrepe and ARO, one against one: 1/2), and ``1/k`` for one positive among k candidates.
+
+    Raises:
+        ValueError: fewer than one positive or one negative.
+    """
+    from math import comb
+
+    if positives < 1 or negatives < 1:
+        raise ValueError(f"a choice item needs at least one positive and one negative, got {positives} and {negatives}")
+    return 1.0 / comb(positives + negatives, positives)
+
+
 def chance_label(lo: float | None, hi: float | None, chance: float | None) -> str:
     """"above chance" / "below chance" when the 95 % interval ``[lo, hi]`` lies wholly above / below ``chance``,
     else "at chance"; "" without an interval or a chance level."""

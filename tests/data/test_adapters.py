@@ -96,6 +96,24 @@ def test_sugarcrepe_pp_itt_and_tot(clip, minilm):
         p1, p2, n = minilm.embed_texts([*it.positives, it.negative])
         assert row["pass"] == bool(p1 @ p2 > p1 @ n and p1 @ p2 > p2 @ n)
     assert tot["native_metric"]["name"].startswith("TOT accuracy") and itt["native_metric"]["name"].startswith("ITT accuracy")
+    # chance from the task's shape: two paraphrases above one negative (1/3), not 1/2; the text-only task's paraphrase
+    # pair the most similar of three pairs (1/3)
+    assert itt["chance"] == pytest.approx(1 / 3) and tot["chance"] == pytest.approx(1 / 3)
+    assert all(r["chance"] == pytest.approx(1 / 3) for r in itt["native_metric"]["by_split"].values())
+
+
+@pytest.mark.parametrize(("k", "m", "want"), [(1, 1, 1 / 2), (2, 1, 1 / 3), (5, 1, 1 / 6), (1, 3, 1 / 4), (2, 2, 1 / 6)])
+def test_choice_chance_is_the_share_of_orders_with_every_positive_first(k, m, want):
+    """The formula, and a brute-force count over every order of k positives and m negatives."""
+    from itertools import permutations
+
+    from bindlab.eval.metrics import choice_chance
+
+    orders = list(permutations(["p"] * k + ["n"] * m))
+    assert choice_chance(k, m) == pytest.approx(want)
+    assert choice_chance(k, m) == pytest.approx(sum(o[:k] == ("p",) * k for o in orders) / len(orders))
+    with pytest.raises(ValueError, match="at least one positive and one negative"):
+        choice_chance(0, 1)
 
 
 def test_aro_macro_accuracy_over_attribute_pairs_with_at_least_25_items(clip):
