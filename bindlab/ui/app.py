@@ -18,7 +18,7 @@ import gradio as gr  # noqa: E402
 from bindlab import heavy
 from bindlab.config import private_home_paths, public_mode, served_roots
 from bindlab.ui import attention as attention_tab
-from bindlab.ui import browse, glossary, layout
+from bindlab.ui import browse, glossary, layout, share
 from bindlab.ui import compare as compare_tab
 from bindlab.ui import embedding_map as map_tab
 from bindlab.ui import exports as exports_ui
@@ -77,6 +77,7 @@ def build_app() -> gr.Blocks:
                 with gr.Tab(label, id=tab_id) as shown[tab_id]:
                     hooks[tab_id] = build() or {}  # every tab is listed: a wire hook may ask which tabs exist
         tabs.change(None, None, None, js=layout.RESIZE_JS, api_name=False)  # plots drawn while hidden: fit them
+        share.install(demo, tabs, hooks)  # a shared link (?tab=…) selects its tab and opens its view on page load
         first = TABS[0][1]
         for tab_id, hook in hooks.items():
             if "wire" in hook:

@@ -9,14 +9,17 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from bindlab.config import public_mode
 from bindlab.present import numbers
+from bindlab.present.cards import question_card, write_card
 from bindlab.present.exports import mcq_export, question_tables
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.svg_figures import accuracy_by_n_svg
 from bindlab.studies import browse
 from bindlab.studies.browse import TIE_TOL
+from bindlab.ui import share
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
-from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.exports import deliver, export_panel, new_export_dir, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 from bindlab.ui.layout import pinned
 
@@ -191,12 +194,65 @@ def _scored(data: str, model: str, pairing: str, progress: Any = None) -> browse
 @friendly
 def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
           progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    s = _scored(data, model, pairing, lambda f, m: progress(f, desc=m))
+    return _score_view(data, model, pairing, n_objects, subset, outcome, k, lambda f, m: progress(f, desc=m))
+
+
+def _score_view(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
+                report: Any = None, qid: str | None = None) -> tuple[Any, ...]:
+    """Score's outputs: the set scored, the questions the filters keep, ``qid`` shown if it is one of them (else the
+    first)."""
+    s = _scored(data, model, pairing, report)
     ids = browse.filter_ids(s, n_objects, subset, outcome)
-    first = ids[0] if ids else None
-    fig = accuracy_by_n_svg(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
+    first = qid if qid and qid in ids else (ids[0] if ids else None)
+    fig = accuracy_by_n_svg(browse.accuracy_table(s), title=f"{s.model} · {s.pairing}: accuracy by N")
     return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match",
             *_show(s, first, k))
+
+
+@gpu_task(duration=120)
+@friendly
+def load_view(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
+              request: gr.Request, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    """The page-load view: a shared Browse link's (``?tab=browse&model=…``, :mod:`bindlab.ui.share`) with its
+    question, or the inputs' default. A link that fails a check, or whose scoring fails, gives the default view and
+    one sentence on why (never an error toast); returns score's outputs, then the data, model and pairing inputs and
+    the note."""
+    report = lambda f, m: progress(f, desc=m)  # noqa: E731
+    link, note = share.page_link(request)
+    if link is not None and link.tab == "browse":
+        try:
+            out = _score_view(share.data_path(link), link.model, link.pairing, "all", "all", "all", k, report,
+                              link.question)
+            if link.question and out[2]["value"] != link.question:
+                note = (f"Question **{md_text(link.question[:80])}** is not in this set; showing its first question "
+                        "instead.")
+            data_in = share.data_input(link, public_mode(), getattr(request, "session_hash", None))
+            return (*out, data_in, link.model, link.pairing, note)
+        except (ValueError, KeyError, OSError) as e:
+            note = share.refused(e)
+    out = _score_view(data, model, pairing, n_objects, subset, outcome, k, report)
+    return (*out, gr.update(), gr.update(), gr.update(), note)
+
+
+@friendly
+def share_view(data: str, model: str, pairing: str, qid: str | None, base: str) -> tuple[str, str]:
+    """The link to the question on screen (its model, set and pairing) and a line on what it carries."""
+    link = share.Link("browse", str(model or "").strip() or browse.default_model(_pairing(pairing)),
+                      share.link_data("browse", data), pairing=_pairing(pairing), question=str(qid or ""))
+    url = share.build_url(base, link)
+    return url, share.share_note(url)
+
+
+@gpu_task(duration=120)
+@friendly
+def card_files(data: str, model: str, pairing: str, qid: str | None) -> list[str]:
+    """The question on screen as a picture: ``<question>_card.png`` and ``.svg`` (:mod:`bindlab.present.cards`)."""
+    if not qid:
+        raise ValueError("pick a question first (press Score, then choose one in the Question list)")
+    s = _scored(data, model, pairing)
+    view = browse.question_view(s, qid)
+    return [str(p) for p in write_card(question_card(view, s.model, s.pairing, verdict_text(view)), new_export_dir(),
+                                       f"{qid}_card")]
 
 
 @friendly
@@ -312,6 +368,7 @@ def build_tab() -> dict[str, Any]:
         pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="Pairing (query→candidates)", scale=2,
                            elem_id="bl-pairing")
         run = gr.Button("Score", variant="primary", scale=1, elem_id="bl-score-btn")
+    opened = gr.Markdown(elem_id="bl-link-note")  # a shared link that could not be opened says so here
     summary = gr.Markdown(elem_id="bl-summary")
     with gr.Row():
         n_objects = gr.Dropdown(["all"] + [str(n) for n in range(2, 11)], value="all", label="Number of objects")
@@ -322,6 +379,15 @@ def build_tab() -> dict[str, Any]:
             question = gr.Dropdown([], label="Question", elem_id="bl-question")
             count = gr.Markdown()
             q_html = gr.HTML(elem_id="bl-question-html")
+            with gr.Row():
+                share_btn = gr.Button("Share this view", size="sm", scale=1, elem_id="bl-share-btn")
+                card_btn = gr.Button("Card as PNG / SVG", size="sm", scale=1, elem_id="bl-card-btn")
+            base = gr.Textbox(visible=False)  # the page's address, filled in the browser when Share is pressed
+            link = gr.Textbox(label="Link to this view (copy it; opening it reopens this question)", interactive=False,
+                              buttons=["copy"], visible=False, elem_id="bl-share-link")
+            link_note = gr.Markdown(elem_id="bl-share-note")
+            card_out = gr.File(label="This question as a picture", file_count="multiple", interactive=False,
+                               visible=False, elem_id="bl-card-files")
             images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
                                 visible=False, elem_id="bl-images")  # shown for pairings with images
             table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, elem_id="bl-candidates",
@@ -361,10 +427,18 @@ def build_tab() -> dict[str, Any]:
     compare_model.input(compare_view, source + [question, compare_model], [compare_out], api_name="browse_compare")
     clear_on_error(k.release(show_question, source + [question, k], shown, api_name=False), shown)
     wire(export_panel("bl", "scores"), export, [*source, question, k, compare_model], api_name="browse_export")
+    clear_on_error(share_btn.click(share_view, [*source, question, base], [link, link_note], js=share.BASE_JS,
+                                   api_name="browse_share").success(lambda: gr.update(visible=True), None, [link],
+                                                                    api_name=False, queue=False), [link, link_note])
+    clear_on_error(card_btn.click(card_files, [*source, question], [card_out], api_name="browse_card", **GPU_QUEUE)
+                   .success(lambda: gr.update(visible=True), None, [card_out], api_name=False, queue=False),
+                   [card_out])
     # Score the embedded default as soon as a visitor opens the page.
     # handles: what other tabs wire to (Map's "Open in Browse"); user edits above fire .input, so setting these
     # from another tab does not re-score or re-filter behind its back.
-    return {"event_fn": score, "inputs": source + filters + [k], "outputs": score_outputs, "gpu": True,
+    # a shared link (?tab=browse&…) opens here instead: its inputs, scored, its question (bindlab.ui.share)
+    return {"event_fn": load_view, "inputs": source + filters + [k], "outputs": [*score_outputs, *source, opened],
+            "gpu": True,
             "handles": {"source": source, "filters": filters, "k": k, "outputs": score_outputs,
                         "compare_model": compare_model, "compare_out": compare_out}}
 

@@ -14,11 +14,13 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from bindlab.config import public_mode
 from bindlab.present import grounding_figures as gf
 from bindlab.present import numbers
 from bindlab.present.exports import grounding_export
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.studies import grounding as gs
+from bindlab.ui import share
 from bindlab.ui.common import clear_on_error, data_picker, friendly, held_state, shown_image
 from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
@@ -93,19 +95,66 @@ def _render(key: dict[str, Any], value: str, alpha: float) -> tuple[Any, ...]:
 @gpu_task(duration=180)
 @friendly
 def load(data: str, model: str, factor: str, alpha: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    return _load(data, model, factor, alpha, progress)
+
+
+def _load(data: str, model: str, factor: str, alpha: float, progress: Any, value: str | None = None
+          ) -> tuple[Any, ...]:
+    """Load's outputs; ``value`` shown when it is one of the factor's values (else the first)."""
     if not isinstance(factor, str) or factor.strip() not in gs.FACTORS:  # the radio sends one factor (or none)
         raise ValueError(f"choose a factor: one of {', '.join(gs.FACTORS)} (got {str(factor)[:40]!r})")
     factor = factor.strip()
     request = gs.GroundingRequest(data, model, factor, alpha, controls=False)  # validates factor, model, alpha
     grid = gs.resolve_grid(request.data, _report(progress))
-    key = {"data": str(grid), "model": request.model, "factor": factor, "chosen": None}
+    # input: the data as chosen ("" = the default grid), which a shared link names (bindlab.ui.share)
+    key = {"data": str(grid), "model": request.model, "factor": factor, "chosen": None, "input": request.data}
     progress(0.0, desc=f"embedding the grid and building the {factor} state")
     result = gs.run_grounding(_request(key, alpha), _report(progress))  # the numbers `ground` reports
     values = result.summary["factors"][factor]["values"]
     payload = gs.slider_payload(_session(key), factor)  # the slider's numbers, for the browser
     # a new grid/model/factor: controls and notes of the previous one no longer apply
-    return (key, payload, gr.update(choices=values, value=values[0]), *_render(key, values[0], alpha),
+    shown = value if value in values else values[0]
+    return (key, payload, gr.update(choices=values, value=shown), *_render(key, shown, alpha),
             gr.update(value=pd.DataFrame(), visible=False), "")
+
+
+@gpu_task(duration=180)
+@friendly
+def load_link(key: dict[str, Any] | None, request: gr.Request, progress: gr.Progress = gr.Progress()
+              ) -> tuple[Any, ...]:
+    """On page load, a shared Grounding link (``?tab=grounding&model=…&alpha=…``, :mod:`bindlab.ui.share`): its
+    grid, model and factor loaded, its value shown, the slider at its α. Any other page: nothing changes. A link
+    whose Load fails leaves the tab unloaded with one sentence on why in the note (never an error toast).
+
+    Returns:
+        Load's outputs (state, payload, value, view, controls, note), then the data, model, factor and α inputs.
+    """
+    link, _ = share.page_link(request)  # a link that fails its checks is reported by Browse, the page's default
+    if link is None or link.tab != "grounding":
+        return (key, *[gr.update()] * 13)
+    alpha = 1.0 if link.alpha is None else link.alpha
+    try:
+        out = _load(share.data_path(link), link.model, link.factor, alpha, progress, link.value)
+    except (ValueError, KeyError, OSError) as e:  # nothing loaded: the tab as before Load, and why
+        unloaded = (None, None, gr.update(choices=[], value=None), "", None, None, None, [],
+                    gr.update(value=pd.DataFrame(), visible=False))
+        return (*unloaded, share.refused(e), *[gr.update()] * 4)
+    note = ""
+    if link.value and out[2]["value"] != link.value:
+        note = f"Value **{md_text(link.value[:80])}** is not a value of {link.factor}; showing the first value instead."
+    data_in = share.data_input(link, public_mode(), getattr(request, "session_hash", None))
+    return (*out[:-1], note, data_in, link.model, link.factor, alpha)
+
+
+@friendly
+def share_view(key: dict[str, Any] | None, value: str, alpha: float, base: str) -> tuple[str, str]:
+    """The link to what is loaded (grid, model, factor), the value shown and the slider's α."""
+    if not isinstance(key, dict) or not key:
+        raise ValueError("press Load first: a link names the grid, model and factor loaded")
+    link = share.Link("grounding", key["model"], share.link_data("grounding", key.get("input", "")),
+                      factor=key["factor"], value=str(value or ""), alpha=alpha)
+    url = share.build_url(base, link)
+    return url, share.share_note(url)
 
 
 @friendly
@@ -166,8 +215,9 @@ def export(key: dict[str, Any] | None, value: str, alpha: float, controls: pd.Da
     return deliver(view, result.provenance, formats)
 
 
-def build_tab() -> None:
-    """Lay out the Grounding tab inside the current ``gr.Blocks``."""
+def build_tab() -> dict[str, Any]:
+    """Lay out the Grounding tab inside the current ``gr.Blocks``; returns its shared-link load (``"link"``, wired
+    by :func:`bindlab.ui.share.install`)."""
     gr.Markdown("**Matched visual grounding** (FactorAtlas): move each value's text query along its image "
                 "direction, q′(α) = norm(q + α·d), and watch test retrieval change. Empty grid = a default "
                 "grid rendered once under $BINDLAB_HOME (4,224 images); the encoder must embed images and text.")
@@ -182,6 +232,12 @@ def build_tab() -> None:
         alpha = gr.Slider(0, 8, value=1.0, step=0.05, label="α (grounding strength)", scale=3, elem_id="gd-alpha")
         select_btn = gr.Button("Select α on validation", scale=1, elem_id="gd-select")
         controls_btn = gr.Button("Run controls", scale=1, elem_id="gd-controls")
+    with gr.Row():
+        share_btn = gr.Button("Share this view", size="sm", scale=1, elem_id="gd-share-btn")
+        link = gr.Textbox(label="Link to this view (copy it; opening it loads this grid, model, factor, value and α)",
+                          interactive=False, buttons=["copy"], visible=False, scale=4, elem_id="gd-share-link")
+    link_note = gr.Markdown(elem_id="gd-share-note")
+    base = gr.Textbox(visible=False)  # the page's address, filled in the browser when Share is pressed
     key = gr.State(None)
     payload = gr.JSON(visible=False, elem_id="gd-payload")  # the slider's numbers (slider_payload), read in the page
     summary = gr.HTML(elem_id="gd-summary")
@@ -220,6 +276,11 @@ def build_tab() -> None:
     wire(export_panel("gd", "results"), export, [key, value, alpha, controls, sweep, alignment],
          api_name="grounding_export")
     _build_experiments(data, model, key, sweep, alignment)
+    clear_on_error(share_btn.click(share_view, [key, value, alpha, base], [link, link_note], js=share.BASE_JS,
+                                   api_name="grounding_share").success(lambda: gr.update(visible=True), None, [link],
+                                                                       api_name=False, queue=False), [link, link_note])
+    return {"link": {"fn": load_link, "inputs": [key],
+                     "outputs": [key, payload, value, *view, controls, note, data, model, factor, alpha]}}
 
 
 # ---------------------------------------------------------------------------------------------- experiments

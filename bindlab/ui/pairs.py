@@ -10,12 +10,13 @@ import gradio as gr
 import pandas as pd
 
 from bindlab.present import figures, numbers
+from bindlab.present.cards import pair_card, write_card
 from bindlab.present.exports import pairs_export
 from bindlab.present.model_pair_figures import pairs_two_models_figure
 from bindlab.present.safe_text import html_text, md_text, plot_text
 from bindlab.studies import pairs as pairs_study
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
-from bindlab.ui.exports import deliver, export_panel, wire
+from bindlab.ui.exports import deliver, export_panel, new_export_dir, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 from bindlab.ui.layout import pinned
 
@@ -201,6 +202,18 @@ def show_pair(data: str, model: str, verbosity: str, level: str, pid: str) -> tu
     return _show(s, pid, level)
 
 
+@gpu_task(duration=120)
+@friendly
+def card_files(data: str, model: str, verbosity: str, level: str, pid: str | None) -> list[str]:
+    """The pair on screen as a picture: ``<pair>_card.png`` and ``.svg`` (its two images and captions, the four
+    scores, I2T / T2I / Group; :mod:`bindlab.present.cards`)."""
+    if not pid:
+        raise ValueError("pick a pair first (press Score, then choose one in the Pair list)")
+    s = pairs_study.scored_pairs(_data(data), (model or "").strip(), verbosity)
+    card = pair_card(pairs_study.pair_view(s, pid, level), s.model)
+    return [str(p) for p in write_card(card, new_export_dir(), f"{pid}_card")]
+
+
 @friendly
 def check_default_model() -> str:
     """Page-load note: whether the default model loads here (no scoring happens until *Score*)."""
@@ -276,6 +289,9 @@ def build_tab() -> dict[str, Any]:
                                         elem_id="bl-pairs-foil-img")
                     foil_cap = gr.Textbox(label="Foil caption (c1)", interactive=False, elem_id="bl-pairs-foil-cap")
             matrix = gr.HTML(elem_id="bl-pairs-matrix")
+            card_btn = gr.Button("Card as PNG / SVG", size="sm", elem_id="bl-pairs-card-btn")
+            card_out = gr.File(label="This pair as a picture", file_count="multiple", interactive=False,
+                               visible=False, elem_id="bl-pairs-card-files")
         with gr.Column(scale=2):
             chart = gr.Plot(label="Scores by edit type", elem_id="bl-pairs-chart")
     edit_table = gr.Dataframe(label="Per edit type: pairs, n scored rows (pairs × caption levels), I2T / T2I / Group "
@@ -297,4 +313,7 @@ def build_tab() -> dict[str, Any]:
                        [pair, count, *view])
     clear_on_error(pair.input(show_pair, source + [level, pair], view, api_name="pairs_show"), view)
     wire(export_panel("bl-pairs", "scores"), export, [*source, other], api_name="pairs_export")
+    clear_on_error(card_btn.click(card_files, [*source, level, pair], [card_out], api_name="pairs_card", **GPU_QUEUE)
+                   .success(lambda: gr.update(visible=True), None, [card_out], api_name=False, queue=False),
+                   [card_out])
     return {"event_fn": check_default_model, "inputs": [], "outputs": [summary]}
