@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 import time
@@ -37,11 +38,14 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     session (:func:`bindlab.studies.datasets.resolve_choice`).
     """
 
+    texts = _text_params(fn)
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         session = None
         try:
             session = _session_hash()
+            _check_texts(fn, texts, args, kwargs)
             args, kwargs = _resolve_choices(args, kwargs, session)
             address = _client_address()
             with access.visitor(session, address), access.request_scope(session, address):
@@ -64,6 +68,28 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
                            print_exception=False) from None
 
     return wrapper
+
+
+TEXT_ANNOTATIONS = {"str", "str | None"}
+
+
+def _text_params(fn: Callable[..., Any]) -> dict[str, int]:
+    """The parameters of ``fn`` annotated as text (``str`` or ``str | None``), with their positions."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: i for i, p in enumerate(params) if str(p.annotation) in TEXT_ANNOTATIONS}
+
+
+def _check_texts(fn: Callable[..., Any], texts: dict[str, int], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A value that is not text where ``fn`` takes text (a script posting ``123`` as a model id to the app's API) is
+    refused in one sentence instead of failing deep inside as an AttributeError."""
+    for name, i in texts.items():
+        value = args[i] if i < len(args) else kwargs.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name.replace('_', ' ')}: expected text, got {type(value).__name__} "
+                             f"{str(value)[:40]!r}; send it as a string")
 
 
 def _resolve_choices(args: tuple[Any, ...], kwargs: dict[str, Any], session: str | None
