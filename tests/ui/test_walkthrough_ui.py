@@ -22,6 +22,33 @@ def _text(page, selector: str, timeout: int) -> str:
     return page.inner_text(selector).strip()
 
 
+# In the page: from the click on a step's button, the time (ms) until each of Gradio 6's progress elements first
+# shows in the step's result block (``.progress-text``: "queue … | 0.3s" or "processing"; ``.progress-level``: the
+# callback's own gr.Progress description and fraction), and every description shown.
+_WATCH_PROGRESS = """(key) => {
+  window.__seen = {}; window.__desc = [];
+  document.querySelector(`#wt-${key}-run`).addEventListener('click', () => { window.__t0 = performance.now(); },
+                                                            {capture: true, once: true});
+  const tick = () => {
+    if (window.__t0 !== undefined) {
+      for (const sel of ['.progress-text', '.eta-bar', '.progress-level']) {
+        if (!(sel in window.__seen) && document.querySelector(`#wt-${key}-result ${sel}`))
+          window.__seen[sel] = performance.now() - window.__t0;
+      }
+      const level = document.querySelector(`#wt-${key}-result .progress-level`);
+      if (level && level.innerText && !window.__desc.includes(level.innerText)) window.__desc.push(level.innerText);
+    }
+    requestAnimationFrame(tick);
+  };
+  tick();
+}"""
+
+
+def _shown(value: str) -> bool:
+    """A signed number as the page shows it reads non-zero."""
+    return value not in ("+0.000", "-0.000", "0.000")
+
+
 def test_steps_1_and_4_their_download_and_the_messages_for_bad_entries(app_url, page, tmp_path):
     """One visitor's path through the tab's quick steps, on one page load (a load costs Chromium ~8 s of CPU).
 
@@ -77,6 +104,21 @@ def test_steps_1_and_4_their_download_and_the_messages_for_bad_entries(app_url, 
     assert zip_names(download_file(page, "wt", "walkthrough_all.zip", tmp_path)) == names - {"walkthrough_all.zip"}
     screenshot(page, "export-walkthrough")
 
+    # a reload empties the page, but the browser remembers the steps run: the download (its default, the main files)
+    # rebuilds steps 1 and 4 from what the server remembers, with a README saying what each file is
+    _open(page, app_url)  # the same address again: a reload
+    assert page.locator("#wt-objects-small").count() == 0
+    (tmp_path / "reloaded").mkdir()
+    path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path / "reloaded",
+                                  main=True)
+    assert names == {"walkthrough_step1_bow.csv", "walkthrough_step4_small_vs_large.csv",
+                     "walkthrough_step4_accuracy_by_n.html", "provenance.json", "README.txt", "walkthrough_all.zip"}
+    groups = pd.read_csv(path).set_index("group")
+    assert f"{groups.loc['large', 'accuracy']:.3f}" == f"{objects['large']['accuracy']:.3f}"
+    readme = download_file(page, "wt", "README.txt", tmp_path / "reloaded").read_text()
+    assert "walkthrough_step4_small_vs_large.csv — step 4: small vs large scenes" in readme
+    assert "step1_example" in readme  # named among what 'everything' adds
+
     # "Open the Browse tab" (step 1) switches tabs
     page.click("#wt-bow-open")
     page.wait_for_function("() => [...document.querySelectorAll('[role=tab]')].some("
@@ -99,11 +141,20 @@ def test_step2_minilm_numbers(app_url, page):
 def test_step3_failure_and_fix_shows_both_models_with_live_numbers(app_url, page):
     """The default image benchmark is rendered and embedded by three toy models on first use (minutes on 2 cores):
     toy:clip and toy:negclip side by side in image → image, image → text and text → image, as measured now."""
-    expected = wt.step_images()  # the same embedded default the app uses (same BINDLAB_HOME; embeddings cached)
-    _open(page, app_url)
+    _open(page, app_url)  # before the backend renders the image benchmark below: the step's click meets a cold cache
     assert "NegCLIP" in page.inner_text("#wt-images-text") and "hard negative" in page.inner_text("#wt-images-text")
+    page.evaluate(_WATCH_PROGRESS, "images")
     page.click("#wt-images-run")
+    # Gradio's progress shows within a second of the click, then the step's own description and fraction
+    page.wait_for_function("() => '.progress-level' in window.__seen || document.querySelector('#wt-images-fix-ii')",
+                           timeout=1_200_000)
+    seen = page.evaluate("window.__seen")
+    assert min(seen.values()) < 1000, seen
     page.wait_for_selector("#wt-images-fix-ii", timeout=1_200_000)
+    descriptions = page.evaluate("window.__desc")
+    assert any("image benchmark" in d and "%" in d for d in descriptions), descriptions
+    assert any("embedding texts and images with toy:negclip" in d for d in descriptions), descriptions
+    expected = wt.step_images()  # the same embedded default the app uses (same BINDLAB_HOME; embeddings cached)
     for x in expected["fix"]["rows"]:
         item = f"#wt-images-fix-{x['pairing']}"
         assert page.inner_text(f"{item} .wt-fix-before").strip() == f"{x['before']:.3f}"
@@ -116,7 +167,31 @@ def test_step3_failure_and_fix_shows_both_models_with_live_numbers(app_url, page
     page.wait_for_selector("#wt-images-fig .js-plotly-plot", timeout=120_000)
     legend = page.locator("#wt-images-fig .legendtext").all_text_contents()
     assert {"toy:clip", "toy:negclip"} <= set(legend)
+    # the example's labels (role · score) show whole under each image: inside the gallery and on top where they are
+    page.wait_for_selector("#wt-images-gallery .caption-label", timeout=60_000)
+    labels = page.evaluate("""() => {
+      const g = document.querySelector('#wt-images-gallery'), box = g.getBoundingClientRect();
+      return [...g.querySelectorAll('.caption-label')].map(c => {
+        c.scrollIntoView({block: 'center'});
+        const r = c.getBoundingClientRect(), outer = g.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+        return {text: c.innerText, top: hit === c || c.contains(hit), inside: r.top >= outer.top && r.bottom <= outer.bottom,
+                shown: getComputedStyle(c).display !== 'none' && r.height > 0, boxHeight: box.height};
+      });
+    }""")
+    assert [x["text"] for x in labels][0] == "query" and len(labels) == 5, labels
+    assert all(x["top"] and x["inside"] and x["shown"] for x in labels), labels
+    assert any("preserve ✓" in x["text"] for x in labels)
     screenshot(page, "walkthrough-step3-fix")
+
+    # step 4 opens on the model and pairing where the fall with N is clear (the image benchmark is cached now)
+    page.evaluate(_WATCH_PROGRESS, "objects")
+    page.click("#wt-objects-run")
+    change = _text(page, "#wt-objects-change", 600_000)
+    objects = wt.step_objects()
+    assert change == f"{objects['change']['value']:+.3f}" and _shown(change)
+    assert "the interval excludes 0" in page.inner_text("#wt-objects-verdict")
+    assert min(page.evaluate("window.__seen").values()) < 1000
 
 
 @pytest.mark.slow
@@ -132,6 +207,10 @@ def test_step5_slider_moves_in_the_page_with_no_request_and_lands_on_the_servers
     page.click("#wt-grounding-run")
     page.wait_for_selector("#wt-grounding-grounded", timeout=900_000)
     page.wait_for_selector("#wt-grounding-curve .js-plotly-plot", timeout=60_000)
+    # it opens where grounding shows: a gain that reads non-zero, its interval excluding 0
+    assert page.input_value("#wt-grounding-value input") == wt.GROUNDING_VALUE
+    assert _shown(page.inner_text("#wt-grounding-gain").strip())
+    assert "it excludes 0" in page.inner_text("#wt-grounding-gain-ci")
     start = _text(page, "#wt-grounding-alpha", 10_000)
     posts: list[str] = []
     page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
