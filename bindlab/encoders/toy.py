@@ -78,6 +78,7 @@ class ToyEncoder:
             self.fingerprint = f"{self.id}|{fingerprint_for_folder(folder)}"
         self._model: Any = None
         self.last_truncated = 0  # texts cut at the model's length in the last embed_texts call
+        self.last_text_notes: list[str] = []  # what the last embed_texts call cut (one sentence), if anything
         self.last_image_notes: list[str] = []  # conversions (downscales) in the last embed_images call
 
     @property
@@ -110,6 +111,7 @@ class ToyEncoder:
         if self.text_encoder is not None:  # lit: the frozen text model's own embeddings, unchanged
             out = self.text_encoder.embed_texts(texts)
             self.last_truncated = int(getattr(self.text_encoder, "last_truncated", 0) or 0)
+            self.last_text_notes = list(getattr(self.text_encoder, "last_text_notes", []) or [])
             return out
         model = self.model
         out = np.zeros((len(texts), model.cfg.embed_dim), dtype=np.float32)
@@ -117,11 +119,36 @@ class ToyEncoder:
             for s in range(0, len(texts), self.batch_size):
                 ids = torch.from_numpy(self.tokenizer.batch(texts[s : s + self.batch_size])).to(self.device)
                 out[s : s + len(ids)] = model.encode_text(ids).float().cpu().numpy()
-        self.last_truncated = sum(self.tokenizer.encode(t)[2] for t in texts)
+        self.last_truncated = sum(self.truncated(texts))
+        self.last_text_notes = []
         if self.last_truncated:
+            from bindlab.encoders.truncation import truncation_text
+
+            self.last_text_notes = [truncation_text({"model": self.id, "n_truncated": self.last_truncated,
+                                                     "n_texts": len(texts), "max_tokens": self.token_limit,
+                                                     "max_words": self.tokenizer.max_words})]
             log.warning("%s: %d text(s) were longer than %d words and were truncated", self.id,
-                        self.last_truncated, self.tokenizer.max_len - 2)
+                        self.last_truncated, self.tokenizer.max_words)
         return l2_normalize(out)
+
+    @property
+    def token_limit(self) -> int | None:
+        """The most tokens a text keeps ([BOS] and [EOS] included); longer texts are cut. lit: its text model's
+        limit (``max_seq_length``), None when it does not say."""
+        if self.text_encoder is not None:
+            limit = getattr(self.text_encoder, "token_limit", None) or getattr(self.text_encoder, "max_seq_length",
+                                                                                None)
+            return int(limit) if limit else None
+        return int(self.tokenizer.max_len)
+
+    def truncated(self, texts: list[str]) -> list[bool] | None:
+        """Per text, whether it is longer than :attr:`token_limit` and so cut (the words past the limit are not
+        read); lit: its text model's report, None when it cannot say. No model runs: the tokenizer decides."""
+        if self.text_encoder is not None:
+            from bindlab.encoders.truncation import truncated
+
+            return truncated(self.text_encoder, texts)
+        return [self.tokenizer.truncated(t) for t in check_texts(texts, self.id)]
 
     def unknown_words(self, texts: list[str]) -> list[list[str]]:
         """Per text, the words outside this model's vocabulary (about 100 words: the renderable shapes, colours

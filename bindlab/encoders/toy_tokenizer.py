@@ -61,6 +61,15 @@ class WordTokenizer:
         spans: list[tuple[int, int] | None] = [None] + [m.span() for m in keep] + [None]
         return ids, spans, len(keep) < len(found)
 
+    @property
+    def max_words(self) -> int:
+        """The most words a text may have before it is cut (``max_len`` less [BOS] and [EOS])."""
+        return self.max_len - 2
+
+    def truncated(self, text: str) -> bool:
+        """Whether ``text`` has more than :attr:`max_words` words, so :meth:`encode` cuts it."""
+        return len(self.words(text)) > self.max_words
+
     def unknown(self, text: str) -> list[str]:
         """The words of ``text`` outside the vocabulary (each becomes ``[UNK]``), in order, as written."""
         return [m.group() for m in self.words(text) if m.group().lower() not in self.index]

@@ -300,3 +300,27 @@ def test_image_head_mlp_spans_more_than_the_width():
     assert ranks[0] <= 8 < ranks[32]
     with pytest.raises(ValueError, match="head_hidden must be 0"):
         ToyConfig(arch="lit", text_model="minilm", head_hidden=-1)
+
+
+def test_a_long_text_is_truncated_and_counted_where_the_number_is(toy):
+    """toy:shared keeps 48 tokens ([BOS], 46 words, [EOS]): a longer text is cut, and the encoder says how many texts
+    it cut (per call, and for any texts without running the model), in a sentence a result can show."""
+    from bindlab.encoders.truncation import truncation, truncation_text
+
+    enc = toy("toy:shared")
+    words = ("a red cube and a blue sphere and a green cone and a yellow cylinder " * 6).split()
+    assert len(words) > 46
+    long, kept, short = " ".join(words), " ".join(words[:46]), "a red cube"
+    assert enc.token_limit == 48 and enc.tokenizer.max_words == 46
+    assert enc.truncated([long, kept, short]) == [True, False, False]
+    vecs = enc.embed_texts([long, kept, short])
+    np.testing.assert_allclose(vecs[0], vecs[1], atol=1e-6)  # the words past the limit are not read
+    assert enc.last_truncated == 1
+    assert enc.last_text_notes == ["toy:shared truncated 1 of 3 texts to 48 tokens (words after word 46 are not read)."]
+    enc.embed_texts([short])
+    assert (enc.last_truncated, enc.last_text_notes) == (0, [])  # counted per call
+    report = truncation(enc, [long, long, short])  # duplicates counted once
+    assert report == {"model": "toy:shared", "n_truncated": 1, "n_texts": 2, "max_tokens": 48, "max_words": 46}
+    assert truncation_text(report) == "toy:shared truncated 1 of 2 texts to 48 tokens (words after word 46 are not read)."
+    assert truncation_text(truncation(enc, [short])) == ""  # nothing cut: nothing said
+    assert truncation(load_encoder("bow"), [long]) is None  # an encoder that cannot say: nothing claimed
