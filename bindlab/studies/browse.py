@@ -21,7 +21,7 @@ import numpy as np
 from bindlab.config import home
 from bindlab.data.files import build_once
 from bindlab.data.schema import MCQ, LoadReport, load_mcqs
-from bindlab.encoders.truncation import truncation, truncation_text  # truncation_text: the Browse summary line's
+from bindlab.encoders.truncation import truncation, truncation_text
 from bindlab.eval.mcq import (
     PAIRINGS,
     accuracy_by_n,

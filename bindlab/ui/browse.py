@@ -132,6 +132,8 @@ def summary_md(s: browse.ScoredSet) -> str:
             f"accuracy **{acc['accuracy']:.3f}** "
             f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance {acc['chance']:.3f}: {acc['vs_chance']}) · "
             f"{by_sub}")
+    cut = browse.truncation_text(s.result.summary.get("truncated"))  # texts cut at the model's token limit
+    line = f"{line}<br>{md_text(cut)}" if cut else line
     unknown = browse.unknown_words_text(s.result.summary.get("unknown_words"))
     return f"{line}<br>Unknown words: {md_text(unknown)}" if unknown else line
 
