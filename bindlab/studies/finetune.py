@@ -5,10 +5,12 @@ Both faces — ``python -m bindlab finetune`` / ``jobs …`` and the Finetune ta
 it. :func:`check_config` refuses a bad config (unknown encoder, missing triplets, non-finite or out-of-range
 numbers) before any job folder is made; :func:`submit_finetune` then queues it through
 :class:`bindlab.jobs.manager.JobManager`. The job passthroughs (:func:`list_jobs`, :func:`job_info`,
-:func:`cancel_job`, :func:`resume_job`) read the jobs' state from disk. :func:`run_finetune_compare` scores the three
-models of a finished job (base, ``lora:<job>/unscaled``, ``lora:<job>``) on one MCQ file — through the cached MCQ
-pipeline, with the attention binding margins of each per layer — and returns a
-:class:`~bindlab.studies.result.Result`; the tables' shaping is :mod:`bindlab.train.compare` and
+:func:`cancel_job`, :func:`resume_job`) read the jobs' state from disk; :func:`follow_job` reports a job's progress
+(:func:`job_progress`: phase, step of total, loss, time left) to a ``(fraction, message)`` callback until it ends.
+:func:`run_finetune_compare` scores the three models of a finished job (base, ``lora:<job>/unscaled``,
+``lora:<job>``) on one MCQ file — through the cached MCQ pipeline, with the attention binding margins of each per
+layer — and returns a :class:`~bindlab.studies.result.Result` (its progress names each part, k of n; its notes say
+how many captions the model truncated); the tables' shaping is :mod:`bindlab.train.compare` and
 :mod:`bindlab.train.compare_attention`.
 """
 
@@ -29,6 +31,7 @@ from bindlab.train.compare import (
     job_models,
     labelled,
     mcq_table,
+    report_models,
     report_rows,
     report_text,
     result_rows,
@@ -42,7 +45,8 @@ __all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", 
            "display_labels",
            "format_compare", "job_info", "labelled", "report_rows", "report_text",
            "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "page_manager", "per_layer_rows", "result_rows", "resume_job",
-           "run_finetune_compare", "run_job_process", "submit_finetune"]
+           "run_finetune_compare", "run_job_process", "submit_finetune", "report_models", "about", "job_progress",
+           "follow_job", "with_estimate"]
 
 
 # --- the job manager -----------------------------------------------------------------------------------------------
@@ -205,6 +209,72 @@ def resume_job(job_id: str, manager: Any = None) -> dict[str, Any]:
     return _manager(manager).resume(job_id)
 
 
+def about(seconds: float | None) -> str:
+    """A time left in words: ``about 40 s``, ``about 4 min``, ``about 1 h 5 min``; "" when unknown."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return ""
+    s = round(seconds)
+    if s < 90:
+        return f"about {max(s, 1)} s"
+    hours, minutes = divmod(round(s / 60), 60)
+    return f"about {hours} h {minutes} min" if hours else f"about {minutes} min"
+
+
+def job_progress(status: dict[str, Any], progress: dict[str, Any]) -> tuple[float, str]:
+    """What a progress bar says about a job: the fraction of its steps done (0 before its first step, 1 once done)
+    and one line, e.g. ``training: step 12/300 · loss 0.3127 · about 2 min left``.
+
+    Args:
+        status: the job's status (``state``, ``message``), as :func:`job_info` gives it.
+        progress: its ``progress.json`` (``phase``, ``step``, ``total_steps``, ``loss``, ``eta_s``).
+    """
+    state = status.get("state") or "queued"
+    if state in ("queued", "done", "failed", "cancelled"):
+        done = 1.0 if state == "done" else 0.0
+        return done, f"{state}: {status.get('message') or ''}".rstrip(": ")
+    step, total = int(progress.get("step") or 0), progress.get("total_steps")
+    if not step or not total:  # loading the model, the baseline evaluation
+        return 0.0, f"{progress.get('phase') or 'starting'}: {status.get('message') or 'starting'}"
+    loss = progress.get("loss")
+    left = about(progress.get("eta_s"))
+    return min(step / float(total), 1.0), " · ".join(
+        x for x in (f"{progress.get('phase') or 'training'}: step {step}/{total}",
+                    f"loss {loss:.4f}" if isinstance(loss, (int, float)) else "", f"{left} left" if left else "") if x)
+
+
+def follow_job(job_id: str, progress: Progress, manager: Any = None, poll_s: float = 1.0,
+               max_s: float = 3600.0) -> dict[str, Any]:
+    """Report a job's progress (:func:`job_progress`) through ``progress`` until it finishes, is cancelled or fails,
+    or ``max_s`` seconds have passed (then the page's timer goes on following it). Returns its last status."""
+    import time
+
+    end = time.monotonic() + max_s
+    while True:
+        info = job_info(job_id, log_lines=0, manager=manager)
+        fraction, line = job_progress(info["status"], info["progress"] or {})
+        progress(fraction, line)
+        if info["status"]["state"] in ("done", "failed", "cancelled") or time.monotonic() >= end:
+            return info["status"]
+        time.sleep(poll_s)
+
+
+def with_estimate(progress: Progress, clock: Callable[[], float] | None = None) -> Progress:
+    """``progress`` with the time left appended to each message (``… · about 4 min left``), estimated from the time
+    so far and the fraction done once 5 % is done and 3 s have passed (before that the message goes as it is)."""
+    import time
+
+    now = clock or time.monotonic
+    t0 = now()
+
+    def report(fraction: float, message: str) -> None:
+        elapsed = now() - t0
+        if fraction >= 0.05 and elapsed >= 3.0 and fraction < 1.0:
+            message = f"{message} · {about(elapsed * (1 - fraction) / fraction)} left (estimate)"
+        progress(fraction, message)
+
+    return report
+
+
 def run_job_process(job_dir: str) -> int:
     """What a job's own process runs (``python -m bindlab jobs _run DIR``); returns its exit code."""
     from bindlab.jobs.runner import run_job
@@ -316,11 +386,11 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
         has_images = all(q.query.image for q in questions)
         pairings = "tt,ti,it,ii" if has_images and "image" in encoders["base"].modalities else "tt"
     plist = parse_pairings(pairings)
-    share = 1.0 if attention_limit is None else 0.5  # of the progress bar, for the MCQs
+    part = _parts(progress, {"MCQs": 1.0, "attention margins": 0.0 if attention_limit is None else 1.0,
+                             "report": 3.0 if report else 0.0})
     mcq: dict[str, Any] = {}
     for i, (label, enc) in enumerate(encoders.items()):
-        if progress:
-            progress(share * i / len(encoders), f"scoring {models[label]}")
+        part("MCQs")(i / len(encoders), f"scoring {models[label]} on {len(questions)} questions")
         mcq[label], _ = evaluate_mcq(questions, Path(mcq_path).parent, enc, plist)
     attention = None
     if attention_limit is not None:
@@ -328,21 +398,57 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
 
         qs = questions[:attention_limit] if attention_limit else questions
         captions = [Caption(q.query.text, tuple(q.query.bindings), q.id) for q in qs]
-        attention = attention_compare(encoders, captions, progress=(lambda f, msg: progress(0.5 + 0.5 * f, msg))
-                                      if progress else None)
+        attention = attention_compare(encoders, captions, progress=part("attention margins"))
     entries = None
     if report:
         from bindlab.studies.finetune_report import separated_report
 
-        entries = separated_report(encoders, questions, info.get("config") or {}, progress=progress, mcq_path=mcq_path)
+        entries = separated_report(encoders, questions, info.get("config") or {}, progress=part("report"),
+                                   mcq_path=mcq_path)
     if progress:
         progress(1.0, "done")
     return {"job": st["id"], "models": models, "labels": display_labels((info["lines"] or {}).get("a")),
             "pairings": plist, "mcq": mcq, "attention": attention, "report": entries,
+            "truncated": _truncation(encoders["base"], questions) if "text" in _modalities(plist) else None,
             "triplets": result_rows(info["result"] or {}), "lines": info["lines"],
             "provenance": provenance(mcq_path, encoders["lines"], {"kind": "finetune-compare", "pairings": plist,
                                                                    "limit": limit, "models": models,
                                                                    "attention_limit": attention_limit})}
+
+
+def _parts(progress: Progress | None, weights: dict[str, float]) -> Callable[[str], Progress]:
+    """One progress callback per part of a long task: ``part(name)(f, msg)`` reports ``f`` of that part as its
+    share of the whole (parts weighted by ``weights``, one of 0 skipped), its message headed ``part k/n (name)``."""
+    parts = [k for k, w in weights.items() if w > 0]
+    total = sum(weights[k] for k in parts)
+
+    def part(name: str) -> Progress:
+        i = parts.index(name)
+        start = sum(weights[k] for k in parts[:i])
+
+        def report(f: float, msg: str) -> None:
+            if progress:
+                progress((start + weights[name] * min(max(f, 0.0), 1.0)) / total,
+                         f"part {i + 1}/{len(parts)} ({name}): {msg.removeprefix(f'{name}: ')}")
+
+        return report
+
+    return part
+
+
+def _modalities(pairings: Sequence[str]) -> set[str]:
+    """The modalities the pairings read (``tt`` -> text; ``ti`` -> text and image)."""
+    from bindlab.eval.mcq import PAIRINGS
+
+    return {m for p in pairings for m in PAIRINGS[p]}
+
+
+def _truncation(encoder: Any, questions: Sequence[Any]) -> dict[str, Any] | None:
+    """How many of the questions' captions the base model cuts at its token limit (the finetuned models share its
+    tokenizer): :func:`bindlab.encoders.truncation.truncation`."""
+    from bindlab.encoders.truncation import truncation
+
+    return truncation(encoder, [it.text for q in questions for it in (q.query, *q.candidates)])
 
 
 @dataclass(frozen=True)
@@ -392,6 +498,8 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
         ``attention_per_layer``; ``figures_data`` = ``{"mcq_rows", "attention": section or None,
         "attention_curves", "metrics": the job's training curve}``.
     """
+    if progress:
+        progress(0.0, "reading the job and its MCQs")
     path = request.data or str(default_compare_data(request.job, manager))
     res = compare_job(request.job, path, pairings=request.pairings, limit=request.limit, progress=progress,
                       manager=manager, attention_limit=request.attention_limit, report=request.report)
@@ -400,6 +508,10 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
     a = (res.get("lines") or {}).get("a")
     tables: dict[str, list[dict[str, Any]]] = {"mcq": table, "triplets": res["triplets"]}
     notes: list[str] = []
+    from bindlab.encoders.truncation import truncation_text
+
+    if truncation_text(res.get("truncated")):  # shown where the scores are, not only in the server log
+        notes.append(truncation_text(res["truncated"]))
     if res.get("report"):
         tables["report"] = report_rows(res["report"], a)
         notes.append(report_text(res["report"], a))
