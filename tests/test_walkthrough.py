@@ -427,3 +427,17 @@ def test_run_step_remembers_and_a_reload_rebuilds_what_the_browser_recorded(smal
     assert set(results) == {"bow", "objects"} and len(skipped) == 1 and skipped[0].startswith("step attention:")
     with pytest.raises(ValueError, match="job id"):
         wt.run_step("finetune", {})
+
+
+def test_steps_report_progress_during_the_embedding(tmp_path):
+    """Step 2 passes the scoring's own progress on (what it embeds and how many questions, per chunk of questions,
+    within the step's share of the bar), not only one message before the work."""
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.encoders.tiny import build_tiny
+
+    path = write_benchmark(tmp_path / "saber", generate_saber(per_size=2, sizes=range(2, 6), seed=7), {"seed": 7})
+    seen: list[tuple[float, str]] = []
+    wt.step_text_encoder(path, model=build_tiny("st", tmp_path / "st"), progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert len(seen) >= 2 and fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
+    assert any(m.startswith("embedding texts with") and "/8 questions" in m for _, m in seen[1:]), seen

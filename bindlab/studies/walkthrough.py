@@ -88,6 +88,19 @@ def _dataset(data: str | Path | None, images: bool = False, progress: Progress |
     return default_dataset(images=images, progress=report)
 
 
+def _scaled(progress: Progress | None, lo: float, hi: float) -> Progress | None:
+    """``progress`` for a part of the work: its fractions 0–1 land between ``lo`` and ``hi``, its messages as given
+    (a "done" at the part's end is left out: the step goes on)."""
+    if progress is None:
+        return None
+
+    def report(f: float, msg: str) -> None:
+        if msg != "done":
+            progress(lo + (hi - lo) * min(max(float(f), 0.0), 1.0), msg)
+
+    return report
+
+
 def _role_scores(q: Any, scores: np.ndarray) -> dict[str, float]:
     return {c.role: float(s) for c, s in zip(q.candidates, scores, strict=True)}
 
@@ -150,7 +163,7 @@ def step_text_encoder(data: str | Path | None = None, model: str = "minilm", exa
     path = _dataset(data)
     if progress:
         progress(0.05, f"embedding the questions with {model} (cached after the first time)")
-    s = scored_set(path, model, "tt")
+    s = scored_set(path, model, "tt", progress=_scaled(progress, 0.05, 1.0))
     gaps = _swap_gaps(s)
     answers = np.array([q.answer for q in s.questions])
     preserve_idx = np.arange(len(s.questions)) * 4 + answers  # rows of the gallery holding each right answer
@@ -192,7 +205,9 @@ def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_
     for i, m in enumerate(models):
         if progress:
             progress(0.5 + 0.5 * i / len(models), f"embedding texts and images with {m}")
-        res, items = evaluate_mcq(questions, path.parent, get_encoder(m), list(PAIRINGS))
+        lo = 0.5 + 0.5 * i / len(models)
+        res, items = evaluate_mcq(questions, path.parent, get_encoder(m), list(PAIRINGS),
+                                  progress=_scaled(progress, lo, lo + 0.5 / len(models)))
         for p, summ in res.items():
             rows.append({"model": m, "pairing": p, "query": PAIRINGS[p][0], "candidates": PAIRINGS[p][1],
                          "accuracy": summ["accuracy"], "ci95": summ["ci95"]})
@@ -276,7 +291,8 @@ def step_objects(data: str | Path | None = None, model: str = OBJECTS_MODEL, pai
 
     if progress:
         progress(0.05, f"scoring with {model} ({pairing})")
-    s = scored_set(_dataset(data, images=needs_images(pairing), progress=progress), model, pairing)
+    path = _dataset(data, images=needs_images(pairing), progress=progress)
+    s = scored_set(path, model, pairing, progress=_scaled(progress, 0.05, 1.0))
     sizes = sorted({q.n_objects for q in s.questions if q.n_objects >= 3})
     if len(sizes) < 2:
         raise ValueError("step 4 needs questions with at least two sizes N >= 3")
