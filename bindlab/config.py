@@ -218,6 +218,9 @@ class Limits:
     max_jobs_global: int  # running background jobs on the server
     max_queued_global: int  # queued background jobs on the server
     max_job_seconds: int  # wall-clock seconds one job may run before it is cancelled (0: no cap)
+    max_dataset_mb: int  # MiB of one datasets folder's parquet shards after decoding (records and images), in all
+    max_value_mb: int  # MiB of one value of a datasets folder after decoding (one record's JSON, one image's bytes)
+    max_images_per_item: int  # images one record of a datasets folder may name
 
 
 MIB = 1 << 20
@@ -257,6 +260,9 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_jobs_global": (2, 1),
     "max_queued_global": (64, 8),
     "max_job_seconds": (0, 1_800),
+    "max_dataset_mb": (4_096, 64),
+    "max_value_mb": (64, 8),
+    "max_images_per_item": (64, 16),
 }
 
 LIMIT_ENV: dict[str, str] = {name: f"BINDLAB_{name.upper()}" for name in LIMIT_DEFAULTS}

@@ -478,7 +478,6 @@ def as_bindlab_path(data: str | os.PathLike, kind: str | None = None) -> Path:
 
 def materialise(folder: Path, kind: str | None = None) -> Path:
     """Write an exported folder back as bindlab files (once per content) and return the data file's path."""
-    import pyarrow.parquet as pq
 
     from bindlab.config import home
     from bindlab.data.files import load_json_bounded
@@ -500,16 +499,13 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
     data_file = target / KINDS[found][0]
     if data_file.is_file():
         return data_file
+    budget = _check_shards(shards)  # rows and sizes from the metadata, before a value is decoded
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=_parent(target)))
     try:
         records: list[dict[str, Any]] = []
         for shard in shards:
-            table = pq.read_table(shard)
-            if "record" not in table.column_names:
-                raise DataError(f"{shard}: no 'record' column; bindlab reads datasets it exported "
-                                "(bindlab export-dataset)")
-            for row in table.to_pylist():
-                rec = json.loads(row["record"])
+            for row in _bounded_rows(shard, budget):
+                rec = _record(row, shard, len(records) + 1, budget)
                 structs = {s["path"]: s["bytes"] for s in _image_structs(row) if s.get("bytes") is not None}
                 for rel in image_fields(rec):
                     dest = resolve_image_field(staging, rel, f"{shard.name}: record {len(records) + 1}")
@@ -519,6 +515,9 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     dest.write_bytes(structs[rel])
                 records.append(rec)
+        if not records:
+            raise DataError(f"{folder}: its parquet shards hold no rows, so there is nothing to read; export a "
+                            "non-empty set (bindlab export-dataset)")
         out = staging / KINDS[found][0]
         if found == "grid":
             with open(out, "w", newline="", encoding="utf-8") as f:
@@ -540,6 +539,108 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return data_file
+
+
+class _Budget:
+    """What a datasets folder may still decode: rows and bytes (records and images), from :func:`limits`."""
+
+    def __init__(self) -> None:
+        from bindlab.config import MIB, limits
+
+        lim = limits()
+        self.rows = lim.max_jsonl_lines
+        self.bytes = lim.max_dataset_mb * MIB
+        self.value = lim.max_value_mb * MIB
+        self.images = lim.max_images_per_item
+        self.used = 0
+
+    def spend(self, n: int, where: str) -> None:
+        self.used += n
+        if self.used > self.bytes:
+            raise DataError(f"{where}: the dataset decodes to more than {self.bytes // (1 << 20):,} MiB (records and "
+                            "images; BINDLAB_MAX_DATASET_MB); nothing was kept — split it, or raise the limit on your "
+                            "own machine")
+
+
+BATCH_BYTES = 16 << 20  # decoded bytes one batch of rows may take at most (from the largest column chunk)
+
+
+def _check_shards(shards: list[Path]) -> _Budget:
+    """Refuse a folder whose shards' metadata already break the limits: more rows than ``max_jsonl_lines``, or column
+    chunks larger (uncompressed) than ``max_dataset_mb`` in all. Reads no data page."""
+    import pyarrow.parquet as pq
+
+    budget = _Budget()
+    rows = stored = 0
+    for shard in shards:
+        try:
+            meta = pq.ParquetFile(shard).metadata
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds for a damaged file
+            raise DataError(f"{shard}: not a readable parquet file ({type(e).__name__}); re-export the set") from None
+        rows += meta.num_rows
+        stored += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if rows > budget.rows:
+        raise DataError(f"{shards[0].parent}: {rows:,} rows, more than the {budget.rows:,} a data file may hold "
+                        "(BINDLAB_MAX_JSONL_LINES)")
+    if stored > budget.bytes:
+        raise DataError(f"{shards[0].parent}: {stored / (1 << 20):,.0f} MiB of column data, more than the "
+                        f"{budget.bytes // (1 << 20):,} MiB a datasets folder may hold (BINDLAB_MAX_DATASET_MB)")
+    return budget
+
+
+def _bounded_rows(shard: Path, budget: _Budget) -> Iterator[dict[str, Any]]:
+    """The shard's rows, decoded a few at a time: a batch is sized from the shard's largest column chunk so that it
+    stays under :data:`BATCH_BYTES`, and every batch's decoded bytes are spent from ``budget`` before its rows are
+    turned into Python objects (a dictionary-encoded 1 MiB value repeated over 1,000 rows is 1,000 MiB here)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(shard)
+    if "record" not in pf.schema_arrow.names:
+        raise DataError(f"{shard}: no 'record' column; bindlab reads datasets it exported (bindlab export-dataset)")
+    meta = pf.metadata
+    largest = max((meta.row_group(i).column(j).total_uncompressed_size for i in range(meta.num_row_groups)
+                   for j in range(meta.num_columns)), default=1)
+    if largest > budget.bytes:
+        raise DataError(f"{shard}: one column chunk decodes to {largest / (1 << 20):,.0f} MiB, more than a datasets "
+                        f"folder may hold ({budget.bytes // (1 << 20):,} MiB, BINDLAB_MAX_DATASET_MB)")
+    for batch in pf.iter_batches(batch_size=max(1, min(256, BATCH_BYTES // max(largest, 1)))):
+        budget.spend(_decoded_nbytes(batch), str(shard))
+        yield from batch.to_pylist()
+
+
+def _decoded_nbytes(batch: Any) -> int:
+    """Bytes ``batch`` takes once its dictionary-encoded columns are decoded (a dictionary array's own ``nbytes``
+    counts a value repeated over its rows once; turned into Python objects, every row holds its own copy)."""
+    import pyarrow as pa
+
+    return sum((c.dictionary_decode() if pa.types.is_dictionary(c.type) else c).nbytes for c in batch.columns)
+
+
+def _record(row: dict[str, Any], shard: Path, number: int, budget: _Budget) -> dict[str, Any]:
+    """Row ``number``'s ``record`` JSON, within the value and depth limits, naming at most ``max_images_per_item``
+    images each within the value limit."""
+    from bindlab.data.files import parse_json
+
+    where = f"{shard}: record {number}"
+    raw = row.get("record")
+    if not isinstance(raw, (str, bytes)):
+        raise DataError(f"{where}: 'record' is {type(raw).__name__}, not JSON text; bindlab reads datasets it exported")
+    if len(raw) > budget.value:
+        raise DataError(f"{where}: {len(raw) / (1 << 20):,.1f} MiB of JSON, more than one value may hold "
+                        f"({budget.value // (1 << 20):,} MiB, BINDLAB_MAX_VALUE_MB)")
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    rec = parse_json(text, where)  # refuses bad JSON, NaN and too deep a nesting, naming the shard and record
+    if not isinstance(rec, dict):
+        raise DataError(f"{where}: 'record' is a JSON {type(rec).__name__}, not an object")
+    images = [s for s in _image_structs(row) if s.get("bytes") is not None]
+    if len(images) > budget.images:
+        raise DataError(f"{where}: {len(images)} images, more than one item may carry ({budget.images}, "
+                        "BINDLAB_MAX_IMAGES_PER_ITEM)")
+    for s in images:
+        if len(s["bytes"]) > budget.value:
+            raise DataError(f"{where}: an image of {len(s['bytes']) / (1 << 20):,.1f} MiB, more than one value may "
+                            f"hold ({budget.value // (1 << 20):,} MiB, BINDLAB_MAX_VALUE_MB)")
+    return rec
 
 
 def _parent(target: Path) -> Path:
