@@ -221,6 +221,7 @@ class Limits:
     max_dataset_mb: int  # MiB of one datasets folder's parquet shards after decoding (records and images), in all
     max_value_mb: int  # MiB of one value of a datasets folder after decoding (one record's JSON, one image's bytes)
     max_images_per_item: int  # images one record of a datasets folder may name
+    max_factor_values: int  # values of one factor (shapes, hues, patterns, contexts) in one factor grid
 
 
 MIB = 1 << 20
@@ -263,6 +264,7 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_dataset_mb": (4_096, 64),
     "max_value_mb": (64, 8),
     "max_images_per_item": (64, 16),
+    "max_factor_values": (1_000, 64),
 }
 
 LIMIT_ENV: dict[str, str] = {name: f"BINDLAB_{name.upper()}" for name in LIMIT_DEFAULTS}

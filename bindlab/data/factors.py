@@ -368,9 +368,14 @@ def load_index(folder: str | os.PathLike, check_images: bool = True) -> FactorIn
         if not any(r.context in splits.get(s, []) for r in rows):
             raise DataError(f"{path}: no images in the {s} split (contexts {splits.get(s)}); "
                             f"contexts present: {contexts}")
-    for factor in FACTORS:
-        if len({getattr(r, factor) for r in rows}) < 2:
+    cap = limits().max_factor_values
+    for factor in (*FACTORS, "context"):
+        n_values = len({getattr(r, factor) for r in rows})
+        if factor != "context" and n_values < 2:
             raise DataError(f"{path}: factor {factor!r} has fewer than 2 values")
+        if n_values > cap:
+            raise DataError(f"{path}: factor {factor!r} has {n_values:,} values, more than one grid may have "
+                            f"({cap:,}, {LIMIT_ENV['max_factor_values']}); keep fewer values, or split the grid")
     if check_images:
         missing = [str(root / r.image) for r in rows if not (root / r.image).is_file()]
         if missing:

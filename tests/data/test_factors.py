@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,23 @@ def test_missing_and_malformed_index_are_reported(grid, tmp_path):
     with pytest.raises(DataError, match=r"48 of 48 images .* missing") as e:
         F.load_index(bad)
     assert str(bad / rows[0].image) in str(e.value)
+
+
+def test_a_grid_with_too_many_values_of_one_factor_is_refused_before_any_image_is_read(grid, tmp_path, monkeypatch):
+    """Issue 56, item 5: a 1.3 MB upload whose pattern factor had 2,500 values made a 68.5 MB page after minutes."""
+    root, index, _ = grid
+    rows = [replace(r, pattern=f"p{i}", image=f"img/{i}.png") for i, r in enumerate(index.rows)]  # 48 patterns
+    many = tmp_path / "many"
+    many.mkdir()
+    F.write_index(many / "index.csv", rows)  # no image is there: the count is refused first
+    monkeypatch.setenv("BINDLAB_MAX_FACTOR_VALUES", "40")
+    with pytest.raises(DataError, match=r"factor 'pattern' has 48 values, more than one grid may have \(40, "
+                                        r"BINDLAB_MAX_FACTOR_VALUES\)"):
+        F.load_index(many)
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    monkeypatch.delenv("BINDLAB_MAX_FACTOR_VALUES")
+    with pytest.raises(DataError, match="48 of 48 images"):  # 48 <= public 64: on to the image check
+        F.load_index(many)
 
 
 def test_generation_is_resumable_and_deterministic(tmp_path):
