@@ -280,7 +280,8 @@ def build_tab() -> dict[str, Any]:
                                    api_name="grounding_share").success(lambda: gr.update(visible=True), None, [link],
                                                                        api_name=False, queue=False), [link, link_note])
     return {"link": {"fn": load_link, "inputs": [key],
-                     "outputs": [key, payload, value, *view, controls, note, data, model, factor, alpha]}}
+                     "outputs": [key, payload, value, *view, controls, note, data, model, factor, alpha],
+                     "progress_on": [summary]}}
 
 
 # ---------------------------------------------------------------------------------------------- experiments

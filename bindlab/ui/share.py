@@ -266,8 +266,8 @@ address the visitor sees (a proxy's or a Space's), not the one the server listen
 
 def install(demo: Any, tabs: Any, hooks: Mapping[str, Mapping[str, Any]]) -> None:
     """On page load, select the tab a shared link names, then run each tab's ``"link"`` hook (``{"fn", "inputs",
-    "outputs"}``, in the GPU queue: it may load a model), which opens the link's view when the link is its tab's and
-    changes nothing otherwise. Browse, the first tab, opens its links in its own page-load event."""
+    "outputs"}`` and optionally ``"progress_on"``, the components that show its progress; in the GPU queue: it may
+    load a model), which opens the link's view when the link is its tab's and changes nothing otherwise. Browse, the first tab, opens its links in its own page-load event."""
     from bindlab.ui.common import friendly
     from bindlab.ui.gpu import GPU_QUEUE
 
@@ -279,4 +279,6 @@ def install(demo: Any, tabs: Any, hooks: Mapping[str, Mapping[str, Any]]) -> Non
     for hook in hooks.values():
         if "link" in hook:
             h = hook["link"]
-            read.then(h["fn"], h["inputs"], h["outputs"], api_name=False, **GPU_QUEUE)
+            # its progress only where the hook says (a page without a link runs it too, as a no-op)
+            read.then(h["fn"], h["inputs"], h["outputs"], api_name=False, show_progress_on=h.get("progress_on"),
+                      **GPU_QUEUE)

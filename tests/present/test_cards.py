@@ -102,3 +102,18 @@ def test_question_card_with_images_embeds_them(tmp_path):
 def test_file_names_are_safe(tmp_path, stem, name):
     png, svg = cards.write_card(cards.question_card(_question_view(), "bow", "tt"), tmp_path, stem)
     assert png == tmp_path / f"{name}.png" and svg.parent == tmp_path
+
+
+def test_the_card_buttons_write_both_files():
+    """What Browse's and Pairs' *Card as PNG / SVG* buttons run, on the bundled sets."""
+    from bindlab.studies import pairs as pairs_study
+    from bindlab.ui import browse, pairs
+
+    files = browse.card_files("", "bow", "tt", "n02-ind-003")
+    assert [f.rsplit("/", 1)[1] for f in files] == ["n02-ind-003_card.png", "n02-ind-003_card.svg"]
+    assert "n02-ind-003" in open(files[1], encoding="utf-8").read()
+    pid = pairs_study.filter_pairs(pairs_study.scored_pairs(str(pairs_study.default_pairs_dataset()), "toy:clip",
+                                                            "all"))[0]
+    files = pairs.card_files("", "toy:clip", "all", "short", pid)
+    with Image.open(files[0]) as im:
+        assert im.format == "PNG"

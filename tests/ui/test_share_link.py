@@ -153,6 +153,10 @@ def test_browse_link_reopens_the_same_question(app_url, page, browser):
                            timeout=60_000)
     url = _share_link(page, "bl")
     assert url.startswith(app_url.rstrip("/")) and "tab=browse" in url and "q=n02-ind-003" in url, url
+    # the card beside it: the question shown, as PNG and SVG downloads
+    page.click("#bl-card-btn")
+    page.locator("#bl-card-files a[download='n02-ind-003_card.svg']").wait_for(timeout=60_000)
+    assert page.locator("#bl-card-files a[download='n02-ind-003_card.png']").count() == 1
 
     fresh = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
     try:
