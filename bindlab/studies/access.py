@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from bindlab.config import limits, public_mode
 
@@ -147,6 +148,8 @@ def check_model_access(model: str, session: str | None = None) -> str:
     if eid.backend != "lora":
         if not offered_model(text):
             raise ValueError(MODEL_REFUSED)
+        check_public_revision(eid)
+        check_model_fits(eid)
         return model
     session = session or current_visitor()
     match = _LORA_NAME.fullmatch(eid.name)
@@ -188,6 +191,64 @@ def offered_model(model: str) -> bool:
     if eid.revision is not None and (not _REVISION.fullmatch(eid.revision) or ".." in eid.revision):
         return False
     return str(EncoderId(eid.backend, eid.name)) in _preset_ids()
+
+
+PUBLIC_REVISIONS_ENV = "BINDLAB_PUBLIC_REVISIONS"  # comma list of id@revision a public server also offers
+SERVER_MEMORY_ENV = "BINDLAB_SERVER_MEMORY_GB"  # memory the server declares for models (default: the machine's)
+BYTES_PER_PARAM = 4  # float32 weights, as models load on CPU
+HEADROOM = 1.5  # weights x 1.5 must fit: room for activations, the app and other visitors' work
+
+
+def check_public_revision(eid: Any) -> None:
+    """Public mode: a hub id pinned to a revision only when the server lists that pin (``$BINDLAB_PUBLIC_REVISIONS``,
+    e.g. ``hf:openai/clip-vit-base-patch32@main``); any other revision of a listed model is refused — each one is
+    a separate download and a separate copy in memory.
+
+    Raises:
+        ValueError: naming the id without its revision and the setting.
+    """
+    if eid.revision is None:
+        return
+    listed = {x.strip() for x in os.environ.get(PUBLIC_REVISIONS_ENV, "").split(",") if x.strip()}
+    if str(eid) not in listed:
+        raise ValueError(f"{eid.backend}:{eid.name} is offered here at its default revision only: drop the "
+                         f"'@{eid.revision[:40]}' (the server lists pinned revisions in {PUBLIC_REVISIONS_ENV})")
+
+
+def server_memory_gb() -> float:
+    """Memory the server declares for models: ``$BINDLAB_SERVER_MEMORY_GB``, else the machine's physical memory."""
+    raw = os.environ.get(SERVER_MEMORY_ENV, "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"{SERVER_MEMORY_ENV}={raw!r} must be a positive number of GB")
+        return value
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+def check_model_fits(eid: Any) -> None:
+    """Public mode: a listed model only when its float32 weights, times :data:`HEADROOM`, fit the memory the server
+    declares (:func:`server_memory_gb`), so a visitor cannot make a 16 GB CPU Space load an 8B model (35 GB of
+    weights); a 2B one (8.5 GB) fits there.
+
+    Raises:
+        ValueError: naming the model's size, the server's memory and what to pick instead.
+    """
+    from bindlab.encoders.base import EncoderId, parse_encoder_id
+    from bindlab.encoders.presets import PRESETS
+
+    key = str(EncoderId(eid.backend, eid.name))
+    sizes = {str(parse_encoder_id(p.id)): p.params_m for p in PRESETS}
+    params_m = sizes.get(key, 0.0)
+    need_gb = params_m * 1e6 * BYTES_PER_PARAM * HEADROOM / 1e9
+    have_gb = server_memory_gb()
+    if need_gb > have_gb:
+        raise ValueError(f"{key} is too large for this server: about {params_m / 1000:.1f} B parameters need "
+                         f"{need_gb:.0f} GB here (float32 weights with room to run), and the server declares "
+                         f"{have_gb:.0f} GB ({SERVER_MEMORY_ENV}); pick a smaller model, e.g. a CLIP or SigLIP id")
 
 
 def _owns(session: str | None, job_id: str) -> bool:

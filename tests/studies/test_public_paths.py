@@ -204,12 +204,38 @@ def test_listed_models_still_load_in_public_mode_and_any_id_locally(public, monk
             assert check_model_access(model) == model
         for model in ("toy:clip", "minilm", "bow"):
             assert browse.get_encoder(model).embed_texts(["a red cube"]).shape[0] == 1
+        monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "16")  # a CPU Space
+        monkeypatch.setenv("BINDLAB_PUBLIC_REVISIONS", "hf:openai/clip-vit-base-patch32@main")
         for model in ("hf:openai/clip-vit-base-patch32", "open_clip:ViT-B-32/openai",
                       "qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "hf:openai/clip-vit-base-patch32@main"):
             assert check_model_access(model) == model  # listed hub ids pass the check (loading needs the hub)
     monkeypatch.setenv("BINDLAB_PUBLIC", "0")
     for model in PATH_IDS:
         assert check_model_access(model) == model
+
+
+def test_public_mode_offers_no_free_revisions_and_no_model_too_large_for_the_server(public, monkeypatch):
+    """Issue 56, item 6: any revision of a listed hub id, and an 8B model on a 16 GB CPU Space, were accepted."""
+    monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "16")
+    with visitor(SESSION):
+        with pytest.raises(ValueError, match=r"too large for this server: about 8.8 B parameters need 53 GB .* "
+                                             r"declares 16 GB \(BINDLAB_SERVER_MEMORY_GB\)"):
+            check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-8B")
+        with pytest.raises(ValueError, match=r"offered here at its default revision only: drop the '@0123abc'"):
+            check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-2B@0123abc")
+        monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "80")  # a GPU Space that declares more
+        assert check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-8B") == "qwen3vl:Qwen/Qwen3-VL-Embedding-8B"
+        monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "lots")
+        with pytest.raises(ValueError, match="must be a positive number of GB"):
+            check_model_access("hf:openai/clip-vit-base-patch32")
+    monkeypatch.setenv("BINDLAB_PUBLIC", "0")  # locally: the person's own machine, any id and revision
+    assert check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123abc") == "qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123abc"
+
+
+def test_every_listed_model_has_a_size():
+    from bindlab.encoders.presets import PRESETS
+
+    assert all(p.params_m > 0 for p in PRESETS if p.source == "hub")
 
 
 def _model_callbacks(mcq: str, pairs_file: str, home: Path):
@@ -229,7 +255,7 @@ def _model_callbacks(mcq: str, pairs_file: str, home: Path):
         ("compare", lambda m: compare.run([m, "bow"], ["mcq"], "tt", mcq, "", "")),
         ("finetune", lambda m: finetune.launch(m, str(home / "triplets"), 1, 1, 8, 5e-5, 4, "auto",
                                                request=request)),
-        ("walkthrough-attention", lambda m: walkthrough.run_attention(m, None)),
+        ("walkthrough-attention", lambda m: walkthrough.run_attention(m, None, None)),
     ]
 
 
