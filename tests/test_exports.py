@@ -260,7 +260,7 @@ def test_compare_export_tables_and_figures(tmp_path):
         pytest.approx([0.2, 0.3, 0.35])
     unscaled = exports.compare_export(result(1.0))
     assert list(unscaled.tables["mcq"][0]) == ["pairing", "N", "base", "unscaled"]
-    assert [t.name for t in unscaled.figures["accuracy_by_n"].data] == ["tt · base", "tt · unscaled"]
+    assert [t.name for t in unscaled.figures["accuracy_by_n"].data] == ["base", "unscaled"]  # one pairing: named by model
 
 
 def test_each_download_request_gets_its_own_folder():

@@ -105,20 +105,24 @@ def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", 
         names: how each label is named in the legend (e.g. ``lines`` -> ``LiNeS (a=0.1)``); default the label.
     """
     pts = [r for r in rows if r["N"] != "all"]
-    if not pts:
+    if not pts or not labels:
         return message_figure("nothing to compare yet")
     fig = go.Figure()
-    dash = {"base": "dot", "unscaled": "dash", "lines": "solid"}
-    for p in dict.fromkeys(r["pairing"] for r in pts):
+    colour = {"base": "#7f7f7f", "unscaled": "#ff7f0e", "lines": "#2ca02c"}  # one colour per model
+    dash = {"tt": "solid", "ti": "dash", "it": "dot", "ii": "dashdot"}  # one dash per pairing
+    pairings = list(dict.fromkeys(r["pairing"] for r in pts))
+    for p in pairings:
         sel = sorted((r for r in pts if r["pairing"] == p), key=lambda r: int(r["N"]))
         for lab in labels:
+            name = (names or {}).get(lab, lab)
             fig.add_trace(go.Scatter(x=[int(r["N"]) for r in sel], y=[r[lab] for r in sel], mode="lines+markers",
-                                     name=plot_text(f"{p} · {(names or {}).get(lab, lab)}"),
-                                     line=dict(dash=dash.get(lab, "solid"))))
+                                     name=plot_text(f"{name} · {p}" if len(pairings) > 1 else name),
+                                     line=dict(color=colour.get(lab), dash=dash.get(p, "solid"), width=2.5)))
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
-    fig.update_layout(title="MCQ accuracy by N: base vs finetuned", xaxis_title="number of objects (N)",
+    title = "MCQ accuracy by N: base vs finetuned" + (f" ({plot_text(pairings[0])})" if len(pairings) == 1 else "")
+    fig.update_layout(title=title, xaxis_title="number of objects (N)",
                       yaxis_title="accuracy", yaxis_range=[0, 1.02], height=360,
-                      margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+                      margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25, font=dict(size=13)))
     return fig
 
 

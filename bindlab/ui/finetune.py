@@ -3,7 +3,9 @@ and compare base vs finetuned on the same MCQs once it is done.
 
 Jobs are subprocesses with their state on disk; this tab reads it through :mod:`bindlab.studies.finetune` (the
 ``finetune`` and ``jobs`` commands' backend too) on a ``gr.Timer``, so the page never blocks and a restarted app finds
-its jobs again.
+its jobs again. A launch shows its job at once (its own outputs refresh the list and the status), then Gradio's
+progress bar follows it to the end (phase, step of total, time left); Compare's progress names each part with the
+time left. The accuracy-by-N chart draws only the models and pairings picked under it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ CSS = """
 """
 
 JOB_COLUMNS = ["id", "model id", "base", "state", "step", "message"]
+SHOWN_JOB_COLUMNS = ["id", "base", "state", "step", "message"]  # on the page: the model id is lora:<id>
 
 
 def jobs_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
@@ -111,11 +114,32 @@ def default_job(jobs: list[dict[str, Any]]) -> str | None:
     return jobs[-1]["id"] if jobs else None
 
 
+def job_view(job_id: str | None, jobs: list[dict[str, Any]], manager: Any) -> tuple[Any, ...]:
+    """What the tab shows of one job (its status, progress bar and curves) and of all jobs (the table); with no
+    job, "No jobs yet"."""
+    table = jobs_frame(jobs)[SHOWN_JOB_COLUMNS]
+    if not job_id:
+        return "No jobs yet: launch one above.", progress_html({}, {}), figures.message_figure("no job yet"), table
+    info = fs.job_info(job_id, log_lines=0, manager=manager)
+    return (status_md(info), progress_html(info["status"], info["progress"]),
+            figures.training_curves(info["metrics"],
+                                    title=f"{plot_text(info['status']['id'])}: loss and validation triplet accuracy"),
+            table)
+
+
+def job_ids(jobs: list[dict[str, Any]]) -> list[str]:
+    """The picker's choices: job ids, newest first."""
+    return [j["id"] for j in reversed(jobs)]
+
+
 # --- callbacks -----------------------------------------------------------------------------------------------
 @friendly
 def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: float, lr: float, rank: float,
            lines_a: str, attention_loss: float | None = 0.0, attention_layers: str = "", supervision: str = "text",
-           request: gr.Request = None) -> tuple[Any, str]:
+           request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+    """Check the settings and queue the job; its own outputs show it at once: selected in the picker, in the jobs
+    table, with its status (the timer only follows it from there)."""
+    progress(0.0, desc="checking the settings")
     if not (model or "").strip():
         raise ValueError("give a base model id, e.g. minilm or toy:shared")
     cfg = {"model": model.strip(), "data": (data or "").strip(), "epochs": epochs,
@@ -128,8 +152,29 @@ def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: f
         cfg.update(default_data(cfg["model"]))
     manager = _manager(request)
     job_id = fs.submit_finetune(cfg, manager)  # checked before the job exists: a bad number is refused, nothing queued
-    return gr.update(choices=[j["id"] for j in reversed(fs.list_jobs(manager))], value=job_id), \
-        f"Started job **{md_text(job_id)}**; it will produce {md_code(f'lora:{job_id}')}."
+    progress(0.1, desc=f"job {job_id} queued")
+    jobs = fs.list_jobs(manager)
+    return (gr.update(choices=job_ids(jobs), value=job_id), f"Started job **{md_text(job_id)}**; it will produce "
+            f"{md_code(f'lora:{job_id}')}.", *job_view(job_id, jobs, manager))
+
+
+FOLLOW_MAX_S = 1800.0  # a launch follows its job this long at most; the tab's timer follows it on after that
+
+
+@friendly
+def follow(job_id: str, request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> str:
+    """After a launch: Gradio's progress bar follows the job (phase, step of total, loss, time left from its
+    ``progress.json``) until it is done, cancelled or failed; then one line says how it ended."""
+    if not job_id:
+        return ""
+    progress(0.0, desc=f"job {job_id}: queued")
+
+    def report(fraction: float, line: str) -> None:
+        progress(fraction, desc=f"job {job_id} · {line}")
+
+    st = fs.follow_job(job_id, report, _manager(request), max_s=FOLLOW_MAX_S)
+    tail = " — compare it below." if st["state"] == "done" else ""
+    return f"Job {md_text(st['id'])}: **{md_text(st['state'])}** ({md_text(st.get('message') or '')}){tail}"
 
 
 @friendly
@@ -138,18 +183,11 @@ def poll(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
     running (or newest) job is selected, so the tab never opens on "No job selected" while a job runs."""
     manager = _manager(request)
     jobs = fs.list_jobs(manager)
-    ids = [j["id"] for j in reversed(jobs)]
     chosen = (job_id or "").strip()
     job_id = chosen or default_job(jobs)
-    if not job_id:
-        return ("No jobs yet: launch one above.", progress_html({}, {}), figures.message_figure("no job yet"),
-                jobs_frame(jobs), gr.update(choices=ids))
-    info = fs.job_info(job_id, log_lines=0, manager=manager)
-    return (status_md(info), progress_html(info["status"], info["progress"]),
-            figures.training_curves(info["metrics"],
-                                    title=f"{plot_text(info['status']['id'])}: loss and validation triplet accuracy"),
-            # the value only when chosen here: a visitor's pick made while this tick ran is never undone
-            jobs_frame(jobs), gr.update(choices=ids) if chosen else gr.update(choices=ids, value=info["status"]["id"]))
+    # the value only when chosen here: a visitor's pick made while this tick ran is never undone
+    picker = gr.update(choices=job_ids(jobs)) if chosen or not job_id else gr.update(choices=job_ids(jobs), value=job_id)
+    return (*job_view(job_id, jobs, manager), picker)
 
 
 def show(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
@@ -177,9 +215,12 @@ def resume(job_id: str, request: gr.Request = None) -> str:
 @friendly
 def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Progress = gr.Progress()
             ) -> tuple[Any, ...]:
+    """Base vs finetuned: Gradio's progress says each part (part k of n, what is being scored) and the time left."""
+    progress(0.0, desc="starting the comparison")
     if not job_id:
         raise ValueError("select a finished job to compare")
-    res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq), progress=lambda f, msg: progress(f, desc=msg),
+    res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq),
+                                  progress=fs.with_estimate(lambda f, msg: progress(f, desc=msg)),
                                   manager=_manager(request))
     models, a = res.summary["models"], (res.summary.get("lines") or {}).get("a")
     base, unscaled, lines, data = (md_code(models["base"]), md_code(models["unscaled"]), md_code(models["lines"]),
@@ -189,14 +230,58 @@ def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Prog
                 "unscaled model too")
     else:
         head = f"Base {base} vs {unscaled} (unscaled) vs {lines} ({md_text(fs.display_labels(a)['lines'])}) on {data}"
-    report = pd.DataFrame(res.tables.get("report") or [])
+    report = report_view(res.tables.get("report") or [], a)
     att_fig, att_rows = attention_view(res.figures_data["attention"], fs.display_labels(a))
-    return head, numbers.table(pd.DataFrame(fs.labelled(res.rows, a))), numbers.table(pd.DataFrame(res.tables["triplets"])), \
-        finetune_by_n_figure(res), att_fig, numbers.table(att_rows), numbers.table(report), \
-        "\n\n".join(md_text(n) for n in res.notes), res
+    shown_models, shown_pairings = by_n_choices(res)
+    return head, numbers.table(pd.DataFrame(fs.labelled(res.rows, a))), numbers.table(triplets_view(res.tables["triplets"])), \
+        by_n_view(res, shown_models["value"], shown_pairings["value"]), att_fig, numbers.table(att_rows), \
+        numbers.table(report), "\n\n".join(md_text(n) for n in res.notes), res, shown_models, shown_pairings
 
 
-REPORT_COLUMNS = ["evaluation", "format", "in training distribution", "N", "chance", "base", "unscaled", "LiNeS"]
+def triplets_view(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The job's triplet accuracies and forgetting controls with headers that wrap between words
+    (``triplet_heldout:deferred_bind_anaphoric`` -> ``heldout: deferred bind anaphoric``), so the table fits."""
+    def header(key: str) -> str:
+        return key.removeprefix("triplet_").replace(":", ": ").replace("_", " ")
+
+    return pd.DataFrame([{header(k): v for k, v in r.items()} for r in rows])
+
+
+def by_n_choices(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The accuracy-by-N chart's two pickers after a compare: the models (base vs the job's model shown at first:
+    LiNeS, or the unscaled model when a = 1) and the pairings (the first one shown at first)."""
+    a = (result.summary.get("lines") or {}).get("a")
+    names, keys = fs.display_labels(a), fs.report_models(a)
+    pairings = list(result.summary.get("pairings") or ["tt"])
+    return (gr.update(choices=[(names[k], k) for k in keys], value=[keys[0], keys[-1]]),
+            gr.update(choices=pairings, value=pairings[:1]))
+
+
+def by_n_view(result: Any, models: list[str] | None, pairings: list[str] | None) -> Any:
+    """The accuracy-by-N chart of the last compare, only the picked models and pairings (one line each)."""
+    if result is None:
+        return figures.message_figure("press Compare first")
+    if not models or not pairings:
+        return figures.message_figure("pick at least one model and one pairing to draw")
+    return finetune_by_n_figure(result, models=models, pairings=pairings)
+
+
+def report_view(rows: list[dict[str, Any]], a: float | None) -> pd.DataFrame:
+    """The separated report as the page shows it, narrow enough not to scroll sideways: each model's value and its
+    95 % interval in one cell (``0.812 [0.700, 0.900]``); the "in training distribution" mark is the format
+    *in-format* (the label says so). The download keeps every column (:func:`bindlab.present.exports.compare_export`)."""
+    names = [fs.display_labels(a)[k] for k in fs.report_models(a)]
+    out = []
+    for r in rows:
+        row = {"evaluation": r["evaluation"], "format": r["format"], "N": r["N"], "chance": r["chance"]}
+        for name in names:
+            if name in r:
+                row[f"{name} (95% CI)"] = f"{numbers.cell(r[name])} {r.get(f'{name} 95% CI', '')}".strip()
+        out.append(row)
+    return pd.DataFrame(out, columns=REPORT_COLUMNS[:4] + [f"{n} (95% CI)" for n in names])
+
+
+REPORT_COLUMNS = ["evaluation", "format", "N", "chance", "base (95% CI)", "unscaled (95% CI)", "LiNeS (95% CI)"]
 
 # The tab's default job: the walkthrough's toy:shared job (toy-world triplets, 300 steps at lr 2e-3, one torch
 # thread), measured at 2 min 41 s submit -> done on the shared 2-core machine at load 4; validation triplet
@@ -330,6 +415,7 @@ def build_tab() -> dict[str, Any]:
     gr.Markdown(OBJECTIVE_HINT, elem_id="ft-objective-hint")
     gr.Markdown(TRANSFER_HINT, elem_id="ft-transfer-hint")
     message = gr.Markdown(elem_id="ft-message")
+    followed = gr.Markdown(elem_id="ft-follow", min_height=40)  # Gradio's progress bar follows a launched job here
     with gr.Row():
         job = gr.Dropdown([], label="Job", allow_custom_value=True, elem_id="ft-job", scale=3)
         stop = gr.Button("Cancel", elem_id="ft-cancel")
@@ -337,29 +423,35 @@ def build_tab() -> dict[str, Any]:
     status = gr.Markdown(elem_id="ft-status")
     bar = gr.HTML(elem_id="ft-progress")
     curves = gr.Plot(label="Loss and validation triplet accuracy", elem_id="ft-curves")
-    jobs = gr.Dataframe(headers=JOB_COLUMNS, label="All jobs", interactive=False, wrap=True, elem_id="ft-jobs")
+    jobs = gr.Dataframe(headers=SHOWN_JOB_COLUMNS, label="All jobs", interactive=False, wrap=True, elem_id="ft-jobs",
+                        column_widths=["22%", "30%", "10%", "10%", "28%"])
     gr.Markdown("### Before vs after")
     with gr.Row():
         mcq = data_picker("mcq", "MCQ file (empty = embedded mini benchmark; for a toy:* job its renderable, "
                           "image version)", "ft-mcq")
         cmp_btn = gr.Button("Compare base vs finetuned", elem_id="ft-compare-btn")
-    cmp_head = gr.Markdown(elem_id="ft-compare-head")
+    cmp_head = gr.Markdown(elem_id="ft-compare-head", min_height=40)  # Gradio's progress shows here while it runs
     with gr.Row():
         cmp_table = gr.Dataframe(headers=["pairing", "N", "base", "unscaled", "LiNeS"], label="MCQ accuracy per pairing and N",
                                  interactive=False, wrap=True, elem_id="ft-compare")
-        cmp_fig = gr.Plot(label="Accuracy by N", elem_id="ft-compare-fig")
-    trip_table = gr.Dataframe(headers=["model", "triplet_test", "triplet_heldout", "drift", "paraphrase_r1"],
-                              label="Triplet accuracy and forgetting control", interactive=False, wrap=True,
+        with gr.Column():
+            cmp_fig = gr.Plot(label="Accuracy by N", elem_id="ft-compare-fig")
+            with gr.Row():  # one line per picked model and pairing (all of them at once is 12 lines)
+                by_n_models = gr.CheckboxGroup([], label="Models shown", elem_id="ft-by-n-models")
+                by_n_pairings = gr.CheckboxGroup([], label="Pairings shown", elem_id="ft-by-n-pairings")
+    trip_table = gr.Dataframe(headers=["model", "test", "heldout", "drift", "paraphrase r1"],
+                              label="Triplet accuracy per split and forgetting control", interactive=False, wrap=True,
                               elem_id="ft-compare-triplets")
     report_note = gr.Markdown(elem_id="ft-report-note")
     report = gr.Dataframe(headers=REPORT_COLUMNS, interactive=False, wrap=True, elem_id="ft-report",
-                          label="Template × words: every evaluation with its n, chance and 95 % CI; in the training "
-                                "distribution = the training template and only words seen in training",
+                          label="Template × words: every evaluation with its n, chance and each model's value [95 % "
+                                "CI]; format in-format = in the training distribution (the training template and "
+                                "only words seen in training)",
                           max_height=2000, **pinned("ft-report"))  # all ~20 rows on the page, none scrolled away
-    with gr.Row():
-        att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
-        att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",
-                                 label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
+    # the figure above its table: side by side, the table's six columns with intervals would scroll sideways
+    att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
+    att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",
+                             label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
     cmp_result = held_state()  # the study's Result of the last Compare: what the Download panel writes
     wire(export_panel("ft", "comparison and curves"), export_compare, [job, cmp_result], api_name="ft_export")
     timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
@@ -370,10 +462,14 @@ def build_tab() -> dict[str, Any]:
     # results after an error (bindlab.ui.common): a failed action clears what it drew, which no longer matches the
     # inputs — a refused launch its "Started job" line, a failed cancel/resume its message, a failed poll the job's
     # status, bar and curves (the job list stays: it is the picker), a failed compare every before/after result
+    # the launch's own outputs show the new job at once (picked, in the table, its status); then Gradio's progress
+    # bar follows it to the end (at most 4 visitors' follows at a time; the timer goes on for everyone)
     launched = start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a, attention_loss,
-                                    attention_layers, supervision], [job, message], api_name="ft_launch")
-    launched.then(poll, [job], polled, api_name=False)
-    clear_on_error(launched, [message])
+                                    attention_layers, supervision], [job, message, status, bar, curves, jobs],
+                           api_name="ft_launch", show_progress_on=[message])
+    launched.success(follow, [job], [followed], api_name=False, concurrency_id="ft-follow", concurrency_limit=4,
+                     show_progress_on=[followed]).then(poll, [job], polled, api_name=False, show_progress="hidden")
+    clear_on_error(launched, [message, followed])
     shown = [status, bar, curves]
     clear_on_error(timer.tick(poll, [job], polled, api_name="ft_poll", show_progress="hidden"), shown)
     clear_on_error(job.change(poll, [job], polled, api_name=False), shown)
@@ -381,8 +477,13 @@ def build_tab() -> dict[str, Any]:
         acted = button.click(fn, [job], [message], api_name=name)
         acted.then(poll, [job], polled, api_name=False)
         clear_on_error(acted, [message])
-    compared = [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report, report_note, cmp_result]
-    clear_on_error(cmp_btn.click(compare, [job, mcq], compared, api_name="ft_compare", **GPU_QUEUE), compared)
+    compared = [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report, report_note, cmp_result,
+                by_n_models, by_n_pairings]
+    clear_on_error(cmp_btn.click(compare, [job, mcq], compared, api_name="ft_compare", show_progress_on=[cmp_head],
+                                 **GPU_QUEUE), compared)
+    for picker in (by_n_models, by_n_pairings):  # redrawn from the held result: nothing is scored again
+        picker.input(by_n_view, [cmp_result, by_n_models, by_n_pairings], [cmp_fig], api_name=False,
+                     show_progress="hidden")
     on_show = {"fn": show, "inputs": [job], "outputs": [*polled, timer]}
     names = {getattr(tab, "label", None), getattr(tab, "id", None)} - {None}  # what Tabs.select may report
     if isinstance(tab, gr.Tab):

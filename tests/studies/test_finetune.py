@@ -142,8 +142,8 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     cli = json.loads(out.read_text())
 
     page = SimpleNamespace(session_hash="test-page")  # a page visitor (outside public mode: sees CLI jobs too)
-    head, table, trip, _, _, att, report, note, shown = tab.compare(job, str(mcq), request=page,
-                                                                   progress=_noop_progress)
+    head, table, trip, fig, _, att, report, note, shown, pick_models, pick_pairings = tab.compare(
+        job, str(mcq), request=page, progress=_noop_progress)
     assert job in " ".join(cli["models"].values()) and str(mcq) in head and "LiNeS \\(a=0.5\\)" in head  # Markdown-escaped
     from pandas.io.formats.style import Styler
 
@@ -151,8 +151,23 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     table, trip, report = (x.data if isinstance(x, Styler) else x for x in (table, trip, report))
     assert table.to_dict(orient="records") == fs.labelled(fs.mcq_table(cli), 0.5)
     assert list(table.columns) == ["pairing", "N", "base", "unscaled", "LiNeS (a=0.5)"]
-    assert report.to_dict(orient="records") == fs.report_rows(cli["report"], 0.5) and "training distribution" in note
-    assert trip.to_dict(orient="records") == cli["triplets"] and len(cli["triplets"]) == 3
+    # the report on the page: each model's value and its 95 % CI in one cell, so the table fits without scrolling
+    rows = fs.report_rows(cli["report"], 0.5)
+    assert list(report.columns) == ["evaluation", "format", "N", "chance", "base (95% CI)", "unscaled (95% CI)",
+                                    "LiNeS (a=0.5) (95% CI)"] and "training distribution" in note
+    assert list(report["evaluation"]) == [r["evaluation"] for r in rows]
+    for shown_row, row in zip(report.to_dict(orient="records"), rows, strict=True):
+        for name in ("base", "unscaled", "LiNeS (a=0.5)"):
+            assert shown_row[f"{name} (95% CI)"] == f"{row[name]:.3f} {row[f'{name} 95% CI']}"
+    # the triplet table's headers wrap between words (triplet_heldout:x_y -> "heldout: x y"), its numbers the CLI's
+    assert [list(r.values()) for r in trip.to_dict(orient="records")] == [list(r.values()) for r in cli["triplets"]]
+    assert "_" not in "".join(trip.columns) and len(cli["triplets"]) == 3
+    # the accuracy-by-N chart: base vs the job's model (LiNeS) on the first pairing, the pickers offering the rest
+    assert [t.name for t in fig.data] == ["base", "LiNeS (a=0.5)"]
+    assert pick_models["value"] == ["base", "lines"] and [c[1] for c in pick_models["choices"]] == ["base", "unscaled",
+                                                                                                    "lines"]
+    assert pick_pairings["value"] == ["tt"]
+    assert [t.name for t in tab.by_n_view(shown, ["unscaled"], ["tt"]).data] == ["unscaled"]
     want = pd.DataFrame(fs.attention_rows(cli["attention"], fs.display_labels(0.5)), columns=tab.ATTENTION_COLUMNS)
     pd.testing.assert_frame_equal(att.data if isinstance(att, Styler) else att, want)
     assert cli["attention"]["available"] and cli["attention"]["n_captions"] == 4
@@ -298,3 +313,47 @@ def test_a_of_one_is_reported_as_unscaled_never_lines(report_jobs, tmp_path, cap
 def test_default_compare_data_is_the_text_benchmark_for_a_text_model(report_jobs):
     job, _, _ = report_jobs
     assert fs.default_compare_data(job).parent.name == "saber-mini"  # a toy: base gets saber-mini-images instead
+
+
+# --- progress: a launched job followed to its end, a compare's parts with the time left --------------------------------
+def test_job_progress_says_phase_step_loss_and_time_left():
+    running = {"state": "running", "message": "training: step 12/300"}
+    fraction, line = fs.job_progress(running, {"phase": "training", "step": 12, "total_steps": 300, "loss": 0.31274,
+                                               "eta_s": 130.0})
+    assert fraction == pytest.approx(0.04)
+    assert line == "training: step 12/300 · loss 0.3127 · about 2 min left"
+    assert fs.job_progress(running, {"phase": "baseline", "step": 0, "total_steps": 300}) == (
+        0.0, "baseline: training: step 12/300")
+    assert fs.job_progress({"state": "queued", "message": "waiting"}, {}) == (0.0, "queued: waiting")
+    assert fs.job_progress({"state": "done", "message": "finished"}, {})[0] == 1.0
+    assert [fs.about(s) for s in (None, 0.2, 40, 240, 3900)] == ["", "about 1 s", "about 40 s", "about 4 min",
+                                                                  "about 1 h 5 min"]
+
+
+def test_with_estimate_adds_the_time_left_once_it_can_tell():
+    said, now = [], [0.0]
+    report = fs.with_estimate(lambda f, msg: said.append((f, msg)), clock=lambda: now[0])
+    report(0.01, "part 1/3 (MCQs): scoring base")  # too little done to tell
+    now[0] = 60.0
+    report(0.5, "part 2/3 (attention margins)")  # 60 s for half: about 60 s left
+    report(1.0, "done")
+    assert said == [(0.01, "part 1/3 (MCQs): scoring base"),
+                    (0.5, "part 2/3 (attention margins) · about 60 s left (estimate)"), (1.0, "done")]
+
+
+def test_compare_parts_report_one_rising_fraction_with_their_names():
+    said = []
+    part = fs._parts(lambda f, msg: said.append((round(f, 3), msg)), {"MCQs": 1.0, "attention margins": 0.0,
+                                                                       "report": 3.0})
+    part("MCQs")(0.5, "scoring base")
+    part("report")(0.0, "report: first set")
+    part("report")(1.0, "report: controls")
+    assert said == [(0.125, "part 1/2 (MCQs): scoring base"), (0.25, "part 2/2 (report): first set"),
+                    (1.0, "part 2/2 (report): controls")]
+
+
+def test_follow_job_reports_a_finished_job_and_returns(done_job):
+    job, _ = done_job
+    said = []
+    st = fs.follow_job(job, lambda f, msg: said.append((f, msg)), poll_s=0.01)
+    assert st["state"] == "done" and said == [(1.0, f"done: {st['message']}")]

@@ -39,6 +39,38 @@ def _fill(page, elem_id: str, value: str) -> None:
     box.press("Tab")
 
 
+# Gradio's progress bar with its words (gr.Progress's description) inside one of the given components, the words
+# matching ``pattern``: the seconds from the call (just before a click) to its first appearance, recorded in the page.
+WATCH_PROGRESS = """([ids, pattern]) => { window.__progressAt = null; const t0 = performance.now(); const re = new RegExp(pattern);
+  const seen = () => ids.some(id => [...document.querySelectorAll(`#${id} .progress-level-inner`)].some(
+    e => re.test(e.innerText)));
+  const obs = new MutationObserver(() => { if (window.__progressAt === null && seen()) {
+    window.__progressAt = (performance.now() - t0) / 1000; obs.disconnect(); } });
+  obs.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true}); }"""
+
+# Elements of a component that scroll sideways: their scroll width is over their visible width.
+SIDEWAYS = """(id) => [...document.querySelectorAll(`#${id}, #${id} *`)].filter(e => {
+  const o = getComputedStyle(e).overflowX; return (o === 'auto' || o === 'scroll') && e.scrollWidth > e.clientWidth + 1;
+}).map(e => `${e.className || e.tagName}: ${e.scrollWidth} > ${e.clientWidth}`)"""
+
+
+# Measured 0.2-0.3 s after the click on a 2-core machine at load 2, 2 s at load 15; without gr.Progress the words
+# would only come with the result (a launch: when the job ends; a compare: tens of seconds).
+PROGRESS_S = 3.0
+
+
+def _progress_within(page, ids: list[str], seconds: float = PROGRESS_S) -> float:
+    """Wait for :data:`WATCH_PROGRESS`'s record (set up before the click); assert it came within ``seconds``."""
+    page.wait_for_function("() => window.__progressAt !== null", timeout=60_000)
+    at = page.evaluate("() => window.__progressAt")
+    assert at <= seconds, f"Gradio's progress showed in {ids} only {at:.2f} s after the click"
+    return at
+
+
+def _legend(page, elem_id: str) -> list[str]:
+    return page.locator(f"#{elem_id} .legendtext").all_text_contents()
+
+
 def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, small_mcq):
     model, data = tiny_job_inputs
     page.goto(app_url)
@@ -47,10 +79,19 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
     _fill(page, "ft-data", data)
     _fill(page, "ft-max-steps", "2")
     _fill(page, "ft-batch", "4")
+    page.evaluate(WATCH_PROGRESS, [["ft-message", "ft-follow"], "checking the settings|queued|job "])
     page.click("#ft-launch")
+    _progress_within(page, ["ft-message", "ft-follow"])  # Gradio's progress with its words, at once
     page.wait_for_selector("#ft-message :text('Started job')", timeout=60_000)
     job_id = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
     assert f"lora:{job_id}" in page.inner_text("#ft-message")
+    # the launch's own output lists the job and shows its status at once: no waiting for the timer (every 2 s)
+    page.wait_for_function("(id) => document.querySelector('#ft-jobs').innerText.includes(id) && "
+                           "document.querySelector('#ft-status').innerText.includes(id)", arg=job_id, timeout=1_500)
+    assert "No jobs yet" not in page.inner_text("#ft-status")
+    # then Gradio's progress bar follows the job (its words name it), and says how it ended
+    page.wait_for_function("(id) => document.querySelector('#ft-follow').innerText.includes(id)", arg=job_id,
+                           timeout=60_000)
 
     # The timer polls the job; the page shows its state, then the progress bar at 100 % and the result table. The
     # state read is this job's (the tab may first show an earlier job of the run's home, already done).
@@ -64,11 +105,15 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
     # the jobs table refreshes on the same tick as the status (a busy machine may draw it a moment later)
     page.wait_for_function("(id) => document.querySelector('#ft-jobs').innerText.includes(id)", arg=job_id,
                            timeout=60_000)
+    page.wait_for_selector(f"#ft-follow :text('Job {job_id}: done')", timeout=60_000)
     screenshot(page, "finetune")
 
-    # Compare: the attention part shows one margin curve per model (base, unscaled, LiNeS) and a row per model.
+    # Compare: its progress shows at once, then the attention part shows one margin curve per model (base,
+    # unscaled, LiNeS) and a row per model.
     _fill(page, "ft-mcq", small_mcq)
+    page.evaluate(WATCH_PROGRESS, [["ft-compare-head"], "starting the comparison|part [0-9]"])
     page.click("#ft-compare-btn")
+    _progress_within(page, ["ft-compare-head"])
     page.wait_for_selector("#ft-compare-attention-fig .gtitle:has-text('base vs finetuned')", timeout=300_000)
     legend = page.locator("#ft-compare-attention-fig .legendtext").all_text_contents()
     assert [t.split(" ")[0] for t in legend] == ["base", "unscaled", "LiNeS"]  # the job's a = 0.1, named so
@@ -77,11 +122,29 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
 
     # The separated report: every row says its format and whether it is in-format, each model with its 95 % CI.
     report = page.inner_text("#ft-report")
-    for label in ("in-format", "out-of-template", "held-out construction", "control", "LiNeS (a=0.1) 95% CI",
+    for label in ("in-format", "out-of-template", "held-out construction", "control", "LiNeS (a=0.1) (95% CI)",
                   "predicative template (held out of training)"):
         assert label in report, label
     assert "not binding in general" in page.inner_text("#ft-report-note")
     assert "2–5 minutes" in page.inner_text("#ft-expect")  # the page says how long the default job takes
+
+    # The accuracy-by-N chart draws only the picked models and pairings: base vs the job's model at first
+    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length > 0",
+                           timeout=30_000)
+    assert _legend(page, "ft-compare-fig") == ["base", "LiNeS (a=0.1)"]
+    page.locator("#ft-by-n-models label", has_text="unscaled").click()
+    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length === 3",
+                           timeout=30_000)
+    assert _legend(page, "ft-compare-fig") == ["base", "unscaled", "LiNeS (a=0.1)"]
+    page.locator("#ft-by-n-models label", has_text="base").click()
+    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length === 2",
+                           timeout=30_000)
+    assert _legend(page, "ft-compare-fig") == ["unscaled", "LiNeS (a=0.1)"]
+
+    # No table scrolls sideways at 1400 px: each fits its box
+    for elem_id in ("ft-status", "ft-jobs", "ft-compare", "ft-compare-triplets", "ft-report", "ft-compare-attention"):
+        assert page.evaluate(SIDEWAYS, elem_id) == [], elem_id
+    screenshot(page, "finetune-compare")
 
 
 def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(app_url, page, tiny_job_inputs):
@@ -117,10 +180,10 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
             time.sleep(1)
         page.wait_for_function("(job) => { const t = document.querySelector('#ft-jobs');"
                                " return t && /step [1-9][0-9]*\\/[0-9]+/.test(t.innerText); }", arg=job, timeout=120_000)
-        # cells wrap, so the table's text has one cell per line: the job's row is its id and the 5 cells after it
+        # cells wrap, so the table's text has one cell per line: the job's row is its id and the 4 cells after it
         lines = [x.strip() for x in page.inner_text("#ft-jobs").splitlines() if x.strip()]
         start = next(i for i, x in enumerate(lines) if x == job)
-        row = " | ".join(lines[start:start + 6])
+        row = " | ".join(lines[start:start + 5])
         assert "starting" not in row and "running" in row
     finally:
         with contextlib.suppress(ValueError):  # already finished
