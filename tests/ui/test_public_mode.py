@@ -298,7 +298,8 @@ def test_scoring_with_an_opaque_data_value_works_through_the_api(public_app):
 def test_a_second_session_cannot_see_cancel_or_resume_the_first_sessions_job(public_app):
     url, _ = public_app
     a, b = _client(url), _client(url)
-    choice, msg = a.predict("minilm", "", 1, 1, 8, 5e-5, 4, "auto", api_name="/ft_launch")
+    # the launch answers the job picker and its message, then the job's status, bar, curves and the jobs table
+    choice, msg, *_ = a.predict("minilm", "", 1, 1, 8, 5e-5, 4, "auto", api_name="/ft_launch")
     job = choice["value"] if isinstance(choice, dict) else choice  # the job dropdown's update
     try:
         assert job and job in msg
