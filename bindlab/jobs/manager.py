@@ -54,6 +54,12 @@ _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^/\\\s'\"]+){2,}")
 KILL_GRACE_S = 30.0
 
 
+def queue_reserve(max_queued: int) -> int:
+    """Queue places kept for visitors with no job yet: a quarter of the queue, at least one (none when the queue has
+    a single place)."""
+    return max(1, max_queued // 4) if max_queued > 1 else 0
+
+
 def local_owner() -> str:
     """The owner of jobs started from this machine's CLI: ``local:<OS user>``."""
     try:
@@ -404,6 +410,14 @@ class JobManager:
         if queued_all >= lim.max_queued_global:
             raise JobLimitError(f"the server's job queue is full ({queued_all} queued, BINDLAB_MAX_QUEUED_GLOBAL="
                                 f"{lim.max_queued_global}); try again when a job has finished")
+        # a share of the queue is kept for visitors with no job yet: one who already has jobs (by owner or by
+        # address) cannot take the last places, so a few visitors cannot fill the queue for everyone else
+        reserve = queue_reserve(lim.max_queued_global)
+        has_jobs = bool(running_mine or queued_mine or live_here)
+        if has_jobs and public_mode() and queued_all >= lim.max_queued_global - reserve:
+            raise JobLimitError(f"the server's job queue is nearly full ({queued_all} of {lim.max_queued_global} "
+                                f"places taken; the last {reserve} are kept for visitors with no job yet); you "
+                                "already have a job: try again when it has finished")
 
     def promote(self) -> None:
         """Mark dead jobs failed, stop jobs past the time cap, then start queued jobs (oldest first) while the heavy

@@ -17,6 +17,7 @@ import gradio as gr
 from bindlab.config import limits, public_mode
 from bindlab.present.safe_text import message_text
 from bindlab.studies import access, datasets
+from bindlab.ui.client_address import client_address
 
 log = logging.getLogger(__name__)
 
@@ -131,17 +132,16 @@ def quiet_refusals(demo: gr.Blocks) -> None:
 
 
 def _client_address() -> str | None:
-    """The client address of the Gradio event this thread serves (None outside one): the first hop of
-    ``X-Forwarded-For`` when a proxy (a Space's) sets it, else the connection's. A visitor can forge the header;
-    it only chooses which per-address slot they use, the server-wide cap on heavy requests stays."""
+    """The client address of the Gradio event this thread serves (None outside one): the ``X-Forwarded-For`` entry
+    of the outermost trusted proxy (:mod:`bindlab.ui.client_address`), else the connection's."""
     from gradio.context import LocalContext
 
     request = LocalContext.request.get(None)
     if request is None:
         return None
     headers = getattr(request, "headers", None) or {}
-    forwarded = str(headers.get("x-forwarded-for", "") or "").split(",")[0].strip()
-    return forwarded or getattr(getattr(request, "client", None), "host", None)
+    return client_address(str(headers.get("x-forwarded-for", "") or ""),
+                          getattr(getattr(request, "client", None), "host", None))
 
 
 def _session_hash() -> str | None:

@@ -5,9 +5,9 @@ callback runs, with no session: a per-address hourly quota and a cap on the uplo
 say its size (``Content-Length``; browsers and ``gradio_client`` do); the request is refused with 413 and one line
 (its body read and dropped, never stored, so the sender sees the reason rather than a broken connection) when it
 would take its client address over ``BINDLAB_UPLOAD_QUOTA_MB`` in the last hour, or the upload folder over
-``BINDLAB_UPLOAD_SPACE_MB``. The client address is the first hop of ``X-Forwarded-For`` when a proxy (a Space's) sets
-it, else the connection's — a visitor can forge the header to get a fresh quota, which is why the folder cap, which
-no header changes, bounds the disk. Gradio's own ``delete_cache`` empties the folder by age. Both limits are 0 (off)
+``BINDLAB_UPLOAD_SPACE_MB``. The client address is the ``X-Forwarded-For`` entry of the outermost trusted proxy
+(:mod:`bindlab.ui.client_address`), else the connection's: a forged first hop no longer buys a fresh quota, and the
+folder cap, which no header changes, still bounds the disk. Gradio's own ``delete_cache`` empties the folder by age. Both limits are 0 (off)
 locally and on in public mode (:func:`bindlab.config.limits`).
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.config import limits
+from bindlab.ui.client_address import client_address as forwarded_client
 
 WINDOW_S = 3600.0  # the quota is per address over the last hour
 RESCAN_S = 30.0  # the folder's size is re-measured at most this often (uploads in between are added as they pass)
@@ -97,10 +98,10 @@ def _header(scope: dict[str, Any], name: bytes) -> str:
 
 
 def client_address(scope: dict[str, Any]) -> str:
-    """The first hop of ``X-Forwarded-For``, else the connection's address (as the app's events read it)."""
-    forwarded = _header(scope, b"x-forwarded-for").split(",")[0].strip()
+    """The request's client address as the app's events read it (:func:`bindlab.ui.client_address.client_address`:
+    ``X-Forwarded-For`` only as far as the trusted proxy hops)."""
     client = scope.get("client") or ("unknown", 0)
-    return forwarded or str(client[0])
+    return str(forwarded_client(_header(scope, b"x-forwarded-for"), str(client[0])))
 
 
 class UploadQuota:

@@ -251,6 +251,37 @@ def test_caps_are_checked_in_submit_before_anything_is_queued(tiny, tmp_path, mo
             admin.cancel(job)
 
 
+def test_public_mode_keeps_the_last_queue_places_for_visitors_with_no_job(tiny, tmp_path, monkeypatch):
+    """Issue 56, item 3: a few visitors filled the job queue for everyone for up to 30 minutes. With a queue of 4,
+    the last place is kept for a visitor who has no job yet."""
+    from bindlab.jobs.manager import JobLimitError, queue_reserve
+
+    assert [queue_reserve(n) for n in (1, 2, 4, 8, 64)] == [0, 1, 1, 2, 16]
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    for name, value in (("JOBS_PER_SESSION", 1), ("QUEUED_PER_SESSION", 2), ("JOBS_GLOBAL", 1),
+                        ("QUEUED_GLOBAL", 4), ("STEPS", 100)):
+        monkeypatch.setenv(f"BINDLAB_MAX_{name}", str(value))
+    root = tmp_path / "jobs"
+    a, b, c, d = (JobManager(root, owner=f"session:{x}") for x in "abcd")
+    slow = {"evaluate": False, "debug": {"sleep_per_step": 1.0}, "heavy": False}
+    try:
+        a.submit(_cfg(tiny, max_steps=60, **slow))  # runs
+        a.submit(_cfg(tiny, max_steps=1, **slow))
+        a.submit(_cfg(tiny, max_steps=1, **slow))  # 2 queued
+        b.submit(_cfg(tiny, max_steps=1, **slow))  # 3 queued: b had no job
+        with pytest.raises(JobLimitError, match=r"nearly full \(3 of 4 places taken; the last 1 are kept for "
+                                                r"visitors with no job yet\)"):
+            b.submit(_cfg(tiny, max_steps=1, **slow))
+        c.submit(_cfg(tiny, max_steps=1, **slow))  # the kept place: c had no job
+        with pytest.raises(JobLimitError, match="job queue is full"):
+            d.submit(_cfg(tiny, max_steps=1, **slow))
+    finally:
+        admin = JobManager(root, owner="session:admin", admin=True)
+        for j in admin.list():
+            if j["state"] in ("running", "queued"):
+                admin.cancel(j["id"])
+
+
 def test_a_job_without_max_steps_stops_at_the_steps_cap(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("BINDLAB_MAX_STEPS", "2")
     m = JobManager(tmp_path / "jobs", owner="session:a")

@@ -3,6 +3,8 @@ measure, with a clock the test moves."""
 
 from __future__ import annotations
 
+import pytest
+
 from bindlab.ui.upload_quota import MIB, UploadLedger, client_address
 
 
@@ -24,7 +26,18 @@ def test_the_folder_cap_counts_what_is_there_and_what_passes(tmp_path):
     assert "upload space (3 MiB, BINDLAB_UPLOAD_SPACE_MB) is full" in ledger.admit("b", 2 * MIB, 0, 3 * MIB)
 
 
-def test_the_address_is_the_first_forwarded_hop_else_the_connection():
-    scope = {"headers": [(b"x-forwarded-for", b"198.51.100.4, 10.0.0.1")], "client": ("10.0.0.1", 5)}
-    assert client_address(scope) == "198.51.100.4"
+def test_the_address_is_what_the_trusted_proxy_saw_else_the_connection(monkeypatch):
+    """Behind one trusted proxy (a Space's, the public default) the client is the entry that proxy appended, the
+    last one; whatever the client put before it is ignored. Locally (no proxy) it is the connection's address."""
+    forged = {"headers": [(b"x-forwarded-for", b"198.51.100.4, 203.0.113.9")], "client": ("10.0.0.1", 5)}
+    monkeypatch.setenv("BINDLAB_PUBLIC", "1")
+    assert client_address(forged) == "203.0.113.9"
     assert client_address({"headers": [], "client": ("127.0.0.1", 5)}) == "127.0.0.1"
+    monkeypatch.setenv("BINDLAB_TRUSTED_PROXY_HOPS", "2")  # a CDN in front of the platform's proxy
+    assert client_address(forged) == "198.51.100.4"
+    monkeypatch.setenv("BINDLAB_PUBLIC", "0")
+    monkeypatch.delenv("BINDLAB_TRUSTED_PROXY_HOPS")
+    assert client_address(forged) == "10.0.0.1"  # locally nothing in front: the header is not believed
+    monkeypatch.setenv("BINDLAB_TRUSTED_PROXY_HOPS", "nine")
+    with pytest.raises(ValueError, match="whole number from 0 to 8"):
+        client_address(forged)
