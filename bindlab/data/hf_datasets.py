@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -388,6 +389,23 @@ LIMITS = {
 }
 
 
+_MD_PUNCT = re.compile(r"([\\`*_\[\]#!|~])")
+
+
+def _md_plain(value: Any, limit: int = 300) -> str:
+    """A value copied from a folder name or ``meta.json`` as plain Markdown text: one line, at most ``limit``
+    characters, ``< > &`` as entities and Markdown's marks escaped, so it can never become a heading, a link, an
+    image, a table or HTML on the Hub's page."""
+    text = " ".join(str(value).split())[:limit]
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_PUNCT.sub(r"\\\1", text)
+
+
+def _md_code(value: Any, limit: int = 2000) -> str:
+    """A value shown in a code span: one line, no backtick (it would close the span), at most ``limit`` characters."""
+    return "`" + " ".join(str(value).split())[:limit].replace("`", "'") + "`"
+
+
 def _card(kind: str, title: str, features: dict[str, dict[str, Any]], n: int, n_bytes: int, has_images: bool,
           meta: dict[str, Any], version: str) -> str:
     header = {
@@ -407,7 +425,7 @@ def _card(kind: str, title: str, features: dict[str, dict[str, Any]], n: int, n_
              ("pairs", "grid") else "bindlab's SABER vocabulary")
     lines = [
         "---", _yaml(header), "---", "",
-        f"# {title}", "",
+        f"# {_md_plain(title)}", "",
         f"{KINDS[kind][1]}: {n} rows, written by bindlab {version} (`bindlab export-dataset`).", "",
         "## Use", "",
         "```python", "import datasets", 'ds = datasets.load_dataset("PATH_OR_ORG/NAME", split="test")', "```", "",
@@ -415,10 +433,11 @@ def _card(kind: str, title: str, features: dict[str, dict[str, Any]], n: int, n_
         "(JSON); the other columns are readable copies.",
         "",
         "## How it was made", "",
-        f"- Generator command: `{command}`" if command else "- Generator: not recorded (no meta.json).",
-        f"- Seed: {meta.get('seed', 'not recorded')}; template: {meta.get('template', 'attributive' if kind == 'mcq' else 'see the records')}; "
+        f"- Generator command: {_md_code(command)}" if command else "- Generator: not recorded (no meta.json).",
+        f"- Seed: {_md_plain(meta.get('seed', 'not recorded'))}; template: "
+        f"{_md_plain(meta.get('template', 'attributive' if kind == 'mcq' else 'see the records'))}; "
         f"vocabulary: {vocab}.",
-        f"- Generator settings: `{json.dumps(settings, ensure_ascii=False)}`" if settings else "",
+        f"- Generator settings: {_md_code(json.dumps(settings, ensure_ascii=False))}" if settings else "",
         "",
         "## Known limits", "", LIMITS[kind], "",
         "## License", "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,27 @@ def test_triplets_and_a_factor_grid_come_back_record_for_record(tmp_path):
     rows = list(csv.DictReader(index.open()))
     assert rows == list(csv.DictReader((tmp_path / "grid" / "index.csv").open()))
     assert all((index.parent / r["image"]).read_bytes() == (tmp_path / "grid" / r["image"]).read_bytes() for r in rows)
+
+
+def test_the_card_shows_copied_names_and_settings_as_text(tmp_path):
+    """Issue 56, item 7: folder names and meta.json values were copied into the card's Markdown raw (HTML, links,
+    images, headings)."""
+    hostile = "<img src=x onerror=alert(1)> [site](http://example.com) ![p](x.png)"
+    run("generate", "triplets", "--out", tmp_path / "tr", "--n", "20", "--seed", "1")
+    meta_path = tmp_path / "tr" / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    meta.update({"seed": "1\n# Owned <script>alert(1)</script>", "template": "`x` | y |", "note": hostile})
+    meta_path.write_text(json.dumps(meta))
+    out = export_dataset(tmp_path / "tr", tmp_path / "tr-hf", name=f"# {hostile}")
+    body = (out / "README.md").read_text().split("---\n", 2)[2]  # after the YAML header
+    spans = re.findall(r"`[^`\n]*`", body)  # code spans show their text as it is: a settings span may quote it
+    assert all("\n" not in s for s in spans)
+    prose = re.sub(r"```.*?```", "", re.sub(r"`[^`\n]*`", "", body), flags=re.S)
+    assert "<img" not in prose and "<script" not in prose and "](" not in prose.replace("\\](", "")
+    headings = [line for line in body.splitlines() if line.startswith("#")]
+    assert all(h.startswith(("# \\#", "## ")) for h in headings), headings
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "Owned" in body
+    assert _card_header(out)["pretty_name"].startswith("# <img")  # the YAML header holds it as a quoted string
 
 
 def test_refusals_say_what_to_do(sets, tmp_path, monkeypatch):
