@@ -14,17 +14,20 @@ public data roots), drives it through ``gradio_client`` as scripted visitors wou
     ratio is reported as a lower bound;
 (c) with ``--visitors N``: N heavy visitors at once and a light one (the light request's seconds, the peak);
 (d) with ``--sessions N``: N visitors one after another, each keeping a Map and a Browse score of its own upload:
-    the memory each active session holds (target <= +150 MB) and what is left after they all leave (<= +300 MB).
+    the memory each active session holds (target <= +150 MB) and what is left after they all leave (<= +300 MB);
+(e) with ``--flood N``: N POSTs of a page-load event, each with a fresh session hash and no page (no heartbeat), as
+    a script would send them: the server's growth (target <= +200 MB).
 
 A measurement, not a unit test: run it by hand, on the machine you deploy to, and read the numbers with the load
 average it prints (a busy machine slows both sides). Exit status 1 when (a) fails, 3 when (b) or (c)
-misses its target, 4 when (d) does.
+misses its target, 4 when (d) does, 5 when (e) does.
 
 Usage::
 
     python scripts/hostile_check.py [--model minilm] [--json out.json]
     python scripts/hostile_check.py --visitors 10      # (c) ten heavy visitors and a light one
     python scripts/hostile_check.py --sessions 6 --model bow   # (d) memory held per session, and after they leave
+    python scripts/hostile_check.py --flood 1000               # (e) fresh session hashes with no page
 """
 
 from __future__ import annotations
@@ -386,6 +389,39 @@ def run_sessions(model: str, sessions: int, questions: int = 0, leave_wait_s: fl
     return report
 
 
+def run_flood(posts: int) -> dict[str, Any]:
+    """(e) ``posts`` page-load events, each with a fresh session hash and no page open: the server's steady resident
+    memory before and after (Gradio keeps a page copy per session; headless ones are capped, bindlab.ui
+    .headless_sessions)."""
+    import urllib.request
+    import uuid
+
+    from bindlab.bench_browser import running_app
+
+    home = tempfile.mkdtemp(prefix="bindlab-flood-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None)
+    report: dict[str, Any] = {"posts": posts, "load_average_at_start": os.getloadavg()}
+    with running_app(env={"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": home}, timeout_s=240) as (url, _, _):
+        deps = json.loads(urllib.request.urlopen(url + "/config", timeout=30).read())["dependencies"]
+        load = next(d for d in deps if any(t[1] == "load" for t in d.get("targets", [])))
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        idle = _steady_rss(pid)
+        accepted, t0 = 0, time.perf_counter()
+        for _ in range(posts):
+            body = {"data": [""], "fn_index": load["id"], "session_hash": uuid.uuid4().hex[:11], "event_data": None,
+                    "trigger_id": None}
+            req = urllib.request.Request(url + "/gradio_api/queue/join", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+            with contextlib.suppress(OSError), urllib.request.urlopen(req, timeout=30) as r:
+                accepted += r.status == 200
+        time.sleep(3)
+        after = _steady_rss(pid)
+    _say(report, "accepted", accepted)
+    _say(report, "seconds", round(time.perf_counter() - t0, 1))
+    _say(report, "idle_mb", round(idle / (1 << 20)))
+    _say(report, "growth_mb", round((after - idle) / (1 << 20), 1))
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="minilm", help="the encoder both visitors use (default: minilm)")
@@ -403,7 +439,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="(d) questions in each visitor's file (default: the Map's cap, 2,000)")
     ap.add_argument("--leave-wait", type=float, default=90.0,
                     help="(d) seconds the RSS is sampled after the visitors left (default 90)")
+    ap.add_argument("--flood", type=int, default=0,
+                    help="instead: this many page-load POSTs with fresh session hashes and no page (check (e))")
     a = ap.parse_args(argv)
+    if a.flood:
+        report = run_flood(a.flood)
+        if a.json:
+            Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
+        grew = report["growth_mb"]
+        print(f"(e) {a.flood} fresh sessions with no page: {grew:+.0f} MB (target <= 200): "
+              f"{'ok' if grew <= 200 else 'MISSED'}")
+        return 0 if grew <= 200 else 5
     if a.sessions:
         report = run_sessions(a.model, a.sessions, a.questions, a.leave_wait)
         if a.json:

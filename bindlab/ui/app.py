@@ -189,10 +189,14 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     # folder, checked before a byte is read (both off locally, on in public mode; bindlab.ui.upload_quota)
     from starlette.middleware import Middleware
 
+    from bindlab.ui import headless_sessions
     from bindlab.ui.upload_quota import UploadQuota
 
     app_kwargs = dict(kwargs.pop("app_kwargs", None) or {})
-    app_kwargs["middleware"] = [*app_kwargs.get("middleware", []), Middleware(UploadQuota)]
+    # sessions that never open a page (no heartbeat) are capped, so a flood of fresh session hashes costs little
+    headless_sessions.install()
+    app_kwargs["middleware"] = [*app_kwargs.get("middleware", []), Middleware(UploadQuota),
+                                Middleware(headless_sessions.HeartbeatSeen)]
     kwargs["app_kwargs"] = app_kwargs
     # Gradio sends a file only from its own cache, the temp folder, the working folder or allowed_paths: every folder
     # bindlab writes images and downloads to ($BINDLAB_HOME, wherever it is), less the private parts of the home.

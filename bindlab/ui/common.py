@@ -17,6 +17,7 @@ import gradio as gr
 from bindlab.config import limits, public_mode
 from bindlab.present.safe_text import message_text
 from bindlab.studies import access, datasets
+from bindlab.ui import headless_sessions
 from bindlab.ui.client_address import client_address
 
 log = logging.getLogger(__name__)
@@ -403,6 +404,8 @@ def install_session_release(demo: gr.Blocks) -> None:
     def release(request: gr.Request) -> None:
         holder = getattr(demo, "state_holder", None)
         session = getattr(request, "session_hash", None)
+        if session:
+            headless_sessions.forget(session)
         if holder is None or not session or session not in holder:
             return
         try:  # Gradio's StateHolder internals (gradio 6): if they change, the hour-long default applies again
