@@ -308,7 +308,7 @@ OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
     "layers": _nonneg(),
     "width": _nonneg(),
     "patch_size": _nonneg(),
-    "lr": _float(0.0, None, lo_open=True),
+    "lr": _float(0.0, 1.0, lo_open=True),  # train.finetune.MAX_LR: larger rates diverge at the first steps
     "lora_alpha": _float(0.0, None, lo_open=True),
     "margin": _float(0.0),
     "weight_decay": _float(0.0),

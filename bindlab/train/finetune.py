@@ -38,6 +38,9 @@ SUPERVISION = ("text", "image")  # what the triplet loss compares: texts, or ren
 # ----------------------------------------------------------------------------------------------------------------
 
 
+MAX_LR = 1.0  # AdamW steps of this size already leave any pretrained weights behind
+
+
 @dataclass
 class FinetuneConfig:
     """One finetuning run. The same keys work on the command line (``--lora-rank``) and in ``--config job.json``."""
@@ -83,10 +86,13 @@ class FinetuneConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if int(self.eval_every) < -1:
             raise ValueError(f"eval_every must be -1 (never), 0 (auto) or a number of steps, got {self.eval_every}")
-        if not float(self.lr) > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if float(self.weight_decay) < 0 or float(self.margin) < 0 or float(self.forget_weight) < 0:
-            raise ValueError("weight_decay, margin and forget_weight must be >= 0")
+        if not 0 < float(self.lr) <= MAX_LR:
+            raise ValueError(f"lr must be in (0, {MAX_LR:g}], got {self.lr}: a larger rate makes the weights "
+                             "non-finite within the first steps (the default is 5e-5)")
+        for name in ("weight_decay", "margin", "forget_weight"):
+            value = float(getattr(self, name))
+            if not 0 <= value <= 1e3:  # also refuses NaN and inf
+                raise ValueError(f"{name} must be a finite number from 0 to 1000, got {getattr(self, name)}")
         if str(self.lines_a).strip().lower() != "auto":
             self.lines_a = check_a(self.lines_a)
         if not isinstance(self.debug, dict):

@@ -42,6 +42,7 @@ def triplets(tmp_path_factory):
     ({"lr": math.inf}, "--lr must be a finite number"),
     ({"lr": "inf"}, "--lr must be a finite number"),
     ({"lr": 0}, "--lr must be > 0"),
+    ({"lr": 1e308}, "--lr must be <= 1"),  # accepted once, and the job failed at its first step
     ({"lora_alpha": math.nan}, "--lora-alpha must be a finite number"),
     ({"margin": 0}, "--margin must be > 0"),
     ({"margin": -0.1}, "--margin must be"),

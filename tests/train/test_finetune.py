@@ -191,6 +191,10 @@ def test_config_validates_and_names_valid_keys(tmp_path):
         FinetuneConfig(model="minilm", data="x", batch_size=0)
     with pytest.raises(ValueError, match="LiNeS a"):
         FinetuneConfig(model="minilm", data="x", lines_a="sometimes")
+    with pytest.raises(ValueError, match=r"lr must be in \(0, 1\], got 1e\+308: a larger rate makes the weights"):
+        FinetuneConfig(model="minilm", data="x", lr=1e308)  # the job file's own check (--config), not only the CLI's
+    with pytest.raises(ValueError, match="margin must be a finite number from 0 to 1000"):
+        FinetuneConfig(model="minilm", data="x", margin=float("nan"))
 
 
 def test_plan_steps_and_batch_order():
