@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bindlab.config import LIMIT_ENV, limits
 from bindlab.studies.access import check_model_access
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_options, data_input, encoder_id, finite_float, input_path, nonneg_int
@@ -88,6 +89,21 @@ def default_triplets() -> Path:
 # Settings whose rule differs from the CLI-wide one in bindlab.studies.validate.OPTION_RULES: 0 is meaningful here.
 _ZERO_OK = ("threads", "checkpoint_every")  # 0 = torch's default / checkpoint at every evaluation
 MAX_LORA_RANK = 1024  # far above any useful LoRA rank; a typo such as 40000 is refused before a job starts
+
+
+def _check_trainable(model: str) -> None:
+    """Refuse, before a job exists, a model without a trainable text transformer (``bow``): the job would fail at
+    its first phase. Loading the encoder object is cheap here (weights load on first use)."""
+    from bindlab.encoders.base import parse_encoder_id
+    from bindlab.encoders.text_tower import no_text_tower
+    from bindlab.studies.browse import get_encoder
+
+    if parse_encoder_id(model).backend == "lora":
+        return  # a finished job's model: its base was trainable
+    encoder = get_encoder(model)
+    if not callable(getattr(encoder, "text_tower", None)):
+        raise no_text_tower(encoder.id, f"backend {parse_encoder_id(encoder.id).backend!r} has no trainable text "
+                                        "tower")
 
 
 def _triplets_path(data: Any) -> tuple[str, int]:
@@ -158,6 +174,10 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     for name in _ZERO_OK:
         if cfg.get(name) is not None:
             cfg[name] = nonneg_int(cfg[name], name)
+    if cfg.get("threads") and cfg["threads"] > limits().max_workers:  # 0 = torch's default
+        raise ValueError(f"--threads {cfg['threads']:,} is above the cap of {limits().max_workers} "
+                         f"({LIMIT_ENV['max_workers']}); use 0 for torch's default or at most the cores you have")
+    _check_trainable(cfg["model"])
     for name in ("lora_dropout", "forget_weight"):
         if cfg.get(name) is not None:
             cfg[name] = finite_float(cfg[name], name, 0.0)
