@@ -93,8 +93,16 @@ def lines_label(a: float) -> str:
 
 
 def run_job(job_dir: str | Path) -> int:
-    """Run the job in ``job_dir`` in this process; returns the process exit code (0 done or cancelled, 1 failed)."""
+    """Run the job in ``job_dir`` in this process; returns the process exit code (0 done or cancelled, 1 failed).
+
+    Raises:
+        ValueError: ``job_dir`` is not a job folder (one :meth:`JobManager.submit` made: ``config.json`` and
+            ``status.json`` in it); nothing is written then (the folder may be anything, ``/etc`` included).
+    """
     d = Path(job_dir).resolve()
+    if not (d.is_dir() and (d / "config.json").is_file() and (d / "status.json").is_file()):
+        raise ValueError(f"{job_dir}: not a job folder (a job's folder holds config.json and status.json; jobs are "
+                         "started with `python -m bindlab finetune`)")
     manager = JobManager(d.parent)
     status = read_json(d / "status.json", {}) or {}
     control = Control()

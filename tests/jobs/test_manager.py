@@ -296,3 +296,19 @@ def test_a_job_with_a_equal_1_is_called_unscaled_not_lines():
 
     assert lines_label(0.1) == "LiNeS a = 0.1"
     assert lines_label(1) == lines_label(1.0) == "unscaled (LiNeS a = 1 scales nothing)"
+
+
+@pytest.mark.parametrize("folder", ["empty", "other", "missing"])
+def test_the_job_runner_refuses_a_folder_that_is_not_a_job_and_writes_nothing(tmp_path, folder):
+    """Issue 56, item 7: ``jobs _run /etc`` wrote a status.json into /etc and printed a traceback."""
+    from tests.cli_run import run
+
+    target = tmp_path / folder
+    if folder != "missing":
+        target.mkdir()
+    if folder == "other":
+        (target / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in target.iterdir()) if target.exists() else None
+    p = run("jobs", "_run", str(target), check=False)
+    assert p.returncode == 2 and "not a job folder" in p.stderr and "Traceback" not in p.stderr
+    assert (sorted(q.name for q in target.iterdir()) if target.exists() else None) == before
