@@ -52,6 +52,11 @@ def assets_root() -> Path:
     return package_root() / "assets"
 
 
+def uploads_root() -> Path:
+    """``$BINDLAB_HOME/uploads``: one folder per browser session (the app's uploads, and what is unpacked from them)."""
+    return home() / "uploads"
+
+
 def manifests_root() -> Path:
     """``bindlab/data_manifests``: one JSON per known published benchmark."""
     return package_root() / "data_manifests"

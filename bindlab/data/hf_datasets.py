@@ -495,10 +495,25 @@ def as_bindlab_path(data: str | os.PathLike, kind: str | None = None) -> Path:
     return materialise(folder, kind)
 
 
+IMPORTED = ".imported"  # inside an upload session's folder: the copies unpacked from its datasets folders
+
+
+def _import_root(folder: Path) -> Path:
+    """Where a datasets folder's bindlab copy goes: inside the upload session's own folder when the datasets folder
+    was uploaded (so the copy is deleted with the session's uploads and swept with them), else
+    ``$BINDLAB_HOME/datasets``."""
+    from bindlab.config import home, uploads_root
+
+    uploads = Path(os.path.realpath(uploads_root()))
+    real = Path(os.path.realpath(folder))
+    if uploads in real.parents:
+        return uploads / real.relative_to(uploads).parts[0] / IMPORTED
+    return home() / "datasets"
+
+
 def materialise(folder: Path, kind: str | None = None) -> Path:
     """Write an exported folder back as bindlab files (once per content) and return the data file's path."""
 
-    from bindlab.config import home
     from bindlab.data.files import load_json_bounded
 
     info = load_json_bounded(folder / "bindlab" / "export.json", dict, "bindlab/export.json")
@@ -514,7 +529,7 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
     for shard in shards:
         h.update(shard.name.encode())
         h.update(file_sha256(shard).encode())
-    target = home() / "datasets" / h.hexdigest()[:20]
+    target = _import_root(folder) / h.hexdigest()[:20]
     data_file = target / KINDS[found][0]
     if data_file.is_file():
         return data_file

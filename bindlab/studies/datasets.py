@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.config import data_roots, home, limits, private_home_paths, public_mode, served_roots
+from bindlab.config import uploads_root as config_uploads_root
 from bindlab.data.files import open_image, resolve_allowed
 
 # kind -> (what it is, file names that make a set of that kind; "/" marks a folder holding that file)
@@ -314,8 +315,8 @@ def _sweep_shown(folder: Path, now: float | None = None) -> None:
 
 # --- uploads -------------------------------------------------------------------------------------------------------
 def uploads_root() -> Path:
-    """``$BINDLAB_HOME/uploads``: one folder per browser session."""
-    return home() / "uploads"
+    """``$BINDLAB_HOME/uploads``: one folder per browser session (:func:`bindlab.config.uploads_root`)."""
+    return config_uploads_root()
 
 
 def session_uploads(session: str | None) -> Path:

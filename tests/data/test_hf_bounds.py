@@ -118,3 +118,21 @@ def test_an_empty_folder_and_a_bad_record_say_where(tmp_path, monkeypatch):
     bad = fake_export(tmp_path / "bad", [pa.table({"record": ['{"id": "q", ']})])
     with pytest.raises(DataError, match=r"record 1: not valid JSON"):
         as_bindlab_path(bad, "mcq")
+
+
+def test_a_copy_unpacked_from_an_upload_belongs_to_the_upload(tmp_path, monkeypatch):
+    """Issue 56, item 1: copies of uploaded datasets folders outlived their upload's sweep and an app restart; they
+    now live in the session's own upload folder and go with it."""
+    from bindlab.data.hf_datasets import export_dataset
+    from bindlab.studies.datasets import delete_uploads, session_uploads
+    from tests.cli_run import run
+
+    monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
+    run("generate", "saber", "--out", tmp_path / "src", "--per-size", "2", "--sizes", "2-3")
+    upload = session_uploads("visitor-1") / "mcq-abc123"
+    export_dataset(tmp_path / "src", upload / "set")
+    copy = as_bindlab_path(upload / "set", "mcq")
+    assert copy.is_file() and session_uploads("visitor-1") / ".imported" in copy.parents
+    assert not (tmp_path / "home" / "datasets").exists()
+    delete_uploads("visitor-1")
+    assert not copy.exists()
