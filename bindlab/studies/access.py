@@ -44,9 +44,13 @@ _ADDRESS: ContextVar[str | None] = ContextVar("bindlab_address", default=None)
 # Owner tokens: a page keeps a random token in the browser (localStorage) and claims it for each new session, so a
 # reload (a new session id) is the same job owner. Only a hash of the token is ever stored.
 _OWNER_TOKEN = re.compile(r"[0-9a-f]{32}")
-_CLAIMS: OrderedDict[str, str] = OrderedDict()  # session id -> owner name, least recently claimed first
+_CLAIMS: OrderedDict[str, str] = OrderedDict()  # session id -> owner name, least recently claimed or used first
+_CLAIM_ADDRESS: dict[str, str] = {}  # session id -> (a hash of) the address that claimed it
 _CLAIMS_LOCK = threading.Lock()
 MAX_CLAIMS = 10_000
+# Claims one client address may hold: past it that address's own oldest claim goes, so a flood of page loads from
+# one address cannot push another visitor's claim (and with it their jobs and lora: models) out of the table.
+MAX_CLAIMS_PER_ADDRESS = 64
 # lora:<job id>[/variant]: the job id grammar of bindlab.jobs.manager, and the variants of bindlab.encoders.lora
 _LORA_NAME = re.compile(r"([\w-][\w.-]{0,79})(?:/(?:lines|unscaled))?/?")
 # A hub revision (branch, tag or commit) pinned on a listed id: a plain name, never a path.
@@ -82,7 +86,7 @@ def current_address() -> str | None:
     return "addr:" + hashlib.sha256(address.encode()).hexdigest()[:16] if address else None
 
 
-def claim_owner(session: str | None, token: str | None) -> str:
+def claim_owner(session: str | None, token: str | None, address: str | None = None) -> str:
     """Make ``session``'s jobs those of the browser's owner token, and return the token the browser should keep.
 
     A page keeps a random token in the browser and claims it whenever it opens (a new session id): a reload then
@@ -98,11 +102,20 @@ def claim_owner(session: str | None, token: str | None) -> str:
     if not _OWNER_TOKEN.fullmatch(token):
         token = secrets.token_hex(16)
     owner = "owner:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    session = str(session).strip()
+    where = "addr:" + hashlib.sha256(address.encode()).hexdigest()[:16] if address else ""
     with _CLAIMS_LOCK:
-        _CLAIMS[str(session).strip()] = owner
-        _CLAIMS.move_to_end(str(session).strip())
+        _CLAIMS[session] = owner
+        _CLAIMS.move_to_end(session)
+        if where:
+            _CLAIM_ADDRESS[session] = where
+            mine = [s for s in _CLAIMS if _CLAIM_ADDRESS.get(s) == where]
+            for old in mine[: max(0, len(mine) - MAX_CLAIMS_PER_ADDRESS)]:
+                _CLAIMS.pop(old, None)
+                _CLAIM_ADDRESS.pop(old, None)
         while len(_CLAIMS) > MAX_CLAIMS:
-            _CLAIMS.popitem(last=False)
+            gone, _ = _CLAIMS.popitem(last=False)
+            _CLAIM_ADDRESS.pop(gone, None)
     return token
 
 
@@ -113,7 +126,11 @@ def job_owner(session: str | None) -> str | None:
     if not session:
         return None
     with _CLAIMS_LOCK:
-        return _CLAIMS.get(session, f"session:{session}")
+        owner = _CLAIMS.get(session)
+        if owner is None:
+            return f"session:{session}"
+        _CLAIMS.move_to_end(session)  # in use: the last to go when the table is full
+        return owner
 
 
 def check_model_access(model: str, session: str | None = None) -> str:

@@ -383,7 +383,7 @@ def install_owner_token(demo: gr.Blocks) -> None:
     token = gr.BrowserState("", storage_key="bindlab-owner-token")
 
     def claim(kept: str, request: gr.Request) -> str:
-        return access.claim_owner(getattr(request, "session_hash", None), kept)
+        return access.claim_owner(getattr(request, "session_hash", None), kept, _client_address())
 
     demo.load(claim, [token], [token], api_name=False, queue=False, show_progress="hidden")
 

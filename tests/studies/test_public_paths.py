@@ -360,6 +360,21 @@ def test_an_owner_token_names_the_same_owner_for_every_session_and_nothing_else(
         access.claim_owner("", token)
 
 
+def test_a_flood_of_claims_from_one_address_cannot_push_out_another_visitors(monkeypatch):
+    """Issue 56, item 2: past 10,000 claims a real visitor's claim was evicted (its jobs and lora: models vanished
+    until a reload). A flood from one address now only evicts that address's own claims."""
+    from bindlab.studies import access
+
+    monkeypatch.setattr(access, "MAX_CLAIMS", 300)
+    real = access.claim_owner("real-visitor", "", "198.51.100.7")
+    owner = access.job_owner("real-visitor")
+    for i in range(1000):  # page loads with fresh session hashes, one address
+        access.claim_owner(f"flood-{i}", "", "203.0.113.66")
+    assert access.job_owner("real-visitor") == owner and real
+    flood = [s for s in access._CLAIMS if s.startswith("flood-")]
+    assert len(flood) == access.MAX_CLAIMS_PER_ADDRESS and flood[-1] == "flood-999"
+
+
 def test_one_address_holds_a_bounded_number_of_live_jobs(monkeypatch, tmp_path, tiny_st_job):
     """However many owners (sessions, tokens) one client address uses, it may have at most
     max_jobs_per_session + max_queued_per_session jobs running or queued."""
