@@ -34,6 +34,7 @@ __all__ = ["ALIGNMENTS", "ALPHA_GRID", "FACTORS", "PROTOCOLS", "GroundingRequest
 
 Progress = Callable[[float, str], None]
 MAX_SESSIONS = 4  # sessions kept in memory (each holds (n, d) float32 embeddings)
+MAX_SESSION_BYTES = 256 << 20  # and at most this much of them, the newest always kept
 TOP_K = 8  # images shown for the grounded query
 MAP_POINTS = 1500  # test images drawn in the 2-D view (a fixed, evenly spaced subsample)
 ALPHA_MAX = float(ALPHA_GRID[-1])  # the largest alpha a request may fix (8)
@@ -276,8 +277,8 @@ def open_session(data: str | Path, model: str, progress: Progress | None = None,
     Images are embedded through :func:`bindlab.encoders.service.embed_image_files` (persistent cache), so a second
     process pays only the cache read. Raises ``EncoderError``/``DataError``/``ValueError`` with a readable message.
     """
-    from bindlab.encoders.base import EncoderError, load_encoder
-    from bindlab.encoders.service import embed_image_files, embed_texts
+    from bindlab.encoders.base import EncoderError
+    from bindlab.encoders.service import embed_image_files, embed_texts, get_encoder
     from bindlab.studies.access import check_model_access
 
     check_model_access(model)  # before the session cache: a visitor reuses only their own jobs' lora: models
@@ -287,7 +288,7 @@ def open_session(data: str | Path, model: str, progress: Progress | None = None,
             _SESSIONS.move_to_end(key)
             return _SESSIONS[key]
     index = load_index(data)
-    encoder = load_encoder(model.strip(), device=device, batch_size=batch_size)
+    encoder = get_encoder(model.strip(), device=device, batch_size=batch_size)  # the process's one instance of it
     if "image" not in encoder.modalities or "text" not in encoder.modalities:
         raise EncoderError(f"{encoder.id} is not an image+text encoder; grounding needs both towers "
                            "(e.g. toy:clip, hf:/path/to/clip)")
@@ -302,9 +303,21 @@ def open_session(data: str | Path, model: str, progress: Progress | None = None,
                                lambda texts: embed_texts(encoder, texts), encoder)
     with _SESSIONS_LOCK:
         _SESSIONS[key] = session
-        while len(_SESSIONS) > MAX_SESSIONS:
+        # by count and by bytes (the newest always kept): a grid of many images holds (n, d) embeddings and masks
+        while len(_SESSIONS) > MAX_SESSIONS or (len(_SESSIONS) > 1 and _held_bytes() > MAX_SESSION_BYTES):
             _SESSIONS.popitem(last=False)
     return session
+
+
+def _session_bytes(session: GroundingSession) -> int:
+    """What one cached session holds: its embeddings and split masks (the encoder is shared by the process)."""
+    masks = sum(getattr(m, "nbytes", 0) for m in (session.masks or {}).values()) if isinstance(session.masks, dict) \
+        else 0
+    return int(session.embeddings.nbytes) + int(masks)
+
+
+def _held_bytes() -> int:
+    return sum(_session_bytes(s) for s in _SESSIONS.values())
 
 
 def clear_sessions() -> None:

@@ -241,3 +241,20 @@ def test_tab_errors_are_messages(setup):
         tab.load(str(root / "grid"), model, "size", 1.0, progress=_noop)
     with pytest.raises(gr.Error, match="press Load first"):
         tab.move(None, "red", 1.0)
+
+
+def test_the_session_cache_is_capped_by_bytes_and_shares_the_encoder(setup, tmp_path, monkeypatch):
+    """Issue 56, item 5: four grids held about +540 MB each (capped by count, not bytes; each with its own model)."""
+    import shutil
+
+    root, model = setup
+    gs.clear_sessions()
+    copy = tmp_path / "grid2"
+    shutil.copytree(root / "grid", copy)
+    first = gs.open_session(root / "grid", model)
+    monkeypatch.setattr(gs, "MAX_SESSION_BYTES", gs._session_bytes(first) + 1)  # room for one grid only
+    second = gs.open_session(copy, model)
+    assert second.encoder is first.encoder  # one instance of the model for every grid
+    assert list(gs._SESSIONS.values()) == [second]  # the older grid went for the newer
+    assert gs.open_session(copy, model) is second
+    gs.clear_sessions()
