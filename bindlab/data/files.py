@@ -18,11 +18,13 @@ Every error is a :class:`DataError` (a ``ValueError``), which the CLI prints as 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -181,8 +183,44 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
-def parse_json(text: str, where: str, max_depth: int | None = None) -> Any:
-    """``json.loads`` that refuses NaN/Infinity and values nested deeper than ``max_depth`` with a message."""
+# bytes.translate: '{' and '}' become '[' and ']', and everything but brackets and quotes is deleted
+_STRUCTURE = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
+
+
+def _text_depth(raw: bytes, cap: int) -> int | None:
+    """Nesting depth of the JSON text ``raw`` (already parsed, so valid), read from its brackets alone; at most
+    ``cap + 1`` (deeper is only "too deep"). None when a string holds a bracket or an escape (a backslash), which the
+    bracket count cannot tell from structure: the caller walks the parsed value then (:func:`_depth`).
+
+    Each round deletes every innermost ``[]`` pair, so the rounds until nothing is left are the depth: a few
+    C-speed passes over a line instead of a Python walk over its ~100 containers.
+    """
+    if b"\\" in raw:
+        return None
+    marks = raw.translate(_STRUCTURE, _NOT_STRUCTURE).replace(b'""', b"")  # bracket-free strings vanish
+    if b'"' in marks:
+        return None
+    depth = 0
+    while marks:
+        if depth > cap:
+            return depth
+        shorter = marks.replace(b"[]", b"")
+        if len(shorter) == len(marks):
+            return None  # not balanced: never for parsed JSON, but never loop
+        marks, depth = shorter, depth + 1
+    return depth
+
+
+def _check_depth(obj: Any, raw: bytes, where: str, cap: int) -> None:
+    depth = _text_depth(raw, cap)
+    if (depth if depth is not None else _depth(obj)) > cap:
+        raise DataError(f"{where}: JSON nested too deeply (more than {cap} levels)")
+
+
+def parse_json(text: str, where: str, max_depth: int | None = None, raw: bytes | None = None) -> Any:
+    """``json.loads`` that refuses NaN/Infinity and values nested deeper than ``max_depth`` with a message
+    (``raw``: the UTF-8 bytes of ``text`` when the caller has them, for the depth check)."""
     cap = config.limits().max_json_depth if max_depth is None else max_depth
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
@@ -192,9 +230,22 @@ def parse_json(text: str, where: str, max_depth: int | None = None) -> Any:
         raise DataError(f"{where}: JSON nested too deeply (more than {cap} levels)") from None
     except ValueError as e:  # NaN / Infinity
         raise DataError(f"{where}: {e}") from None
-    if _depth(obj) > cap:
-        raise DataError(f"{where}: JSON nested too deeply (more than {cap} levels)")
+    _check_depth(obj, text.encode("utf-8", "surrogatepass") if raw is None else raw, where, cap)
     return obj
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a block that builds many small acyclic objects (a parsed
+    JSONL file, one dict per row): the collector would otherwise walk every object built so far again and again,
+    which made reading a 13,500-question file ten times slower. Reference counting still frees memory."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def load_json_bounded(path: str | os.PathLike, expect: type | None = dict, what: str = "",
@@ -226,23 +277,29 @@ def iter_jsonl_bounded(path: str | os.PathLike, max_bytes: int | None = None,
     """``(line number, parsed JSON or DataError)`` for each non-blank line of a regular, size-capped JSONL file.
 
     A malformed line yields a :class:`DataError` naming the file and line (the caller decides whether to skip it);
-    more than ``max_lines`` non-blank lines, an oversized file or a non-regular file raise at once.
+    more than ``max_lines`` non-blank lines, an oversized file or a non-regular file raise at once. The caps are read
+    once per file; the line count is checked before any line is parsed.
     """
     p = Path(path)
-    cap = config.limits().max_jsonl_lines if max_lines is None else max_lines
+    lims = config.limits()
+    cap = lims.max_jsonl_lines if max_lines is None else max_lines
+    depth_cap = lims.max_json_depth
     data = read_bytes_bounded(p, max_bytes)
-    count = 0
-    for n, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        count += 1
-        if count > cap:
-            raise DataError(f"{p} has more than {cap} lines; split the file or raise "
-                            f"{config.LIMIT_ENV['max_jsonl_lines']}")
+    lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+    del data
+    if len(lines) > cap:
+        raise DataError(f"{p} has more than {cap} lines; split the file or raise "
+                        f"{config.LIMIT_ENV['max_jsonl_lines']}")
+    for n, raw in lines:
         try:
-            yield n, parse_json(_decode(raw, p, n), f"{p}:{n}")
+            yield n, _parse_line(raw, p, n, depth_cap)
         except DataError as e:
             yield n, e
+
+
+def _parse_line(raw: bytes, p: Path, n: int, cap: int) -> Any:
+    """One JSONL line through :func:`parse_json`, its depth read from the bytes already in hand."""
+    return parse_json(_decode(raw, p, n), f"{p}:{n}", cap, raw)
 
 
 def resolve_image_field(data_dir: str | os.PathLike, rel: str, where: str) -> Path:
@@ -299,7 +356,7 @@ def open_image(path: str | os.PathLike, max_pixels: int | None = None) -> Any:
     return img
 
 
-__all__ = ["DataError", "REFUSED", "check_regular", "iter_jsonl_bounded", "load_json_bounded", "open_image",
+__all__ = ["DataError", "REFUSED", "check_regular", "gc_paused", "iter_jsonl_bounded", "load_json_bounded", "open_image",
            "open_regular", "parse_json", "read_bytes_bounded", "read_text_bounded", "resolve_allowed",
            "resolve_image_field"]
 

@@ -11,10 +11,11 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.files import DataError, iter_jsonl_bounded, open_regular, resolve_image_field
+from bindlab.data.files import DataError, gc_paused, iter_jsonl_bounded, open_regular, resolve_image_field
 
 ROLES = ("preserve", "attr_swap", "obj_swap", "joint_swap", "replace")
 SUBSETS = ("independent", "nested")
@@ -93,6 +94,30 @@ def check_text_size(text: str, where: str, what: str = "text") -> str:
     return text
 
 
+def _pairs(raw: Any) -> bool:
+    """Whether ``raw`` is a list of 2-element lists or tuples (the types and lengths read in C first)."""
+    if not isinstance(raw, list):
+        return False
+    if set(map(type, raw)) <= {list, tuple} and set(map(len, raw)) <= {2}:
+        return True
+    return all(isinstance(b, (list, tuple)) and len(b) == 2 for b in raw)
+
+
+def _check_sizes(text: str, bindings: list[Binding], where: str, lims: Any) -> None:
+    """:func:`check_text_size` of an item's caption and of each binding's attribute and object, in that order.
+
+    A string of L characters has at most L words, so when no string is longer than both caps nothing can be over
+    either, and the per-string checks (which name the first string over a cap) run only when one is longer.
+    """
+    small = min(lims.max_caption_chars, lims.max_caption_words)
+    if len(text) <= small and max(map(len, chain.from_iterable(bindings)), default=0) <= small:
+        return
+    check_text_size(text, where)
+    for a, o in bindings:
+        check_text_size(a, where, "a binding's attribute")
+        check_text_size(o, where, "a binding's object")
+
+
 def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
     from bindlab.config import LIMIT_ENV, limits
 
@@ -101,17 +126,18 @@ def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
     text = obj.get("text")
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{where}: 'text' is missing or empty")
-    check_text_size(text, where)
+    lims = limits()
+    if len(text) > min(lims.max_caption_chars, lims.max_caption_words):
+        check_text_size(text, where)  # the caption first, before its bindings are looked at
     raw = obj.get("bindings", [])
-    if not isinstance(raw, list) or not all(isinstance(b, (list, tuple)) and len(b) == 2 for b in raw):
+    if not _pairs(raw):
         raise DataError(f"{where}: 'bindings' must be a list of [attribute, object] pairs")
-    cap = limits().max_n_objects
+    cap = lims.max_n_objects
     if len(raw) > cap:
         raise DataError(f"{where}: {len(raw)} bindings, above the cap of {cap} objects per scene "
                         f"({LIMIT_ENV['max_n_objects']})")
-    for a, o in raw:
-        check_text_size(str(a), where, "a binding's attribute")
-        check_text_size(str(o), where, "a binding's object")
+    bindings = [(str(a), str(o)) for a, o in raw]
+    _check_sizes(text, bindings, where, lims)
     role = obj.get("role")
     if is_candidate and role is not None and role not in ROLES:
         raise DataError(f"{where}: role {role!r} is not one of {ROLES}")
@@ -121,7 +147,7 @@ def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
     gen_text = obj.get("gen_text")
     if gen_text is not None and not isinstance(gen_text, str):
         raise DataError(f"{where}: 'gen_text' must be a string or absent")
-    return Item(text=text, bindings=[(str(a), str(o)) for a, o in raw], image=image, role=role, gen_text=gen_text)
+    return Item(text=text, bindings=bindings, image=image, role=role, gen_text=gen_text)
 
 
 def _check_roles(candidates: list[Item], answer: int, where: str) -> None:
@@ -232,9 +258,10 @@ def read_jsonl(path: str | Path) -> list[tuple[int, Any]]:
 
 def check_image_fields(path: str | Path, where: str, images: Iterable[str | None]) -> None:
     """Refuse image paths of one record that escape the folder of the data file ``path``."""
-    base = Path(path).parent
-    for rel in images:
-        if rel is not None:
+    named = [rel for rel in images if rel is not None]
+    if named:
+        base = Path(path).parent
+        for rel in named:
             resolve_image_field(base, rel, where)
 
 
@@ -256,7 +283,7 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
     """
     from bindlab.config import held_limits
 
-    with held_limits():  # every line checks several caps: read them once for the whole file
+    with held_limits(), gc_paused():  # caps read once for the whole file; no GC passes over the rows being built
         return _load_records(path, parse, kind, strict, images)
 
 

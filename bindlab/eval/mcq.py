@@ -27,8 +27,8 @@ from bindlab.data.saber_images import require_images
 from bindlab.data.schema import MCQ, Item
 from bindlab.data.toy_vocab import WORD_RE
 from bindlab.data.vocab import tokens
-from bindlab.encoders.base import Encoder, EncoderError, unknown_words
-from bindlab.encoders.service import embed_image_files, embed_texts, expect_work
+from bindlab.encoders.base import Encoder, EncoderError
+from bindlab.encoders.service import embed_image_files, embed_texts, expect_work, unknown_words_cached
 from bindlab.eval.metrics import bootstrap_ci, chance_label, mcq_credit, tie_chance
 
 PAIRINGS: dict[str, tuple[str, str]] = {
@@ -149,10 +149,13 @@ def item_rows(questions: Sequence[MCQ], scores: np.ndarray, credit: np.ndarray, 
     answer, predicted (argmax), credit and the question's chance level (:func:`question_chance`). ``scores`` is
     ``(q, 4)``, ``credit`` and ``chance`` ``(q,)``."""
     chance = question_chance(questions) if chance is None else chance
+    scores = np.asarray(scores)
+    predicted = np.argmax(scores, axis=1).tolist() if len(scores) else []
     return [{"id": q.id, "pairing": pairing, "n_objects": q.n_objects, "subset": q.subset,
-             "roles": [x.role for x in q.candidates], "scores": [float(v) for v in s],
-             "answer": q.answer, "predicted": int(np.argmax(s)), "credit": float(c), "chance": float(ch)}
-            for q, s, c, ch in zip(questions, scores, credit, chance, strict=True)]
+             "roles": [x.role for x in q.candidates], "scores": s, "answer": q.answer, "predicted": p,
+             "credit": c, "chance": ch}
+            for q, s, p, c, ch in zip(questions, scores.tolist(), predicted, np.asarray(credit, dtype=np.float64).tolist(),
+                                      np.asarray(chance, dtype=np.float64).tolist(), strict=True)]
 
 
 def accuracy_by_n(n_objects: Sequence[int], subsets: Sequence[str], credit: Sequence[float],
@@ -164,16 +167,21 @@ def accuracy_by_n(n_objects: Sequence[int], subsets: Sequence[str], credit: Sequ
         n_objects, subsets, credit, chance: one entry per question.
     """
     rows = []
-    ns = sorted(set(int(n) for n in n_objects))
-    per_q = list(chance) if chance is not None else [None] * len(credit)
+    n_arr = np.asarray(n_objects, dtype=np.int64).reshape(-1)
+    sub_arr = np.asarray(list(subsets), dtype=object)
+    credit_arr = np.asarray(credit, dtype=np.float64).reshape(-1)
+    chance_arr = None if chance is None else np.asarray(chance, dtype=np.float64).reshape(-1)
+    if not len(n_arr) == len(sub_arr) == len(credit_arr) or (chance_arr is not None and len(chance_arr) != len(n_arr)):
+        raise ValueError("n_objects, subsets, credit and chance need one entry per question")
     for subset in ("all", "independent", "nested"):
-        for n in ns:
-            sel = [(float(c), ch) for k, s, c, ch in zip(n_objects, subsets, credit, per_q, strict=True)
-                   if int(k) == n and subset in ("all", s)]
-            if sel:
-                row = {"n_objects": n, "subset": subset, "accuracy": float(np.mean([c for c, _ in sel])), "n": len(sel)}
-                if chance is not None:
-                    row["chance"] = float(np.mean([ch for _, ch in sel]))
+        in_subset = np.ones(len(n_arr), bool) if subset == "all" else sub_arr == subset
+        for n in sorted(set(n_arr.tolist())):
+            sel = in_subset & (n_arr == n)
+            if sel.any():
+                row = {"n_objects": n, "subset": subset, "accuracy": float(np.mean(credit_arr[sel])),
+                       "n": int(sel.sum())}
+                if chance_arr is not None:
+                    row["chance"] = float(np.mean(chance_arr[sel]))
                 rows.append(row)
     return rows
 
@@ -216,9 +224,10 @@ def unknown_word_summary(texts: Sequence[str], unknown: Sequence[Sequence[str]],
 
 def unknown_word_report(questions: Sequence[MCQ], encoder: Encoder) -> dict[str, Any] | None:
     """:func:`unknown_word_summary` of every query and candidate caption, or None when the encoder cannot say which
-    words it does not know (it has no ``unknown_words`` method)."""
+    words it does not know (it has no ``unknown_words`` method). The answers are cached by tokenizer and text
+    (:func:`bindlab.encoders.service.unknown_words_cached`): a second run over the same captions tokenizes none."""
     texts = [it.text for q in questions for it in (q.query, *q.candidates)]
-    unknown = unknown_words(encoder, texts)
+    unknown = unknown_words_cached(encoder, texts)
     return None if unknown is None else unknown_word_summary(texts, unknown, per_question=5)
 
 
