@@ -522,7 +522,16 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("embedding_map", lambda quick, model: bench_embedding_map(quick, model)),
     ("walkthrough", lambda quick, model: bench_walkthrough(quick)),
     ("scale", lambda quick, model: bench_scale(quick, model)),
+    ("vs_library", lambda quick, model: bench_vs_library()),
 ]
+
+
+def bench_vs_library(**kwargs: Any) -> dict[str, Any]:
+    """``vs_library``: bindlab vs open_clip's DataLoader loop and sentence-transformers' ``encode``
+    (:mod:`bindlab.bench_vs_library`; small sizes on CPU, the full ones on a GPU)."""
+    from bindlab.bench_vs_library import bench_vs_library as run
+
+    return run(**kwargs)
 
 
 def run_bench(quick: bool = False, model: str = "minilm", only: list[str] | None = None) -> dict[str, Any]:
