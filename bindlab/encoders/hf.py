@@ -42,7 +42,7 @@ from bindlab.encoders.attention_access import (
     spans_from_offsets,
 )
 from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
-from bindlab.encoders.images import MAX_SIDE, load_images, notice_once
+from bindlab.encoders.images import MAX_SIDE, image_list, load_images, notice_once
 from bindlab.encoders.runtime import BatchRunner, features, resolve_dtype, to_device
 from bindlab.encoders.weights import fingerprint_for_folder, hub_commit, hub_load_error
 
@@ -233,7 +233,7 @@ class HFDualEncoder:
         self.padding: bool | str = True if self.family == "clip" else "max_length"
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
         self.converts_rgb = bool(getattr(self.processor.image_processor, "do_convert_rgb", False))
-        self.runner = BatchRunner(self.id, options.get("batch_size", 32))
+        self.runner = BatchRunner(self.id, options.get("batch_size"), device=str(self.device))
         self._weights = weights  # the files' hash, or a wrapped model's (re-taken when its weights change)
         self.last_truncated = 0
         self.last_image_notes: list[str] = []
@@ -281,21 +281,31 @@ class HFDualEncoder:
 
     # -- images -----------------------------------------------------------------------------------------------
     def embed_images(self, images: list[Any]) -> np.ndarray:
-        """Images (PIL, paths or uint8 arrays) -> ``(n, d)`` L2-normalised float32, through the model's processor."""
-        ims, self.last_image_notes = load_images(images, self.id, self.max_image_side, rgb=False)
-        extra: dict[str, Any] = {}
-        if not self.converts_rgb and any(im.mode != "RGB" for im in ims):
-            # e.g. SigLIP2's processor fails on L/RGBA/P input; transformers' own convert_to_rgb is the fix
-            extra["do_convert_rgb"] = True
-            notice_once(self.id, "this image processor takes RGB only; non-RGB images are converted with "
-                        "transformers' convert_to_rgb (transparency on white), as CLIP/SigLIP processors do")
+        """Images (PIL, paths or uint8 arrays) -> ``(n, d)`` L2-normalised float32, through the model's processor.
 
-        def run(batch: list[Any]) -> np.ndarray:
+        Each image is opened in a worker thread, a batch ahead of the forward pass
+        (:meth:`~bindlab.encoders.runtime.BatchRunner.run_prepared`); the processor runs per batch, as before."""
+        items = image_list(images, self.id)
+        notes: list[list[str]] = [[] for _ in items]
+
+        def prepare(i: int) -> Any:
+            (im,), notes[i] = load_images([items[i]], self.id, self.max_image_side, rgb=False, first=i)
+            return im
+
+        def forward(batch: list[Any]) -> np.ndarray:
+            extra: dict[str, Any] = {}
+            if not self.converts_rgb and any(im.mode != "RGB" for im in batch):
+                # e.g. SigLIP2's processor fails on L/RGBA/P input; transformers' own convert_to_rgb is the fix
+                extra["do_convert_rgb"] = True
+                notice_once(self.id, "this image processor takes RGB only; non-RGB images are converted with "
+                            "transformers' convert_to_rgb (transparency on white), as CLIP/SigLIP processors do")
             inputs = self.processor.image_processor(images=batch, return_tensors="pt", **extra)
             out = self.model.get_image_features(**to_device(dict(inputs), self.device, self.dtype))
             return features(out).float().cpu().numpy()  # (batch, d)
 
-        return l2_normalize(self.runner.run(run, ims))
+        vecs = self.runner.run_prepared(prepare, forward, len(items))
+        self.last_image_notes = [n for per_image in notes for n in per_image]
+        return l2_normalize(vecs)
 
     def text_tower(self) -> Any:
         """The trainable text tower (:class:`~bindlab.encoders.text_tower.TextTower`); LoRA targets its attention."""

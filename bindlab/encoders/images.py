@@ -59,7 +59,7 @@ def notice_once(encoder_id: str, message: str) -> None:
 
 
 def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
-                rgb: bool = True) -> tuple[list[Any], list[str]]:
+                rgb: bool = True, first: int = 0) -> tuple[list[Any], list[str]]:
     """Open inputs as PIL images: RGB (``rgb=True``), or 8-bit in their own mode for the library to convert.
 
     Args:
@@ -68,6 +68,7 @@ def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
         max_side: longer side above which an image is downscaled.
         rgb: convert to RGB here (:func:`to_rgb`); ``False`` keeps 8-bit modes (``L``, ``RGBA``, ``P``, ...) for
             the backend's own preprocessing and only converts high-bit-depth greyscale (:func:`to_8bit`).
+        first: the number of the first image in messages (a worker preparing image #i alone passes ``i``).
 
     Returns:
         (images, notes): one note per non-trivial conversion (downscale), e.g. for a run report.
@@ -80,7 +81,7 @@ def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
     if isinstance(images, (str, Path, Image.Image, np.ndarray)):
         raise EncoderError(f"{encoder_id}: embed_images expects a list of images, got a single {type(images).__name__}")
     out, notes = [], []
-    for i, item in enumerate(images):
+    for i, item in enumerate(images, start=first):
         img = _open(item, i, encoder_id)
         img, note = _downscale(img, max_side)
         if note:
@@ -91,6 +92,15 @@ def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
                         "preprocessing; PIL's own conversion would clip them to white")
         out.append(to_rgb(img) if rgb else to_8bit(img))
     return out, notes
+
+
+def image_list(images: Any, encoder_id: str) -> list[Any]:
+    """``images`` as a list, refusing a single image (what :func:`load_images` checks first) before any is opened."""
+    from PIL import Image
+
+    if isinstance(images, (str, Path, Image.Image, np.ndarray)):
+        raise EncoderError(f"{encoder_id}: embed_images expects a list of images, got a single {type(images).__name__}")
+    return list(images)
 
 
 def _open(item: Any, i: int, encoder_id: str) -> Any:

@@ -35,7 +35,7 @@ from bindlab import heavy
 from bindlab.encoders.attention_access import EncodedText, TextAttentionAccess, spans_by_word_encoding
 from bindlab.encoders.base import EncoderError, EncoderId, check_texts, l2_normalize, register_backend
 from bindlab.encoders.hf import common_setup
-from bindlab.encoders.images import MAX_SIDE, load_images
+from bindlab.encoders.images import MAX_SIDE, image_list, load_images
 from bindlab.encoders.runtime import BatchRunner
 from bindlab.encoders.weights import fingerprint_for_folder, hub_load_error
 
@@ -182,7 +182,7 @@ class OpenClipEncoder:
     def _setup(self, options: dict[str, Any], weights: str | Callable[[], str]) -> None:
         self.context_length = int(getattr(self.tokenizer, "context_length", 77))
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
-        self.runner = BatchRunner(self.id, options.get("batch_size", 32))
+        self.runner = BatchRunner(self.id, options.get("batch_size"), device=str(self.device))
         self._weights = weights  # the files' hash, or a wrapped model's (re-taken when its weights change)
         self.last_truncated = 0
         self.last_image_notes: list[str] = []
@@ -214,17 +214,29 @@ class OpenClipEncoder:
         return l2_normalize(self.runner.run(run, texts))
 
     def embed_images(self, images: list[Any]) -> np.ndarray:
-        """Images -> ``(n, d)`` L2-normalised ``encode_image`` features through the model's eval preprocess."""
+        """Images -> ``(n, d)`` L2-normalised ``encode_image`` features through the model's eval preprocess.
+
+        Each image is opened and preprocessed in a worker thread, a batch ahead of the forward pass
+        (:meth:`~bindlab.encoders.runtime.BatchRunner.run_prepared`); the vectors are the serial path's."""
         import torch
 
-        # the transform converts to RGB itself, after resize and crop (open_clip's order)
-        ims, self.last_image_notes = load_images(images, self.id, self.max_image_side, rgb=False)
+        from bindlab.encoders.runtime import to_device_batch
 
-        def run(batch: list[Any]) -> np.ndarray:
-            x = torch.stack([self.preprocess(im) for im in batch]).to(self.device, self.dtype)  # (b, 3, H, W)
+        items = image_list(images, self.id)
+        notes: list[list[str]] = [[] for _ in items]
+
+        def prepare(i: int) -> Any:
+            # the transform converts to RGB itself, after resize and crop (open_clip's order)
+            (im,), notes[i] = load_images([items[i]], self.id, self.max_image_side, rgb=False, first=i)
+            return self.preprocess(im)  # (3, H, W) float32 on CPU
+
+        def forward(batch: list[Any]) -> np.ndarray:
+            x = to_device_batch(torch.stack(batch), self.device, self.dtype)  # (b, 3, H, W)
             return self.model.encode_image(x).float().cpu().numpy()
 
-        return l2_normalize(self.runner.run(run, ims))
+        vecs = self.runner.run_prepared(prepare, forward, len(items))
+        self.last_image_notes = [n for per_image in notes for n in per_image]
+        return l2_normalize(vecs)
 
     def text_tower(self) -> Any:
         """No trainable text tower yet: open_clip fuses q/k/v in ``nn.MultiheadAttention``, which LoRA cannot target.
