@@ -3,6 +3,7 @@ GPU memory. Real checkpoints are used when they can load (hub reachable or cache
 --model); otherwise each backend falls back to its tiny random model from bindlab.encoders.tiny.
 
     python scripts/gpu_check.py [--device cuda] [--dtype auto] [--batch-size 64] [--model ID ...] [--tiny-only]
+    python scripts/gpu_check.py --vs-library OUT.json   # bench --only vs_library (full on a GPU), as a table
 """
 
 from __future__ import annotations
@@ -48,7 +49,38 @@ def synthetic_images(n: int, size: int = 224) -> list:
     return [Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)) for _ in range(n)]
 
 
+def vs_library(out: str) -> int:
+    """``bench --only vs_library`` (the full sizes on a GPU, the small ones on CPU): JSON to ``out``, a table on
+    stdout, and exit 1 when a side failed to run or bindlab's vectors are not the library's."""
+    from bindlab.bench_vs_library import bench_vs_library
+
+    r = bench_vs_library()
+    Path(out).write_text(json.dumps(r, indent=2))
+    m = r["machine"]
+    print(f"machine: {m.get('gpu', 'CPU')} | {m['cores_available']} cores | load {m['load_avg_1m']} | torch "
+          f"{m['torch']} | sizes {r['sizes']} | library workers {r['library_workers']}, batch {r['library_batch']}")
+    ok = True
+    rows = [(f"images {arch} ({r['images']['unique_images']} PNGs, ii)", v) for arch, v in r["images"].items()
+            if isinstance(v, dict)]
+    rows.append((f"texts MiniLM-L6 ({r['texts']['unique_texts']} captions, tt)", r["texts"]))
+    for name, v in rows:
+        lib, ours = v.get("library"), v["bindlab_cold"]
+        lib_s = f"{lib['seconds']:8.2f} s {lib['items_per_s']:>9} /s peak {lib['peak_gpu_mib']} MiB" if lib else \
+            "skipped (sentence-transformers not installed)"
+        print(f"{name:42s} library {lib_s} | bindlab cold {ours['seconds']:8.2f} s {ours['items_per_s']:>9} /s peak "
+              f"{ours['peak_gpu_mib']} MiB | ratio {v.get('ratio', '-')} | max |diff| "
+              f"{v.get('max_abs_vector_difference', '-')}")
+        gap = v.get("max_abs_vector_difference")
+        ok = ok and (gap is None or gap < 5e-2)  # bf16 on a GPU: the same inputs, the same model, the same dtype
+    warm = r["texts"]["bindlab_warm"]
+    print(f"texts warm (every vector cached, in process): {warm['seconds']:.3f} s for {r['texts']['questions']} "
+          f"questions")
+    return 0 if ok else 1
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--vs-library":
+        return vs_library(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="auto")

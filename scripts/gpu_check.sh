@@ -3,12 +3,24 @@
 # Real checkpoints when the hub (or a local cache) has them, tiny random models otherwise.
 # Then, on a CUDA machine, the multi-GPU section: sharded embedding under torchrun on 1 and N = all visible GPUs,
 # items/s per process count, and `eval mcq` outputs on N processes checked against N = 1.
+# Then bindlab vs the libraries' own loops (`bench --only vs_library`): full sizes on a GPU (1,080 image MCQs with
+# ViT-B-32 and ViT-L-14, 13,500 text MCQs with MiniLM-L6, random weights, about 4 minutes on one H200), the small CPU
+# sizes elsewhere; written to $VS_LIBRARY_OUT (default vs_library.json) and printed as a table.
 # Usage: scripts/gpu_check.sh [extra args for scripts/gpu_check.py, e.g. --tiny-only --out results.json]
-#   SCALE_MODEL (default minilm), SCALE_PER_SIZE (default 200), SKIP_MULTI=1 to skip the multi-GPU section.
+#   SCALE_MODEL (default minilm), SCALE_PER_SIZE (default 200), SKIP_MULTI=1 to skip the multi-GPU section,
+#   SKIP_VS_LIBRARY=1 to skip the comparison, VS_LIBRARY_ONLY=1 to run the comparison alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
-python scripts/gpu_check.py --device "${BINDLAB_DEVICE:-auto}" "$@"
+if [ "${VS_LIBRARY_ONLY:-0}" = "0" ]; then
+  python scripts/gpu_check.py --device "${BINDLAB_DEVICE:-auto}" "$@"
+fi
+
+if [ "${SKIP_VS_LIBRARY:-0}" = "0" ]; then
+  echo "=== bindlab vs the libraries' own loops (bench --only vs_library) ==="
+  python scripts/gpu_check.py --vs-library "${VS_LIBRARY_OUT:-vs_library.json}"
+fi
+[ "${VS_LIBRARY_ONLY:-0}" != "0" ] && exit 0
 
 NGPU="$(python -c 'import torch; print(torch.cuda.device_count())')"
 if [ "${SKIP_MULTI:-0}" != "0" ] || [ "$NGPU" -lt 1 ]; then
