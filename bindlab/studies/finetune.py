@@ -177,7 +177,6 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     if cfg.get("threads") and cfg["threads"] > limits().max_workers:  # 0 = torch's default
         raise ValueError(f"--threads {cfg['threads']:,} is above the cap of {limits().max_workers} "
                          f"({LIMIT_ENV['max_workers']}); use 0 for torch's default or at most the cores you have")
-    _check_trainable(cfg["model"])
     for name in ("lora_dropout", "forget_weight"):
         if cfg.get(name) is not None:
             cfg[name] = finite_float(cfg[name], name, 0.0)

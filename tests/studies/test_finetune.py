@@ -56,7 +56,6 @@ def triplets(tmp_path_factory):
     ({"lines_a": math.nan}, "--lines-a must be a finite number"),
     ({"lines_a": 2}, "--lines-a must be <= 1"),
     ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
-    ({"model": "bow"}, "finetuning needs a transformer text encoder"),  # was a job that failed with a traceback
     ({"threads": 10**8}, "--threads 100,000,000 is above the cap"),  # was a job that crashed
     ({"model": ""}, "base model id"),
 ])

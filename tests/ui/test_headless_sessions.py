@@ -60,8 +60,12 @@ def test_the_heartbeat_route_marks_a_session_live():
         seen.append(scope["path"])
 
     mw = hs.HeartbeatSeen(app)
-    asyncio.run(mw({"type": "http", "method": "GET", "path": "/gradio_api/heartbeat/abc123"}, None, None))
-    asyncio.run(mw({"type": "http", "method": "POST", "path": "/gradio_api/queue/join"}, None, None))
+    loop = asyncio.new_event_loop()  # its own loop: a test process may already run one
+    try:
+        loop.run_until_complete(mw({"type": "http", "method": "GET", "path": "/gradio_api/heartbeat/abc123"}, None, None))
+        loop.run_until_complete(mw({"type": "http", "method": "POST", "path": "/gradio_api/queue/join"}, None, None))
+    finally:
+        loop.close()
     assert hs.is_live("abc123") and seen == ["/gradio_api/heartbeat/abc123", "/gradio_api/queue/join"]
     hs.forget("abc123")
     assert not hs.is_live("abc123")
