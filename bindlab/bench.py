@@ -16,26 +16,14 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bindlab.bench_browser import PLACEMENTS, bench_slider_browser, bench_startup, bench_walkthrough
+from bindlab.config import temporary_home
 
-
-@contextmanager
-def _temporary_home() -> Iterator[Path]:
-    old = os.environ.get("BINDLAB_HOME")
-    with tempfile.TemporaryDirectory(prefix="bindlab-bench-") as d:
-        os.environ["BINDLAB_HOME"] = d
-        try:
-            yield Path(d)
-        finally:
-            if old is None:
-                os.environ.pop("BINDLAB_HOME", None)
-            else:
-                os.environ["BINDLAB_HOME"] = old
+_temporary_home = temporary_home  # a throwaway $BINDLAB_HOME for one measurement (bindlab.config)
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:

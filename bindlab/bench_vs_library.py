@@ -219,7 +219,7 @@ def bench_vs_library(full: bool | None = None, workers: int | None = None, batch
     """
     import torch
 
-    from bindlab.bench import _temporary_home
+    from bindlab.config import temporary_home
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     full = device == "cuda" if full is None else full
@@ -234,7 +234,7 @@ def bench_vs_library(full: bool | None = None, workers: int | None = None, batch
     out: dict[str, Any] = {"machine": machine(), "device": device, "sizes": "full" if full else "small (CPU sizes)",
                            "library_workers": workers, "library_batch": size["library_batch"],
                            "bindlab_batch": batch_size or "default"}
-    with _temporary_home() as home:
+    with temporary_home() as home:
         root = Path(work) if work else home / "work"
         out["images"] = _images(root, size, device, workers, batch_size)
         out["texts"] = _texts(root, size, device, batch_size, home)

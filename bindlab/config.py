@@ -52,6 +52,23 @@ def assets_root() -> Path:
     return package_root() / "assets"
 
 
+@contextmanager
+def temporary_home() -> Iterator[Path]:
+    """``$BINDLAB_HOME`` pointed at a new temporary folder for the block (a benchmark's cold cache), then restored."""
+    import tempfile
+
+    old = os.environ.get("BINDLAB_HOME")
+    with tempfile.TemporaryDirectory(prefix="bindlab-bench-") as d:
+        os.environ["BINDLAB_HOME"] = d
+        try:
+            yield Path(d)
+        finally:
+            if old is None:
+                os.environ.pop("BINDLAB_HOME", None)
+            else:
+                os.environ["BINDLAB_HOME"] = old
+
+
 def uploads_root() -> Path:
     """``$BINDLAB_HOME/uploads``: one folder per browser session (the app's uploads, and what is unpacked from them)."""
     return home() / "uploads"

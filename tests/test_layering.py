@@ -43,8 +43,10 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": BASE | {"cli"},
     # the speed benchmarks measure every layer; the browser bench drives the app (tests/ui uses it too)
     "bench": BASE | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance", "studies", "present",
-                     "bench_browser"},
+                     "bench_browser", "bench_vs_library"},
     "bench_browser": BASE | {"studies"},
+    # bindlab's loops beside the libraries' own (bench --only vs_library), run by the bench
+    "bench_vs_library": BASE | {"data", "encoders", "eval", "studies"},
 }
 
 
