@@ -91,21 +91,6 @@ _ZERO_OK = ("threads", "checkpoint_every")  # 0 = torch's default / checkpoint a
 MAX_LORA_RANK = 1024  # far above any useful LoRA rank; a typo such as 40000 is refused before a job starts
 
 
-def _check_trainable(model: str) -> None:
-    """Refuse, before a job exists, a model without a trainable text transformer (``bow``): the job would fail at
-    its first phase. Loading the encoder object is cheap here (weights load on first use)."""
-    from bindlab.encoders.base import parse_encoder_id
-    from bindlab.encoders.text_tower import no_text_tower
-    from bindlab.studies.browse import get_encoder
-
-    if parse_encoder_id(model).backend == "lora":
-        return  # a finished job's model: its base was trainable
-    encoder = get_encoder(model)
-    if not callable(getattr(encoder, "text_tower", None)):
-        raise no_text_tower(encoder.id, f"backend {parse_encoder_id(encoder.id).backend!r} has no trainable text "
-                                        "tower")
-
-
 def _triplets_path(data: Any) -> tuple[str, int]:
     text = str(data or "").strip()
     if not text:
