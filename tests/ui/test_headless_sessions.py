@@ -5,6 +5,7 @@ server by 683 MB (Gradio keeps a page copy per session hash until 10,000 newer o
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import gradio as gr
 import pytest
@@ -60,12 +61,15 @@ def test_the_heartbeat_route_marks_a_session_live():
         seen.append(scope["path"])
 
     mw = hs.HeartbeatSeen(app)
-    loop = asyncio.new_event_loop()  # its own loop: a test process may already run one
-    try:
-        loop.run_until_complete(mw({"type": "http", "method": "GET", "path": "/gradio_api/heartbeat/abc123"}, None, None))
-        loop.run_until_complete(mw({"type": "http", "method": "POST", "path": "/gradio_api/queue/join"}, None, None))
-    finally:
-        loop.close()
+
+    async def both():
+        await mw({"type": "http", "method": "GET", "path": "/gradio_api/heartbeat/abc123"}, None, None)
+        await mw({"type": "http", "method": "POST", "path": "/gradio_api/queue/join"}, None, None)
+
+    # its own thread and loop: another test of this worker may have left a loop running on the main thread
+    worker = threading.Thread(target=asyncio.run, args=(both(),))
+    worker.start()
+    worker.join(timeout=30)
     assert hs.is_live("abc123") and seen == ["/gradio_api/heartbeat/abc123", "/gradio_api/queue/join"]
     hs.forget("abc123")
     assert not hs.is_live("abc123")
