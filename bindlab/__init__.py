@@ -9,10 +9,24 @@ from typing import Any
 from bindlab.config import __version__
 
 _API = (
-    "Result", "adopt", "attention_margins", "compare", "evaluate_benchmark", "evaluate_mcq", "evaluate_pairs",
-    "evaluate_retrieval", "export_dataset", "generate_factors", "generate_pairs", "generate_saber", "ground",
-    "load_encoder", "load_result", "plot",
-    "wrap_open_clip", "wrap_transformers",
+    "Result",
+    "adopt",
+    "attention_margins",
+    "compare",
+    "evaluate_benchmark",
+    "evaluate_mcq",
+    "evaluate_pairs",
+    "evaluate_retrieval",
+    "export_dataset",
+    "generate_factors",
+    "generate_pairs",
+    "generate_saber",
+    "ground",
+    "load_encoder",
+    "load_result",
+    "plot",
+    "wrap_open_clip",
+    "wrap_transformers",
 )
 __all__ = ["__version__", *_API]
 

@@ -22,10 +22,24 @@ from bindlab.studies.progress import progress_for
 from bindlab.studies.result import Result
 
 __all__ = [
-    "Result", "adopt", "attention_margins", "compare", "evaluate_benchmark", "evaluate_mcq", "evaluate_pairs",
-    "evaluate_retrieval", "export_dataset", "generate_factors", "generate_pairs", "generate_saber", "ground",
-    "load_encoder", "load_result", "plot",
-    "wrap_open_clip", "wrap_transformers",
+    "Result",
+    "adopt",
+    "attention_margins",
+    "compare",
+    "evaluate_benchmark",
+    "evaluate_mcq",
+    "evaluate_pairs",
+    "evaluate_retrieval",
+    "export_dataset",
+    "generate_factors",
+    "generate_pairs",
+    "generate_saber",
+    "ground",
+    "load_encoder",
+    "load_result",
+    "plot",
+    "wrap_open_clip",
+    "wrap_transformers",
 ]
 
 
@@ -121,8 +135,15 @@ def _data(data: Any) -> str | None:
 
 
 # --- evaluation ----------------------------------------------------------------------------------------------------
-def evaluate_mcq(model: Any, data: Any = None, pairings: Sequence[str] | str = ("tt",), limit: int = 0,
-                 name: str | None = None, skip_bad: bool = False, progress: Any = True) -> Result:
+def evaluate_mcq(
+    model: Any,
+    data: Any = None,
+    pairings: Sequence[str] | str = ("tt",),
+    limit: int = 0,
+    name: str | None = None,
+    skip_bad: bool = False,
+    progress: Any = True,
+) -> Result:
     """SABER-style 4-way MCQ accuracy (tie-aware), per pairing, by N and subset — what ``eval mcq`` prints.
 
     Args:
@@ -146,15 +167,28 @@ def evaluate_mcq(model: Any, data: Any = None, pairings: Sequence[str] | str = (
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
     with progress_for(progress, "evaluate_mcq") as report:  # the embedded set's first rendering is on the bar too
-        path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch,
-                                                progress=report)
-        request = McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
-                             device=device, skip_bad=skip_bad)
+        path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch, progress=report)
+        request = McqRequest(
+            data=path,
+            model=model_id,
+            pairings=pairings,
+            limit=limit,
+            batch_size=batch,
+            device=device,
+            skip_bad=skip_bad,
+        )
         return run_mcq(request, report)
 
 
-def evaluate_retrieval(model: Any, data: Any = None, pairings: Sequence[str] | str = ("tt",), limit: int = 0,
-                       name: str | None = None, skip_bad: bool = False, progress: Any = True) -> Result:
+def evaluate_retrieval(
+    model: Any,
+    data: Any = None,
+    pairings: Sequence[str] | str = ("tt",),
+    limit: int = 0,
+    name: str | None = None,
+    skip_bad: bool = False,
+    progress: Any = True,
+) -> Result:
     """Pooled-gallery retrieval of the MCQ captions (mAP with multiple positives, R@1, R@5, by N) — ``eval
     retrieval``. Arguments as :func:`evaluate_mcq`; ``res.primary`` is the first pairing's mAP.
 
@@ -166,15 +200,29 @@ def evaluate_retrieval(model: Any, data: Any = None, pairings: Sequence[str] | s
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
     with progress_for(progress, "evaluate_retrieval") as report:  # the embedded set's first rendering is on the bar too
-        path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch,
-                                                progress=report)
-        request = McqRequest(data=path, model=model_id, pairings=pairings, limit=limit, batch_size=batch,
-                             device=device, skip_bad=skip_bad)
+        path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch, progress=report)
+        request = McqRequest(
+            data=path,
+            model=model_id,
+            pairings=pairings,
+            limit=limit,
+            batch_size=batch,
+            device=device,
+            skip_bad=skip_bad,
+        )
         return run_retrieval(request, report)
 
 
-def evaluate_pairs(model: Any, data: Any = None, verbosity: str = "all", limit: int = 0, seed: int = 0,
-                   name: str | None = None, skip_bad: bool = False, progress: Any = True) -> Result:
+def evaluate_pairs(
+    model: Any,
+    data: Any = None,
+    verbosity: str = "all",
+    limit: int = 0,
+    seed: int = 0,
+    name: str | None = None,
+    skip_bad: bool = False,
+    progress: Any = True,
+) -> Result:
     """Winoground-style 2x2 scores (I2T, T2I, Group) of CompoSET-style single-edit pairs — ``eval pairs``.
 
     Args:
@@ -193,15 +241,32 @@ def evaluate_pairs(model: Any, data: Any = None, verbosity: str = "all", limit: 
 
     model_id, device, batch = _ref(model, name)
     path = _data(data) or default_pairs_dataset()
-    request = PairsRequest(data=path, model=model_id, verbosity=verbosity, limit=limit, batch_size=batch,
-                           device=device, seed=seed, skip_bad=skip_bad)
+    request = PairsRequest(
+        data=path,
+        model=model_id,
+        verbosity=verbosity,
+        limit=limit,
+        batch_size=batch,
+        device=device,
+        seed=seed,
+        skip_bad=skip_bad,
+    )
     with progress_for(progress, "evaluate_pairs") as report:
         return run_pairs(request, report)
 
 
-def evaluate_benchmark(model: Any, benchmark: str, data: str | None = None, images: str | None = None,
-                       split: str | None = None, task: str | None = None, source: str = "auto", limit: int = 0,
-                       seed: int = 0, name: str | None = None) -> Result:
+def evaluate_benchmark(
+    model: Any,
+    benchmark: str,
+    data: str | None = None,
+    images: str | None = None,
+    split: str | None = None,
+    task: str | None = None,
+    source: str = "auto",
+    limit: int = 0,
+    seed: int = 0,
+    name: str | None = None,
+) -> Result:
     """A published benchmark through its manifest (winoground, colorswap, sugarcrepe, sugarcrepe_pp,
     aro_vg_attribution) — ``eval benchmark``. ``data``/``images`` name a local copy; ``source="hub"`` downloads
     through ``datasets`` when the hub is reachable; ``task="tot"`` is SugarCrepe++'s text-only task.
@@ -212,14 +277,35 @@ def evaluate_benchmark(model: Any, benchmark: str, data: str | None = None, imag
     from bindlab.studies.benchmark import BenchmarkRequest, run_benchmark
 
     model_id, device, batch = _ref(model, name)
-    return run_benchmark(BenchmarkRequest(name=benchmark, model=model_id, data=data, images=images, split=split,
-                                          task=task, source=source, limit=limit, batch_size=batch, device=device,
-                                          seed=seed))
+    return run_benchmark(
+        BenchmarkRequest(
+            name=benchmark,
+            model=model_id,
+            data=data,
+            images=images,
+            split=split,
+            task=task,
+            source=source,
+            limit=limit,
+            batch_size=batch,
+            device=device,
+            seed=seed,
+        )
+    )
 
 
-def compare(models: Sequence[Any], suite: Sequence[str] | str = ("mcq",), data: Any = None, pairs_data: Any = None,
-            pairings: Sequence[str] | str = ("tt",), verbosity: str = "all", limit: int = 0, seed: int = 0,
-            use_cache: bool = True, progress: Any = True) -> Result:
+def compare(
+    models: Sequence[Any],
+    suite: Sequence[str] | str = ("mcq",),
+    data: Any = None,
+    pairs_data: Any = None,
+    pairings: Sequence[str] | str = ("tt",),
+    verbosity: str = "all",
+    limit: int = 0,
+    seed: int = 0,
+    use_cache: bool = True,
+    progress: Any = True,
+) -> Result:
     """Several models on one suite, on the same questions — ``compare``: a leaderboard with 95 % intervals and
     chance, per-task tables and the per-question diff.
 
@@ -238,15 +324,33 @@ def compare(models: Sequence[Any], suite: Sequence[str] | str = ("mcq",), data: 
     from bindlab.studies.compare import CompareRequest, run_compare
 
     ids = [_ref(m)[0] for m in models]
-    request = CompareRequest(models=ids, suite=suite, data=_data(data), pairs_data=_data(pairs_data),
-                             pairings=pairings, verbosity=verbosity, limit=limit, seed=seed, use_cache=use_cache)
+    request = CompareRequest(
+        models=ids,
+        suite=suite,
+        data=_data(data),
+        pairs_data=_data(pairs_data),
+        pairings=pairings,
+        verbosity=verbosity,
+        limit=limit,
+        seed=seed,
+        use_cache=use_cache,
+    )
     with progress_for(progress, "compare") as report:
         return run_compare(request, report)
 
 
-def ground(model: Any, data: Any = None, factors: str | Sequence[str] = "all", alpha: str | float = "auto",
-           controls: bool = True, n_boot: int = 2000, seed: int = 0, protocol: str = "context",
-           align: str = "none", progress: Any = True) -> Result:
+def ground(
+    model: Any,
+    data: Any = None,
+    factors: str | Sequence[str] = "all",
+    alpha: str | float = "auto",
+    controls: bool = True,
+    n_boot: int = 2000,
+    seed: int = 0,
+    protocol: str = "context",
+    align: str = "none",
+    progress: Any = True,
+) -> Result:
     """Matched visual grounding of a factor grid: native versus grounded text-to-image retrieval per factor, α chosen
     on validation — ``ground``. ``data`` is a grid folder with ``index.csv`` (None = the default grid, rendered once).
 
@@ -256,16 +360,33 @@ def ground(model: Any, data: Any = None, factors: str | Sequence[str] = "all", a
     from bindlab.studies.grounding import GroundingRequest, run_grounding
 
     model_id, device, batch = _ref(model)
-    request = GroundingRequest(data=str(data or ""), model=model_id, factors=factors, alpha=alpha,
-                               controls=controls, n_boot=n_boot, seed=seed, device=device, batch_size=batch or 64,
-                               protocol=protocol, align=align)
+    request = GroundingRequest(
+        data=str(data or ""),
+        model=model_id,
+        factors=factors,
+        alpha=alpha,
+        controls=controls,
+        n_boot=n_boot,
+        seed=seed,
+        device=device,
+        batch_size=batch or 64,
+        protocol=protocol,
+        align=align,
+    )
     with progress_for(progress, "ground") as report:
         return run_grounding(request, report)
 
 
-def attention_margins(model: str, data: Any = None, limit: int = 0, compare: str = "",
-                      direction: str = "later_to_earlier", seed: int = 0, n_boot: int = 1000,
-                      progress: Any = True) -> Result:
+def attention_margins(
+    model: str,
+    data: Any = None,
+    limit: int = 0,
+    compare: str = "",
+    direction: str = "later_to_earlier",
+    seed: int = 0,
+    n_boot: int = 1000,
+    progress: Any = True,
+) -> Result:
     """Per-layer attention binding margins of a text transformer — ``attention``. Needs the model's internals, so
     ``model`` is an encoder id (``minilm``, ``toy:clip``, ``hf:…``, ``qwen3vl:…``, ``lora:…``).
 
@@ -275,10 +396,13 @@ def attention_margins(model: str, data: Any = None, limit: int = 0, compare: str
     from bindlab.studies.attention import AttentionRequest, run_attention
 
     if not isinstance(model, str):
-        raise TypeError("attention_margins reads a text transformer's attention maps, so it takes an encoder id "
-                        "(minilm, toy:clip, hf:..., lora:...), not a model object")
-    request = AttentionRequest(model=model, data=_data(data) or "", limit=limit, compare=compare,
-                               direction=direction, seed=seed, n_boot=n_boot)
+        raise TypeError(
+            "attention_margins reads a text transformer's attention maps, so it takes an encoder id "
+            "(minilm, toy:clip, hf:..., lora:...), not a model object"
+        )
+    request = AttentionRequest(
+        model=model, data=_data(data) or "", limit=limit, compare=compare, direction=direction, seed=seed, n_boot=n_boot
+    )
     with progress_for(progress, "attention_margins") as report:
         return run_attention(request, report)
 
@@ -321,8 +445,16 @@ def plot(result: Result, kind: str | None = None) -> Any:
 
 
 # --- data ------------------------------------------------------------------------------------------------------------
-def generate_saber(out: str | Path, per_size: int = 200, sizes: str | Sequence[int] = "2-10", seed: int = 0,
-                   images: bool = False, template: str = "attributive", size: int = 256, workers: int = 2) -> Path:
+def generate_saber(
+    out: str | Path,
+    per_size: int = 200,
+    sizes: str | Sequence[int] = "2-10",
+    seed: int = 0,
+    images: bool = False,
+    template: str = "attributive",
+    size: int = 256,
+    workers: int = 2,
+) -> Path:
     """Write a SABER-style MCQ benchmark to ``out/mcq.jsonl`` — ``generate saber``; returns that path.
 
     Example:
@@ -330,12 +462,14 @@ def generate_saber(out: str | Path, per_size: int = 200, sizes: str | Sequence[i
     """
     from bindlab.studies.generate import generate_saber_set
 
-    return generate_saber_set(out, per_size=per_size, sizes=sizes, seed=seed, images=images, template=template,
-                              size=size, workers=workers)[0]
+    return generate_saber_set(
+        out, per_size=per_size, sizes=sizes, seed=seed, images=images, template=template, size=size, workers=workers
+    )[0]
 
 
-def generate_pairs(out: str | Path, scenes: int = 80, foils_per_scene: int = 22, seed: int = 0, size: int = 256,
-                   workers: int = 2) -> Path:
+def generate_pairs(
+    out: str | Path, scenes: int = 80, foils_per_scene: int = 22, seed: int = 0, size: int = 256, workers: int = 2
+) -> Path:
     """Write CompoSET-style single-edit pairs (+ images) to ``out/pairs.jsonl`` — ``generate composet``.
 
     Example:
@@ -343,13 +477,20 @@ def generate_pairs(out: str | Path, scenes: int = 80, foils_per_scene: int = 22,
     """
     from bindlab.data.composet import generate_composet
 
-    return generate_composet(out, scenes=scenes, foils_per_scene=foils_per_scene, seed=seed, size=size,
-                             workers=workers)
+    return generate_composet(out, scenes=scenes, foils_per_scene=foils_per_scene, seed=seed, size=size, workers=workers)
 
 
-def generate_factors(out: str | Path, shapes: str | int | None = None, hues: str | int | None = None,
-                     patterns: str | int | None = None, contexts: int = 12, replicas: int = 2, size: int = 96,
-                     seed: int = 0, workers: int = 2) -> Path:
+def generate_factors(
+    out: str | Path,
+    shapes: str | int | None = None,
+    hues: str | int | None = None,
+    patterns: str | int | None = None,
+    contexts: int = 12,
+    replicas: int = 2,
+    size: int = 96,
+    seed: int = 0,
+    workers: int = 2,
+) -> Path:
     """Render a factor grid (shape x hue x pattern x context x replica) for :func:`ground` — ``generate factors``;
     returns the folder. Each factor: None = all its defaults, N = the first N, or a comma list.
 
@@ -358,8 +499,9 @@ def generate_factors(out: str | Path, shapes: str | int | None = None, hues: str
     """
     from bindlab.data.factors import generate_grid, spec_from_args
 
-    spec = spec_from_args(*(None if v is None else str(v) for v in (shapes, hues, patterns)), contexts, replicas,
-                          size, seed)
+    spec = spec_from_args(
+        *(None if v is None else str(v) for v in (shapes, hues, patterns)), contexts, replicas, size, seed
+    )
     index, _ = generate_grid(out, spec, workers=workers)
     return index.root
 

@@ -94,16 +94,20 @@ def bench_encoder_throughput(quick: bool = False, model: str = "minilm") -> dict
 
     qs = generate_saber(per_size=4 if quick else 20, seed=0, vocab=RENDER_VOCAB)
     texts = [it.text for q in qs for it in (q.query, *q.candidates)]
-    images = [render_scene(item_specs(q.query, q.extra["realisations"]), size=224, seed=i)
-              for i, q in enumerate(qs[: 16 if quick else 64])]
+    images = [
+        render_scene(item_specs(q.query, q.extra["realisations"]), size=224, seed=i)
+        for i, q in enumerate(qs[: 16 if quick else 64])
+    ]
     out: dict[str, Any] = {"texts": len(texts), "images": len(images), "models": {}}
     out["models"][model] = embedding_throughput(load_encoder(model), texts)
     with _temporary_home() as home:
         for kind in sorted(BUILDERS):
             enc = load_encoder(build_tiny(kind, home / f"tiny-{kind}"))
             r = embedding_throughput(enc, texts, images)
-            out["models"][f"tiny {kind}"] = {"text_items_per_s": r["text"]["items_per_s"],
-                                             "image_items_per_s": (r["image"] or {}).get("items_per_s")}
+            out["models"][f"tiny {kind}"] = {
+                "text_items_per_s": r["text"]["items_per_s"],
+                "image_items_per_s": (r["image"] or {}).get("items_per_s"),
+            }
     return out
 
 
@@ -137,17 +141,27 @@ def bench_image_eval(quick: bool = False) -> dict[str, Any]:
         enc = load_encoder(build_tiny("hf-clip", home / "tiny-clip"))
         items = [it for q in qs for it in (q.query, *q.candidates)]
         enc.embed_texts([items[0].text])
-        t_bare = _timed(lambda: (enc.embed_texts([it.text for it in items]),
-                                 enc.embed_images([str(path.parent / it.image) for it in items])))[0]
+        t_bare = _timed(
+            lambda: (
+                enc.embed_texts([it.text for it in items]),
+                enc.embed_images([str(path.parent / it.image) for it in items]),
+            )
+        )[0]
 
         def pipeline() -> Any:
             return evaluate_mcq(load_mcqs(path)[0], path.parent, enc, ["tt", "ti", "it", "ii"])
 
         t_cold = _timed(pipeline)[0]
         t_warm = min(_timed(pipeline)[0] for _ in range(3))
-    return {"questions": len(qs), "items_per_modality": len(items), "bare_forward_s": round(t_bare, 3),
-            "eval_cold_s": round(t_cold, 3), "eval_warm_s": round(t_warm, 4),
-            "pipeline_overhead": round(t_cold / t_bare, 3), "cache_speedup": round(t_cold / t_warm, 1)}
+    return {
+        "questions": len(qs),
+        "items_per_modality": len(items),
+        "bare_forward_s": round(t_bare, 3),
+        "eval_cold_s": round(t_cold, 3),
+        "eval_warm_s": round(t_warm, 4),
+        "pipeline_overhead": round(t_cold / t_bare, 3),
+        "cache_speedup": round(t_cold / t_warm, 1),
+    }
 
 
 def bench_grounding_slider(quick: bool = False) -> dict[str, Any]:
@@ -180,18 +194,40 @@ def bench_slider_in_browser(quick: bool = False, busy_clients: int = 3) -> dict[
     with tempfile.TemporaryDirectory(prefix="bindlab-bench-slider-data-") as tmp:
         if quick:
             grid = Path(tmp) / "grid"
-            generate_grid(grid, FactorGridSpec(shapes=("cube", "sphere", "torus"), hues=("red", "green", "blue"),
-                                               patterns=("striped", "checkered", "glowing"), n_contexts=3, replicas=2,
-                                               size=32), workers=1)
+            generate_grid(
+                grid,
+                FactorGridSpec(
+                    shapes=("cube", "sphere", "torus"),
+                    hues=("red", "green", "blue"),
+                    patterns=("striped", "checkered", "glowing"),
+                    n_contexts=3,
+                    replicas=2,
+                    size=32,
+                ),
+                workers=1,
+            )
         else:
             grid = default_grid()
-        sets = [str(write_benchmark(Path(tmp) / f"busy{i}", generate_saber(per_size=40 if quick else 300,
-                                                                           seed=100 + i), {"seed": 100 + i}))
-                for i in range(busy_clients)]
-        runs = {placement: bench_slider_browser(grid, sets, worst, quick=quick, placement=placement)
-                for placement in PLACEMENTS}
-    return {"grid": "small (quick)" if quick else f"default ({DEFAULT_GRID.n_images} images)",
-            "met": runs["shared"].get("met", False), "met_separate": runs["separate"].get("met", False), **runs}
+        sets = [
+            str(
+                write_benchmark(
+                    Path(tmp) / f"busy{i}",
+                    generate_saber(per_size=40 if quick else 300, seed=100 + i),
+                    {"seed": 100 + i},
+                )
+            )
+            for i in range(busy_clients)
+        ]
+        runs = {
+            placement: bench_slider_browser(grid, sets, worst, quick=quick, placement=placement)
+            for placement in PLACEMENTS
+        }
+    return {
+        "grid": "small (quick)" if quick else f"default ({DEFAULT_GRID.n_images} images)",
+        "met": runs["shared"].get("met", False),
+        "met_separate": runs["separate"].get("met", False),
+        **runs,
+    }
 
 
 def bench_attention(model: str = "minilm", n_captions: int = 1000) -> dict[str, Any]:
@@ -231,11 +267,18 @@ def bench_attention(model: str = "minilm", n_captions: int = 1000) -> dict[str, 
             t_bare.append(_timed(bare)[0])
             t, (res, summary) = _timed(margins)
             t_marg.append(t)
-    return {"model": encoder.id, "captions": len(caps), "layers": access.num_layers,
-            "bare_attention_forward_s": round(min(t_bare), 3), "margins_s": round(min(t_marg), 3),
-            "overhead": round(min(t_marg) / min(t_bare), 3), "targets": {"overhead": "<= 1.3"},
-            "captions_per_s": round(len(caps) / min(t_marg), 1), "skipped": len(res.skipped),
-            "margin_by_layer": summary["margin_mean"]}
+    return {
+        "model": encoder.id,
+        "captions": len(caps),
+        "layers": access.num_layers,
+        "bare_attention_forward_s": round(min(t_bare), 3),
+        "margins_s": round(min(t_marg), 3),
+        "overhead": round(min(t_marg) / min(t_bare), 3),
+        "targets": {"overhead": "<= 1.3"},
+        "captions_per_s": round(len(caps) / min(t_marg), 1),
+        "skipped": len(res.skipped),
+        "margin_by_layer": summary["margin_mean"],
+    }
 
 
 def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, batch_size: int = 16) -> dict[str, Any]:
@@ -263,8 +306,15 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
         rows, stats = generate_triplets(2 * steps * batch_size, seed=0)
         data = home / "trip"
         write_triplets(data, rows, stats)
-        cfg = FinetuneConfig(model=base, data=str(data), max_steps=steps, batch_size=batch_size, evaluate=False,
-                             device="cpu", eval_every=-1)
+        cfg = FinetuneConfig(
+            model=base,
+            data=str(data),
+            max_steps=steps,
+            batch_size=batch_size,
+            evaluate=False,
+            device="cpu",
+            eval_every=-1,
+        )
 
         class Clock(Callback):
             t0 = t1 = 0.0
@@ -292,7 +342,9 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
         order = batch_order(len(train_rows), 0, cfg.seed)
         t0 = _time.perf_counter()
         for k in range(steps):
-            train_step(tower, opt, params, [train_rows[i] for i in order[k * batch_size:(k + 1) * batch_size]], cfg.margin)
+            train_step(
+                tower, opt, params, [train_rows[i] for i in order[k * batch_size : (k + 1) * batch_size]], cfg.margin
+            )
         bare_tps = steps * batch_size / (_time.perf_counter() - t0)
 
         # job start latency: submit -> process running -> first training step
@@ -309,11 +361,18 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
                 break
             _time.sleep(0.05)
         state = m.show(job, log_lines=0)["status"]["state"]
-    return {"model": base if not quick else "tiny st (random)", "steps": steps, "batch_size": batch_size,
-            "runner_triplets_per_s": round(runner_tps, 2), "bare_peft_triplets_per_s": round(bare_tps, 2),
-            "runner_vs_bare": round(runner_tps / bare_tps, 3), "target": {"runner_vs_bare": ">= 0.85"},
-            "job_submit_s": round(t_submit, 3), "job_first_step_s": None if first_step is None else round(first_step, 2),
-            "job_state": state}
+    return {
+        "model": base if not quick else "tiny st (random)",
+        "steps": steps,
+        "batch_size": batch_size,
+        "runner_triplets_per_s": round(runner_tps, 2),
+        "bare_peft_triplets_per_s": round(bare_tps, 2),
+        "runner_vs_bare": round(runner_tps / bare_tps, 3),
+        "target": {"runner_vs_bare": ">= 0.85"},
+        "job_submit_s": round(t_submit, 3),
+        "job_first_step_s": None if first_step is None else round(first_step, 2),
+        "job_state": state,
+    }
 
 
 # Each section is (name, function(quick, model) -> dict); features add theirs here.
@@ -326,8 +385,15 @@ def bench_composet(quick: bool = False, workers: int = 2) -> dict[str, Any]:
         t, path = _timed(lambda: generate_composet(home / "cs", scenes=scenes, foils_per_scene=22, workers=workers))
         n = sum(1 for _ in path.open())
     images = n + scenes
-    return {"scenes": scenes, "pairs": n, "images": images, "size": 256, "workers": workers,
-            "seconds": round(t, 2), "images_per_s": round(images / t, 1)}
+    return {
+        "scenes": scenes,
+        "pairs": n,
+        "images": images,
+        "size": 256,
+        "workers": workers,
+        "seconds": round(t, 2),
+        "images_per_s": round(images / t, 1),
+    }
 
 
 def bench_toy(quick: bool = False) -> dict[str, Any]:
@@ -364,8 +430,12 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
         step_s = [_timed(train_step)[0] for _ in range(2 if quick else 4)]
         model.zero_grad(set_to_none=True)
         model.eval()
-        out[eid] = {"text_per_s": tp["text"]["items_per_s"], "image_per_s": (tp["image"] or {}).get("items_per_s"),
-                    "train_step_batch": len(px), "train_step_s": round(min(step_s), 3)}
+        out[eid] = {
+            "text_per_s": tp["text"]["items_per_s"],
+            "image_per_s": (tp["image"] or {}).get("items_per_s"),
+            "train_step_batch": len(px),
+            "train_step_s": round(min(step_s), 3),
+        }
     out["toy:lit-minilm"] = _bench_lit_step(texts, images, repeats=2 if quick else 4)
     out["lit_vs_clip_step"] = round(out["toy:lit-minilm"]["train_step_s"] / out["toy:clip"]["train_step_s"], 2)
     return out
@@ -395,9 +465,13 @@ def _bench_lit_step(texts: list[str], images: list[Any], repeats: int) -> dict[s
     step_s = [_timed(train_step)[0] for _ in range(repeats)]
     model.zero_grad(set_to_none=True)
     model.eval()
-    return {"text_per_s": tp["text"]["items_per_s"], "image_per_s": (tp["image"] or {}).get("items_per_s"),
-            "train_step_batch": len(px), "train_step_s": round(min(step_s), 3),
-            "caption_embeddings": "cached (computed once before the steps, as train toy --arch lit does)"}
+    return {
+        "text_per_s": tp["text"]["items_per_s"],
+        "image_per_s": (tp["image"] or {}).get("items_per_s"),
+        "train_step_batch": len(px),
+        "train_step_s": round(min(step_s), 3),
+        "caption_embeddings": "cached (computed once before the steps, as train toy --arch lit does)",
+    }
 
 
 def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
@@ -413,9 +487,15 @@ def bench_embedding_map(quick: bool = False, model: str = "minilm") -> dict[str,
         t_first, _ = _timed(lambda: cached_layout(data, "umap"))
         t_second, _ = _timed(lambda: cached_layout(data, "umap", LayoutParams(seed=1)))
         t_cached, (_, hit) = _timed(lambda: cached_layout(data, "umap"))
-    return {"model": data.model, "points": len(data.points), "pca_s": round(t_pca, 4),
-            "umap_first_s": round(t_first, 2), "umap_compiled_s": round(t_second, 2),
-            "umap_cached_s": round(t_cached, 4), "cache_hit": hit}
+    return {
+        "model": data.model,
+        "points": len(data.points),
+        "pca_s": round(t_pca, 4),
+        "umap_first_s": round(t_first, 2),
+        "umap_compiled_s": round(t_second, 2),
+        "umap_cached_s": round(t_cached, 4),
+        "cache_hit": hit,
+    }
 
 
 def scale_worker(model: str, per_size: int, out: str) -> None:
@@ -453,10 +533,20 @@ def scale_worker(model: str, per_size: int, out: str) -> None:
             compute = max(a - b for a, b in zip(shard_seconds(), seconds0 or [0.0] * world.size, strict=False))
         else:  # the bare encoder on the same texts, model already loaded
             compute, _ = _timed(lambda: encoder.embed_texts(texts))
-        Path(out).write_text(json.dumps({
-            "processes": world.size, "items": len(texts), "embed_s": round(t_embed, 3), "score_s": round(t_score, 3),
-            "items_per_s": round(len(texts) / t_embed, 1), "items_per_rank": per_rank, "compute_s": round(compute, 3),
-            "overhead_ratio": round((t_embed + t_score) / compute, 3)}))
+        Path(out).write_text(
+            json.dumps(
+                {
+                    "processes": world.size,
+                    "items": len(texts),
+                    "embed_s": round(t_embed, 3),
+                    "score_s": round(t_score, 3),
+                    "items_per_s": round(len(texts) / t_embed, 1),
+                    "items_per_rank": per_rank,
+                    "compute_s": round(compute, 3),
+                    "overhead_ratio": round((t_embed + t_score) / compute, 3),
+                }
+            )
+        )
     finally:
         stop_serving()
         distributed.shutdown()
@@ -478,10 +568,17 @@ def bench_scale(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="bindlab-bench-scale-") as d:
             res = Path(d) / "res.json"
             run = ["-m", "bindlab.bench", "scale-worker", model, str(per_size), str(res)]
-            launch = ([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n)]
-                      if n > 1 else [sys.executable])
-            env = {**os.environ, "BINDLAB_HOME": d, "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // n)),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))}
+            launch = (
+                [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n)]
+                if n > 1
+                else [sys.executable]
+            )
+            env = {
+                **os.environ,
+                "BINDLAB_HOME": d,
+                "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // n)),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")])),
+            }
             env = {k: v for k, v in env.items() if n > 1 or k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
             p = subprocess.run([*launch, *run], capture_output=True, text=True, env=env, cwd=repo_root(), timeout=1800)
             if p.returncode != 0:
@@ -527,8 +624,12 @@ def run_bench(quick: bool = False, model: str = "minilm", only: list[str] | None
     import torch
 
     out: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(),
-                    "torch_threads": torch.get_num_threads(), "cuda": torch.cuda.is_available()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "cuda": torch.cuda.is_available(),
+        },
     }
     names = [n for n, _ in SECTIONS]
     unknown = sorted(set(only or []) - set(names))

@@ -24,8 +24,14 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 FIRST_TAB_SELECTOR = "#bl-score-btn"  # the Browse tab's Score button: the first tab is drawn once it is visible
 WALKTHROUGH_TARGET_S = 15 * 60
 
@@ -54,8 +60,13 @@ def _browser(given: Any = None) -> Iterator[Any]:
 
 
 @contextmanager
-def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: str | Path | None = None,
-                nice: int = 0, cpus: set[int] | None = None) -> Iterator[tuple[str, float, float]]:
+def running_app(
+    env: dict[str, str] | None = None,
+    timeout_s: float = 120,
+    log: str | Path | None = None,
+    nice: int = 0,
+    cpus: set[int] | None = None,
+) -> Iterator[tuple[str, float, float]]:
     """Start ``python app.py`` on a free local port; yield ``(url, start time, seconds until the server answered)``;
     stop it afterwards. The browser tests start their app through here too.
 
@@ -76,8 +87,13 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", **(env or {}), "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_SERVER_NAME": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        **(env or {}),
+        "GRADIO_SERVER_PORT": str(port),
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+    }
     # an upload folder of its own (unless one is given): Gradio's default, /tmp/gradio, is shared by every Gradio
     # process on the machine, and public mode's upload-space cap counts what is in it
     own_tmp = None if "GRADIO_TEMP_DIR" in env else tempfile.mkdtemp(prefix="bindlab-gradio-")
@@ -93,8 +109,14 @@ def running_app(env: dict[str, str] | None = None, timeout_s: float = 120, log: 
         if cpus:
             os.sched_setaffinity(0, cpus)
 
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=repo_root(), env=env, stdout=out,
-                            stderr=subprocess.STDOUT, preexec_fn=placed if (nice or cpus) else None)
+    proc = subprocess.Popen(
+        [sys.executable, "app.py"],
+        cwd=repo_root(),
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        preexec_fn=placed if (nice or cpus) else None,
+    )
     try:
         while True:
             if proc.poll() is not None:
@@ -157,8 +179,9 @@ WALKTHROUGH_CLICKS = [
 ]
 
 
-def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser: Any = None,
-                      app_env: dict[str, str] | None = None) -> dict[str, Any]:
+def bench_walkthrough(
+    quick: bool = False, step_timeout_s: float = 1200, browser: Any = None, app_env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The whole Walkthrough tab clicked through in Chromium from an empty ``BINDLAB_HOME``.
 
     ``quick`` runs only steps 1 and 4 (no finetune): a check that the driver still works, not a timing.
@@ -194,8 +217,10 @@ def bench_walkthrough(quick: bool = False, step_timeout_s: float = 1200, browser
                 seconds[key] = round(time.perf_counter() - t, 1)
             out["seconds"] = seconds
             if not quick:
-                page.wait_for_function("() => { const s = document.querySelector('#wt-ft-state');"
-                                       " return s && s.innerText === 'done'; }", timeout=timeout_ms)
+                page.wait_for_function(
+                    "() => { const s = document.querySelector('#wt-ft-state'); return s && s.innerText === 'done'; }",
+                    timeout=timeout_ms,
+                )
                 out["finetune_job_s"] = round(time.perf_counter() - start, 1)
                 t = time.perf_counter()
                 page.wait_for_selector("#wt-ft-drift", timeout=timeout_ms)  # the before/after follows by itself
@@ -285,9 +310,11 @@ def _slider_run(page: Any, moves: int, drag_s: float, seed: int) -> dict[str, An
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + 2, y)
     page.mouse.down()
-    page.evaluate("() => { window.__drawn = []; const S = window.bindlabSlider; const move = S.move; "
-                  "S.move = (...args) => { const r = move(...args); if (r) window.__drawn.push(r.alpha); return r; };"
-                  " window.__unwrap = () => { S.move = move; }; }")
+    page.evaluate(
+        "() => { window.__drawn = []; const S = window.bindlabSlider; const move = S.move; "
+        "S.move = (...args) => { const r = move(...args); if (r) window.__drawn.push(r.alpha); return r; };"
+        " window.__unwrap = () => { S.move = move; }; }"
+    )
     page.on("request", listen)
     stride = max(1.2 * box["width"] / 160, 3.0)  # a bit more than one slider step (0.05 of 0..8) per mouse move
     t0, x, direction = time.perf_counter(), 2.0, 1
@@ -303,10 +330,16 @@ def _slider_run(page: Any, moves: int, drag_s: float, seed: int) -> dict[str, An
     page.evaluate("() => window.__unwrap()")
     distinct = sum(1 for i, a in enumerate(drawn) if i == 0 or a != drawn[i - 1])
     frames = page.evaluate(_FRAME_DRAG_JS, drag_s)
-    return {"moves": moves, "median_ms": _percentile(times, 50), "p95_ms": _percentile(times, 95),
-            "max_ms": round(max(times), 1), "redraws_per_s": round(frames["distinct"] / frames["seconds"], 1),
-            "mouse_drag_s": round(elapsed, 2), "mouse_drag_redraws_per_s": round(distinct / elapsed, 1),
-            "server_requests_during_drag": len(posts)}
+    return {
+        "moves": moves,
+        "median_ms": _percentile(times, 50),
+        "p95_ms": _percentile(times, 95),
+        "max_ms": round(max(times), 1),
+        "redraws_per_s": round(frames["distinct"] / frames["seconds"], 1),
+        "mouse_drag_s": round(elapsed, 2),
+        "mouse_drag_redraws_per_s": round(distinct / elapsed, 1),
+        "server_requests_during_drag": len(posts),
+    }
 
 
 def _busy_clients(url: str, files: list[str], stop: Any) -> list[Any]:
@@ -355,8 +388,15 @@ def _placed(placement: str) -> Iterator[set[int] | None]:
         os.sched_setaffinity(0, mine)
 
 
-def bench_slider_browser(grid: str | Path, busy_sets: list[str], worst_payload: str, quick: bool = False,
-                         moves: int = 50, drag_s: float = 2.0, placement: str = "separate") -> dict[str, Any]:
+def bench_slider_browser(
+    grid: str | Path,
+    busy_sets: list[str],
+    worst_payload: str,
+    quick: bool = False,
+    moves: int = 50,
+    drag_s: float = 2.0,
+    placement: str = "separate",
+) -> dict[str, Any]:
     """The Grounding tab's α slider in headless Chromium (issue 31), quiet and with the server busy.
 
     The app runs with a fresh ``BINDLAB_HOME``; *Load* ``grid`` with ``toy:clip`` (pattern). Then (a) ``moves``
@@ -369,26 +409,39 @@ def bench_slider_browser(grid: str | Path, busy_sets: list[str], worst_payload: 
     """
     import threading
 
-    out: dict[str, Any] = {"targets": SLIDER_TARGETS, "load_average_start": [round(x, 2) for x in os.getloadavg()],
-                           "server_nice": SERVER_NICE, "placement": placement}
-    with _placed(placement) as server_cpus, _browser() as browser, \
-            tempfile.TemporaryDirectory(prefix="bindlab-bench-slider-") as home:
-        out["cpus"] = {"server": sorted(server_cpus or os.sched_getaffinity(0)),
-                       "browser": sorted(os.sched_getaffinity(0))}
+    out: dict[str, Any] = {
+        "targets": SLIDER_TARGETS,
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+        "server_nice": SERVER_NICE,
+        "placement": placement,
+    }
+    with (
+        _placed(placement) as server_cpus,
+        _browser() as browser,
+        tempfile.TemporaryDirectory(prefix="bindlab-bench-slider-") as home,
+    ):
+        out["cpus"] = {
+            "server": sorted(server_cpus or os.sched_getaffinity(0)),
+            "browser": sorted(os.sched_getaffinity(0)),
+        }
         if browser is None:
             return {**out, "error": f"the slider bench needs {CHROMIUM} and the playwright package"}
         page = browser.new_page()
         page.set_content("<html><body></body></html>")
         page.evaluate(SLIDER_SCRIPT.read_text(encoding="utf-8"))
-        out["worst_payload"] = {"bytes": len(worst_payload), **page.evaluate(
-            "(text) => { const t0 = performance.now(); const p = JSON.parse(text); const t1 = performance.now();"
-            " window.bindlabSlider.readout(1, p.values[0], p); const t2 = performance.now();"
-            " const times = []; for (let i = 1; i <= 10; i++) { const t = performance.now();"
-            " window.bindlabSlider.readout(0.4 * i, p.values[i % p.k], p); times.push(performance.now() - t); }"
-            " times.sort((a, b) => a - b);"
-            " return {n: p.n, k: p.k, parse_ms: +(t1 - t0).toFixed(1),"
-            " decode_and_first_readout_ms: +(t2 - t1).toFixed(1), readout_median_ms: +times[5].toFixed(1)}; }",
-            worst_payload)}
+        out["worst_payload"] = {
+            "bytes": len(worst_payload),
+            **page.evaluate(
+                "(text) => { const t0 = performance.now(); const p = JSON.parse(text); const t1 = performance.now();"
+                " window.bindlabSlider.readout(1, p.values[0], p); const t2 = performance.now();"
+                " const times = []; for (let i = 1; i <= 10; i++) { const t = performance.now();"
+                " window.bindlabSlider.readout(0.4 * i, p.values[i % p.k], p); times.push(performance.now() - t); }"
+                " times.sort((a, b) => a - b);"
+                " return {n: p.n, k: p.k, parse_ms: +(t1 - t0).toFixed(1),"
+                " decode_and_first_readout_ms: +(t2 - t1).toFixed(1), readout_median_ms: +times[5].toFixed(1)}; }",
+                worst_payload,
+            ),
+        }
         page.close()
         with running_app({"BINDLAB_HOME": home}, nice=SERVER_NICE, cpus=server_cpus) as (url, _, _):
             ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -403,17 +456,25 @@ def bench_slider_browser(grid: str | Path, busy_sets: list[str], worst_payload: 
             page.wait_for_selector("#gd-margin .js-plotly-plot", timeout=60_000)
             out["load_to_interactive_s"] = round(time.perf_counter() - t, 2)
             page.evaluate(_MOVES_JS, [0.5])
-            out["quiet"] = {**_slider_run(page, 10 if quick else moves, drag_s, seed=1),
-                            "load_average": round(os.getloadavg()[0], 2)}
+            out["quiet"] = {
+                **_slider_run(page, 10 if quick else moves, drag_s, seed=1),
+                "load_average": round(os.getloadavg()[0], 2),
+            }
             stop = threading.Event()
             threads = _busy_clients(url, busy_sets, stop)
             time.sleep(3 if quick else 8)  # the visitors' requests are running
-            out["busy"] = {**_slider_run(page, 10 if quick else moves, drag_s, seed=2),
-                           "visitors": len(busy_sets), "load_average": round(os.getloadavg()[0], 2),
-                           "visitors_still_running": sum(t.is_alive() for t in threads)}
+            out["busy"] = {
+                **_slider_run(page, 10 if quick else moves, drag_s, seed=2),
+                "visitors": len(busy_sets),
+                "load_average": round(os.getloadavg()[0], 2),
+                "visitors_still_running": sum(t.is_alive() for t in threads),
+            }
             stop.set()
             ctx.close()
-    out["met"] = all(out[k]["p95_ms"] <= SLIDER_TARGETS["p95_ms"] and
-                     out[k]["redraws_per_s"] >= SLIDER_TARGETS["redraws_per_s"] and
-                     out[k]["server_requests_during_drag"] == 0 for k in ("quiet", "busy"))
+    out["met"] = all(
+        out[k]["p95_ms"] <= SLIDER_TARGETS["p95_ms"]
+        and out[k]["redraws_per_s"] >= SLIDER_TARGETS["redraws_per_s"]
+        and out[k]["server_requests_during_drag"] == 0
+        for k in ("quiet", "busy")
+    )
     return out

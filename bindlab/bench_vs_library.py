@@ -35,10 +35,15 @@ def machine() -> dict[str, Any]:
     """The machine the figures come from: CPU cores, load, torch, and the GPU when there is one."""
     import torch
 
-    out: dict[str, Any] = {"python": platform.python_version(), "cpu_count": os.cpu_count(),
-                           "cores_available": _cores(), "load_avg_1m": round(os.getloadavg()[0], 2),
-                           "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-                           "cuda": torch.cuda.is_available()}
+    out: dict[str, Any] = {
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "cores_available": _cores(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.is_available(),
+    }
     if torch.cuda.is_available():
         out["gpu"] = torch.cuda.get_device_name(0)
     return out
@@ -66,8 +71,17 @@ def random_open_clip(arch: str, folder: Path) -> str:
     model = open_clip.create_model(arch, pretrained=None)
     folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "open_clip_model.safetensors"))
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": {
-        "mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]}}))
+    (folder / "open_clip_config.json").write_text(
+        json.dumps(
+            {
+                "model_cfg": cfg,
+                "preprocess_cfg": {
+                    "mean": [0.48145466, 0.4578275, 0.40821073],
+                    "std": [0.26862954, 0.26130258, 0.27577711],
+                },
+            }
+        )
+    )
     return f"open_clip:local-dir:{folder}"
 
 
@@ -106,8 +120,13 @@ def _peak_mib(device: str) -> float | None:
 
 
 def _side(seconds: float, items: int, device: str, **extra: Any) -> dict[str, Any]:
-    return {"seconds": round(seconds, 3), "items": items, "items_per_s": round(items / seconds, 1) if seconds else None,
-            "peak_gpu_mib": _peak_mib(device), **extra}
+    return {
+        "seconds": round(seconds, 3),
+        "items": items,
+        "items_per_s": round(items / seconds, 1) if seconds else None,
+        "peak_gpu_mib": _peak_mib(device),
+        **extra,
+    }
 
 
 def _timed(fn: Callable[[], Any], device: str) -> tuple[float, Any]:
@@ -150,8 +169,9 @@ def open_clip_loop(folder: Path, paths: list[str], device: str, batch: int, work
     model, _, preprocess = open_clip.create_model_and_transforms(f"local-dir:{folder}", weights_only=True)
     model = model.eval().to(device, dtype)
     cuda = device.startswith("cuda")
-    loader = DataLoader(_Images(paths, preprocess), batch_size=batch, num_workers=workers, pin_memory=cuda,
-                        persistent_workers=False)
+    loader = DataLoader(
+        _Images(paths, preprocess), batch_size=batch, num_workers=workers, pin_memory=cuda, persistent_workers=False
+    )
 
     def run() -> Any:
         out = []
@@ -172,8 +192,12 @@ def sentence_transformers_loop(folder: Path, texts: list[str], device: str, batc
         return None
     model = SentenceTransformer(str(folder), device=device)
     model.encode(texts[:8], batch_size=batch)  # warm-up: kernels and allocator, as bindlab's model is loaded too
-    return _timed(lambda: model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True,
-                                       show_progress_bar=False), device)
+    return _timed(
+        lambda: model.encode(
+            texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        ),
+        device,
+    )
 
 
 def _bindlab_eval(model_id: str, path: Path, pairing: str, device: str, batch_size: int | None) -> tuple[float, Any]:
@@ -190,8 +214,9 @@ def _bindlab_eval(model_id: str, path: Path, pairing: str, device: str, batch_si
     return _timed(lambda: bindlab.evaluate_mcq(encoder, data=str(path), pairings=pairing, progress=False), device)
 
 
-def _vector_gap(encoder_id: str, device: str, batch_size: int | None, modality: str, items: list[str],
-                reference: Any) -> float:
+def _vector_gap(
+    encoder_id: str, device: str, batch_size: int | None, modality: str, items: list[str], reference: Any
+) -> float:
     """Largest |bindlab - library| over the vectors of ``items`` (bindlab's read back from its cache)."""
     import numpy as np
 
@@ -205,9 +230,15 @@ def _vector_gap(encoder_id: str, device: str, batch_size: int | None, modality: 
     return float(np.abs(ours - np.asarray(reference, dtype=np.float32)).max())
 
 
-def bench_vs_library(full: bool | None = None, workers: int | None = None, batch_size: int | None = None,
-                     image_per_size: int | None = None, text_per_size: int | None = None,
-                     archs: tuple[str, ...] | None = None, work: str | Path | None = None) -> dict[str, Any]:
+def bench_vs_library(
+    full: bool | None = None,
+    workers: int | None = None,
+    batch_size: int | None = None,
+    image_per_size: int | None = None,
+    text_per_size: int | None = None,
+    archs: tuple[str, ...] | None = None,
+    work: str | Path | None = None,
+) -> dict[str, Any]:
     """bindlab vs the libraries' own loops (see the module docstring).
 
     Args:
@@ -231,9 +262,14 @@ def bench_vs_library(full: bool | None = None, workers: int | None = None, batch
     if archs is not None:
         size["archs"] = tuple(archs)
     workers = _cores() if workers is None else workers
-    out: dict[str, Any] = {"machine": machine(), "device": device, "sizes": "full" if full else "small (CPU sizes)",
-                           "library_workers": workers, "library_batch": size["library_batch"],
-                           "bindlab_batch": batch_size or "default"}
+    out: dict[str, Any] = {
+        "machine": machine(),
+        "device": device,
+        "sizes": "full" if full else "small (CPU sizes)",
+        "library_workers": workers,
+        "library_batch": size["library_batch"],
+        "bindlab_batch": batch_size or "default",
+    }
     with temporary_home() as home:
         root = Path(work) if work else home / "work"
         out["images"] = _images(root, size, device, workers, batch_size)
@@ -260,8 +296,12 @@ def _images(root: Path, size: dict[str, Any], device: str, workers: int, batch_s
         t_ours, _ = _bindlab_eval(model_id, path, "ii", device, batch_size)
         ours = _side(t_ours, len(paths), device)
         gap = _vector_gap(model_id, device, batch_size, "image", paths, ref)
-        result[arch] = {"library": library, "bindlab_cold": ours, "ratio": round(t_ours / t_lib, 3),
-                        "max_abs_vector_difference": gap}
+        result[arch] = {
+            "library": library,
+            "bindlab_cold": ours,
+            "ratio": round(t_ours / t_lib, 3),
+            "max_abs_vector_difference": gap,
+        }
         _forget(model_id)
     return result
 
@@ -279,8 +319,9 @@ def _texts(root: Path, size: dict[str, Any], device: str, batch_size: int | None
     t_ours, _ = _bindlab_eval(model_id, path, "tt", device, batch_size)
     result["bindlab_cold"] = _side(t_ours, len(texts), device)
     t_warm, _ = _bindlab_eval(model_id, path, "tt", device, batch_size)
-    result["bindlab_warm"] = _side(t_warm, len(texts), device,
-                                   note="every vector cached, in the same process (the model already loaded)")
+    result["bindlab_warm"] = _side(
+        t_warm, len(texts), device, note="every vector cached, in the same process (the model already loaded)"
+    )
     if lib is None:
         result["library"] = None
         result["note"] = "sentence-transformers is not installed (pip install 'bindlab[test]'); library side skipped"

@@ -26,8 +26,9 @@ def home() -> Path:
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise ValueError(f"BINDLAB_HOME={p} cannot be created ({e.strerror}); point BINDLAB_HOME at a writable "
-                         "folder") from None
+        raise ValueError(
+            f"BINDLAB_HOME={p} cannot be created ({e.strerror}); point BINDLAB_HOME at a writable folder"
+        ) from None
     return p
 
 
@@ -106,8 +107,10 @@ def resolve_device(device: str = "auto") -> str:
         if ":" in d:
             idx = d.split(":", 1)[1]
             if not idx.isdigit() or int(idx) >= torch.cuda.device_count():
-                raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA devices, "
-                                 f"cuda:0 to cuda:{torch.cuda.device_count() - 1}; use one of them, or auto")
+                raise ValueError(
+                    f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA devices, "
+                    f"cuda:0 to cuda:{torch.cuda.device_count() - 1}; use one of them, or auto"
+                )
         return d
     raise ValueError(f"unknown device {device!r}; choose auto, cpu, cuda, cuda:N or mps")
 
@@ -157,8 +160,18 @@ def roots_enforced() -> bool:
 
 # The folders under $BINDLAB_HOME that hold what the app shows or hands out: generated data and its images, uploads,
 # downloads, rendered grids, published benchmarks' images. Not the embedding cache, the jobs or any loose file.
-SERVED_HOME_DIRS = ("default", "data", "uploads", "exports", "factor-grid-default-v2", "factor-grid-signal",
-                    "hub_images", "crops", "toy-eval", "benchmarks")
+SERVED_HOME_DIRS = (
+    "default",
+    "data",
+    "uploads",
+    "exports",
+    "factor-grid-default-v2",
+    "factor-grid-signal",
+    "hub_images",
+    "crops",
+    "toy-eval",
+    "benchmarks",
+)
 
 
 def served_roots() -> tuple[Path, ...]:
@@ -299,8 +312,9 @@ def _limit_from_env(name: str, default: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"{LIMIT_ENV[name]}={os.environ[LIMIT_ENV[name]]!r} must be a whole number "
-                         f"(default {default})") from None
+        raise ValueError(
+            f"{LIMIT_ENV[name]}={os.environ[LIMIT_ENV[name]]!r} must be a whole number (default {default})"
+        ) from None
     if value < 0:
         raise ValueError(f"{LIMIT_ENV[name]}={value} must be >= 0 (default {default})")
     return value

@@ -9,8 +9,12 @@ from typing import Any
 from bindlab.config import __version__
 
 
-def provenance(dataset: str | Path | None = None, encoder: Any = None, settings: dict[str, Any] | None = None,
-               seed: int | None = None) -> dict[str, Any]:
+def provenance(
+    dataset: str | Path | None = None,
+    encoder: Any = None,
+    settings: dict[str, Any] | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
     """A provenance record: bindlab version, encoder id + fingerprint, dataset path + sha256, seed, settings.
 
     When ``seed`` is not given and the dataset folder has a ``meta.json`` from a bindlab generator, its seed is used.

@@ -40,6 +40,7 @@ print(f"MiniLM: accuracy {res.primary:.3f}, 95% CI {tt['ci95']}, chance {tt['cha
 # template, which attribute sits next to which object — is visible to it, unlike a bag of words. Its `name` labels
 # the results; bindlab's embedding cache keys its vectors by a hash of what the model returns, not by the name.
 
+
 # %%
 class BigramHash:
     name = "bigram-hash-512"
@@ -88,8 +89,10 @@ board.to_pandas("leaderboard")
 
 # %%
 diff = board.to_pandas("question_diff")
-print(f"{len(diff)} questions where {board.summary['diff_models'][0]} is right and "
-      f"{board.summary['diff_models'][1]} is not")
+print(
+    f"{len(diff)} questions where {board.summary['diff_models'][0]} is right and "
+    f"{board.summary['diff_models'][1]} is not"
+)
 diff.head(8)
 
 # %% [markdown]

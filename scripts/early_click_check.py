@@ -61,7 +61,9 @@ def answered(page, selector: str, timeout_s: float) -> bool:
     try:
         page.wait_for_function(
             "sel => { const el = document.querySelector(sel); return el && el.innerText.trim().length > 0; }",
-            arg=selector, timeout=timeout_s * 1000)
+            arg=selector,
+            timeout=timeout_s * 1000,
+        )
         return True
     except Exception:  # playwright's TimeoutError
         return False
@@ -82,8 +84,15 @@ def one_server(browser, index: int, answer_timeout_s: float) -> dict:
         for c in contexts:
             c.close()
     ok = up and all(got) and not any(toasts)
-    return {"server": index, "ok": ok, "alive": up, "answers": got, "error_toasts": toasts,
-            "start_s": round(start_s, 1), "click_s": [round(s, 2) for s in click_s]}
+    return {
+        "server": index,
+        "ok": ok,
+        "alive": up,
+        "answers": got,
+        "error_toasts": toasts,
+        "start_s": round(start_s, 1),
+        "click_s": [round(s, 2) for s in click_s],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,24 +57,35 @@ def vs_library(out: str) -> int:
     r = bench_vs_library()
     Path(out).write_text(json.dumps(r, indent=2))
     m = r["machine"]
-    print(f"machine: {m.get('gpu', 'CPU')} | {m['cores_available']} cores | load {m['load_avg_1m']} | torch "
-          f"{m['torch']} | sizes {r['sizes']} | library workers {r['library_workers']}, batch {r['library_batch']}")
+    print(
+        f"machine: {m.get('gpu', 'CPU')} | {m['cores_available']} cores | load {m['load_avg_1m']} | torch "
+        f"{m['torch']} | sizes {r['sizes']} | library workers {r['library_workers']}, batch {r['library_batch']}"
+    )
     ok = True
-    rows = [(f"images {arch} ({r['images']['unique_images']} PNGs, ii)", v) for arch, v in r["images"].items()
-            if isinstance(v, dict)]
+    rows = [
+        (f"images {arch} ({r['images']['unique_images']} PNGs, ii)", v)
+        for arch, v in r["images"].items()
+        if isinstance(v, dict)
+    ]
     rows.append((f"texts MiniLM-L6 ({r['texts']['unique_texts']} captions, tt)", r["texts"]))
     for name, v in rows:
         lib, ours = v.get("library"), v["bindlab_cold"]
-        lib_s = f"{lib['seconds']:8.2f} s {lib['items_per_s']:>9} /s peak {lib['peak_gpu_mib']} MiB" if lib else \
-            "skipped (sentence-transformers not installed)"
-        print(f"{name:42s} library {lib_s} | bindlab cold {ours['seconds']:8.2f} s {ours['items_per_s']:>9} /s peak "
-              f"{ours['peak_gpu_mib']} MiB | ratio {v.get('ratio', '-')} | max |diff| "
-              f"{v.get('max_abs_vector_difference', '-')}")
+        lib_s = (
+            f"{lib['seconds']:8.2f} s {lib['items_per_s']:>9} /s peak {lib['peak_gpu_mib']} MiB"
+            if lib
+            else "skipped (sentence-transformers not installed)"
+        )
+        print(
+            f"{name:42s} library {lib_s} | bindlab cold {ours['seconds']:8.2f} s {ours['items_per_s']:>9} /s peak "
+            f"{ours['peak_gpu_mib']} MiB | ratio {v.get('ratio', '-')} | max |diff| "
+            f"{v.get('max_abs_vector_difference', '-')}"
+        )
         gap = v.get("max_abs_vector_difference")
         ok = ok and (gap is None or gap < 5e-2)  # bf16 on a GPU: the same inputs, the same model, the same dtype
     warm = r["texts"]["bindlab_warm"]
-    print(f"texts warm (every vector cached, in process): {warm['seconds']:.3f} s for {r['texts']['questions']} "
-          f"questions")
+    print(
+        f"texts warm (every vector cached, in process): {warm['seconds']:.3f} s for {r['texts']['questions']} questions"
+    )
     return 0 if ok else 1
 
 
@@ -105,8 +116,11 @@ def main() -> int:
         for candidate in ([real] if real else []) + ([kind] if kind else []):
             try:
                 eid = candidate if candidate == real else build_tiny(candidate, tiny_root / candidate)
-                o = dict(opts) if not eid.startswith(("st:", "minilm")) else {"device": args.device,
-                                                                              "batch_size": args.batch_size}
+                o = (
+                    dict(opts)
+                    if not eid.startswith(("st:", "minilm"))
+                    else {"device": args.device, "batch_size": args.batch_size}
+                )
                 enc, used = load_encoder(eid, **o), eid
                 break
             except (EncoderError, OSError) as e:
@@ -121,8 +135,11 @@ def main() -> int:
         r["kind"], r["id"] = kind or "extra", used
         results.append(r)
         img = r["image"] or {}
-        print(f"{used:55s} text {r['text']['items_per_s']:>9} items/s peak {r['text']['peak_gpu_mb']} MB | "
-              f"image {img.get('items_per_s', '-'):>9} items/s peak {img.get('peak_gpu_mb', '-')} MB", flush=True)
+        print(
+            f"{used:55s} text {r['text']['items_per_s']:>9} items/s peak {r['text']['peak_gpu_mb']} MB | "
+            f"image {img.get('items_per_s', '-'):>9} items/s peak {img.get('peak_gpu_mb', '-')} MB",
+            flush=True,
+        )
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2))
     return 0 if results else 1

@@ -188,8 +188,9 @@ def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: floa
     env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(work / "home"), "BINDLAB_DATA_ROOTS": ""}
     report: dict[str, Any] = {"model": model, "cpus": os.cpu_count()}
     _say(report, "load_before", os.getloadavg())
-    big = mcq_file(work / "big", public["max_questions"], seed=7,
-                   target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95))
+    big = mcq_file(
+        work / "big", public["max_questions"], seed=7, target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95)
+    )
     with running_app(env=env, timeout_s=300, log=work / "app.log") as (url, _, _):
         pid = _server_pid(int(url.rsplit(":", 1)[1]))
         sampler = Sampler(pid)
@@ -198,8 +199,15 @@ def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: floa
         _say(report, "rss_start_mb", round(sampler.reset() / (1 << 20), 1))
         # warm: the model loaded and one small score / caption done, as any first visitor would
         _score(a, _upload(a, mcq_file(work / "warm", 20, seed=100)), model)
-        a.predict(model, "later_to_earlier", "a red cube and a blue sphere", "red:cube, blue:sphere", 0, "",
-                  api_name="/attention_text")
+        a.predict(
+            model,
+            "later_to_earlier",
+            "a red cube and a blue sphere",
+            "red:cube, blue:sphere",
+            0,
+            "",
+            api_name="/attention_text",
+        )
         warm = sampler.reset() / (1 << 20)
         _say(report, "rss_warm_mb", round(warm, 1))
 
@@ -207,26 +215,49 @@ def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: floa
         caption = max_caption(public["max_caption_words"], public["max_caption_chars"])
         t = time.perf_counter()
         a.predict(model, "later_to_earlier", caption, "red:cube, blue:sphere", 0, "", api_name="/attention_text")
-        _say(report, "attention_max_caption", {"words": len(caption.split()), "chars": len(caption),
-                                               "seconds": round(time.perf_counter() - t, 2),
-                                               "peak_growth_mb": round(sampler.peak / (1 << 20) - warm, 1)})
+        _say(
+            report,
+            "attention_max_caption",
+            {
+                "words": len(caption.split()),
+                "chars": len(caption),
+                "seconds": round(time.perf_counter() - t, 2),
+                "peak_growth_mb": round(sampler.peak / (1 << 20) - warm, 1),
+            },
+        )
 
         # (a) the largest file Browse takes, scored with the cheap encoder: its memory is the file's (parsing, the
         # questions, the rows); the model's own working memory per batch is already in the warm figure
         stored = _upload(a, big)
         sampler.reset()
         seconds = _score(a, stored, memory_model)
-        _say(report, "browse_max_file", {"model": memory_model, "questions": public["max_questions"],
-                                         "bytes": big.stat().st_size, "seconds": round(seconds or 0.0, 2),
-                                         "peak_growth_mb": round(sampler.peak / (1 << 20) - warm, 1)})
+        _say(
+            report,
+            "browse_max_file",
+            {
+                "model": memory_model,
+                "questions": public["max_questions"],
+                "bytes": big.stat().st_size,
+                "seconds": round(seconds or 0.0, 2),
+                "peak_growth_mb": round(sampler.peak / (1 << 20) - warm, 1),
+            },
+        )
 
         # (b) the second visitor idle, then while the first visitor scores the largest file with ``model``
         idle = [_score(b, _upload(b, mcq_file(work / f"idle{i}", 20, seed=200 + i)), model) for i in range(trials)]
         _say(report, "second_visitor_idle_s", [round(x, 2) for x in idle])
         small = _upload(b, mcq_file(work / "busy", 20, seed=300))
-        heavy = _upload(a, mcq_file(work / "big2", public["max_questions"], seed=8,
-                                    target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95)))
+        heavy = _upload(
+            a,
+            mcq_file(
+                work / "big2",
+                public["max_questions"],
+                seed=8,
+                target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95),
+            ),
+        )
         sampler.reset()
+
         def first_visitor() -> None:
             with contextlib.suppress(Exception):  # the app is stopped under it when the second visitor gives up
                 _score(a, heavy, model)
@@ -244,8 +275,13 @@ def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: floa
     idle_s, busy_s = report.pop("second_visitor_idle_s"), report.pop("second_visitor_busy_s")
     gave_up = report.pop("second_visitor_gave_up_after_s")
     ratio = (busy_s[0] if busy_s else gave_up) / statistics.median(idle_s)
-    report["second_visitor"] = {"idle_s": idle_s, "busy_s": busy_s, "gave_up_after_s": gave_up,
-                                "ratio": round(ratio, 2), "ratio_is_lower_bound": not busy_s}
+    report["second_visitor"] = {
+        "idle_s": idle_s,
+        "busy_s": busy_s,
+        "gave_up_after_s": gave_up,
+        "ratio": round(ratio, 2),
+        "ratio_is_lower_bound": not busy_s,
+    }
     _say(report, "load_after", os.getloadavg())
     return report
 
@@ -272,15 +308,21 @@ def run_crowd(model: str, visitors: int, light_timeout_s: float = 60.0) -> dict[
         sampler = Sampler(pid)
 
         def client(address: str) -> Any:  # each visitor from its own address, as behind a Space's proxy
-            return Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 900},
-                          headers={"X-Forwarded-For": address})
+            return Client(
+                url,
+                verbose=False,
+                download_files=False,
+                httpx_kwargs={"timeout": 900},
+                headers={"X-Forwarded-For": address},
+            )
 
         light = client("192.0.2.1")
         _score(light, _upload(light, mcq_file(work / "warm", 20, seed=100)), model)  # the model loaded once
         _say(report, "rss_warm_mb", round(sampler.reset() / (1 << 20), 1))
         heavy = [client(f"198.51.100.{i + 1}") for i in range(visitors)]
-        files = [_upload(c, mcq_file(work / f"big{i}", public["max_questions"], seed=10 + i)) for i, c in
-                 enumerate(heavy)]
+        files = [
+            _upload(c, mcq_file(work / f"big{i}", public["max_questions"], seed=10 + i)) for i, c in enumerate(heavy)
+        ]
         small = _upload(light, mcq_file(work / "light", 20, seed=300))
         sampler.reset()
 
@@ -291,8 +333,11 @@ def run_crowd(model: str, visitors: int, light_timeout_s: float = 60.0) -> dict[
                 return {"outcome": "scored", "seconds": round(time.perf_counter() - t, 1)}
             except Exception as e:  # noqa: BLE001 - a refusal comes back as the client's error
                 said = str(e)
-                return {"outcome": "busy" if "busy" in said or "already have" in said else "error",
-                        "seconds": round(time.perf_counter() - t, 1), "said": said[:160]}
+                return {
+                    "outcome": "busy" if "busy" in said or "already have" in said else "error",
+                    "seconds": round(time.perf_counter() - t, 1),
+                    "said": said[:160],
+                }
 
         with concurrent.futures.ThreadPoolExecutor(visitors) as pool:
             futures = [pool.submit(one, c, f) for c, f in zip(heavy, files, strict=True)]
@@ -341,8 +386,13 @@ def run_sessions(model: str, sessions: int, questions: int = 0, leave_wait_s: fl
     data = mcq_file(work / "visitor", questions, seed=7)  # every visitor's own upload of the same file
 
     def visit(url: str, address: str, path: Path, limit: int) -> Any:
-        c = Client(url, verbose=False, download_files=False, httpx_kwargs={"timeout": 600},
-                   headers={"X-Forwarded-For": address})
+        c = Client(
+            url,
+            verbose=False,
+            download_files=False,
+            httpx_kwargs={"timeout": 600},
+            headers={"X-Forwarded-For": address},
+        )
         c.predict(_upload(c, path, "/map_data_upload"), model, [], limit, 0, "role", "pca", "", api_name="/map_make")
         _score(c, _upload(c, path), model)
         return c
@@ -368,13 +418,23 @@ def run_sessions(model: str, sessions: int, questions: int = 0, leave_wait_s: fl
             clients.append(visit(url, f"198.51.100.{i + 1}", data, questions))
             rss = _steady_rss(pid)
             held.append(round(rss / mb, 1))
-            _say(report, f"session_{i + 1}", {"seconds": round(time.perf_counter() - t, 1), "rss_mb": held[-1],
-                                              "over_idle_mb": round((rss - idle) / mb, 1)})
+            _say(
+                report,
+                f"session_{i + 1}",
+                {
+                    "seconds": round(time.perf_counter() - t, 1),
+                    "rss_mb": held[-1],
+                    "over_idle_mb": round((rss - idle) / mb, 1),
+                },
+            )
         _say(report, "rss_per_session_count_mb", held)
         _say(report, "mean_growth_per_session_mb", round((held[-1] - idle / mb) / sessions, 1))
         # the first visitor's figure also holds what the first large request leaves (model working memory, caches)
-        _say(report, "growth_per_session_after_first_mb",
-             round((held[-1] - held[0]) / (sessions - 1), 1) if sessions > 1 else None)
+        _say(
+            report,
+            "growth_per_session_after_first_mb",
+            round((held[-1] - held[0]) / (sessions - 1), 1) if sessions > 1 else None,
+        )
         _say(report, "uploads_before_leaving", uploads_left())
         for c in clients:
             c.close()  # stops the heartbeat; the server sees the stream end and runs the session's unload
@@ -407,10 +467,19 @@ def run_flood(posts: int) -> dict[str, Any]:
         idle = _steady_rss(pid)
         accepted, t0 = 0, time.perf_counter()
         for _ in range(posts):
-            body = {"data": [""], "fn_index": load["id"], "session_hash": uuid.uuid4().hex[:11], "event_data": None,
-                    "trigger_id": None}
-            req = urllib.request.Request(url + "/gradio_api/queue/join", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"}, method="POST")
+            body = {
+                "data": [""],
+                "fn_index": load["id"],
+                "session_hash": uuid.uuid4().hex[:11],
+                "event_data": None,
+                "trigger_id": None,
+            }
+            req = urllib.request.Request(
+                url + "/gradio_api/queue/join",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
             with contextlib.suppress(OSError), urllib.request.urlopen(req, timeout=30) as r:
                 accepted += r.status == 200
         time.sleep(3)
@@ -427,56 +496,88 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="minilm", help="the encoder both visitors use (default: minilm)")
     ap.add_argument("--trials", type=int, default=2, help="idle second-visitor scores (median taken)")
     ap.add_argument("--memory-model", default="bow", help="encoder of (a)'s largest-file score (default: bow)")
-    ap.add_argument("--busy-timeout", type=float, default=300.0,
-                    help="seconds the second visitor waits beside the heavy score before giving up (default 300)")
+    ap.add_argument(
+        "--busy-timeout",
+        type=float,
+        default=300.0,
+        help="seconds the second visitor waits beside the heavy score before giving up (default 300)",
+    )
     ap.add_argument("--json", help="also write the report here")
-    ap.add_argument("--visitors", type=int, default=0,
-                    help="instead: this many heavy visitors at once and a light one (check (c); default: off)")
-    ap.add_argument("--sessions", type=int, default=0,
-                    help="instead: this many visitors one after another, each keeping a Map and a Browse score; "
-                         "memory per session and after they leave (check (d); default: off)")
-    ap.add_argument("--questions", type=int, default=0,
-                    help="(d) questions in each visitor's file (default: the Map's cap, 2,000)")
-    ap.add_argument("--leave-wait", type=float, default=90.0,
-                    help="(d) seconds the RSS is sampled after the visitors left (default 90)")
-    ap.add_argument("--flood", type=int, default=0,
-                    help="instead: this many page-load POSTs with fresh session hashes and no page (check (e))")
+    ap.add_argument(
+        "--visitors",
+        type=int,
+        default=0,
+        help="instead: this many heavy visitors at once and a light one (check (c); default: off)",
+    )
+    ap.add_argument(
+        "--sessions",
+        type=int,
+        default=0,
+        help="instead: this many visitors one after another, each keeping a Map and a Browse score; "
+        "memory per session and after they leave (check (d); default: off)",
+    )
+    ap.add_argument(
+        "--questions", type=int, default=0, help="(d) questions in each visitor's file (default: the Map's cap, 2,000)"
+    )
+    ap.add_argument(
+        "--leave-wait",
+        type=float,
+        default=90.0,
+        help="(d) seconds the RSS is sampled after the visitors left (default 90)",
+    )
+    ap.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        help="instead: this many page-load POSTs with fresh session hashes and no page (check (e))",
+    )
     a = ap.parse_args(argv)
     if a.flood:
         report = run_flood(a.flood)
         if a.json:
             Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
         grew = report["growth_mb"]
-        print(f"(e) {a.flood} fresh sessions with no page: {grew:+.0f} MB (target <= 200): "
-              f"{'ok' if grew <= 200 else 'MISSED'}")
+        print(
+            f"(e) {a.flood} fresh sessions with no page: {grew:+.0f} MB (target <= 200): "
+            f"{'ok' if grew <= 200 else 'MISSED'}"
+        )
         return 0 if grew <= 200 else 5
     if a.sessions:
         report = run_sessions(a.model, a.sessions, a.questions, a.leave_wait)
         if a.json:
             Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
         growth, kept = report["mean_growth_per_session_mb"], report["after_leaving_over_idle_mb"]
-        print(f"(d) {a.sessions} sessions: {growth:.0f} MB held per active session (target <= 150): "
-              f"{'ok' if growth <= 150 else 'MISSED'}; {kept:+.0f} MB over idle {a.leave_wait:.0f} s after they left "
-              f"(target <= 300): {'ok' if kept <= 300 else 'MISSED'}")
+        print(
+            f"(d) {a.sessions} sessions: {growth:.0f} MB held per active session (target <= 150): "
+            f"{'ok' if growth <= 150 else 'MISSED'}; {kept:+.0f} MB over idle {a.leave_wait:.0f} s after they left "
+            f"(target <= 300): {'ok' if kept <= 300 else 'MISSED'}"
+        )
         return 0 if growth <= 150 and kept <= 300 else 4
     if a.visitors:
         report = run_crowd(a.model, a.visitors)
         if a.json:
             Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
         light, peak = report["light_request_s"], report["peak_mb"]
-        print(f"(c) light request beside {a.visitors} heavy visitors: {light} s (target <= 10): "
-              f"{'ok' if light is not None and light <= 10 else 'MISSED'}; server peak {peak:.0f} MB (target < 4096)")
+        print(
+            f"(c) light request beside {a.visitors} heavy visitors: {light} s (target <= 10): "
+            f"{'ok' if light is not None and light <= 10 else 'MISSED'}; server peak {peak:.0f} MB (target < 4096)"
+        )
         return 0 if light is not None and light <= 10 and peak < 4096 else 3
     report = run(a.model, a.trials, a.memory_model, a.busy_timeout)
     text = json.dumps(report, indent=2)
     if a.json:
         Path(a.json).write_text(text + "\n")
-    growth = max(report["attention_max_caption"]["peak_growth_mb"], report["browse_max_file"]["peak_growth_mb"],
-                 report["heavy_window_peak_growth_mb"])
+    growth = max(
+        report["attention_max_caption"]["peak_growth_mb"],
+        report["browse_max_file"]["peak_growth_mb"],
+        report["heavy_window_peak_growth_mb"],
+    )
     print(f"(a) peak growth over the warm server: {growth:.0f} MB (limit 1024 MB): {'ok' if growth < 1024 else 'FAIL'}")
     ratio, bound = report["second_visitor"]["ratio"], ">= " if report["second_visitor"]["ratio_is_lower_bound"] else ""
-    print(f"(b) second visitor's score, busy / idle: {bound}{ratio:.2f}x (target <= 2): "
-          f"{'ok' if ratio <= 2 else 'MISSED'}")
+    print(
+        f"(b) second visitor's score, busy / idle: {bound}{ratio:.2f}x (target <= 2): "
+        f"{'ok' if ratio <= 2 else 'MISSED'}"
+    )
     print(f"load average before {report['load_before']}, after {report['load_after']} on {report['cpus']} CPUs")
     return 1 if growth >= 1024 else (3 if ratio > 2 else 0)
 

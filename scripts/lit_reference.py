@@ -102,12 +102,21 @@ def grid_points(questions: list[Any], root: Path, folder: Path) -> tuple[np.ndar
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     px = enc.pixels([root / item.image for q in questions for item in (q.query, *q.candidates)])
     with torch.inference_mode():
-        counts = np.concatenate([enc.model.encode_image_counts(torch.from_numpy(px[i:i + 256]))[1].numpy()
-                                 for i in range(0, len(px), 256)])
+        counts = np.concatenate(
+            [
+                enc.model.encode_image_counts(torch.from_numpy(px[i : i + 256]))[1].numpy()
+                for i in range(0, len(px), 256)
+            ]
+        )
     flat, true_flat = counts.reshape(len(counts), -1), truth.reshape(len(truth), -1)
-    recall = [np.isin(np.flatnonzero(t), np.argsort(c)[::-1][:int(t.sum())]).mean() for c, t in zip(flat, true_flat, strict=True)]
-    return points.reshape(len(questions), 5, -1), {"top_n_recall": float(np.mean(recall)),
-                                                   "exact": float((np.round(flat) == true_flat).all(1).mean())}
+    recall = [
+        np.isin(np.flatnonzero(t), np.argsort(c)[::-1][: int(t.sum())]).mean()
+        for c, t in zip(flat, true_flat, strict=True)
+    ]
+    return points.reshape(len(questions), 5, -1), {
+        "top_n_recall": float(np.mean(recall)),
+        "exact": float((np.round(flat) == true_flat).all(1).mean()),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,27 +124,59 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", required=True, help="image MCQ file (generate saber --images)")
     ap.add_argument("--models", default="toy:lit-minilm", help="comma-separated encoder ids with images")
     ap.add_argument("--k", type=int, default=8, help="captions averaged per reference image [default: 8]")
-    ap.add_argument("--no-discriminant", action="store_true", help="skip the discriminant reference (about 7 "
-                                                                     "minutes of MiniLM on 2 cores for 400 questions)")
+    ap.add_argument(
+        "--no-discriminant",
+        action="store_true",
+        help="skip the discriminant reference (about 7 minutes of MiniLM on 2 cores for 400 questions)",
+    )
     ap.add_argument("--no-phrases", action="store_true", help="skip the phrase reference (about 2 minutes)")
-    ap.add_argument("--twin-weights", default="0.5", metavar="LAM,...",
-                    help="discriminant reference: the twin weights lam to score [default: 0.5, the training default]")
-    ap.add_argument("--phrase-weights", default="0.5", metavar="LAM,...",
-                    help="phrase reference: the bag weights lam to score [default: 0.5, the training default]")
-    ap.add_argument("--phrase-shrink", type=float, default=None, metavar="S",
-                    help="phrase reference: covariance shrinkage of its metric [default: toy_lit.TARGET_SHRINK, "
-                         "0.03; match the run's --target-shrink]")
-    ap.add_argument("--caption-weights", default="0", metavar="A,...",
-                    help="phrase reference: shares A of the caption mean in the target to score [default: 0, the "
-                         "phrase target alone]")
-    ap.add_argument("--span-dims", default="", metavar="K,...",
-                    help="also score the phrase reference confined to its top K principal directions")
-    ap.add_argument("--span-of", default="", metavar="FOLDER",
-                    help="also score the phrase reference confined to the column space of this toy lit model's "
-                         "linear image projection (a folder with model.safetensors and image_proj.weight)")
-    ap.add_argument("--grid-of", default="", metavar="FOLDER",
-                    help="also score a slot-head lit model's phrase grid with the exact counts of each image's objects "
-                         "(what its head would score with sure, right slots), and say how near its own counts are")
+    ap.add_argument(
+        "--twin-weights",
+        default="0.5",
+        metavar="LAM,...",
+        help="discriminant reference: the twin weights lam to score [default: 0.5, the training default]",
+    )
+    ap.add_argument(
+        "--phrase-weights",
+        default="0.5",
+        metavar="LAM,...",
+        help="phrase reference: the bag weights lam to score [default: 0.5, the training default]",
+    )
+    ap.add_argument(
+        "--phrase-shrink",
+        type=float,
+        default=None,
+        metavar="S",
+        help="phrase reference: covariance shrinkage of its metric [default: toy_lit.TARGET_SHRINK, "
+        "0.03; match the run's --target-shrink]",
+    )
+    ap.add_argument(
+        "--caption-weights",
+        default="0",
+        metavar="A,...",
+        help="phrase reference: shares A of the caption mean in the target to score [default: 0, the "
+        "phrase target alone]",
+    )
+    ap.add_argument(
+        "--span-dims",
+        default="",
+        metavar="K,...",
+        help="also score the phrase reference confined to its top K principal directions",
+    )
+    ap.add_argument(
+        "--span-of",
+        default="",
+        metavar="FOLDER",
+        help="also score the phrase reference confined to the column space of this toy lit model's "
+        "linear image projection (a folder with model.safetensors and image_proj.weight)",
+    )
+    ap.add_argument(
+        "--grid-of",
+        default="",
+        metavar="FOLDER",
+        help="also score a slot-head lit model's phrase grid with the exact counts of each image's objects "
+        "(what its head would score with sure, right slots), and say how near its own counts are",
+    )
     ap.add_argument("--out", help="write the results JSON here")
     a = ap.parse_args(argv)
     from bindlab.data.schema import load_mcqs
@@ -166,37 +207,46 @@ def main(argv: list[str] | None = None) -> int:
         for lam in (float(x) for x in a.phrase_weights.split(",")):
             for share in (float(x) for x in a.caption_weights.split(",")):
                 blend = f", caption mean {share:g}" if share else ""
-                points = phrase_points(questions, minilm, bag_weight=lam, shrink=a.phrase_shrink,
-                                       caption_weight=share, k=a.k)
+                points = phrase_points(
+                    questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share, k=a.k
+                )
                 rows[f"MiniLM phrases, lam {lam:g}{shrink}{blend} (reference)"] = _pairing_credits(
-                    questions, texts, points)
+                    questions, texts, points
+                )
         print("scored the phrase reference", file=sys.stderr)
     if a.span_dims or a.span_of:
         share = float(a.caption_weights.split(",")[-1])
         lam = float(a.phrase_weights.split(",")[-1])
         if points is None:
-            points = phrase_points(questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share,
-                                   k=a.k)
+            points = phrase_points(
+                questions, minilm, bag_weight=lam, shrink=a.phrase_shrink, caption_weight=share, k=a.k
+            )
         label = f"MiniLM phrases, lam {lam:g}" + (f", caption mean {share:g}" if share else "")
         center = points.reshape(-1, points.shape[-1]).mean(0)
         for dims in (int(x) for x in filter(None, a.span_dims.split(","))):
             rows[f"{label}, top {dims} directions (reference)"] = _pairing_credits(
-                questions, texts, confined(points, principal_basis(points, dims), center))
+                questions, texts, confined(points, principal_basis(points, dims), center)
+            )
         if a.span_of:
             from safetensors.numpy import load_file
 
             proj = load_file(str(Path(a.span_of) / "model.safetensors"))["image_proj.weight"]  # (embed_dim, width)
             basis, _ = np.linalg.qr(proj)
-            rows[f"{label}, span of {Path(a.span_of).name}'s image_proj ({proj.shape[1]} dims; reference)"] = \
+            rows[f"{label}, span of {Path(a.span_of).name}'s image_proj ({proj.shape[1]} dims; reference)"] = (
                 _pairing_credits(questions, texts, confined(points, basis))
+            )
         print("scored the confined references", file=sys.stderr)
     if a.grid_of:
         points, recall = grid_points(questions, path.parent, Path(a.grid_of))
         rows[f"exact counts over {Path(a.grid_of).name}'s phrase grid (reference)"] = _pairing_credits(
-            questions, texts, points)
+            questions, texts, points
+        )
         res["grid_counts"] = recall
-        print(f"{Path(a.grid_of).name}'s own counts on these images: the top-n cells hold {recall['top_n_recall']:.3f} "
-              f"of the n objects; exact counts (rounded) on {recall['exact']:.3f} of the images", file=sys.stderr)
+        print(
+            f"{Path(a.grid_of).name}'s own counts on these images: the top-n cells hold {recall['top_n_recall']:.3f} "
+            f"of the n objects; exact counts (rounded) on {recall['exact']:.3f} of the images",
+            file=sys.stderr,
+        )
     for m in filter(None, a.models.split(",")):
         rows[m] = model_credits(questions, path.parent, m)
         print(f"scored {m}", file=sys.stderr)

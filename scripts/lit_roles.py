@@ -49,21 +49,28 @@ def main(argv: list[str] | None = None) -> int:
     questions = [q for q in load_mcqs(path)[0] if not a.n or q.n_objects == a.n]
     minilm = load_encoder("minilm", device="cpu")
     txt = _question_texts(questions, minilm)
-    rows = {"MiniLM phrases, lam 0.5, shrink 0.3 (reference)": phrase_points(questions, minilm, 0.5, 0.3),
-            "the same with caption mean 0.5 (reference)": phrase_points(questions, minilm, 0.5, 0.3,
-                                                                        caption_weight=0.5, k=4)}
+    rows = {
+        "MiniLM phrases, lam 0.5, shrink 0.3 (reference)": phrase_points(questions, minilm, 0.5, 0.3),
+        "the same with caption mean 0.5 (reference)": phrase_points(
+            questions, minilm, 0.5, 0.3, caption_weight=0.5, k=4
+        ),
+    }
     models = list(filter(None, a.models.split(",")))
-    images = [Image.open(path.parent / item.image).convert("RGB")
-              for q in questions for item in (q.query, *q.candidates)] if models else []
+    images = (
+        [Image.open(path.parent / item.image).convert("RGB") for q in questions for item in (q.query, *q.candidates)]
+        if models
+        else []
+    )
     for name in models:
         emb = load_encoder(name, device="cpu").embed_images(images)
         rows[name] = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).reshape(len(questions), 5, -1)
-    print(f"{len(questions)} questions{f' with {a.n} objects' if a.n else ''}; right candidate beats the distractor "
-          "of each role (chance .5)")
+    print(
+        f"{len(questions)} questions{f' with {a.n} objects' if a.n else ''}; right candidate beats the distractor "
+        "of each role (chance .5)"
+    )
     header = None
     for name, img in rows.items():
-        cells = {f"{p} > {r}": v for p in ("ti", "it")
-                 for r, v in role_wins(questions, txt, img, p).items()}
+        cells = {f"{p} > {r}": v for p in ("ti", "it") for r, v in role_wins(questions, txt, img, p).items()}
         if header is None:
             header = list(cells)
             print("| image stand-in / model | " + " | ".join(header) + " |")

@@ -37,8 +37,10 @@ def _row(name: str, terms: dict[str, np.ndarray], diff: np.ndarray, cos: str) ->
     i, b, t = terms["binding"], terms["image_bias"], terms["text_bias"]
     ti = ((i + b > 0).mean() + (i - b > 0).mean()) / 2
     it = ((i + t > 0).mean() + (i - t > 0).mean()) / 2
-    return (f"| {name} | {np.median(i):+.4f} | {np.median(np.abs(b)):.4f} | {np.median(np.abs(t)):.4f} | "
-            f"{np.linalg.norm(diff, axis=-1).mean():.3f} | {cos} | {ti:.3f} | {it:.3f} |")
+    return (
+        f"| {name} | {np.median(i):+.4f} | {np.median(np.abs(b)):.4f} | {np.median(np.abs(t)):.4f} | "
+        f"{np.linalg.norm(diff, axis=-1).mean():.3f} | {cos} | {ti:.3f} | {it:.3f} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,8 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", required=True, help="a 'train toy --arch lit --lit-target phrases' output folder")
     ap.add_argument("--models", default="", help="comma-separated toy encoder ids (default: toy:RUN)")
     ap.add_argument("--pairs", type=int, default=1000, help="swap pairs of the pool to use (the first ones)")
-    ap.add_argument("--fresh-seed", type=int, default=None, help="take the pairs from a fresh pool drawn with this "
-                                                                 "seed (not the run's), the run's hold-out kept out")
+    ap.add_argument(
+        "--fresh-seed",
+        type=int,
+        default=None,
+        help="take the pairs from a fresh pool drawn with this seed (not the run's), the run's hold-out kept out",
+    )
     ap.add_argument("--fresh-size", type=int, default=0, help="scenes in the fresh pool (default: the run's pool size)")
     a = ap.parse_args(argv)
     from PIL import Image
@@ -64,40 +70,63 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.arch != "lit" or cfg.lit_target != "phrases":
         raise SystemExit(f"{run} is not a --arch lit --lit-target phrases run")
     size = int((json.loads((run / "config.json").read_text())).get("image_size", 64))
-    pool = toy_data.load_pool(cfg.pool_size, size, cfg.seed, heldout=cfg.heldout(), twins=True,
-                              clean=cfg.clean_holdout, twin_layout=cfg.twin_layout)
+    pool = toy_data.load_pool(
+        cfg.pool_size,
+        size,
+        cfg.seed,
+        heldout=cfg.heldout(),
+        twins=True,
+        clean=cfg.clean_holdout,
+        twin_layout=cfg.twin_layout,
+    )
     twins = pool.twin_scenes()
     first = cfg.rank_scenes or None  # the scenes whose captions the run embedded (its ranked metric's)
     captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, run / "captions.npz", cfg.captions_per_scene)
-    twin_captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, run / "twin_captions.npz",
-                                  cfg.captions_per_scene, twins=twins[:first])
+    twin_captions = caption_cache(
+        pool.scenes[:first], cfg.seed, cfg.text, run / "twin_captions.npz", cfg.captions_per_scene, twins=twins[:first]
+    )
     (targets, twin_targets), table, _, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
     where = f"{run}'s pool"
     if a.fresh_seed is not None:
         if a.fresh_seed == cfg.seed:
             raise SystemExit(f"--fresh-seed {a.fresh_seed} is the run's own seed; give another one")
         n = a.fresh_size or cfg.pool_size
-        pool = toy_data.load_pool(n, size, a.fresh_seed, heldout=cfg.heldout(), twins=True, clean=cfg.clean_holdout,
-                                  twin_layout=cfg.twin_layout)
+        pool = toy_data.load_pool(
+            n,
+            size,
+            a.fresh_seed,
+            heldout=cfg.heldout(),
+            twins=True,
+            clean=cfg.clean_holdout,
+            twin_layout=cfg.twin_layout,
+        )
         twins = pool.twin_scenes()
         stem = run / f"fresh-{a.fresh_seed}-{n}-"
         captions = caption_cache(pool.scenes, a.fresh_seed, cfg.text, f"{stem}captions.npz", cfg.captions_per_scene)
-        twin_captions = caption_cache(pool.scenes, a.fresh_seed, cfg.text, f"{stem}twin_captions.npz",
-                                      cfg.captions_per_scene, twins=twins)
+        twin_captions = caption_cache(
+            pool.scenes, a.fresh_seed, cfg.text, f"{stem}twin_captions.npz", cfg.captions_per_scene, twins=twins
+        )
         targets, twin_targets = (phrase_targets(s, table, metric, cfg.target_bag_weight) for s in (pool.scenes, twins))
         if cfg.target_caption_weight:
-            targets, twin_targets = (blend_targets(t, scene_means(c), cfg.target_caption_weight)
-                                     for t, c in ((targets, captions), (twin_targets, twin_captions)))
+            targets, twin_targets = (
+                blend_targets(t, scene_means(c), cfg.target_caption_weight)
+                for t, c in ((targets, captions), (twin_targets, twin_captions))
+            )
         where = f"a fresh pool ({n} scenes, seed {a.fresh_seed}, {run}'s hold-out)"
-    swaps = [i for i, sc in enumerate(pool.scenes[: len(captions.index)]) if twins[i] is not None and len(sc) >= 2
-             and sorted(x[1] for x in sc) == sorted(x[1] for x in twins[i])][: a.pairs]
+    swaps = [
+        i
+        for i, sc in enumerate(pool.scenes[: len(captions.index)])
+        if twins[i] is not None and len(sc) >= 2 and sorted(x[1] for x in sc) == sorted(x[1] for x in twins[i])
+    ][: a.pairs]
     unit = lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True)  # noqa: E731
     ys, yt = unit(targets[swaps]), unit(twin_targets[swaps])
     ts = captions.embeddings[captions.index[swaps]]
     tt = twin_captions.embeddings[twin_captions.index[swaps]]
     print(f"{len(swaps)} swap pairs of {where} x {ts.shape[1]} captions; medians (|x_s - x_t|: mean)")
-    print("| points | binding I | image bias abs(B) | text bias abs(T) | abs(x_s - x_t) | cos with the targets' "
-          "difference | ti right | it right |")
+    print(
+        "| points | binding I | image bias abs(B) | text bias abs(T) | abs(x_s - x_t) | cos with the targets' "
+        "difference | ti right | it right |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     print(_row("targets", twin_terms(ys[:, None], yt[:, None], ts, tt), ys - yt, "1"))
     for name in filter(None, (a.models or f"toy:{run}").split(",")):

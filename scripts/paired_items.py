@@ -39,8 +39,12 @@ def paired(base: np.ndarray, runs: list[np.ndarray], n_boot: int = 2000, seed: i
     means = [r.mean() for r in runs]
     diff = np.mean(np.stack(runs), axis=0) - base
     lo, hi = bootstrap_ci(diff, n_boot=n_boot, seed=seed)
-    out.update(mean=float(np.mean(means)), sd=float(np.std(means, ddof=1)) if len(runs) > 1 else 0.0,
-               gain=float(diff.mean()), gain_ci95=[lo, hi])
+    out.update(
+        mean=float(np.mean(means)),
+        sd=float(np.std(means, ddof=1)) if len(runs) > 1 else 0.0,
+        gain=float(diff.mean()),
+        gain_ci95=[lo, hi],
+    )
     return out
 
 
@@ -61,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"base {res['base']:.3f} (n = {len(base)})")
     for path, r in zip(filter(None, a.runs.split(",")), res["runs"], strict=True):
         print(f"{path}: {r['mean']:.3f}, gain {r['gain']:+.3f} [{r['gain_ci95'][0]:+.3f}, {r['gain_ci95'][1]:+.3f}]")
-    print(f"runs {res['mean']:.3f} ± {res['sd']:.3f}; gain of their per-item mean {res['gain']:+.3f} "
-          f"[{res['gain_ci95'][0]:+.3f}, {res['gain_ci95'][1]:+.3f}]")
+    print(
+        f"runs {res['mean']:.3f} ± {res['sd']:.3f}; gain of their per-item mean {res['gain']:+.3f} "
+        f"[{res['gain_ci95'][0]:+.3f}, {res['gain_ci95'][1]:+.3f}]"
+    )
     return 0
 
 

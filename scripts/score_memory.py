@@ -60,9 +60,14 @@ def measure(data: Path, warm: Path, model: str, chunk: int | None) -> dict[str, 
     stop.set()
     t.join()
     mb = 1 << 20
-    return {"chunk": mcq.SCORE_CHUNK, "questions": result.summary["pairings"]["tt"]["n"],
-            "seconds": round(seconds, 1), "rss_before_mb": round(before / mb, 1),
-            "peak_growth_mb": round((peak[0] - before) / mb, 1), "after_growth_mb": round((_rss() - before) / mb, 1)}
+    return {
+        "chunk": mcq.SCORE_CHUNK,
+        "questions": result.summary["pairings"]["tt"]["n"],
+        "seconds": round(seconds, 1),
+        "rss_before_mb": round(before / mb, 1),
+        "peak_growth_mb": round((peak[0] - before) / mb, 1),
+        "after_growth_mb": round((_rss() - before) / mb, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,14 +84,20 @@ def main(argv: list[str] | None = None) -> int:
 
     public = {k: v[1] for k, v in LIMIT_DEFAULTS.items()}
     work = Path(tempfile.mkdtemp(prefix="bindlab-score-memory-"))
-    data = mcq_file(work / "big", public["max_questions"], seed=7,
-                    target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95))
+    data = mcq_file(
+        work / "big", public["max_questions"], seed=7, target_bytes=int(public["max_upload_mb"] * (1 << 20) * 0.95)
+    )
     warm = mcq_file(work / "warm", 20, seed=100)
     print(f"file: {public['max_questions']} questions, {data.stat().st_size:,} bytes; load average {os.getloadavg()}")
     for chunk in [0] + ([a.chunk] if a.chunk else []):
         env = {**os.environ, "BINDLAB_HOME": str(work / f"home{chunk}"), "BINDLAB_DATA_ROOTS": str(work)}
-        out = subprocess.run([sys.executable, __file__, "--model", a.model, "--child", str(data), str(warm), str(chunk)],
-                             env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--model", a.model, "--child", str(data), str(warm), str(chunk)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         print(out.stdout.strip().splitlines()[-1], flush=True)
     print(f"load average after {os.getloadavg()}")
     return 0

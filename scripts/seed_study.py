@@ -55,12 +55,17 @@ def job_setup(job_id: str) -> dict[str, Any]:
     st = info["status"]
     if st["state"] != "done":
         raise SystemExit(f"job {st['id']} is {st['state']}, not done")
-    return {"id": st["id"], "base": st["base_model"], "config": info.get("config") or {},
-            "lines_a": (info.get("lines") or {}).get("a")}
+    return {
+        "id": st["id"],
+        "base": st["base_model"],
+        "config": info.get("config") or {},
+        "lines_a": (info.get("lines") or {}).get("a"),
+    }
 
 
-def report_rows(config: dict[str, Any], questions: list[Any], mcq_path: Path,
-                pairings: tuple[str, ...] = ("tt",)) -> list[dict[str, Any]]:
+def report_rows(
+    config: dict[str, Any], questions: list[Any], mcq_path: Path, pairings: tuple[str, ...] = ("tt",)
+) -> list[dict[str, Any]]:
     """The separated report's rows for one job's config, as the report builds them, each with its items.
 
     Returns entries ``{"evaluation", "kind" (mcq | triplets), "format", "chance", "items", "key", "pairing"}``;
@@ -84,22 +89,39 @@ def report_rows(config: dict[str, Any], questions: list[Any], mcq_path: Path,
     rows = []
     for s in _mcq_sets(questions, trained, seen, seed=benchmark_seed(mcq_path)):
         with_images = s["source"] == "the questions given" and all(
-            q.query.image and all(c.image for c in q.candidates) for q in s["questions"])
+            q.query.image and all(c.image for c in q.candidates) for q in s["questions"]
+        )
         for p in pairings:
             if p != "tt" and not with_images:
                 continue
-            rows.append({"evaluation": s["evaluation"] + ("" if pairings == ("tt",) else f" — {p}"), "kind": "mcq",
-                         "format": s["format"], "chance": float(np.mean(question_chance(s["questions"]))),
-                         "items": s["questions"], "key": tuple((q.id, q.query.text) for q in s["questions"]),
-                         "pairing": p})
+            rows.append(
+                {
+                    "evaluation": s["evaluation"] + ("" if pairings == ("tt",) else f" — {p}"),
+                    "kind": "mcq",
+                    "format": s["format"],
+                    "chance": float(np.mean(question_chance(s["questions"]))),
+                    "items": s["questions"],
+                    "key": tuple((q.id, q.query.text) for q in s["questions"]),
+                    "pairing": p,
+                }
+            )
     for g in _triplet_groups(splits, trained, seen):
-        rows.append({"evaluation": g["evaluation"], "kind": "triplets", "format": g["format"], "chance": 0.5,
-                     "items": g["rows"], "key": tuple((r["query"], r["positive"], r["negative"]) for r in g["rows"])})
+        rows.append(
+            {
+                "evaluation": g["evaluation"],
+                "kind": "triplets",
+                "format": g["format"],
+                "chance": 0.5,
+                "items": g["rows"],
+                "key": tuple((r["query"], r["positive"], r["negative"]) for r in g["rows"]),
+            }
+        )
     return rows
 
 
-def item_credits(encoder: Any, rows: list[dict[str, Any]], data_dir: Path, base_general: np.ndarray,
-                 images: list[Any] | None) -> dict[str, np.ndarray]:
+def item_credits(
+    encoder: Any, rows: list[dict[str, Any]], data_dir: Path, base_general: np.ndarray, images: list[Any] | None
+) -> dict[str, np.ndarray]:
     """``{evaluation: (n,) per-item values}`` of one model on every row, controls included; ``data_dir`` is the MCQ
     file's folder (its images)."""
     from bindlab.eval.mcq import evaluate_mcq
@@ -127,15 +149,23 @@ def paired(base: np.ndarray, tuned: list[np.ndarray], n_boot: int, seed: int) ->
     lo, hi = bootstrap_ci(diff, n_boot=n_boot, seed=seed)
     seed_cis = [list(bootstrap_ci(t - base, n_boot=n_boot, seed=seed)) for t in tuned]
     sign = 1 if lo > 0 else -1 if hi < 0 else 0
-    return {"base": float(base.mean()), "per_seed": per_seed, "mean": float(np.mean(per_seed)),
-            "sd": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
-            "gain": float(diff.mean()), "gain_ci95": [lo, hi], "moved": sign != 0,
-            "per_seed_gain": [float((t - base).mean()) for t in tuned], "per_seed_gain_ci95": seed_cis,
-            "moved_every_seed": sign != 0 and all((c[0] > 0) if sign > 0 else (c[1] < 0) for c in seed_cis)}
+    return {
+        "base": float(base.mean()),
+        "per_seed": per_seed,
+        "mean": float(np.mean(per_seed)),
+        "sd": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
+        "gain": float(diff.mean()),
+        "gain_ci95": [lo, hi],
+        "moved": sign != 0,
+        "per_seed_gain": [float((t - base).mean()) for t in tuned],
+        "per_seed_gain_ci95": seed_cis,
+        "moved_every_seed": sign != 0 and all((c[0] > 0) if sign > 0 else (c[1] < 0) for c in seed_cis),
+    }
 
 
-def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int,
-          pairings: tuple[str, ...] = ("tt",)) -> dict[str, Any]:
+def study(
+    job_ids: list[str], data: str | None, n_boot: int, boot_seed: int, pairings: tuple[str, ...] = ("tt",)
+) -> dict[str, Any]:
     """Score the base once and every job's tuned models on every row; the paired statistics per row and model."""
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
@@ -158,8 +188,9 @@ def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int,
     for j in jobs[1:]:  # the same rows with the same items (eval_rows 0, or one evaluation seed)
         other = report_rows(j["config"], questions, mcq_path, pairings)
         if [(r["evaluation"], r["key"]) for r in other] != [(r["evaluation"], r["key"]) for r in rows]:
-            raise SystemExit(f"job {j['id']} evaluates other rows or items than {first['id']}; "
-                             "use the same data with \"eval_rows\": 0")
+            raise SystemExit(
+                f'job {j["id"]} evaluates other rows or items than {first["id"]}; use the same data with "eval_rows": 0'
+            )
     data_dir = mcq_path.parent  # the MCQ file's images (the generated rows are text only)
 
     t0 = time.time()
@@ -180,24 +211,50 @@ def study(job_ids: list[str], data: str | None, n_boot: int, boot_seed: int,
             credits[(j["id"], m)] = item_credits(load_encoder(ids[m]), rows, data_dir, base_general, images)
             print(f"{ids[m]} scored ({time.time() - t0:.0f} s)", file=sys.stderr)
 
-    entries = [{"evaluation": r["evaluation"], "kind": r["kind"], "format": r["format"], "chance": r["chance"],
-                "higher_is_better": True} for r in rows]
-    entries.append({"evaluation": DRIFT, "kind": "control", "format": "control", "chance": None,
-                    "higher_is_better": False})
-    entries.append({"evaluation": PARAPHRASE, "kind": "control", "format": "control", "chance": None,
-                    "higher_is_better": True})
+    entries = [
+        {
+            "evaluation": r["evaluation"],
+            "kind": r["kind"],
+            "format": r["format"],
+            "chance": r["chance"],
+            "higher_is_better": True,
+        }
+        for r in rows
+    ]
+    entries.append(
+        {"evaluation": DRIFT, "kind": "control", "format": "control", "chance": None, "higher_is_better": False}
+    )
+    entries.append(
+        {"evaluation": PARAPHRASE, "kind": "control", "format": "control", "chance": None, "higher_is_better": True}
+    )
     if images is not None:
-        entries.append({"evaluation": T2I, "kind": "control", "format": "control", "chance": 1 / len(images),
-                        "higher_is_better": True})
+        entries.append(
+            {
+                "evaluation": T2I,
+                "kind": "control",
+                "format": "control",
+                "chance": 1 / len(images),
+                "higher_is_better": True,
+            }
+        )
     for e in entries:
         b = credits["base"][e["evaluation"]]
         e["n"] = int(b.size)
-        e["models"] = {m: paired(b, [credits[(j["id"], m)][e["evaluation"]] for j in jobs], n_boot, boot_seed)
-                       for m in models}
-    return {"jobs": [j["id"] for j in jobs], "seeds": [j["config"].get("seed", 0) for j in jobs],
-            "base_model": first["base"], "config": {k: v for k, v in first["config"].items() if k != "seed"},
-            "data": str(mcq_path), "labels": {m: display_labels(first["lines_a"])[m] for m in models},
-            "n_boot": n_boot, "boot_seed": boot_seed, "pairings": list(pairings), "rows": entries}
+        e["models"] = {
+            m: paired(b, [credits[(j["id"], m)][e["evaluation"]] for j in jobs], n_boot, boot_seed) for m in models
+        }
+    return {
+        "jobs": [j["id"] for j in jobs],
+        "seeds": [j["config"].get("seed", 0) for j in jobs],
+        "base_model": first["base"],
+        "config": {k: v for k, v in first["config"].items() if k != "seed"},
+        "data": str(mcq_path),
+        "labels": {m: display_labels(first["lines_a"])[m] for m in models},
+        "n_boot": n_boot,
+        "boot_seed": boot_seed,
+        "pairings": list(pairings),
+        "rows": entries,
+    }
 
 
 def _signed(x: float) -> str:
@@ -215,8 +272,12 @@ def markdown(res: dict[str, Any]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in res["rows"]:
         first = e["models"][models[0]]
-        cells = [e["evaluation"], str(e["n"]), "—" if e["chance"] is None else f"{e['chance']:.3f}",
-                 f"{first['base']:.3f}"]
+        cells = [
+            e["evaluation"],
+            str(e["n"]),
+            "—" if e["chance"] is None else f"{e['chance']:.3f}",
+            f"{first['base']:.3f}",
+        ]
         for m in models:
             s = e["models"][m]
             gain = f"{_signed(s['gain'])} [{_signed(s['gain_ci95'][0])}, {_signed(s['gain_ci95'][1])}]"
@@ -233,8 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="MCQ JSONL (default: the job's default compare data, as `jobs compare`)")
     p.add_argument("--out", default="study.json", help="where to write the study (JSON)")
     p.add_argument("--markdown", action="store_true", help="print the Markdown table")
-    p.add_argument("--pairings", default="tt", help="MCQ pairings of the questions given, e.g. tt,ti,it (default tt; "
-                   "image pairings need an image model and an MCQ file with images)")
+    p.add_argument(
+        "--pairings",
+        default="tt",
+        help="MCQ pairings of the questions given, e.g. tt,ti,it (default tt; "
+        "image pairings need an image model and an MCQ file with images)",
+    )
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed (default 0)")
     a = p.parse_args(argv)

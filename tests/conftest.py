@@ -103,6 +103,7 @@ def tiny_st_job() -> dict[str, str]:
     Returns:
         ``{"job": id, "model": the tiny encoder's id, "triplets": folder, "root": the jobs folder}``.
     """
+
     def build(folder: Path) -> dict[str, str]:
         from bindlab.data.triplets import generate_triplets, write_triplets
         from bindlab.encoders.tiny import build_tiny
@@ -112,8 +113,18 @@ def tiny_st_job() -> dict[str, str]:
         rows, stats = generate_triplets(120, seed=0)
         write_triplets(folder / "trip", rows, stats)
         m = JobManager(Path(_RUN_HOME) / "jobs")
-        job = m.submit({"model": model, "data": str(folder / "trip"), "batch_size": 4, "eval_rows": 8,
-                        "device": "cpu", "max_steps": 2, "lr": 1e-2, "lines_a": 0.5})
+        job = m.submit(
+            {
+                "model": model,
+                "data": str(folder / "trip"),
+                "batch_size": 4,
+                "eval_rows": 8,
+                "device": "cpu",
+                "max_steps": 2,
+                "lr": 1e-2,
+                "lines_a": 0.5,
+            }
+        )
         st = m.wait(job, timeout=900)  # one heavy job at a time in the run's home: it may queue behind another
         assert st["state"] == "done", m.log_tail(job)
         return {"job": job, "model": model, "triplets": str(folder / "trip"), "root": str(m.root)}
@@ -131,6 +142,7 @@ def tiny_st_holdout_jobs() -> dict[str, str]:
     Returns:
         ``{"scaled": id, "unscaled": id, "model": the tiny encoder's id, "triplets": folder, "root": the jobs folder}``.
     """
+
     def build(folder: Path) -> dict[str, str]:
         from bindlab.data.holdout import select_holdout
         from bindlab.data.triplets import Variants, generate_triplets, write_triplets
@@ -141,8 +153,15 @@ def tiny_st_holdout_jobs() -> dict[str, str]:
         rows, stats = generate_triplets(400, seed=0, variants=variants)
         write_triplets(folder / "trip", rows, stats, variants.holdout)
         model = build_tiny("st", folder / "st")
-        cfg = {"model": model, "data": str(folder / "trip"), "batch_size": 4, "eval_rows": 12, "device": "cpu",
-               "max_steps": 2, "lr": 1e-2}
+        cfg = {
+            "model": model,
+            "data": str(folder / "trip"),
+            "batch_size": 4,
+            "eval_rows": 12,
+            "device": "cpu",
+            "max_steps": 2,
+            "lr": 1e-2,
+        }
         m = JobManager(Path(_RUN_HOME) / "jobs")
         jobs = {"scaled": m.submit(cfg), "unscaled": m.submit({**cfg, "lines_a": 1.0})}  # the default a, and a = 1
         for job in jobs.values():
@@ -159,6 +178,7 @@ def default_scores_cached() -> dict[str, Any]:
     (``$BINDLAB_HOME/cache``): every app's page load scores it (Browse's first view), and an app whose cache holds the
     vectors reads them instead of embedding its 900 captions again — once per xdist worker's app before. The Browse
     tests still see the page-load scoring; it reads instead of computing."""
+
     def build(folder: Path) -> dict[str, Any]:
         from bindlab.studies import browse
 
@@ -177,8 +197,10 @@ def seed_embedding_cache(home: str | Path) -> None:
 
     target = Path(home) / "cache" / "embeddings.sqlite"
     target.parent.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(Path(_RUN_HOME) / "cache" / "embeddings.sqlite")) as src, \
-            closing(sqlite3.connect(target)) as dst:
+    with (
+        closing(sqlite3.connect(Path(_RUN_HOME) / "cache" / "embeddings.sqlite")) as src,
+        closing(sqlite3.connect(target)) as dst,
+    ):
         src.backup(dst)
 
 

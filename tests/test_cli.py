@@ -20,12 +20,18 @@ from tests.cli_run import run
 def test_the_real_command_exits_2_with_one_line_and_0_with_its_output(tmp_path):
     """``python -m bindlab`` as a process: an error is one line on stderr with exit code 2, a result exits 0."""
     bad = tmp_path / "none.jsonl"
-    p = subprocess.run([sys.executable, "-m", "bindlab", "eval", "mcq", "--data", str(bad), "--model", "bow"],
-                       capture_output=True, text=True, timeout=600, env={**os.environ})
+    p = subprocess.run(
+        [sys.executable, "-m", "bindlab", "eval", "mcq", "--data", str(bad), "--model", "bow"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ},
+    )
     assert p.returncode == 2 and "file not found" in p.stderr and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "bindlab", "models"], capture_output=True, text=True, timeout=600,
-                       env={**os.environ})
+    p = subprocess.run(
+        [sys.executable, "-m", "bindlab", "models"], capture_output=True, text=True, timeout=600, env={**os.environ}
+    )
     assert p.returncode == 0 and "minilm" in p.stdout, p.stderr
 
 
@@ -80,8 +86,14 @@ def test_models_lists_presets_and_why():
 
 
 def test_every_command_has_help():
-    for args in (("--help",), ("generate", "saber", "--help"), ("eval", "mcq", "--help"),
-                 ("eval", "retrieval", "--help"), ("models", "--help"), ("bench", "--help")):
+    for args in (
+        ("--help",),
+        ("generate", "saber", "--help"),
+        ("eval", "mcq", "--help"),
+        ("eval", "retrieval", "--help"),
+        ("models", "--help"),
+        ("bench", "--help"),
+    ):
         assert "usage" in run(*args).stdout
 
 
@@ -96,13 +108,25 @@ def test_image_benchmark_end_to_end_with_a_tiny_image_text_encoder(tmp_path):
     p = run("generate", "saber", "--images", "--per-size", "2", "--sizes", "2-3", "--size", "64", "--out", str(out))
     assert "rendered 0 new images (20 already there)" in p.stdout  # resumable
     res = tmp_path / "r.json"
-    p = run("eval", "mcq", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "tt,ti,it,ii",
-            "--out", str(res))
+    p = run(
+        "eval",
+        "mcq",
+        "--data",
+        str(out / "mcq.jsonl"),
+        "--model",
+        model,
+        "--pairings",
+        "tt,ti,it,ii",
+        "--out",
+        str(res),
+    )
     r = json.loads(res.read_text())["pairings"]
     assert set(r) == {"tt", "ti", "it", "ii"}
     assert all(0 <= r[k]["accuracy"] <= 1 and r[k]["n"] == 4 for k in r)
     rr = tmp_path / "rr.json"
-    run("eval", "retrieval", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "ti,ii", "--out", str(rr))
+    run(
+        "eval", "retrieval", "--data", str(out / "mcq.jsonl"), "--model", model, "--pairings", "ti,ii", "--out", str(rr)
+    )
     assert set(json.loads(rr.read_text())["pairings"]) == {"ti", "ii"}
     # a missing image is named with its path, not a crash inside the model
     victim = out / "images" / "n02-ind-000" / "c1.png"

@@ -20,8 +20,9 @@ from bindlab.cli.common import DEVICE_HELP, Commands
 PARSER = build_parser()
 
 
-def _walk(parser: argparse.ArgumentParser,
-          path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+def _walk(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     """Every parser a user can reach, top level first, by the words that reach it (hidden commands left out)."""
     yield path, parser
     for action in parser._actions:
@@ -55,8 +56,9 @@ def _help(path: tuple[str, ...], capsys) -> str:
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
     """The long option strings of a parser, in help order (without --help)."""
-    return [a.option_strings[-1] for a in parser._actions
-            if a.option_strings and not isinstance(a, argparse._HelpAction)]
+    return [
+        a.option_strings[-1] for a in parser._actions if a.option_strings and not isinstance(a, argparse._HelpAction)
+    ]
 
 
 def test_the_walk_finds_every_level():
@@ -90,10 +92,13 @@ def test_every_argument_and_command_has_help(path):
 
 def test_defaults_are_shown_where_they_inform(capsys):
     assert "--per-size PER_SIZE questions per scene size (half independent, half nested) [default: 200]" in _help(
-        ("generate", "saber"), capsys)
+        ("generate", "saber"), capsys
+    )
     text = _help(("eval", "mcq"), capsys)
     assert "[default: 64]" in text and "[default: tt]" in text
-    assert "--skip-bad skip malformed lines (reported) instead of refusing the file --no-progress" in text  # a flag: no default
+    assert (
+        "--skip-bad skip malformed lines (reported) instead of refusing the file --no-progress" in text
+    )  # a flag: no default
 
 
 def test_jobs_actions_have_their_own_help(capsys):
@@ -123,8 +128,11 @@ def test_every_device_option_reads_the_same():
 
 def test_commands_that_run_a_model_share_their_options_in_one_order():
     """eval's commands, and every command with --device: options two of them share come in the same order."""
-    scoring = {path: _options(p) for path, p in COMMANDS.items()
-               if path[:1] == ("eval",) and len(path) == 2 or "--device" in _options(p)}
+    scoring = {
+        path: _options(p)
+        for path, p in COMMANDS.items()
+        if path[:1] == ("eval",) and len(path) == 2 or "--device" in _options(p)
+    }
     assert {("eval", k) for k in ("mcq", "retrieval", "pairs", "benchmark")} <= set(scoring)
     for (pa, a), (pb, b) in itertools.combinations(scoring.items(), 2):
         shared = set(a) & set(b)
@@ -179,8 +187,13 @@ def test_top_level_examples_are_true(words):
 
 
 def test_top_level_help_in_a_real_process():
-    p = subprocess.run([sys.executable, "-m", "bindlab", "--help"], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "COLUMNS": "100"})
+    p = subprocess.run(
+        [sys.executable, "-m", "bindlab", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("usage: python -m bindlab") and "examples" in p.stdout
     assert all(name in p.stdout for name in ("generate", "eval", "jobs", "compare"))
@@ -194,5 +207,7 @@ def test_the_console_script_calls_itself_bindlab():
         pytest.skip("the bindlab console script is not installed in this environment (pip install -e .)")
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120).stdout
     assert out.startswith("usage: bindlab ") and "  bindlab eval mcq" in out and "python -m bindlab" not in out
-    out = subprocess.run([sys.executable, "-m", "bindlab", "--help"], capture_output=True, text=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bindlab", "--help"], capture_output=True, text=True, timeout=120
+    ).stdout
     assert out.startswith("usage: python -m bindlab ")

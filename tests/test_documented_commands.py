@@ -69,37 +69,51 @@ INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 # ---------------------------------------------------------------------------------------------------------------
 
 SABER_S = "python -m bindlab generate saber --out /tmp/s --per-size 20"  # the README's CLI example makes /tmp/s; its export example reads it
-SUGARCREPE_PP_COPY = ('mkdir -p "$BINDLAB_HOME/benchmarks" && '
-                      'cp -r "{fixtures}/sugarcrepe_pp" "$BINDLAB_HOME/benchmarks/sugarcrepe_pp"')
-FA_TOY = ("python -m bindlab generate factors --out data/fa-toy --shapes 4 --hues 6 --contexts 6 --replicas 1 "
-          "--size 64 --signal-strengths 1,.7,.5,.35,.2,.1,0")  # reproductions.md's common setup block
+SUGARCREPE_PP_COPY = (
+    'mkdir -p "$BINDLAB_HOME/benchmarks" && cp -r "{fixtures}/sugarcrepe_pp" "$BINDLAB_HOME/benchmarks/sugarcrepe_pp"'
+)
+FA_TOY = (
+    "python -m bindlab generate factors --out data/fa-toy --shapes 4 --hues 6 --contexts 6 --replicas 1 "
+    "--size 64 --signal-strengths 1,.7,.5,.35,.2,.1,0"
+)  # reproductions.md's common setup block
 QUICK_TOY_TRAIN = "--steps 20 --pool-size 200 --pair-scenes 40 --eval-sample 50 --eval-per-size 2"
 QUICK_TOY_EVAL = "--sample 50 --per-size 2"
 
 SCENARIOS: dict[tuple[str, str], dict] = {
     # --- README.md ---
-    ("README.md", "python -m bindlab map --model toy:clip --out map.html"):
-        {"cls": "slow", "subs": {"[--export DIR]": "--export map_files"}},  # UMAP's first numba compile: 66 s wall
+    ("README.md", "python -m bindlab map --model toy:clip --out map.html"): {
+        "cls": "slow",
+        "subs": {"[--export DIR]": "--export map_files"},
+    },  # UMAP's first numba compile: 66 s wall
     # at load 2-5 (115 s with four workers), 36 s CPU, every time in a fresh venv (the compiled cache lives in it)
-    ("README.md", "python -m bindlab bench --only walkthrough"):
-        {"cls": "parse"},  # drives the app in headless Chromium from an empty cache: 135 s + start-up
+    ("README.md", "python -m bindlab bench --only walkthrough"): {
+        "cls": "parse"
+    },  # drives the app in headless Chromium from an empty cache: 135 s + start-up
     ("README.md", "python -m bindlab compare"): {"cls": "mention"},  # names the command in prose
     ("README.md", "python -m bindlab bench"): {"cls": "parse"},  # 13 min, Chromium
-    ("README.md", "--models bow,minilm,toy:clip,toy:shared --suite mcq,pairs --out cmp.json"):
-        {"cls": "slow"},  # 426 s at load 11
+    ("README.md", "--models bow,minilm,toy:clip,toy:shared --suite mcq,pairs --out cmp.json"): {
+        "cls": "slow"
+    },  # 426 s at load 11
     ("README.md", SABER_S): {"cls": "run", "home": "session"},  # 248 s wall at load 16, 53 s CPU
-    ("README.md", "--model minilm --export /tmp/r"):
-        {"cls": "run", "home": "session", "setup": SABER_S},  # 43 s wall at load 13, 13 s CPU (MiniLM from the cache)
-    ("README.md", "train toy --arch clip   --out runs/toy-clip"):
-        {"cls": "slow", "append": {"train toy": QUICK_TOY_TRAIN, "eval toy": QUICK_TOY_EVAL}},  # the README's quick
+    ("README.md", "--model minilm --export /tmp/r"): {
+        "cls": "run",
+        "home": "session",
+        "setup": SABER_S,
+    },  # 43 s wall at load 13, 13 s CPU (MiniLM from the cache)
+    ("README.md", "train toy --arch clip   --out runs/toy-clip"): {
+        "cls": "slow",
+        "append": {"train toy": QUICK_TOY_TRAIN, "eval toy": QUICK_TOY_EVAL},
+    },  # the README's quick
     # check of its training block (the full one: 44 + 20 + 32 + 56 min): 315 s at load 10
     # --- docs/deploy.md ---
     ("docs/deploy.md", "python -m bindlab eval benchmark --source hub"): {"cls": "mention"},  # an option in prose
     ("docs/deploy.md", "bindlab export-dataset"): {"cls": "mention"},  # names the command in prose
     ("README.md", "audit-splits --toy toy:clip"): {"cls": "run"},  # 2026-12-02: regenerates 10,000 scenes, ~10 s
     ("docs/reproductions.md", "audit-splits --toy MODEL"): {"cls": "mention"},
-    ("docs/reproductions.md", "eval toy --model toy:clip --seed 1 --per-size 1"):
-        {"cls": "parse", "subs": {"$S": "0"}},  # three toy trainings of 8.5 min each + evaluations (2026-12-02, load 2)
+    ("docs/reproductions.md", "eval toy --model toy:clip --seed 1 --per-size 1"): {
+        "cls": "parse",
+        "subs": {"$S": "0"},
+    },  # three toy trainings of 8.5 min each + evaluations (2026-12-02, load 2)
     ("bindlab/assets/toy-clip/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
     ("bindlab/assets/toy-negclip/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
     ("bindlab/assets/toy-shared/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
@@ -108,23 +122,37 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/models.md", "python -m bindlab models"): {"cls": "run"},  # 2 s wall at load 13, 1 s CPU
     ("docs/models.md", "python -m bindlab train toy"): {"cls": "mention"},  # names the command in prose
     # --- docs/scale.md ---
-    ("docs/scale.md", "--model hf:google/siglip2-base-patch16-224 --pairings tt,ti,it,ii --out res.json"):
-        {"cls": "parse", "subs": {"--model ...": "--model hf:google/siglip2-base-patch16-224"}},  # hub weights, GPUs
+    ("docs/scale.md", "--model hf:google/siglip2-base-patch16-224 --pairings tt,ti,it,ii --out res.json"): {
+        "cls": "parse",
+        "subs": {"--model ...": "--model hf:google/siglip2-base-patch16-224"},
+    },  # hub weights, GPUs
     ("docs/scale.md", "trip/ --batch-size 64 --num-processes 8"): {"cls": "parse"},  # 8 GPUs
-    ("docs/scale.md", "jobs export-script"):
-        {"cls": "parse", "subs": {"hf:...": "hf:google/siglip2-base-patch16-224", "JOB_ID": "20261201-052106-c27953",
-                                  "[--nproc 8] [--nodes 2]": "--nproc 8 --nodes 2"}},  # a GPU job
+    ("docs/scale.md", "jobs export-script"): {
+        "cls": "parse",
+        "subs": {
+            "hf:...": "hf:google/siglip2-base-patch16-224",
+            "JOB_ID": "20261201-052106-c27953",
+            "[--nproc 8] [--nodes 2]": "--nproc 8 --nodes 2",
+        },
+    },  # a GPU job
     ("docs/scale.md", "python -m bindlab bench --only scale"): {"cls": "parse"},  # torchrun, minutes
     # --- docs/finetune_results.md ---
     ("docs/finetune_results.md", "toy_compare.json"): {"cls": "slow"},  # 992 s at load 11 (doc: 2.7 + 6 min)
-    ("docs/finetune_results.md", "trip-minilm"): {"cls": "parse"},  # 6 min finetune + 2 min compare (95 + 12 at load 14)
+    ("docs/finetune_results.md", "trip-minilm"): {
+        "cls": "parse"
+    },  # 6 min finetune + 2 min compare (95 + 12 at load 14)
     # --- docs/reproductions.md ---
     ("docs/reproductions.md", "generate factors --out data/fa-toy"): {"cls": "slow"},  # 130 s at load 11
     ("docs/reproductions.md", "ground-sweep --data data/fa-toy --model toy:clip"): {"cls": "parse"},  # 4 + 37 min
-    ("docs/reproductions.md", "ground-sweep --data data/fa-toy --model toy:lit-minilm"):
-        {"cls": "slow", "setup": FA_TOY},  # 2.4 min at load 2-5, + the grid
+    ("docs/reproductions.md", "ground-sweep --data data/fa-toy --model toy:lit-minilm"): {
+        "cls": "slow",
+        "setup": FA_TOY,
+    },  # 2.4 min at load 2-5, + the grid
     ("docs/reproductions.md", "--align shared"): {"cls": "slow", "setup": FA_TOY},  # 260 s at load 11, grid included
-    ("docs/reproductions.md", "--protocol combination"): {"cls": "slow", "setup": FA_TOY},  # 143 s at load 7, grid incl.
+    ("docs/reproductions.md", "--protocol combination"): {
+        "cls": "slow",
+        "setup": FA_TOY,
+    },  # 143 s at load 7, grid incl.
     ("docs/reproductions.md", "--pairings tt,ti,it --out lit-study.json"): {"cls": "parse"},  # 3 x 3.7 + 11 + 3 min
     ("docs/reproductions.md", "python -m bindlab jobs compare JOB"): {"cls": "mention"},  # prose, a job id
     ("docs/reproductions.md", "--out runs/lit-twins"): {"cls": "parse"},  # 4 min of training + 3 min scoring
@@ -138,47 +166,77 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/reproductions.md", "--out runs/lit-a --steps"): {"cls": "parse"},  # 47 + 15 min of training + 3 min
     ("docs/reproductions.md", "--out runs/lit-slots --steps"): {"cls": "parse"},  # 47 min of training + 1 min
     ("docs/reproductions.md", "--out runs/lit-a-p16r"): {"cls": "parse"},  # 47 + 12.5 min of training + 1 min
-    ("docs/reproductions.md", "--out runs/lit-count --steps"): {"cls": "parse"},  # 14 + 16 min of training + 12 of captions
-    ("docs/reproductions.md", "--out runs/lit-five --steps"): {"cls": "parse"},  # 2 x 14-17 min of training + 3 of captions
+    ("docs/reproductions.md", "--out runs/lit-count --steps"): {
+        "cls": "parse"
+    },  # 14 + 16 min of training + 12 of captions
+    ("docs/reproductions.md", "--out runs/lit-five --steps"): {
+        "cls": "parse"
+    },  # 2 x 14-17 min of training + 3 of captions
     ("docs/reproductions.md", "--out runs/tw-s0"): {"cls": "parse"},  # 4 min of training per seed
     ("docs/reproductions.md", "--out runs/clip-s0"): {"cls": "parse"},  # 3 + 2 + 4 min of training per seed
     ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)
     ("docs/reproductions.md", "--supervision image"): {"cls": "parse"},  # 6 + 19 min finetunes, 2 x 4 min compares
-    ("docs/reproductions.md", "generate composet --out data/composet40"):
-        {"cls": "slow", "setup": SUGARCREPE_PP_COPY},  # 280 s at load 8 (SugarCrepe++: the 10-item test fixture)
+    ("docs/reproductions.md", "generate composet --out data/composet40"): {
+        "cls": "slow",
+        "setup": SUGARCREPE_PP_COPY,
+    },  # 280 s at load 8 (SugarCrepe++: the 10-item test fixture)
     # --- the toy models' cards ---
-    ("bindlab/assets/toy-clip/README.md", "python -m bindlab eval mcq --model toy:clip ..."): {"cls": "mention"},  # elided
-    ("bindlab/assets/toy-clip/README.md", "train toy --arch clip --out DIR"):
-        {"cls": "parse", "subs": {"DIR": "runs/toy-clip"}},  # 44 min
-    ("bindlab/assets/toy-clip/README.md", "eval toy --model toy:clip --out eval.json"): {"cls": "slow"},  # 181 s, load 12
-    ("bindlab/assets/toy-negclip/README.md", "python -m bindlab eval mcq --model toy:negclip ..."):
-        {"cls": "mention"},  # elided
-    ("bindlab/assets/toy-negclip/README.md", "--out negclip-v1 --steps 1500 --seed 0 --batch-size 128 --lr 0.0005 --pool-size"):
-        {"cls": "parse"},  # 20 min
-    ("bindlab/assets/toy-negclip/README.md", "--lr 0.0005 --pool-size 10000 --holdout-combos 0.15 --twin-share 0.5 --pair-twins"):
-        {"cls": "parse", "subs": {"DIR": "runs/toy-negclip"}},  # 32 min
-    ("bindlab/assets/toy-negclip/README.md", "# stage 1 (binding twins)"):
-        {"cls": "parse", "subs": {"DIR": "runs/toy-negclip"}},  # 52 min of training
-    ("bindlab/assets/toy-negclip/README.md", "eval toy --model toy:negclip --out eval.json"):
-        {"cls": "slow"},  # 429 s at load 18
-    ("bindlab/assets/toy-shared/README.md", "python -m bindlab eval mcq --model toy:shared ..."):
-        {"cls": "mention"},  # elided
-    ("bindlab/assets/toy-shared/README.md", "train toy --arch shared --out DIR"):
-        {"cls": "parse", "subs": {"DIR": "runs/toy-shared"}},  # 56 min
-    ("bindlab/assets/toy-shared/README.md", "eval toy --model toy:shared --out eval.json"):
-        {"cls": "slow"},  # 378 s at load 18
-    ("bindlab/assets/toy-lit-minilm/README.md", "python -m bindlab eval mcq --model toy:lit-minilm ..."):
-        {"cls": "mention"},  # elided
+    ("bindlab/assets/toy-clip/README.md", "python -m bindlab eval mcq --model toy:clip ..."): {
+        "cls": "mention"
+    },  # elided
+    ("bindlab/assets/toy-clip/README.md", "train toy --arch clip --out DIR"): {
+        "cls": "parse",
+        "subs": {"DIR": "runs/toy-clip"},
+    },  # 44 min
+    ("bindlab/assets/toy-clip/README.md", "eval toy --model toy:clip --out eval.json"): {
+        "cls": "slow"
+    },  # 181 s, load 12
+    ("bindlab/assets/toy-negclip/README.md", "python -m bindlab eval mcq --model toy:negclip ..."): {
+        "cls": "mention"
+    },  # elided
+    (
+        "bindlab/assets/toy-negclip/README.md",
+        "--out negclip-v1 --steps 1500 --seed 0 --batch-size 128 --lr 0.0005 --pool-size",
+    ): {"cls": "parse"},  # 20 min
+    (
+        "bindlab/assets/toy-negclip/README.md",
+        "--lr 0.0005 --pool-size 10000 --holdout-combos 0.15 --twin-share 0.5 --pair-twins",
+    ): {"cls": "parse", "subs": {"DIR": "runs/toy-negclip"}},  # 32 min
+    ("bindlab/assets/toy-negclip/README.md", "# stage 1 (binding twins)"): {
+        "cls": "parse",
+        "subs": {"DIR": "runs/toy-negclip"},
+    },  # 52 min of training
+    ("bindlab/assets/toy-negclip/README.md", "eval toy --model toy:negclip --out eval.json"): {
+        "cls": "slow"
+    },  # 429 s at load 18
+    ("bindlab/assets/toy-shared/README.md", "python -m bindlab eval mcq --model toy:shared ..."): {
+        "cls": "mention"
+    },  # elided
+    ("bindlab/assets/toy-shared/README.md", "train toy --arch shared --out DIR"): {
+        "cls": "parse",
+        "subs": {"DIR": "runs/toy-shared"},
+    },  # 56 min
+    ("bindlab/assets/toy-shared/README.md", "eval toy --model toy:shared --out eval.json"): {
+        "cls": "slow"
+    },  # 378 s at load 18
+    ("bindlab/assets/toy-lit-minilm/README.md", "python -m bindlab eval mcq --model toy:lit-minilm ..."): {
+        "cls": "mention"
+    },  # elided
     ("bindlab/assets/toy-lit-minilm/README.md", "audit-splits --toy MODEL"): {"cls": "mention"},
-    ("bindlab/assets/toy-lit-minilm/README.md", "ground --data data/fa-toy --model toy:lit-minilm"):
-        {"cls": "mention"},  # 40 s at load 4, on the grid docs/reproductions.md generates
+    ("bindlab/assets/toy-lit-minilm/README.md", "ground --data data/fa-toy --model toy:lit-minilm"): {
+        "cls": "mention"
+    },  # 40 s at load 4, on the grid docs/reproductions.md generates
     ("bindlab/assets/toy-lit-minilm/README.md", "python -m bindlab eval pairs"): {"cls": "mention"},  # prose
-    ("bindlab/assets/toy-lit-minilm/README.md", "train toy --arch lit --text minilm --out DIR"):
-        {"cls": "parse", "subs": {"DIR": "runs/toy-lit-minilm"}},  # seven stages, about 2 hours (see the card)
-    ("bindlab/assets/toy-lit-minilm/README.md", "generate saber --per-size 100 --sizes 2-5"):
-        {"cls": "mention"},  # prose: the fresh MCQ sets (docs/reproductions.md gives the whole commands)
-    ("bindlab/assets/toy-lit-minilm/README.md", "eval toy --model toy:lit-minilm --out eval.json"):
-        {"cls": "slow"},  # minutes: MiniLM embeds the MCQ texts twice (the model, then minilm alone for tt)
+    ("bindlab/assets/toy-lit-minilm/README.md", "train toy --arch lit --text minilm --out DIR"): {
+        "cls": "parse",
+        "subs": {"DIR": "runs/toy-lit-minilm"},
+    },  # seven stages, about 2 hours (see the card)
+    ("bindlab/assets/toy-lit-minilm/README.md", "generate saber --per-size 100 --sizes 2-5"): {
+        "cls": "mention"
+    },  # prose: the fresh MCQ sets (docs/reproductions.md gives the whole commands)
+    ("bindlab/assets/toy-lit-minilm/README.md", "eval toy --model toy:lit-minilm --out eval.json"): {
+        "cls": "slow"
+    },  # minutes: MiniLM embeds the MCQ texts twice (the model, then minilm alone for tt)
     # --- docs/python.md: its commands are named in prose next to the Python function that runs the same study
     ("docs/python.md", "bindlab eval mcq"): {"cls": "mention"},
     ("docs/python.md", "bindlab eval pairs"): {"cls": "mention"},
@@ -257,9 +315,12 @@ def find_scenarios(path: Path) -> list[Scenario]:
             j = i + 1
             while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
                 j += 1
-            body = "\n".join(lines[i + 1:j])
-            if (m.group(2).lower() in SHELL_LANGS and not _is_layout(body)
-                    and any(_is_command(x) for x in _logical_lines(body))):
+            body = "\n".join(lines[i + 1 : j])
+            if (
+                m.group(2).lower() in SHELL_LANGS
+                and not _is_layout(body)
+                and any(_is_command(x) for x in _logical_lines(body))
+            ):
                 found.append(Scenario(rel, "block", i + 1, body))
             i = j + 1
             continue
@@ -303,10 +364,14 @@ def _bindlab_argv(line: str) -> list[str] | None:
     except ValueError:
         return None
     for k, tok in enumerate(tokens):
-        if tok == "bindlab" and (k == 0 or tokens[k - 1] == "-m" or re.fullmatch(r"\w+=.*", tokens[k - 1])
-                                 or tokens[:k][-3:-1] == ["nice", "-n"]):
+        if tok == "bindlab" and (
+            k == 0
+            or tokens[k - 1] == "-m"
+            or re.fullmatch(r"\w+=.*", tokens[k - 1])
+            or tokens[:k][-3:-1] == ["nice", "-n"]
+        ):
             argv = []
-            for t in tokens[k + 1:]:
+            for t in tokens[k + 1 :]:
                 if t in {"&&", "||", "|", ";", ">", ">>", "2>", "&"}:
                     break
                 argv.append(t)
@@ -320,7 +385,7 @@ def _append(script: str, append: dict[str, str]) -> str:
     for line in _logical_lines(script):
         argv = _bindlab_argv(line) if _is_command(line) else None
         for words, flags in append.items():
-            if argv and argv[:len(words.split())] == words.split():
+            if argv and argv[: len(words.split())] == words.split():
                 code, hash_, comment = line.partition("  #")
                 line = f"{code.rstrip()} {flags}" + (f"   {hash_}{comment}" if hash_ else "")
         out.append(line)
@@ -406,18 +471,33 @@ def run_scenario(sc: Scenario, entry: dict, tmp: Path) -> float:
     cwd = tmp / "cwd"
     cwd.mkdir()
     home = os.environ["BINDLAB_HOME"] if entry.get("home") == "session" else str(tmp / "home")
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"BINDLAB_DATA_ROOTS", "BINDLAB_PUBLIC", "SPACE_ID", "PYTHONPATH"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"BINDLAB_DATA_ROOTS", "BINDLAB_PUBLIC", "SPACE_ID", "PYTHONPATH"}
+    }
     path = [p for p in (_bin_folder(tmp), os.path.dirname(sys.executable)) if p]
-    env.update(PATH=os.pathsep.join([*path, env.get("PATH", "")]), BINDLAB_HOME=home, HF_HUB_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1", PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env.update(
+        PATH=os.pathsep.join([*path, env.get("PATH", "")]),
+        BINDLAB_HOME=home,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
     script = _script(sc, entry, tmp)
     (tmp / "scenario.sh").write_text(script)
     t0, cpu0 = time.monotonic(), _children_cpu()
     # its own process group, so a timeout stops the commands too, not only bash (SIGINT first: an interrupted
     # `finetune` cancels its job, which runs in a session of its own)
-    p = subprocess.Popen(["bash", "-euo", "pipefail", str(tmp / "scenario.sh")], cwd=cwd, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        ["bash", "-euo", "pipefail", str(tmp / "scenario.sh")],
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=TIMEOUT_S[entry["cls"]])
     except subprocess.TimeoutExpired:
@@ -431,11 +511,14 @@ def run_scenario(sc: Scenario, entry: dict, tmp: Path) -> float:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(p.pid, signal.SIGKILL)  # whatever of its process group is left
     seconds = time.monotonic() - t0
-    print(f"{sc.file}:{sc.line}: {seconds:.1f} s wall, {_children_cpu() - cpu0:.1f} s CPU, "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(
+        f"{sc.file}:{sc.line}: {seconds:.1f} s wall, {_children_cpu() - cpu0:.1f} s CPU, load {os.getloadavg()[0]:.1f}"
+    )
     if p.returncode != 0:
-        pytest.fail(f"{sc.file}:{sc.line}: exit {p.returncode} after {seconds:.0f} s\n--- script ---\n{script}"
-                    f"--- stderr (tail) ---\n{err[-6000:]}\n--- stdout (tail) ---\n{out[-2000:]}")
+        pytest.fail(
+            f"{sc.file}:{sc.line}: exit {p.returncode} after {seconds:.0f} s\n--- script ---\n{script}"
+            f"--- stderr (tail) ---\n{err[-6000:]}\n--- stdout (tail) ---\n{out[-2000:]}"
+        )
     return seconds
 
 
@@ -458,7 +541,8 @@ def test_every_documented_command_is_classified():
     claimed = {s for key in SCENARIOS for s in matches(key, scenarios)}
     missing = [s for s in scenarios if s not in claimed]
     assert not missing, "documented commands missing from SCENARIOS (classify them):\n" + "\n".join(
-        f"  {s.file}:{s.line} ({s.kind}): {s.text.splitlines()[0][:100]!r}" for s in missing)
+        f"  {s.file}:{s.line} ({s.kind}): {s.text.splitlines()[0][:100]!r}" for s in missing
+    )
 
 
 def test_table_entries_are_valid():
@@ -470,8 +554,11 @@ def test_table_entries_are_valid():
             problems.append(f"{key}: unknown class {entry['cls']!r}")
         found = matches(key, scenarios)
         if len(found) != 1:
-            what = "matches no documented command (stale)" if not found else \
-                f"matches {len(found)} ({', '.join(f'{s.file}:{s.line}' for s in found)}): make it longer"
+            what = (
+                "matches no documented command (stale)"
+                if not found
+                else f"matches {len(found)} ({', '.join(f'{s.file}:{s.line}' for s in found)}): make it longer"
+            )
             problems.append(f"{key}: {what}")
         elif entry["cls"] == "mention" and found[0].kind != "inline":
             problems.append(f"{key}: only an inline span can be a mention")
@@ -479,8 +566,10 @@ def test_table_entries_are_valid():
 
 
 def test_layout_listings_are_not_commands():
-    assert _is_layout("app.py                 starts the app\nbindlab/ui/            one module per tab\n"
-                      "                       callbacks")
+    assert _is_layout(
+        "app.py                 starts the app\nbindlab/ui/            one module per tab\n"
+        "                       callbacks"
+    )
     assert not _is_command("bindlab/ui/            one module per tab")
     assert _is_command("nice -n 5 python -m bindlab jobs compare X") and _is_command("bindlab models")
 

@@ -20,8 +20,9 @@ from PIL import Image
 from bindlab.cli import main
 from bindlab.present import exports
 
-needs_browser = pytest.mark.skipif(exports.find_browser() is None,
-                                   reason="PNG/SVG need Chromium (apt-get install chromium, or set BROWSER_PATH)")
+needs_browser = pytest.mark.skipif(
+    exports.find_browser() is None, reason="PNG/SVG need Chromium (apt-get install chromium, or set BROWSER_PATH)"
+)
 
 
 def read_jsonl(path):
@@ -55,8 +56,25 @@ def mcq_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("exports")
     data = write_benchmark(root / "saber", generate_saber(per_size=4, sizes=[2, 3, 4], seed=7), {"seed": 7})
     out, items, folder = root / "res.json", root / "items.jsonl", root / "export"
-    assert main(["eval", "mcq", "--data", str(data), "--model", "bow", "--out", str(out), "--per-item", str(items),
-                 "--export", str(folder)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mcq",
+                "--data",
+                str(data),
+                "--model",
+                "bow",
+                "--out",
+                str(out),
+                "--per-item",
+                str(items),
+                "--export",
+                str(folder),
+            ]
+        )
+        == 0
+    )
     return folder, _json(out), read_jsonl(items)
 
 
@@ -126,10 +144,24 @@ def test_svg_is_xml(mcq_run):
 
 
 def test_write_table_flattens_nested_values_and_round_trips(tmp_path):
-    rows = [{"name": 'a "quoted", comma', "x": np.float32(0.5), "n": np.int64(3), "ci": [0.1, 0.9],
-             "scores": {"c0_i0": 0.25, "c1_i1": float("nan")}, "ok": True},
-            {"name": "line\nbreak", "x": 1e-12, "n": 4, "ci": [0.2, 0.8], "scores": {"c0_i0": -1.0, "c1_i1": 2.0},
-             "ok": False}]
+    rows = [
+        {
+            "name": 'a "quoted", comma',
+            "x": np.float32(0.5),
+            "n": np.int64(3),
+            "ci": [0.1, 0.9],
+            "scores": {"c0_i0": 0.25, "c1_i1": float("nan")},
+            "ok": True,
+        },
+        {
+            "name": "line\nbreak",
+            "x": 1e-12,
+            "n": 4,
+            "ci": [0.2, 0.8],
+            "scores": {"c0_i0": -1.0, "c1_i1": 2.0},
+            "ok": False,
+        },
+    ]
     csv, js = exports.write_table(rows, tmp_path / "t", {"seed": 1})
     got, doc = _csv_equals_json(csv)
     assert doc["provenance"] == {"seed": 1}
@@ -158,8 +190,9 @@ def test_bad_formats_are_refused_with_the_choices(tmp_path, capsys):
     with pytest.raises(ValueError):
         exports.write_view(exports.ResultView("x"), tmp_path, {}, [])
     with pytest.raises(SystemExit) as e:
-        main(["eval", "mcq", "--data", "x.jsonl", "--model", "bow", "--export", str(tmp_path), "--export-formats",
-              "pdf"])
+        main(
+            ["eval", "mcq", "--data", "x.jsonl", "--model", "bow", "--export", str(tmp_path), "--export-formats", "pdf"]
+        )
     assert e.value.code == 2 and "choose one or more of" in capsys.readouterr().err
 
 
@@ -178,12 +211,32 @@ def test_pairs_cli_export(tiny):
     root, model = tiny
     data = generate_composet(root / "cs", scenes=2, foils_per_scene=15, seed=1, size=64, workers=1)
     out, folder = root / "pairs.json", root / "pairs-export"
-    assert main(["eval", "pairs", "--data", str(data), "--model", model, "--verbosity", "short", "--out", str(out),
-                 "--export", str(folder), "--export-formats", "csv,json,jsonl,html"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "pairs",
+                "--data",
+                str(data),
+                "--model",
+                model,
+                "--verbosity",
+                "short",
+                "--out",
+                str(out),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json,jsonl,html",
+            ]
+        )
+        == 0
+    )
     res = _json(out)
     edit, _ = _csv_equals_json(folder / "pairs_by_edit_type.csv")
-    assert dict(zip(edit["edit_type"], edit["group"], strict=True)) == {k: v["group"]
-                                                                       for k, v in res["by_edit_type"].items()}
+    assert dict(zip(edit["edit_type"], edit["group"], strict=True)) == {
+        k: v["group"] for k, v in res["by_edit_type"].items()
+    }
     pairs, _ = _csv_equals_json(folder / "pairs_pairs.csv")
     items = read_jsonl(folder / "pairs_items.jsonl")
     assert len(pairs) == len(items) == 30 and list(pairs["scores.c0_i0"]) == [r["scores"]["c0_i0"] for r in items]
@@ -195,11 +248,54 @@ def test_pairs_cli_export(tiny):
 def test_ground_cli_export(tiny):
     root, model = tiny
     grid = root / "grid"
-    assert main(["generate", "factors", "--out", str(grid), "--shapes", "3", "--hues", "4", "--patterns", "3",
-                 "--contexts", "3", "--replicas", "2", "--size", "32", "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "factors",
+                "--out",
+                str(grid),
+                "--shapes",
+                "3",
+                "--hues",
+                "4",
+                "--patterns",
+                "3",
+                "--contexts",
+                "3",
+                "--replicas",
+                "2",
+                "--size",
+                "32",
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     out, folder = root / "ground.json", root / "ground-export"
-    assert main(["ground", "--data", str(grid), "--model", model, "--factor", "hue", "--n-boot", "50", "--out",
-                 str(out), "--export", str(folder), "--export-formats", "csv,json"]) == 0
+    assert (
+        main(
+            [
+                "ground",
+                "--data",
+                str(grid),
+                "--model",
+                model,
+                "--factor",
+                "hue",
+                "--n-boot",
+                "50",
+                "--out",
+                str(out),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json",
+            ]
+        )
+        == 0
+    )
     res = _json(out)["factors"]["hue"]
     per_value, doc = _csv_equals_json(folder / "grounding_per_value.csv")
     assert list(per_value["ap_grounded"]) == [r["ap_grounded"] for r in res["per_value"]]
@@ -214,8 +310,26 @@ def test_attention_cli_export(tiny, mcq_run):
     root, model = tiny
     data = json.loads((mcq_run[0] / "mcq_summary.json").read_text())["provenance"]["dataset"]["path"]
     out, folder = root / "att.json", root / "att-export"
-    assert main(["attention", "--model", model, "--data", data, "--limit", "6", "--out", str(out), "--export",
-                 str(folder), "--export-formats", "csv,json,jsonl"]) == 0
+    assert (
+        main(
+            [
+                "attention",
+                "--model",
+                model,
+                "--data",
+                data,
+                "--limit",
+                "6",
+                "--out",
+                str(out),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json,jsonl",
+            ]
+        )
+        == 0
+    )
     res = _json(out)
     margins, _ = _csv_equals_json(folder / "attention_margins.csv")
     main_set = margins[margins["set"] == res["caption_set"]]
@@ -234,33 +348,61 @@ def test_compare_export_tables_and_figures(tmp_path):
     from bindlab.studies.result import Result
     from bindlab.train.compare import report_rows
 
-    mcq = [{"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.45},
-           {"pairing": "tt", "N": "2", "base": 0.35, "unscaled": 0.5, "lines": 0.55},
-           {"pairing": "tt", "N": "3", "base": 0.25, "unscaled": 0.3, "lines": 0.35}]
+    mcq = [
+        {"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.45},
+        {"pairing": "tt", "N": "2", "base": 0.35, "unscaled": 0.5, "lines": 0.55},
+        {"pairing": "tt", "N": "3", "base": 0.25, "unscaled": 0.3, "lines": 0.35},
+    ]
     metrics = [{"step": 1, "loss": 0.05}, {"step": 2, "loss": 0.04}, {"step": 2, "val_acc": 0.6}]
-    entry = {"evaluation": "MCQ, attributive template (the questions given)", "kind": "mcq", "format": "in-format",
-             "in_format": True, "higher_is_better": True, "n": 3,
-             "models": {k: {"value": v, "ci95": [v - 0.1, v + 0.1], "n": 3}
-                        for k, v in (("base", 0.3), ("unscaled", 0.4), ("lines", 0.45))}}
+    entry = {
+        "evaluation": "MCQ, attributive template (the questions given)",
+        "kind": "mcq",
+        "format": "in-format",
+        "in_format": True,
+        "higher_is_better": True,
+        "n": 3,
+        "models": {
+            k: {"value": v, "ci95": [v - 0.1, v + 0.1], "n": 3}
+            for k, v in (("base", 0.3), ("unscaled", 0.4), ("lines", 0.45))
+        },
+    }
 
     def result(a):
-        return Result("finetune", {"lines": {"a": a}, "report": [entry], "job": "j1"}, rows=mcq,
-                      tables={"mcq": mcq, "triplets": [{"model": "base", "triplet_test": 0.5}],
-                              "report": report_rows([entry], a)})
+        return Result(
+            "finetune",
+            {"lines": {"a": a}, "report": [entry], "job": "j1"},
+            rows=mcq,
+            tables={
+                "mcq": mcq,
+                "triplets": [{"model": "base", "triplet_test": 0.5}],
+                "report": report_rows([entry], a),
+            },
+        )
 
-    w = exports.write_view(exports.compare_export(result(0.1), metrics), tmp_path, {"settings": {"job": "j1"}},
-                           ["csv", "json", "html"])
-    assert {p.name for p in w.paths} >= {"compare_mcq.csv", "compare_triplets.json", "compare_training.csv",
-                                         "compare_accuracy_by_n.html", "compare_training.html", "compare_report.csv",
-                                         "compare_report_values.csv"}
+    w = exports.write_view(
+        exports.compare_export(result(0.1), metrics), tmp_path, {"settings": {"job": "j1"}}, ["csv", "json", "html"]
+    )
+    assert {p.name for p in w.paths} >= {
+        "compare_mcq.csv",
+        "compare_triplets.json",
+        "compare_training.csv",
+        "compare_accuracy_by_n.html",
+        "compare_training.html",
+        "compare_report.csv",
+        "compare_report_values.csv",
+    }
     got, _ = _csv_equals_json(tmp_path / "compare_mcq.csv")
     assert list(got["LiNeS (a=0.1)"]) == [0.45, 0.55, 0.35]
     values, _ = _csv_equals_json(tmp_path / "compare_report_values.csv")
-    assert list(values["model"]) == ["base", "unscaled", "LiNeS (a=0.1)"] and list(values["ci95_low"]) == \
-        pytest.approx([0.2, 0.3, 0.35])
+    assert list(values["model"]) == ["base", "unscaled", "LiNeS (a=0.1)"] and list(values["ci95_low"]) == pytest.approx(
+        [0.2, 0.3, 0.35]
+    )
     unscaled = exports.compare_export(result(1.0))
     assert list(unscaled.tables["mcq"][0]) == ["pairing", "N", "base", "unscaled"]
-    assert [t.name for t in unscaled.figures["accuracy_by_n"].data] == ["base", "unscaled"]  # one pairing: named by model
+    assert [t.name for t in unscaled.figures["accuracy_by_n"].data] == [
+        "base",
+        "unscaled",
+    ]  # one pairing: named by model
 
 
 def test_each_download_request_gets_its_own_folder():
@@ -305,8 +447,14 @@ def _many_files_view() -> exports.ResultView:
     """A view about the size of a full Walkthrough download: many tables and charts."""
     tables = {f"table{k}": [{"k": k, "v": k / 10}] for k in range(12)}
     figures = {f"chart{k}": go.Figure(go.Bar(x=[1, 2], y=[k, k + 1])) for k in range(4)}
-    return exports.ResultView("t", tables, figures, {"items": [{"id": 1}, {"id": 2}]}, main=("table0", "chart0", "items"),
-                              about={"table0": "the summary: one row per run", "chart0": "the main chart"})
+    return exports.ResultView(
+        "t",
+        tables,
+        figures,
+        {"items": [{"id": 1}, {"id": 2}]},
+        main=("table0", "chart0", "items"),
+        about={"table0": "the summary: one row per run", "chart0": "the main chart"},
+    )
 
 
 def test_the_panel_default_is_a_few_main_files_with_a_readme_and_everything_stays_an_option():
@@ -333,7 +481,9 @@ def test_the_panel_default_is_a_few_main_files_with_a_readme_and_everything_stay
 
     everything, note = deliver(view, {}, [f for f in default if f != MAIN])
     names = [Path(p).name for p in everything]
-    assert len(names) == 12 * 2 + 1 + 4 + 3 and "every file" in note  # tables ×2, items, charts, provenance, README, zip
+    assert (
+        len(names) == 12 * 2 + 1 + 4 + 3 and "every file" in note
+    )  # tables ×2, items, charts, provenance, README, zip
     readme = Path(everything[names.index("README.txt")]).read_text()
     assert all(n in readme for n in names[:-2]) and "tick 'everything'" not in readme
 
@@ -344,4 +494,3 @@ def test_main_files_fall_back_to_the_first_table_and_chart_and_to_one_format_eac
     assert list(exports.main_view(plain).tables) == ["table0"] and list(exports.main_view(plain).figures) == ["chart0"]
     assert exports.main_formats(["json", "csv", "svg", "png"]) == ["csv", "png"]
     assert exports.main_formats(["json", "jsonl", "svg"]) == ["json", "jsonl", "svg"]
-

@@ -18,22 +18,34 @@ def _job(state: str, job_id: str) -> dict:
     return {"id": job_id, "state": state}
 
 
-@pytest.mark.parametrize(("jobs", "expected"), [
-    ([], None),
-    ([_job("done", "a"), _job("running", "b"), _job("done", "c")], "b"),
-    ([_job("queued", "a"), _job("done", "b")], "a"),
-    ([_job("done", "a"), _job("failed", "b")], "b"),
-    ([_job("running", "a"), _job("queued", "b"), _job("running", "c")], "c"),
-])
+@pytest.mark.parametrize(
+    ("jobs", "expected"),
+    [
+        ([], None),
+        ([_job("done", "a"), _job("running", "b"), _job("done", "c")], "b"),
+        ([_job("queued", "a"), _job("done", "b")], "a"),
+        ([_job("done", "a"), _job("failed", "b")], "b"),
+        ([_job("running", "a"), _job("queued", "b"), _job("running", "c")], "c"),
+    ],
+)
 def test_the_tab_selects_the_running_else_the_newest_job(jobs, expected):
     assert ft_tab.default_job(jobs) == expected
 
 
 def test_a_failed_job_shows_its_one_line_error_not_its_log():
-    info = {"status": {"id": "j1", "model_id": "lora:j1", "base_model": "bow", "state": "failed",
-                       "message": "RuntimeError: out of memory", "error": "RuntimeError: out of memory",
-                       "log_tail": "Traceback (most recent call last):\n  File secret.py"},
-            "log_tail": "Traceback (most recent call last):", "result": None}
+    info = {
+        "status": {
+            "id": "j1",
+            "model_id": "lora:j1",
+            "base_model": "bow",
+            "state": "failed",
+            "message": "RuntimeError: out of memory",
+            "error": "RuntimeError: out of memory",
+            "log_tail": "Traceback (most recent call last):\n  File secret.py",
+        },
+        "log_tail": "Traceback (most recent call last):",
+        "result": None,
+    }
     md = ft_tab.status_md(info)
     assert "RuntimeError: out of memory" in md
     assert "Traceback" not in md and "secret.py" not in md
@@ -43,9 +55,19 @@ def _status_file(root, job_id: str, owner: str) -> None:
     d = root / "jobs" / job_id
     d.mkdir(parents=True)
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    write_json_atomic(d / "status.json", {"id": job_id, "kind": "finetune", "model_id": f"lora:{job_id}",
-                                          "base_model": "bow", "state": "done", "owner": owner, "created": now,
-                                          "message": "finished 2 steps"})
+    write_json_atomic(
+        d / "status.json",
+        {
+            "id": job_id,
+            "kind": "finetune",
+            "model_id": f"lora:{job_id}",
+            "base_model": "bow",
+            "state": "done",
+            "owner": owner,
+            "created": now,
+            "message": "finished 2 steps",
+        },
+    )
 
 
 def test_jobs_per_visitor_and_the_local_user_sees_cli_jobs(tmp_path, monkeypatch):
@@ -65,16 +87,25 @@ def test_jobs_per_visitor_and_the_local_user_sees_cli_jobs(tmp_path, monkeypatch
         fs.page_manager(None)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("q1: bad role (refusing the file; fix the line or load with strict=False / --skip-bad)",
-     "q1: bad role (refusing the file; fix the line)"),
-    ("finetune needs a triplets folder (--data); make one with 'python -m bindlab generate triplets --out DIR'",
-     "finetune needs a triplets folder"),
-    ("no job 'x'; your recent jobs: [] (see 'python -m bindlab jobs list')", "no job 'x'; your recent jobs: []"),
-    ("--lora-rank 5000 is above 1024; LoRA ranks are small (default 4)",
-     "lora rank 5000 is above 1024; LoRA ranks are small (default 4)"),
-    ("unknown encoder backend 'nope'; known: bow, minilm", "unknown encoder backend 'nope'; known: bow, minilm"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            "q1: bad role (refusing the file; fix the line or load with strict=False / --skip-bad)",
+            "q1: bad role (refusing the file; fix the line)",
+        ),
+        (
+            "finetune needs a triplets folder (--data); make one with 'python -m bindlab generate triplets --out DIR'",
+            "finetune needs a triplets folder",
+        ),
+        ("no job 'x'; your recent jobs: [] (see 'python -m bindlab jobs list')", "no job 'x'; your recent jobs: []"),
+        (
+            "--lora-rank 5000 is above 1024; LoRA ranks are small (default 4)",
+            "lora rank 5000 is above 1024; LoRA ranks are small (default 4)",
+        ),
+        ("unknown encoder backend 'nope'; known: bow, minilm", "unknown encoder backend 'nope'; known: bow, minilm"),
+    ],
+)
 def test_messages_name_only_what_the_page_offers(raw, expected):
     assert wt_tab.page_message(raw) == expected
     assert "--" not in wt_tab.page_message(raw)
@@ -90,10 +121,14 @@ def test_step4_dropdown_accepts_entries_and_model_pairing_and_refuses_the_rest()
 
 
 def test_step7_chart_has_one_panel_per_pairing_and_one_legend_entry_per_model():
-    rows = [{"pairing": p, "N": str(n), "base": 0.3, "unscaled": 0.4, "lines": 0.5}
-            for p in ("tt", "ti", "it", "ii") for n in range(2, 6)]
-    fig = finetune_figure({"by_n": rows + [{"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.5}],
-                           "lines_a": 0.1})
+    rows = [
+        {"pairing": p, "N": str(n), "base": 0.3, "unscaled": 0.4, "lines": 0.5}
+        for p in ("tt", "ti", "it", "ii")
+        for n in range(2, 6)
+    ]
+    fig = finetune_figure(
+        {"by_n": rows + [{"pairing": "tt", "N": "all", "base": 0.3, "unscaled": 0.4, "lines": 0.5}], "lines_a": 0.1}
+    )
     titles = [a.text for a in fig.layout.annotations if a.text in wt_tab.PAIRING_NAMES.values()]
     assert titles == list(wt_tab.PAIRING_NAMES.values())
     assert len(fig.data) == 12 and {len(t.x) for t in fig.data} == {4}  # "all" is not a point
@@ -109,20 +144,45 @@ def _step7(a: float) -> dict:
     def m(v, lo, hi):
         return {"value": v, "ci95": [lo, hi], "n": 30}
 
-    entries = [{"evaluation": "MCQ, attributive template (the questions given)", "kind": "mcq", "format": "in-format",
-                "in_format": True, "higher_is_better": True, "n": 30,
-                "models": {"base": m(.3, .2, .4), "unscaled": m(.7, .6, .8), "lines": m(.6, .5, .7)}},
-               {"evaluation": "MCQ, predicative template (held out of training)", "kind": "mcq",
-                "format": "out-of-template", "in_format": False, "higher_is_better": True, "n": 30,
-                "models": {"base": m(.3, .2, .4), "unscaled": m(.35, .25, .45), "lines": m(.33, .23, .43)}}]
+    entries = [
+        {
+            "evaluation": "MCQ, attributive template (the questions given)",
+            "kind": "mcq",
+            "format": "in-format",
+            "in_format": True,
+            "higher_is_better": True,
+            "n": 30,
+            "models": {"base": m(0.3, 0.2, 0.4), "unscaled": m(0.7, 0.6, 0.8), "lines": m(0.6, 0.5, 0.7)},
+        },
+        {
+            "evaluation": "MCQ, predicative template (held out of training)",
+            "kind": "mcq",
+            "format": "out-of-template",
+            "in_format": False,
+            "higher_is_better": True,
+            "n": 30,
+            "models": {"base": m(0.3, 0.2, 0.4), "unscaled": m(0.35, 0.25, 0.45), "lines": m(0.33, 0.23, 0.43)},
+        },
+    ]
     row = {"base": 0.3, "unscaled": 0.7, "lines": 0.6}
-    return {"job": "j", "rows": [{"pairing": p, "N": "all", **row} for p in ("tt", "ii")],
-            "by_n": [{"pairing": p, "N": n, **row} for p in ("tt", "ii") for n in ("all", "2", "3")],
-            "triplets": [], "lines_a": a, "names": wt.finetune_names(a), "shown": wt.finetune_shown(a),
-            "template": "attributive", "report": entries, "report_rows": report_rows(entries, a),
-            "report_moves": report_moves(entries, a), "image_drift": {"mean_1_minus_cos": 0.01, "max_1_minus_cos": 0.02,
-                                                                      "n_images": 4},
-            "steps": 3, "train_seconds": 5.0, "lr": 2e-3, "n_questions": 30}
+    return {
+        "job": "j",
+        "rows": [{"pairing": p, "N": "all", **row} for p in ("tt", "ii")],
+        "by_n": [{"pairing": p, "N": n, **row} for p in ("tt", "ii") for n in ("all", "2", "3")],
+        "triplets": [],
+        "lines_a": a,
+        "names": wt.finetune_names(a),
+        "shown": wt.finetune_shown(a),
+        "template": "attributive",
+        "report": entries,
+        "report_rows": report_rows(entries, a),
+        "report_moves": report_moves(entries, a),
+        "image_drift": {"mean_1_minus_cos": 0.01, "max_1_minus_cos": 0.02, "n_images": 4},
+        "steps": 3,
+        "train_seconds": 5.0,
+        "lr": 2e-3,
+        "n_questions": 30,
+    }
 
 
 def test_step7_says_the_questions_are_in_format_and_which_report_rows_moved():
@@ -145,8 +205,10 @@ def test_step7_calls_a_of_one_unscaled_never_lines():
     r = _step7(1.0)
     frame = wt_tab.finetune_frame(r)
     assert list(frame.columns) == ["pairing", "base", "finetuned (unscaled)"]
-    assert [t.name for t in finetune_figure(r).data if t.showlegend and t.name != "chance"] == \
-        ["base", "finetuned (unscaled)"]
+    assert [t.name for t in finetune_figure(r).data if t.showlegend and t.name != "chance"] == [
+        "base",
+        "finetuned (unscaled)",
+    ]
     text = wt_tab.finetune_md(r)
     assert "base → finetuned (unscaled)" in text and "LiNeS (a=" not in text and "finetuned + LiNeS" not in text
     assert not any("LiNeS" in c for c in wt_tab.report_frame(r).columns)

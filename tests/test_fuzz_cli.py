@@ -39,11 +39,14 @@ def _good_mcq() -> dict:
 
 def _png_header(width: int, height: int) -> bytes:
     """A PNG whose header claims ``width`` x ``height`` but holds one tiny IDAT (a bomb that costs nothing)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + \
-        chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + chunk(b"IEND", b"")
+    )
 
 
 def _mutated(mutate) -> str:
@@ -57,6 +60,7 @@ def _set(path: list, value):
         for k in path[:-1]:
             o = o[k]
         o[path[-1]] = value
+
     return f
 
 
@@ -124,8 +128,9 @@ def world(tmp_path_factory) -> dict[str, Path]:
         d = root / name
         d.mkdir()
         p = d / "mcq.jsonl"
-        (p.write_bytes if isinstance(content, bytes) else p.write_text)(content if isinstance(content, bytes)
-                                                                         else content + "\n")
+        (p.write_bytes if isinstance(content, bytes) else p.write_text)(
+            content if isinstance(content, bytes) else content + "\n"
+        )
         w[name] = p
     fifo = root / "fifo.jsonl"
     os.mkfifo(fifo)
@@ -150,25 +155,36 @@ def world(tmp_path_factory) -> dict[str, Path]:
 
     Image.new("RGB", (8, 8), (200, 10, 10)).save(imgs / "ok.png")
     for kind in ("bomb", "trunc", "garbage", "fifo"):
-        row = {"id": "p0", "base": {"image": f"{kind}.png", "captions": {"short": "a red cube"}},
-               "foil": {"image": "ok.png", "captions": {"short": "a blue cube"}}}
+        row = {
+            "id": "p0",
+            "base": {"image": f"{kind}.png", "captions": {"short": "a red cube"}},
+            "foil": {"image": "ok.png", "captions": {"short": "a blue cube"}},
+        }
         (imgs / f"{kind}.jsonl").write_text(json.dumps(row) + "\n")
         w[f"pairs_{kind}"] = imgs / f"{kind}.jsonl"
-    row = {"id": "p0", "base": {"image": "../good/mcq.jsonl", "captions": {"short": "a"}},
-           "foil": {"image": "ok.png", "captions": {"short": "b"}}}
+    row = {
+        "id": "p0",
+        "base": {"image": "../good/mcq.jsonl", "captions": {"short": "a"}},
+        "foil": {"image": "ok.png", "captions": {"short": "b"}},
+    }
     (imgs / "escape.jsonl").write_text(json.dumps(row) + "\n")
     w["pairs_escape"] = imgs / "escape.jsonl"
-    (imgs / "nan.jsonl").write_text('{"id": "p0", "pixels_changed": NaN, "base": {"image": "ok.png", '
-                                    '"captions": {"short": "a"}}, "foil": {"image": "ok.png", "captions": '
-                                    '{"short": "b"}}}\n')
+    (imgs / "nan.jsonl").write_text(
+        '{"id": "p0", "pixels_changed": NaN, "base": {"image": "ok.png", '
+        '"captions": {"short": "a"}}, "foil": {"image": "ok.png", "captions": '
+        '{"short": "b"}}}\n'
+    )
     w["pairs_nan"] = imgs / "nan.jsonl"
     # a factor grid folder with a negative context, one with a leaking header, one whose meta.json is an array
     for name, text, meta in [
         ("grid_negative", "image,shape,hue,pattern,context,replica\na.png,cube,red,plain,-1,0\n", None),
         ("grid_header", "HF_TOKEN=secret\n", None),
         ("grid_meta_array", "image,shape,hue,pattern,context,replica\na.png,cube,red,plain,0,0\n", "[1, 2]"),
-        ("grid_meta_nested", "image,shape,hue,pattern,context,replica\na.png,cube,red,plain,0,0\n",
-         "[" * 5000 + "]" * 5000),
+        (
+            "grid_meta_nested",
+            "image,shape,hue,pattern,context,replica\na.png,cube,red,plain,0,0\n",
+            "[" * 5000 + "]" * 5000,
+        ),
         ("grid_escape", "image,shape,hue,pattern,context,replica\n../../etc/passwd,cube,red,plain,0,0\n", None),
     ]:
         d = root / name
@@ -180,12 +196,17 @@ def world(tmp_path_factory) -> dict[str, Path]:
     # a pair whose foil is its base: the same caption, the same image path, the same file behind a link, the same bytes
     shutil.copyfile(imgs / "ok.png", imgs / "ok_copy.png")
     (imgs / "ok_link.png").symlink_to("ok.png")
-    for kind, base_img, foil_img, foil_caption in [("same_caption", "ok.png", "bomb.png", "a red cube"),
-                                                   ("same_image", "ok.png", "./ok.png", "a blue cube"),
-                                                   ("same_file", "ok.png", "ok_link.png", "a blue cube"),
-                                                   ("same_bytes", "ok.png", "ok_copy.png", "a blue cube")]:
-        row = {"id": "p0", "base": {"image": base_img, "captions": {"short": "a red cube"}},
-               "foil": {"image": foil_img, "captions": {"short": foil_caption}}}
+    for kind, base_img, foil_img, foil_caption in [
+        ("same_caption", "ok.png", "bomb.png", "a red cube"),
+        ("same_image", "ok.png", "./ok.png", "a blue cube"),
+        ("same_file", "ok.png", "ok_link.png", "a blue cube"),
+        ("same_bytes", "ok.png", "ok_copy.png", "a blue cube"),
+    ]:
+        row = {
+            "id": "p0",
+            "base": {"image": base_img, "captions": {"short": "a red cube"}},
+            "foil": {"image": foil_img, "captions": {"short": foil_caption}},
+        }
         (imgs / f"{kind}.jsonl").write_text(json.dumps(row) + "\n")
         w[f"pairs_{kind}"] = imgs / f"{kind}.jsonl"
     # an MCQ whose query image is a FIFO (the map reads images for its hover thumbnails)
@@ -195,15 +216,23 @@ def world(tmp_path_factory) -> dict[str, Path]:
     (d / "mcq.jsonl").write_text(_mutated(_set(["query", "image"], "q.png")) + "\n")
     w["mcq_fifo_image"] = d / "mcq.jsonl"
     # triplets: rows without their split; rows whose bindings are not words of their captions (nothing to measure)
-    trip = {"id": "t0", "construction": "pair_swap", "query": "a red cube and a blue sphere",
-            "positive": "a red cube beside a blue sphere", "negative": "a blue cube beside a red sphere",
-            "negative_kind": "attribute", "bindings": [["red", "cube"], ["blue", "sphere"]], "split": "test"}
+    trip = {
+        "id": "t0",
+        "construction": "pair_swap",
+        "query": "a red cube and a blue sphere",
+        "positive": "a red cube beside a blue sphere",
+        "negative": "a blue cube beside a red sphere",
+        "negative_kind": "attribute",
+        "bindings": [["red", "cube"], ["blue", "sphere"]],
+        "split": "test",
+    }
     d = root / "triplets"
     d.mkdir()
     (d / "no_split.jsonl").write_text(json.dumps({k: v for k, v in trip.items() if k != "split"}) + "\n")
     w["triplets_no_split"] = d / "no_split.jsonl"
-    (d / "unmeasurable.jsonl").write_text(json.dumps({**trip, "bindings": [["purple", "zebra"], ["green", "yak"]]})
-                                          + "\n")
+    (d / "unmeasurable.jsonl").write_text(
+        json.dumps({**trip, "bindings": [["purple", "zebra"], ["green", "yak"]]}) + "\n"
+    )
     w["triplets_unmeasurable"] = d / "unmeasurable.jsonl"
     # export folders holding a link planted where an export file goes, pointing at a file outside the folder
     w["link_target"] = root / "outside_target.txt"
@@ -241,9 +270,12 @@ class SafetensorError(Exception):
 FAULTS: dict[str, Callable[[], BaseException]] = {
     "oom-memory-error": MemoryError,
     "oom-mmap-runtime-error": lambda: RuntimeError(
-        "unable to mmap 90868224 bytes from file <model.safetensors>: Cannot allocate memory (12)"),
+        "unable to mmap 90868224 bytes from file <model.safetensors>: Cannot allocate memory (12)"
+    ),
     "oom-mmap-oserror": lambda: OSError(errno.ENOMEM, "Cannot allocate memory"),
-    "oom-safetensors": lambda: SafetensorError("Error while deserializing header: Cannot allocate memory (os error 12)"),
+    "oom-safetensors": lambda: SafetensorError(
+        "Error while deserializing header: Cannot allocate memory (os error 12)"
+    ),
     "oom-shared-library": lambda: ImportError("libtorch_cpu.so: failed to map segment from shared object"),
     "oom-bad-alloc": lambda: RuntimeError("std::bad_alloc"),
 }
@@ -256,12 +288,14 @@ def _link_untouched(k: int) -> Callable[[dict[str, Path]], None]:
         assert link.is_symlink(), f"{link} was replaced or removed"
         assert w["link_target"].read_text() == LINK_TARGET_TEXT, "the export wrote through the link"
         assert [p.name for p in link.parent.iterdir()] == [file], "an export refused for a link wrote files"
+
     return check
 
 
 # case id -> a check after the run (the case's own outcome is the table's)
-AFTER: dict[str, Callable[[dict[str, Path]], None]] = {f"eval-mcq-export-link-{f}": _link_untouched(k)
-                                                       for k, f in enumerate(LINKED_EXPORT_FILES)}
+AFTER: dict[str, Callable[[dict[str, Path]], None]] = {
+    f"eval-mcq-export-link-{f}": _link_untouched(k) for k, f in enumerate(LINKED_EXPORT_FILES)
+}
 
 
 def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
@@ -283,8 +317,10 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     gen = {
         "saber": (["generate", "saber", "--out", "{root}/gen-saber"], ["--per-size", "--size", "--workers"]),
         "triplets": (["generate", "triplets", "--out", "{root}/gen-trip"], ["--n"]),
-        "composet": (["generate", "composet", "--out", "{root}/gen-comp"],
-                     ["--scenes", "--foils-per-scene", "--size", "--workers"]),
+        "composet": (
+            ["generate", "composet", "--out", "{root}/gen-comp"],
+            ["--scenes", "--foils-per-scene", "--size", "--workers"],
+        ),
         "factors": (["generate", "factors", "--out", "{root}/gen-fac"], ["--contexts", "--replicas", "--workers"]),
     }
     for name, (base, flags) in gen.items():
@@ -296,20 +332,40 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     for flag in ["--lr", "--lora-alpha", "--margin", "--weight-decay"]:
         for v in BAD_FLOAT:
             add(f"finetune{flag}={v}", ft + [flag, v])
-    for flag, vals in [("--lr", ["0", "-1e-3"]), ("--lora-alpha", ["0", "-4"]), ("--margin", ["-0.5"]),
-                       ("--epochs", ["0", "-1", HUGE]), ("--max-steps", ["-1", HUGE]), ("--batch-size", ["0", "-8"]),
-                       ("--lora-rank", ["0", "-2"]), ("--num-processes", ["0", HUGE]), ("--eval-rows", ["-1"])]:
+    for flag, vals in [
+        ("--lr", ["0", "-1e-3"]),
+        ("--lora-alpha", ["0", "-4"]),
+        ("--margin", ["-0.5"]),
+        ("--epochs", ["0", "-1", HUGE]),
+        ("--max-steps", ["-1", HUGE]),
+        ("--batch-size", ["0", "-8"]),
+        ("--lora-rank", ["0", "-2"]),
+        ("--num-processes", ["0", HUGE]),
+        ("--eval-rows", ["-1"]),
+    ]:
         for v in vals:
             add(f"finetune{flag}={v}", ft + [flag, v])
     toy = ["train", "toy", "--arch", "clip", "--out", "{root}/toy"]
-    for flag, vals in [("--steps", ["0", "-1", HUGE]), ("--batch-size", ["0", "-1"]), ("--lr", ["nan", "inf", "0"]),
-                       ("--threads", ["0", HUGE]), ("--hard-share", ["nan", "2", "-1"]), ("--pool-size", ["0"]),
-                       ("--checkpoint-every", ["0"]), ("--eval-sample", ["-1"]), ("--image-size", ["-1", HUGE])]:
+    for flag, vals in [
+        ("--steps", ["0", "-1", HUGE]),
+        ("--batch-size", ["0", "-1"]),
+        ("--lr", ["nan", "inf", "0"]),
+        ("--threads", ["0", HUGE]),
+        ("--hard-share", ["nan", "2", "-1"]),
+        ("--pool-size", ["0"]),
+        ("--checkpoint-every", ["0"]),
+        ("--eval-sample", ["-1"]),
+        ("--image-size", ["-1", HUGE]),
+    ]:
         for v in vals:
             add(f"train-toy{flag}={v}", toy + [flag, v])
     mp = ["map", "--model", "bow", "--data", "{good_mcq}", "--out", "{root}/map.html"]
-    for flag, vals in [("--n-neighbors", ["0", "-1", "1", "100000", HUGE]), ("--min-dist", ["nan", "-1", "inf"]),
-                       ("--limit", ["-1"]), ("--thumb-size", ["0", HUGE])]:
+    for flag, vals in [
+        ("--n-neighbors", ["0", "-1", "1", "100000", HUGE]),
+        ("--min-dist", ["nan", "-1", "inf"]),
+        ("--limit", ["-1"]),
+        ("--thumb-size", ["0", HUGE]),
+    ]:
         for v in vals:
             add(f"map{flag}={v}", mp + [flag, v])
     add("map-n-neighbors-above-the-points", mp + ["--n-neighbors", "400"])  # one question: 5 points
@@ -332,31 +388,48 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     add("eval-toy-sample=-1", ["eval", "toy", "--model", "toy:clip", "--sample", "-1"])
 
     # data files and special paths, through every command that reads an MCQ-like JSONL
-    readers = {**eval_base,
-               "attention": ["attention", "--model", "bow", "--data", "{good_mcq}"],
-               "map": ["map", "--model", "bow", "--data", "{good_mcq}", "--out", "{root}/map2.html"]}
+    readers = {
+        **eval_base,
+        "attention": ["attention", "--model", "bow", "--data", "{good_mcq}"],
+        "map": ["map", "--model", "bow", "--data", "{good_mcq}", "--out", "{root}/map2.html"],
+    }
     bad_data = list(MCQ_FILES) + ["fifo", "folder", "missing", "long_name", "long_path", "symlink_out"]
     for name, base in readers.items():
         for d in bad_data:
             if name in ("attention", "map") and d in ("duplicate_ids",):
                 continue
             add(f"{name}-data-{d}", [("{" + d + "}" if x == "{good_mcq}" else x) for x in base])
-        for outside in ["/etc/passwd", "/etc/shadow", "/proc/self/environ", "/dev/zero", "/dev/null",
-                        "/dev/urandom", "../../../../../../etc/hostname", "~/.bashrc", "/"]:
+        for outside in [
+            "/etc/passwd",
+            "/etc/shadow",
+            "/proc/self/environ",
+            "/dev/zero",
+            "/dev/null",
+            "/dev/urandom",
+            "../../../../../../etc/hostname",
+            "~/.bashrc",
+            "/",
+        ]:
             add(f"{name}-data-{outside}", [(outside if x == "{good_mcq}" else x) for x in base])
     for d in ["garbage_bytes", "fifo", "folder", "missing"]:  # each malformed file that reaches a job costs ~15 s
         add(f"finetune-triplets-{d}", ["finetune", "--model", "minilm", "--data", "{" + d + "}"])
     for d in ["/etc/passwd", "/dev/zero"]:
         add(f"finetune-triplets-{d}", ["finetune", "--model", "minilm", "--data", d])
     for kind in ("bomb", "trunc", "garbage", "fifo", "escape", "nan"):
-        add(f"pairs-image-{kind}", ["eval", "pairs", "--model", "toy:clip", "--data", "{pairs_" + kind + "}",
-                                    "--device", "cpu"])
+        add(
+            f"pairs-image-{kind}",
+            ["eval", "pairs", "--model", "toy:clip", "--data", "{pairs_" + kind + "}", "--device", "cpu"],
+        )
     for kind in ("same_caption", "same_image", "same_file", "same_bytes"):  # a foil that is its base
         add(f"pairs-foil-is-base-{kind}", ["eval", "pairs", "--model", "bow", "--data", "{pairs_" + kind + "}"])
-    add("map-image-fifo", ["map", "--model", "bow", "--data", "{mcq_fifo_image}", "--out", "{root}/map3.html",
-                           "--method", "pca"])
-    add("map-image-fifo-toy", ["map", "--model", "toy:clip", "--data", "{mcq_fifo_image}", "--out",
-                               "{root}/map4.html", "--method", "pca"])
+    add(
+        "map-image-fifo",
+        ["map", "--model", "bow", "--data", "{mcq_fifo_image}", "--out", "{root}/map3.html", "--method", "pca"],
+    )
+    add(
+        "map-image-fifo-toy",
+        ["map", "--model", "toy:clip", "--data", "{mcq_fifo_image}", "--out", "{root}/map4.html", "--method", "pca"],
+    )
     for d in ("triplets_no_split", "triplets_unmeasurable"):
         add(f"attention-{d}", ["attention", "--model", "toy:clip", "--data", "{" + d + "}", "--device", "cpu"])
     for g in ("grid_negative", "grid_header", "grid_meta_array", "grid_meta_nested", "grid_escape", "folder"):
@@ -364,14 +437,24 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     for d in ("/etc", "/dev/zero", "{fifo}"):
         add(f"ground-{d}", ["ground", "--model", "toy:clip", "--data", d])
     add("benchmark-manifest-array", ["eval", "benchmark", "--name", "{json_array_line}", "--model", "bow"])
-    add("benchmark-data-outside", ["eval", "benchmark", "--name", "winoground", "--model", "bow", "--data",
-                                   "/etc/passwd"])
+    add(
+        "benchmark-data-outside",
+        ["eval", "benchmark", "--name", "winoground", "--model", "bow", "--data", "/etc/passwd"],
+    )
 
     # output paths
     for name, base in eval_base.items():
         for flag in ("--out", "--per-item"):
-            for target in ["/dev/full", "/dev/null", "{out_dir}", "{a_file}/x.json", "{root}/" + "z" * 256 + ".json",
-                           "{fifo}", "bindlab/assets/evil.json", ""]:
+            for target in [
+                "/dev/full",
+                "/dev/null",
+                "{out_dir}",
+                "{a_file}/x.json",
+                "{root}/" + "z" * 256 + ".json",
+                "{fifo}",
+                "bindlab/assets/evil.json",
+                "",
+            ]:
                 add(f"{name}{flag}={target}", base + [flag, target])
         for target in ["{out_file}", "/dev/null", "{a_file}/sub", "bindlab/assets/exported"]:
             add(f"{name}-export={target}", base + ["--export", target])
@@ -390,21 +473,37 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
     add("limit-env-garbage", eval_base["eval-mcq"], {"BINDLAB_MAX_FILE_BYTES": "lots"})
     add("limit-env-negative", eval_base["eval-mcq"], {"BINDLAB_MAX_JSONL_LINES": "-3"})
     add("file-over-size-cap", eval_base["eval-mcq"], {"BINDLAB_MAX_FILE_BYTES": "100"})
-    add("file-over-line-cap", [x.replace("{good_mcq}", "{duplicate_ids}") for x in eval_base["eval-mcq"]],
-        {"BINDLAB_MAX_JSONL_LINES": "1"})
-    add("public-mode-cwd-not-a-root", ["eval", "mcq", "--data", "README.md", "--model", "bow"],
-        {"BINDLAB_PUBLIC": "1", "BINDLAB_DATA_ROOTS": ""})
+    add(
+        "file-over-line-cap",
+        [x.replace("{good_mcq}", "{duplicate_ids}") for x in eval_base["eval-mcq"]],
+        {"BINDLAB_MAX_JSONL_LINES": "1"},
+    )
+    add(
+        "public-mode-cwd-not-a-root",
+        ["eval", "mcq", "--data", "README.md", "--model", "bow"],
+        {"BINDLAB_PUBLIC": "1", "BINDLAB_DATA_ROOTS": ""},
+    )
     add("public-batch-cap", eval_base["eval-mcq"] + ["--batch-size", "100000"], {"BINDLAB_PUBLIC": "1"})
 
     # MiniLM's weights cannot be loaded for want of memory (FAULTS): a fresh home (no cached embeddings) and a batch
     # size of each case's own (a fresh encoder instance, whose weights load now)
     for k, cid in enumerate(FAULTS, start=3):
-        add(cid, ["eval", "mcq", "--data", "{good_mcq}", "--model", "minilm", "--device", "cpu", "--batch-size",
-                  str(k)], {"BINDLAB_HOME": "{root}/home-" + cid})
+        add(
+            cid,
+            ["eval", "mcq", "--data", "{good_mcq}", "--model", "minilm", "--device", "cpu", "--batch-size", str(k)],
+            {"BINDLAB_HOME": "{root}/home-" + cid},
+        )
 
     # argparse-level usage errors
-    for argv in (["nope"], ["eval"], ["eval", "mcq"], ["eval", "mcq", "--data"], ["generate", "saber"],
-                 ["eval", "mcq", "--data", "x", "--model", "bow", "--bogus"], ["map", "--method", "tsne"]):
+    for argv in (
+        ["nope"],
+        ["eval"],
+        ["eval", "mcq"],
+        ["eval", "mcq", "--data"],
+        ["generate", "saber"],
+        ["eval", "mcq", "--data", "x", "--model", "bow", "--bogus"],
+        ["map", "--method", "tsne"],
+    ):
         add("usage-" + "_".join(argv), argv)
     return c
 
@@ -412,9 +511,12 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
 CASES = _cases()
 # Cases whose wiring lives in a CLI module another change owns: strict xfails, so they flip when it is wired.
 XFAIL: dict[str, str] = {}
-PARAMS = [pytest.param(cid, argv, env, id=cid,
-                       marks=[pytest.mark.xfail(strict=True, reason=XFAIL[cid])] if cid in XFAIL else [])
-          for cid, argv, env in CASES]
+PARAMS = [
+    pytest.param(
+        cid, argv, env, id=cid, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[cid])] if cid in XFAIL else []
+    )
+    for cid, argv, env in CASES
+]
 
 
 def test_table_is_large_enough():

@@ -42,8 +42,20 @@ ALLOWED: dict[str, set[str]] = {
     "api": BASE | {"data", "encoders", "studies", "present"},
     "__main__": BASE | {"cli"},
     # the speed benchmarks measure every layer; the browser bench drives the app (tests/ui uses it too)
-    "bench": BASE | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance", "studies", "present",
-                     "bench_browser", "bench_vs_library"},
+    "bench": BASE
+    | {
+        "data",
+        "encoders",
+        "eval",
+        "analysis",
+        "train",
+        "jobs",
+        "provenance",
+        "studies",
+        "present",
+        "bench_browser",
+        "bench_vs_library",
+    },
     "bench_browser": BASE | {"studies"},
     # bindlab's loops beside the libraries' own (bench --only vs_library), run by the bench
     "bench_vs_library": BASE | {"data", "encoders", "eval", "studies"},
@@ -167,11 +179,14 @@ def test_dependencies_run_downward():
     assert not bad, "forbidden import directions:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("text, expect", [
-    ("import bindlab.encoders.base\n", {"bindlab.encoders.base"}),
-    ("def f():\n    from bindlab.eval import mcq\n", {"bindlab.eval.mcq"}),
-    ("from bindlab.config import home\n", {"bindlab.config"}),
-])
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("import bindlab.encoders.base\n", {"bindlab.encoders.base"}),
+        ("def f():\n    from bindlab.eval import mcq\n", {"bindlab.eval.mcq"}),
+        ("from bindlab.config import home\n", {"bindlab.config"}),
+    ],
+)
 def test_imports_are_read_at_any_depth(tmp_path, text, expect):
     p = tmp_path / "m.py"
     p.write_text(text)

@@ -51,11 +51,49 @@ def test_grid_of_scores_a_slot_heads_grid_with_exact_counts(tmp_path, monkeypatc
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     run = tmp_path / "slots"
-    assert cli(["train", "toy", "--arch", "lit", "--text", "minilm", "--out", str(run), "--steps", "2",
-                "--batch-size", "8", "--pool-size", "24", "--captions-per-scene", "2", "--holdout-combos", "0.15",
-                "--eval-sample", "0", "--no-progress", "--width", "16", "--layers", "1", "--heads", "2",
-                "--image-size", "32", "--patch-size", "8", "--lit-target", "phrases", "--target-bag-weight", "0",
-                "--head-slots", "3", "--slot-count-weight", "1"]) in (0, None)
+    assert cli(
+        [
+            "train",
+            "toy",
+            "--arch",
+            "lit",
+            "--text",
+            "minilm",
+            "--out",
+            str(run),
+            "--steps",
+            "2",
+            "--batch-size",
+            "8",
+            "--pool-size",
+            "24",
+            "--captions-per-scene",
+            "2",
+            "--holdout-combos",
+            "0.15",
+            "--eval-sample",
+            "0",
+            "--no-progress",
+            "--width",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--image-size",
+            "32",
+            "--patch-size",
+            "8",
+            "--lit-target",
+            "phrases",
+            "--target-bag-weight",
+            "0",
+            "--head-slots",
+            "3",
+            "--slot-count-weight",
+            "1",
+        ]
+    ) in (0, None)
     qs = generate_saber(per_size=2, sizes=[2, 3], seed=2, vocab=RENDER_VOCAB)
     render_mcq_images(qs, tmp_path / "mcq", size=32, workers=1)
     write_benchmark(tmp_path / "mcq", qs, {"seed": 2})
@@ -70,8 +108,25 @@ def test_grid_of_scores_a_slot_heads_grid_with_exact_counts(tmp_path, monkeypatc
     np.testing.assert_allclose(points[0, 0], first / np.linalg.norm(first), atol=1e-5)
     assert points.shape == (4, 5, 384) and 0 <= recall["top_n_recall"] <= 1 and 0 <= recall["exact"] <= 1
     out = tmp_path / "ref.json"
-    assert mod.main(["--data", str(tmp_path / "mcq" / "mcq.jsonl"), "--models", "", "--no-discriminant",
-                     "--no-phrases", "--k", "2", "--grid-of", str(run), "--out", str(out)]) == 0
+    assert (
+        mod.main(
+            [
+                "--data",
+                str(tmp_path / "mcq" / "mcq.jsonl"),
+                "--models",
+                "",
+                "--no-discriminant",
+                "--no-phrases",
+                "--k",
+                "2",
+                "--grid-of",
+                str(run),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert res["rows"]["exact counts over slots's phrase grid (reference)"]["ti"]["n"] == 4
     assert set(res["grid_counts"]) == {"top_n_recall", "exact"}

@@ -8,14 +8,34 @@ from tests.script_module import load_script
 from tests.train.test_toy_lit import _train
 
 
-def test_lit_twin_terms_reads_the_run_rebuilds_its_targets_and_prints_one_row_per_points(tmp_path, monkeypatch,
-                                                                                        capsys, minilm):
+def test_lit_twin_terms_reads_the_run_rebuilds_its_targets_and_prints_one_row_per_points(
+    tmp_path, monkeypatch, capsys, minilm
+):
     """A tiny ranked phrase run with shuffled twins: the script rebuilds the pool (with the run's twin layout) and the
     targets from the run folder alone, takes true swaps only, and prints the targets' row and the model's."""
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-terms"
-    assert _train(out, 3, ["--lit-target", "phrases", "--target-bag-weight", "0", "--target-rank-steps", "5",
-                           "--twin-share", "0.5", "--twin-layout", "shuffled", "--pool-size", "40"]) == 0
+    assert (
+        _train(
+            out,
+            3,
+            [
+                "--lit-target",
+                "phrases",
+                "--target-bag-weight",
+                "0",
+                "--target-rank-steps",
+                "5",
+                "--twin-share",
+                "0.5",
+                "--twin-layout",
+                "shuffled",
+                "--pool-size",
+                "40",
+            ],
+        )
+        == 0
+    )
     assert json.loads((out / "training.json").read_text())["train_config"]["twin_layout"] == "shuffled"
     capsys.readouterr()  # the training's own output
     assert load_script("lit_twin_terms").main(["--run", str(out), "--pairs", "4"]) == 0
@@ -29,8 +49,12 @@ def test_lit_twin_terms_reads_the_run_rebuilds_its_targets_and_prints_one_row_pe
     capsys.readouterr()
 
     # a fresh pool: other scenes, the run's hold-out kept out, its captions cached in the run folder
-    assert load_script("lit_twin_terms").main(["--run", str(out), "--pairs", "4", "--fresh-seed", "5",
-                                               "--fresh-size", "30"]) == 0
+    assert (
+        load_script("lit_twin_terms").main(
+            ["--run", str(out), "--pairs", "4", "--fresh-seed", "5", "--fresh-size", "30"]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert "of a fresh pool (30 scenes, seed 5, " in lines[0]
     assert (out / "fresh-5-30-captions.npz").exists() and (out / "fresh-5-30-twin_captions.npz").exists()

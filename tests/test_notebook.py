@@ -13,8 +13,9 @@ def test_the_notebook_runs_in_a_kernel_and_shows_its_results(tmp_path, default_s
     jupytext = pytest.importorskip("jupytext")
     nbclient = pytest.importorskip("nbclient")
     nb = jupytext.read(NOTEBOOK)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on a failing cell
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()  # raises on a failing cell
     texts, mimes = [], set()
     for cell in nb.cells:
         for out in cell.get("outputs", []):

@@ -43,8 +43,10 @@ def top_level_imports(source: str) -> set[str]:
 def documented_imports() -> set[str]:
     blocks = BLOCK.findall((ROOT / "docs" / "python.md").read_text(encoding="utf-8"))
     assert len(blocks) >= 10  # the pattern still finds the examples
-    return set().union(*(top_level_imports(b) for b in blocks),
-                       top_level_imports((ROOT / "docs" / "notebook.py").read_text(encoding="utf-8")))
+    return set().union(
+        *(top_level_imports(b) for b in blocks),
+        top_level_imports((ROOT / "docs" / "notebook.py").read_text(encoding="utf-8")),
+    )
 
 
 def test_the_documentation_imports_only_what_the_notebook_extra_installs():
@@ -59,8 +61,10 @@ def test_the_documentation_imports_only_what_the_notebook_extra_installs():
         assert names, f"{module} (imported by the docs) is not installed here, so its distribution is unknown"
         if not names & (core | extra):
             missing[module] = sorted(names)
-    assert not missing, f"imported by docs/python.md or docs/notebook.py but in neither the core dependencies nor " \
-                        f"the notebook extra of pyproject.toml: {missing}"
+    assert not missing, (
+        f"imported by docs/python.md or docs/notebook.py but in neither the core dependencies nor "
+        f"the notebook extra of pyproject.toml: {missing}"
+    )
     assert RUNS_THE_NOTEBOOK <= extra
 
 

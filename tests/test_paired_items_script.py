@@ -27,7 +27,12 @@ def test_paired_gains_per_run_and_over_runs(tmp_path, capsys):
     same = _write(tmp_path / "b.jsonl", [0, 0, 1, 0, 1, 0, 0, 1])  # +0
     assert mod.main(["--base", base, "--runs", f"{up},{same}"]) == 0
     out = capsys.readouterr().out
-    assert "base 0.375 (n = 8)" in out and "0.875, gain +0.500" in out and "gain of their per-item mean +0.250" in out and "gain +0.000 [+0.000, +0.000]" in out
+    assert (
+        "base 0.375 (n = 8)" in out
+        and "0.875, gain +0.500" in out
+        and "gain of their per-item mean +0.250" in out
+        and "gain +0.000 [+0.000, +0.000]" in out
+    )
     res = mod.paired(np.array([0, 0, 1, 0, 1, 0, 0, 1.0]), [np.array([1, 1, 1, 1, 1, 1, 0, 1.0])] * 3)
     assert res["sd"] == 0.0 and res["gain"] == pytest.approx(0.5) and res["gain_ci95"][0] > 0
 

@@ -59,6 +59,10 @@ def test_readme_has_the_reference_list():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "\n## References\n" in readme
     refs = readme.split("\n## References\n", 1)[1]
-    for title in ("Stuck on Shuffle", "CompoSET: A Controlled Single-Edit Benchmark", "Seeing Is Not Addressing",
-                  "LiNeS: Post-training Layer Scaling"):
+    for title in (
+        "Stuck on Shuffle",
+        "CompoSET: A Controlled Single-Edit Benchmark",
+        "Seeing Is Not Addressing",
+        "LiNeS: Post-training Layer Scaling",
+    ):
         assert title in refs, title

@@ -85,13 +85,27 @@ def test_a_job_asking_for_too_many_processes_is_refused(monkeypatch):
 
 # --- launches ----------------------------------------------------------------------------------------------------
 def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "BINDLAB_HOME": str(home), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
-            "BINDLAB_DIST_VERBOSE": "1"}
+    return {
+        **os.environ,
+        "BINDLAB_HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        "BINDLAB_DIST_VERBOSE": "1",
+    }
 
 
 def _torchrun(home: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "bindlab",
-           *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "bindlab",
+        *args,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(home), cwd=REPO)
     assert p.returncode == 0, p.stderr[-3000:]
     return p
@@ -99,8 +113,9 @@ def _torchrun(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _single(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in _env(home).items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    p = subprocess.run([sys.executable, "-m", "bindlab", *args], capture_output=True, text=True, timeout=600,
-                       env=env, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "bindlab", *args], capture_output=True, text=True, timeout=600, env=env, cwd=REPO
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return p
 
@@ -120,6 +135,7 @@ def _strip(obj):
 
 def assert_same_result(a: Path, b: Path, tol: float = 1e-6) -> None:
     """The two JSON results are equal outside timing fields; numbers to ``tol``."""
+
     def same(x, y, where):
         if isinstance(x, dict):
             assert isinstance(y, dict) and x.keys() == y.keys(), where
@@ -148,8 +164,21 @@ def saber(tmp_path_factory):
 @pytest.fixture(scope="module")
 def composet(tmp_path_factory):
     out = tmp_path_factory.mktemp("composet")
-    _single(out / "home", "generate", "composet", "--out", str(out / "cs"), "--scenes", "1", "--foils-per-scene",
-            "15", "--size", "64", "--workers", "1")
+    _single(
+        out / "home",
+        "generate",
+        "composet",
+        "--out",
+        str(out / "cs"),
+        "--scenes",
+        "1",
+        "--foils-per-scene",
+        "15",
+        "--size",
+        "64",
+        "--workers",
+        "1",
+    )
     return out / "cs" / "pairs.jsonl"
 
 
@@ -194,9 +223,27 @@ def test_accelerate_launch_runs_the_same_command(composet, tmp_path):
         port = s.getsockname()[1]
     args = ("eval", "pairs", "--data", str(composet), "--model", "toy:clip", "--device", "cpu", "--verbosity", "short")
     _single(tmp_path / "h1", *args, "--out", str(tmp_path / "one.json"))
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
-           "-m", "bindlab", *args, "--out", str(tmp_path / "acc.json")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(port),
+        "-m",
+        "bindlab",
+        *args,
+        "--out",
+        str(tmp_path / "acc.json"),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(tmp_path / "h2"), cwd=REPO)
     assert p.returncode == 0, p.stderr[-3000:]
     assert min(_per_rank(p.stderr)) > 0
@@ -205,8 +252,22 @@ def test_accelerate_launch_runs_the_same_command(composet, tmp_path):
 
 @pytest.mark.slow
 def test_a_user_error_under_torchrun_is_one_line_and_every_rank_exits(saber, tmp_path):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "bindlab",
-           "eval", "mcq", "--data", str(saber), "--model", "nope:x"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "bindlab",
+        "eval",
+        "mcq",
+        "--data",
+        str(saber),
+        "--model",
+        "nope:x",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env(tmp_path / "h"), cwd=REPO)
     assert p.returncode != 0 and "error: unknown encoder backend 'nope'" in p.stderr
     assert "Traceback" not in p.stderr.split("error:")[0]
@@ -227,8 +288,17 @@ def tiny(tmp_path_factory):
 
 def _job(tiny, **kw):
     # batch 5 does not split evenly over 2 ranks: the loss weighting must still give the global batch's gradient
-    return {"model": tiny[0], "data": tiny[1], "batch_size": 5, "eval_rows": 8, "device": "cpu", "lr": 1e-2,
-            "evaluate": False, "threads": 1, **kw}
+    return {
+        "model": tiny[0],
+        "data": tiny[1],
+        "batch_size": 5,
+        "eval_rows": 8,
+        "device": "cpu",
+        "lr": 1e-2,
+        "evaluate": False,
+        "threads": 1,
+        **kw,
+    }
 
 
 # Slow: two real jobs, one of them a torchrun launcher with two training ranks (four processes that import torch and
@@ -248,8 +318,10 @@ def test_two_process_finetune_takes_the_one_process_steps(tiny, tmp_path, monkey
         assert st["state"] == "done", m.log_tail(job, 60)
         assert [j["id"] for j in m.list()] == [job]  # one job, however many processes
         assert len([p for p in (tmp_path / f"jobs{n}").iterdir() if p.is_dir()]) == 1
-        runs[n] = ([e["loss"] for e in m.metrics(job) if "loss" in e],
-                   read_adapter(m.job_dir(job) / "adapter_unscaled.safetensors"))
+        runs[n] = (
+            [e["loss"] for e in m.metrics(job) if "loss" in e],
+            read_adapter(m.job_dir(job) / "adapter_unscaled.safetensors"),
+        )
     (l1, a1), (l2, a2) = runs[1], runs[2]
     assert len(l1) == len(l2) == 3 and np.allclose(l1, l2, atol=1e-4)
     # The two runs sum the batch's gradient in another order (one matmul vs two shards and an all-reduce): float32
@@ -329,8 +401,13 @@ def test_the_exported_launch_script_runs_the_job_and_its_result_loads(queued_job
     from bindlab.cli import main
 
     assert main(["jobs", "export-script", job]) == 0
-    p = subprocess.run(["bash", str(d / "launch.sh")], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    p = subprocess.run(
+        ["bash", str(d / "launch.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert not (d / "log.txt").exists()  # the manager never started it: the script ran it
     assert read_json(d / "status.json")["state"] == "done" and read_json(d / "result.json")["steps"] == 2

@@ -28,8 +28,7 @@ def _content_words(row: dict) -> set[str]:
 def test_splits_and_templates(toy):
     _, rows = toy
     splits = {r["split"] for r in rows}
-    assert splits == {*IN_FORMAT, "test_unseen_words",
-                      *(f"test_template_{t}" for t in wt.TOY_HOLDOUT_TEMPLATES)}
+    assert splits == {*IN_FORMAT, "test_unseen_words", *(f"test_template_{t}" for t in wt.TOY_HOLDOUT_TEMPLATES)}
     for r in rows:
         want = r["split"].removeprefix("test_template_") if r["split"].startswith("test_template_") else "attributive"
         assert r["template"] == want, r["id"]
@@ -73,11 +72,17 @@ def test_held_out_templates_rewrite_the_test_questions(toy):
     _, rows = toy
 
     def by_question(split: str, tag: str) -> dict[str, list]:
-        return {r["id"].removesuffix(f"-{tag}-attr_swap"): r["bindings"] for r in rows
-                if r["split"] == split and r["id"].endswith("attr_swap")}
+        return {
+            r["id"].removesuffix(f"-{tag}-attr_swap"): r["bindings"]
+            for r in rows
+            if r["split"] == split and r["id"].endswith("attr_swap")
+        }
 
-    test = {r["id"].removesuffix("-attr_swap"): r["bindings"] for r in rows
-            if r["split"] == "test" and r["id"].endswith("attr_swap")}
+    test = {
+        r["id"].removesuffix("-attr_swap"): r["bindings"]
+        for r in rows
+        if r["split"] == "test" and r["id"].endswith("attr_swap")
+    }
     for t in ("predicative", "relative"):  # same seed and vocabulary: the same bindings, other words
         assert by_question(f"test_template_{t}", t) == test
     assert by_question("test_template_with", "with")  # "with" draws only the attributes it can express

@@ -29,9 +29,18 @@ def tiny_grid(tmp_path_factory):
     from bindlab.data.factors import FactorGridSpec, generate_grid
 
     out = tmp_path_factory.mktemp("wt-grid")
-    generate_grid(out, FactorGridSpec(shapes=("cube", "sphere"), hues=("red", "blue"),
-                                      patterns=("striped", "polka-dot", "checkered"), n_contexts=4, replicas=1,
-                                      size=64), workers=1)
+    generate_grid(
+        out,
+        FactorGridSpec(
+            shapes=("cube", "sphere"),
+            hues=("red", "blue"),
+            patterns=("striped", "polka-dot", "checkered"),
+            n_contexts=4,
+            replicas=1,
+            size=64,
+        ),
+        workers=1,
+    )
     return out
 
 
@@ -92,8 +101,11 @@ def test_objects_chart_has_a_95_interval_at_every_point(small_benchmark):
     r = wt.step_objects(path, model="minilm", pairing="tt")
     s = scored_set(path, "minilm", "tt")
     for row in r["rows"]:
-        credit = [c for q, c in zip(s.questions, s.credit, strict=True) if q.n_objects == row["n_objects"]
-                  and row["subset"] in ("all", q.subset)]
+        credit = [
+            c
+            for q, c in zip(s.questions, s.credit, strict=True)
+            if q.n_objects == row["n_objects"] and row["subset"] in ("all", q.subset)
+        ]
         assert row["ci95"] == pytest.approx(list(bootstrap_ci(np.array(credit))))
         assert row["ci95"][0] - 1e-9 <= row["accuracy"] <= row["ci95"][1] + 1e-9
     fig = objects_figure(r)
@@ -120,8 +132,9 @@ def test_missing_file_is_a_clear_error():
 
 def test_images_all_four_pairings_with_the_toy_models_and_the_fix_pair(image_benchmark):
     r = wt.step_images(image_benchmark)
-    assert {(x["model"], x["pairing"]) for x in r["rows"]} == {(m, p) for m in ("toy:clip", "toy:negclip", "toy:shared")
-                                                                for p in ("tt", "ti", "it", "ii")}
+    assert {(x["model"], x["pairing"]) for x in r["rows"]} == {
+        (m, p) for m in ("toy:clip", "toy:negclip", "toy:shared") for p in ("tt", "ti", "it", "ii")
+    }
     assert all(0 <= x["accuracy"] <= 1 for x in r["rows"])
     assert r["n_questions"] == 3 and r["chance"] == pytest.approx((1 / 3 + 1 / 4 + 1 / 4) / 3)  # N = 2, 3, 4
     ex = r["example"]
@@ -224,8 +237,9 @@ def test_start_poll_and_cancel_a_finetune_job(tmp_path):
     from bindlab.jobs.manager import JobManager
 
     m = JobManager(tmp_path / "jobs")
-    job = wt.start_finetune(manager=m, max_steps=2, data=str(wt.toy_triplets(per_size=20, seed=5)),
-                            debug={"sleep_per_step": 5})
+    job = wt.start_finetune(
+        manager=m, max_steps=2, data=str(wt.toy_triplets(per_size=20, seed=5)), debug={"sleep_per_step": 5}
+    )
     st = wt.finetune_status(job, manager=m)
     assert st["id"] == job and st["state"] in ("queued", "running") and not st["done"]
     assert st["config"]["model"] == "toy:shared"
@@ -253,8 +267,11 @@ def test_finetune_job_to_before_after(image_benchmark):
     # rows (held-out templates, unseen words) beside them, each with n and a 95 % interval, and which rows moved
     assert r["template"] == "attributive" and r["names"]["lines"] == "finetuned + LiNeS (a=0.1)"
     formats = {x["evaluation"]: x["format"] for x in r["report_rows"]}
-    given = {k: v for k, v in formats.items() if k.startswith("MCQ, attributive template (trained)")
-             and k.endswith("(the questions given)")}
+    given = {
+        k: v
+        for k, v in formats.items()
+        if k.startswith("MCQ, attributive template (trained)") and k.endswith("(the questions given)")
+    }
     assert given and set(given.values()) <= {"in-format", "unseen words"}  # split by the words training saw
     assert {"in-format", "out-of-template", "unseen words", "control"} <= set(formats.values())
     assert all(x["N"] > 0 and x["LiNeS (a=0.1) 95% CI"].startswith("[") for x in r["report_rows"])
@@ -304,16 +321,33 @@ def test_export_holds_every_table_and_chart_each_step_shows(small_benchmark, ima
     from bindlab.ui.exports import deliver
 
     path, _ = small_benchmark
-    results = {"bow": wt.step_bag_of_words(path), "text": wt.step_text_encoder(path, model="bow"),
-               "images": wt.step_images(image_benchmark, models=("toy:clip",)),
-               "objects": wt.step_objects(path, model="bow", pairing="tt"),
-               "grounding": wt.step_grounding(alpha=1.0, grid=tiny_grid),
-               "attention": wt.step_attention(image_benchmark, model="toy:shared", limit=3)}
+    results = {
+        "bow": wt.step_bag_of_words(path),
+        "text": wt.step_text_encoder(path, model="bow"),
+        "images": wt.step_images(image_benchmark, models=("toy:clip",)),
+        "objects": wt.step_objects(path, model="bow", pairing="tt"),
+        "grounding": wt.step_grounding(alpha=1.0, grid=tiny_grid),
+        "attention": wt.step_attention(image_benchmark, model="toy:shared", limit=3),
+    }
     view = exports.walkthrough_export(results)
-    assert {"step1_example", "step2_example", "step3_images", "step3_fix", "step3_example", "step4_objects",
-            "step5_ap_per_value", "step5_margin_curve", "step6_attention"} <= set(view.tables)
-    assert set(view.figures) == {"step3_fix", "step4_accuracy_by_n", "step5_margin_curve", "step5_ap_per_value",
-                                 "step6_attention"}
+    assert {
+        "step1_example",
+        "step2_example",
+        "step3_images",
+        "step3_fix",
+        "step3_example",
+        "step4_objects",
+        "step5_ap_per_value",
+        "step5_margin_curve",
+        "step6_attention",
+    } <= set(view.tables)
+    assert set(view.figures) == {
+        "step3_fix",
+        "step4_accuracy_by_n",
+        "step5_margin_curve",
+        "step5_ap_per_value",
+        "step6_attention",
+    }
     assert [r["role"] for r in view.tables["step1_example"]][0] == "query" and len(view.tables["step1_example"]) == 5
     paths, note = deliver(view, wt.walkthrough_provenance(results), ["csv", "json", "html"])
     files = {Path(p).name: Path(p) for p in paths}
@@ -332,10 +366,20 @@ def test_export_holds_every_table_and_chart_each_step_shows(small_benchmark, ima
 
     main, note = deliver(view, wt.walkthrough_provenance(results), DEFAULT_CHOICES)
     names = [Path(p).name for p in main]
-    assert names == [f"walkthrough_{n}.csv" for n in ("step1_bow", "step2_text", "step3_fix", "step4_small_vs_large",
-                                                      "step5_grounding", "step5_ap_per_value", "step6_attention")] + \
-        [f"walkthrough_{n}.html" for n in ("step3_fix", "step4_accuracy_by_n", "step5_ap_per_value", "step6_attention")] + \
-        ["provenance.json", "README.txt", "walkthrough_all.zip"]
+    assert names == [
+        f"walkthrough_{n}.csv"
+        for n in (
+            "step1_bow",
+            "step2_text",
+            "step3_fix",
+            "step4_small_vs_large",
+            "step5_grounding",
+            "step5_ap_per_value",
+            "step6_attention",
+        )
+    ] + [
+        f"walkthrough_{n}.html" for n in ("step3_fix", "step4_accuracy_by_n", "step5_ap_per_value", "step6_attention")
+    ] + ["provenance.json", "README.txt", "walkthrough_all.zip"]
     assert len(names) < len(files) and "the main files" in note
     readme = Path(main[names.index("README.txt")]).read_text()
     assert "walkthrough_step3_fix.csv — step 3: the failure and its fix" in readme
@@ -414,15 +458,18 @@ def test_run_step_remembers_and_a_reload_rebuilds_what_the_browser_recorded(smal
     result, not a new computation; a browser's record is checked like typed input."""
     first = wt.run_step("bow")
     assert wt.run_step("bow") is first and wt.run_step("bow", {"ignored": 1}) is first
-    assert wt.step_settings("grounding", {"alpha": "1.5", "value": "striped", "x": 1}) == {"alpha": 1.5,
-                                                                                           "value": "striped"}
+    assert wt.step_settings("grounding", {"alpha": "1.5", "value": "striped", "x": 1}) == {
+        "alpha": 1.5,
+        "value": "striped",
+    }
     with pytest.raises(ValueError, match="not a walkthrough step"):
         wt.step_settings("nope")
     with pytest.raises(ValueError, match="alpha 'x' is not a float"):
         wt.step_settings("grounding", {"alpha": "x"})
     have = {"objects": {"model": "mine"}}
-    results, skipped = wt.rebuild_results({"bow": {}, "objects": {}, "nope": {}, "attention": {"model": "nope:x"}},
-                                          have)
+    results, skipped = wt.rebuild_results(
+        {"bow": {}, "objects": {}, "nope": {}, "attention": {"model": "nope:x"}}, have
+    )
     assert results["bow"] is first and results["objects"] is have["objects"]  # this page's own result is kept
     assert set(results) == {"bow", "objects"} and len(skipped) == 1 and skipped[0].startswith("step attention:")
     with pytest.raises(ValueError, match="job id"):

@@ -78,8 +78,11 @@ def mean_pairwise_spearman(margins: np.ndarray) -> dict[str, Any]:
         mat[i, j] = mat[j, i] = rho
         pairs.append((i, j, rho))
     finite = [r for *_, r in pairs if np.isfinite(r)]
-    return {"mean_rho": float(np.mean(finite)) if finite else None, "pairs": pairs,
-            "matrix": [[None if not np.isfinite(v) else float(v) for v in row] for row in mat]}
+    return {
+        "mean_rho": float(np.mean(finite)) if finite else None,
+        "pairs": pairs,
+        "matrix": [[None if not np.isfinite(v) else float(v) for v in row] for row in mat],
+    }
 
 
 def variance_shares(margins: np.ndarray) -> dict[str, float | None]:
@@ -111,15 +114,22 @@ def scene_agreement(per_scene: dict[str, dict[str, float]]) -> dict[str, Any]:
     """
     models = list(per_scene)
     common = sorted(set.intersection(*(set(v) for v in per_scene.values()))) if models else []
-    out: dict[str, Any] = {"models": models, "scenes": common, "n_models": len(models), "n_scenes": len(common),
-                           "mean_spearman": None, "pairwise": [],
-                           "variance_share": {"scene": None, "model": None, "residual": None}}
+    out: dict[str, Any] = {
+        "models": models,
+        "scenes": common,
+        "n_models": len(models),
+        "n_scenes": len(common),
+        "mean_spearman": None,
+        "pairwise": [],
+        "variance_share": {"scene": None, "model": None, "residual": None},
+    }
     if len(models) < 2 or len(common) < 2:
         return out
     mat = np.array([[per_scene[m][s] for s in common] for m in models])  # (models, scenes)
     rho = mean_pairwise_spearman(mat)
     out["mean_spearman"] = rho["mean_rho"]
-    out["pairwise"] = [{"model_a": models[i], "model_b": models[j], "rho": r if np.isfinite(r) else None}
-                       for i, j, r in rho["pairs"]]
+    out["pairwise"] = [
+        {"model_a": models[i], "model_b": models[j], "rho": r if np.isfinite(r) else None} for i, j, r in rho["pairs"]
+    ]
     out["variance_share"] = variance_shares(mat)
     return out

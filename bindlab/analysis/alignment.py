@@ -40,8 +40,13 @@ SCOPES = ("shared", "factor")
 
 def caption_texts(vocab: dict[str, Sequence[str]]) -> list[str]:
     """Every caption of the grid vocabulary, in :func:`caption_table` order (template, shape, hue, pattern)."""
-    return [t.format(shape=s, hue=h, pattern=p) for t in CAPTION_TEMPLATES for s in vocab["shape"]
-            for h in vocab["hue"] for p in vocab["pattern"]]
+    return [
+        t.format(shape=s, hue=h, pattern=p)
+        for t in CAPTION_TEMPLATES
+        for s in vocab["shape"]
+        for h in vocab["hue"]
+        for p in vocab["pattern"]
+    ]
 
 
 def caption_table(embeddings: np.ndarray, vocab: dict[str, Sequence[str]]) -> np.ndarray:
@@ -69,10 +74,17 @@ class AlignmentFit:
         return np.asarray(queries, dtype=np.float64) @ self.matrix.T
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scope": self.scope, "factors": list(self.factors), "lr": self.lr, "epoch": self.epoch,
-                "validation": self.validation, "identity_validation": self.identity_validation,
-                "loss": self.loss, "candidates": self.candidates,
-                "distance_from_identity": float(np.linalg.norm(self.matrix - np.eye(len(self.matrix))))}
+        return {
+            "scope": self.scope,
+            "factors": list(self.factors),
+            "lr": self.lr,
+            "epoch": self.epoch,
+            "validation": self.validation,
+            "identity_validation": self.identity_validation,
+            "loss": self.loss,
+            "candidates": self.candidates,
+            "distance_from_identity": float(np.linalg.norm(self.matrix - np.eye(len(self.matrix)))),
+        }
 
 
 def _negatives(cells: np.ndarray, sizes: Sequence[int], factors: Sequence[int]) -> np.ndarray:
@@ -86,8 +98,13 @@ def _negatives(cells: np.ndarray, sizes: Sequence[int], factors: Sequence[int]) 
     return np.stack(out, axis=1)
 
 
-def validation_score(val_x: np.ndarray, val_cells: np.ndarray, queries: dict[str, np.ndarray],
-                     factors: Sequence[str], matrix: np.ndarray | None = None) -> dict[str, float]:
+def validation_score(
+    val_x: np.ndarray,
+    val_cells: np.ndarray,
+    queries: dict[str, np.ndarray],
+    factors: Sequence[str],
+    matrix: np.ndarray | None = None,
+) -> dict[str, float]:
     """Mean over ``factors`` of the validation macro-mAP and top-1 of the (aligned) native queries."""
     maps, tops = [], []
     for f in factors:
@@ -101,10 +118,22 @@ def validation_score(val_x: np.ndarray, val_cells: np.ndarray, queries: dict[str
     return {"macro_map": float(np.mean(maps)), "top1": float(np.mean(tops))}
 
 
-def fit_global_map(cal_x: np.ndarray, cal_cells: np.ndarray, val_x: np.ndarray, val_cells: np.ndarray,
-                   captions: np.ndarray, queries: dict[str, np.ndarray], scope: str, factor: str | None = None, *,
-                   lrs: Sequence[float] = LEARNING_RATES, epochs: int = EPOCHS, batch_size: int = BATCH_SIZE,
-                   temperature: float = TEMPERATURE, seed: int = SEED) -> AlignmentFit:
+def fit_global_map(
+    cal_x: np.ndarray,
+    cal_cells: np.ndarray,
+    val_x: np.ndarray,
+    val_cells: np.ndarray,
+    captions: np.ndarray,
+    queries: dict[str, np.ndarray],
+    scope: str,
+    factor: str | None = None,
+    *,
+    lrs: Sequence[float] = LEARNING_RATES,
+    epochs: int = EPOCHS,
+    batch_size: int = BATCH_SIZE,
+    temperature: float = TEMPERATURE,
+    seed: int = SEED,
+) -> AlignmentFit:
     """Train ``A`` on calibration pairs and pick the checkpoint on validation.
 
     Args:
@@ -156,15 +185,42 @@ def fit_global_map(cal_x: np.ndarray, cal_cells: np.ndarray, val_x: np.ndarray, 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a d x d map: more threads only fight over the cores
     try:
-        return _train(torch, loss_of, full_loss, val_x, val_cells, queries, scope, factors, d, lrs, epochs,
-                      len(x), batch_size, seed)
+        return _train(
+            torch,
+            loss_of,
+            full_loss,
+            val_x,
+            val_cells,
+            queries,
+            scope,
+            factors,
+            d,
+            lrs,
+            epochs,
+            len(x),
+            batch_size,
+            seed,
+        )
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(torch: Any, loss_of: Any, full_loss: Any, val_x: np.ndarray, val_cells: np.ndarray,
-           queries: dict[str, np.ndarray], scope: str, factors: tuple[str, ...], d: int, lrs: Sequence[float],
-           epochs: int, n: int, batch_size: int, seed: int) -> AlignmentFit:
+def _train(
+    torch: Any,
+    loss_of: Any,
+    full_loss: Any,
+    val_x: np.ndarray,
+    val_cells: np.ndarray,
+    queries: dict[str, np.ndarray],
+    scope: str,
+    factors: tuple[str, ...],
+    d: int,
+    lrs: Sequence[float],
+    epochs: int,
+    n: int,
+    batch_size: int,
+    seed: int,
+) -> AlignmentFit:
     """AdamW from the identity for each learning rate; every epoch's map is a validation candidate."""
     ident = validation_score(val_x, val_cells, queries, factors)
     candidates: list[dict[str, Any]] = [{"lr": None, "epoch": 0, **ident}]
@@ -187,5 +243,14 @@ def _train(torch: Any, loss_of: Any, full_loss: Any, val_x: np.ndarray, val_cell
         losses[f"{lr:g}"] = curve
     best = best_index([c["macro_map"] for c in candidates], [c["top1"] for c in candidates])
     pick = candidates[best]
-    return AlignmentFit(scope, factors, matrices[best], pick["lr"], pick["epoch"],
-                        {"macro_map": pick["macro_map"], "top1": pick["top1"]}, ident, losses, candidates)
+    return AlignmentFit(
+        scope,
+        factors,
+        matrices[best],
+        pick["lr"],
+        pick["epoch"],
+        {"macro_map": pick["macro_map"], "top1": pick["top1"]},
+        ident,
+        losses,
+        candidates,
+    )

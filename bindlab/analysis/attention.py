@@ -95,8 +95,9 @@ def pair_attention(unit_attn: np.ndarray, positions: Sequence[int], obj: int, at
     return float(unit_attn[_pair_index(positions, obj, attr, direction)])
 
 
-def margin_weights(positions: Sequence[int], objects: Sequence[tuple[int, Sequence[int]]],
-                   direction: str = "later_to_earlier") -> np.ndarray | None:
+def margin_weights(
+    positions: Sequence[int], objects: Sequence[tuple[int, Sequence[int]]], direction: str = "later_to_earlier"
+) -> np.ndarray | None:
     """The binding margin is linear in the unit attention: the ``(U, U)`` matrix ``P`` with
     ``binding_margin = sum(P * unit_attn)``, or None when no object has both own and other attributes.
 
@@ -119,8 +120,12 @@ def margin_weights(positions: Sequence[int], objects: Sequence[tuple[int, Sequen
     return p
 
 
-def binding_margin(unit_attn: np.ndarray, positions: Sequence[int], objects: Sequence[tuple[int, Sequence[int]]],
-                   direction: str = "later_to_earlier") -> float:
+def binding_margin(
+    unit_attn: np.ndarray,
+    positions: Sequence[int],
+    objects: Sequence[tuple[int, Sequence[int]]],
+    direction: str = "later_to_earlier",
+) -> float:
     """Binding margin of one caption at one layer (NaN when no object has both own and other attributes): the mean
     over objects of (mean attention to its own attributes − mean attention to the other objects' attributes).
 
@@ -135,8 +140,13 @@ def binding_margin(unit_attn: np.ndarray, positions: Sequence[int], objects: Seq
     return float("nan") if p is None else float((p * unit_attn).sum())
 
 
-def head_margins(attn: np.ndarray, token_sets: Sequence[Sequence[int]], positions: Sequence[int],
-                 objects: Sequence[tuple[int, Sequence[int]]], direction: str = "later_to_earlier") -> np.ndarray:
+def head_margins(
+    attn: np.ndarray,
+    token_sets: Sequence[Sequence[int]],
+    positions: Sequence[int],
+    objects: Sequence[tuple[int, Sequence[int]]],
+    direction: str = "later_to_earlier",
+) -> np.ndarray:
     """Binding margin of one caption at one layer, **per head** (bertviz-style head view).
 
     The margin is linear in the attention map, so the mean of these over heads is :func:`binding_margin` of the
@@ -176,9 +186,13 @@ def margin_summary(margins: np.ndarray, n_boot: int = 1000, seed: int = 0) -> di
 
     m = _valid_rows(margins)
     cis = [bootstrap_ci(m[:, layer], n_boot=n_boot, seed=seed) for layer in range(m.shape[1])]
-    return {"n_captions": int(m.shape[0]), "layers": list(range(m.shape[1])),
-            "margin_mean": [_num(x) for x in (m.mean(axis=0) if len(m) else np.full(m.shape[1], np.nan))],
-            "ci_low": [_num(c[0]) for c in cis], "ci_high": [_num(c[1]) for c in cis]}
+    return {
+        "n_captions": int(m.shape[0]),
+        "layers": list(range(m.shape[1])),
+        "margin_mean": [_num(x) for x in (m.mean(axis=0) if len(m) else np.full(m.shape[1], np.nan))],
+        "ci_low": [_num(c[0]) for c in cis],
+        "ci_high": [_num(c[1]) for c in cis],
+    }
 
 
 def margin_ratio(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -189,8 +203,10 @@ def margin_ratio(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, seed: 
     """
     base, other = np.asarray(base, np.float64), np.asarray(other, np.float64)
     if base.shape != other.shape:
-        raise ValueError(f"margins to compare must have the same shape (captions x layers); got {base.shape} and "
-                         f"{other.shape} — the two models need the same number of layers")
+        raise ValueError(
+            f"margins to compare must have the same shape (captions x layers); got {base.shape} and "
+            f"{other.shape} — the two models need the same number of layers"
+        )
     keep = ~(np.isnan(base).any(axis=1) | np.isnan(other).any(axis=1))
     b, o = base[keep], other[keep]
     if not len(b):
@@ -202,8 +218,12 @@ def margin_ratio(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, seed: 
         ratio = o.mean(axis=0) / b.mean(axis=0)
         boots = o[idx].mean(axis=1) / b[idx].mean(axis=1)  # (n_boot, layers), captions resampled jointly
     lo, hi = np.nanquantile(boots, 0.025, axis=0), np.nanquantile(boots, 0.975, axis=0)
-    return {"n_captions": int(len(b)), "ratio": [_num(x) for x in ratio], "ci_low": [_num(x) for x in lo],
-            "ci_high": [_num(x) for x in hi]}
+    return {
+        "n_captions": int(len(b)),
+        "ratio": [_num(x) for x in ratio],
+        "ci_low": [_num(x) for x in lo],
+        "ci_high": [_num(x) for x in hi],
+    }
 
 
 def deep_layers(n_layers: int) -> list[int]:
@@ -234,8 +254,10 @@ def margin_difference(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, s
 
     base, other = np.asarray(base, np.float64), np.asarray(other, np.float64)
     if base.ndim != 2 or base.shape != other.shape:
-        raise ValueError(f"margins to compare must have the same shape (captions x layers); got {base.shape} and "
-                         f"{other.shape} — the two models need the same number of layers")
+        raise ValueError(
+            f"margins to compare must have the same shape (captions x layers); got {base.shape} and "
+            f"{other.shape} — the two models need the same number of layers"
+        )
     keep = ~(np.isnan(base).any(axis=1) | np.isnan(other).any(axis=1))
     d = other[keep] - base[keep]  # (n_valid, layers): per-caption differences, paired
     n_layers, deep = base.shape[1], deep_layers(base.shape[1])
@@ -248,11 +270,15 @@ def margin_difference(base: np.ndarray, other: np.ndarray, n_boot: int = 1000, s
 
     per_layer = [stat(d[:, layer]) for layer in range(n_layers)]
     last, deep_stat = stat(d[:, -1]), stat(d[:, deep].mean(axis=1))
-    return {"n_captions": int(len(d)), "layers": list(range(n_layers)),
-            "diff_mean": [s[0] for s in per_layer], "ci_low": [s[1] for s in per_layer],
-            "ci_high": [s[2] for s in per_layer],
-            "last": {"layer": n_layers - 1, "mean": last[0], "ci_low": last[1], "ci_high": last[2]},
-            "deep": {"layers": deep, "mean": deep_stat[0], "ci_low": deep_stat[1], "ci_high": deep_stat[2]}}
+    return {
+        "n_captions": int(len(d)),
+        "layers": list(range(n_layers)),
+        "diff_mean": [s[0] for s in per_layer],
+        "ci_low": [s[1] for s in per_layer],
+        "ci_high": [s[2] for s in per_layer],
+        "last": {"layer": n_layers - 1, "mean": last[0], "ci_low": last[1], "ci_high": last[2]},
+        "deep": {"layers": deep, "mean": deep_stat[0], "ci_low": deep_stat[1], "ci_high": deep_stat[2]},
+    }
 
 
 def _valid_rows(margins: np.ndarray) -> np.ndarray:
@@ -333,13 +359,15 @@ def locate_bindings(words: Sequence[str], bindings: Sequence[Binding]) -> Layout
             used_attrs.add(a)
     for k, b in enumerate(bindings):
         if k not in chosen:
-            raise ValueError(f"binding {b[0]}:{b[1]}: every occurrence of {b[0]!r} in {caption!r} is already bound to "
-                             "another object; mark each attribute occurrence once")
+            raise ValueError(
+                f"binding {b[0]}:{b[1]}: every occurrence of {b[0]!r} in {caption!r} is already bound to "
+                "another object; mark each attribute occurrence once"
+            )
     obj_units = {o for a, o in chosen.values()}
     clash = obj_units & used_attrs
     if clash:
         start, n = sorted(clash)[0]
-        raise ValueError(f"{' '.join(words[start:start + n])!r} is used both as an attribute and as an object")
+        raise ValueError(f"{' '.join(words[start : start + n])!r} is used both as an attribute and as an object")
     units = sorted(obj_units | used_attrs)
     index = {u: i for i, u in enumerate(units)}
     own: dict[int, list[int]] = {}
@@ -426,8 +454,10 @@ def load_caption_sets(path: str | Path, limit: int = 0) -> dict[str, list[Captio
             raise FileNotFoundError(f"{p}: a folder without {', '.join(CAPTION_FILES)}; pass one of those files")
         p = found
     if not p.is_file():
-        raise FileNotFoundError(f"{p}: file not found; generate an MCQ file with 'python -m bindlab generate saber "
-                                "--out DIR' and pass DIR/mcq.jsonl")
+        raise FileNotFoundError(
+            f"{p}: file not found; generate an MCQ file with 'python -m bindlab generate saber "
+            "--out DIR' and pass DIR/mcq.jsonl"
+        )
     rows = read_jsonl(p)
     first = next((obj for _, obj in rows if isinstance(obj, dict)), None)
     if first is None:
@@ -439,13 +469,17 @@ def load_caption_sets(path: str | Path, limit: int = 0) -> dict[str, list[Captio
         from bindlab.data.triplets import load_triplets
 
         trips = load_triplets(p)
-        sets = {name: _distinct(Caption(t[key], tuple(tuple(b) for b in t["bindings"]), t["id"]) for t in trips)
-                for name, key in (("queries", "query"), ("positives", "positive"))}
+        sets = {
+            name: _distinct(Caption(t[key], tuple(tuple(b) for b in t["bindings"]), t["id"]) for t in trips)
+            for name, key in (("queries", "query"), ("positives", "positive"))
+        }
     elif "text" in first and "bindings" in first:
         sets = {"captions": [_caption_row(obj, f"{p}:{n}") for n, obj in rows]}
     else:
-        raise DataError(f"{p}: not an MCQ, triplets or captions file (first record has keys {sorted(first)}); "
-                        "captions files hold one {\"text\", \"bindings\"} object per line")
+        raise DataError(
+            f"{p}: not an MCQ, triplets or captions file (first record has keys {sorted(first)}); "
+            'captions files hold one {"text", "bindings"} object per line'
+        )
     return {k: (v[:limit] if limit else v) for k, v in sets.items()}
 
 
@@ -465,7 +499,7 @@ def _caption_row(obj: Any, where: str) -> Caption:
     if isinstance(obj, Exception):
         raise obj
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str) or not obj["text"].strip():
-        raise DataError(f"{where}: expected {{\"text\": ..., \"bindings\": ...}} with a non-empty text")
+        raise DataError(f'{where}: expected {{"text": ..., "bindings": ...}} with a non-empty text')
     b = obj.get("bindings")
     try:
         bindings = parse_bindings(b) if isinstance(b, str) else [(str(x), str(y)) for x, y in b]
@@ -479,8 +513,10 @@ def attention_access(encoder: Any) -> TextAttentionAccess:
     """The encoder's text-transformer attention access, or a clear error when it has none."""
     get = getattr(encoder, "attention_access", None)
     if get is None:
-        raise EncoderError(f"{encoder.id} has no text transformer to read attention from; pick an encoder with one "
-                           "(minilm, toy:clip, hf:…, open_clip:…, qwen3vl:…)")
+        raise EncoderError(
+            f"{encoder.id} has no text transformer to read attention from; pick an encoder with one "
+            "(minilm, toy:clip, hf:…, open_clip:…, qwen3vl:…)"
+        )
     return get()
 
 
@@ -505,9 +541,14 @@ class CaptionAttention:
     head_margins: np.ndarray | None = None
 
 
-def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: str = "later_to_earlier",
-                    with_words: bool = False, per_head: bool = False, word_head: int | None = None
-                    ) -> CaptionAttention:
+def analyse_caption(
+    access: TextAttentionAccess,
+    caption: Caption,
+    direction: str = "later_to_earlier",
+    with_words: bool = False,
+    per_head: bool = False,
+    word_head: int | None = None,
+) -> CaptionAttention:
     """Binding margin per layer of one caption (one forward pass, each layer reduced as it arrives).
 
     Args:
@@ -521,8 +562,10 @@ def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: st
     """
     check_direction(direction)
     if direction == "earlier_to_later" and access.causal:
-        raise ValueError(f"{access.encoder_id} is causal (attention only flows from later to earlier words); "
-                         "use direction later_to_earlier")
+        raise ValueError(
+            f"{access.encoder_id} is causal (attention only flows from later to earlier words); "
+            "use direction later_to_earlier"
+        )
     enc = access.encode(caption.text)
     words = align_words(caption.text, enc.char_spans)
     layout = locate_bindings([w.word for w in words], caption.bindings)
@@ -544,16 +587,23 @@ def analyse_caption(access: TextAttentionAccess, caption: Caption, direction: st
             token_weights = m.T @ weights @ s.T  # margin = sum(P * M a S) = sum((Mᵀ P Sᵀ) * a)
         margins.append(float("nan") if weights is None else float((token_weights * a).sum()))
         if per_head:
-            per_head_rows.append(np.full(len(heads), np.nan) if weights is None else
-                                 np.einsum("st,hst->h", token_weights, heads))  # (heads,)
+            per_head_rows.append(
+                np.full(len(heads), np.nan) if weights is None else np.einsum("st,hst->h", token_weights, heads)
+            )  # (heads,)
         if with_words:
             if word_pool is None:
                 word_pool = unit_pooling([w.token_indices for w in kept], a.shape[-1])
             shown = a if word_head is None else heads[_head_index(word_head, len(heads))]
             per_word.append(word_pool[0] @ shown @ word_pool[1])  # = unit_attention(attn, word token sets)
     word_attn = np.stack(per_word) if with_words else None
-    return CaptionAttention(caption, np.asarray(margins), layout, kept if with_words else words, word_attn,
-                            np.stack(per_head_rows) if per_head else None)
+    return CaptionAttention(
+        caption,
+        np.asarray(margins),
+        layout,
+        kept if with_words else words,
+        word_attn,
+        np.stack(per_head_rows) if per_head else None,
+    )
 
 
 def _head_index(head: int, n_heads: int) -> int:
@@ -583,17 +633,23 @@ class SetMargins:
         return out
 
 
-def set_margins(access: TextAttentionAccess, name: str, captions: Sequence[Caption],
-                direction: str = "later_to_earlier", progress: Callable[[float, str], None] | None = None
-                ) -> SetMargins:
+def set_margins(
+    access: TextAttentionAccess,
+    name: str,
+    captions: Sequence[Caption],
+    direction: str = "later_to_earlier",
+    progress: Callable[[float, str], None] | None = None,
+) -> SetMargins:
     """Margins per caption and layer for a caption set; captions whose bindings cannot be located are skipped.
 
     A direction that the model cannot provide is an error for the whole set, not a skip.
     """
     check_direction(direction)
     if direction == "earlier_to_later" and access.causal:
-        raise ValueError(f"{access.encoder_id} is causal (attention only flows from later to earlier words); "
-                         "use direction later_to_earlier")
+        raise ValueError(
+            f"{access.encoder_id} is causal (attention only flows from later to earlier words); "
+            "use direction later_to_earlier"
+        )
     if not captions:
         raise ValueError(f"caption set {name!r} is empty")
     out = np.full((len(captions), access.num_layers), np.nan)
@@ -615,8 +671,12 @@ def set_margins(access: TextAttentionAccess, name: str, captions: Sequence[Capti
     return SetMargins(name, list(captions), out, skipped)
 
 
-def run_attention(encoder: Any, sets: dict[str, list[Caption]], direction: str = "later_to_earlier",
-                  progress: Callable[[float, str], None] | None = None) -> dict[str, SetMargins]:
+def run_attention(
+    encoder: Any,
+    sets: dict[str, list[Caption]],
+    direction: str = "later_to_earlier",
+    progress: Callable[[float, str], None] | None = None,
+) -> dict[str, SetMargins]:
     """Margins of one encoder on every caption set.
 
     Raises:
@@ -628,32 +688,50 @@ def run_attention(encoder: Any, sets: dict[str, list[Caption]], direction: str =
     if runs and all(len(r.skipped) == len(r.captions) for r in runs.values()):
         first, n = next(iter(runs.values())), sum(len(r.captions) for r in runs.values())
         i = min(first.skipped)
-        raise ValueError(f"no caption could be measured: all {n} captions of {', '.join(runs)} were skipped (e.g. "
-                         f"{first.captions[i].id}: {first.skipped[i]}); each binding's attribute and object words must "
-                         "occur in its caption")
+        raise ValueError(
+            f"no caption could be measured: all {n} captions of {', '.join(runs)} were skipped (e.g. "
+            f"{first.captions[i].id}: {first.skipped[i]}); each binding's attribute and object words must "
+            "occur in its caption"
+        )
     return runs
 
 
-def results_json(model: Any, runs: dict[str, SetMargins], direction: str, compare: tuple[Any, dict[str, SetMargins]]
-                 | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def results_json(
+    model: Any,
+    runs: dict[str, SetMargins],
+    direction: str,
+    compare: tuple[Any, dict[str, SetMargins]] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The result document: the first caption set's curve at top level, every set under ``sets``.
 
     With ``compare=(encoder, runs)``: the second model's sets and the per-layer ratio (second / first) per set.
     """
     sets = {name: r.summary(n_boot, seed) for name, r in runs.items()}
     main = next(iter(sets))
-    out: dict[str, Any] = {"model": model.id, "direction": direction, "caption_set": main,
-                           **{k: sets[main][k] for k in ("n_captions", "layers", "margin_mean", "ci_low", "ci_high")},
-                           "sets": sets}
+    out: dict[str, Any] = {
+        "model": model.id,
+        "direction": direction,
+        "caption_set": main,
+        **{k: sets[main][k] for k in ("n_captions", "layers", "margin_mean", "ci_low", "ci_high")},
+        "sets": sets,
+    }
     if compare is not None:
         enc2, runs2 = compare
         ratio = {}
         for name in runs:
             a, b = runs[name].margins, runs2[name].margins
-            ratio[name] = (margin_ratio(a, b, n_boot, seed) if a.shape == b.shape else
-                           {"n_captions": 0, "ratio": None, "note": f"layer counts differ ({a.shape[1]} vs {b.shape[1]})"})
-        out["compare"] = {"model": enc2.id, "sets": {n: r.summary(n_boot, seed) for n, r in runs2.items()},
-                          "ratio": ratio}
+            ratio[name] = (
+                margin_ratio(a, b, n_boot, seed)
+                if a.shape == b.shape
+                else {"n_captions": 0, "ratio": None, "note": f"layer counts differ ({a.shape[1]} vs {b.shape[1]})"}
+            )
+        out["compare"] = {
+            "model": enc2.id,
+            "sets": {n: r.summary(n_boot, seed) for n, r in runs2.items()},
+            "ratio": ratio,
+        }
         out["ratio"] = ratio[main].get("ratio")
     return out
 
@@ -663,7 +741,14 @@ def per_item_rows(runs: dict[str, SetMargins]) -> list[dict[str, Any]]:
     rows = []
     for name, r in runs.items():
         for i, c in enumerate(r.captions):
-            rows.append({"set": name, "id": c.id, "text": c.text, "bindings": [list(b) for b in c.bindings],
-                         "margins": None if i in r.skipped else [_num(x) for x in r.margins[i]],
-                         "skipped": r.skipped.get(i)})
+            rows.append(
+                {
+                    "set": name,
+                    "id": c.id,
+                    "text": c.text,
+                    "bindings": [list(b) for b in c.bindings],
+                    "margins": None if i in r.skipped else [_num(x) for x in r.margins[i]],
+                    "skipped": r.skipped.get(i),
+                }
+            )
     return rows

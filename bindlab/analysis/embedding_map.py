@@ -100,8 +100,9 @@ def parse_n_objects(spec: str | Sequence[int | str] | None) -> list[int] | None:
     return values or None
 
 
-def select_questions(questions: Sequence[MCQ], n_objects: Sequence[int] | None = None, limit: int = DEFAULT_LIMIT,
-                     seed: int = 0) -> list[MCQ]:
+def select_questions(
+    questions: Sequence[MCQ], n_objects: Sequence[int] | None = None, limit: int = DEFAULT_LIMIT, seed: int = 0
+) -> list[MCQ]:
     """A seeded random subset of at most ``limit`` questions with N in ``n_objects`` (all N when None).
 
     The chosen questions keep their order in the file. Raises ValueError when nothing matches.
@@ -126,7 +127,9 @@ def full_credit(scores: np.ndarray, answers: np.ndarray) -> np.ndarray:
     return mcq_credit(scores, answers) >= 1.0
 
 
-def item_points(questions: Sequence[MCQ], root: str | Path, modality: str, correct: Sequence[bool]) -> list[dict[str, Any]]:
+def item_points(
+    questions: Sequence[MCQ], root: str | Path, modality: str, correct: Sequence[bool]
+) -> list[dict[str, Any]]:
     """One point per query and candidate of every question, in ``embed_questions`` order (query, then candidates).
 
     Returns:
@@ -141,11 +144,20 @@ def item_points(questions: Sequence[MCQ], root: str | Path, modality: str, corre
             role = QUERY if k == 0 else (it.role or f"candidate{k}")
             tag = role if role not in seen else f"{role}{k}"
             seen.add(role)
-            out.append({
-                "id": f"{q.id}/{modality}/{tag}", "question": q.id, "item": k, "role": role, "modality": modality,
-                "n_objects": q.n_objects, "subset": q.subset, "correct": bool(ok), "caption": it.text,
-                "image": str(Path(root) / it.image) if it.image else None,
-            })
+            out.append(
+                {
+                    "id": f"{q.id}/{modality}/{tag}",
+                    "question": q.id,
+                    "item": k,
+                    "role": role,
+                    "modality": modality,
+                    "n_objects": q.n_objects,
+                    "subset": q.subset,
+                    "correct": bool(ok),
+                    "caption": it.text,
+                    "image": str(Path(root) / it.image) if it.image else None,
+                }
+            )
     return out
 
 
@@ -184,8 +196,10 @@ def umap_2d(x: np.ndarray, params: LayoutParams = LayoutParams()) -> np.ndarray:
     n_neighbors = int(params.n_neighbors)
     if n_neighbors >= len(x):
         if n_neighbors != DEFAULT_N_NEIGHBORS:
-            raise ValueError(f"n_neighbors {n_neighbors} is not below the map's {len(x)} points; choose 2 to "
-                             f"{len(x) - 1} (or a larger subset)")
+            raise ValueError(
+                f"n_neighbors {n_neighbors} is not below the map's {len(x)} points; choose 2 to "
+                f"{len(x) - 1} (or a larger subset)"
+            )
         n_neighbors = len(x) - 1
     import warnings
 
@@ -193,9 +207,15 @@ def umap_2d(x: np.ndarray, params: LayoutParams = LayoutParams()) -> np.ndarray:
         warnings.simplefilter("ignore")  # umap's notes about n_jobs with a seed and about tiny graphs
         umap = heavy.module("umap")
 
-        reducer = umap.UMAP(n_components=2, n_neighbors=n_neighbors,
-                            min_dist=float(params.min_dist), metric=params.metric, random_state=int(params.seed),
-                            n_jobs=1, init="spectral" if len(x) > 10 else "random")
+        reducer = umap.UMAP(
+            n_components=2,
+            n_neighbors=n_neighbors,
+            min_dist=float(params.min_dist),
+            metric=params.metric,
+            random_state=int(params.seed),
+            n_jobs=1,
+            init="spectral" if len(x) > 10 else "random",
+        )
         return np.asarray(reducer.fit_transform(x), dtype=np.float32)
 
 
@@ -211,8 +231,9 @@ def compute_layout(x: np.ndarray, method: str, params: LayoutParams = LayoutPara
 # --- cache keys ----------------------------------------------------------------------------------------------------
 def layout_key(fingerprint: str, data_hash: str, method: str, params: LayoutParams) -> str:
     """Cache key of a layout: model fingerprint + data fingerprint + method + params."""
-    blob = json.dumps({"model": fingerprint, "data": data_hash, "method": method, "params": asdict(params)},
-                      sort_keys=True)
+    blob = json.dumps(
+        {"model": fingerprint, "data": data_hash, "method": method, "params": asdict(params)}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -225,9 +246,10 @@ def layout_records(data: MapData, xy: np.ndarray) -> list[dict[str, Any]]:
 def summary_line(data: MapData) -> str:
     """One line: model, questions, points, modalities and accuracy per modality."""
     acc = ", ".join(f"{m}→{m} {a:.3f}" for m, a in data.accuracy.items())
-    return (f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
-            f"({' + '.join(data.modalities)}); correct share {acc}")
-
+    return (
+        f"{data.model}: {len(data.question_ids())} questions, {len(data.points)} points "
+        f"({' + '.join(data.modalities)}); correct share {acc}"
+    )
 
 
 # --- neighbours, search and selections (pure) ---------------------------------------------------------------------
@@ -268,12 +290,15 @@ def search_points(points: Sequence[dict[str, Any]], query: str) -> list[int]:
     """
     text = str(query or "")
     if len(text) > MAX_SEARCH_CHARS:
-        raise ValueError(f"search: at most {MAX_SEARCH_CHARS} characters, got {len(text):,}; search for a few words, "
-                         "e.g. 'red cube'")
+        raise ValueError(
+            f"search: at most {MAX_SEARCH_CHARS} characters, got {len(text):,}; search for a few words, e.g. 'red cube'"
+        )
     words = list(dict.fromkeys(text.lower().split()))
     if len(words) > MAX_SEARCH_WORDS:
-        raise ValueError(f"search: at most {MAX_SEARCH_WORDS} different words, got {len(words)}; search for a few "
-                         "words, e.g. 'red cube'")
+        raise ValueError(
+            f"search: at most {MAX_SEARCH_WORDS} different words, got {len(words)}; search for a few "
+            "words, e.g. 'red cube'"
+        )
     if not words:
         return []
     return [i for i, p in enumerate(points) if all(w in str(p.get("caption", "")).lower() for w in words)]
@@ -292,5 +317,11 @@ def selection_summary(points: Sequence[dict[str, Any]], indices: Sequence[int]) 
     for p in chosen:
         roles[p["role"]] = roles.get(p["role"], 0) + 1
     n_correct = sum(answers.values())
-    return {"n_points": len(chosen), "n_questions": len({p["question"] for p in chosen}), "n_correct": n_correct,
-            "n_answers": len(answers), "accuracy": n_correct / len(answers) if answers else None, "roles": roles}
+    return {
+        "n_points": len(chosen),
+        "n_questions": len({p["question"] for p in chosen}),
+        "n_correct": n_correct,
+        "n_answers": len(answers),
+        "accuracy": n_correct / len(answers) if answers else None,
+        "roles": roles,
+    }

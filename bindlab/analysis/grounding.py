@@ -76,8 +76,12 @@ def value_index(labels: np.ndarray, values: Sequence[Any]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- queries, maths
-def native_queries(embed_texts: Callable[[list[str]], np.ndarray], factor: str, values: Sequence[str],
-                   templates: Sequence[str] | None = None) -> np.ndarray:
+def native_queries(
+    embed_texts: Callable[[list[str]], np.ndarray],
+    factor: str,
+    values: Sequence[str],
+    templates: Sequence[str] | None = None,
+) -> np.ndarray:
     """Native text queries: normalised mean of the factor's prompt-template embeddings, one per value.
 
     Args:
@@ -181,8 +185,9 @@ class MatchedDirections:
     counts: np.ndarray  # (k,) calibration images per value
 
 
-def matched_directions(embeddings: np.ndarray, labels: np.ndarray,
-                       values: Sequence[Any] | None = None) -> MatchedDirections:
+def matched_directions(
+    embeddings: np.ndarray, labels: np.ndarray, values: Sequence[Any] | None = None
+) -> MatchedDirections:
     """Prototypes and matched directions from calibration images.
 
     Args:
@@ -236,8 +241,9 @@ def _readout(scores: np.ndarray, value_idx: np.ndarray, pos_index: Sequence[np.n
     return Readout.from_ap(_ap_columns(scores, pos_index), mcq_credit(scores, value_idx).mean())
 
 
-def readout(gallery: np.ndarray, labels: np.ndarray, queries: np.ndarray,
-            values: Sequence[Any] | None = None) -> Readout:
+def readout(
+    gallery: np.ndarray, labels: np.ndarray, queries: np.ndarray, values: Sequence[Any] | None = None
+) -> Readout:
     """Explicit readout: cosine of every gallery image to every value query.
 
     Args:
@@ -282,8 +288,14 @@ class SplitScores:
         return self.s_q.shape[1]
 
 
-def score_split(gallery: np.ndarray, value_idx: np.ndarray, queries: np.ndarray, partners: np.ndarray,
-                partner: str = "direction", groups: np.ndarray | None = None) -> SplitScores:
+def score_split(
+    gallery: np.ndarray,
+    value_idx: np.ndarray,
+    queries: np.ndarray,
+    partners: np.ndarray,
+    partner: str = "direction",
+    groups: np.ndarray | None = None,
+) -> SplitScores:
     """Score a gallery once against native queries and partner vectors.
 
     Args:
@@ -302,12 +314,19 @@ def score_split(gallery: np.ndarray, value_idx: np.ndarray, queries: np.ndarray,
     g = l2_normalize(gallery)  # (n, d) float32; one matmul for both sets of vectors
     s = (g @ np.concatenate([q, e]).T.astype(np.float32)).astype(np.float64)  # (n, 2k)
     k = len(q)
-    return SplitScores(np.asarray(value_idx, dtype=np.int64), s[:, :k], s[:, k:], q @ e.T, partner,
-                       None if groups is None else np.asarray(groups))
+    return SplitScores(
+        np.asarray(value_idx, dtype=np.int64),
+        s[:, :k],
+        s[:, k:],
+        q @ e.T,
+        partner,
+        None if groups is None else np.asarray(groups),
+    )
 
 
-def pencil_scores(split: SplitScores, a: float | np.ndarray, b: float | np.ndarray,
-                  assignment: np.ndarray | None = None) -> np.ndarray:
+def pencil_scores(
+    split: SplitScores, a: float | np.ndarray, b: float | np.ndarray, assignment: np.ndarray | None = None
+) -> np.ndarray:
     """Gallery cosines of the queries ``norm(a q_v + b e_{pi(v)})``.
 
     Args:
@@ -330,8 +349,9 @@ def pencil_scores(split: SplitScores, a: float | np.ndarray, b: float | np.ndarr
         return (split.s_q * a + s_e * b) / np.where(norms > 0, norms, np.nan)
 
 
-def pencil_readout(split: SplitScores, a: float | np.ndarray, b: float | np.ndarray,
-                   assignment: np.ndarray | None = None) -> Readout:
+def pencil_readout(
+    split: SplitScores, a: float | np.ndarray, b: float | np.ndarray, assignment: np.ndarray | None = None
+) -> Readout:
     """:class:`Readout` of the pencil queries ``norm(a q_v + b e_{pi(v)})`` (see :func:`pencil_scores`)."""
     return _readout(pencil_scores(split, a, b, assignment), split.value_idx, split.pos_index)
 
@@ -426,9 +446,17 @@ class GroundingState:
         groups: optional ``(n,)`` context-replica group of each image (for bootstraps).
     """
 
-    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, calibration: np.ndarray,
-                 validation: np.ndarray, test: np.ndarray, values: Sequence[Any] | None = None,
-                 groups: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        embeddings: np.ndarray,
+        labels: np.ndarray,
+        queries: np.ndarray,
+        calibration: np.ndarray,
+        validation: np.ndarray,
+        test: np.ndarray,
+        values: Sequence[Any] | None = None,
+        groups: np.ndarray | None = None,
+    ) -> None:
         cal, val, tst = (np.asarray(m, dtype=bool) for m in (calibration, validation, test))
         labels = np.asarray(labels)
         if not (cal.shape == val.shape == tst.shape == labels.shape == (len(embeddings),)):
@@ -443,8 +471,14 @@ class GroundingState:
         self.c = np.sum(self.queries * self.directions.directions, axis=1)  # (k,) q_v . d_v
 
         def split(mask: np.ndarray, partners: np.ndarray, partner: str) -> SplitScores:
-            return score_split(embeddings[mask], value_index(labels[mask], self.values), self.queries, partners,
-                               partner, None if groups is None else np.asarray(groups)[mask])
+            return score_split(
+                embeddings[mask],
+                value_index(labels[mask], self.values),
+                self.queries,
+                partners,
+                partner,
+                None if groups is None else np.asarray(groups)[mask],
+            )
 
         self.validation = split(val, self.directions.directions, "direction")
         self.test = split(tst, self.directions.directions, "direction")
@@ -471,20 +505,32 @@ class GroundingState:
         g = pencil_readout(self.test, 1.0, alpha)
         dn = self.directions.delta_norms
         margin = grounded_margin(self.queries, self.directions.deltas, alpha)  # (k,), O(k d)
-        return {"alpha": alpha, "values": self.values.tolist(),
-                "ap_native": self.native_test.ap.tolist(), "ap_grounded": g.ap.tolist(),
-                "map_native": self.native_test.macro_map, "map_grounded": g.macro_map,
-                "top1_native": self.native_test.top1, "top1_grounded": g.top1,
-                "margin_native": (dn * self.c).tolist(), "margin_grounded": margin.tolist(),
-                "c": self.c.tolist(), "alpha_star": crossings_json(zero_crossing(self.c))}
+        return {
+            "alpha": alpha,
+            "values": self.values.tolist(),
+            "ap_native": self.native_test.ap.tolist(),
+            "ap_grounded": g.ap.tolist(),
+            "map_native": self.native_test.macro_map,
+            "map_grounded": g.macro_map,
+            "top1_native": self.native_test.top1,
+            "top1_grounded": g.top1,
+            "margin_native": (dn * self.c).tolist(),
+            "margin_grounded": margin.tolist(),
+            "c": self.c.tolist(),
+            "alpha_star": crossings_json(zero_crossing(self.c)),
+        }
 
     def margin_curve(self, alphas: np.ndarray) -> dict[str, Any]:
         """Closed-form calibration margins over ``alphas``: ``margins`` is ``(m, k)``, ``alpha_star`` ``(k,)``
         (``None`` where a value's margin has no zero crossing)."""
         alphas = np.asarray(alphas, dtype=np.float64).reshape(-1)
         m = grounded_margin(self.queries, self.directions.deltas, alphas[:, None])
-        return {"alphas": alphas.tolist(), "values": self.values.tolist(), "margins": m.tolist(),
-                "alpha_star": crossings_json(zero_crossing(self.c))}
+        return {
+            "alphas": alphas.tolist(),
+            "values": self.values.tolist(),
+            "margins": m.tolist(),
+            "alpha_star": crossings_json(zero_crossing(self.c)),
+        }
 
 
 def random_state(n_images: int = 23040, dim: int = 1024, n_values: int = 12, seed: int = 0) -> GroundingState:
@@ -503,8 +549,9 @@ def random_state(n_images: int = 23040, dim: int = 1024, n_values: int = 12, see
     return GroundingState(emb, names[labels], queries, split == 0, split == 1, split == 2, values=names)
 
 
-def bench_slider(n_images: int = 23040, dim: int = 1024, n_values: int = 12, repeats: int = 20,
-                 seed: int = 0) -> dict[str, Any]:
+def bench_slider(
+    n_images: int = 23040, dim: int = 1024, n_values: int = 12, repeats: int = 20, seed: int = 0
+) -> dict[str, Any]:
     """Median wall time of :meth:`GroundingState.at_alpha` on random data.
 
     The *test* gallery has ``n_images`` images (the whole FactorAtlas size, a worst case); calibration and
@@ -523,9 +570,17 @@ def bench_slider(n_images: int = 23040, dim: int = 1024, n_values: int = 12, rep
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
     # Wall time includes waiting for a core on a busy machine; CPU time is what the move itself costs.
-    return {"median_ms": 1e3 * float(np.median(times)), "min_ms": 1e3 * float(np.min(times)),
-            "cpu_median_ms": 1e3 * float(np.median(cpu)), "build_s": build, "n_test_images": n_images, "dim": dim,
-            "n_values": n_values, "repeats": repeats, "load_average_1min": _load_average()}
+    return {
+        "median_ms": 1e3 * float(np.median(times)),
+        "min_ms": 1e3 * float(np.min(times)),
+        "cpu_median_ms": 1e3 * float(np.median(cpu)),
+        "build_s": build,
+        "n_test_images": n_images,
+        "dim": dim,
+        "n_values": n_values,
+        "repeats": repeats,
+        "load_average_1min": _load_average(),
+    }
 
 
 def _load_average() -> float | None:

@@ -108,8 +108,9 @@ def group_bootstrap_counts(n_groups: int, n_boot: int, seed: int = 0) -> np.ndar
     return np.stack([np.bincount(p, minlength=n_groups) for p in pick]).astype(np.float64)
 
 
-def group_bootstrap_ap(scores: np.ndarray, positives: np.ndarray, group_idx: np.ndarray, counts: np.ndarray,
-                       chunk: int = 256) -> np.ndarray:
+def group_bootstrap_ap(
+    scores: np.ndarray, positives: np.ndarray, group_idx: np.ndarray, counts: np.ndarray, chunk: int = 256
+) -> np.ndarray:
     """AP on each cluster-bootstrap gallery, without building the galleries.
 
     A resample repeats group ``g`` ``counts[b, g]`` times. Duplicates tie exactly, so the resampled AP is the
@@ -139,11 +140,11 @@ def group_bootstrap_ap(scores: np.ndarray, positives: np.ndarray, group_idx: np.
     pos = pos[keep]
     out = np.empty(len(counts))
     for lo in range(0, len(counts), chunk):
-        c = counts[lo:lo + chunk]  # (b, G)
+        c = counts[lo : lo + chunk]  # (b, G)
         n_ge, tp_ge, tp_in = c @ cum_items.T, c @ cum_pos.T, c @ pos.T  # (b, R+)
         with np.errstate(divide="ignore", invalid="ignore"):
             total = (np.where(tp_in > 0, tp_ge / n_ge, 0.0) * tp_in).sum(axis=1)
-            out[lo:lo + chunk] = np.where(tp_in.sum(axis=1) > 0, total / tp_in.sum(axis=1), np.nan)
+            out[lo : lo + chunk] = np.where(tp_in.sum(axis=1) > 0, total / tp_in.sum(axis=1), np.nan)
     return out
 
 
@@ -158,12 +159,18 @@ class SelectiveGate:
     ci_high: np.ndarray  # (k,)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "ground": self.ground.tolist(), "gain": self.gain.tolist(),
-                "ci_low": self.ci_low.tolist(), "ci_high": self.ci_high.tolist()}
+        return {
+            "alpha": self.alpha,
+            "ground": self.ground.tolist(),
+            "gain": self.gain.tolist(),
+            "ci_low": self.ci_low.tolist(),
+            "ci_high": self.ci_high.tolist(),
+        }
 
 
-def selective_gate(validation: SplitScores, alpha: float, n_boot: int = 2000, level: float = 0.95,
-                   seed: int = 0) -> SelectiveGate:
+def selective_gate(
+    validation: SplitScores, alpha: float, n_boot: int = 2000, level: float = 0.95, seed: int = 0
+) -> SelectiveGate:
     """Decide per value whether grounding helps, from validation alone.
 
     Args:
@@ -216,21 +223,42 @@ class GroundingAudit:
     alpha_star: np.ndarray  # (k,) -c where -1 < c < 0, NaN where the margin has no zero crossing
 
     def to_dict(self) -> dict[str, Any]:
-        reads = {n: getattr(self, n) for n in ("native", "grounded", "attraction", "mismatched", "image_prototype",
-                                               "selective")}
-        return {"values": self.values, "alpha": self.alpha.value, "lambda": self.lam.value,
-                "validation": {"alpha_map": self.alpha.macro_map, "alpha_top1": self.alpha.top1,
-                               "lambda_map": self.lam.macro_map, "lambda_top1": self.lam.top1},
-                "gate": None if self.gate is None else self.gate.to_dict(),
-                "test": {n: None if r is None else r.to_dict() for n, r in reads.items()},
-                "margin_native": self.margin_native.tolist(), "margin_grounded": self.margin_grounded.tolist(),
-                "alpha_star": crossings_json(self.alpha_star)}
+        reads = {
+            n: getattr(self, n)
+            for n in ("native", "grounded", "attraction", "mismatched", "image_prototype", "selective")
+        }
+        return {
+            "values": self.values,
+            "alpha": self.alpha.value,
+            "lambda": self.lam.value,
+            "validation": {
+                "alpha_map": self.alpha.macro_map,
+                "alpha_top1": self.alpha.top1,
+                "lambda_map": self.lam.macro_map,
+                "lambda_top1": self.lam.top1,
+            },
+            "gate": None if self.gate is None else self.gate.to_dict(),
+            "test": {n: None if r is None else r.to_dict() for n, r in reads.items()},
+            "margin_native": self.margin_native.tolist(),
+            "margin_grounded": self.margin_grounded.tolist(),
+            "alpha_star": crossings_json(self.alpha_star),
+        }
 
 
-def grounding_audit(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndarray, calibration: np.ndarray,
-                    validation: np.ndarray, test: np.ndarray, values: Sequence[Any] | None = None,
-                    groups: np.ndarray | None = None, alpha_grid: np.ndarray = ALPHA_GRID,
-                    lambda_grid: np.ndarray = LAMBDA_GRID, n_boot: int = 2000, seed: int = 0) -> GroundingAudit:
+def grounding_audit(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    queries: np.ndarray,
+    calibration: np.ndarray,
+    validation: np.ndarray,
+    test: np.ndarray,
+    values: Sequence[Any] | None = None,
+    groups: np.ndarray | None = None,
+    alpha_grid: np.ndarray = ALPHA_GRID,
+    lambda_grid: np.ndarray = LAMBDA_GRID,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> GroundingAudit:
     """Run matched grounding and its controls for one factor.
 
     Args:
@@ -254,8 +282,14 @@ def grounding_audit(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndar
 
     def split(mask: np.ndarray, partner: str) -> SplitScores:
         e = dirs.directions if partner == "direction" else dirs.prototypes
-        return score_split(embeddings[mask], value_index(labels[mask], values), q, e, partner,
-                           None if groups is None else np.asarray(groups)[mask])
+        return score_split(
+            embeddings[mask],
+            value_index(labels[mask], values),
+            q,
+            e,
+            partner,
+            None if groups is None else np.asarray(groups)[mask],
+        )
 
     val_d, val_p = split(val, "direction"), split(val, "prototype")
     alpha = select_alpha(val_d, alpha_grid)
@@ -265,13 +299,20 @@ def grounding_audit(embeddings: np.ndarray, labels: np.ndarray, queries: np.ndar
     test_d, test_p = split(tst, "direction"), split(tst, "prototype")
     c = np.sum(q * dirs.directions, axis=1)
     return GroundingAudit(
-        values=values.tolist(), alpha=alpha, lam=lam, gate=gate,
-        native=pencil_readout(test_d, 1.0, 0.0), grounded=pencil_readout(test_d, 1.0, alpha.value),
-        attraction=attraction_readout(test_p, lam.value), mismatched=mismatched_readout(test_d, alpha.value),
+        values=values.tolist(),
+        alpha=alpha,
+        lam=lam,
+        gate=gate,
+        native=pencil_readout(test_d, 1.0, 0.0),
+        grounded=pencil_readout(test_d, 1.0, alpha.value),
+        attraction=attraction_readout(test_p, lam.value),
+        mismatched=mismatched_readout(test_d, alpha.value),
         image_prototype=image_prototype_readout(test_p),
         selective=None if gate is None else selective_readout(test_d, gate),
-        margin_native=dirs.delta_norms * c, margin_grounded=grounded_margin(q, dirs.deltas, alpha.value),
-        alpha_star=zero_crossing(c))
+        margin_native=dirs.delta_norms * c,
+        margin_grounded=grounded_margin(q, dirs.deltas, alpha.value),
+        alpha_star=zero_crossing(c),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- composition
@@ -312,8 +353,9 @@ def _group_members(labels: np.ndarray, groups: np.ndarray) -> list[np.ndarray]:
     return members
 
 
-def composition_ranks(log_post: Sequence[np.ndarray], labels: np.ndarray, groups: np.ndarray,
-                      weights: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def composition_ranks(
+    log_post: Sequence[np.ndarray], labels: np.ndarray, groups: np.ndarray, weights: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
     """Where the exact target lands for every query, as counts of gallery items above and tied with it.
 
     Args:
@@ -333,12 +375,14 @@ def composition_ranks(log_post: Sequence[np.ndarray], labels: np.ndarray, groups
 
 def _gather(log_post: Sequence[np.ndarray], labels: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``(F, queries * images)`` C-contiguous: log p_f(query's value | image) within one group."""
-    return np.ascontiguousarray(np.stack([lp[m][:, labels[m, f]].T for f, lp in enumerate(log_post)])
-                                .reshape(len(log_post), -1))
+    return np.ascontiguousarray(
+        np.stack([lp[m][:, labels[m, f]].T for f, lp in enumerate(log_post)]).reshape(len(log_post), -1)
+    )
 
 
-def _target_counts(members: Sequence[np.ndarray], gathered: Any, weights: Sequence[float],
-                   n: int) -> tuple[np.ndarray, np.ndarray]:
+def _target_counts(
+    members: Sequence[np.ndarray], gathered: Any, weights: Sequence[float], n: int
+) -> tuple[np.ndarray, np.ndarray]:
     above, tied = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     w = np.asarray(weights, dtype=np.float64)
     for m, a in zip(members, gathered, strict=False):
@@ -348,8 +392,14 @@ def _target_counts(members: Sequence[np.ndarray], gathered: Any, weights: Sequen
     return above, tied
 
 
-def evaluate_composition(gallery: np.ndarray, labels: np.ndarray, groups: np.ndarray,
-                         queries: Sequence[np.ndarray], tau: float, weights: Sequence[float]) -> CompositionResult:
+def evaluate_composition(
+    gallery: np.ndarray,
+    labels: np.ndarray,
+    groups: np.ndarray,
+    queries: Sequence[np.ndarray],
+    tau: float,
+    weights: Sequence[float],
+) -> CompositionResult:
     """Exact three-factor (or F-factor) retrieval with the factor-posterior readout.
 
     Args:
@@ -382,8 +432,14 @@ class CompositionSelection:
     validation: CompositionResult
 
 
-def select_composition(gallery: np.ndarray, labels: np.ndarray, groups: np.ndarray, queries: Sequence[np.ndarray],
-                       taus: Sequence[float] = TAU_GRID, weights: np.ndarray | None = None) -> CompositionSelection:
+def select_composition(
+    gallery: np.ndarray,
+    labels: np.ndarray,
+    groups: np.ndarray,
+    queries: Sequence[np.ndarray],
+    taus: Sequence[float] = TAU_GRID,
+    weights: np.ndarray | None = None,
+) -> CompositionSelection:
     """Choose tau and factor weights on the *validation* gallery (arguments as :func:`evaluate_composition`).
 
     ``weights`` defaults to :func:`simplex_weights` (0.1 grid, all positive). Ties go to the earlier grid point
@@ -429,16 +485,29 @@ class CompositionAudit:
     matched: CompositionResult  # test
 
     def to_dict(self) -> dict[str, Any]:
-        sel = {n: {"tau": s.tau, "weights": list(s.weights), "validation": s.validation.to_dict()}
-               for n, s in (("native", self.native_selection), ("matched", self.matched_selection))}
-        return {"alphas": [a.value for a in self.alphas], "selection": sel,
-                "test": {"native": self.native.to_dict(), "matched": self.matched.to_dict()}}
+        sel = {
+            n: {"tau": s.tau, "weights": list(s.weights), "validation": s.validation.to_dict()}
+            for n, s in (("native", self.native_selection), ("matched", self.matched_selection))
+        }
+        return {
+            "alphas": [a.value for a in self.alphas],
+            "selection": sel,
+            "test": {"native": self.native.to_dict(), "matched": self.matched.to_dict()},
+        }
 
 
-def composition_audit(gallery: np.ndarray, labels: np.ndarray, groups: np.ndarray, calibration: np.ndarray,
-                      validation: np.ndarray, test: np.ndarray, queries: Sequence[np.ndarray],
-                      alpha_grid: np.ndarray = ALPHA_GRID, taus: Sequence[float] = TAU_GRID,
-                      weights: np.ndarray | None = None) -> CompositionAudit:
+def composition_audit(
+    gallery: np.ndarray,
+    labels: np.ndarray,
+    groups: np.ndarray,
+    calibration: np.ndarray,
+    validation: np.ndarray,
+    test: np.ndarray,
+    queries: Sequence[np.ndarray],
+    alpha_grid: np.ndarray = ALPHA_GRID,
+    taus: Sequence[float] = TAU_GRID,
+    weights: np.ndarray | None = None,
+) -> CompositionAudit:
     """Exact composition with native and matched-grounded queries under the same factor-posterior readout.
 
     Order (App. F.1): per factor, directions from calibration and alpha_f on factor-level validation; then tau
@@ -459,8 +528,7 @@ def composition_audit(gallery: np.ndarray, labels: np.ndarray, groups: np.ndarra
         raise ValueError("calibration, validation and test masks must be disjoint")
     labels, groups = np.asarray(labels), np.asarray(groups)
     if labels.ndim != 2 or labels.shape[1] != len(queries):
-        raise ValueError(f"labels must be (n, F) with one column per query matrix ({len(queries)}), "
-                         f"got {labels.shape}")
+        raise ValueError(f"labels must be (n, F) with one column per query matrix ({len(queries)}), got {labels.shape}")
     alphas, matched = [], []
     for f, q in enumerate(queries):
         k = np.arange(len(q))
@@ -472,6 +540,9 @@ def composition_audit(gallery: np.ndarray, labels: np.ndarray, groups: np.ndarra
     sel_m = select_composition(gallery[val], labels[val], groups[val], matched, taus, weights)
     # Every choice is fixed; only now is the test split scored.
     return CompositionAudit(
-        tuple(alphas), sel_n, sel_m,
+        tuple(alphas),
+        sel_n,
+        sel_m,
         evaluate_composition(gallery[tst], labels[tst], groups[tst], queries, sel_n.tau, sel_n.weights),
-        evaluate_composition(gallery[tst], labels[tst], groups[tst], matched, sel_m.tau, sel_m.weights))
+        evaluate_composition(gallery[tst], labels[tst], groups[tst], matched, sel_m.tau, sel_m.weights),
+    )

@@ -54,14 +54,19 @@ def program_name() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     prog = program_name()
-    parser = Parser(prog=prog, description="bindlab: attribute–object binding lab bench",
-                    epilog=EPILOG.replace("python -m bindlab", prog))
+    parser = Parser(
+        prog=prog,
+        description="bindlab: attribute–object binding lab bench",
+        epilog=EPILOG.replace("python -m bindlab", prog),
+    )
     parser.add_argument("--version", action="version", version=f"bindlab {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     gen = top.add_parser("generate", help="generate a benchmark or dataset").add_subparsers(
-        dest="what", required=True, metavar="KIND", title="kinds")
+        dest="what", required=True, metavar="KIND", title="kinds"
+    )
     ev = top.add_parser("eval", help="score an encoder on a benchmark").add_subparsers(
-        dest="what", required=True, metavar="KIND", title="kinds")
+        dest="what", required=True, metavar="KIND", title="kinds"
+    )
     groups = Groups(top, gen, ev)
     for add in COMMAND_GROUPS:
         add(groups)
@@ -83,8 +88,16 @@ def validate_args(a: argparse.Namespace) -> None:
 # How running out of memory reads when it does not arrive as a MemoryError: an mmap of model weights (torch,
 # safetensors: "Cannot allocate memory (12)", "os error 12"), a shared library that cannot be mapped
 # ("failed to map segment from shared object"), an allocator (std::bad_alloc, "can't allocate memory"), CUDA.
-_OOM_TEXT = ("cannot allocate memory", "failed to map segment", "os error 12", "errno 12", "enomem", "bad_alloc",
-             "can't allocate memory", "out of memory")
+_OOM_TEXT = (
+    "cannot allocate memory",
+    "failed to map segment",
+    "os error 12",
+    "errno 12",
+    "enomem",
+    "bad_alloc",
+    "can't allocate memory",
+    "out of memory",
+)
 
 
 def _own(e: BaseException) -> bool:
@@ -164,8 +177,18 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _run(a)
-    except (DataError, EncoderError, ValueError, FileNotFoundError, KeyError, OSError, MemoryError,
-            RecursionError, UnicodeError, OverflowError) as e:
+    except (
+        DataError,
+        EncoderError,
+        ValueError,
+        FileNotFoundError,
+        KeyError,
+        OSError,
+        MemoryError,
+        RecursionError,
+        UnicodeError,
+        OverflowError,
+    ) as e:
         print(f"error: {_message(e)}", file=sys.stderr)
         return 2
     except Exception as e:  # out of memory in disguise (an mmap's RuntimeError, an ImportError, a SafetensorError)

@@ -28,9 +28,11 @@ def cmd_attention(a: argparse.Namespace) -> None:
     cmp = res.get("compare")
     for name, s in res["sets"].items():
         ratio = cmp["ratio"][name].get("ratio") if cmp else None
-        print(f"{res['model']} · {name}: binding margin per layer ({res['direction']}, {s['n_captions']} captions, "
-              f"{s['n_skipped']} skipped; 95% bootstrap CI)" + (f"; ratio = {cmp['model']} / {res['model']}"
-                                                                  if cmp else ""))
+        print(
+            f"{res['model']} · {name}: binding margin per layer ({res['direction']}, {s['n_captions']} captions, "
+            f"{s['n_skipped']} skipped; 95% bootstrap CI)"
+            + (f"; ratio = {cmp['model']} / {res['model']}" if cmp else "")
+        )
         for i, layer in enumerate(s["layers"]):
             line = f"  layer {layer:>2}: {_fmt(s['margin_mean'][i])}  [{_fmt(s['ci_low'][i])}, {_fmt(s['ci_high'][i])}]"
             if cmp:
@@ -44,12 +46,19 @@ def cmd_attention(a: argparse.Namespace) -> None:
 
 def add_commands(g: Groups) -> None:
     p = g.top.add_parser("attention", help="attention binding margin per layer (own minus other attributes)")
-    add_data_model(p, "MCQ JSONL (query texts), triplets JSONL (queries + positives) or captions JSONL "
-                      "({\"text\", \"bindings\"} per line)",
-                   "encoder with a text transformer: minilm, toy:clip, hf:…, qwen3vl:…")
+    add_data_model(
+        p,
+        "MCQ JSONL (query texts), triplets JSONL (queries + positives) or captions JSONL "
+        '({"text", "bindings"} per line)',
+        "encoder with a text transformer: minilm, toy:clip, hf:…, qwen3vl:…",
+    )
     p.add_argument("--compare", help="a second encoder id; prints and writes the per-layer ratio second / first")
-    p.add_argument("--direction", default="later_to_earlier", choices=["later_to_earlier", "earlier_to_later"],
-                   help="later_to_earlier (any model) or earlier_to_later (bidirectional models only)")
+    p.add_argument(
+        "--direction",
+        default="later_to_earlier",
+        choices=["later_to_earlier", "earlier_to_later"],
+        help="later_to_earlier (any model) or earlier_to_later (bidirectional models only)",
+    )
     add_run_args(p, batch_size=False, limit="first N captions of each caption set (0 = all)", seed="bootstrap seed")
     add_output_args(p, per_item="write every caption's per-layer margins as JSONL here")
     p.set_defaults(func=cmd_attention)

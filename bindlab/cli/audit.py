@@ -18,11 +18,22 @@ def cmd_audit_splits(a: argparse.Namespace) -> None:
 
 
 def add_commands(g: Groups) -> None:
-    p = g.top.add_parser("audit-splits", help="scan a triplet set (or a toy model's training streams) for held-out "
-                                              "templates, words and combinations in training rows; exit 1 on a leak")
-    p.add_argument("data", nargs="?", metavar="DIR", help="a folder 'generate triplets' wrote (triplets.jsonl, and "
-                                                          "holdout_vocab.json with --holdout-words)")
-    p.add_argument("--toy", metavar="MODEL", help="a toy model (toy:shared, or a folder 'train toy' wrote): regenerate "
-                                                  "its training streams from training.json and scan them")
+    p = g.top.add_parser(
+        "audit-splits",
+        help="scan a triplet set (or a toy model's training streams) for held-out "
+        "templates, words and combinations in training rows; exit 1 on a leak",
+    )
+    p.add_argument(
+        "data",
+        nargs="?",
+        metavar="DIR",
+        help="a folder 'generate triplets' wrote (triplets.jsonl, and holdout_vocab.json with --holdout-words)",
+    )
+    p.add_argument(
+        "--toy",
+        metavar="MODEL",
+        help="a toy model (toy:shared, or a folder 'train toy' wrote): regenerate "
+        "its training streams from training.json and scan them",
+    )
     p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_audit_splits)

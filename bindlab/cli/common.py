@@ -48,6 +48,7 @@ def _typed(check: Callable[..., Any], *args: Any) -> Callable[[str], Any]:
             for prefix in ("--value: ", "--value "):  # argparse names the flag itself
                 msg = msg.removeprefix(prefix)
             raise argparse.ArgumentTypeError(msg) from None
+
     parse.__name__ = check.__name__
     return parse
 
@@ -107,10 +108,19 @@ def _export_formats(spec: str) -> list[str]:
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--export", metavar="DIR", help="also write the results as files into DIR: tables as CSV + JSON "
-                                                   "(with provenance), figures as PNG + SVG + HTML, per-item JSONL")
-    p.add_argument("--export-formats", type=_export_formats, default="all", metavar="FORMATS",
-                   help="with --export: comma-separated subset of csv,json,jsonl,png,svg,html")
+    p.add_argument(
+        "--export",
+        metavar="DIR",
+        help="also write the results as files into DIR: tables as CSV + JSON "
+        "(with provenance), figures as PNG + SVG + HTML, per-item JSONL",
+    )
+    p.add_argument(
+        "--export-formats",
+        type=_export_formats,
+        default="all",
+        metavar="FORMATS",
+        help="with --export: comma-separated subset of csv,json,jsonl,png,svg,html",
+    )
 
 
 def _write_export(a: argparse.Namespace, build: Callable[[], Any], prov: dict[str, Any]) -> None:
@@ -144,9 +154,12 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} [default: %(default)s]"
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return "\n".join(indent + line if line[:1].isspace() or not line.strip()
-                         else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
-                         for line in text.splitlines())
+        return "\n".join(
+            indent + line
+            if line[:1].isspace() or not line.strip()
+            else textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent)
+            for line in text.splitlines()
+        )
 
 
 def _informative(default: Any) -> bool:
@@ -183,8 +196,9 @@ class Commands(argparse._SubParsersAction):
 class Parser(argparse.ArgumentParser):
     """Every bindlab parser, sub-commands included: :class:`HelpFormatter` and :class:`Commands` all the way down."""
 
-    def __init__(self, *args: Any, formatter_class: type[argparse.HelpFormatter] = HelpFormatter,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, formatter_class: type[argparse.HelpFormatter] = HelpFormatter, **kwargs: Any
+    ) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
         self.register("action", "parsers", Commands)
 
@@ -202,8 +216,15 @@ DEVICE_HELP = "auto|cpu|cuda|cuda:N|mps; auto (the default) takes cuda if there 
 OUT_HELP = "write the results JSON (summary + provenance) here"
 
 
-def add_data_model(p: argparse.ArgumentParser, data: str, model: str, *, data_required: bool = True,
-                   data_default: str | None = None, model_flag: str = "--model") -> None:
+def add_data_model(
+    p: argparse.ArgumentParser,
+    data: str,
+    model: str,
+    *,
+    data_required: bool = True,
+    data_default: str | None = None,
+    model_flag: str = "--model",
+) -> None:
     """``--data`` then ``--model`` (or ``--models``): the first options of a command that scores a model."""
     p.add_argument("--data", required=data_required, default=data_default, help=data)
     p.add_argument(model_flag, required=True, help=model)
@@ -214,30 +235,47 @@ def add_device(p: argparse.ArgumentParser, default: str | None = "auto") -> None
     p.add_argument("--device", default=default, metavar="DEVICE", help=DEVICE_HELP)
 
 
-def add_run_args(p: argparse.ArgumentParser, *, batch_size: int | None | bool = 64, batch_help: str = "",
-                 limit: str | None = None, seed: str | None = None, skip_bad: bool = False,
-                 progress: bool = True) -> None:
+def add_run_args(
+    p: argparse.ArgumentParser,
+    *,
+    batch_size: int | None | bool = 64,
+    batch_help: str = "",
+    limit: str | None = None,
+    seed: str | None = None,
+    skip_bad: bool = False,
+    progress: bool = True,
+) -> None:
     """``--device``, ``--batch-size`` (``batch_size=False``: none; None: no default of its own), then ``--limit``,
     ``--seed`` and ``--skip-bad`` where the command has them (``limit``/``seed`` are their help texts), and
     ``--no-progress`` where the command draws a progress bar (``progress``)."""
     add_device(p)
     if batch_size is not False:
-        p.add_argument("--batch-size", type=int, default=batch_size, metavar="N",
-                       help=batch_help or "texts or images per encoder forward pass")
+        p.add_argument(
+            "--batch-size",
+            type=int,
+            default=batch_size,
+            metavar="N",
+            help=batch_help or "texts or images per encoder forward pass",
+        )
     if limit:
         p.add_argument("--limit", type=int, default=0, metavar="N", help=limit)
     if seed:
         p.add_argument("--seed", type=int, default=0, metavar="N", help=seed)
     if skip_bad:
-        p.add_argument("--skip-bad", action="store_true",
-                       help="skip malformed lines (reported) instead of refusing the file")
+        p.add_argument(
+            "--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file"
+        )
     if progress:
-        p.add_argument("--no-progress", action="store_true",
-                       help="no progress bar on stderr (by default one appears when the work takes over 2 s)")
+        p.add_argument(
+            "--no-progress",
+            action="store_true",
+            help="no progress bar on stderr (by default one appears when the work takes over 2 s)",
+        )
 
 
-def add_output_args(p: argparse.ArgumentParser, *, out: str = OUT_HELP, per_item: str | None = None,
-                    export: bool = True) -> None:
+def add_output_args(
+    p: argparse.ArgumentParser, *, out: str = OUT_HELP, per_item: str | None = None, export: bool = True
+) -> None:
     """``--out FILE``, ``--per-item FILE`` (when ``per_item`` is its help text), ``--export DIR`` and its formats."""
     p.add_argument("--out", metavar="FILE", help=out)
     if per_item:

@@ -31,12 +31,22 @@ def leaderboard_text(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(no scores)"
     columns = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith((" 95% CI", " vs chance"))]
-    cells = [[str(r["rank"]), r["model"], *(_cell(r[c], r.get(f"{c} 95% CI"), r.get(f"{c} vs chance", ""),
-                                                  1 if c.endswith(" %") else 3) for c in columns)] for r in rows]
+    cells = [
+        [
+            str(r["rank"]),
+            r["model"],
+            *(
+                _cell(r[c], r.get(f"{c} 95% CI"), r.get(f"{c} vs chance", ""), 1 if c.endswith(" %") else 3)
+                for c in columns
+            ),
+        ]
+        for r in rows
+    ]
     header = ["#", "model", *columns]
     widths = [max(len(x) for x in col) for col in zip(header, *cells, strict=True)]
-    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
-                     for line in [header, *cells])
+    return "\n".join(
+        "  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip() for line in [header, *cells]
+    )
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
@@ -47,9 +57,19 @@ def cmd_compare(a: argparse.Namespace) -> None:
 
     if a.pairs_data:
         input_path(a.pairs_data, "pairs_data")  # inside the allowed data roots, like --data
-    request = CompareRequest(models=a.models, suite=a.suite, data=a.data, pairs_data=a.pairs_data,
-                             pairings=a.pairings, verbosity=a.verbosity, limit=a.limit, seed=a.seed,
-                             batch_size=a.batch_size, device=a.device, use_cache=not a.no_cache)
+    request = CompareRequest(
+        models=a.models,
+        suite=a.suite,
+        data=a.data,
+        pairs_data=a.pairs_data,
+        pairings=a.pairings,
+        verbosity=a.verbosity,
+        limit=a.limit,
+        seed=a.seed,
+        batch_size=a.batch_size,
+        device=a.device,
+        use_cache=not a.no_cache,
+    )
     with progress_for(not a.no_progress, "compare") as report:
         result = run_compare(request, report)
     for note in result.notes:
@@ -66,14 +86,18 @@ def cmd_compare(a: argparse.Namespace) -> None:
     for u in s.get("unknown_words", []):
         if u["n_unknown"]:
             top = ", ".join((u["top"] or "").split(", ")[:8])
-            print(f"{u['model']} does not know {u['share']:.1%} of the MCQ caption words ({u['query_share']:.1%} of "
-                  f"the query words; {u['questions_with_unknown']} of {u['n_questions']} questions); most frequent: {top}")
+            print(
+                f"{u['model']} does not know {u['share']:.1%} of the MCQ caption words ({u['query_share']:.1%} of "
+                f"the query words; {u['questions_with_unknown']} of {u['n_questions']} questions); most frequent: {top}"
+            )
     ag = s["agreement"]
     if ag["mean_spearman"] is not None:
         v = ag["variance_share"]
-        print(f"per-scene agreement over {ag['n_models']} models x {ag['n_scenes']} scenes: mean Spearman rho "
-              f"{ag['mean_spearman']:.3f} (CompoSET: 0.56); variance explained by scene {v['scene']:.1%}, "
-              f"by model {v['model']:.1%}")
+        print(
+            f"per-scene agreement over {ag['n_models']} models x {ag['n_scenes']} scenes: mean Spearman rho "
+            f"{ag['mean_spearman']:.3f} (CompoSET: 0.56); variance explained by scene {v['scene']:.1%}, "
+            f"by model {v['model']:.1%}"
+        )
     if s["diff_models"]:
         a_, b_ = s["diff_models"]
         print(f"{len(s['question_diff'])} questions {a_} gets right and {b_} gets wrong")
@@ -85,18 +109,33 @@ def cmd_compare(a: argparse.Namespace) -> None:
 
 
 def add_commands(g: Groups) -> None:
-    p = g.top.add_parser("compare", help="several encoders on the same suite: leaderboard with 95 %% CIs, per-N and "
-                                         "per-edit-type scores, per-question diff, per-scene agreement")
-    add_data_model(p, "MCQ JSONL file (default: the embedded mini benchmark)",
-                   "comma-separated encoder ids, e.g. bow,minilm,toy:clip,toy:shared", data_required=False,
-                   model_flag="--models")
+    p = g.top.add_parser(
+        "compare",
+        help="several encoders on the same suite: leaderboard with 95 %% CIs, per-N and "
+        "per-edit-type scores, per-question diff, per-scene agreement",
+    )
+    add_data_model(
+        p,
+        "MCQ JSONL file (default: the embedded mini benchmark)",
+        "comma-separated encoder ids, e.g. bow,minilm,toy:clip,toy:shared",
+        data_required=False,
+        model_flag="--models",
+    )
     p.add_argument("--suite", default="mcq", help="comma-separated tasks: mcq, retrieval, pairs, benchmark:NAME[=PATH]")
     p.add_argument("--pairs-data", help="Pairs JSONL file (default: the embedded CompoSET-style mini set)")
     p.add_argument("--pairings", default="tt", help="MCQ/retrieval pairings, comma-separated: tt,ti,it,ii")
     p.add_argument("--verbosity", default="all", help="pairs caption level: short|medium|long|all")
     p.add_argument("--no-cache", action="store_true", help="rescore every model (ignore and do not write the cache)")
-    add_run_args(p, batch_size=None, batch_help="texts or images per encoder forward pass (default: the backend's)",
-                 limit="first N questions / pairs / items (0 = all)", seed="bootstrap seed")
-    add_output_args(p, out="write results JSON here (the leaderboard, cross-benchmark table, agreement)",
-                    per_item="write every question's per-model credit and margin as JSONL here")
+    add_run_args(
+        p,
+        batch_size=None,
+        batch_help="texts or images per encoder forward pass (default: the backend's)",
+        limit="first N questions / pairs / items (0 = all)",
+        seed="bootstrap seed",
+    )
+    add_output_args(
+        p,
+        out="write results JSON here (the leaderboard, cross-benchmark table, agreement)",
+        per_item="write every question's per-model credit and margin as JSONL here",
+    )
     p.set_defaults(func=cmd_compare)

@@ -30,30 +30,57 @@ def cmd_generate_triplets(a: argparse.Namespace) -> None:
     from bindlab.data.triplets import generate_triplets, write_triplets
 
     variants = _triplet_variants(a)
-    rows, stats = generate_triplets(a.n, seed=a.seed, engine=a.engine,
-                                    progress=lambda i, n: print(f"  {i}/{n} examples", file=sys.stderr),
-                                    variants=variants)
+    rows, stats = generate_triplets(
+        a.n,
+        seed=a.seed,
+        engine=a.engine,
+        progress=lambda i, n: print(f"  {i}/{n} examples", file=sys.stderr),
+        variants=variants,
+    )
     paths = write_triplets(a.out, rows, stats, variants.holdout)
     splits = ", ".join(f"{k} {v}" for k, v in stats["splits"].items())
     rejected = ", ".join(f"{k} {v}" for k, v in stats["rejected"].items()) or "none"
-    print(f"generated {stats['n_rows']} triplet rows ({stats['n_examples']} examples, seed {a.seed}, "
-          f"engine {stats['engine']}) in {stats['seconds']:.1f}s -> {paths['triplets']}")
+    print(
+        f"generated {stats['n_rows']} triplet rows ({stats['n_examples']} examples, seed {a.seed}, "
+        f"engine {stats['engine']}) in {stats['seconds']:.1f}s -> {paths['triplets']}"
+    )
     print(f"splits: {splits}")
     print(f"rejected examples: {stats['n_rejected_examples']} of {stats['attempts']} attempts; by reason: {rejected}")
     if "templates" in stats:
         print("query templates (rows): " + ", ".join(f"{k} {v}" for k, v in stats["templates"].items()))
     for t, r in stats.get("holdout_templates", {}).items():
-        print(f"held-out template {t}: {r['rows']} rows in test_template_{t} ({r['skipped_examples']} test examples "
-              "skipped: attributes the template cannot express)")
+        print(
+            f"held-out template {t}: {r['rows']} rows in test_template_{t} ({r['skipped_examples']} test examples "
+            "skipped: attributes the template cannot express)"
+        )
     if "holdout_words" in stats:
         h = stats["holdout_words"]
-        print(f"held out {h['n_objects']} objects and {h['n_attributes']} attributes (fraction {h['fraction']}, "
-              f"seed {h['seed']}) -> {paths['holdout_vocab']}")
+        print(
+            f"held out {h['n_objects']} objects and {h['n_attributes']} attributes (fraction {h['fraction']}, "
+            f"seed {h['seed']}) -> {paths['holdout_vocab']}"
+        )
 
 
-_FT_KEYS = ("model", "data", "epochs", "max_steps", "batch_size", "lr", "weight_decay", "margin", "lora_rank",
-            "lora_alpha", "lines_a", "seed", "device", "eval_rows", "num_processes", "attention_loss",
-            "attention_layers", "supervision")
+_FT_KEYS = (
+    "model",
+    "data",
+    "epochs",
+    "max_steps",
+    "batch_size",
+    "lr",
+    "weight_decay",
+    "margin",
+    "lora_rank",
+    "lora_alpha",
+    "lines_a",
+    "seed",
+    "device",
+    "eval_rows",
+    "num_processes",
+    "attention_loss",
+    "attention_layers",
+    "supervision",
+)
 
 
 def _finetune_config(a: argparse.Namespace) -> dict[str, Any]:
@@ -101,7 +128,9 @@ def cmd_finetune(a: argparse.Namespace) -> None:
             time.sleep(1.0)
     except KeyboardInterrupt:
         fs.cancel_job(job_id)
-        raise ValueError(f"interrupted: job {job_id} cancelled (resume it with 'python -m bindlab jobs resume {job_id}')") from None
+        raise ValueError(
+            f"interrupted: job {job_id} cancelled (resume it with 'python -m bindlab jobs resume {job_id}')"
+        ) from None
     st = fs.job_info(job_id)
     if st["status"]["state"] != "done":
         raise ValueError(f"job {job_id} {st['status']['state']}: {st['status'].get('message')}\n{st['log_tail']}")
@@ -113,8 +142,10 @@ def cmd_finetune(a: argparse.Namespace) -> None:
 def _print_finetune_result(res: dict[str, Any]) -> None:
     from bindlab.studies.finetune import result_rows
 
-    print(f"LiNeS a = {res['lines']['a']} ({res['lines']['chosen_on']}); {res['steps']} steps, "
-          f"{res['triplets_per_s']} triplets/s")
+    print(
+        f"LiNeS a = {res['lines']['a']} ({res['lines']['chosen_on']}); {res['steps']} steps, "
+        f"{res['triplets_per_s']} triplets/s"
+    )
     for row in result_rows(res):
         print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
 
@@ -133,8 +164,10 @@ def cmd_jobs_list(a: argparse.Namespace) -> None:
     if not jobs:
         print(f"no jobs under {fs.jobs_folder()}")
     for j in jobs:
-        print(f"{j['id']}  {j['model_id']:<30}  {j['state']:<9}  {j['base_model']}  "
-              f"{_print_progress(j, j['progress']) if j['state'] == 'running' else j.get('message', '')}")
+        print(
+            f"{j['id']}  {j['model_id']:<30}  {j['state']:<9}  {j['base_model']}  "
+            f"{_print_progress(j, j['progress']) if j['state'] == 'running' else j.get('message', '')}"
+        )
     _write_json(a.out, {"jobs": jobs})
 
 
@@ -170,9 +203,14 @@ def cmd_jobs_compare(a: argparse.Namespace) -> None:
     from bindlab.present.exports import compare_export
     from bindlab.studies import finetune as fs
 
-    request = fs.CompareRequest(a.job, a.data or "", pairings=a.pairings, limit=a.limit,
-                                attention_limit=None if a.no_attention else a.attention_limit,
-                                report=not a.no_report)
+    request = fs.CompareRequest(
+        a.job,
+        a.data or "",
+        pairings=a.pairings,
+        limit=a.limit,
+        attention_limit=None if a.no_attention else a.attention_limit,
+        report=not a.no_report,
+    )
     res = fs.run_finetune_compare(request)
     print(fs.format_compare(res.summary))
     _write_json(a.out, {**res.summary, "provenance": res.provenance})
@@ -189,26 +227,32 @@ def job_scripts(job_dir: Path, job_id: str, nproc: int, nodes: int = 1, repo: Pa
     from bindlab.config import repo_root
 
     repo = repo or repo_root()
-    head = (f'JOB_DIR="${{JOB_DIR:-{job_dir}}}"\nexport PYTHONPATH="${{BINDLAB_REPO:-{repo}}}:${{PYTHONPATH:-}}"\n'
-            "export BINDLAB_JOB_RESUME=1  # continue from checkpoints/last.pt when it exists\n")
-    launch = (f"#!/usr/bin/env bash\n# bindlab job {job_id}: data-parallel finetune on this machine's GPUs.\n"
-              f"# Written by 'python -m bindlab jobs export-script {job_id}'. Result: lora:$JOB_DIR\n"
-              f"set -euo pipefail\n{head}NPROC=\"${{NPROC:-{nproc}}}\"\n"
-              'if [ "${LAUNCHER:-torchrun}" = accelerate ]; then\n'
-              '  exec accelerate launch --multi_gpu --num_processes "$NPROC" --num_machines 1 --mixed_precision no '
-              '--dynamo_backend no -m bindlab jobs _run "$JOB_DIR"\n'
-              "else\n"
-              '  exec torchrun --standalone --nproc_per_node "$NPROC" -m bindlab jobs _run "$JOB_DIR"\n'
-              "fi\n")
-    sbatch = (f"#!/usr/bin/env bash\n#SBATCH --job-name=bindlab-{job_id}\n#SBATCH --nodes={nodes}\n"
-              f"#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={nproc}\n#SBATCH --cpus-per-task={4 * nproc}\n"
-              f"#SBATCH --time=04:00:00\n#SBATCH --requeue\n#SBATCH --output={job_dir}/slurm-%j.out\n"
-              f"# bindlab job {job_id} on {nodes} node(s) x {nproc} GPU(s): submit with 'sbatch {job_dir}/sbatch.sh'.\n"
-              f"# Result: lora:$JOB_DIR (copy the folder back, or load it in place).\n"
-              f"set -euo pipefail\n{head}"
-              'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"\n'
-              f'srun torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {nproc} --rdzv_id "$SLURM_JOB_ID" '
-              '--rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:29500" -m bindlab jobs _run "$JOB_DIR"\n')
+    head = (
+        f'JOB_DIR="${{JOB_DIR:-{job_dir}}}"\nexport PYTHONPATH="${{BINDLAB_REPO:-{repo}}}:${{PYTHONPATH:-}}"\n'
+        "export BINDLAB_JOB_RESUME=1  # continue from checkpoints/last.pt when it exists\n"
+    )
+    launch = (
+        f"#!/usr/bin/env bash\n# bindlab job {job_id}: data-parallel finetune on this machine's GPUs.\n"
+        f"# Written by 'python -m bindlab jobs export-script {job_id}'. Result: lora:$JOB_DIR\n"
+        f'set -euo pipefail\n{head}NPROC="${{NPROC:-{nproc}}}"\n'
+        'if [ "${LAUNCHER:-torchrun}" = accelerate ]; then\n'
+        '  exec accelerate launch --multi_gpu --num_processes "$NPROC" --num_machines 1 --mixed_precision no '
+        '--dynamo_backend no -m bindlab jobs _run "$JOB_DIR"\n'
+        "else\n"
+        '  exec torchrun --standalone --nproc_per_node "$NPROC" -m bindlab jobs _run "$JOB_DIR"\n'
+        "fi\n"
+    )
+    sbatch = (
+        f"#!/usr/bin/env bash\n#SBATCH --job-name=bindlab-{job_id}\n#SBATCH --nodes={nodes}\n"
+        f"#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node={nproc}\n#SBATCH --cpus-per-task={4 * nproc}\n"
+        f"#SBATCH --time=04:00:00\n#SBATCH --requeue\n#SBATCH --output={job_dir}/slurm-%j.out\n"
+        f"# bindlab job {job_id} on {nodes} node(s) x {nproc} GPU(s): submit with 'sbatch {job_dir}/sbatch.sh'.\n"
+        f"# Result: lora:$JOB_DIR (copy the folder back, or load it in place).\n"
+        f"set -euo pipefail\n{head}"
+        'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"\n'
+        f'srun torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {nproc} --rdzv_id "$SLURM_JOB_ID" '
+        '--rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:29500" -m bindlab jobs _run "$JOB_DIR"\n'
+    )
     return {"launch.sh": launch, "sbatch.sh": sbatch}
 
 
@@ -225,8 +269,10 @@ def cmd_jobs_export_script(a: argparse.Namespace) -> None:
         path.write_text(text)
         path.chmod(0o755)
         print(f"# --- {path}\n{text}")
-    print(f"run 'bash {d / 'launch.sh'}' here (LAUNCHER=accelerate for accelerate launch) or 'sbatch {d / 'sbatch.sh'}' "
-          f"on a SLURM cluster; then load the result as lora:{d}")
+    print(
+        f"run 'bash {d / 'launch.sh'}' here (LAUNCHER=accelerate for accelerate launch) or 'sbatch {d / 'sbatch.sh'}' "
+        f"on a SLURM cluster; then load the result as lora:{d}"
+    )
 
 
 def add_commands(g: Groups) -> None:
@@ -235,13 +281,23 @@ def add_commands(g: Groups) -> None:
     t.add_argument("--n", type=int, default=100_000, help="triplet rows (even; two per example)")
     t.add_argument("--seed", type=int, default=0, help="generator seed (also picks the --holdout-words)")
     t.add_argument("--engine", default="template", help="template (offline) or hf:ORG/NAME (a local instruct LM)")
-    t.add_argument("--templates", help="query sentence templates, comma-separated, one drawn per example: "
-                                       "attributive, predicative, relative, with (default: attributive)")
-    t.add_argument("--holdout-templates", help="templates held out of training: each test example re-written in "
-                                               "them goes to the split test_template_<NAME>")
-    t.add_argument("--holdout-words", type=float, help="hold out this fraction (0-0.5] of objects and attributes "
-                                                       "(seeded by --seed, listed in DIR/holdout_vocab.json); no "
-                                                       "train/val text uses them; split test_unseen_words does")
+    t.add_argument(
+        "--templates",
+        help="query sentence templates, comma-separated, one drawn per example: "
+        "attributive, predicative, relative, with (default: attributive)",
+    )
+    t.add_argument(
+        "--holdout-templates",
+        help="templates held out of training: each test example re-written in "
+        "them goes to the split test_template_<NAME>",
+    )
+    t.add_argument(
+        "--holdout-words",
+        type=float,
+        help="hold out this fraction (0-0.5] of objects and attributes "
+        "(seeded by --seed, listed in DIR/holdout_vocab.json); no "
+        "train/val text uses them; split test_unseen_words does",
+    )
     t.set_defaults(func=cmd_generate_triplets)
 
     _add_finetune(g)
@@ -250,8 +306,12 @@ def add_commands(g: Groups) -> None:
 
 def _add_finetune(g: Groups) -> None:
     help_ = "LoRA-finetune an encoder on binding triplets, then LiNeS (a job)"
-    f = g.top.add_parser("finetune", help=help_, description=f"{help_}.\n\nEach setting comes from its flag, else "
-                         "from the --config file, else it is the default its help names.")
+    f = g.top.add_parser(
+        "finetune",
+        help=help_,
+        description=f"{help_}.\n\nEach setting comes from its flag, else "
+        "from the --config file, else it is the default its help names.",
+    )
     f.add_argument("--data", help="triplets folder from 'generate triplets'")
     f.add_argument("--model", help="base encoder id: minilm, st:/folder, toy:shared, hf:…, qwen3vl:…")
     f.add_argument("--config", help="job.json with the same keys (model, data, epochs, lora_rank, …); flags override")
@@ -264,21 +324,36 @@ def _add_finetune(g: Groups) -> None:
     f.add_argument("--margin", type=float, help="hinge margin (default 0.05)")
     f.add_argument("--lora-rank", type=int, help="LoRA r (default 4)")
     f.add_argument("--lora-alpha", type=float, help="LoRA alpha (default 4)")
-    f.add_argument("--lines-a", help="LiNeS a in [0, 1] (default 0.1, Wang et al.'s single-task setting; 1 = "
-                   "unscaled), or auto (searched on validation over their grid 1.0, 0.9, ..., 0.0)")
+    f.add_argument(
+        "--lines-a",
+        help="LiNeS a in [0, 1] (default 0.1, Wang et al.'s single-task setting; 1 = "
+        "unscaled), or auto (searched on validation over their grid 1.0, 0.9, ..., 0.0)",
+    )
     f.add_argument("--seed", type=int, help="seed of the batch order and the LoRA init (default 0)")
     f.add_argument("--eval-rows", type=int, help="rows per split used for evaluation (default 400, 0 = all)")
-    f.add_argument("--num-processes", type=int,
-                   help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints; "
-                        "default 1)")
-    f.add_argument("--attention-loss", type=float, metavar="WEIGHT",
-                   help="add WEIGHT x the attention binding-margin loss over --attention-layers (SABER App. C.3; "
-                        "default 0 = off; toy, st:/minilm, hf:, qwen3vl: models)")
-    f.add_argument("--attention-layers", metavar="A-B",
-                   help="its layer band, 0-based inclusive (default: the last third of the layers)")
-    f.add_argument("--supervision", choices=["text", "image"],
-                   help="text triplets (default) or image triplets rendered from them: anchor scene, the same "
-                        "scene re-rendered, the scene with one binding swapped (SABER appendix E; toy:shared)")
+    f.add_argument(
+        "--num-processes",
+        type=int,
+        help=">1: data parallel on N processes (torchrun; same global batch, rank 0 checkpoints; default 1)",
+    )
+    f.add_argument(
+        "--attention-loss",
+        type=float,
+        metavar="WEIGHT",
+        help="add WEIGHT x the attention binding-margin loss over --attention-layers (SABER App. C.3; "
+        "default 0 = off; toy, st:/minilm, hf:, qwen3vl: models)",
+    )
+    f.add_argument(
+        "--attention-layers",
+        metavar="A-B",
+        help="its layer band, 0-based inclusive (default: the last third of the layers)",
+    )
+    f.add_argument(
+        "--supervision",
+        choices=["text", "image"],
+        help="text triplets (default) or image triplets rendered from them: anchor scene, the same "
+        "scene re-rendered, the scene with one binding swapped (SABER appendix E; toy:shared)",
+    )
     f.add_argument("--background", action="store_true", help="start the job and return at once")
     f.add_argument("--out", help="write the result JSON here, with its job_id and model_id (foreground only)")
     f.set_defaults(func=cmd_finetune)
@@ -305,22 +380,39 @@ def _add_jobs(g: Groups) -> None:
     job_parser("cancel", "stop a queued or running job (its last checkpoint is kept for resume)", cmd_jobs_cancel)
     job_parser("resume", "queue a cancelled or failed job again from its last checkpoint", cmd_jobs_resume)
 
-    c = job_parser("compare", "base vs finetuned (unscaled and LiNeS) on MCQs, the separated in-format / general "
-                              "report and per-layer attention margins", cmd_jobs_compare)
-    c.add_argument("--data", help="MCQ JSONL to score base vs finetuned on (default: the embedded mini benchmark, its "
-                                  "image version for a toy: base); the other templates and the held-out words are "
-                                  "generated on the fly")
+    c = job_parser(
+        "compare",
+        "base vs finetuned (unscaled and LiNeS) on MCQs, the separated in-format / general "
+        "report and per-layer attention margins",
+        cmd_jobs_compare,
+    )
+    c.add_argument(
+        "--data",
+        help="MCQ JSONL to score base vs finetuned on (default: the embedded mini benchmark, its "
+        "image version for a toy: base); the other templates and the held-out words are "
+        "generated on the fly",
+    )
     c.add_argument("--pairings", default="auto", help="tt,ti,it,ii or auto (all the model and data allow)")
     c.add_argument("--limit", type=int, default=0, help="first N questions only (0 = all)")
-    c.add_argument("--attention-limit", type=int, default=200,
-                   help="attention binding margins per layer on the first N query captions (0 = all)")
+    c.add_argument(
+        "--attention-limit",
+        type=int,
+        default=200,
+        help="attention binding margins per layer on the first N query captions (0 = all)",
+    )
     c.add_argument("--no-attention", action="store_true", help="skip the attention margins")
-    c.add_argument("--no-report", action="store_true",
-                   help="skip the separated in-format vs general report (its generated sets cost most of a compare)")
+    c.add_argument(
+        "--no-report",
+        action="store_true",
+        help="skip the separated in-format vs general report (its generated sets cost most of a compare)",
+    )
     add_output_args(c, out="write the comparison JSON (summary + provenance) here")
 
-    x = job_parser("export-script", "write launch.sh (torchrun / accelerate launch) and sbatch.sh (SLURM) that run the "
-                                    "job on other machines", cmd_jobs_export_script)
+    x = job_parser(
+        "export-script",
+        "write launch.sh (torchrun / accelerate launch) and sbatch.sh (SLURM) that run the job on other machines",
+        cmd_jobs_export_script,
+    )
     x.add_argument("--nproc", type=int, help="processes (GPUs) per node (default: the job's num_processes)")
     x.add_argument("--nodes", type=int, default=1, help="SLURM nodes")
 

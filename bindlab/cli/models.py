@@ -45,7 +45,10 @@ def add_commands(g: Groups) -> None:
     b = g.top.add_parser("bench", help="measure pipeline overhead, cache speedup and throughput (JSON)")
     b.add_argument("--quick", action="store_true", help="smaller workloads (seconds instead of minutes)")
     b.add_argument("--model", default="minilm", help="text encoder to benchmark")
-    b.add_argument("--only", metavar="SECTION[,SECTION...]",
-                   help="run only these sections (default: all), comma-separated: " + ", ".join(_sections()))
+    b.add_argument(
+        "--only",
+        metavar="SECTION[,SECTION...]",
+        help="run only these sections (default: all), comma-separated: " + ", ".join(_sections()),
+    )
     b.add_argument("--out", help="also write the figures JSON here")
     b.set_defaults(func=cmd_bench)

@@ -46,21 +46,34 @@ from bindlab.data.vocab import PALETTE, conjoin, with_article
 
 # edit type -> category (the taxonomy; order is the order of reports)
 EDIT_TYPES: dict[str, str] = {
-    "modify_color": "attribute", "swap_color": "attribute",
-    "modify_material": "attribute", "swap_material": "attribute",
-    "modify_pattern": "attribute", "swap_pattern": "attribute",
-    "modify_transparency": "attribute", "modify_size": "attribute",
-    "add_instance": "count", "remove_instance": "count",
-    "swap_position": "spatial", "move_object": "spatial", "move_vertical": "spatial",
-    "modify_state": "state_presence", "add_object": "state_presence", "remove_object": "state_presence",
+    "modify_color": "attribute",
+    "swap_color": "attribute",
+    "modify_material": "attribute",
+    "swap_material": "attribute",
+    "modify_pattern": "attribute",
+    "swap_pattern": "attribute",
+    "modify_transparency": "attribute",
+    "modify_size": "attribute",
+    "add_instance": "count",
+    "remove_instance": "count",
+    "swap_position": "spatial",
+    "move_object": "spatial",
+    "move_vertical": "spatial",
+    "modify_state": "state_presence",
+    "add_object": "state_presence",
+    "remove_object": "state_presence",
 }
 CATEGORIES: tuple[str, ...] = ("attribute", "count", "spatial", "state_presence")
 # The CompoSET paper's own edit types among these, with the paper's name: its modify_presence is drawn here as two
 # edit types (an object added, an object removed). Every other edit type is bindlab's own (origin "bindlab").
 PAPER_NAMES: dict[str, str] = {
-    "modify_color": "modify_color", "swap_color": "swap_color", "modify_material": "modify_material",
-    "swap_material": "swap_material", "modify_transparency": "modify_transparency",
-    "add_object": "modify_presence", "remove_object": "modify_presence",
+    "modify_color": "modify_color",
+    "swap_color": "swap_color",
+    "modify_material": "modify_material",
+    "swap_material": "swap_material",
+    "modify_transparency": "modify_transparency",
+    "add_object": "modify_presence",
+    "remove_object": "modify_presence",
 }
 EDIT_ORIGIN: dict[str, str] = {t: "composet" if t in PAPER_NAMES else "bindlab" for t in EDIT_TYPES}
 ORIGINS: tuple[str, ...] = ("composet", "bindlab")
@@ -73,17 +86,56 @@ def edit_origin(edit_type: str, given: Any = None) -> str:
     if isinstance(given, str) and given.strip():
         return given.strip()[:40]
     return EDIT_ORIGIN.get(edit_type, "other")
-# (modify, swap) edit types on the same attribute family, for the matched comparison
-MATCHED: dict[str, tuple[str, str]] = {"color": ("modify_color", "swap_color"),
-                                       "material": ("modify_material", "swap_material"),
-                                       "pattern": ("modify_pattern", "swap_pattern")}
 
-SHAPES: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "pyramid", "torus", "star", "heart", "hexagon",
-                           "triangle", "umbrella", "mug", "key", "house", "tree", "fish", "kite", "bell", "crown",
-                           "apple", "mushroom", "cloud", "shield", "bottle", "hourglass", "sailboat", "rocket", "flag")
+
+# (modify, swap) edit types on the same attribute family, for the matched comparison
+MATCHED: dict[str, tuple[str, str]] = {
+    "color": ("modify_color", "swap_color"),
+    "material": ("modify_material", "swap_material"),
+    "pattern": ("modify_pattern", "swap_pattern"),
+}
+
+SHAPES: tuple[str, ...] = (
+    "cube",
+    "sphere",
+    "cylinder",
+    "cone",
+    "pyramid",
+    "torus",
+    "star",
+    "heart",
+    "hexagon",
+    "triangle",
+    "umbrella",
+    "mug",
+    "key",
+    "house",
+    "tree",
+    "fish",
+    "kite",
+    "bell",
+    "crown",
+    "apple",
+    "mushroom",
+    "cloud",
+    "shield",
+    "bottle",
+    "hourglass",
+    "sailboat",
+    "rocket",
+    "flag",
+)
 MATERIALS: tuple[str, ...] = ("wooden", "marble", "metallic", "ceramic", "stone", "crystal", "copper", "woven")
-PATTERNS: tuple[str, ...] = ("striped", "polka-dot", "checkered", "zigzag", "plaid", "swirled", "camouflage",
-                             "leopard-print")
+PATTERNS: tuple[str, ...] = (
+    "striped",
+    "polka-dot",
+    "checkered",
+    "zigzag",
+    "plaid",
+    "swirled",
+    "camouflage",
+    "leopard-print",
+)
 FAMILY_VALUES: dict[str, tuple[str, ...]] = {"color": PALETTE, "material": MATERIALS, "pattern": PATTERNS}
 # families of the single (non-duplicated) objects, taken in this order for scenes of growing size
 _FAMILY_ORDER = ("color", "color", "material", "material", "pattern", "pattern", "color", "material", "pattern")
@@ -116,7 +168,7 @@ class Obj:
         """``"a red cube"``, ``"two red cubes"``; ``numeral`` says ``"one red cube"`` (count edits)."""
         if count == 1:
             return f"{_NUMBER[1]} {self.words()}" if numeral else with_article(self.words())
-        return f"{_NUMBER.get(count, str(count))} {self.words()[:-len(self.shape)]}{plural(self.shape)}"
+        return f"{_NUMBER.get(count, str(count))} {self.words()[: -len(self.shape)]}{plural(self.shape)}"
 
 
 def plural(noun: str) -> str:
@@ -159,8 +211,9 @@ class Edit:
 
 
 # ---------------------------------------------------------------------------------------------- scenes
-def make_scene(index: int, rng: random.Random, size: int = 256, seed: int = 0,
-               n_range: tuple[int, int] = (4, 10)) -> Scene:
+def make_scene(
+    index: int, rng: random.Random, size: int = 256, seed: int = 0, n_range: tuple[int, int] = (4, 10)
+) -> Scene:
     """Draw base scene ``index``: n objects (one shape twice, the rest distinct), n + 2 slots."""
     n = rng.randint(*n_range)
     shapes = rng.sample(SHAPES, n - 1)  # n - 1 distinct shapes; the first appears twice
@@ -216,8 +269,11 @@ def captions(edit_phrase: str, context: list[str], rng_key: int) -> dict[str, st
 # ---------------------------------------------------------------------------------------------- edits
 def _singles(scene: Scene, family: str | None = None) -> list[int]:
     counts = _counts(scene.objects)
-    return [i for i, o in enumerate(scene.objects)
-            if o is not None and counts[o] == 1 and (family is None or o.family == family)]
+    return [
+        i
+        for i, o in enumerate(scene.objects)
+        if o is not None and counts[o] == 1 and (family is None or o.family == family)
+    ]
 
 
 def _replace(objects: list[Obj | None], changes: dict[int, Obj | None]) -> list[Obj | None]:
@@ -270,29 +326,59 @@ def candidate_edits(scene: Scene) -> dict[str, list[Edit]]:
                 i, j = single[x], single[y]
                 a, b = objs[i], objs[j]
                 a2, b2 = Obj(a.shape, fam, b.value), Obj(b.shape, fam, a.value)
-                add(f"swap_{fam}", {i: a2, j: b2}, conjoin([a.phrase(), b.phrase()]),
-                    conjoin([a2.phrase(), b2.phrase()]), (i, j), f"{a.value} {a.shape} <-> {b.value} {b.shape}")
+                add(
+                    f"swap_{fam}",
+                    {i: a2, j: b2},
+                    conjoin([a.phrase(), b.phrase()]),
+                    conjoin([a2.phrase(), b2.phrase()]),
+                    (i, j),
+                    f"{a.value} {a.shape} <-> {b.value} {b.shape}",
+                )
     for i in _singles(scene, "color"):
         o = objs[i]
-        add("modify_transparency", {i: Obj(o.shape, "transparent", "transparent")}, o.phrase(),
-            with_article(f"transparent {o.shape}"), (i,), f"{o.words()} -> transparent")
+        add(
+            "modify_transparency",
+            {i: Obj(o.shape, "transparent", "transparent")},
+            o.phrase(),
+            with_article(f"transparent {o.shape}"),
+            (i,),
+            f"{o.words()} -> transparent",
+        )
         if o.value != "black":  # a black glow is a dark aura, not a visible state change
             lit = Obj(o.shape, "color", o.value, glowing=True)
             add("modify_state", {i: lit}, f"an unlit {o.words()}", lit.phrase(), (i,), f"{o.words()}: unlit -> glowing")
     for i in _singles(scene):
         o = objs[i]
         small = Obj(o.shape, o.family, o.value, small=True)
-        add("modify_size", {i: small}, with_article(f"large {o.words()}"), small.phrase(), (i,),
-            f"{o.words()}: large -> small")
+        add(
+            "modify_size",
+            {i: small},
+            with_article(f"large {o.words()}"),
+            small.phrase(),
+            (i,),
+            f"{o.words()}: large -> small",
+        )
         for s in spare:
             add("add_instance", {s: o}, o.phrase(1, numeral=True), o.phrase(2), (i, s), f"{o.words()}: 1 -> 2")
-        add("remove_object", {i: None}, f"there is {o.phrase()}", f"there is no {o.words()}", (i,),
-            f"{o.words()}: present -> absent")
+        add(
+            "remove_object",
+            {i: None},
+            f"there is {o.phrase()}",
+            f"there is no {o.words()}",
+            (i,),
+            f"{o.words()}: present -> absent",
+        )
     for o, c in counts.items():
         if c == 2:
             for i in [k for k, p in enumerate(objs) if p == o]:
-                add("remove_instance", {i: None}, o.phrase(2), o.phrase(1, numeral=True), tuple(k for k, p in enumerate(objs) if p == o),
-                    f"{o.words()}: 2 -> 1")
+                add(
+                    "remove_instance",
+                    {i: None},
+                    o.phrase(2),
+                    o.phrase(1, numeral=True),
+                    tuple(k for k, p in enumerate(objs) if p == o),
+                    f"{o.words()}: 2 -> 1",
+                )
     singles = _singles(scene)
     for i in singles:
         for j in singles:
@@ -301,25 +387,44 @@ def candidate_edits(scene: Scene) -> dict[str, list[Edit]]:
             a, b = objs[i], objs[j]
             side = _side_of(slots[i], slots[j])
             if side == "left" and i < j:  # each unordered pair once, phrased left-to-right
-                add("swap_position", {i: b, j: a}, f"{a.phrase()} to the left of {b.phrase()}",
-                    f"{b.phrase()} to the left of {a.phrase()}", (i, j), f"{a.words()} <-> {b.words()} (positions)")
-            for kind, relation, words, of in (("move_object", _side_of, "to the {} of", " of"),
-                                              ("move_vertical", _level_of, "{}", "")):
+                add(
+                    "swap_position",
+                    {i: b, j: a},
+                    f"{a.phrase()} to the left of {b.phrase()}",
+                    f"{b.phrase()} to the left of {a.phrase()}",
+                    (i, j),
+                    f"{a.words()} <-> {b.words()} (positions)",
+                )
+            for kind, relation, words, of in (
+                ("move_object", _side_of, "to the {} of", " of"),
+                ("move_vertical", _level_of, "{}", ""),
+            ):
                 where = relation(slots[i], slots[j])
                 if where is None:
                     continue
                 other = _OPPOSITE[where]
                 for s in spare:  # move a into a spare slot on the other side of b
                     if relation(slots[s], slots[j]) == other:
-                        add(kind, {i: None, s: a}, f"{a.phrase()} {words.format(where)} {b.phrase()}",
-                            f"{a.phrase()} {words.format(other)} {b.phrase()}", (i, j, s),
-                            f"{a.words()}: {where} -> {other}{of} the {b.words()}")
+                        add(
+                            kind,
+                            {i: None, s: a},
+                            f"{a.phrase()} {words.format(where)} {b.phrase()}",
+                            f"{a.phrase()} {words.format(other)} {b.phrase()}",
+                            (i, j, s),
+                            f"{a.words()}: {where} -> {other}{of} the {b.words()}",
+                        )
     palette = [(s, v) for s in SHAPES if s not in present for v in PALETTE]
     for s in spare:
         shape, value = random.Random(scene.seed * 31 + s).choice(palette)
         new = Obj(shape, "color", value)
-        add("add_object", {s: new}, f"there is no {new.words()}", f"there is {new.phrase()}", (s,),
-            f"{new.words()}: absent -> present")
+        add(
+            "add_object",
+            {s: new},
+            f"there is no {new.words()}",
+            f"there is {new.phrase()}",
+            (s,),
+            f"{new.words()}: absent -> present",
+        )
     return out
 
 
@@ -348,10 +453,13 @@ def _disc_mask(slots: list[Slot], idx: tuple[int, ...], size: int) -> np.ndarray
 
 def _render(objects: list[Obj | None], scene: Scene, size: int) -> np.ndarray:
     # a small object keeps its slot (centre, pose) and shrinks inside its disc
-    slots = [replace(sl, scale=sl.scale * SMALL_SCALE) if o is not None and o.small else sl
-             for o, sl in zip(objects, scene.slots, strict=True)]
-    img, _ = render_slots([o.spec() if o else None for o in objects], slots, size, scene.seed,
-                          context_from_index(scene.context_index, 12))
+    slots = [
+        replace(sl, scale=sl.scale * SMALL_SCALE) if o is not None and o.small else sl
+        for o, sl in zip(objects, scene.slots, strict=True)
+    ]
+    img, _ = render_slots(
+        [o.spec() if o else None for o in objects], slots, size, scene.seed, context_from_index(scene.context_index, 12)
+    )
     return np.asarray(img)
 
 
@@ -388,19 +496,32 @@ def pair_item(scene: Scene, edit: Edit, k: int, pixels_changed: float) -> PairIt
         raise RuntimeError(f"{scene.scene_id} foil {k}: the untouched objects differ between base and foil")
     key = scene.seed * 1000 + k
     return PairItem(
-        id=f"{scene.scene_id}-f{k:02d}", scene_id=scene.scene_id, edit_type=edit.edit_type,
+        id=f"{scene.scene_id}-f{k:02d}",
+        scene_id=scene.scene_id,
+        edit_type=edit.edit_type,
         edit_category=edit.category,
         base=PairSide(f"images/{scene.scene_id}/base.png", captions(edit.base_phrase, ctx_base, key)),
         foil=PairSide(f"images/{scene.scene_id}/f{k:02d}.png", captions(edit.foil_phrase, ctx_foil, key)),
-        extra={"edit_origin": EDIT_ORIGIN[edit.edit_type], "n_objects": scene.n_objects, "edit": edit.description,
-               "edit_phrase": {"base": edit.base_phrase, "foil": edit.foil_phrase},
-               "pixels_changed": round(pixels_changed, 6)},
+        extra={
+            "edit_origin": EDIT_ORIGIN[edit.edit_type],
+            "n_objects": scene.n_objects,
+            "edit": edit.description,
+            "edit_phrase": {"base": edit.base_phrase, "foil": edit.foil_phrase},
+            "pixels_changed": round(pixels_changed, 6),
+        },
     )
 
 
-def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 22, seed: int = 0, size: int = 256,
-                      workers: int = 2, n_range: tuple[int, int] = (4, 10),
-                      progress: Callable[[int, int], None] | None = None) -> Path:
+def generate_composet(
+    out: str | Path,
+    scenes: int = 80,
+    foils_per_scene: int = 22,
+    seed: int = 0,
+    size: int = 256,
+    workers: int = 2,
+    n_range: tuple[int, int] = (4, 10),
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
     """Generate a CompoSET-style benchmark: ``out/pairs.jsonl``, ``out/images/<scene>/{base,fNN}.png``, ``meta.json``.
 
     Args:
@@ -425,8 +546,10 @@ def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 
     if scenes > lim.max_scenes:
         raise ValueError(f"--scenes {scenes} is above the cap of {lim.max_scenes} ({LIMIT_ENV['max_scenes']})")
     if foils_per_scene > lim.max_foils_per_scene:
-        raise ValueError(f"--foils-per-scene {foils_per_scene} is above the cap of {lim.max_foils_per_scene} "
-                         f"({LIMIT_ENV['max_foils_per_scene']})")
+        raise ValueError(
+            f"--foils-per-scene {foils_per_scene} is above the cap of {lim.max_foils_per_scene} "
+            f"({LIMIT_ENV['max_foils_per_scene']})"
+        )
     if size > lim.max_render_size:
         raise ValueError(f"--size {size} is above the cap of {lim.max_render_size} px ({LIMIT_ENV['max_render_size']})")
     if foils_per_scene < 15:
@@ -466,17 +589,31 @@ def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 
                 continue
             items.append(pair_item(scene, e, k, changed))
     if not items:  # pragma: no cover - every scene keeps most of its foils at any allowed size
-        raise ValueError(f"all {discarded} foils were discarded (no pixel changed, or pixels changed outside the edited "
-                         "objects); try a larger --size")
+        raise ValueError(
+            f"all {discarded} foils were discarded (no pixel changed, or pixels changed outside the edited "
+            "objects); try a larger --size"
+        )
     path = out / "pairs.jsonl"
     write_jsonl(path, [p.to_json() for p in items])
     px = np.array([p.extra["pixels_changed"] for p in items])
-    meta = {"generator": "composet", "seed": seed, "scenes": scenes, "foils_per_scene": foils_per_scene,
-            "size": size, "objects_per_scene": list(n_range), "pairs": len(items), "discarded_foils": discarded,
-            "edit_types": EDIT_TYPES,
-            "pixels_changed": {"mean": float(px.mean()), "median": float(np.median(px)),
-                               "min": float(px.min()), "max": float(px.max())},
-            "per_edit_type": {t: sum(p.edit_type == t for p in items) for t in EDIT_TYPES}}
+    meta = {
+        "generator": "composet",
+        "seed": seed,
+        "scenes": scenes,
+        "foils_per_scene": foils_per_scene,
+        "size": size,
+        "objects_per_scene": list(n_range),
+        "pairs": len(items),
+        "discarded_foils": discarded,
+        "edit_types": EDIT_TYPES,
+        "pixels_changed": {
+            "mean": float(px.mean()),
+            "median": float(np.median(px)),
+            "min": float(px.min()),
+            "max": float(px.max()),
+        },
+        "per_edit_type": {t: sum(p.edit_type == t for p in items) for t in EDIT_TYPES},
+    }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     return path
 
@@ -484,4 +621,3 @@ def generate_composet(out: str | Path, scenes: int = 80, foils_per_scene: int = 
 def _indexed_task(arg: tuple[int, tuple[Scene, list[Edit], str, int]]) -> tuple[int, list[tuple[float, float]]]:
     i, job = arg
     return i, _render_scene_task(job)
-

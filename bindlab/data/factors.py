@@ -56,8 +56,20 @@ from bindlab.data.textures import COLOURS
 
 FACTORS: tuple[str, ...] = ("shape", "hue", "pattern")
 SHAPES: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "pyramid", "torus", "star", "heart")
-HUES: tuple[str, ...] = ("red", "orange", "yellow", "lime", "green", "teal", "cyan", "blue", "indigo", "purple",
-                         "magenta", "pink")
+HUES: tuple[str, ...] = (
+    "red",
+    "orange",
+    "yellow",
+    "lime",
+    "green",
+    "teal",
+    "cyan",
+    "blue",
+    "indigo",
+    "purple",
+    "magenta",
+    "pink",
+)
 TWO_TONE: tuple[str, ...] = ("striped", "polka-dot", "checkered", "zigzag", "plaid", "swirled")
 ONE_COLOUR: tuple[str, ...] = ("glittery", "glowing", "neon", "outlined")
 PLAIN = "plain"  # one flat colour: the pattern factor's "no pattern" value and the target of signal attenuation
@@ -79,7 +91,7 @@ def default_splits(n_contexts: int) -> dict[str, list[int]]:
     if n_cal + n_val >= n_contexts:
         n_cal = n_contexts - n_val - 1
     ids = list(range(n_contexts))
-    return {"calibration": ids[:n_cal], "validation": ids[n_cal:n_cal + n_val], "test": ids[n_cal + n_val:]}
+    return {"calibration": ids[:n_cal], "validation": ids[n_cal : n_cal + n_val], "test": ids[n_cal + n_val :]}
 
 
 def _check_values(kind: str, values: Sequence[str], valid: Sequence[str]) -> None:
@@ -118,12 +130,15 @@ class FactorGridSpec:
             raise ValueError(f"size must be at least 32 px, got {self.size}")
         lim = limits()
         if self.size > lim.max_render_size:
-            raise ValueError(f"size {self.size} px is above the cap of {lim.max_render_size} px "
-                             f"({LIMIT_ENV['max_render_size']})")
+            raise ValueError(
+                f"size {self.size} px is above the cap of {lim.max_render_size} px ({LIMIT_ENV['max_render_size']})"
+            )
         if self.n_images > lim.max_grid_images:
-            raise ValueError(f"a grid of {self.n_images:,} images is above the cap of {lim.max_grid_images:,} "
-                             f"(shapes x hues x patterns x contexts x replicas); use fewer contexts or replicas, "
-                             f"or raise {LIMIT_ENV['max_grid_images']}")
+            raise ValueError(
+                f"a grid of {self.n_images:,} images is above the cap of {lim.max_grid_images:,} "
+                f"(shapes x hues x patterns x contexts x replicas); use fewer contexts or replicas, "
+                f"or raise {LIMIT_ENV['max_grid_images']}"
+            )
 
     @property
     def n_images(self) -> int:
@@ -153,11 +168,25 @@ def _pick(arg: str | None, default: tuple[str, ...], kind: str) -> tuple[str, ..
     return tuple(v.strip() for v in arg.split(",") if v.strip())
 
 
-def spec_from_args(shapes: str | None = None, hues: str | None = None, patterns: str | None = None,
-                   contexts: int = 12, replicas: int = 2, size: int = 96, seed: int = 0) -> FactorGridSpec:
+def spec_from_args(
+    shapes: str | None = None,
+    hues: str | None = None,
+    patterns: str | None = None,
+    contexts: int = 12,
+    replicas: int = 2,
+    size: int = 96,
+    seed: int = 0,
+) -> FactorGridSpec:
     """Build a spec from CLI-style arguments (each factor: empty, a count of defaults, or a comma list)."""
-    return FactorGridSpec(_pick(shapes, SHAPES, "shape"), _pick(hues, HUES, "hue"),
-                          _pick(patterns, PATTERNS, "pattern"), contexts, replicas, size, seed)
+    return FactorGridSpec(
+        _pick(shapes, SHAPES, "shape"),
+        _pick(hues, HUES, "hue"),
+        _pick(patterns, PATTERNS, "pattern"),
+        contexts,
+        replicas,
+        size,
+        seed,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- one cell
@@ -185,11 +214,13 @@ def realisation(context: int, replica: int, n_contexts: int, seed: int = 0) -> t
     base = context_from_index(context, n_contexts)
     rng = np.random.default_rng([seed, context, replica, 7])
     ctx = dataclasses.replace(
-        base, name=f"{base.name}-r{replica}",
+        base,
+        name=f"{base.name}-r{replica}",
         rotation=base.rotation + float(rng.uniform(-20, 20)),
         light_angle=(base.light_angle + float(rng.uniform(-25, 25))) % 360.0,
         scale=float(np.clip(base.scale * rng.uniform(0.9, 1.0), 0.5, 1.0)),
-        shear=float(np.clip(base.shear + rng.uniform(-0.08, 0.08), -0.5, 0.5)))
+        shear=float(np.clip(base.shear + rng.uniform(-0.08, 0.08), -0.5, 0.5)),
+    )
     return ctx, zlib.crc32(f"{seed}|{context}|{replica}".encode())
 
 
@@ -214,9 +245,14 @@ class FactorRow:
 
 def grid_rows(spec: FactorGridSpec) -> list[FactorRow]:
     """Every image of the grid in a fixed order (context, replica, shape, hue, pattern)."""
-    return [FactorRow(f"images/c{c:02d}/r{r}/{s}-{h}-{p}.png", s, h, p, c, r)
-            for c in range(spec.n_contexts) for r in range(spec.replicas)
-            for s in spec.shapes for h in spec.hues for p in spec.patterns]
+    return [
+        FactorRow(f"images/c{c:02d}/r{r}/{s}-{h}-{p}.png", s, h, p, c, r)
+        for c in range(spec.n_contexts)
+        for r in range(spec.replicas)
+        for s in spec.shapes
+        for h in spec.hues
+        for p in spec.patterns
+    ]
 
 
 def write_index(path: str | os.PathLike, rows: Sequence[FactorRow]) -> Path:
@@ -286,11 +322,15 @@ class FactorIndex:
         a, b = (f for f in FACTORS if f != target)
         va, vb = self.values(a), self.values(b)
         if min(len(va), len(vb)) < 3:
-            raise ValueError(f"the combination holdout for {target} needs at least 3 values of {a} and of {b} "
-                             f"(got {len(va)} and {len(vb)}); use a larger grid or --protocol context")
+            raise ValueError(
+                f"the combination holdout for {target} needs at least 3 values of {a} and of {b} "
+                f"(got {len(va)} and {len(vb)}); use a larger grid or --protocol context"
+            )
         m = 6 if min(len(va), len(vb)) >= 6 else 3
-        buckets = {6: ("calibration", "calibration", "validation", "test", "test", "test"),
-                   3: ("calibration", "validation", "test")}[m]
+        buckets = {
+            6: ("calibration", "calibration", "validation", "test", "test", "test"),
+            3: ("calibration", "validation", "test"),
+        }[m]
         pos_a, pos_b = {v: i for i, v in enumerate(va)}, {v: i for i, v in enumerate(vb)}
         split = np.array([buckets[(pos_a[getattr(r, a)] + pos_b[getattr(r, b)]) % m] for r in self.rows])
         return {s: split == s for s in SPLITS}
@@ -303,14 +343,17 @@ def _parse_row(rec: dict[str, str], line: int, path: Path) -> FactorRow:
     try:
         context, replica = int(rec["context"]), int(rec["replica"])
     except ValueError:
-        raise DataError(f"{path}:{line}: context and replica must be integers, got "
-                        f"{rec['context']!r}, {rec['replica']!r}") from None
+        raise DataError(
+            f"{path}:{line}: context and replica must be integers, got {rec['context']!r}, {rec['replica']!r}"
+        ) from None
     if context < 0 or replica < 0 or context > _MAX_CONTEXT:
-        raise DataError(f"{path}:{line}: context and replica must be whole numbers in 0..{_MAX_CONTEXT}, got "
-                        f"{context}, {replica}")
+        raise DataError(
+            f"{path}:{line}: context and replica must be whole numbers in 0..{_MAX_CONTEXT}, got {context}, {replica}"
+        )
     resolve_image_field(path.parent, rec["image"].strip(), f"{path}:{line}")
-    return FactorRow(rec["image"].strip(), rec["shape"].strip(), rec["hue"].strip(), rec["pattern"].strip(),
-                     context, replica)
+    return FactorRow(
+        rec["image"].strip(), rec["shape"].strip(), rec["hue"].strip(), rec["pattern"].strip(), context, replica
+    )
 
 
 _MAX_CONTEXT = 10_000  # contexts index split lists; a larger one is a typo, not a grid
@@ -320,9 +363,13 @@ def _read_meta(path: Path) -> dict:
     """``meta.json`` next to an index: a JSON object with an optional ``splits`` mapping of split -> context list."""
     meta = load_json_bounded(path, dict, "meta.json")
     splits = meta.get("splits")
-    if splits is not None and not (isinstance(splits, dict) and all(
+    if splits is not None and not (
+        isinstance(splits, dict)
+        and all(
             isinstance(v, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in v)
-            for v in splits.values())):
+            for v in splits.values()
+        )
+    ):
         raise DataError(f"{path}: 'splits' must map split names to lists of context numbers")
     return meta
 
@@ -344,15 +391,19 @@ def load_index(folder: str | os.PathLike, check_images: bool = True) -> FactorIn
     meta: dict = _read_meta(root / "meta.json") if (root / "meta.json").exists() else {}
     text = read_text_bounded(path)
     if text.count("\n") > limits().max_jsonl_lines:
-        raise DataError(f"{path} has more than {limits().max_jsonl_lines} lines; split the grid or raise "
-                        f"{LIMIT_ENV['max_jsonl_lines']}")
+        raise DataError(
+            f"{path} has more than {limits().max_jsonl_lines} lines; split the grid or raise "
+            f"{LIMIT_ENV['max_jsonl_lines']}"
+        )
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
         absent = [c for c in INDEX_COLUMNS if c not in header]
         if absent:  # the header itself is never echoed: it may be the first line of any file
-            raise DataError(f"{path}: not a factor index: the header lacks columns {absent}; "
-                            f"need a CSV header with {list(INDEX_COLUMNS)}")
+            raise DataError(
+                f"{path}: not a factor index: the header lacks columns {absent}; "
+                f"need a CSV header with {list(INDEX_COLUMNS)}"
+            )
         rows = tuple(_parse_row(rec, i, path) for i, rec in enumerate(reader, start=2))
     except csv.Error as e:
         raise DataError(f"{path}: not a valid CSV file ({e})") from None
@@ -366,21 +417,26 @@ def load_index(folder: str | os.PathLike, check_images: bool = True) -> FactorIn
     splits = meta.get("splits") or default_splits(max(contexts) + 1)
     for s in SPLITS:
         if not any(r.context in splits.get(s, []) for r in rows):
-            raise DataError(f"{path}: no images in the {s} split (contexts {splits.get(s)}); "
-                            f"contexts present: {contexts}")
+            raise DataError(
+                f"{path}: no images in the {s} split (contexts {splits.get(s)}); contexts present: {contexts}"
+            )
     cap = limits().max_factor_values
     for factor in (*FACTORS, "context"):
         n_values = len({getattr(r, factor) for r in rows})
         if factor != "context" and n_values < 2:
             raise DataError(f"{path}: factor {factor!r} has fewer than 2 values")
         if n_values > cap:
-            raise DataError(f"{path}: factor {factor!r} has {n_values:,} values, more than one grid may have "
-                            f"({cap:,}, {LIMIT_ENV['max_factor_values']}); keep fewer values, or split the grid")
+            raise DataError(
+                f"{path}: factor {factor!r} has {n_values:,} values, more than one grid may have "
+                f"({cap:,}, {LIMIT_ENV['max_factor_values']}); keep fewer values, or split the grid"
+            )
     if check_images:
         missing = [str(root / r.image) for r in rows if not (root / r.image).is_file()]
         if missing:
-            raise DataError(f"{len(missing)} of {len(rows)} images listed in {path} are missing, e.g. "
-                            f"{missing[:3]}; re-run `python -m bindlab generate factors` on the folder to finish it")
+            raise DataError(
+                f"{len(missing)} of {len(rows)} images listed in {path} are missing, e.g. "
+                f"{missing[:3]}; re-run `python -m bindlab generate factors` on the folder to finish it"
+            )
     return FactorIndex(root, rows, {s: list(splits[s]) for s in SPLITS}, meta)
 
 
@@ -395,8 +451,9 @@ def _render_job(job: tuple[str, str, str, str, int, int, FactorGridSpec]) -> str
     return path
 
 
-def generate_grid(out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2,
-                  progress: Callable[[int, int], None] | None = None) -> tuple[FactorIndex, int]:
+def generate_grid(
+    out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2, progress: Callable[[int, int], None] | None = None
+) -> tuple[FactorIndex, int]:
     """Render the grid into ``out`` (resumable) and write ``index.csv`` and ``meta.json``.
 
     A folder holding a different grid (another ``meta.json`` spec) is refused rather than mixed.
@@ -413,8 +470,13 @@ def generate_grid(out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2
     root = Path(out).expanduser()
     root.mkdir(parents=True, exist_ok=True)
     meta_path = root / "meta.json"
-    meta = {"kind": "factor-grid", "spec": spec.to_json(), "splits": default_splits(spec.n_contexts),
-            "seed": spec.seed, "n_images": spec.n_images}
+    meta = {
+        "kind": "factor-grid",
+        "spec": spec.to_json(),
+        "splits": default_splits(spec.n_contexts),
+        "seed": spec.seed,
+        "n_images": spec.n_images,
+    }
     if meta_path.is_file():
         try:
             old = load_json_bounded(meta_path, dict, "meta.json").get("spec")
@@ -424,8 +486,11 @@ def generate_grid(out: str | os.PathLike, spec: FactorGridSpec, workers: int = 2
             raise ValueError(f"{root} holds a different factor grid ({old}); choose an empty folder")
     meta_path.write_text(json.dumps(meta, indent=2))
     rows = grid_rows(spec)
-    jobs = [(str(root / r.image), r.shape, r.hue, r.pattern, r.context, r.replica, spec) for r in rows
-            if not _is_valid_png(root / r.image)]
+    jobs = [
+        (str(root / r.image), r.shape, r.hue, r.pattern, r.context, r.replica, spec)
+        for r in rows
+        if not _is_valid_png(root / r.image)
+    ]
     total = len(jobs)
     if workers <= 1 or total <= 1:
         for done, _ in enumerate(map(_render_job, jobs), 1):
@@ -476,15 +541,18 @@ def parse_strengths(arg: str | Sequence[float]) -> tuple[float, ...]:
     """
     parts = [p.strip() for p in arg.split(",") if p.strip()] if isinstance(arg, str) else list(arg)
     if len(parts) > MAX_STRENGTHS:
-        raise ValueError(f"--signal-strengths lists {len(parts)} values; at most {MAX_STRENGTHS} (each writes and scores "
-                         "a whole grid), e.g. the paper's 1,.7,.5,.35,.2,.1,0")
+        raise ValueError(
+            f"--signal-strengths lists {len(parts)} values; at most {MAX_STRENGTHS} (each writes and scores "
+            "a whole grid), e.g. the paper's 1,.7,.5,.35,.2,.1,0"
+        )
     out: list[float] = []
     for p in parts:
         try:
             g = float(p)
         except (TypeError, ValueError):
-            raise ValueError(f"signal strength {p!r} is not a number; give a comma list in [0, 1], "
-                             f"e.g. 1,.75,.5,.3,.2,.1,0") from None
+            raise ValueError(
+                f"signal strength {p!r} is not a number; give a comma list in [0, 1], e.g. 1,.75,.5,.3,.2,.1,0"
+            ) from None
         if not 0.0 <= g <= 1.0:
             raise ValueError(f"signal strength {p!r} is outside [0, 1]; 1 = the patterned image, 0 = plain")
         if round(g, 4) in [round(x, 4) for x in out]:
@@ -528,8 +596,12 @@ def _blend_job(job: tuple[str, str, str, float]) -> str:
     return out
 
 
-def generate_signal_grids(root: str | os.PathLike, strengths: Sequence[float], workers: int = 2,
-                          progress: Callable[[int, int], None] | None = None) -> list[tuple[float, Path]]:
+def generate_signal_grids(
+    root: str | os.PathLike,
+    strengths: Sequence[float],
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[tuple[float, Path]]:
     """Write one attenuated copy of the grid in ``root`` per strength (resumable).
 
     At strength ``gamma`` every patterned image becomes ``blend(patterned, plain, gamma)`` with the plain image of
@@ -541,8 +613,10 @@ def generate_signal_grids(root: str | os.PathLike, strengths: Sequence[float], w
     """
     index = load_index(root)
     if PLAIN not in index.values("pattern"):
-        raise ValueError(f"{index.root} has no {PLAIN!r} pattern to attenuate towards; generate the grid with "
-                         f"plain among --patterns (the default includes it)")
+        raise ValueError(
+            f"{index.root} has no {PLAIN!r} pattern to attenuate towards; generate the grid with "
+            f"plain among --patterns (the default includes it)"
+        )
     jobs: list[tuple[str, str, str, float]] = []
     links: list[tuple[Path, Path]] = []
     out = []
@@ -565,8 +639,11 @@ def generate_signal_grids(root: str | os.PathLike, strengths: Sequence[float], w
         _link_or_copy(src, dst)
         if progress:
             progress(done, total)
-    results = (map(_blend_job, jobs) if workers <= 1 or len(jobs) <= 1 else
-               multiprocessing.get_context().Pool(min(workers, len(jobs))).imap_unordered(_blend_job, jobs, 16))
+    results = (
+        map(_blend_job, jobs)
+        if workers <= 1 or len(jobs) <= 1
+        else multiprocessing.get_context().Pool(min(workers, len(jobs))).imap_unordered(_blend_job, jobs, 16)
+    )
     for done, _ in enumerate(results, len(links) + 1):
         if progress:
             progress(done, total)

@@ -71,8 +71,13 @@ def resolve_allowed(path: str | os.PathLike, roots: tuple[Path, ...] | list[Path
     return real
 
 
-_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
 
 
 def _kind_problem(path: Path, mode: int) -> str | None:
@@ -130,8 +135,10 @@ def _size_cap(max_bytes: int | None) -> int:
 
 
 def _too_big(p: Path, size: int, cap: int) -> DataError:
-    return DataError(f"{p} is larger than the {_mib(cap)} cap ({_mib(size)}); use a smaller file or raise "
-                     f"{config.LIMIT_ENV['max_file_bytes']}")
+    return DataError(
+        f"{p} is larger than the {_mib(cap)} cap ({_mib(size)}); use a smaller file or raise "
+        f"{config.LIMIT_ENV['max_file_bytes']}"
+    )
 
 
 def _mib(n: int) -> str:
@@ -157,8 +164,9 @@ def _decode(data: bytes, p: Path, line: int | None = None) -> str:
         return data.decode("utf-8-sig" if line in (None, 1) else "utf-8")
     except UnicodeDecodeError as e:
         where = f"{p}:{line}" if line is not None else str(p)
-        raise DataError(f"{where}: not UTF-8 text (undecodable byte at offset {e.start}); save the file as UTF-8") \
-            from None
+        raise DataError(
+            f"{where}: not UTF-8 text (undecodable byte at offset {e.start}); save the file as UTF-8"
+        ) from None
 
 
 def read_text_bounded(path: str | os.PathLike, max_bytes: int | None = None) -> str:
@@ -248,8 +256,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_json_bounded(path: str | os.PathLike, expect: type | None = dict, what: str = "",
-                      max_bytes: int | None = None) -> Any:
+def load_json_bounded(
+    path: str | os.PathLike, expect: type | None = dict, what: str = "", max_bytes: int | None = None
+) -> Any:
     """Parse a JSON file (size-capped, depth-capped); with ``expect=dict`` the top level must be an object.
 
     Args:
@@ -268,12 +277,12 @@ def load_json_bounded(path: str | os.PathLike, expect: type | None = dict, what:
 
 
 def _json_type(obj: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(obj), "number")
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(obj), "number")
 
 
-def iter_jsonl_bounded(path: str | os.PathLike, max_bytes: int | None = None,
-                       max_lines: int | None = None) -> Iterator[tuple[int, Any]]:
+def iter_jsonl_bounded(
+    path: str | os.PathLike, max_bytes: int | None = None, max_lines: int | None = None
+) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON or DataError)`` for each non-blank line of a regular, size-capped JSONL file.
 
     A malformed line yields a :class:`DataError` naming the file and line (the caller decides whether to skip it);
@@ -288,8 +297,7 @@ def iter_jsonl_bounded(path: str | os.PathLike, max_bytes: int | None = None,
     lines = [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
     del data
     if len(lines) > cap:
-        raise DataError(f"{p} has more than {cap} lines; split the file or raise "
-                        f"{config.LIMIT_ENV['max_jsonl_lines']}")
+        raise DataError(f"{p} has more than {cap} lines; split the file or raise {config.LIMIT_ENV['max_jsonl_lines']}")
     for n, raw in lines:
         try:
             yield n, _parse_line(raw, p, n, depth_cap)
@@ -313,8 +321,10 @@ def resolve_image_field(data_dir: str | os.PathLike, rel: str, where: str) -> Pa
         raise DataError(f"{where}: image path must be a non-empty relative path")
     target = Path(os.path.realpath(base / rel))
     if os.path.isabs(rel) or not _inside(target, base) or target == base:
-        raise DataError(f"{where}: image {rel!r} is outside the data file's folder; image paths must be relative "
-                        "paths inside the folder holding the data file")
+        raise DataError(
+            f"{where}: image {rel!r} is outside the data file's folder; image paths must be relative "
+            "paths inside the folder holding the data file"
+        )
     return target
 
 
@@ -342,23 +352,40 @@ def open_image(path: str | os.PathLike, max_pixels: int | None = None) -> Any:
                 img = Image.open(f)
                 w, h = img.size
                 if w * h > cap:
-                    raise DataError(f"{p}: image is {w}x{h} ({w * h:,} pixels), above the cap of {cap:,} pixels; "
-                                    f"use a smaller image or raise {config.LIMIT_ENV['max_image_pixels']}")
+                    raise DataError(
+                        f"{p}: image is {w}x{h} ({w * h:,} pixels), above the cap of {cap:,} pixels; "
+                        f"use a smaller image or raise {config.LIMIT_ENV['max_image_pixels']}"
+                    )
                 img.load()  # decode now, so a truncated file fails here and not inside a processor
         except Image.DecompressionBombError:
-            raise DataError(f"{p}: image is too large to decode safely (above the cap of {cap:,} pixels, or a "
-                            "decompression bomb); use a smaller image") from None
+            raise DataError(
+                f"{p}: image is too large to decode safely (above the cap of {cap:,} pixels, or a "
+                "decompression bomb); use a smaller image"
+            ) from None
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, MemoryError) as e:
             if isinstance(e, DataError):
                 raise
-            raise DataError(f"{p}: cannot read as an image (corrupt, truncated or not an image file: "
-                            f"{type(e).__name__})") from None
+            raise DataError(
+                f"{p}: cannot read as an image (corrupt, truncated or not an image file: {type(e).__name__})"
+            ) from None
     return img
 
 
-__all__ = ["DataError", "REFUSED", "check_regular", "gc_paused", "iter_jsonl_bounded", "load_json_bounded", "open_image",
-           "open_regular", "parse_json", "read_bytes_bounded", "read_text_bounded", "resolve_allowed",
-           "resolve_image_field"]
+__all__ = [
+    "DataError",
+    "REFUSED",
+    "check_regular",
+    "gc_paused",
+    "iter_jsonl_bounded",
+    "load_json_bounded",
+    "open_image",
+    "open_regular",
+    "parse_json",
+    "read_bytes_bounded",
+    "read_text_bounded",
+    "resolve_allowed",
+    "resolve_image_field",
+]
 
 
 def build_once(target: str | os.PathLike, build: Any, current: Any = None) -> Path:

@@ -60,8 +60,10 @@ def detect_kind(path: str | os.PathLike) -> tuple[str, Path]:
         for kind, (name, _) in KINDS.items():
             if (p / name).is_file():
                 return kind, p / name
-        raise DataError(f"{p}: no bindlab set here; give a folder with one of "
-                        f"{', '.join(n for n, _ in KINDS.values())}, or that file")
+        raise DataError(
+            f"{p}: no bindlab set here; give a folder with one of "
+            f"{', '.join(n for n, _ in KINDS.values())}, or that file"
+        )
     for kind, (name, _) in KINDS.items():
         if p.name == name:
             return kind, p
@@ -74,8 +76,10 @@ def detect_kind(path: str | os.PathLike) -> tuple[str, Path]:
             if "positive" in rec and "negative" in rec:
                 return "triplets", p
             break
-    raise DataError(f"{p}: not a bindlab set; give an mcq.jsonl, pairs.jsonl, triplets.jsonl or a grid's index.csv "
-                    "(or the folder holding it)")
+    raise DataError(
+        f"{p}: not a bindlab set; give an mcq.jsonl, pairs.jsonl, triplets.jsonl or a grid's index.csv "
+        "(or the folder holding it)"
+    )
 
 
 def _validate(kind: str, path: Path) -> None:
@@ -139,18 +143,28 @@ def _columns(kind: str, rec: dict[str, Any], image: Any) -> dict[str, Any]:
     """The columns a person reads on the Hub (the ``record`` column keeps everything)."""
     if kind == "mcq":
         cands = rec.get("candidates") or []
-        row = {"id": str(rec.get("id", "")), "n_objects": int(rec.get("n_objects") or 0),
-               "subset": str(rec.get("subset") or ""), "query": str(rec["query"]["text"]),
-               "candidates": [str(c["text"]) for c in cands], "answer": int(rec.get("answer", 0)),
-               "candidate_roles": [str(c.get("role") or "") for c in cands]}
+        row = {
+            "id": str(rec.get("id", "")),
+            "n_objects": int(rec.get("n_objects") or 0),
+            "subset": str(rec.get("subset") or ""),
+            "query": str(rec["query"]["text"]),
+            "candidates": [str(c["text"]) for c in cands],
+            "answer": int(rec.get("answer", 0)),
+            "candidate_roles": [str(c.get("role") or "") for c in cands],
+        }
         if rec["query"].get("image"):
             row["query_image"] = image(rec["query"]["image"])
             row["candidate_images"] = [image(c["image"]) for c in cands]
         return row
     if kind == "pairs":
-        row = {"id": str(rec.get("id", "")), "scene_id": str(rec.get("scene_id") or ""),
-               "edit_type": str(rec.get("edit_type") or ""), "edit_category": str(rec.get("edit_category") or ""),
-               "n_objects": int(rec.get("n_objects") or 0), "edit": str(rec.get("edit") or "")}
+        row = {
+            "id": str(rec.get("id", "")),
+            "scene_id": str(rec.get("scene_id") or ""),
+            "edit_type": str(rec.get("edit_type") or ""),
+            "edit_category": str(rec.get("edit_category") or ""),
+            "n_objects": int(rec.get("n_objects") or 0),
+            "edit": str(rec.get("edit") or ""),
+        }
         for side in ("base", "foil"):
             caps = rec[side].get("captions") or {}
             for level in ("short", "medium", "long"):
@@ -170,8 +184,15 @@ def _feature(value: Any) -> dict[str, Any]:
         return {"_type": "Image"}
     if isinstance(value, list):
         return {"_type": "List", "feature": _feature(value[0]) if value else {"dtype": "string", "_type": "Value"}}
-    dtype = ("bool" if isinstance(value, bool) else "int64" if isinstance(value, int)
-             else "float64" if isinstance(value, float) else "string")
+    dtype = (
+        "bool"
+        if isinstance(value, bool)
+        else "int64"
+        if isinstance(value, int)
+        else "float64"
+        if isinstance(value, float)
+        else "string"
+    )
     return {"dtype": dtype, "_type": "Value"}
 
 
@@ -296,10 +317,13 @@ def export_dataset(data: str | os.PathLike, out: str | os.PathLike, name: str | 
                 features = {k: _feature(v) for k, v in row.items()}
                 hf_meta = {"info": {"features": features}}
                 schema = pa.Table.from_pylist([row]).schema.with_metadata(
-                    {b"huggingface": json.dumps(hf_meta).encode()})
+                    {b"huggingface": json.dumps(hf_meta).encode()}
+                )
             elif list(row) != list(features):
-                raise DataError(f"{path}: record {n_rows + 1} has other fields than the first (images on some "
-                                "records only?); a set's records must share one shape to export")
+                raise DataError(
+                    f"{path}: record {n_rows + 1} has other fields than the first (images on some "
+                    "records only?); a set's records must share one shape to export"
+                )
             shard_bytes += sum(len(x["bytes"]) for x in _image_structs(row))
             batch.append(row)
             n_rows += 1
@@ -321,14 +345,25 @@ def export_dataset(data: str | os.PathLike, out: str | os.PathLike, name: str | 
             from bindlab.data.files import load_json_bounded
 
             meta = load_json_bounded(base / "meta.json", dict, "meta.json")
-        (staging / "bindlab" / "export.json").write_text(json.dumps(
-            {"kind": kind, "file": KINDS[kind][0], "rows": n_rows, "bindlab_version": __version__,
-             "source_sha256": file_sha256(path)}, indent=2))
-        has_images = any(f["_type"] == "Image" or f.get("feature", {}).get("_type") == "Image"
-                         for f in features.values())
+        (staging / "bindlab" / "export.json").write_text(
+            json.dumps(
+                {
+                    "kind": kind,
+                    "file": KINDS[kind][0],
+                    "rows": n_rows,
+                    "bindlab_version": __version__,
+                    "source_sha256": file_sha256(path),
+                },
+                indent=2,
+            )
+        )
+        has_images = any(
+            f["_type"] == "Image" or f.get("feature", {}).get("_type") == "Image" for f in features.values()
+        )
         (staging / "README.md").write_text(
             _card(kind, name or base.name, features, n_rows, arrow_bytes, has_images, meta, __version__),
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -350,14 +385,18 @@ def _generator_command(kind: str, meta: dict[str, Any]) -> str:
     """The command that regenerates the set, from its ``meta.json`` (empty when the set did not come from one)."""
     if kind == "mcq" and meta.get("generator") == "saber":
         sizes = meta.get("sizes") or [2, 10]
-        cmd = (f"bindlab generate saber --out DIR --per-size {meta.get('per_size')} --sizes {sizes[0]}-{sizes[-1]} "
-               f"--seed {meta.get('seed')} --template {meta.get('template', 'attributive')}")
+        cmd = (
+            f"bindlab generate saber --out DIR --per-size {meta.get('per_size')} --sizes {sizes[0]}-{sizes[-1]} "
+            f"--seed {meta.get('seed')} --template {meta.get('template', 'attributive')}"
+        )
         if meta.get("images"):
             cmd += f" --images --size {meta['image_size']}" if "image_size" in meta else " --images (size not recorded)"
         return cmd + (" --vocab-from holdout_vocab.json" if meta.get("vocab_from") else "")
     if kind == "pairs" and "scenes" in meta:
-        return (f"bindlab generate composet --out DIR --scenes {meta.get('scenes')} --foils-per-scene "
-                f"{meta.get('foils_per_scene')} --seed {meta.get('seed')} --size {meta.get('size')}")
+        return (
+            f"bindlab generate composet --out DIR --scenes {meta.get('scenes')} --foils-per-scene "
+            f"{meta.get('foils_per_scene')} --seed {meta.get('seed')} --size {meta.get('size')}"
+        )
     if kind == "triplets":
         return f"bindlab generate triplets --out DIR --seed {meta.get('seed')}" if "seed" in meta else ""
     return f"bindlab generate factors --out DIR --seed {meta.get('seed')}" if "seed" in meta else ""
@@ -377,14 +416,14 @@ DESIGN = {
 }
 LIMITS = {
     "mcq": "Synthetic scenes from a fixed template and a closed vocabulary: a model that fails here binds poorly, "
-           "one that passes may still fail on natural captions. Accuracy is tie-aware; chance is 1/3 at N = 2 "
-           "(three candidates can tie with a bag of words) and 1/4 above.",
+    "one that passes may still fail on natural captions. Accuracy is tie-aware; chance is 1/3 at N = 2 "
+    "(three candidates can tie with a bag of words) and 1/4 above.",
     "pairs": "Rendered 2-D scenes, one edit per pair. CompoSET names six edit types (modify_color, swap_color, "
-             "modify_material, swap_material, modify_transparency, modify_presence — here add_object / "
-             "remove_object); the others are bindlab's own, and each record's `edit_origin` says which. Captions "
-             "come from templates.",
+    "modify_material, swap_material, modify_transparency, modify_presence — here add_object / "
+    "remove_object); the others are bindlab's own, and each record's `edit_origin` says which. Captions "
+    "come from templates.",
     "triplets": "Template sentences over a closed vocabulary; held-out words, templates and combinations are named "
-                "by the split column.",
+    "by the split column.",
     "grid": "Rendered single objects; hue, pattern and shape are crossed with a nuisance context.",
 }
 
@@ -406,8 +445,16 @@ def _md_code(value: Any, limit: int = 2000) -> str:
     return "`" + " ".join(str(value).split())[:limit].replace("`", "'") + "`"
 
 
-def _card(kind: str, title: str, features: dict[str, dict[str, Any]], n: int, n_bytes: int, has_images: bool,
-          meta: dict[str, Any], version: str) -> str:
+def _card(
+    kind: str,
+    title: str,
+    features: dict[str, dict[str, Any]],
+    n: int,
+    n_bytes: int,
+    has_images: bool,
+    meta: dict[str, Any],
+    version: str,
+) -> str:
     header = {
         "license": "unknown",
         "pretty_name": f"{title} (bindlab {kind})",
@@ -416,38 +463,64 @@ def _card(kind: str, title: str, features: dict[str, dict[str, Any]], n: int, n_
         "size_categories": [_size_category(n)],
         "tags": ["bindlab", "binding", "compositionality", "synthetic"],
         "configs": [{"config_name": "default", "data_files": [{"split": SPLIT, "path": f"data/{SPLIT}-*"}]}],
-        "dataset_info": {"features": [_card_feature(k, f) for k, f in features.items()],
-                         "splits": [{"name": SPLIT, "num_bytes": n_bytes, "num_examples": n}]},
+        "dataset_info": {
+            "features": [_card_feature(k, f) for k, f in features.items()],
+            "splits": [{"name": SPLIT, "num_bytes": n_bytes, "num_examples": n}],
+        },
     }
     command = _generator_command(kind, meta)
     settings = {k: v for k, v in meta.items() if k not in ("bindlab_version",)}
-    vocab = ("the renderable vocabulary (the words the renderer can draw)" if meta.get("images") or kind in
-             ("pairs", "grid") else "bindlab's SABER vocabulary")
+    vocab = (
+        "the renderable vocabulary (the words the renderer can draw)"
+        if meta.get("images") or kind in ("pairs", "grid")
+        else "bindlab's SABER vocabulary"
+    )
     lines = [
-        "---", _yaml(header), "---", "",
-        f"# {_md_plain(title)}", "",
-        f"{KINDS[kind][1]}: {n} rows, written by bindlab {version} (`bindlab export-dataset`).", "",
-        "## Use", "",
-        "```python", "import datasets", 'ds = datasets.load_dataset("PATH_OR_ORG/NAME", split="test")', "```", "",
+        "---",
+        _yaml(header),
+        "---",
+        "",
+        f"# {_md_plain(title)}",
+        "",
+        f"{KINDS[kind][1]}: {n} rows, written by bindlab {version} (`bindlab export-dataset`).",
+        "",
+        "## Use",
+        "",
+        "```python",
+        "import datasets",
+        'ds = datasets.load_dataset("PATH_OR_ORG/NAME", split="test")',
+        "```",
+        "",
         f"bindlab reads the folder as it is: {USE[kind]}. The `record` column holds bindlab's original record "
         "(JSON); the other columns are readable copies.",
         "",
-        "## How it was made", "",
+        "## How it was made",
+        "",
         f"- Generator command: {_md_code(command)}" if command else "- Generator: not recorded (no meta.json).",
         f"- Seed: {_md_plain(meta.get('seed', 'not recorded'))}; template: "
         f"{_md_plain(meta.get('template', 'attributive' if kind == 'mcq' else 'see the records'))}; "
         f"vocabulary: {vocab}.",
         f"- Generator settings: {_md_code(json.dumps(settings, ensure_ascii=False))}" if settings else "",
         "",
-        "## Known limits", "", LIMITS[kind], "",
-        "## License", "",
+        "## Known limits",
+        "",
+        LIMITS[kind],
+        "",
+        "## License",
+        "",
         "Generated by bindlab from its own templates, vocabulary and renderer; no third-party text or images. "
         "The card says `license: unknown` until the bindlab repository states a license — set one before "
-        "publishing on the Hub.", "",
-        "## Citation", "",
+        "publishing on the Hub.",
+        "",
+        "## Citation",
+        "",
         f"The design follows {DESIGN[kind]} (a preprint; the version bindlab worked from gives no authors, year or "
-        "venue). Cite bindlab as:", "",
-        "```bibtex", CITATION.replace("VERSION", version), "```", "",
+        "venue). Cite bindlab as:",
+        "",
+        "```bibtex",
+        CITATION.replace("VERSION", version),
+        "```",
+        "",
     ]
     return "\n".join(x for x in lines if x is not None) + "\n"
 
@@ -470,9 +543,11 @@ def _hub_folder(ref: str) -> Path:
         return Path(snapshot_download(repo_id=repo, repo_type="dataset"))
     except Exception as e:  # noqa: BLE001 - offline, unknown repo, no access: one sentence
         kind = type(e).__name__
-        raise DataError(f"hf:{repo}: could not fetch the dataset from the Hugging Face Hub ({kind}); when this "
-                        "machine is offline, download the folder elsewhere (bindlab export-dataset or "
-                        "huggingface-cli download) and pass its path") from None
+        raise DataError(
+            f"hf:{repo}: could not fetch the dataset from the Hugging Face Hub ({kind}); when this "
+            "machine is offline, download the folder elsewhere (bindlab export-dataset or "
+            "huggingface-cli download) and pass its path"
+        ) from None
 
 
 def as_bindlab_path(data: str | os.PathLike, kind: str | None = None) -> Path:
@@ -522,8 +597,10 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
         raise DataError(f"{folder}: bindlab/export.json names an unknown kind {found!r}")
     readable = {"captions": ("mcq", "triplets"), None: tuple(KINDS)}.get(kind, (kind,))
     if found not in readable:
-        raise DataError(f"{folder}: this dataset holds {found} ({KINDS[found][0]}); here bindlab reads "
-                        f"{' or '.join(KINDS[k][0] for k in readable if k in KINDS)}")
+        raise DataError(
+            f"{folder}: this dataset holds {found} ({KINDS[found][0]}); here bindlab reads "
+            f"{' or '.join(KINDS[k][0] for k in readable if k in KINDS)}"
+        )
     shards = sorted((folder / "data").glob("*.parquet"))
     h = hashlib.sha256()
     for shard in shards:
@@ -544,14 +621,17 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
                 for rel in image_fields(rec):
                     dest = resolve_image_field(staging, rel, f"{shard.name}: record {len(records) + 1}")
                     if rel not in structs:
-                        raise DataError(f"{shard}: record {len(records) + 1} names image {rel!r}, which is not "
-                                        "in its image columns")
+                        raise DataError(
+                            f"{shard}: record {len(records) + 1} names image {rel!r}, which is not in its image columns"
+                        )
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     dest.write_bytes(structs[rel])
                 records.append(rec)
         if not records:
-            raise DataError(f"{folder}: its parquet shards hold no rows, so there is nothing to read; export a "
-                            "non-empty set (bindlab export-dataset)")
+            raise DataError(
+                f"{folder}: its parquet shards hold no rows, so there is nothing to read; export a "
+                "non-empty set (bindlab export-dataset)"
+            )
         out = staging / KINDS[found][0]
         if found == "grid":
             with open(out, "w", newline="", encoding="utf-8") as f:
@@ -591,9 +671,11 @@ class _Budget:
     def spend(self, n: int, where: str) -> None:
         self.used += n
         if self.used > self.bytes:
-            raise DataError(f"{where}: the dataset decodes to more than {self.bytes // (1 << 20):,} MiB (records and "
-                            "images; BINDLAB_MAX_DATASET_MB); nothing was kept — split it, or raise the limit on your "
-                            "own machine")
+            raise DataError(
+                f"{where}: the dataset decodes to more than {self.bytes // (1 << 20):,} MiB (records and "
+                "images; BINDLAB_MAX_DATASET_MB); nothing was kept — split it, or raise the limit on your "
+                "own machine"
+            )
 
 
 BATCH_BYTES = 16 << 20  # decoded bytes one batch of rows may take at most (from the largest column chunk)
@@ -614,11 +696,15 @@ def _check_shards(shards: list[Path]) -> _Budget:
         rows += meta.num_rows
         stored += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     if rows > budget.rows:
-        raise DataError(f"{shards[0].parent}: {rows:,} rows, more than the {budget.rows:,} a data file may hold "
-                        "(BINDLAB_MAX_JSONL_LINES)")
+        raise DataError(
+            f"{shards[0].parent}: {rows:,} rows, more than the {budget.rows:,} a data file may hold "
+            "(BINDLAB_MAX_JSONL_LINES)"
+        )
     if stored > budget.bytes:
-        raise DataError(f"{shards[0].parent}: {stored / (1 << 20):,.0f} MiB of column data, more than the "
-                        f"{budget.bytes // (1 << 20):,} MiB a datasets folder may hold (BINDLAB_MAX_DATASET_MB)")
+        raise DataError(
+            f"{shards[0].parent}: {stored / (1 << 20):,.0f} MiB of column data, more than the "
+            f"{budget.bytes // (1 << 20):,} MiB a datasets folder may hold (BINDLAB_MAX_DATASET_MB)"
+        )
     return budget
 
 
@@ -632,11 +718,19 @@ def _bounded_rows(shard: Path, budget: _Budget) -> Iterator[dict[str, Any]]:
     if "record" not in pf.schema_arrow.names:
         raise DataError(f"{shard}: no 'record' column; bindlab reads datasets it exported (bindlab export-dataset)")
     meta = pf.metadata
-    largest = max((meta.row_group(i).column(j).total_uncompressed_size for i in range(meta.num_row_groups)
-                   for j in range(meta.num_columns)), default=1)
+    largest = max(
+        (
+            meta.row_group(i).column(j).total_uncompressed_size
+            for i in range(meta.num_row_groups)
+            for j in range(meta.num_columns)
+        ),
+        default=1,
+    )
     if largest > budget.bytes:
-        raise DataError(f"{shard}: one column chunk decodes to {largest / (1 << 20):,.0f} MiB, more than a datasets "
-                        f"folder may hold ({budget.bytes // (1 << 20):,} MiB, BINDLAB_MAX_DATASET_MB)")
+        raise DataError(
+            f"{shard}: one column chunk decodes to {largest / (1 << 20):,.0f} MiB, more than a datasets "
+            f"folder may hold ({budget.bytes // (1 << 20):,} MiB, BINDLAB_MAX_DATASET_MB)"
+        )
     for batch in pf.iter_batches(batch_size=max(1, min(256, BATCH_BYTES // max(largest, 1)))):
         budget.spend(_decoded_nbytes(batch), str(shard))
         yield from batch.to_pylist()
@@ -660,20 +754,26 @@ def _record(row: dict[str, Any], shard: Path, number: int, budget: _Budget) -> d
     if not isinstance(raw, (str, bytes)):
         raise DataError(f"{where}: 'record' is {type(raw).__name__}, not JSON text; bindlab reads datasets it exported")
     if len(raw) > budget.value:
-        raise DataError(f"{where}: {len(raw) / (1 << 20):,.1f} MiB of JSON, more than one value may hold "
-                        f"({budget.value // (1 << 20):,} MiB, BINDLAB_MAX_VALUE_MB)")
+        raise DataError(
+            f"{where}: {len(raw) / (1 << 20):,.1f} MiB of JSON, more than one value may hold "
+            f"({budget.value // (1 << 20):,} MiB, BINDLAB_MAX_VALUE_MB)"
+        )
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     rec = parse_json(text, where)  # refuses bad JSON, NaN and too deep a nesting, naming the shard and record
     if not isinstance(rec, dict):
         raise DataError(f"{where}: 'record' is a JSON {type(rec).__name__}, not an object")
     images = [s for s in _image_structs(row) if s.get("bytes") is not None]
     if len(images) > budget.images:
-        raise DataError(f"{where}: {len(images)} images, more than one item may carry ({budget.images}, "
-                        "BINDLAB_MAX_IMAGES_PER_ITEM)")
+        raise DataError(
+            f"{where}: {len(images)} images, more than one item may carry ({budget.images}, "
+            "BINDLAB_MAX_IMAGES_PER_ITEM)"
+        )
     for s in images:
         if len(s["bytes"]) > budget.value:
-            raise DataError(f"{where}: an image of {len(s['bytes']) / (1 << 20):,.1f} MiB, more than one value may "
-                            f"hold ({budget.value // (1 << 20):,} MiB, BINDLAB_MAX_VALUE_MB)")
+            raise DataError(
+                f"{where}: an image of {len(s['bytes']) / (1 << 20):,.1f} MiB, more than one value may "
+                f"hold ({budget.value // (1 << 20):,} MiB, BINDLAB_MAX_VALUE_MB)"
+            )
     return rec
 
 

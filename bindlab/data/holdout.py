@@ -42,9 +42,13 @@ class HeldOutWords:
         return frozenset(self.objects) | frozenset(self.attributes)
 
     def to_json(self) -> dict[str, Any]:
-        return {"fraction": self.fraction, "seed": self.seed, "objects": list(self.objects),
-                "attributes": list(self.attributes),
-                "saber_attributes": [a for a in self.attributes if a in ATTRIBUTE_BY_NAME]}
+        return {
+            "fraction": self.fraction,
+            "seed": self.seed,
+            "objects": list(self.objects),
+            "attributes": list(self.attributes),
+            "saber_attributes": [a for a in self.attributes if a in ATTRIBUTE_BY_NAME],
+        }
 
 
 def check_fraction(fraction: float) -> float:
@@ -70,8 +74,7 @@ def select_holdout(fraction: float, seed: int = 0) -> HeldOutWords:
     attributes: list[str] = []
     for fam in ATTRIBUTE_FAMILIES:
         saber = _take([w for w in fam.words if w in ATTRIBUTE_BY_NAME], f, rng)
-        other = _take([w for w in fam.words if w not in ATTRIBUTE_BY_NAME], f, rng,
-                      max(0, MIN_PER_GROUP - len(saber)))
+        other = _take([w for w in fam.words if w not in ATTRIBUTE_BY_NAME], f, rng, max(0, MIN_PER_GROUP - len(saber)))
         attributes += saber + other
     return HeldOutWords(tuple(sorted(objects)), tuple(sorted(set(attributes))), f, seed)
 
@@ -96,16 +99,24 @@ def read_holdout(path: str | Path) -> HeldOutWords:
     try:
         obj = json.loads(p.read_text(encoding="utf-8"))
     except OSError:
-        raise ValueError(f"--vocab-from {path}: no such file; write one with 'python -m bindlab generate triplets "
-                         "--holdout-words 0.2 --out DIR' and pass DIR/holdout_vocab.json") from None
+        raise ValueError(
+            f"--vocab-from {path}: no such file; write one with 'python -m bindlab generate triplets "
+            "--holdout-words 0.2 --out DIR' and pass DIR/holdout_vocab.json"
+        ) from None
     except json.JSONDecodeError as e:
         raise ValueError(f"--vocab-from {p}: not JSON ({e})") from None
     lists = {k: obj.get(k) if isinstance(obj, dict) else None for k in ("objects", "attributes")}
     if any(not isinstance(v, list) or not all(isinstance(w, str) for w in v) for v in lists.values()):
-        raise ValueError(f"--vocab-from {p}: needs 'objects' and 'attributes' lists of words (a "
-                         f"{HOLDOUT_FILE} from 'generate triplets --holdout-words')")
-    return HeldOutWords(tuple(lists["objects"]), tuple(lists["attributes"]), float(obj.get("fraction", 0) or 0),
-                        int(obj.get("seed", 0) or 0))
+        raise ValueError(
+            f"--vocab-from {p}: needs 'objects' and 'attributes' lists of words (a "
+            f"{HOLDOUT_FILE} from 'generate triplets --holdout-words')"
+        )
+    return HeldOutWords(
+        tuple(lists["objects"]),
+        tuple(lists["attributes"]),
+        float(obj.get("fraction", 0) or 0),
+        int(obj.get("seed", 0) or 0),
+    )
 
 
 def saber_vocab_from(path: str | Path, base: Vocabulary = SABER_VOCAB) -> Vocabulary:
@@ -120,10 +131,20 @@ def saber_vocab_from(path: str | Path, base: Vocabulary = SABER_VOCAB) -> Vocabu
     objects = tuple(o for o in base.objects if o in set(held.objects))
     attributes = tuple(a for a in base.attributes if a.name in set(held.attributes))
     if min(len(objects), len(attributes)) < 3:
-        raise ValueError(f"--vocab-from {path}: only {len(objects)} held-out objects and {len(attributes)} held-out "
-                         "attributes of this vocabulary, too few for any question (N = 2 needs 3 of each); hold "
-                         "out a larger fraction with 'generate triplets --holdout-words'")
+        raise ValueError(
+            f"--vocab-from {path}: only {len(objects)} held-out objects and {len(attributes)} held-out "
+            "attributes of this vocabulary, too few for any question (N = 2 needs 3 of each); hold "
+            "out a larger fraction with 'generate triplets --holdout-words'"
+        )
     return Vocabulary(objects, attributes)
 
 
-__all__ = ["HOLDOUT_FILE", "HeldOutWords", "check_fraction", "read_holdout", "saber_vocab_from", "select_holdout", "write_holdout"]
+__all__ = [
+    "HOLDOUT_FILE",
+    "HeldOutWords",
+    "check_fraction",
+    "read_holdout",
+    "saber_vocab_from",
+    "select_holdout",
+    "write_holdout",
+]

@@ -61,14 +61,18 @@ def scene_specs(bindings: Sequence[Sequence[str]]) -> list[ObjectSpec]:
     for b in bindings:
         attr, obj = (str(b[0]), str(b[1])) if len(b) == 2 else ("", "")
         if obj not in RENDER_SHAPES or attr not in _ATTRS:
-            raise ValueError(f"binding {list(b)!r} cannot be rendered: image supervision needs triplets over the "
-                             "renderable vocabulary (the walkthrough's toy-world triplets, which the Finetune tab "
-                             "uses for toy:* models when no folder is given)")
+            raise ValueError(
+                f"binding {list(b)!r} cannot be rendered: image supervision needs triplets over the "
+                "renderable vocabulary (the walkthrough's toy-world triplets, which the Finetune tab "
+                "uses for toy:* models when no folder is given)"
+            )
         specs.append(ObjectSpec(obj, attr))
     return specs
 
 
-def swap_binding(specs: Sequence[ObjectSpec], kind: str, rng: random.Random) -> tuple[list[ObjectSpec], tuple[int, int]]:
+def swap_binding(
+    specs: Sequence[ObjectSpec], kind: str, rng: random.Random
+) -> tuple[list[ObjectSpec], tuple[int, int]]:
     """Swap one binding: two slots exchange attributes (``kind`` attribute) or shapes (``object``).
 
     Only pairs whose attributes *and* shapes differ are eligible, so the binding set really changes.
@@ -76,11 +80,17 @@ def swap_binding(specs: Sequence[ObjectSpec], kind: str, rng: random.Random) -> 
     Raises:
         ValueError: fewer than two objects, or no eligible pair.
     """
-    pairs = [(i, j) for i in range(len(specs)) for j in range(i + 1, len(specs))
-             if specs[i].attribute != specs[j].attribute and specs[i].shape != specs[j].shape]
+    pairs = [
+        (i, j)
+        for i in range(len(specs))
+        for j in range(i + 1, len(specs))
+        if specs[i].attribute != specs[j].attribute and specs[i].shape != specs[j].shape
+    ]
     if not pairs:
-        raise ValueError(f"no binding to swap in a scene of {len(specs)} object(s): need two objects with different "
-                         "shapes and attributes")
+        raise ValueError(
+            f"no binding to swap in a scene of {len(specs)} object(s): need two objects with different "
+            "shapes and attributes"
+        )
     i, j = rng.choice(pairs)
     out = list(specs)
     if kind == "object":
@@ -95,8 +105,12 @@ def row_seed(row_id: str, seed: int = 0) -> int:
     return zlib.crc32(f"{seed}|{row_id}".encode()) & 0x7FFFFFFF
 
 
-def image_triplet(row: dict[str, Any], size: int = 64, seed: int = 0,
-                  render: Callable[[list[ObjectSpec], int, int], Any] | None = None) -> ImageTriplet:
+def image_triplet(
+    row: dict[str, Any],
+    size: int = 64,
+    seed: int = 0,
+    render: Callable[[list[ObjectSpec], int, int], Any] | None = None,
+) -> ImageTriplet:
     """Render one triplet row (needs ``id``, ``query``, ``bindings`` and ``negative_kind``) as anchor, positive and
     negative.
 
@@ -114,12 +128,21 @@ def image_triplet(row: dict[str, Any], size: int = 64, seed: int = 0,
     specs = scene_specs(row.get("bindings") or [])
     key = f"{row.get('query', '')}|{row.get('bindings')}"
     s, ps = row_seed(key, seed), row_seed(f"{key}|positive", seed)
-    negative, swapped = swap_binding(specs, str(row.get("negative_kind", "attribute")),
-                                     random.Random(row_seed(str(row["id"]), seed)))
+    negative, swapped = swap_binding(
+        specs, str(row.get("negative_kind", "attribute")), random.Random(row_seed(str(row["id"]), seed))
+    )
     reordered = list(specs)
     random.Random(ps).shuffle(reordered)
-    return ImageTriplet(draw(specs, size, s), draw(reordered, size, ps), draw(negative, size, s), tuple(specs),
-                        tuple(negative), swapped, s, ps)
+    return ImageTriplet(
+        draw(specs, size, s),
+        draw(reordered, size, ps),
+        draw(negative, size, s),
+        tuple(specs),
+        tuple(negative),
+        swapped,
+        s,
+        ps,
+    )
 
 
 def check_renderable(rows: Iterable[dict[str, Any]]) -> int:

@@ -52,8 +52,14 @@ class PairItem:
         return [v for v in VERBOSITIES if v in self.base.captions and v in self.foil.captions]
 
     def to_json(self) -> dict[str, Any]:
-        d = {"id": self.id, "scene_id": self.scene_id, "edit_type": self.edit_type,
-             "edit_category": self.edit_category, "base": self.base.to_json(), "foil": self.foil.to_json()}
+        d = {
+            "id": self.id,
+            "scene_id": self.scene_id,
+            "edit_type": self.edit_type,
+            "edit_category": self.edit_category,
+            "base": self.base.to_json(),
+            "foil": self.foil.to_json(),
+        }
         d.update(self.extra)
         return d
 
@@ -86,15 +92,23 @@ def pair_from_json(obj: Any, where: str = "pair") -> PairItem:
         raise DataError(f"{where}: missing field(s) {missing}")
     base, foil = _side(obj["base"], f"{where} base"), _side(obj["foil"], f"{where} foil")
     if not set(base.captions) & set(foil.captions):
-        raise DataError(f"{where}: base and foil share no caption level (base {sorted(base.captions)}, "
-                        f"foil {sorted(foil.captions)})")
-    same = [k for k in base.captions if " ".join(base.captions[k].split()) == " ".join(foil.captions.get(k, "").split())]
+        raise DataError(
+            f"{where}: base and foil share no caption level (base {sorted(base.captions)}, "
+            f"foil {sorted(foil.captions)})"
+        )
+    same = [
+        k for k in base.captions if " ".join(base.captions[k].split()) == " ".join(foil.captions.get(k, "").split())
+    ]
     if same:
-        raise DataError(f"{where}: base and foil have the same {same[0]!r} caption ({base.captions[same[0]][:80]!r}); "
-                        "a foil must differ from its base (one labelled edit)")
+        raise DataError(
+            f"{where}: base and foil have the same {same[0]!r} caption ({base.captions[same[0]][:80]!r}); "
+            "a foil must differ from its base (one labelled edit)"
+        )
     if os.path.normpath(base.image.strip()) == os.path.normpath(foil.image.strip()):
-        raise DataError(f"{where}: base and foil name the same image ({base.image[:80]!r}); a foil must differ from "
-                        "its base (one labelled edit)")
+        raise DataError(
+            f"{where}: base and foil name the same image ({base.image[:80]!r}); a foil must differ from "
+            "its base (one labelled edit)"
+        )
     known = {"id", "scene_id", "edit_type", "edit_category", "base", "foil"}
     return PairItem(
         id=str(obj["id"]),
@@ -138,9 +152,11 @@ def load_pairs(path: str | Path, strict: bool = True) -> tuple[list[PairItem], L
         item = pair_from_json(obj, where)
         check_image_fields(path, where, (item.base.image, item.foil.image))  # inside the folder before any stat
         if _same_file(folder / item.base.image, folder / item.foil.image):
-            raise DataError(f"{where}: base image {item.base.image[:80]!r} and foil image {item.foil.image[:80]!r} "
-                            "are the same file or hold the same bytes; a foil must differ from its base (one labelled "
-                            "edit)")
+            raise DataError(
+                f"{where}: base image {item.base.image[:80]!r} and foil image {item.foil.image[:80]!r} "
+                "are the same file or hold the same bytes; a foil must differ from its base (one labelled "
+                "edit)"
+            )
         return item
 
     return load_records(path, parse, "pair", strict, images=lambda it: (it.base.image, it.foil.image))

@@ -88,8 +88,14 @@ class SceneContext:
     tilt: float = 1.0  # vertical foreshortening (viewpoint elevation), 0.5..1
 
     def __post_init__(self) -> None:
-        ranges = {"brightness": (0.5, 1.5), "contrast": (0.5, 1.5), "noise": (0.0, 40.0), "scale": (0.5, 1.0),
-                  "shear": (-0.5, 0.5), "tilt": (0.5, 1.0)}
+        ranges = {
+            "brightness": (0.5, 1.5),
+            "contrast": (0.5, 1.5),
+            "noise": (0.0, 40.0),
+            "scale": (0.5, 1.0),
+            "shear": (-0.5, 0.5),
+            "tilt": (0.5, 1.0),
+        }
         for key, (lo, hi) in ranges.items():
             if not lo <= getattr(self, key) <= hi:
                 raise ValueError(f"SceneContext.{key}={getattr(self, key)!r} outside [{lo}, {hi}]")
@@ -100,8 +106,12 @@ class SceneContext:
 
 
 _BACKGROUNDS: tuple[tuple[RGB, RGB | None], ...] = (
-    ((150, 150, 150), None), ((172, 165, 150), (140, 134, 122)), ((135, 142, 155), None),
-    ((110, 110, 112), (140, 140, 142)), ((185, 185, 182), None), ((150, 155, 145), (120, 125, 118)),
+    ((150, 150, 150), None),
+    ((172, 165, 150), (140, 134, 122)),
+    ((135, 142, 155), None),
+    ((110, 110, 112), (140, 140, 142)),
+    ((185, 185, 182), None),
+    ((150, 155, 145), (120, 125, 118)),
 )
 
 
@@ -165,8 +175,10 @@ def scene_layout(n: int, size: int = 256, seed: int = 0) -> list[Slot]:
             else:
                 break
         if len(centres) == n and (n < 3 or not _collinear(np.array(centres))):
-            return [Slot(float(x), float(y), float(r), float(rng.uniform(-10, 10)), float(rng.uniform(0.9, 1.0)))
-                    for x, y in centres]
+            return [
+                Slot(float(x), float(y), float(r), float(rng.uniform(-10, 10)), float(rng.uniform(0.9, 1.0)))
+                for x, y in centres
+            ]
     raise RuntimeError(f"could not place {n} objects in {size} px")  # pragma: no cover
 
 
@@ -208,8 +220,14 @@ def _blur(a: np.ndarray, sigma: float) -> np.ndarray:
     return np.asarray(img.filter(ImageFilter.GaussianBlur(sigma)), dtype=np.float32) / 255.0
 
 
-def _draw_object(canvas: np.ndarray, spec: ObjectSpec, slot: Slot, ctx: SceneContext,
-                 rng: np.random.Generator, footprint: bool = False) -> np.ndarray:
+def _draw_object(
+    canvas: np.ndarray,
+    spec: ObjectSpec,
+    slot: Slot,
+    ctx: SceneContext,
+    rng: np.random.Generator,
+    footprint: bool = False,
+) -> np.ndarray:
     """Draw one object into ``canvas`` (H, W, 3) float, in place, inside its disc; return its mask (H, W) bool.
 
     The mask is coverage >= 0.5, or with ``footprint`` every pixel the body touches at all (coverage > 0).
@@ -222,12 +240,16 @@ def _draw_object(canvas: np.ndarray, spec: ObjectSpec, slot: Slot, ctx: SceneCon
     matrix = matrix / max(reach, 1.0)  # shear may push points outside the unit disc
     obj_r = 0.85 * slot.radius
     x0, y0 = max(0, int(slot.cx - slot.radius)), max(0, int(slot.cy - slot.radius))
-    x1, y1 = min(width, int(math.ceil(slot.cx + slot.radius)) + 1), min(height, int(math.ceil(slot.cy + slot.radius)) + 1)
+    x1, y1 = (
+        min(width, int(math.ceil(slot.cx + slot.radius)) + 1),
+        min(height, int(math.ceil(slot.cy + slot.radius)) + 1),
+    )
     cx, cy = slot.cx - x0, slot.cy - y0  # centre in patch coordinates (pixel centres at +0.5)
     h, w = y1 - y0, x1 - x0
     cov, facet = rasterise(parts, matrix, (cx, cy), obj_r, (h, w), shades=True)
-    gx, gy = np.meshgrid(((np.arange(w) + 0.5 - cx) / obj_r).astype(np.float32),
-                         ((np.arange(h) + 0.5 - cy) / obj_r).astype(np.float32))  # image-space units
+    gx, gy = np.meshgrid(
+        ((np.arange(w) + 0.5 - cx) / obj_r).astype(np.float32), ((np.arange(h) + 0.5 - cy) / obj_r).astype(np.float32)
+    )  # image-space units
     inv = np.linalg.inv(matrix)
     u, v = inv[0, 0] * gx + inv[0, 1] * gy, inv[1, 0] * gx + inv[1, 1] * gy
     scale = math.sqrt(abs(np.linalg.det(matrix)))
@@ -281,8 +303,14 @@ def _object_rng(seed: int, index: int, spec: ObjectSpec) -> np.random.Generator:
     return np.random.default_rng([seed, index, key])
 
 
-def render_scene(objects: list[ObjectSpec], size: int = 256, seed: int = 0, context: SceneContext | None = None,
-                 flip: bool | None = None, return_masks: bool = False):
+def render_scene(
+    objects: list[ObjectSpec],
+    size: int = 256,
+    seed: int = 0,
+    context: SceneContext | None = None,
+    flip: bool | None = None,
+    return_masks: bool = False,
+):
     """Render a scene with each object drawn once, scattered and apart, attributes kept local.
 
     Args:
@@ -305,8 +333,10 @@ def render_scene(objects: list[ObjectSpec], size: int = 256, seed: int = 0, cont
     ctx = context or SceneContext()
     canvas = _background(size, ctx)
     slots = scene_layout(len(objects), size, seed)
-    masks = [_draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
-             for i, (obj, slot) in enumerate(zip(objects, slots, strict=True))]
+    masks = [
+        _draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
+        for i, (obj, slot) in enumerate(zip(objects, slots, strict=True))
+    ]
     pixels = _finish(canvas, ctx, seed)
     if flip is None:
         flip = bool(np.random.default_rng([seed, 2]).random() < 0.5)
@@ -317,8 +347,13 @@ def render_scene(objects: list[ObjectSpec], size: int = 256, seed: int = 0, cont
     return (image, masks) if return_masks else image
 
 
-def render_slots(objects: list[ObjectSpec | None], slots: list[Slot], size: int = 256, seed: int = 0,
-                 context: SceneContext | None = None) -> tuple[Image.Image, list[np.ndarray | None]]:
+def render_slots(
+    objects: list[ObjectSpec | None],
+    slots: list[Slot],
+    size: int = 256,
+    seed: int = 0,
+    context: SceneContext | None = None,
+) -> tuple[Image.Image, list[np.ndarray | None]]:
     """Render objects into given slots (``None`` leaves a slot empty); never flips.
 
     Single-edit pairs use this: base and foil share the slots of one :func:`scene_layout`, so adding, removing or
@@ -332,13 +367,16 @@ def render_slots(objects: list[ObjectSpec | None], slots: list[Slot], size: int 
         raise ValueError(f"{len(objects)} objects for {len(slots)} slots; give one object (or None) per slot")
     ctx = context or SceneContext()
     canvas = _background(size, ctx)
-    masks = [None if obj is None else _draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
-             for i, (obj, slot) in enumerate(zip(objects, slots, strict=True))]
+    masks = [
+        None if obj is None else _draw_object(canvas, obj, slot, ctx, _object_rng(seed, i, obj))
+        for i, (obj, slot) in enumerate(zip(objects, slots, strict=True))
+    ]
     return Image.fromarray(_finish(canvas, ctx, seed), "RGB"), masks
 
 
-def render_single(spec: ObjectSpec, size: int = 96, seed: int = 0, context: SceneContext | None = None,
-                  return_mask: bool = False):
+def render_single(
+    spec: ObjectSpec, size: int = 96, seed: int = 0, context: SceneContext | None = None, return_mask: bool = False
+):
     """One centred object filling most of the image (a factor-grid cell: shape x attribute x context).
 
     Geometry (silhouette, pose, shadow), background, lighting and noise depend only on the shape, ``size``,
@@ -353,8 +391,9 @@ def render_single(spec: ObjectSpec, size: int = 96, seed: int = 0, context: Scen
         raise ValueError(f"size must be at least 16 px, got {size}")
     ctx = context or SceneContext()
     canvas = _background(size, ctx)
-    mask = _draw_object(canvas, spec, Slot(size / 2, size / 2, size / 2), ctx, _object_rng(seed, 0, spec),
-                        footprint=True)
+    mask = _draw_object(
+        canvas, spec, Slot(size / 2, size / 2, size / 2), ctx, _object_rng(seed, 0, spec), footprint=True
+    )
     image = Image.fromarray(_finish(canvas, ctx, seed), "RGB")
     return (image, mask) if return_mask else image
 
@@ -402,8 +441,13 @@ def _render_task(job: tuple[str, list[ObjectSpec], int, int]) -> str:
     return path
 
 
-def render_batch(tasks: list[Task], out_dir: str | os.PathLike, size: int = 256, workers: int = 2,
-                 progress: Callable[[int, int], None] | None = None) -> int:
+def render_batch(
+    tasks: list[Task],
+    out_dir: str | os.PathLike,
+    size: int = 256,
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Render (relative path, objects, seed) tasks to PNG files, resumably.
 
     A task whose file exists and decodes as a PNG is skipped; the rest are rendered by a pool of ``workers``
@@ -421,8 +465,7 @@ def render_batch(tasks: list[Task], out_dir: str | os.PathLike, size: int = 256,
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(str(out / rel), list(objs), int(seed), size) for rel, objs, seed in tasks
-            if not _is_valid_png(out / rel)]
+    jobs = [(str(out / rel), list(objs), int(seed), size) for rel, objs, seed in tasks if not _is_valid_png(out / rel)]
     total = len(jobs)
     if workers <= 1 or total <= 1:
         results = map(_render_task, jobs)

@@ -40,7 +40,9 @@ class Vocabulary:
     attributes: tuple[Attribute, ...]
 
     def __post_init__(self) -> None:
-        if len(set(self.objects)) != len(self.objects) or len({a.name for a in self.attributes}) != len(self.attributes):
+        if len(set(self.objects)) != len(self.objects) or len({a.name for a in self.attributes}) != len(
+            self.attributes
+        ):
             raise ValueError("vocabulary objects and attribute names must be unique")
 
 
@@ -101,8 +103,12 @@ def make_candidates(query: list[Pair], vocab: Vocabulary, rng: random.Random) ->
         swapped_attrs = [p_attrs[1], p_attrs[0]]
         attr_swap = list(zip(swapped_attrs, p_objs, strict=False))
         obj_swap = list(zip(p_attrs, [p_objs[1], p_objs[0]], strict=False))
-        return [("preserve", preserve), ("attr_swap", attr_swap), ("obj_swap", obj_swap),
-                ("replace", _replace_candidate(query, vocab, rng))]
+        return [
+            ("preserve", preserve),
+            ("attr_swap", attr_swap),
+            ("obj_swap", obj_swap),
+            ("replace", _replace_candidate(query, vocab, rng)),
+        ]
     taken = {_assignment(query)}
     out: list[tuple[str, list[Pair]]] = [("preserve", preserve)]
     for role in ("attr_swap", "obj_swap", "joint_swap"):
@@ -144,9 +150,17 @@ def _item(pairs: list[Pair], forms: dict[str, str], vocab: Vocabulary, template:
     )
 
 
-def _question(qid: str, query: list[Pair], forms: dict[str, str], vocab: Vocabulary, rng: random.Random,
-              subset: str, chain_id: str | None = None, chain_pos: int | None = None,
-              template: str = DEFAULT_TEMPLATE) -> MCQ:
+def _question(
+    qid: str,
+    query: list[Pair],
+    forms: dict[str, str],
+    vocab: Vocabulary,
+    rng: random.Random,
+    subset: str,
+    chain_id: str | None = None,
+    chain_pos: int | None = None,
+    template: str = DEFAULT_TEMPLATE,
+) -> MCQ:
     cands = make_candidates(query, vocab, rng)
     # Attributes introduced by the N=2 replacement also need a fixed generation form.
     for _, pairs in cands:
@@ -197,8 +211,13 @@ def max_size(vocab: Vocabulary) -> int:
     return min(len(vocab.objects), len(vocab.attributes)) - 1
 
 
-def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), seed: int = 0,
-                   vocab: Vocabulary = SABER_VOCAB, template: str = DEFAULT_TEMPLATE) -> list[MCQ]:
+def generate_saber(
+    per_size: int = 200,
+    sizes: Sequence[int] = range(2, 11),
+    seed: int = 0,
+    vocab: Vocabulary = SABER_VOCAB,
+    template: str = DEFAULT_TEMPLATE,
+) -> list[MCQ]:
     """Generate SABER-style MCQs.
 
     Args:
@@ -221,14 +240,18 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
         raise ValueError(f"per_size must be at least 1, got {per_size}")
     cap = limits().max_per_size
     if per_size > cap:
-        raise ValueError(f"per_size {per_size} is above the cap of {cap} questions per size; use a smaller "
-                         f"--per-size or raise {LIMIT_ENV['max_per_size']}")
+        raise ValueError(
+            f"per_size {per_size} is above the cap of {cap} questions per size; use a smaller "
+            f"--per-size or raise {LIMIT_ENV['max_per_size']}"
+        )
     if not sizes or sizes[0] < 2:
         raise ValueError(f"sizes must be >= 2, got {list(sizes)}")
     if sizes[-1] > max_size(vocab):
-        raise ValueError(f"size {sizes[-1]} needs more objects/attributes than the vocabulary has "
-                         f"({len(vocab.objects)} objects, {len(vocab.attributes)} attributes); the largest possible "
-                         f"size is {max_size(vocab)}")
+        raise ValueError(
+            f"size {sizes[-1]} needs more objects/attributes than the vocabulary has "
+            f"({len(vocab.objects)} objects, {len(vocab.attributes)} attributes); the largest possible "
+            f"size is {max_size(vocab)}"
+        )
     n_nested = per_size // 2
     n_indep = per_size - n_nested
     by_size: dict[int, list[MCQ]] = {n: [] for n in sizes}
@@ -237,8 +260,9 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
             rng = random.Random(f"saber:{seed}:independent:{n}:{i}")
             query = _new_pairs(n, set(), set(), vocab, rng)
             forms = {a: _attr(vocab, a).instantiate(rng) for a, _ in query}
-            by_size[n].append(_question(f"n{n:02d}-ind-{i:03d}", query, forms, vocab, rng, "independent",
-                                        template=template))
+            by_size[n].append(
+                _question(f"n{n:02d}-ind-{i:03d}", query, forms, vocab, rng, "independent", template=template)
+            )
     for c in range(n_nested):
         rng = random.Random(f"saber:{seed}:chain:{c}")
         chain: list[Pair] = []
@@ -251,8 +275,9 @@ def generate_saber(per_size: int = 200, sizes: Sequence[int] = range(2, 11), see
             query = chain[:]
             rng.shuffle(query)  # each chain step reshuffles the order of its pairs
             q_forms = {a: forms[a] for a, _ in chain}  # a copy: N=2 replacement forms stay out of the chain
-            q = _question(f"n{n:02d}-chain-{c:03d}", query, q_forms, vocab, rng, "nested", f"chain-{c:03d}", pos,
-                          template)
+            q = _question(
+                f"n{n:02d}-chain-{c:03d}", query, q_forms, vocab, rng, "nested", f"chain-{c:03d}", pos, template
+            )
             by_size[n].append(q)
     return [q for n in sizes for q in by_size[n]]
 
@@ -272,7 +297,12 @@ def write_benchmark(out_dir: str | Path, questions: Sequence[MCQ], settings: dic
     out.mkdir(parents=True, exist_ok=True)
     path = out / "mcq.jsonl"
     write_jsonl(path, [q.to_json() for q in questions])
-    meta = {"generator": "saber", "bindlab_version": __version__, "text_format": TEXT_FORMAT,
-            "n_questions": len(questions), **settings}
+    meta = {
+        "generator": "saber",
+        "bindlab_version": __version__,
+        "text_format": TEXT_FORMAT,
+        "n_questions": len(questions),
+        **settings,
+    }
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     return path

@@ -32,8 +32,14 @@ def image_paths(q: MCQ) -> list[str]:
     return [f"images/{q.id}/query.png"] + [f"images/{q.id}/c{k}.png" for k in range(len(q.candidates))]
 
 
-def render_mcq_images(questions: Sequence[MCQ], out_dir: str | Path, size: int = 256, workers: int = 2,
-                      seed: int = 0, progress: Callable[[int, int], None] | None = None) -> int:
+def render_mcq_images(
+    questions: Sequence[MCQ],
+    out_dir: str | Path,
+    size: int = 256,
+    workers: int = 2,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Render every question's query and candidate images under ``out_dir`` and set their ``image`` fields.
 
     Resumable: images already on disk (and readable) are kept. Returns the number of images rendered now.
@@ -99,5 +105,7 @@ def require_images(questions: Sequence[MCQ], root: str | Path) -> None:
     if problems:
         shown = "; ".join(problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        raise DataError(f"{len(problems)} image problem(s) under {root}: {shown}{more}. "
-                        "Generate images with 'generate saber --images' or use the tt pairing")
+        raise DataError(
+            f"{len(problems)} image problem(s) under {root}: {shown}{more}. "
+            "Generate images with 'generate saber --images' or use the tt pairing"
+        )

@@ -85,12 +85,16 @@ def check_text_size(text: str, where: str, what: str = "text") -> str:
 
     lims = limits()
     if len(text) > lims.max_caption_chars:
-        raise DataError(f"{where}: {what} has {len(text):,} characters, above the cap of {lims.max_caption_chars:,} "
-                        f"({LIMIT_ENV['max_caption_chars']})")
+        raise DataError(
+            f"{where}: {what} has {len(text):,} characters, above the cap of {lims.max_caption_chars:,} "
+            f"({LIMIT_ENV['max_caption_chars']})"
+        )
     words = len(text.split())
     if words > lims.max_caption_words:
-        raise DataError(f"{where}: {what} has {words:,} words, above the cap of {lims.max_caption_words:,} "
-                        f"({LIMIT_ENV['max_caption_words']})")
+        raise DataError(
+            f"{where}: {what} has {words:,} words, above the cap of {lims.max_caption_words:,} "
+            f"({LIMIT_ENV['max_caption_words']})"
+        )
     return text
 
 
@@ -134,8 +138,9 @@ def _item_from_json(obj: Any, where: str, is_candidate: bool) -> Item:
         raise DataError(f"{where}: 'bindings' must be a list of [attribute, object] pairs")
     cap = lims.max_n_objects
     if len(raw) > cap:
-        raise DataError(f"{where}: {len(raw)} bindings, above the cap of {cap} objects per scene "
-                        f"({LIMIT_ENV['max_n_objects']})")
+        raise DataError(
+            f"{where}: {len(raw)} bindings, above the cap of {cap} objects per scene ({LIMIT_ENV['max_n_objects']})"
+        )
     bindings = [(str(a), str(o)) for a, o in raw]
     _check_sizes(text, bindings, where, lims)
     role = obj.get("role")
@@ -157,11 +162,14 @@ def _check_roles(candidates: list[Item], answer: int, where: str) -> None:
         return
     preserve = [i for i, r in enumerate(roles) if r == "preserve"]
     if len(preserve) != 1:
-        raise DataError(f"{where}: a question needs exactly one 'preserve' candidate, got {len(preserve)} "
-                        f"(roles {roles})")
+        raise DataError(
+            f"{where}: a question needs exactly one 'preserve' candidate, got {len(preserve)} (roles {roles})"
+        )
     if answer != preserve[0]:
-        raise DataError(f"{where}: answer {answer} points at the {roles[answer]!r} candidate, but the "
-                        f"binding-preserving candidate is {preserve[0]}; set answer to {preserve[0]}")
+        raise DataError(
+            f"{where}: answer {answer} points at the {roles[answer]!r} candidate, but the "
+            f"binding-preserving candidate is {preserve[0]}; set answer to {preserve[0]}"
+        )
 
 
 def _check_n_objects(n_objects: Any, query: Item, where: str) -> int:
@@ -172,11 +180,11 @@ def _check_n_objects(n_objects: Any, query: Item, where: str) -> int:
         raise DataError(f"{where}: n_objects {n_objects!r} must be a positive integer")
     cap = limits().max_n_objects
     if n_objects > cap:
-        raise DataError(f"{where}: n_objects {n_objects} is above the cap of {cap} objects per scene "
-                        f"({LIMIT_ENV['max_n_objects']})")
+        raise DataError(
+            f"{where}: n_objects {n_objects} is above the cap of {cap} objects per scene ({LIMIT_ENV['max_n_objects']})"
+        )
     if query.bindings and n_objects != len(query.bindings):
-        raise DataError(f"{where}: n_objects {n_objects} does not match the query's {len(query.bindings)} "
-                        "bindings")
+        raise DataError(f"{where}: n_objects {n_objects} does not match the query's {len(query.bindings)} bindings")
     return n_objects
 
 
@@ -265,9 +273,13 @@ def check_image_fields(path: str | Path, where: str, images: Iterable[str | None
             resolve_image_field(base, rel, where)
 
 
-def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
-                 strict: bool = True, images: Callable[[Any], Iterable[str | None]] | None = None,
-                 ) -> tuple[list[Any], LoadReport]:
+def load_records(
+    path: str | Path,
+    parse: Callable[[Any, str], Any],
+    kind: str,
+    strict: bool = True,
+    images: Callable[[Any], Iterable[str | None]] | None = None,
+) -> tuple[list[Any], LoadReport]:
     """Read a JSONL file of records with unique ``id`` fields, validating each line with ``parse``.
 
     Args:
@@ -287,8 +299,13 @@ def load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
         return _load_records(path, parse, kind, strict, images)
 
 
-def _load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str, strict: bool,
-                  images: Callable[[Any], Iterable[str | None]] | None) -> tuple[list[Any], LoadReport]:
+def _load_records(
+    path: str | Path,
+    parse: Callable[[Any, str], Any],
+    kind: str,
+    strict: bool,
+    images: Callable[[Any], Iterable[str | None]] | None,
+) -> tuple[list[Any], LoadReport]:
     report = LoadReport(str(path))
     records: list[Any] = []
     seen: set[str] = set()
@@ -298,8 +315,10 @@ def _load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
     for n, obj in read_jsonl(path):
         report.n_lines += 1
         if len(records) >= cap:
-            raise DataError(f"{path}: more than {cap:,} {kind}s, above the cap ({LIMIT_ENV['max_questions']}); "
-                            "split the file or use a smaller one")
+            raise DataError(
+                f"{path}: more than {cap:,} {kind}s, above the cap ({LIMIT_ENV['max_questions']}); "
+                "split the file or use a smaller one"
+            )
         try:
             if isinstance(obj, DataError):
                 raise obj
@@ -312,7 +331,9 @@ def _load_records(path: str | Path, parse: Callable[[Any, str], Any], kind: str,
             records.append(rec)
         except DataError as e:
             if strict:
-                raise DataError(f"{e} (refusing the file; fix the line or load with strict=False / --skip-bad)") from None
+                raise DataError(
+                    f"{e} (refusing the file; fix the line or load with strict=False / --skip-bad)"
+                ) from None
             report.skipped.append((n, str(e).split(": ", 1)[-1]))
     report.n_loaded = len(records)
     if not records:
@@ -350,5 +371,17 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
-__all__ = ["MCQ", "Item", "DataError", "LoadReport", "load_mcqs", "mcq_from_json", "write_jsonl", "read_jsonl",
-           "file_sha256", "asdict", "check_image_fields", "mcq_images"]
+__all__ = [
+    "MCQ",
+    "Item",
+    "DataError",
+    "LoadReport",
+    "load_mcqs",
+    "mcq_from_json",
+    "write_jsonl",
+    "read_jsonl",
+    "file_sha256",
+    "asdict",
+    "check_image_fields",
+    "mcq_images",
+]

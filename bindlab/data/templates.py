@@ -42,8 +42,9 @@ WITH_NOUNS: dict[str, str] = {"colour": "colour", "material": "finish", "pattern
 # folded-paper origami style", "the kite is in a blue neon glow". Keyed by the attribute's head word (the last word
 # of its text form). Noun materials ("the jar is marble", "the ring is copper") are ordinary English and stay as they are.
 NOUN_ATTRIBUTES: dict[str, str] = {
-    **dict.fromkeys(("polka-dot", "zigzag", "camouflage", "tie-dye", "leopard-print", "paisley", "tartan",
-                     "herringbone"), "pattern"),
+    **dict.fromkeys(
+        ("polka-dot", "zigzag", "camouflage", "tie-dye", "leopard-print", "paisley", "tartan", "herringbone"), "pattern"
+    ),
     **dict.fromkeys(("origami", "cartoon"), "style"),
     "soap-bubble": "finish",
     "neon": "glow",
@@ -105,8 +106,10 @@ def group_phrase(template: str, attrs: Sequence[str], obj: str, categories: Sequ
     parts = []
     for a, c in zip(attrs, cats, strict=True):
         if c not in WITH_NOUNS:
-            raise ValueError(f"the 'with' template cannot express the {c or 'untyped'} attribute {a!r}; it allows "
-                             f"only {', '.join(WITH_NOUNS)} attributes")
+            raise ValueError(
+                f"the 'with' template cannot express the {c or 'untyped'} attribute {a!r}; it allows "
+                f"only {', '.join(WITH_NOUNS)} attributes"
+            )
         parts.append(f"{article(a.split()[0])} {a} {WITH_NOUNS[c]}")
     return f"{with_article(obj)} with {conjoin(parts)}"
 
@@ -171,8 +174,9 @@ def grammar_problems(text: str) -> list[str]:
     return problems
 
 
-def caption_problems(template: str, text: str, pairs: Sequence[Pair], categories: Sequence[str | None] = (),
-                     sentence: bool = True) -> list[str]:
+def caption_problems(
+    template: str, text: str, pairs: Sequence[Pair], categories: Sequence[str | None] = (), sentence: bool = True
+) -> list[str]:
     """Everything wrong with one templated caption (``[]`` = valid).
 
     Checks: first letter capitalised and exactly one full stop, at the end (``sentence`` captions only); every
@@ -202,5 +206,18 @@ def caption_problems(template: str, text: str, pairs: Sequence[Pair], categories
     return problems
 
 
-__all__ = ["DEFAULT_TEMPLATE", "NOUN_ATTRIBUTES", "TEMPLATES", "WITH_NOUNS", "allows", "caption_problems",
-           "check_template", "complement", "grammar_problems", "group_phrase", "join_groups", "parse_templates", "render"]
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "NOUN_ATTRIBUTES",
+    "TEMPLATES",
+    "WITH_NOUNS",
+    "allows",
+    "caption_problems",
+    "check_template",
+    "complement",
+    "grammar_problems",
+    "group_phrase",
+    "join_groups",
+    "parse_templates",
+    "render",
+]

@@ -21,11 +21,20 @@ from bindlab.data.vocab import PALETTE, Attribute
 RGB = tuple[float, float, float]
 
 COLOURS: dict[str, RGB] = {
-    "red": (215, 35, 35), "orange": (250, 135, 15), "yellow": (250, 220, 30), "green": (35, 160, 55),
-    "blue": (35, 85, 225), "purple": (135, 45, 185), "pink": (250, 125, 185), "white": (245, 245, 245),
+    "red": (215, 35, 35),
+    "orange": (250, 135, 15),
+    "yellow": (250, 220, 30),
+    "green": (35, 160, 55),
+    "blue": (35, 85, 225),
+    "purple": (135, 45, 185),
+    "pink": (250, 125, 185),
+    "white": (245, 245, 245),
     "black": (22, 22, 22),
     # Five more hues complete the 12-hue wheel of factor grids (FactorAtlas); SABER still samples from PALETTE.
-    "lime": (150, 215, 30), "teal": (20, 140, 130), "cyan": (30, 200, 230), "indigo": (70, 40, 150),
+    "lime": (150, 215, 30),
+    "teal": (20, 140, 130),
+    "cyan": (30, 200, 230),
+    "indigo": (70, 40, 150),
     "magenta": (220, 30, 170),
 }
 HEX_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")  # a colour slot also takes "#rrggbb" (e.g. a darker shade of a hue)
@@ -152,7 +161,7 @@ def _period(f: Field, base: float, min_px: float = 7.0) -> float:
 def colour_rgb(name: str) -> RGB:
     """RGB of a colour word from :data:`COLOURS` or of a ``"#rrggbb"`` string."""
     if HEX_COLOUR.fullmatch(name):
-        return tuple(float(int(name[i:i + 2], 16)) for i in (1, 3, 5))  # type: ignore[return-value]
+        return tuple(float(int(name[i : i + 2], 16)) for i in (1, 3, 5))  # type: ignore[return-value]
     return COLOURS[name]
 
 
@@ -199,14 +208,17 @@ def _copper(look: Look, f: Field) -> Paint:
 
 def _wooden(look: Look, f: Field) -> Paint:
     light, dark = ((205, 150, 85), (140, 88, 40)) if look.variant == "light-brown" else ((120, 70, 32), (62, 32, 12))
-    t = (f.v + 0.12 * f.u ** 2 + 0.22 * _waves(f, 3, 0.8, 2.0)) * 6.5
+    t = (f.v + 0.12 * f.u**2 + 0.22 * _waves(f, 3, 0.8, 2.0)) * 6.5
     ring = (0.5 + 0.5 * np.cos(2 * np.pi * t)) ** 6
     fibre = 0.12 * (_hash(np.floor(f.v * f.px / 1.2), 0, 5.0) - 0.5)
     return Paint(_mix(light, dark, np.clip(0.15 + 0.8 * ring + fibre, 0, 1)), shading=0.6)
 
 
-_MARBLE = {"white": ((238, 236, 230), (105, 105, 112)), "black": ((30, 30, 34), (225, 225, 225)),
-           "green": ((30, 105, 70), (200, 235, 215))}
+_MARBLE = {
+    "white": ((238, 236, 230), (105, 105, 112)),
+    "black": ((30, 30, 34), (225, 225, 225)),
+    "green": ((30, 105, 70), (200, 235, 215)),
+}
 
 
 def _marble(look: Look, f: Field) -> Paint:
@@ -214,7 +226,7 @@ def _marble(look: Look, f: Field) -> Paint:
     turb = _waves(f, 6, 1.5, 5.0)
     s1 = np.sin((f.u * 1.1 + f.v * 0.7) * 3.0 + 3.2 * turb)
     s2 = np.sin((f.u * -0.6 + f.v * 1.2) * 4.0 + 2.5 * turb + 1.0)
-    veins = np.exp(-(s1 / 0.13) ** 2) + 0.6 * np.exp(-(s2 / 0.09) ** 2)
+    veins = np.exp(-((s1 / 0.13) ** 2)) + 0.6 * np.exp(-((s2 / 0.09) ** 2))
     return Paint(_mix(base, vein, np.clip(veins, 0, 1)), shading=0.5, gloss=0.35)
 
 
@@ -244,8 +256,7 @@ def _crystal(look: Look, f: Field) -> Paint:
     rgb = np.clip(_fill(f, tint) * facet[..., None], 0, 255)
     lines = np.clip(1.5 - border * f.px, 0, 1)  # bright facet edges, about a pixel wide
     rgb = _mix(rgb, WHITE, lines * 0.85)
-    return Paint(rgb, alpha=np.clip(alpha + 0.35 * lines + 0.2 * (facet - 1), 0, 1), shading=0.2,
-                 edge=0.7, gloss=0.8)
+    return Paint(rgb, alpha=np.clip(alpha + 0.35 * lines + 0.2 * (facet - 1), 0, 1), shading=0.2, edge=0.7, gloss=0.8)
 
 
 def _woven(look: Look, f: Field) -> Paint:
@@ -298,8 +309,10 @@ def _plaid(look: Look, f: Field) -> Paint:
     hb = _square(f.v / p, p * f.px * 0.5) * _square(f.v / p + 0.25, p * f.px * 0.5)
     vb = _square(f.u / p, p * f.px * 0.5) * _square(f.u / p + 0.25, p * f.px * 0.5)
     rgb = _mix(_c(look, 0), _c(look, 1), 0.55 * (hb + vb) - 0.1 * hb * vb)
-    thin = np.maximum(np.clip(1.2 - np.abs((f.v / p + 0.6) % 1.0 - 0.5) * p * f.px, 0, 1),
-                      np.clip(1.2 - np.abs((f.u / p + 0.6) % 1.0 - 0.5) * p * f.px, 0, 1))
+    thin = np.maximum(
+        np.clip(1.2 - np.abs((f.v / p + 0.6) % 1.0 - 0.5) * p * f.px, 0, 1),
+        np.clip(1.2 - np.abs((f.u / p + 0.6) % 1.0 - 0.5) * p * f.px, 0, 1),
+    )
     return Paint(_mix(rgb, np.asarray(_c(look, 1)) * 0.45, thin * 0.8), shading=0.6)
 
 
@@ -381,9 +394,11 @@ def _glittery(look: Look, f: Field) -> Paint:
     sparkle = np.zeros_like(f.u)  # a few four-pointed stars, the sign of glitter even on small objects
     for x, y in f.rng.uniform(-0.55, 0.55, (4, 2)):
         du, dv = np.abs(f.u - x), np.abs(f.v - y)
-        arm = np.maximum(np.exp(-(dv / w) ** 2) * np.clip(1 - du / 0.32, 0, 1) ** 1.5,
-                         np.exp(-(du / w) ** 2) * np.clip(1 - dv / 0.32, 0, 1) ** 1.5)
-        sparkle = np.maximum(sparkle, np.maximum(arm, np.exp(-(du ** 2 + dv ** 2) / (2.2 * w) ** 2)))
+        arm = np.maximum(
+            np.exp(-((dv / w) ** 2)) * np.clip(1 - du / 0.32, 0, 1) ** 1.5,
+            np.exp(-((du / w) ** 2)) * np.clip(1 - dv / 0.32, 0, 1) ** 1.5,
+        )
+        sparkle = np.maximum(sparkle, np.maximum(arm, np.exp(-(du**2 + dv**2) / (2.2 * w) ** 2)))
     return Paint(_mix(rgb, WHITE, np.clip(sparkle * 1.2, 0, 1)), shading=0.4)
 
 
@@ -401,7 +416,7 @@ def _transparent(look: Look, f: Field) -> Paint:
 def _holographic(look: Look, f: Field) -> Paint:
     hue = (0.35 * f.u + 0.55 * f.v + 0.12 * np.sin(6 * f.u + 3 * f.v) + 0.5) % 1.0
     rgb = hsv_to_rgb(hue, 0.42, 0.98)
-    sheen = np.exp(-((f.u * 0.7 - f.v * 0.7 - 0.2) / 0.12) ** 2)
+    sheen = np.exp(-(((f.u * 0.7 - f.v * 0.7 - 0.2) / 0.12) ** 2))
     return Paint(_mix(rgb, WHITE, sheen * 0.6), shading=0.3, gloss=0.5)
 
 
@@ -414,15 +429,35 @@ def _outlined(look: Look, f: Field) -> Paint:
 
 LOOKS: dict[str, Callable[[Look, Field], Paint]] = {
     **{c: _flat for c in PALETTE},
-    "rainbow": _rainbow, "golden": _golden,
-    "wooden": _wooden, "marble": _marble, "metallic": _metallic, "ceramic": _ceramic, "stone": _stone,
-    "crystal": _crystal, "copper": _copper, "woven": _woven,
-    "striped": _striped, "polka-dot": _polka, "checkered": _checkered, "zigzag": _zigzag, "plaid": _plaid,
-    "swirled": _swirled, "camouflage": _camouflage, "leopard-print": _leopard,
-    "icy": _icy, "cracked": _cracked, "spiky": _spiky,
-    "glowing": _glowing, "neon": _neon, "glittery": _glittery, "transparent": _transparent,
-    "holographic": _holographic, "outlined": _outlined,
+    "rainbow": _rainbow,
+    "golden": _golden,
+    "wooden": _wooden,
+    "marble": _marble,
+    "metallic": _metallic,
+    "ceramic": _ceramic,
+    "stone": _stone,
+    "crystal": _crystal,
+    "copper": _copper,
+    "woven": _woven,
+    "striped": _striped,
+    "polka-dot": _polka,
+    "checkered": _checkered,
+    "zigzag": _zigzag,
+    "plaid": _plaid,
+    "swirled": _swirled,
+    "camouflage": _camouflage,
+    "leopard-print": _leopard,
+    "icy": _icy,
+    "cracked": _cracked,
+    "spiky": _spiky,
+    "glowing": _glowing,
+    "neon": _neon,
+    "glittery": _glittery,
+    "transparent": _transparent,
+    "holographic": _holographic,
+    "outlined": _outlined,
 }
+
 
 # ---------------------------------------------------------------------------------------------- factor-grid looks
 def _plain(look: Look, f: Field) -> Paint:
@@ -454,9 +489,16 @@ def parse_factor_look(name: str, form: str = "") -> Look:
 
 # Default colours/variants when an ObjectSpec carries no instantiated form.
 _DEFAULT_COLOURS: dict[str, tuple[str, ...]] = {
-    "striped": ("white", "red"), "polka-dot": ("white", "blue"), "checkered": ("black", "white"),
-    "zigzag": ("yellow", "purple"), "plaid": ("white", "green"), "swirled": ("pink", "blue"),
-    "glowing": ("yellow",), "neon": ("pink",), "glittery": ("purple",), "outlined": ("blue",),
+    "striped": ("white", "red"),
+    "polka-dot": ("white", "blue"),
+    "checkered": ("black", "white"),
+    "zigzag": ("yellow", "purple"),
+    "plaid": ("white", "green"),
+    "swirled": ("pink", "blue"),
+    "glowing": ("yellow",),
+    "neon": ("pink",),
+    "glittery": ("purple",),
+    "outlined": ("blue",),
 }
 
 
@@ -488,8 +530,7 @@ def parse_form(attr: Attribute, form: str = "") -> Look:
     if not words:
         colours = _DEFAULT_COLOURS.get(attr.name, ("red", "blue")[:n])
     if len(colours) != n or len(set(colours)) != n:
-        raise ValueError(f"form {form!r} of {attr.name!r} needs {n} distinct colour(s) from {list(COLOURS)} "
-                         "or '#rrggbb'")
+        raise ValueError(
+            f"form {form!r} of {attr.name!r} needs {n} distinct colour(s) from {list(COLOURS)} or '#rrggbb'"
+        )
     return Look(attr.name, colours)
-
-

@@ -14,8 +14,28 @@ from bindlab.data.vocab import PALETTE
 WORD_RE = re.compile(r"\w+(?:[-']\w+)*")  # the caption-word regex of bindlab.encoders.attention_access
 
 # Words of the caption templates (bindlab.train.toy_data.TEMPLATES, PAIR_TEMPLATES) and of the benchmark captions.
-EXTRA_WORDS = ("there", "is", "are", "next", "to", "beside", "photo", "picture", "image", "scene", "of", "with",
-               "on", "grey", "background", "the", "in", "and", "a", "an")
+EXTRA_WORDS = (
+    "there",
+    "is",
+    "are",
+    "next",
+    "to",
+    "beside",
+    "photo",
+    "picture",
+    "image",
+    "scene",
+    "of",
+    "with",
+    "on",
+    "grey",
+    "background",
+    "the",
+    "in",
+    "and",
+    "a",
+    "an",
+)
 
 
 def default_words() -> list[str]:

@@ -37,8 +37,12 @@ def inject_lora(tower: TextTower, settings: LoraSettings) -> list[Any]:
     peft = heavy.module("peft")
     LoraConfig, inject_adapter_in_model = peft.LoraConfig, peft.inject_adapter_in_model
 
-    cfg = LoraConfig(r=int(settings.rank), lora_alpha=float(settings.alpha), lora_dropout=float(settings.dropout),
-                     target_modules=tower.target_modules)
+    cfg = LoraConfig(
+        r=int(settings.rank),
+        lora_alpha=float(settings.alpha),
+        lora_dropout=float(settings.dropout),
+        target_modules=tower.target_modules,
+    )
     for p in tower.module.parameters():
         p.requires_grad_(False)
     try:
@@ -63,14 +67,18 @@ def load_lora_state(tower: TextTower, state: dict[str, Any]) -> None:
     own = {n: p for n, p in tower.module.named_parameters() if "lora_" in n}
     missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or extra:
-        raise ValueError(f"adapter does not fit this model: {len(missing)} missing, {len(extra)} unexpected "
-                         f"tensors (first: {(missing or extra)[0]})")
+        raise ValueError(
+            f"adapter does not fit this model: {len(missing)} missing, {len(extra)} unexpected "
+            f"tensors (first: {(missing or extra)[0]})"
+        )
     import torch
 
     with torch.no_grad():
         for n, p in own.items():
             if tuple(state[n].shape) != tuple(p.shape):
-                raise ValueError(f"adapter tensor {n} has shape {tuple(state[n].shape)}, model expects {tuple(p.shape)}")
+                raise ValueError(
+                    f"adapter tensor {n} has shape {tuple(state[n].shape)}, model expects {tuple(p.shape)}"
+                )
             p.copy_(state[n].to(p.device, p.dtype))
 
 

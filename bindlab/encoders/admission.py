@@ -145,11 +145,15 @@ def _take_heavy(scope: Scope, n: int) -> None:
     with _LOCK:
         mine = [k for k in scope.keys if k in _HEAVY_KEYS]
         if mine:
-            raise Busy(f"you already have a large request running; this one needs the model for {n:,}+ "
-                       f"items too: wait for the first to finish (about {_wait_hint()} s), then try again")
+            raise Busy(
+                f"you already have a large request running; this one needs the model for {n:,}+ "
+                f"items too: wait for the first to finish (about {_wait_hint()} s), then try again"
+            )
         if _HEAVY_RUNNING >= scope.max_heavy:
-            raise Busy(f"the server is busy with {_HEAVY_RUNNING} large requests; try again in about {_wait_hint()} s "
-                       "(small requests still run now)")
+            raise Busy(
+                f"the server is busy with {_HEAVY_RUNNING} large requests; try again in about {_wait_hint()} s "
+                "(small requests still run now)"
+            )
         _HEAVY_RUNNING += 1
         _HEAVY_KEYS.update(scope.keys)
         scope.heavy = True
@@ -164,5 +168,7 @@ def check_time() -> None:
     if _LEFT and any(k in _LEFT for k in scope.keys):
         raise Left("the page that asked for this was closed, so the request was stopped")
     if scope.max_seconds and time.monotonic() - scope.started > scope.max_seconds:
-        raise OverTime(f"the request took longer than its limit of {scope.max_seconds:.0f} s and was stopped; "
-                       "ask for less (fewer questions or models) or try again later")
+        raise OverTime(
+            f"the request took longer than its limit of {scope.max_seconds:.0f} s and was stopped; "
+            "ask for less (fewer questions or models) or try again later"
+        )

@@ -57,11 +57,17 @@ log = logging.getLogger(__name__)
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+\-]{0,99}")  # a name, never a path or a revision
 HASH_CHUNK = 1 << 24  # bytes of a tensor hashed per update: at most this much is copied off the GPU at a time
-PROBE_TEXTS = ("a red cube and a blue sphere", "a blue cube and a red sphere",
-               "a small striped green torus left of a large yellow cone", "two purple cylinders")
+PROBE_TEXTS = (
+    "a red cube and a blue sphere",
+    "a blue cube and a red sphere",
+    "a small striped green torus left of a large yellow cone",
+    "two purple cylinders",
+)
 PROBE_DECIMALS = 5  # probe vectors are rounded to 1e-5 before hashing
-WRAPPED_NOTE = ("weights: blake2b of the wrapped model's state_dict and its preprocess / tokenizer settings, taken "
-                "again when a tensor changes in place; embeddings are cached under what the model is, not its name")
+WRAPPED_NOTE = (
+    "weights: blake2b of the wrapped model's state_dict and its preprocess / tokenizer settings, taken "
+    "again when a tensor changes in place; embeddings are cached under what the model is, not its name"
+)
 _REGISTRY: dict[str, Any] = {}  # "py:<name>" -> the encoder
 _LOCK = threading.Lock()
 
@@ -109,7 +115,7 @@ def weights_hash(module: Any, extra: str = "") -> tuple[str, int, int]:
         h.update(f"{key}|{tuple(t.shape)}|{t.dtype}\n".encode())
         raw = t.reshape(-1).contiguous().view(torch.uint8)
         for lo in range(0, raw.numel(), HASH_CHUNK):
-            h.update(raw[lo:lo + HASH_CHUNK].cpu().numpy())
+            h.update(raw[lo : lo + HASH_CHUNK].cpu().numpy())
         tensors, size = tensors + 1, size + raw.numel()
     return h.hexdigest(), tensors, size
 
@@ -130,8 +136,12 @@ class WeightsWatch:
         self._lock = threading.Lock()
 
     def _signature(self) -> tuple:
-        return tuple((key, t.data_ptr(), getattr(t, "_version", 0), tuple(t.shape), str(t.dtype), str(t.device))
-                     if hasattr(t, "data_ptr") else (key, repr(t)) for key, t in self.module.state_dict().items())
+        return tuple(
+            (key, t.data_ptr(), getattr(t, "_version", 0), tuple(t.shape), str(t.dtype), str(t.device))
+            if hasattr(t, "data_ptr")
+            else (key, repr(t))
+            for key, t in self.module.state_dict().items()
+        )
 
     def current(self) -> str:
         """The hex hash of the weights as they are now."""
@@ -141,9 +151,11 @@ class WeightsWatch:
                 try:
                     self._hex, self.tensors, self.size = weights_hash(self.module, self.extra)
                 except (RuntimeError, NotImplementedError, TypeError) as e:  # meta or quantised tensors
-                    raise EncoderError(f"cannot hash the weights of a {class_name(self.module)} ({e}); bindlab keys "
-                                       "cached vectors by the weights — give a model with materialised "
-                                       "tensors") from None
+                    raise EncoderError(
+                        f"cannot hash the weights of a {class_name(self.module)} ({e}); bindlab keys "
+                        "cached vectors by the weights — give a model with materialised "
+                        "tensors"
+                    ) from None
                 self._seen = seen
             return self._hex
 
@@ -174,22 +186,30 @@ def probe_hash(*vectors: np.ndarray) -> str:
 
 def is_encoder(obj: Any) -> bool:
     """True for bindlab's own encoders (an ``id``, a ``fingerprint``, ``modalities`` and ``embed_texts``)."""
-    return (isinstance(getattr(obj, "id", None), str) and isinstance(getattr(obj, "fingerprint", None), str)
-            and isinstance(getattr(obj, "modalities", None), frozenset) and callable(getattr(obj, "embed_texts", None)))
+    return (
+        isinstance(getattr(obj, "id", None), str)
+        and isinstance(getattr(obj, "fingerprint", None), str)
+        and isinstance(getattr(obj, "modalities", None), frozenset)
+        and callable(getattr(obj, "embed_texts", None))
+    )
 
 
 def is_sentence_transformer(obj: Any) -> bool:
     """A ``sentence_transformers.SentenceTransformer`` (or subclass), recognised without importing the package."""
-    return any(c.__module__.startswith("sentence_transformers") and c.__name__ == "SentenceTransformer"
-               for c in type(obj).__mro__) and callable(getattr(obj, "encode", None))
+    return any(
+        c.__module__.startswith("sentence_transformers") and c.__name__ == "SentenceTransformer"
+        for c in type(obj).__mro__
+    ) and callable(getattr(obj, "encode", None))
 
 
 def check_name(name: Any, what: str = "name") -> str:
     """A model name: letters, digits and ``._+-``, at most 100 characters, starting with a letter or digit."""
     text = str(name or "").strip() if isinstance(name, str) else ""
     if not NAME.fullmatch(text):
-        raise EncoderError(f"{what} {str(name)[:120]!r}: give a short name of letters, digits and . _ + - (e.g. "
-                           "'my-model-step200'); it labels the results, as py:<name>")
+        raise EncoderError(
+            f"{what} {str(name)[:120]!r}: give a short name of letters, digits and . _ + - (e.g. "
+            "'my-model-step200'); it labels the results, as py:<name>"
+        )
     return text
 
 
@@ -213,16 +233,22 @@ def as_array(out: Any, rows: int, model_id: str, method: str) -> np.ndarray:
     try:
         arr = np.asarray(out, dtype=np.float32)
     except (TypeError, ValueError):
-        raise EncoderError(f"{model_id}: {method} returned {type(out).__name__}, not an array of numbers; it must "
-                           f"return an array of shape ({rows}, d)") from None
+        raise EncoderError(
+            f"{model_id}: {method} returned {type(out).__name__}, not an array of numbers; it must "
+            f"return an array of shape ({rows}, d)"
+        ) from None
     if arr.ndim != 2 or arr.shape[0] != rows or arr.shape[1] < 1:
-        raise EncoderError(f"{model_id}: {method} returned an array of shape {tuple(arr.shape)} for {rows} inputs; "
-                           f"it must return one row per input, shape ({rows}, d)")
+        raise EncoderError(
+            f"{model_id}: {method} returned an array of shape {tuple(arr.shape)} for {rows} inputs; "
+            f"it must return one row per input, shape ({rows}, d)"
+        )
     bad = ~np.isfinite(arr)
     if bad.any():
         where = np.flatnonzero(bad.any(axis=1))
-        raise EncoderError(f"{model_id}: {method} returned {int(bad.sum())} non-finite values (NaN or inf) in "
-                           f"{len(where)} of {rows} rows (first: row {int(where[0])}); nothing was scored or cached")
+        raise EncoderError(
+            f"{model_id}: {method} returned {int(bad.sum())} non-finite values (NaN or inf) in "
+            f"{len(where)} of {rows} rows (first: row {int(where[0])}); nothing was scored or cached"
+        )
     return arr
 
 
@@ -241,7 +267,8 @@ class AdoptedEncoder:
         self.last_image_notes: list[str] = []
         if is_sentence_transformer(model):
             self._text: Callable[[list[str]], Any] = lambda texts: model.encode(
-                texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+                texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
             self.source = "sentence-transformers encode"
         elif callable(getattr(model, "encode_text", None)):
             self._text = model.encode_text
@@ -251,7 +278,8 @@ class AdoptedEncoder:
                 f"{self.id}: cannot use a {type(model).__name__}: give an object with encode_text(list[str]) -> "
                 "array (n, d) (and encode_image(list[PIL.Image]) for image pairings), a sentence-transformers "
                 "SentenceTransformer, or wrap an open_clip / transformers model with bindlab.wrap_open_clip / "
-                "bindlab.wrap_transformers")
+                "bindlab.wrap_transformers"
+            )
         self._image = getattr(model, "encode_image", None) if callable(getattr(model, "encode_image", None)) else None
         self.modalities = frozenset({"text", "image"} if self._image else {"text"})
 
@@ -272,18 +300,26 @@ class AdoptedEncoder:
         if self.weights is not None:
             w = self.weights
             w.current()
-            where = "the object" if w.module is self.model else (
-                "its .model" if getattr(self.model, "model", None) is w.module else "its .module")
-            return (f"weights: blake2b of the state_dict of {class_name(w.module)} ({where}; {w.tensors} tensors, "
-                    f"{w.size / 1e6:.1f} MB); embeddings are cached under what the model is, not its name")
+            where = (
+                "the object"
+                if w.module is self.model
+                else ("its .model" if getattr(self.model, "model", None) is w.module else "its .module")
+            )
+            return (
+                f"weights: blake2b of the state_dict of {class_name(w.module)} ({where}; {w.tensors} tensors, "
+                f"{w.size / 1e6:.1f} MB); embeddings are cached under what the model is, not its name"
+            )
         images = f" and {len(probe_images())} generated images" if self._image else ""
-        return (f"probe of {len(PROBE_TEXTS)} texts{images}: blake2b of the model's own vectors for fixed inputs "
-                "(rounded to 1e-5), as the object holds no torch weights; embeddings are cached under what the model "
-                "returns, not its name")
+        return (
+            f"probe of {len(PROBE_TEXTS)} texts{images}: blake2b of the model's own vectors for fixed inputs "
+            "(rounded to 1e-5), as the object holds no torch weights; embeddings are cached under what the model "
+            "returns, not its name"
+        )
 
     def _take_probe(self) -> str:
-        vectors = [self._checked(self._text(list(PROBE_TEXTS)), len(PROBE_TEXTS),
-                                  f"{self.source} on bindlab's probe texts")]
+        vectors = [
+            self._checked(self._text(list(PROBE_TEXTS)), len(PROBE_TEXTS), f"{self.source} on bindlab's probe texts")
+        ]
         if self._image is not None:
             ims = probe_images()
             vectors.append(self._checked(self._image(ims), len(ims), "encode_image on bindlab's probe images"))
@@ -294,8 +330,10 @@ class AdoptedEncoder:
         if self._dim is None:
             self._dim = arr.shape[1]
         elif arr.shape[1] != self._dim:
-            raise EncoderError(f"{self.id}: {method} returned {arr.shape[1]}-dimensional vectors after "
-                               f"{self._dim}-dimensional ones; every call must return the same d")
+            raise EncoderError(
+                f"{self.id}: {method} returned {arr.shape[1]}-dimensional vectors after "
+                f"{self._dim}-dimensional ones; every call must return the same d"
+            )
         return l2_normalize(arr)
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
@@ -306,8 +344,10 @@ class AdoptedEncoder:
     def embed_images(self, images: list[Any]) -> np.ndarray:
         """Images (PIL, paths or uint8 arrays) -> ``(n, d)`` through ``encode_image``, given RGB PIL images."""
         if self._image is None:
-            raise EncoderError(f"{self.id} has no encode_image, so it cannot embed images; pick the tt pairing, or "
-                               "give the object an encode_image(list[PIL.Image]) -> array (n, d) method")
+            raise EncoderError(
+                f"{self.id} has no encode_image, so it cannot embed images; pick the tt pairing, or "
+                "give the object an encode_image(list[PIL.Image]) -> array (n, d) method"
+            )
         ims, self.last_image_notes = load_images(images, self.id, MAX_SIDE)
         return self._checked(self._image(ims), len(ims), "encode_image")
 
@@ -344,16 +384,18 @@ def adopt(model: Any, name: str | None = None, batch_size: int = 64) -> Any:
     """
     if is_encoder(model):
         if name is not None and f"py:{name}" != model.id:
-            raise EncoderError(f"{model.id} is already a bindlab encoder with its own id; name= applies to model "
-                               "objects (wrap_open_clip / wrap_transformers take name= themselves)")
+            raise EncoderError(
+                f"{model.id} is already a bindlab encoder with its own id; name= applies to model "
+                "objects (wrap_open_clip / wrap_transformers take name= themselves)"
+            )
         return model
     if isinstance(model, str):
-        raise EncoderError(f"adopt takes a model object; for an encoder id such as {model[:80]!r} use "
-                           "bindlab.load_encoder")
+        raise EncoderError(
+            f"adopt takes a model object; for an encoder id such as {model[:80]!r} use bindlab.load_encoder"
+        )
     chosen = name if name is not None else _default_name(model)
     if chosen is None:
-        raise EncoderError(f"a {type(model).__name__} has no name: pass name='…' (it labels the results, as "
-                           "py:<name>)")
+        raise EncoderError(f"a {type(model).__name__} has no name: pass name='…' (it labels the results, as py:<name>)")
     return register(AdoptedEncoder(model, check_name(chosen), batch_size))
 
 
@@ -367,9 +409,11 @@ def _load(eid: EncoderId, options: dict[str, Any]) -> Any:
     with _LOCK:
         found = _REGISTRY.get(f"py:{eid.name}")
     if found is None:
-        raise EncoderError(f"py:{eid.name} names a model held in memory by a Python session, and none is registered "
-                           "under that name in this process; pass the model object itself to bindlab's functions "
-                           "(or call bindlab.adopt(model, name=...) first)")
+        raise EncoderError(
+            f"py:{eid.name} names a model held in memory by a Python session, and none is registered "
+            "under that name in this process; pass the model object itself to bindlab's functions "
+            "(or call bindlab.adopt(model, name=...) first)"
+        )
     return found
 
 

@@ -82,8 +82,9 @@ class TextAttentionAccess:
     encode: Callable[[str], EncodedText]
     layer_maps: Callable[[EncodedText], Iterator[np.ndarray]] = field(repr=False)
 
-    def attentions(self, texts: list[str], reduce: Callable[[int, int, np.ndarray], Any] | None = None
-                   ) -> Iterator[tuple[int, int, Any]]:
+    def attentions(
+        self, texts: list[str], reduce: Callable[[int, int, np.ndarray], Any] | None = None
+    ) -> Iterator[tuple[int, int, Any]]:
         """Yield ``(text_index, layer, attn)`` with ``attn`` of shape ``(heads, seq, seq)``, one text at a time.
 
         Args:
@@ -120,8 +121,9 @@ def align_words(text: str, char_spans: list[tuple[int, int] | None]) -> list[Wor
     return words
 
 
-def spans_from_offsets(offsets: list[tuple[int, int]], special: list[int] | None, text_start: int,
-                       text_len: int) -> list[tuple[int, int] | None]:
+def spans_from_offsets(
+    offsets: list[tuple[int, int]], special: list[int] | None, text_start: int, text_len: int
+) -> list[tuple[int, int] | None]:
     """Per-token caption spans from a fast tokenizer's offset mapping.
 
     Args:
@@ -140,8 +142,9 @@ def spans_from_offsets(offsets: list[tuple[int, int]], special: list[int] | None
     return out
 
 
-def spans_by_word_encoding(encode_word: Callable[[str], list[int]], full_ids: list[int], text: str,
-                           prefix: int) -> list[tuple[int, int] | None]:
+def spans_by_word_encoding(
+    encode_word: Callable[[str], list[int]], full_ids: list[int], text: str, prefix: int
+) -> list[tuple[int, int] | None]:
     """Caption spans for tokenizers without offsets that tokenize whitespace-separated chunks independently.
 
     ``full_ids`` is the token sequence of the whole caption (with ``prefix`` special tokens in front); each chunk

@@ -47,7 +47,9 @@ def parse_encoder_id(text: str) -> EncoderId:
     """
     raw = (text or "").strip()
     if not raw:
-        raise EncoderError("empty encoder id; use backend:name, e.g. 'minilm', 'bow' or 'hf:openai/clip-vit-base-patch32'")
+        raise EncoderError(
+            "empty encoder id; use backend:name, e.g. 'minilm', 'bow' or 'hf:openai/clip-vit-base-patch32'"
+        )
     raw = ALIASES.get(raw, raw)
     if ":" not in raw:
         raise EncoderError(
@@ -100,8 +102,9 @@ def unknown_words(encoder: Any, texts: list[str]) -> list[list[str]] | None:
     if out is None:  # a wrapper whose inner encoder cannot say
         return None
     if len(out) != len(texts):
-        raise EncoderError(f"{getattr(encoder, 'id', encoder)}: unknown_words gave {len(out)} lists for "
-                           f"{len(texts)} texts")
+        raise EncoderError(
+            f"{getattr(encoder, 'id', encoder)}: unknown_words gave {len(out)} lists for {len(texts)} texts"
+        )
     return [list(u) for u in out]
 
 
@@ -148,15 +151,20 @@ LOCAL_BACKENDS = ("toy", "bow", "lora", "py")
 def names_local_weights(eid: EncoderId) -> bool:
     """True when ``eid`` names weights on this machine (a built-in backend, a local folder): they have one version."""
     name = eid.name.removeprefix("local-dir:")
-    return (eid.backend in LOCAL_BACKENDS or eid.name.startswith("local-dir:")
-            or (name.startswith(("/", ".", "~")) and Path(name).expanduser().is_dir()))
+    return (
+        eid.backend in LOCAL_BACKENDS
+        or eid.name.startswith("local-dir:")
+        or (name.startswith(("/", ".", "~")) and Path(name).expanduser().is_dir())
+    )
 
 
 def no_revision(eid: EncoderId) -> EncoderError:
     """The refusal of an ``@revision`` on weights that have one version, before anything loads (every spelling
     would otherwise load another copy of the same weights)."""
-    return EncoderError(f"{eid.backend}:{eid.name} names weights on this machine, which have one version; drop "
-                        f"'@{eid.revision}' (a revision chooses a version of a hub model)")
+    return EncoderError(
+        f"{eid.backend}:{eid.name} names weights on this machine, which have one version; drop "
+        f"'@{eid.revision}' (a revision chooses a version of a hub model)"
+    )
 
 
 def check_batch_size(batch_size: Any) -> int:
@@ -181,7 +189,7 @@ def canonical_id(eid: EncoderId) -> EncoderId:
     is kept.
     """
     prefix = "local-dir:" if eid.name.startswith("local-dir:") else ""
-    path = eid.name[len(prefix):]
+    path = eid.name[len(prefix) :]
     if not (path.startswith((".", "~")) or "/" in path):
         return eid
     p = Path(path).expanduser()

@@ -46,7 +46,6 @@ class BagOfWordsEncoder(TextOnlyMixin):
             raise EncoderError(f"{self.id}: text #{bad} ({texts[bad]!r}) has no content words to count")
         return out / norms
 
-
     def unknown_words(self, texts: list[str]) -> list[list[str]]:
         """No word is unknown: every word is hashed into a bucket (stop words are left out, not unknown)."""
         return [[] for _ in check_texts(texts, self.id)]

@@ -55,8 +55,15 @@ _CHUNK = 500  # keys per SELECT ... IN (...), below SQLite's variable limit (whe
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _DISK_CODES = {3, 8, 10, 13, 14}  # SQLITE_PERM, READONLY, IOERR, FULL, CANTOPEN
 _CORRUPT_WORDS = ("malformed", "not a database", "file is encrypted")
-_DISK_WORDS = ("disk is full", "readonly", "read-only", "unable to open", "disk i/o error", "permission denied",
-               "no such file or directory")
+_DISK_WORDS = (
+    "disk is full",
+    "readonly",
+    "read-only",
+    "unable to open",
+    "disk i/o error",
+    "permission denied",
+    "no such file or directory",
+)
 
 
 class _Corrupt(Exception):
@@ -211,16 +218,23 @@ class EmbeddingCache:
                         raise _DiskRefused(str(e)) from None
             self._generation += 1
             self.rebuilt += 1
-        log.warning("embedding cache %s was damaged (%s); moved it aside to %s and started an empty one",
-                    self.path, reason, aside.name)
+        log.warning(
+            "embedding cache %s was damaged (%s); moved it aside to %s and started an empty one",
+            self.path,
+            reason,
+            aside.name,
+        )
 
     def _refused(self, e: BaseException) -> None:
         """Switch to memory-only for the rest of this cache's life, with one warning."""
         if self.memory_only is None:
             self.memory_only = str(e) or type(e).__name__
-            log.warning("embedding cache %s cannot be used (%s): embeddings of this run are kept in memory only "
-                        "and not saved; free disk space or point BINDLAB_HOME at a writable folder",
-                        self.path, self.memory_only)
+            log.warning(
+                "embedding cache %s cannot be used (%s): embeddings of this run are kept in memory only "
+                "and not saved; free disk space or point BINDLAB_HOME at a writable folder",
+                self.path,
+                self.memory_only,
+            )
 
     def _db(self, op: Callable[[sqlite3.Connection], object]) -> object:
         """Run ``op`` on this thread's connection: rebuild a damaged file once; None when the disk refuses."""
@@ -270,8 +284,9 @@ class EmbeddingCache:
         uniq = list(dict.fromkeys(keys))
         found = {k for k in uniq if k in self._memory}
         rest = [k for k in uniq if k not in found]
-        return found | {row[0] for row in (self._db(lambda conn: _select(conn, "key", "emb", rest))
-                                           if rest else []) or []}
+        return found | {
+            row[0] for row in (self._db(lambda conn: _select(conn, "key", "emb", rest)) if rest else []) or []
+        }
 
     def get_words(self, keys: Sequence[str]) -> dict[str, list[str]]:
         """Cached unknown-word lists (see :func:`word_keys`) for the keys that have one; a row whose text is not a
@@ -312,8 +327,10 @@ class EmbeddingCache:
         vecs = [np.ascontiguousarray(items[k], dtype=np.float32).ravel() for k in keys]
         bad = [k for k, v in zip(keys, vecs, strict=True) if not valid_vector(v)]
         if bad:
-            raise ValueError(f"refusing to cache {len(bad)} zero or non-finite vector(s) (first key {bad[0][:12]}…); "
-                             "a broken encoder output must never be stored")
+            raise ValueError(
+                f"refusing to cache {len(bad)} zero or non-finite vector(s) (first key {bad[0][:12]}…); "
+                "a broken encoder output must never be stored"
+            )
         now = time.time()
         rows = []
         for key, vec in zip(keys, vecs, strict=True):
@@ -323,8 +340,9 @@ class EmbeddingCache:
             self._memory.update(zip(keys, vecs, strict=True))
 
     @staticmethod
-    def _write(conn: sqlite3.Connection, rows: list[tuple],
-               sql: str = "INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?, ?)") -> bool:
+    def _write(
+        conn: sqlite3.Connection, rows: list[tuple], sql: str = "INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?, ?)"
+    ) -> bool:
         for attempt in range(5):
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -391,7 +409,8 @@ class EmbeddingCache:
                 raise EncoderError(
                     f"the encoder returned {len(bad)} zero or non-finite vector(s) out of {len(idx)} "
                     f"(first: input #{first}); they were not cached or used — check the model and its settings "
-                    "(batch size >= 1, dtype)")
+                    "(batch size >= 1, dtype)"
+                )
         if progress:
             progress(len(keys), len(keys))
         if not keys:
@@ -414,8 +433,13 @@ def _decode_rows(rows: Sequence[tuple]) -> tuple[dict[str, np.ndarray], int]:
     by_dim: dict[int, list[tuple[str, bytes]]] = {}
     damaged = 0
     for key, dim, crc, blob in rows:
-        if isinstance(blob, bytes) and isinstance(dim, int) and dim >= 1 and len(blob) == 4 * dim \
-                and crc32(blob) == crc:
+        if (
+            isinstance(blob, bytes)
+            and isinstance(dim, int)
+            and dim >= 1
+            and len(blob) == 4 * dim
+            and crc32(blob) == crc
+        ):
             by_dim.setdefault(dim, []).append((key, blob))
         else:
             damaged += 1
@@ -433,13 +457,15 @@ def _select(conn: sqlite3.Connection, columns: str, table: str, keys: list[str])
     """Rows of ``table`` for ``keys``: one query with the keys as one JSON parameter (``json_each``); chunks of
     :data:`_CHUNK` bound keys where SQLite lacks JSON functions."""
     if _HAS_JSON:
-        return conn.execute(f"SELECT {columns} FROM {table} WHERE key IN (SELECT value FROM json_each(?))",
-                            (json.dumps(keys),)).fetchall()
+        return conn.execute(
+            f"SELECT {columns} FROM {table} WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(keys),)
+        ).fetchall()
     rows: list[tuple] = []
     for i in range(0, len(keys), _CHUNK):
         chunk = keys[i : i + _CHUNK]
-        rows += conn.execute(f"SELECT {columns} FROM {table} WHERE key IN ({','.join('?' * len(chunk))})",
-                             chunk).fetchall()
+        rows += conn.execute(
+            f"SELECT {columns} FROM {table} WHERE key IN ({','.join('?' * len(chunk))})", chunk
+        ).fetchall()
     return rows
 
 

@@ -49,8 +49,10 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not a whole number; a launcher (torchrun, "
-                         "accelerate launch) sets it — unset it to run in one process") from None
+        raise ValueError(
+            f"environment variable {name}={raw!r} is not a whole number; a launcher (torchrun, "
+            "accelerate launch) sets it — unset it to run in one process"
+        ) from None
 
 
 def world_from_env(env: Mapping[str, str] | None = None) -> World:
@@ -64,8 +66,10 @@ def world_from_env(env: Mapping[str, str] | None = None) -> World:
     rank = _env_int(env, "RANK", 0)
     local = _env_int(env, "LOCAL_RANK", rank)
     if size < 1 or not 0 <= rank < size or local < 0:
-        raise ValueError(f"RANK={rank}, WORLD_SIZE={size}, LOCAL_RANK={local} do not fit together (need "
-                         "0 <= RANK < WORLD_SIZE); start the command with torchrun or accelerate launch, or unset them")
+        raise ValueError(
+            f"RANK={rank}, WORLD_SIZE={size}, LOCAL_RANK={local} do not fit together (need "
+            "0 <= RANK < WORLD_SIZE); start the command with torchrun or accelerate launch, or unset them"
+        )
     return World(rank, size, local)
 
 

@@ -52,7 +52,7 @@ FAMILIES = ("clip", "siglip", "siglip2")  # supported config.model_type values
 TEXT_NORMALISATION = {
     "clip": "lowercase, whitespace cleaned (CLIP's BPE tokenizer does it)",
     "siglip": "lowercase (bindlab) + punctuation stripped by a SiglipTokenizer (SigLIP v1's canonicalize_text); "
-              "a Gemma tokenizer (FixRes SigLIP2) keeps punctuation",
+    "a Gemma tokenizer (FixRes SigLIP2) keeps punctuation",
     "siglip2": "lowercase (applied by bindlab, as SigLIP2 was trained and as Siglip2Tokenizer does)",
 }
 
@@ -70,9 +70,11 @@ def resolve_source(eid: EncoderId) -> tuple[str, bool]:
         if not any(p.glob("*.safetensors")):
             pickles = sorted(x.name for x in p.iterdir() if x.suffix in (".bin", ".pt", ".pth"))
             found = f" (found {', '.join(pickles)})" if pickles else ""
-            raise EncoderError(f"{eid}: {p} has no .safetensors weights{found}; bindlab loads safetensors only — "
-                               "convert the checkpoint with safetensors' save_file or "
-                               "save_pretrained(safe_serialization=True)")
+            raise EncoderError(
+                f"{eid}: {p} has no .safetensors weights{found}; bindlab loads safetensors only — "
+                "convert the checkpoint with safetensors' save_file or "
+                "save_pretrained(safe_serialization=True)"
+            )
         return str(p), True
     if name.startswith(("/", ".", "~")) or name.count("/") > 1:
         raise EncoderError(f"{eid}: folder {name} not found; give an existing local model folder or a hub id ORG/NAME")
@@ -122,8 +124,12 @@ def pin_siglip_text(encoder_id: str, tokenizer: Any) -> None:
     if "attention_mask" in tokenizer.model_input_names:
         disagree.append("an attention mask")
     if disagree:
-        log.warning("%s: the tokenizer config asks for %s; SigLIP models were trained with right padding to "
-                    "max_length and no attention mask, so bindlab uses that", encoder_id, " and ".join(disagree))
+        log.warning(
+            "%s: the tokenizer config asks for %s; SigLIP models were trained with right padding to "
+            "max_length and no attention mask, so bindlab uses that",
+            encoder_id,
+            " and ".join(disagree),
+        )
     tokenizer.padding_side = "right"
 
 
@@ -140,8 +146,9 @@ class Checkpoint:
     dtype: Any
 
 
-def load_checkpoint(eid: EncoderId, options: dict[str, Any], check_config: Callable[[Any, str], None],
-                    **processor_kwargs: Any) -> Checkpoint:
+def load_checkpoint(
+    eid: EncoderId, options: dict[str, Any], check_config: Callable[[Any, str], None], **processor_kwargs: Any
+) -> Checkpoint:
     """Load config, model (safetensors only) and processor of an ``hf:``/``qwen3vl:`` id with clear errors.
 
     Args:
@@ -159,10 +166,12 @@ def load_checkpoint(eid: EncoderId, options: dict[str, Any], check_config: Calla
         raise hub_load_error(str(eid), src, e) from None
     check_config(config, src)
     try:
-        model = AutoModel.from_pretrained(src, revision=eid.revision, use_safetensors=True, dtype=dtype,
-                                          trust_remote_code=trust)
-        processor = AutoProcessor.from_pretrained(src, revision=eid.revision, trust_remote_code=trust,
-                                                  **processor_kwargs)
+        model = AutoModel.from_pretrained(
+            src, revision=eid.revision, use_safetensors=True, dtype=dtype, trust_remote_code=trust
+        )
+        processor = AutoProcessor.from_pretrained(
+            src, revision=eid.revision, trust_remote_code=trust, **processor_kwargs
+        )
     except (OSError, ValueError, ImportError) as e:
         raise hub_load_error(str(eid), src, e) from None
     return Checkpoint(src, local, config, model.eval().to(device), processor, device, dtype)
@@ -179,8 +188,9 @@ class HFDualEncoder:
         def check_family(config: Any, src: str) -> None:
             if config.model_type not in FAMILIES:
                 hint = " — use qwen3vl:" + eid.name if config.model_type.startswith("qwen3_vl") else ""
-                raise EncoderError(f"{self.id}: hf: loads {', '.join(FAMILIES)} models; {src} is a "
-                                   f"{config.model_type!r} model{hint}")
+                raise EncoderError(
+                    f"{self.id}: hf: loads {', '.join(FAMILIES)} models; {src} is a {config.model_type!r} model{hint}"
+                )
 
         ck = load_checkpoint(eid, options, check_family)
         self._setup(ck, options, weights_fingerprint(ck.src, ck.local, eid.revision, ck.config))
@@ -205,17 +215,25 @@ class HFDualEncoder:
         config = getattr(model, "config", None)
         family = getattr(config, "model_type", None)
         if family not in FAMILIES:
-            raise EncoderError(f"{self.id}: wrap_transformers takes a {', '.join(FAMILIES)} model (transformers' "
-                               f"CLIPModel, SiglipModel, Siglip2Model); got {type(model).__name__} "
-                               f"(model_type {family!r})")
+            raise EncoderError(
+                f"{self.id}: wrap_transformers takes a {', '.join(FAMILIES)} model (transformers' "
+                f"CLIPModel, SiglipModel, Siglip2Model); got {type(model).__name__} "
+                f"(model_type {family!r})"
+            )
         if not (hasattr(processor, "tokenizer") and hasattr(processor, "image_processor")):
-            raise EncoderError(f"{self.id}: wrap_transformers needs the model's processor (AutoProcessor), with a "
-                               f"tokenizer and an image processor; got {type(processor).__name__}")
+            raise EncoderError(
+                f"{self.id}: wrap_transformers needs the model's processor (AutoProcessor), with a "
+                f"tokenizer and an image processor; got {type(processor).__name__}"
+            )
         param = next(model.parameters())
         ck = Checkpoint(f"<{name}>", True, config, model.eval(), processor, str(param.device), param.dtype)
         image_settings = getattr(processor.image_processor, "to_json_string", lambda: "")()
         tok = processor.tokenizer  # its full definition (vocabulary, normaliser), not its folder's name
-        vocab = tok.backend_tokenizer.to_str() if hasattr(tok, "backend_tokenizer") else repr(sorted(tok.get_vocab().items()))
+        vocab = (
+            tok.backend_tokenizer.to_str()
+            if hasattr(tok, "backend_tokenizer")
+            else repr(sorted(tok.get_vocab().items()))
+        )
         settings = f"{class_name(tok)}|{vocab}|{image_settings}"
         self._setup(ck, {"batch_size": batch_size}, WeightsWatch(model, settings).label)
         return self
@@ -242,15 +260,17 @@ class HFDualEncoder:
     def fingerprint(self) -> str:
         """``<id>|<weights hash>|<dtype>|pad=…|max=…``: keys this model's vectors in the embedding cache."""
         weights = self._weights() if callable(self._weights) else self._weights
-        return (f"{self.id}|{weights}"
-                f"|{str(self.dtype).removeprefix('torch.')}|pad={self.padding}|max={self.max_text_len}")
+        return (
+            f"{self.id}|{weights}|{str(self.dtype).removeprefix('torch.')}|pad={self.padding}|max={self.max_text_len}"
+        )
 
     # -- text -------------------------------------------------------------------------------------------------
     def _tokenize(self, texts: list[str], **extra: Any) -> Any:
         if self.family != "clip":  # SigLIP/SigLIP2 were trained on lowercased text (see TEXT_NORMALISATION)
             texts = [t.lower() for t in texts]
-        return self.tokenizer(texts, padding=self.padding, truncation=True, max_length=self.max_text_len,
-                              return_tensors="pt", **extra)
+        return self.tokenizer(
+            texts, padding=self.padding, truncation=True, max_length=self.max_text_len, return_tensors="pt", **extra
+        )
 
     def _word_ids(self, word: str) -> list[int]:
         word = word.lower() if self.family != "clip" else word
@@ -265,12 +285,23 @@ class HFDualEncoder:
         """Texts -> ``(n, d)`` L2-normalised float32. Texts over the token limit are truncated, counted and logged."""
         texts = check_texts(texts, self.id)
         if not texts:
-            return np.zeros((0, self.model.config.projection_dim if hasattr(self.model.config, "projection_dim")
-                             else self.model.config.text_config.hidden_size), dtype=np.float32)
+            return np.zeros(
+                (
+                    0,
+                    self.model.config.projection_dim
+                    if hasattr(self.model.config, "projection_dim")
+                    else self.model.config.text_config.hidden_size,
+                ),
+                dtype=np.float32,
+            )
         self.last_truncated = count_truncated(self.tokenizer, texts, self.max_text_len)
         if self.last_truncated:
-            log.warning("%s: %d text(s) exceed the %d-token limit and were truncated", self.id, self.last_truncated,
-                        self.max_text_len)
+            log.warning(
+                "%s: %d text(s) exceed the %d-token limit and were truncated",
+                self.id,
+                self.last_truncated,
+                self.max_text_len,
+            )
         order = np.argsort([-len(t) for t in texts], kind="stable")
 
         def run(batch: list[str]) -> np.ndarray:
@@ -297,8 +328,11 @@ class HFDualEncoder:
             if not self.converts_rgb and any(im.mode != "RGB" for im in batch):
                 # e.g. SigLIP2's processor fails on L/RGBA/P input; transformers' own convert_to_rgb is the fix
                 extra["do_convert_rgb"] = True
-                notice_once(self.id, "this image processor takes RGB only; non-RGB images are converted with "
-                            "transformers' convert_to_rgb (transparency on white), as CLIP/SigLIP processors do")
+                notice_once(
+                    self.id,
+                    "this image processor takes RGB only; non-RGB images are converted with "
+                    "transformers' convert_to_rgb (transparency on white), as CLIP/SigLIP processors do",
+                )
             inputs = self.processor.image_processor(images=batch, return_tensors="pt", **extra)
             out = self.model.get_image_features(**to_device(dict(inputs), self.device, self.dtype))
             return features(out).float().cpu().numpy()  # (batch, d)
@@ -315,8 +349,14 @@ class HFDualEncoder:
             return features(self.model.get_text_features(**self._text_inputs(self._tokenize(texts))))  # (b, d)
 
         n = int(self.model.config.text_config.num_hidden_layers)
-        return TextTower("hf", self.model, forward, n, str(self.device),
-                         r".*text_model\..*\.self_attn\.(q_proj|k_proj|v_proj|out_proj)")
+        return TextTower(
+            "hf",
+            self.model,
+            forward,
+            n,
+            str(self.device),
+            r".*text_model\..*\.self_attn\.(q_proj|k_proj|v_proj|out_proj)",
+        )
 
     # -- attention --------------------------------------------------------------------------------------------
     def attention_access(self) -> TextAttentionAccess:
@@ -329,19 +369,26 @@ class HFDualEncoder:
             enc = self._tokenize([text], return_offsets_mapping=True, return_special_tokens_mask=True)
             ids = enc["input_ids"][0].tolist()
             if "offset_mapping" in enc:
-                spans = spans_from_offsets(enc["offset_mapping"][0].tolist(), enc["special_tokens_mask"][0].tolist(),
-                                           0, len(text))
+                spans = spans_from_offsets(
+                    enc["offset_mapping"][0].tolist(), enc["special_tokens_mask"][0].tolist(), 0, len(text)
+                )
             else:  # sentencepiece SiglipTokenizer: no offsets; its words tokenize independently
                 spans = spans_by_word_encoding(self._word_ids, ids, text, prefix=0)
             first = next((i for i, s in enumerate(spans) if s is not None), 0)
             truncated = count_truncated(self.tokenizer, [text], self.max_text_len) > 0
-            return EncodedText(text, self._text_inputs(enc), self.tokenizer.convert_ids_to_tokens(ids), spans, first,
-                               truncated)
+            return EncodedText(
+                text, self._text_inputs(enc), self.tokenizer.convert_ids_to_tokens(ids), spans, first, truncated
+            )
 
-        return TextAttentionAccess(self.id, self.tokenizer, tcfg.num_hidden_layers, tcfg.num_attention_heads,
-                                   causal=self.family == "clip", encode=encode,
-                                   layer_maps=hf_layer_maps(self.model, lambda e: text_model(**e.inputs,
-                                                                                             output_attentions=True)))
+        return TextAttentionAccess(
+            self.id,
+            self.tokenizer,
+            tcfg.num_hidden_layers,
+            tcfg.num_attention_heads,
+            causal=self.family == "clip",
+            encode=encode,
+            layer_maps=hf_layer_maps(self.model, lambda e: text_model(**e.inputs, output_attentions=True)),
+        )
 
 
 def _load(eid: EncoderId, options: dict[str, Any]) -> HFDualEncoder:

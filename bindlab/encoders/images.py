@@ -58,8 +58,9 @@ def notice_once(encoder_id: str, message: str) -> None:
         log.warning("%s: %s", encoder_id, message)
 
 
-def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
-                rgb: bool = True, first: int = 0) -> tuple[list[Any], list[str]]:
+def load_images(
+    images: Any, encoder_id: str, max_side: int = MAX_SIDE, rgb: bool = True, first: int = 0
+) -> tuple[list[Any], list[str]]:
     """Open inputs as PIL images: RGB (``rgb=True``), or 8-bit in their own mode for the library to convert.
 
     Args:
@@ -88,8 +89,11 @@ def load_images(images: Any, encoder_id: str, max_side: int = MAX_SIDE,
             notes.append(f"image #{i}: {note}")
             log.warning("%s: image #%d %s", encoder_id, i, note)
         if not rgb and img.mode in _DEEP_MODES:
-            notice_once(encoder_id, f"{img.mode} (high-bit-depth) images are scaled to 8-bit greyscale before "
-                        "preprocessing; PIL's own conversion would clip them to white")
+            notice_once(
+                encoder_id,
+                f"{img.mode} (high-bit-depth) images are scaled to 8-bit greyscale before "
+                "preprocessing; PIL's own conversion would clip them to white",
+            )
         out.append(to_rgb(img) if rgb else to_8bit(img))
     return out, notes
 
@@ -117,11 +121,15 @@ def _open(item: Any, i: int, encoder_id: str) -> Any:
             raise EncoderError(f"{encoder_id}: image #{i}: {e}") from None
     if isinstance(item, np.ndarray):
         if item.dtype != np.uint8 or item.ndim not in (2, 3) or (item.ndim == 3 and item.shape[2] not in (3, 4)):
-            raise EncoderError(f"{encoder_id}: image #{i}: arrays must be uint8 (H, W), (H, W, 3) or (H, W, 4); "
-                               f"got {item.dtype} {item.shape}")
+            raise EncoderError(
+                f"{encoder_id}: image #{i}: arrays must be uint8 (H, W), (H, W, 3) or (H, W, 4); "
+                f"got {item.dtype} {item.shape}"
+            )
         return Image.fromarray(item)
-    raise EncoderError(f"{encoder_id}: image #{i} is a {type(item).__name__}, not an image; "
-                       "give PIL images, image file paths or uint8 arrays")
+    raise EncoderError(
+        f"{encoder_id}: image #{i} is a {type(item).__name__}, not an image; "
+        "give PIL images, image file paths or uint8 arrays"
+    )
 
 
 def _downscale(img: Any, max_side: int) -> tuple[Any, str]:
@@ -139,8 +147,10 @@ def _downscale(img: Any, max_side: int) -> tuple[Any, str]:
     if factor >= 2:  # integer box reduction first: fast and memory-light on huge images
         img = img.reduce(factor)
     img = img.resize(new, Image.Resampling.BICUBIC if img.mode not in ("I", "F", "I;16") else Image.Resampling.BILINEAR)
-    return img, (f"downscaled from {w}x{h} to {new[0]}x{new[1]} before preprocessing (longer side > {max_side}; "
-                 "embeddings differ from the library's own full-size path by about 1e-4)")
+    return img, (
+        f"downscaled from {w}x{h} to {new[0]}x{new[1]} before preprocessing (longer side > {max_side}; "
+        "embeddings differ from the library's own full-size path by about 1e-4)"
+    )
 
 
 def to_rgb(img: Any) -> Any:

@@ -40,17 +40,23 @@ class LoraEncoder:
         if head and last in VARIANTS:
             name, variant = head, last
         elif head and not Path(name).expanduser().is_absolute() and not name.startswith("."):
-            raise EncoderError(f"lora:{eid.name}: unknown variant {last!r}; use lora:<job_id> (LiNeS-scaled) or "
-                               "lora:<job_id>/unscaled")
+            raise EncoderError(
+                f"lora:{eid.name}: unknown variant {last!r}; use lora:<job_id> (LiNeS-scaled) or lora:<job_id>/unscaled"
+            )
         self.id = str(eid)
         self.dir = job_folder(name)
         self.variant = variant
         self.adapter_path = self.dir / VARIANTS[variant]
         if not self.adapter_path.is_file():
-            state = json.loads((self.dir / "status.json").read_text()).get("state", "?") \
-                if (self.dir / "status.json").is_file() else "?"
-            raise EncoderError(f"{self.id}: the job has no {VARIANTS[variant]} yet (job state: {state}); "
-                               "wait until it is done, or resume it")
+            state = (
+                json.loads((self.dir / "status.json").read_text()).get("state", "?")
+                if (self.dir / "status.json").is_file()
+                else "?"
+            )
+            raise EncoderError(
+                f"{self.id}: the job has no {VARIANTS[variant]} yet (job state: {state}); "
+                "wait until it is done, or resume it"
+            )
         self.config = json.loads((self.dir / "config.json").read_text())
         base_id = self.config["model"]
         if parse_encoder_id(base_id).backend == "lora":
@@ -66,8 +72,10 @@ class LoraEncoder:
             from bindlab.encoders.text_tower import text_tower
 
             tower = text_tower(self.base)
-            inject_lora(tower, LoraSettings(int(self.config.get("lora_rank", 4)), float(self.config.get("lora_alpha", 4.0)),
-                                            0.0))
+            inject_lora(
+                tower,
+                LoraSettings(int(self.config.get("lora_rank", 4)), float(self.config.get("lora_alpha", 4.0)), 0.0),
+            )
             load_lora_state(tower, read_adapter(self.adapter_path))
             for p in tower.module.parameters():
                 p.requires_grad_(False)

@@ -47,8 +47,10 @@ HUB_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.gz"]  # config
 
 def _refuse_pickles(eid: EncoderId, where: str, found: list[str]) -> EncoderError:
     what = f" (only {', '.join(found)})" if found else ""
-    return EncoderError(f"{eid}: {where} has no .safetensors weights{what}; bindlab loads safetensors only and will "
-                        "not unpickle .bin/.pt files — use a safetensors copy (open_clip_model.safetensors)")
+    return EncoderError(
+        f"{eid}: {where} has no .safetensors weights{what}; bindlab loads safetensors only and will "
+        "not unpickle .bin/.pt files — use a safetensors copy (open_clip_model.safetensors)"
+    )
 
 
 def _local_dir(eid: EncoderId, path: str) -> Path:
@@ -127,16 +129,25 @@ class OpenClipEncoder:
         else:
             arch, _, tag = name.partition("/")
             if arch not in open_clip.list_models():
-                raise EncoderError(f"{eid}: unknown open_clip architecture {arch!r}; see open_clip.list_models() "
-                                   "(e.g. ViT-B-32, ViT-B-16, EVA02-B-16, ViT-B-16-SigLIP)")
+                raise EncoderError(
+                    f"{eid}: unknown open_clip architecture {arch!r}; see open_clip.list_models() "
+                    "(e.g. ViT-B-32, ViT-B-16, EVA02-B-16, ViT-B-16-SigLIP)"
+                )
             if not tag:
-                raise EncoderError(f"{eid}: give a pretrained tag, open_clip:{arch}/TAG with TAG one of "
-                                   f"{open_clip.list_pretrained_tags_by_model(arch)}")
+                raise EncoderError(
+                    f"{eid}: give a pretrained tag, open_clip:{arch}/TAG with TAG one of "
+                    f"{open_clip.list_pretrained_tags_by_model(arch)}"
+                )
             path, cfg = _tag_weights(eid, arch, tag)
             model_name, weights = arch, f"{tag}:{Path(path).parent.name}"
-            kw = dict(pretrained=path, force_quick_gelu=bool(cfg.get("quick_gelu", False)),
-                      image_mean=cfg.get("mean"), image_std=cfg.get("std"),
-                      image_interpolation=cfg.get("interpolation"), image_resize_mode=cfg.get("resize_mode"))
+            kw = dict(
+                pretrained=path,
+                force_quick_gelu=bool(cfg.get("quick_gelu", False)),
+                image_mean=cfg.get("mean"),
+                image_std=cfg.get("std"),
+                image_interpolation=cfg.get("interpolation"),
+                image_resize_mode=cfg.get("resize_mode"),
+            )
         try:
             model, _, self.preprocess = open_clip.create_model_and_transforms(model_name, weights_only=True, **kw)
             self.tokenizer = open_clip.get_tokenizer(model_name)
@@ -146,8 +157,9 @@ class OpenClipEncoder:
         self._setup(options, weights)
 
     @classmethod
-    def from_objects(cls, model: Any, preprocess: Any, tokenizer: Any, name: str,
-                     batch_size: int = 32) -> OpenClipEncoder:
+    def from_objects(
+        cls, model: Any, preprocess: Any, tokenizer: Any, name: str, batch_size: int = 32
+    ) -> OpenClipEncoder:
         """An open_clip model with its eval preprocess and tokenizer held in memory, embedding exactly as
         ``open_clip:`` does. The id is ``py:<name>``; the fingerprint hashes the model's weights with its preprocess
         and tokenizer settings (:class:`~bindlab.encoders.adopted.WeightsWatch`, taken again when the weights change
@@ -164,18 +176,25 @@ class OpenClipEncoder:
         self.id = f"py:{check_name(name)}"
         self.fingerprint_note = WRAPPED_NOTE
         if not (callable(getattr(model, "encode_text", None)) and callable(getattr(model, "encode_image", None))):
-            raise EncoderError(f"{self.id}: wrap_open_clip takes an open_clip model (with encode_text and "
-                               f"encode_image); got {type(model).__name__}")
+            raise EncoderError(
+                f"{self.id}: wrap_open_clip takes an open_clip model (with encode_text and "
+                f"encode_image); got {type(model).__name__}"
+            )
         for what, obj in (("preprocess", preprocess), ("tokenizer", tokenizer)):
             if not callable(obj):
-                raise EncoderError(f"{self.id}: wrap_open_clip needs the model's {what} "
-                                   "(open_clip.create_model_and_transforms / open_clip.get_tokenizer); got "
-                                   f"{type(obj).__name__}")
+                raise EncoderError(
+                    f"{self.id}: wrap_open_clip needs the model's {what} "
+                    "(open_clip.create_model_and_transforms / open_clip.get_tokenizer); got "
+                    f"{type(obj).__name__}"
+                )
         param = next(model.parameters())
         self.device, self.dtype = str(param.device), param.dtype
         self.preprocess, self.tokenizer, self.model = preprocess, tokenizer, model.eval()
-        settings = re.sub(r" at 0x[0-9a-fA-F]+", "", f"{preprocess!r}|{class_name(tokenizer)}"
-                          f"|ctx={getattr(tokenizer, 'context_length', None)}")  # no addresses: same in every process
+        settings = re.sub(
+            r" at 0x[0-9a-fA-F]+",
+            "",
+            f"{preprocess!r}|{class_name(tokenizer)}|ctx={getattr(tokenizer, 'context_length', None)}",
+        )  # no addresses: same in every process
         self._setup({"batch_size": batch_size}, WeightsWatch(model, settings).label)
         return self
 
@@ -204,8 +223,12 @@ class OpenClipEncoder:
         texts = check_texts(texts, self.id)
         self.last_truncated = sum(self._token_len(t) > self.context_length for t in texts)
         if self.last_truncated:
-            log.warning("%s: %d text(s) exceed the %d-token context and were truncated", self.id, self.last_truncated,
-                        self.context_length)
+            log.warning(
+                "%s: %d text(s) exceed the %d-token context and were truncated",
+                self.id,
+                self.last_truncated,
+                self.context_length,
+            )
 
         def run(batch: list[str]) -> np.ndarray:
             ids = self.tokenizer(batch).to(self.device)  # (batch, context_length)
@@ -259,11 +282,20 @@ class OpenClipEncoder:
         text = getattr(self.model, "text", self.model)
         blocks = getattr(getattr(text, "transformer", None), "resblocks", None)
         if blocks is None or not all(isinstance(getattr(b, "attn", None), torch.nn.MultiheadAttention) for b in blocks):
-            raise EncoderError(f"{self.id}: attention access needs open_clip's standard text transformer "
-                               "(nn.MultiheadAttention blocks); this model's text tower is different")
+            raise EncoderError(
+                f"{self.id}: attention access needs open_clip's standard text transformer "
+                "(nn.MultiheadAttention blocks); this model's text tower is different"
+            )
         causal = getattr(text, "attn_mask", None) is not None
-        return TextAttentionAccess(self.id, self.tokenizer, len(blocks), blocks[0].attn.num_heads, causal,
-                                   encode=self._encode_one, layer_maps=lambda enc: _mha_maps(blocks, self.model, enc))
+        return TextAttentionAccess(
+            self.id,
+            self.tokenizer,
+            len(blocks),
+            blocks[0].attn.num_heads,
+            causal,
+            encode=self._encode_one,
+            layer_maps=lambda enc: _mha_maps(blocks, self.model, enc),
+        )
 
     def _encode_one(self, text: str) -> EncodedText:
         check_texts([text], self.id)
@@ -274,8 +306,9 @@ class OpenClipEncoder:
             tokens = [tok.decoder.get(i, "?") for i in ids]
         else:
             hf_tok = tok.tokenizer
-            spans = spans_by_word_encoding(lambda w: hf_tok(w, add_special_tokens=False)["input_ids"], ids, text,
-                                           prefix=0)
+            spans = spans_by_word_encoding(
+                lambda w: hf_tok(w, add_special_tokens=False)["input_ids"], ids, text, prefix=0
+            )
             tokens = hf_tok.convert_ids_to_tokens(ids)
         first = next((i for i, s in enumerate(spans) if s is not None), 0)
         inputs = {"text": torch_long([ids], self.device)}

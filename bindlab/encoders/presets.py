@@ -52,11 +52,20 @@ PRESETS: tuple[Preset, ...] = (
     Preset("qwen3vl:Qwen/Qwen3-VL-Embedding-8B", "Qwen3-VL-Embedding 8B (MLLM embedder)", "hub", 8770),
     # bindlab's own toy vision-language models (bindlab/assets/, trained by `python -m bindlab train toy`)
     Preset("toy:clip", "toy CLIP-style dual encoder trained on rendered scenes (bindlab/assets/toy-clip)", "bundled"),
-    Preset("toy:shared", "toy MLLM-style embedder, one stack for images and text (bindlab/assets/toy-shared)", "bundled"),
-    Preset("toy:negclip", "toy:clip finetuned with binding hard negatives (NegCLIP-style twins) (bindlab/assets/toy-negclip)",
-           "bundled"),
-    Preset("toy:lit-minilm", "LiT-style: a toy image tower trained into the frozen bundled MiniLM's space; texts are "
-           "minilm's own (bindlab/assets/toy-lit-minilm)", "bundled"),
+    Preset(
+        "toy:shared", "toy MLLM-style embedder, one stack for images and text (bindlab/assets/toy-shared)", "bundled"
+    ),
+    Preset(
+        "toy:negclip",
+        "toy:clip finetuned with binding hard negatives (NegCLIP-style twins) (bindlab/assets/toy-negclip)",
+        "bundled",
+    ),
+    Preset(
+        "toy:lit-minilm",
+        "LiT-style: a toy image tower trained into the frozen bundled MiniLM's space; texts are "
+        "minilm's own (bindlab/assets/toy-lit-minilm)",
+        "bundled",
+    ),
 )
 
 
@@ -66,19 +75,34 @@ TEXT_NORMALISATION: tuple[tuple[str, str], ...] = (
     ("minilm", "lowercase (the BERT uncased tokenizer of all-MiniLM-L6-v2)"),
     ("bow", "lowercase content words, punctuation and stop words dropped (bag-of-words by design)"),
     ("hf:openai/clip", "lowercase, whitespace cleaned (CLIP's BPE tokenizer, as CLIP was trained)"),
-    ("hf:google/siglip2", "lowercase (applied by bindlab: SigLIP2 was trained on lowercased text; "
-                          "transformers' Siglip2Tokenizer does the same)"),
-    ("hf:google/siglip", "lowercase + punctuation stripped (SiglipTokenizer.canonicalize_text, as SigLIP v1 "
-                         "was trained)"),
-    ("open_clip:ViT-B-16-SigLIP", "canonicalised: lowercase + punctuation stripped (open_clip's "
-                                  "HFTokenizer clean='canonicalize', as big_vision trained the SigLIP models)"),
-    ("open_clip:ViT-SO400M-14-SigLIP", "canonicalised: lowercase + punctuation stripped (open_clip's "
-                                       "HFTokenizer clean='canonicalize', as big_vision trained the SigLIP models)"),
+    (
+        "hf:google/siglip2",
+        "lowercase (applied by bindlab: SigLIP2 was trained on lowercased text; "
+        "transformers' Siglip2Tokenizer does the same)",
+    ),
+    (
+        "hf:google/siglip",
+        "lowercase + punctuation stripped (SiglipTokenizer.canonicalize_text, as SigLIP v1 was trained)",
+    ),
+    (
+        "open_clip:ViT-B-16-SigLIP",
+        "canonicalised: lowercase + punctuation stripped (open_clip's "
+        "HFTokenizer clean='canonicalize', as big_vision trained the SigLIP models)",
+    ),
+    (
+        "open_clip:ViT-SO400M-14-SigLIP",
+        "canonicalised: lowercase + punctuation stripped (open_clip's "
+        "HFTokenizer clean='canonicalize', as big_vision trained the SigLIP models)",
+    ),
     ("open_clip:", "lowercase, whitespace cleaned (open_clip's CLIP tokenizer, as the model was trained)"),
-    ("qwen3vl:", "none: case and punctuation kept (an LLM tokenizer; the text sits in the chat template after "
-                 "the instruction)"),
-    ("toy:lit-minilm", "lowercase (its text tower is the bundled all-MiniLM-L6-v2, frozen: the BERT uncased "
-                       "tokenizer)"),
+    (
+        "qwen3vl:",
+        "none: case and punctuation kept (an LLM tokenizer; the text sits in the chat template after the instruction)",
+    ),
+    (
+        "toy:lit-minilm",
+        "lowercase (its text tower is the bundled all-MiniLM-L6-v2, frozen: the BERT uncased tokenizer)",
+    ),
     ("toy:", "lowercase words, punctuation dropped (bindlab's toy word tokenizer, as the toy models were trained)"),
 )
 
@@ -167,6 +191,14 @@ def list_models(offline: bool | None = None) -> list[dict[str, object]]:
     rows = []
     for p in PRESETS:
         ok, why = availability(p, off)
-        rows.append({"id": p.id, "description": p.description, "loadable": ok, "reason": why,
-                     "alias_of": ALIASES.get(p.id), "text_normalisation": text_normalisation(p.id)})
+        rows.append(
+            {
+                "id": p.id,
+                "description": p.description,
+                "loadable": ok,
+                "reason": why,
+                "alias_of": ALIASES.get(p.id),
+                "text_normalisation": text_normalisation(p.id),
+            }
+        )
     return rows

@@ -44,15 +44,18 @@ MAX_PIXELS = 1800 * IMAGE_FACTOR * IMAGE_FACTOR
 MAX_RATIO = 200
 
 
-def smart_resize(height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels: int = MIN_PIXELS,
-                 max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+def smart_resize(
+    height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels: int = MIN_PIXELS, max_pixels: int = MAX_PIXELS
+) -> tuple[int, int]:
     """Target (height, width): multiples of ``factor``, area in ``[min_pixels, max_pixels]``, aspect kept.
 
     Same rule as ``qwen_vl_utils.smart_resize``. Raises :class:`EncoderError` past a 200:1 aspect ratio.
     """
     if max(height, width) / min(height, width) > MAX_RATIO:
-        raise EncoderError(f"image aspect ratio {max(height, width) / min(height, width):.0f}:1 is over {MAX_RATIO}:1; "
-                           "Qwen3-VL cannot take it — crop the image")
+        raise EncoderError(
+            f"image aspect ratio {max(height, width) / min(height, width):.0f}:1 is over {MAX_RATIO}:1; "
+            "Qwen3-VL cannot take it — crop the image"
+        )
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
     if h * w > max_pixels:
@@ -94,8 +97,10 @@ def conversation(text: str | None, image: Any | None, instruction: str) -> list[
         content.append({"type": "text", "text": text})
     if not content:
         content.append({"type": "text", "text": "NULL"})
-    return [{"role": "system", "content": [{"type": "text", "text": instruction}]},
-            {"role": "user", "content": content}]
+    return [
+        {"role": "system", "content": [{"type": "text", "text": instruction}]},
+        {"role": "user", "content": content},
+    ]
 
 
 class Qwen3VLEmbedder:
@@ -108,8 +113,10 @@ class Qwen3VLEmbedder:
 
         def check_qwen(config: Any, src: str) -> None:
             if config.model_type != "qwen3_vl":
-                raise EncoderError(f"{self.id}: qwen3vl: loads Qwen3-VL(-Embedding) checkpoints (model_type "
-                                   f"'qwen3_vl'); {src} is {config.model_type!r}")
+                raise EncoderError(
+                    f"{self.id}: qwen3vl: loads Qwen3-VL(-Embedding) checkpoints (model_type "
+                    f"'qwen3_vl'); {src} is {config.model_type!r}"
+                )
 
         ck = load_checkpoint(eid, options, check_qwen, padding_side="right")
         src, local, config = ck.src, ck.local, ck.config
@@ -122,9 +129,11 @@ class Qwen3VLEmbedder:
         self.max_pixels = int(options.get("max_pixels", MAX_PIXELS))
         self.max_image_side = int(options.get("max_image_side", MAX_SIDE))
         self.runner = BatchRunner(self.id, options.get("batch_size", 8))
-        self.fingerprint = (f"{self.id}|{weights_fingerprint(src, local, eid.revision, config)}"
-                            f"|{str(self.dtype).removeprefix('torch.')}|max={self.max_length}"
-                            f"|px={self.min_pixels}-{self.max_pixels}")
+        self.fingerprint = (
+            f"{self.id}|{weights_fingerprint(src, local, eid.revision, config)}"
+            f"|{str(self.dtype).removeprefix('torch.')}|max={self.max_length}"
+            f"|px={self.min_pixels}-{self.max_pixels}"
+        )
         self.last_truncated = 0
         self.last_image_notes: list[str] = []
 
@@ -145,16 +154,23 @@ class Qwen3VLEmbedder:
         lengths = [len(x) for x in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
         self.last_truncated = sum(n > self.max_length for n in lengths if images[0] is None)
         if self.last_truncated:
-            log.warning("%s: %d input(s) exceed %d tokens and were truncated", self.id, self.last_truncated,
-                        self.max_length)
+            log.warning(
+                "%s: %d input(s) exceed %d tokens and were truncated", self.id, self.last_truncated, self.max_length
+            )
         order = np.argsort([-n for n in lengths], kind="stable")
 
         def run(idx: list[int]) -> np.ndarray:
             ims = [self._resize(images[i]) for i in idx if images[i] is not None]
             # text-only prompts are truncated at max_length; image prompts are not (that would cut image tokens)
             limit = {} if ims else {"truncation": True, "max_length": self.max_length}
-            inputs = self.processor(text=[prompts[i] for i in idx], images=ims or None, padding=True, do_resize=False,
-                                    return_tensors="pt", **limit)
+            inputs = self.processor(
+                text=[prompts[i] for i in idx],
+                images=ims or None,
+                padding=True,
+                do_resize=False,
+                return_tensors="pt",
+                **limit,
+            )
             inputs = to_device(dict(inputs), self.device, self.dtype)
             hidden = self.model(**inputs).last_hidden_state  # (batch, seq, hidden)
             return last_token_pool(hidden, inputs["attention_mask"]).float().cpu().numpy()
@@ -185,14 +201,21 @@ class Qwen3VLEmbedder:
 
         def forward(texts: list[str]) -> Any:
             prompts = self._prompts(list(texts), [None] * len(texts), self.instruction)
-            inputs = self.processor(text=prompts, padding=True, truncation=True, max_length=self.max_length,
-                                    return_tensors="pt")
+            inputs = self.processor(
+                text=prompts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            )
             inputs = to_device(dict(inputs), self.device, self.dtype)
             return last_token_pool(self.model(**inputs).last_hidden_state, inputs["attention_mask"])  # (b, hidden)
 
         n = int(self.model.config.text_config.num_hidden_layers)
-        return TextTower("qwen3vl", self.model, forward, n, str(self.device),
-                         r".*language_model\..*\.self_attn\.(q_proj|k_proj|v_proj|o_proj)")
+        return TextTower(
+            "qwen3vl",
+            self.model,
+            forward,
+            n,
+            str(self.device),
+            r".*language_model\..*\.self_attn\.(q_proj|k_proj|v_proj|o_proj)",
+        )
 
     # -- attention --------------------------------------------------------------------------------------------
     def attention_access(self, instruction: str | None = None) -> TextAttentionAccess:
@@ -208,20 +231,39 @@ class Qwen3VLEmbedder:
             check_texts([text], self.id)
             prompt = self._prompts([text], [None], instr)[0]
             start = prompt.rfind(text)  # the user turn comes after the system instruction
-            enc = self.tokenizer([prompt], truncation=True, max_length=self.max_length, return_offsets_mapping=True,
-                                 return_special_tokens_mask=True, add_special_tokens=False, return_tensors="pt")
-            spans = spans_from_offsets(enc["offset_mapping"][0].tolist(), enc["special_tokens_mask"][0].tolist(),
-                                       start, len(text))
+            enc = self.tokenizer(
+                [prompt],
+                truncation=True,
+                max_length=self.max_length,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+                add_special_tokens=False,
+                return_tensors="pt",
+            )
+            spans = spans_from_offsets(
+                enc["offset_mapping"][0].tolist(), enc["special_tokens_mask"][0].tolist(), start, len(text)
+            )
             first = next((i for i, s in enumerate(spans) if s is not None), 0)
             ids = enc["input_ids"][0].tolist()
             inputs = to_device({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}, self.device)
-            return EncodedText(text, inputs, self.tokenizer.convert_ids_to_tokens(ids), spans, first,
-                               len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"]) > self.max_length)
+            return EncodedText(
+                text,
+                inputs,
+                self.tokenizer.convert_ids_to_tokens(ids),
+                spans,
+                first,
+                len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"]) > self.max_length,
+            )
 
-        return TextAttentionAccess(self.id, self.tokenizer, tcfg.num_hidden_layers, tcfg.num_attention_heads,
-                                   causal=True, encode=encode,
-                                   layer_maps=hf_layer_maps(self.model,
-                                                            lambda e: lm(**e.inputs, output_attentions=True)))
+        return TextAttentionAccess(
+            self.id,
+            self.tokenizer,
+            tcfg.num_hidden_layers,
+            tcfg.num_attention_heads,
+            causal=True,
+            encode=encode,
+            layer_maps=hf_layer_maps(self.model, lambda e: lm(**e.inputs, output_attentions=True)),
+        )
 
 
 def last_token_pool(hidden: Any, mask: Any) -> Any:

@@ -33,8 +33,19 @@ import numpy as np
 
 from bindlab.encoders.base import EncoderError, check_batch_size
 
-__all__ = ["CPU_BATCH", "DTYPES", "GPU_BATCH", "BatchRunner", "check_batch_size", "default_batch_size",
-           "describe_device", "features", "prepare_workers", "resolve_dtype", "to_device"]
+__all__ = [
+    "CPU_BATCH",
+    "DTYPES",
+    "GPU_BATCH",
+    "BatchRunner",
+    "check_batch_size",
+    "default_batch_size",
+    "describe_device",
+    "features",
+    "prepare_workers",
+    "resolve_dtype",
+    "to_device",
+]
 
 log = logging.getLogger(__name__)
 
@@ -108,16 +119,19 @@ class BatchRunner:
     the smaller size sticks. Out of memory at batch size 1 is an :class:`EncoderError` that says what to try.
     """
 
-    def __init__(self, encoder_id: str, batch_size: int | None = None, device: str = "cpu",
-                 workers: int | None = None) -> None:
+    def __init__(
+        self, encoder_id: str, batch_size: int | None = None, device: str = "cpu", workers: int | None = None
+    ) -> None:
         self.encoder_id = encoder_id
         self.device = str(device)
-        self.batch_size = (default_batch_size(encoder_id, self.device) if batch_size is None
-                           else check_batch_size(batch_size))
+        self.batch_size = (
+            default_batch_size(encoder_id, self.device) if batch_size is None else check_batch_size(batch_size)
+        )
         self.workers = workers  # preparation threads of run_prepared (None: prepare_workers())
 
-    def run_prepared(self, prepare: Callable[[int], Any], forward: Callable[[list[Any]], np.ndarray],
-                     n: int) -> np.ndarray:
+    def run_prepared(
+        self, prepare: Callable[[int], Any], forward: Callable[[list[Any]], np.ndarray], n: int
+    ) -> np.ndarray:
         """``forward`` over items ``0..n-1`` in batches, each item made ready by ``prepare(i)`` in worker threads
         while the batch before it runs (image decode and preprocessing release the GIL), in input order.
 
@@ -154,15 +168,16 @@ class BatchRunner:
                         pending.popleft()
                     if out is None:
                         out = np.empty((n, rows.shape[1]), dtype=np.float32)
-                    out[start:start + size] = rows
+                    out[start : start + size] = rows
                     start += size
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         assert out is not None
         return out
 
-    def run(self, fn: Callable[[list[Any]], np.ndarray], items: Sequence[Any],
-            order: Sequence[int] | None = None) -> np.ndarray:
+    def run(
+        self, fn: Callable[[list[Any]], np.ndarray], items: Sequence[Any], order: Sequence[int] | None = None
+    ) -> np.ndarray:
         """Apply ``fn`` to ``items`` in batches; rows come back in the order of ``items``.
 
         Args:
@@ -208,8 +223,12 @@ class BatchRunner:
         self.batch_size = max(1, failed // 2)
         with _SETTLED_LOCK:
             _SETTLED[(self.encoder_id, self.device)] = self.batch_size
-        log.warning("%s: CUDA out of memory with a batch of %d; retrying with batch size %d",
-                    self.encoder_id, failed, self.batch_size)
+        log.warning(
+            "%s: CUDA out of memory with a batch of %d; retrying with batch size %d",
+            self.encoder_id,
+            failed,
+            self.batch_size,
+        )
 
 
 def to_device_batch(tensor: Any, device: str, dtype: Any = None) -> Any:

@@ -54,8 +54,14 @@ class SentenceEncoder(TextOnlyMixin):
 
     modalities = frozenset({"text"})
 
-    def __init__(self, eid: EncoderId, folder: str | Path | None, device: str = "auto", batch_size: int = 64,
-                 max_seq_length: int | None = None) -> None:
+    def __init__(
+        self,
+        eid: EncoderId,
+        folder: str | Path | None,
+        device: str = "auto",
+        batch_size: int = 64,
+        max_seq_length: int | None = None,
+    ) -> None:
         self.id = str(eid)
         self.eid = eid
         self.device = device  # resolved when the weights load, so a cached run never imports torch
@@ -112,8 +118,9 @@ class SentenceEncoder(TextOnlyMixin):
         hf_logging.disable_progress_bar()
         tokenizer = self.tokenizer
         try:
-            model = AutoModel.from_pretrained(self.source, revision=self.eid.revision, use_safetensors=True,
-                                              attn_implementation="eager")
+            model = AutoModel.from_pretrained(
+                self.source, revision=self.eid.revision, use_safetensors=True, attn_implementation="eager"
+            )
         except (OSError, ValueError) as e:
             raise hub_load_error(self.id, self.source, e) from None
         self._tokenizer, self._model = tokenizer, model.eval().to(self.device)
@@ -127,10 +134,17 @@ class SentenceEncoder(TextOnlyMixin):
         unk = getattr(tok, "unk_token_id", None)
         if unk is None or not getattr(tok, "is_fast", False):
             return None
-        enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=True,
-                  max_length=self.max_seq_length)
-        return [[t[a:b] for i, (a, b) in zip(ids, offsets, strict=True) if i == unk]
-                for t, ids, offsets in zip(texts, enc["input_ids"], enc["offset_mapping"], strict=True)]
+        enc = tok(
+            texts,
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            truncation=True,
+            max_length=self.max_seq_length,
+        )
+        return [
+            [t[a:b] for i, (a, b) in zip(ids, offsets, strict=True) if i == unk]
+            for t, ids, offsets in zip(texts, enc["input_ids"], enc["offset_mapping"], strict=True)
+        ]
 
     def embed_texts(self, texts: list[str]) -> np.ndarray:
         """Embed texts; (n,) -> (n, 384) for MiniLM. Texts over ``max_seq_length`` tokens are truncated and counted."""
@@ -146,15 +160,26 @@ class SentenceEncoder(TextOnlyMixin):
             for start in range(0, len(texts), self.batch_size):
                 idx = order[start : start + self.batch_size]
                 batch = [texts[i] for i in idx]
-                enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_seq_length,
-                                     return_tensors="pt", return_overflowing_tokens=False, return_length=False)
+                enc = self.tokenizer(
+                    batch,
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_seq_length,
+                    return_tensors="pt",
+                    return_overflowing_tokens=False,
+                    return_length=False,
+                )
                 self.last_truncated += int((enc["attention_mask"].sum(1) >= self.max_seq_length).sum())
                 enc = {k: v.to(self.device) for k, v in enc.items()}
                 hidden = self.model(**enc).last_hidden_state  # (batch, seq, hidden)
                 out[idx] = self.pool(hidden, enc["attention_mask"]).float().cpu().numpy()
         if self.last_truncated:
-            log.warning("%s: %d text(s) reached the %d-token limit and were truncated", self.id,
-                        self.last_truncated, self.max_seq_length)
+            log.warning(
+                "%s: %d text(s) reached the %d-token limit and were truncated",
+                self.id,
+                self.last_truncated,
+                self.max_seq_length,
+            )
         return l2_normalize(out)
 
     def text_tower(self) -> Any:
@@ -164,13 +189,20 @@ class SentenceEncoder(TextOnlyMixin):
         model = self.model  # loads the weights
 
         def forward(texts: list[str]) -> Any:
-            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
-                                   return_tensors="pt")
+            batch = self.tokenizer(
+                texts, padding=True, truncation=True, max_length=self.max_seq_length, return_tensors="pt"
+            )
             batch = {k: v.to(self.device) for k, v in batch.items()}
             return self.pool(model(**batch).last_hidden_state, batch["attention_mask"])  # (b, hidden)
 
-        return TextTower("st", model, forward, int(model.config.num_hidden_layers), str(self.device),
-                         r".*\.attention\.(self\.(query|key|value)|output\.dense)")
+        return TextTower(
+            "st",
+            model,
+            forward,
+            int(model.config.num_hidden_layers),
+            str(self.device),
+            r".*\.attention\.(self\.(query|key|value)|output\.dense)",
+        )
 
     def attention_access(self) -> Any:
         """Per-layer attention of the (bidirectional) transformer, one caption at a time; see attention_access.py."""
@@ -183,21 +215,34 @@ class SentenceEncoder(TextOnlyMixin):
 
         def encode(text: str) -> EncodedText:
             check_texts([text], self.id)
-            enc = self.tokenizer([text], truncation=True, max_length=self.max_seq_length, return_tensors="pt",
-                                 return_offsets_mapping=True, return_special_tokens_mask=True)
-            spans = spans_from_offsets(enc.pop("offset_mapping")[0].tolist(), enc.pop("special_tokens_mask")[0].tolist(),
-                                       0, len(text))
+            enc = self.tokenizer(
+                [text],
+                truncation=True,
+                max_length=self.max_seq_length,
+                return_tensors="pt",
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+            )
+            spans = spans_from_offsets(
+                enc.pop("offset_mapping")[0].tolist(), enc.pop("special_tokens_mask")[0].tolist(), 0, len(text)
+            )
             ids = enc["input_ids"][0].tolist()
             first = next((i for i, sp in enumerate(spans) if sp is not None), 0)
             inputs = {k: v.to(self.device) for k, v in enc.items()}
-            return EncodedText(text, inputs, self.tokenizer.convert_ids_to_tokens(ids), spans, first,
-                               len(ids) >= self.max_seq_length)
+            return EncodedText(
+                text, inputs, self.tokenizer.convert_ids_to_tokens(ids), spans, first, len(ids) >= self.max_seq_length
+            )
 
         cfg = self.model.config
-        return TextAttentionAccess(self.id, self.tokenizer, cfg.num_hidden_layers, cfg.num_attention_heads, causal=False,
-                                   encode=encode,
-                                   layer_maps=hf_layer_maps(self.model, lambda e: self.model(**e.inputs,
-                                                                                             output_attentions=True)))
+        return TextAttentionAccess(
+            self.id,
+            self.tokenizer,
+            cfg.num_hidden_layers,
+            cfg.num_attention_heads,
+            causal=False,
+            encode=encode,
+            layer_maps=hf_layer_maps(self.model, lambda e: self.model(**e.inputs, output_attentions=True)),
+        )
 
     def pool(self, hidden: Any, mask: Any) -> Any:
         """Pool token states ``(b, s, h)`` with mask ``(b, s)`` into ``(b, h)``."""
@@ -226,8 +271,13 @@ def _load(eid: EncoderId, options: dict[str, Any]) -> SentenceEncoder:
         raise EncoderError(f"st:{name}: folder not found; give an existing sentence-transformers folder")
     else:
         folder = None  # hub id
-    return SentenceEncoder(eid, folder, device=options.get("device", "auto"),
-                           batch_size=options.get("batch_size", 64), max_seq_length=options.get("max_seq_length"))
+    return SentenceEncoder(
+        eid,
+        folder,
+        device=options.get("device", "auto"),
+        batch_size=options.get("batch_size", 64),
+        max_seq_length=options.get("max_seq_length"),
+    )
 
 
 register_backend("st", _load, "sentence-transformers-style text encoders (minilm = bundled all-MiniLM-L6-v2)")

@@ -144,13 +144,13 @@ def in_turns(embed: Callable[[list[Any]], np.ndarray], items: Sequence[Any], bat
     for start in range(0, len(items), batch):
         admission.check_time()
         with MODEL_TURN.turn():
-            vecs = np.asarray(embed(list(items[start:start + batch])), dtype=np.float32)
+            vecs = np.asarray(embed(list(items[start : start + batch])), dtype=np.float32)
         expected = min(batch, len(items) - start)
         if vecs.ndim != 2 or vecs.shape[0] != expected:
             raise RuntimeError(f"encoder returned {vecs.shape[0] if vecs.ndim else 0} vectors for {expected} inputs")
         if out is None:
             out = np.empty((len(items), vecs.shape[1]), dtype=np.float32)
-        out[start:start + expected] = vecs
+        out[start : start + expected] = vecs
     return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
 
@@ -252,8 +252,9 @@ def default_cache() -> EmbeddingCache:
     return _DEFAULT_CACHE
 
 
-def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | None = None,
-                instruction: str = "") -> np.ndarray:
+def embed_texts(
+    encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | None = None, instruction: str = ""
+) -> np.ndarray:
     """Cached text embeddings ``(n, d)`` in input order. Empty texts raise :class:`EncoderError` naming the index."""
     texts = check_texts(list(texts), encoder.id)
     cache = cache or default_cache()
@@ -262,14 +263,16 @@ def embed_texts(encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | 
 
     def compute_for(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
         part = texts[lo:hi]
-        return _sharded(encoder, "text", part) or (lambda idx: in_turns(encoder.embed_texts, [part[i] for i in idx],
-                                                                       batch))
+        return _sharded(encoder, "text", part) or (
+            lambda idx: in_turns(encoder.embed_texts, [part[i] for i in idx], batch)
+        )
 
     return _in_chunks(cache, keys, compute_for)
 
 
-def unknown_words_cached(encoder: Encoder, texts: Sequence[str],
-                         cache: EmbeddingCache | None = None) -> list[list[str]] | None:
+def unknown_words_cached(
+    encoder: Encoder, texts: Sequence[str], cache: EmbeddingCache | None = None
+) -> list[list[str]] | None:
     """:func:`bindlab.encoders.base.unknown_words`, kept in the embedding cache by (tokenizer fingerprint, text).
 
     An encoder whose ``tokenizer_fingerprint`` says which tokenizer it reads with has its answers cached: only texts
@@ -300,8 +303,9 @@ def unknown_words_cached(encoder: Encoder, texts: Sequence[str],
     return [list(found[keys[t]]) for t in texts]
 
 
-def expect_work(encoder: Encoder, texts: Sequence[str] = (), images: Sequence[str | Path] = (),
-                cache: EmbeddingCache | None = None) -> None:
+def expect_work(
+    encoder: Encoder, texts: Sequence[str] = (), images: Sequence[str | Path] = (), cache: EmbeddingCache | None = None
+) -> None:
     """Inside an app request, announce how many items it will send through the model — the texts not yet cached,
     and the distinct image files (their cache keys need the files' bytes, read when they are embedded) — so a heavy
     request takes its slot, or is refused as busy, before its first batch (:func:`admission.expect`). Outside one,
@@ -325,7 +329,8 @@ def embed_image_files(encoder: Encoder, paths: Sequence[str | Path], cache: Embe
         # Backends open files through bindlab.encoders.images, which converts modes and names unreadable files.
         part = names[lo:hi]
         return _sharded(encoder, "image", part) or (
-            lambda idx: in_turns(encoder.embed_images, [part[i] for i in idx], fair_batch_size(encoder)))
+            lambda idx: in_turns(encoder.embed_images, [part[i] for i in idx], fair_batch_size(encoder))
+        )
 
     return _in_chunks(cache, keys, compute_for)
 
@@ -348,8 +353,9 @@ def _image_keys(fingerprint: str, paths: Sequence[str | Path]) -> list[str]:
     return keys
 
 
-def cached_vectors(fingerprint: str, modality: str, items: Sequence[str | Path],
-                   cache: EmbeddingCache | None = None) -> np.ndarray:
+def cached_vectors(
+    fingerprint: str, modality: str, items: Sequence[str | Path], cache: EmbeddingCache | None = None
+) -> np.ndarray:
     """The ``(n, d)`` vectors that :func:`embed_texts` (``modality="text"``, ``items`` = texts, no instruction) or
     :func:`embed_image_files` (``"image"``, ``items`` = image files) returned for the encoder with ``fingerprint``,
     read back from the cache: no model is loaded or run, so a caller outside the GPU queue may ask.
@@ -365,19 +371,22 @@ def cached_vectors(fingerprint: str, modality: str, items: Sequence[str | Path],
     def refuse(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
         def missing(idx: list[int]) -> np.ndarray:
             raise LookupError(f"{len(idx)} of {len(keys)} {modality} embeddings are not in the embedding cache")
+
         return missing
 
     return _in_chunks(cache, keys, refuse)
 
 
-def _in_chunks(cache: EmbeddingCache, keys: list[str],
-               compute_for: Callable[[int, int], Callable[[list[int]], np.ndarray]]) -> np.ndarray:
+def _in_chunks(
+    cache: EmbeddingCache, keys: list[str], compute_for: Callable[[int, int], Callable[[list[int]], np.ndarray]]
+) -> np.ndarray:
     """``(n, d)`` float32 for ``keys``, looked up (and the missing ones computed) :data:`LOOKUP_CHUNK` at a time.
 
     Each chunk's vectors are copied into one preallocated output and dropped, so the peak is the output plus one
     chunk, not the cache's lookup dict plus a stacked copy of all ``n`` (two full matrices, 820 MB for 25,000
     ``bow`` texts). Items repeated across chunks are computed once: the later chunk finds them in the cache.
     """
+
     def lazy(lo: int, hi: int) -> Callable[[list[int]], np.ndarray]:
         # compute_for runs only when a chunk has misses: a fully cached run never asks whether a launch is
         # active (which imports torch) nor builds a batch.
@@ -411,8 +420,14 @@ def _sharded(encoder: Encoder, modality: str, items: Sequence[str]) -> Callable[
     model, options = _RECIPES.get(id(encoder), (encoder.id, {}))
 
     def compute(idx: list[int]) -> np.ndarray:
-        request = {"op": "embed", "model": model, "options": options, "fingerprint": encoder.fingerprint,
-                   "modality": modality, "items": [items[i] for i in idx]}
+        request = {
+            "op": "embed",
+            "model": model,
+            "options": options,
+            "fingerprint": encoder.fingerprint,
+            "modality": modality,
+            "items": [items[i] for i in idx],
+        }
         distributed.broadcast(request)
         return _embed_shard(request, encoder)
 
@@ -470,9 +485,11 @@ def _embed_local(request: dict[str, Any], shard: list[str], encoder: Encoder | N
             options["device"] = "cuda"  # this rank's own GPU (distributed.init selected it)
         encoder = get_encoder(request["model"], **options)
         if encoder.fingerprint != request["fingerprint"]:
-            raise EncoderError(f"{request['model']} loads different weights on this rank (fingerprint "
-                               f"{encoder.fingerprint[:12]} vs {request['fingerprint'][:12]} on rank 0); every rank "
-                               "must see the same model files")
+            raise EncoderError(
+                f"{request['model']} loads different weights on this rank (fingerprint "
+                f"{encoder.fingerprint[:12]} vs {request['fingerprint'][:12]} on rank 0); every rank "
+                "must see the same model files"
+            )
     texts = request["modality"] == "text"
     vecs = encoder.embed_texts(shard) if texts else encoder.embed_images(shard)
     return np.asarray(vecs, dtype=np.float32)

@@ -45,8 +45,9 @@ def _bpe_tokenizer(specials: list[str], vocab_size: int = 300, lowercase: bool =
     if lowercase:
         tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<unk>", *specials],
-                                  initial_alphabet=_ALPHABET, show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>", *specials], initial_alphabet=_ALPHABET, show_progress=False
+    )
     tok.train_from_iterator([" ".join(_CORPUS_WORDS)] * 3, trainer=trainer)
     return tok
 
@@ -60,8 +61,9 @@ def _fast_tokenizer(tok: Any, bos: str | None, eos: str | None, pad: str, max_le
     special = [(t, tok.token_to_id(t)) for t in (bos, eos) if t]
     tok.post_processor = processors.TemplateProcessing(single=single, special_tokens=special)
     kw = {k: v for k, v in {"bos_token": bos, "eos_token": eos}.items() if v}
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token=pad,
-                                   model_max_length=max_len, **kw, **extra)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", pad_token=pad, model_max_length=max_len, **kw, **extra
+    )
 
 
 def _seed() -> None:
@@ -80,8 +82,15 @@ def build_st(folder: Path) -> str:
     """Tiny BERT sentence-transformers folder (mean pooling) for the ``st`` backend."""
     from transformers import BertConfig, BertModel
 
-    tok = _fast_tokenizer(_bpe_tokenizer(["[CLS]", "[SEP]", "[PAD]"]), "[CLS]", "[SEP]", "[PAD]", TEXT_LEN,
-                          cls_token="[CLS]", sep_token="[SEP]")
+    tok = _fast_tokenizer(
+        _bpe_tokenizer(["[CLS]", "[SEP]", "[PAD]"]),
+        "[CLS]",
+        "[SEP]",
+        "[PAD]",
+        TEXT_LEN,
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+    )
     _seed()
     model = BertModel(BertConfig(vocab_size=len(tok), max_position_embeddings=TEXT_LEN, **_tower()))
     model.save_pretrained(folder, safe_serialization=True)
@@ -96,12 +105,24 @@ def build_hf_clip(folder: Path) -> str:
     """Tiny transformers CLIP (causal text tower, eos pooling) with a CLIP image processor."""
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
-    tok = _fast_tokenizer(_bpe_tokenizer(["<|startoftext|>", "<|endoftext|>", "<pad>"]), "<|startoftext|>",
-                          "<|endoftext|>", "<pad>", TEXT_LEN)
+    tok = _fast_tokenizer(
+        _bpe_tokenizer(["<|startoftext|>", "<|endoftext|>", "<pad>"]),
+        "<|startoftext|>",
+        "<|endoftext|>",
+        "<pad>",
+        TEXT_LEN,
+    )
     cfg = CLIPConfig(
-        text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
-                           bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id),
-        vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE), projection_dim=16)
+        text_config=_tower(
+            vocab_size=len(tok),
+            max_position_embeddings=TEXT_LEN,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        ),
+        vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE),
+        projection_dim=16,
+    )
     _seed()
     CLIPModel(cfg).save_pretrained(folder, safe_serialization=True)
     ip = CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
@@ -113,10 +134,17 @@ def _save_siglip(folder: Path, tok: Any) -> str:
     """A tiny random SigLIP around ``tok`` (a fast BPE or a sentencepiece SiglipTokenizer), saved with its processor."""
     from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
 
-    cfg = SiglipConfig(text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
-                                          projection_size=WIDTH, pad_token_id=tok.pad_token_id,
-                                          eos_token_id=tok.eos_token_id, bos_token_id=None),
-                       vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE))
+    cfg = SiglipConfig(
+        text_config=_tower(
+            vocab_size=len(tok),
+            max_position_embeddings=TEXT_LEN,
+            projection_size=WIDTH,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            bos_token_id=None,
+        ),
+        vision_config=_tower(image_size=IMAGE_SIZE, patch_size=PATCH_SIZE),
+    )
     _seed()
     SiglipModel(cfg).save_pretrained(folder, safe_serialization=True)
     ip = SiglipImageProcessor(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
@@ -135,10 +163,17 @@ def build_hf_siglip2(folder: Path) -> str:
     from transformers import Siglip2Config, Siglip2ImageProcessor, Siglip2Model, Siglip2Processor
 
     tok = _fast_tokenizer(_bpe_tokenizer(["<eos>", "<pad>", "<bos>"]), "<bos>", "<eos>", "<pad>", TEXT_LEN)
-    cfg = Siglip2Config(text_config=_tower(vocab_size=len(tok), max_position_embeddings=TEXT_LEN,
-                                           projection_size=WIDTH, pad_token_id=tok.pad_token_id,
-                                           eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id),
-                        vision_config=_tower(num_patches=16, patch_size=8))
+    cfg = Siglip2Config(
+        text_config=_tower(
+            vocab_size=len(tok),
+            max_position_embeddings=TEXT_LEN,
+            projection_size=WIDTH,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            bos_token_id=tok.bos_token_id,
+        ),
+        vision_config=_tower(num_patches=16, patch_size=8),
+    )
     _seed()
     Siglip2Model(cfg).save_pretrained(folder, safe_serialization=True)
     ip = Siglip2ImageProcessor(patch_size=8, max_num_patches=16)
@@ -155,10 +190,22 @@ def sentencepiece_model(vocab_size: int = 100) -> bytes:
     words = list(_CORPUS_WORDS)
     sentences = [" ".join(words[i:] + words[:i]) for i in range(0, len(words), 3)] + [" ".join(_ALPHABET)]
     buf = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), model_writer=buf, vocab_size=vocab_size,
-                                   model_type="unigram", hard_vocab_limit=False, character_coverage=1.0,
-                                   pad_id=0, eos_id=1, unk_id=2, bos_id=-1, pad_piece="<pad>", eos_piece="</s>",
-                                   unk_piece="<unk>", minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        pad_piece="<pad>",
+        eos_piece="</s>",
+        unk_piece="<unk>",
+        minloglevel=2,
+    )
     return buf.getvalue()
 
 
@@ -184,22 +231,42 @@ def build_open_clip(folder: Path) -> str:
 
     model_cfg = {
         "embed_dim": 16,
-        "vision_cfg": {"image_size": IMAGE_SIZE, "layers": LAYERS, "width": WIDTH, "head_width": WIDTH // HEADS,
-                       "patch_size": PATCH_SIZE},
-        "text_cfg": {"context_length": TEXT_LEN, "vocab_size": 49408, "width": WIDTH, "heads": HEADS,
-                     "layers": LAYERS},
+        "vision_cfg": {
+            "image_size": IMAGE_SIZE,
+            "layers": LAYERS,
+            "width": WIDTH,
+            "head_width": WIDTH // HEADS,
+            "patch_size": PATCH_SIZE,
+        },
+        "text_cfg": {"context_length": TEXT_LEN, "vocab_size": 49408, "width": WIDTH, "heads": HEADS, "layers": LAYERS},
     }
     _seed()
     model = open_clip.CLIP(**model_cfg)
     folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "open_clip_model.safetensors"))
-    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": model_cfg, "preprocess_cfg": {
-        "mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]}}))
+    (folder / "open_clip_config.json").write_text(
+        json.dumps(
+            {
+                "model_cfg": model_cfg,
+                "preprocess_cfg": {
+                    "mean": [0.48145466, 0.4578275, 0.40821073],
+                    "std": [0.26862954, 0.26130258, 0.27577711],
+                },
+            }
+        )
+    )
     return f"open_clip:local-dir:{folder}"
 
 
-QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                 "<|image_pad|>", "<|video_pad|>"]
+QWEN_SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 # The Qwen3-VL chat template, reduced to what embedding uses (system/user/assistant turns; images as
 # <|vision_start|><|image_pad|><|vision_end|> before their text). Real checkpoints bring their own template.
 QWEN_CHAT_TEMPLATE = (
@@ -226,29 +293,60 @@ def build_qwen3vl(folder: Path) -> str:
         Qwen3VLVideoProcessor,
     )
 
-    tok = _fast_tokenizer(_bpe_tokenizer(QWEN_SPECIALS, vocab_size=320, lowercase=False), None, None,
-                          "<|endoftext|>", 8192, additional_special_tokens=QWEN_SPECIALS[1:])
+    tok = _fast_tokenizer(
+        _bpe_tokenizer(QWEN_SPECIALS, vocab_size=320, lowercase=False),
+        None,
+        None,
+        "<|endoftext|>",
+        8192,
+        additional_special_tokens=QWEN_SPECIALS[1:],
+    )
     tok.padding_side = "right"
     ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     cfg = Qwen3VLConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=WIDTH, intermediate_size=2 * WIDTH,
-                         num_hidden_layers=LAYERS, num_attention_heads=HEADS, num_key_value_heads=1, head_dim=16,
-                         max_position_embeddings=8192,
-                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                          "mrope_section": [4, 2, 2], "mrope_interleaved": True}),
-        vision_config=dict(depth=LAYERS, hidden_size=WIDTH, intermediate_size=2 * WIDTH, num_heads=HEADS,
-                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=WIDTH,
-                           num_position_embeddings=64, deepstack_visual_indexes=[0]),
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=True)
+        text_config=dict(
+            vocab_size=len(tok),
+            hidden_size=WIDTH,
+            intermediate_size=2 * WIDTH,
+            num_hidden_layers=LAYERS,
+            num_attention_heads=HEADS,
+            num_key_value_heads=1,
+            head_dim=16,
+            max_position_embeddings=8192,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [4, 2, 2],
+                "mrope_interleaved": True,
+            },
+        ),
+        vision_config=dict(
+            depth=LAYERS,
+            hidden_size=WIDTH,
+            intermediate_size=2 * WIDTH,
+            num_heads=HEADS,
+            patch_size=16,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            out_hidden_size=WIDTH,
+            num_position_embeddings=64,
+            deepstack_visual_indexes=[0],
+        ),
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
     _seed()
     Qwen3VLForConditionalGeneration(cfg).save_pretrained(folder, safe_serialization=True)
-    ip = Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2,
-                               size={"shortest_edge": 64 * 64, "longest_edge": 256 * 256})
+    ip = Qwen2VLImageProcessor(
+        patch_size=16, merge_size=2, temporal_patch_size=2, size={"shortest_edge": 64 * 64, "longest_edge": 256 * 256}
+    )
     vp = Qwen3VLVideoProcessor(patch_size=16, merge_size=2, temporal_patch_size=2)
-    Qwen3VLProcessor(image_processor=ip, tokenizer=tok, video_processor=vp,
-                     chat_template=QWEN_CHAT_TEMPLATE).save_pretrained(folder)
+    Qwen3VLProcessor(
+        image_processor=ip, tokenizer=tok, video_processor=vp, chat_template=QWEN_CHAT_TEMPLATE
+    ).save_pretrained(folder)
     return f"qwen3vl:{folder}"
 
 

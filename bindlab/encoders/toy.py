@@ -28,11 +28,19 @@ from bindlab.encoders.weights import fingerprint_for_folder
 
 log = logging.getLogger(__name__)
 
-SHIPPED = {"clip": "toy-clip", "shared": "toy-shared", "negclip": "toy-negclip", "lit-minilm": "toy-lit-minilm"}  # name -> folder under bindlab/assets/
+SHIPPED = {
+    "clip": "toy-clip",
+    "shared": "toy-shared",
+    "negclip": "toy-negclip",
+    "lit-minilm": "toy-lit-minilm",
+}  # name -> folder under bindlab/assets/
 # name -> the arguments of 'python -m bindlab train toy' that make such a model (the cards give the full commands)
-TRAIN_ARGS = {"clip": "--arch clip", "shared": "--arch shared",
-              "negclip": "--arch clip --init-from bindlab/assets/toy-clip --twin-share SHARE",
-              "lit-minilm": "--arch lit --text minilm"}
+TRAIN_ARGS = {
+    "clip": "--arch clip",
+    "shared": "--arch shared",
+    "negclip": "--arch clip --init-from bindlab/assets/toy-clip --twin-share SHARE",
+    "lit-minilm": "--arch lit --text minilm",
+}
 
 
 def shipped_folder(name: str) -> Path:
@@ -56,8 +64,10 @@ class ToyEncoder:
         lit = _is_lit(folder)
         for f in ("model.safetensors", "config.json") + (() if lit else ("vocab.json",)):
             if not (folder / f).is_file():
-                raise EncoderError(f"{self.id}: {folder} has no {f}; a toy model folder needs model.safetensors, "
-                                   "config.json and vocab.json (train one with 'python -m bindlab train toy')")
+                raise EncoderError(
+                    f"{self.id}: {folder} has no {f}; a toy model folder needs model.safetensors, "
+                    "config.json and vocab.json (train one with 'python -m bindlab train toy')"
+                )
         self.batch_size = check_batch_size(batch_size)
         self.device_option = device
         self.config = json.loads((folder / "config.json").read_text())
@@ -70,8 +80,9 @@ class ToyEncoder:
             try:
                 self.text_encoder = load_encoder(self.config["text_model"], device=device)
             except EncoderError as e:
-                raise EncoderError(f"{self.id}: its frozen text tower {self.config['text_model']!r} does not load "
-                                   f"({e})") from None
+                raise EncoderError(
+                    f"{self.id}: its frozen text tower {self.config['text_model']!r} does not load ({e})"
+                ) from None
             self.fingerprint = f"{self.id}|{fingerprint_for_folder(folder)}|text={self.text_encoder.fingerprint}"
         else:
             self.tokenizer = WordTokenizer.load(folder / "vocab.json")
@@ -124,11 +135,23 @@ class ToyEncoder:
         if self.last_truncated:
             from bindlab.encoders.truncation import truncation_text
 
-            self.last_text_notes = [truncation_text({"model": self.id, "n_truncated": self.last_truncated,
-                                                     "n_texts": len(texts), "max_tokens": self.token_limit,
-                                                     "max_words": self.tokenizer.max_words})]
-            log.warning("%s: %d text(s) were longer than %d words and were truncated", self.id,
-                        self.last_truncated, self.tokenizer.max_words)
+            self.last_text_notes = [
+                truncation_text(
+                    {
+                        "model": self.id,
+                        "n_truncated": self.last_truncated,
+                        "n_texts": len(texts),
+                        "max_tokens": self.token_limit,
+                        "max_words": self.tokenizer.max_words,
+                    }
+                )
+            ]
+            log.warning(
+                "%s: %d text(s) were longer than %d words and were truncated",
+                self.id,
+                self.last_truncated,
+                self.tokenizer.max_words,
+            )
         return l2_normalize(out)
 
     @property
@@ -136,8 +159,9 @@ class ToyEncoder:
         """The most tokens a text keeps ([BOS] and [EOS] included); longer texts are cut. lit: its text model's
         limit (``max_seq_length``), None when it does not say."""
         if self.text_encoder is not None:
-            limit = getattr(self.text_encoder, "token_limit", None) or getattr(self.text_encoder, "max_seq_length",
-                                                                                None)
+            limit = getattr(self.text_encoder, "token_limit", None) or getattr(
+                self.text_encoder, "max_seq_length", None
+            )
             return int(limit) if limit else None
         return int(self.tokenizer.max_len)
 
@@ -196,8 +220,14 @@ class ToyEncoder:
             return model.encode_text(ids)  # (b, embed_dim)
 
         layers = model.cfg.text_layers if arch == "clip" else model.cfg.layers
-        return TextTower(f"toy-{arch}", model, forward, int(layers), str(self.device),
-                         r".*text_stack\..*\.attn\.(q_proj|k_proj|v_proj|o_proj)")
+        return TextTower(
+            f"toy-{arch}",
+            model,
+            forward,
+            int(layers),
+            str(self.device),
+            r".*text_stack\..*\.attn\.(q_proj|k_proj|v_proj|o_proj)",
+        )
 
     def attention_access(self) -> Any:
         """Per-layer attention of the causal text transformer (for toy:shared: the blocks images use too; for lit:
@@ -223,12 +253,14 @@ class ToyEncoder:
 
         cfg = self.config
         layers = cfg["text_layers"] if cfg["arch"] == "clip" else cfg["layers"]
-        return TextAttentionAccess(self.id, self.tokenizer, int(layers), int(cfg["heads"]), causal=True,
-                                   encode=encode, layer_maps=layer_maps)
+        return TextAttentionAccess(
+            self.id, self.tokenizer, int(layers), int(cfg["heads"]), causal=True, encode=encode, layer_maps=layer_maps
+        )
 
 
-def build_random(folder: str | Path, arch: str = "clip", width: int = 32, layers: int = 2, heads: int = 2,
-                 seed: int = 0) -> str:
+def build_random(
+    folder: str | Path, arch: str = "clip", width: int = 32, layers: int = 2, heads: int = 2, seed: int = 0
+) -> str:
     """A randomly initialised toy model folder (for protocol tests, like :mod:`bindlab.encoders.tiny`).
 
     Returns:
@@ -241,8 +273,18 @@ def build_random(folder: str | Path, arch: str = "clip", width: int = 32, layers
 
     folder = Path(folder).expanduser().resolve()
     tok = WordTokenizer.build()
-    cfg = ToyConfig(arch=arch, width=width, layers=layers, text_layers=layers, heads=heads, embed_dim=width // 2,
-                    vocab_size=len(tok), image_size=32, patch_size=8, max_text_len=tok.max_len)
+    cfg = ToyConfig(
+        arch=arch,
+        width=width,
+        layers=layers,
+        text_layers=layers,
+        heads=heads,
+        embed_dim=width // 2,
+        vocab_size=len(tok),
+        image_size=32,
+        patch_size=8,
+        max_text_len=tok.max_len,
+    )
     torch.manual_seed(seed)
     save_model(folder, build_model(cfg), tok, {"random": True, "seed": seed})
     return f"toy:{folder}"
@@ -262,13 +304,19 @@ def save_model(out: Path, model: Any, tokenizer: Any, extra: dict[str, Any]) -> 
 
     out.mkdir(parents=True, exist_ok=True)
     if model.cfg.arch == "lit":  # only the image tower: its texts are the frozen text model's
-        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
-                  metadata={"format": "pt", "bindlab": "toy-lit"})
+        save_file(
+            {k: v.contiguous() for k, v in model.state_dict().items()},
+            str(out / "model.safetensors"),
+            metadata={"format": "pt", "bindlab": "toy-lit"},
+        )
         (out / "config.json").write_text(json.dumps(model.cfg.to_json(), indent=2))
         (out / "training.json").write_text(json.dumps(extra, indent=2))
         return
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt", "bindlab": "toy"})
+    save_file(
+        {k: v.contiguous() for k, v in model.state_dict().items()},
+        str(out / "model.safetensors"),
+        metadata={"format": "pt", "bindlab": "toy"},
+    )
     (out / "config.json").write_text(json.dumps(model.cfg.to_json(), indent=2))
     tokenizer.save(out / "vocab.json")
     (out / "training.json").write_text(json.dumps(extra, indent=2))
@@ -301,17 +349,24 @@ def _load(eid: EncoderId, options: dict[str, Any]) -> ToyEncoder:
     if name in SHIPPED:
         folder = shipped_folder(name)
         if not folder.is_dir():
-            raise EncoderError(f"toy:{name}: the shipped folder {folder} is missing; reinstall bindlab with its "
-                               f"assets or train one with 'python -m bindlab train toy {TRAIN_ARGS[name]} --out DIR'")
+            raise EncoderError(
+                f"toy:{name}: the shipped folder {folder} is missing; reinstall bindlab with its "
+                f"assets or train one with 'python -m bindlab train toy {TRAIN_ARGS[name]} --out DIR'"
+            )
     else:
         folder = Path(name).expanduser()
         if not folder.is_dir():
-            raise EncoderError(f"toy:{name}: not a shipped toy model ({', '.join('toy:' + k for k in SHIPPED)}) "
-                               "and not an existing folder; give one of them or toy:/path/to/trained/folder")
+            raise EncoderError(
+                f"toy:{name}: not a shipped toy model ({', '.join('toy:' + k for k in SHIPPED)}) "
+                "and not an existing folder; give one of them or toy:/path/to/trained/folder"
+            )
         folder = folder.resolve()
     device = options.get("device", "cpu") or "cpu"
     return ToyEncoder(eid, folder, device=device, batch_size=options.get("batch_size", 256) or 256)
 
 
-register_backend("toy", _load, "bindlab's own toy vision-language models (toy:clip, toy:shared, toy:negclip, "
-                 "toy:lit-minilm, toy:/folder)")
+register_backend(
+    "toy",
+    _load,
+    "bindlab's own toy vision-language models (toy:clip, toy:shared, toy:negclip, toy:lit-minilm, toy:/folder)",
+)

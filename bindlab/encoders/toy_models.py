@@ -68,7 +68,9 @@ class ToyConfig:
         if self.head_hidden < 0:
             raise ValueError(f"head_hidden must be 0 (a linear head) or a positive MLP width, got {self.head_hidden}")
         if self.head_slots < 0:
-            raise ValueError(f"head_slots must be 0 (no slot head) or a positive number of slots, got {self.head_slots}")
+            raise ValueError(
+                f"head_slots must be 0 (no slot head) or a positive number of slots, got {self.head_slots}"
+            )
         if self.head_slots and self.head_hidden:
             raise ValueError("choose one image head: head_slots (slots over a phrase grid) or head_hidden (an MLP)")
         if self.head_slots and (self.head_shapes <= 0 or self.head_attributes <= 0):
@@ -93,8 +95,9 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(width, width)
         self.o_proj = nn.Linear(width, width)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (b, s, w); mask: bool (b or 1, 1, s, s), True = may attend. Returns (out (b, s, w), weights | None)."""
         b, s, w = x.shape
         h = self.heads
@@ -126,8 +129,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(width)
         self.mlp = nn.Sequential(nn.Linear(width, mlp_ratio * width), nn.GELU(), nn.Linear(mlp_ratio * width, width))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         a, weights = self.attn(self.ln_1(x), mask, need_weights)
         x = x + a
         return x + self.mlp(self.ln_2(x)), weights
@@ -168,8 +172,12 @@ class PatchEmbed(nn.Module):
             c_in = 3
             for i in range(int(math.log2(cfg.patch_size))):
                 c_out = min(cfg.width, 16 * 2**i)
-                layers += [nn.Conv2d(c_in, c_out, 3, stride=2, padding=1), nn.GELU(),
-                           nn.Conv2d(c_out, c_out, 3, padding=1), nn.GELU()]  # (b, c_out, H/2^(i+1), W/2^(i+1))
+                layers += [
+                    nn.Conv2d(c_in, c_out, 3, stride=2, padding=1),
+                    nn.GELU(),
+                    nn.Conv2d(c_out, c_out, 3, padding=1),
+                    nn.GELU(),
+                ]  # (b, c_out, H/2^(i+1), W/2^(i+1))
                 c_in = c_out
             layers.append(nn.Conv2d(c_in, cfg.width, 1))  # (b, w, H/p, W/p)
             self.stem = nn.Sequential(*layers)
@@ -178,8 +186,10 @@ class PatchEmbed(nn.Module):
             c = cfg.width // 4
             k = cfg.patch_size // 4
             self.stem = nn.Sequential(
-                nn.Conv2d(3, c, 3, stride=2, padding=1), nn.GELU(),  # (b, c, H/2, W/2)
-                nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.GELU(),  # (b, 2c, H/4, W/4)
+                nn.Conv2d(3, c, 3, stride=2, padding=1),
+                nn.GELU(),  # (b, c, H/2, W/2)
+                nn.Conv2d(c, 2 * c, 3, stride=2, padding=1),
+                nn.GELU(),  # (b, 2c, H/4, W/4)
                 nn.Conv2d(2 * c, cfg.width, k, stride=k),  # (b, w, H/p, W/p)
             )
             self.norm = nn.Identity()
@@ -210,8 +220,9 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg.width, cfg.heads, cfg.mlp_ratio) for _ in range(layers))
         self.ln_f = nn.LayerNorm(cfg.width)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
-                ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x (b, s, w) -> (normed states (b, s, w), [per-layer weights (b, h, s, s)] if need_weights)."""
         maps = []
         for block in self.blocks:
@@ -234,8 +245,9 @@ class ImageHead(nn.Module):
 
     def __init__(self, cfg: "ToyConfig") -> None:
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(cfg.width, cfg.head_hidden), nn.GELU(),
-                                 nn.Linear(cfg.head_hidden, cfg.embed_dim))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.width, cfg.head_hidden), nn.GELU(), nn.Linear(cfg.head_hidden, cfg.embed_dim)
+        )
 
     def forward(self, states: torch.Tensor) -> torch.Tensor:
         return self.mlp(states).mean(1)
@@ -266,11 +278,12 @@ class SlotPhraseHead(nn.Module):
     def __init__(self, cfg: "ToyConfig") -> None:
         super().__init__()
         w = cfg.width
-        self.slots = nn.Parameter(torch.randn(cfg.head_slots, w) * w ** -0.5)
+        self.slots = nn.Parameter(torch.randn(cfg.head_slots, w) * w**-0.5)
         self.norm = nn.LayerNorm(w)
         self.q, self.k, self.v = (nn.Linear(w, w, bias=False) for _ in range(3))
-        self.mlp = nn.Sequential(nn.LayerNorm(w), nn.Linear(w, 4 * w), nn.GELU(),
-                                 nn.Linear(4 * w, cfg.head_shapes + cfg.head_attributes + 1))
+        self.mlp = nn.Sequential(
+            nn.LayerNorm(w), nn.Linear(w, 4 * w), nn.GELU(), nn.Linear(4 * w, cfg.head_shapes + cfg.head_attributes + 1)
+        )
         self.register_buffer("phrases", torch.zeros(cfg.head_shapes, cfg.head_attributes, cfg.embed_dim))
 
     def slot_outputs(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -408,8 +421,9 @@ class ToyLiT(ToyModel):
         return self.image_head.embed(counts), counts
 
     def _text_states(self, ids: torch.Tensor, need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        raise NotImplementedError(f"the lit model has no text tower of its own; its texts are embedded by "
-                                  f"{self.cfg.text_model!r} (frozen)")
+        raise NotImplementedError(
+            f"the lit model has no text tower of its own; its texts are embedded by {self.cfg.text_model!r} (frozen)"
+        )
 
 
 def build_model(cfg: ToyConfig) -> ToyModel:

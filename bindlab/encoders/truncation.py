@@ -28,8 +28,9 @@ def truncated(encoder: Any, texts: Sequence[str]) -> list[bool] | None:
     if out is None:
         return None
     if len(out) != len(texts):
-        raise EncoderError(f"{getattr(encoder, 'id', encoder)}: truncated gave {len(out)} answers for "
-                           f"{len(texts)} texts")
+        raise EncoderError(
+            f"{getattr(encoder, 'id', encoder)}: truncated gave {len(out)} answers for {len(texts)} texts"
+        )
     return [bool(t) for t in out]
 
 
@@ -47,8 +48,13 @@ def truncation(encoder: Any, texts: Sequence[str]) -> dict[str, Any] | None:
     if flags is None:
         return None
     tokenizer = getattr(encoder, "tokenizer", None)
-    return {"model": str(getattr(encoder, "id", encoder)), "n_truncated": sum(flags), "n_texts": len(unique),
-            "max_tokens": getattr(encoder, "token_limit", None), "max_words": getattr(tokenizer, "max_words", None)}
+    return {
+        "model": str(getattr(encoder, "id", encoder)),
+        "n_truncated": sum(flags),
+        "n_texts": len(unique),
+        "max_tokens": getattr(encoder, "token_limit", None),
+        "max_words": getattr(tokenizer, "max_words", None),
+    }
 
 
 def truncation_text(report: dict[str, Any] | None) -> str:

@@ -67,5 +67,6 @@ def hub_load_error(encoder_id: str, source: str, exc: Exception) -> EncoderError
             f"{encoder_id}: the Hugging Face hub is unreachable (offline), so {source!r} could not be downloaded; "
             "use a local folder (e.g. hf:/path/to/model), a bundled model (minilm, bow, toy:clip) or connect to the hub"
         )
-    return EncoderError(f"{encoder_id}: could not load {source!r} from the hub ({type(exc).__name__}: {exc}); "
-                        "check the id and revision")
+    return EncoderError(
+        f"{encoder_id}: could not load {source!r} from the hub ({type(exc).__name__}: {exc}); check the id and revision"
+    )

@@ -54,8 +54,13 @@ def group_accuracy(passes: np.ndarray, groups: Sequence[str], min_count: int = 0
         by[str(g)].append(float(p))
     table = {g: {"accuracy": float(np.mean(v)), "n": len(v)} for g, v in sorted(by.items())}
     used = [r["accuracy"] for r in table.values() if r["n"] >= min_count]
-    return {"by_group": table, "macro": float(np.mean(used)) if used else float("nan"), "groups_used": len(used),
-            "min_count": min_count, "micro": float(passes.mean()) if passes.size else float("nan")}
+    return {
+        "by_group": table,
+        "macro": float(np.mean(used)) if used else float("nan"),
+        "groups_used": len(used),
+        "min_count": min_count,
+        "micro": float(passes.mean()) if passes.size else float("nan"),
+    }
 
 
 def split_rows(passes: np.ndarray, groups: Sequence[str], chance: float, seed: int = 0) -> dict[str, dict[str, Any]]:
@@ -68,8 +73,13 @@ def split_rows(passes: np.ndarray, groups: Sequence[str], chance: float, seed: i
     for g in sorted(set(labels.tolist())):
         sel = passes[labels == g]
         lo, hi = bootstrap_ci(sel, seed=seed)
-        out[g] = {"accuracy": float(sel.mean()), "n": int(sel.size), "ci95": [lo, hi], "chance": chance,
-                  "vs_chance": chance_label(lo, hi, chance)}
+        out[g] = {
+            "accuracy": float(sel.mean()),
+            "n": int(sel.size),
+            "ci95": [lo, hi],
+            "chance": chance,
+            "vs_chance": chance_label(lo, hi, chance),
+        }
     return out
 
 
@@ -97,11 +107,14 @@ def _crop_paths(items: Sequence[ChoiceItem]) -> list[Path]:
     out = []
     for it in items:
         if it.image is None:
-            raise EncoderError(f"item {it.id} has no image (image folder not found); give --images DIR or use the "
-                               "text-only task")
+            raise EncoderError(
+                f"item {it.id} has no image (image folder not found); give --images DIR or use the text-only task"
+            )
         p = Path(it.image)
         if not p.is_file():
-            raise FileNotFoundError(f"image {p} of item {it.id} not found; check --images / the manifest's image folder")
+            raise FileNotFoundError(
+                f"image {p} of item {it.id} not found; check --images / the manifest's image folder"
+            )
         if it.box is None:
             out.append(p)
             continue
@@ -117,8 +130,10 @@ def _crop_paths(items: Sequence[ChoiceItem]) -> list[Path]:
 
 def _need_images(encoder: Encoder, name: str) -> None:
     if "image" not in encoder.modalities:
-        raise EncoderError(f"{encoder.id} has no image tower; {name} needs an image+text encoder "
-                           "(or, for sugarcrepe_pp, the text-only task: --task tot)")
+        raise EncoderError(
+            f"{encoder.id} has no image tower; {name} needs an image+text encoder "
+            "(or, for sugarcrepe_pp, the text-only task: --task tot)"
+        )
 
 
 def choice_scores(items: Sequence[ChoiceItem], encoder: Encoder, task: str = "itt") -> np.ndarray:
@@ -155,13 +170,18 @@ def _validity(model: np.ndarray, bow: np.ndarray, flags: np.ndarray) -> dict[str
     def rate(x: np.ndarray) -> float | None:
         return float(x.mean()) if x.size else None
 
-    return {"same_bag_items": int(flags.sum()), "same_bag_share": float(flags.mean()),
-            "model_on_same_bag": rate(model[flags]), "model_on_different_bag": rate(model[~flags]),
-            "bow_text_only_score": float(bow.mean())}
+    return {
+        "same_bag_items": int(flags.sum()),
+        "same_bag_share": float(flags.mean()),
+        "model_on_same_bag": rate(model[flags]),
+        "model_on_different_bag": rate(model[~flags]),
+        "bow_text_only_score": float(bow.mean()),
+    }
 
 
-def evaluate_benchmark(bench: Benchmark, encoder: Encoder, task: str | None = None,
-                       seed: int = 0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evaluate_benchmark(
+    bench: Benchmark, encoder: Encoder, task: str | None = None, seed: int = 0
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score a loaded benchmark with its native metric and the bag-of-words validity check.
 
     Returns:
@@ -193,17 +213,32 @@ def evaluate_benchmark(bench: Benchmark, encoder: Encoder, task: str | None = No
         native = {"name": "macro accuracy over attribute pairs (>= 25 items)", "value": acc["macro"]}
     else:  # per split first: each split with its n, CI and chance; the headline their macro mean; pooled labelled
         what = f"{task.upper()} accuracy" if bench.adapter == "sugarcrepe_pp" else "accuracy"
-        native = {"name": f"{what}, macro over {len(acc['by_group'])} splits" if splits else what,
-                  "value": acc["macro"] if splits else acc["micro"],
-                  "by_split": split_rows(model, groups, chance, seed), "pooled": acc["micro"]}
-    summary = {"benchmark": bench.name, "task": task, "n": len(items), "native_metric": native,
-               "accuracy": acc, "accuracy_ci95": [lo, hi], "chance": chance, "headline": "macro" if splits else "all",
-               "native_ci95": macro_ci(model, groups, seed=seed) if splits else [lo, hi],
-               "bow_text_only": {"native_value": bow_acc["macro"] if (min_count or splits) else bow_acc["micro"],
-                                 "by_group": {g: r["accuracy"] for g, r in bow_acc["by_group"].items()}},
-               "validity": _validity(model, bow, flags)}
-    rows = [{"id": it.id, "group": it.group, "pass": bool(m), "bow_pass": bool(b), "same_bag": bool(f)}
-            for it, m, b, f in zip(items, model, bow, flags, strict=False)]
+        native = {
+            "name": f"{what}, macro over {len(acc['by_group'])} splits" if splits else what,
+            "value": acc["macro"] if splits else acc["micro"],
+            "by_split": split_rows(model, groups, chance, seed),
+            "pooled": acc["micro"],
+        }
+    summary = {
+        "benchmark": bench.name,
+        "task": task,
+        "n": len(items),
+        "native_metric": native,
+        "accuracy": acc,
+        "accuracy_ci95": [lo, hi],
+        "chance": chance,
+        "headline": "macro" if splits else "all",
+        "native_ci95": macro_ci(model, groups, seed=seed) if splits else [lo, hi],
+        "bow_text_only": {
+            "native_value": bow_acc["macro"] if (min_count or splits) else bow_acc["micro"],
+            "by_group": {g: r["accuracy"] for g, r in bow_acc["by_group"].items()},
+        },
+        "validity": _validity(model, bow, flags),
+    }
+    rows = [
+        {"id": it.id, "group": it.group, "pass": bool(m), "bow_pass": bool(b), "same_bag": bool(f)}
+        for it, m, b, f in zip(items, model, bow, flags, strict=False)
+    ]
     return summary, rows
 
 
@@ -223,17 +258,30 @@ def _evaluate_2x2(bench: Benchmark, encoder: Encoder, seed: int) -> tuple[dict[s
     flags = np.array([same_bag(p.base.captions["short"], p.foil.captions["short"]) for p in pairs])
     tags = [p.edit_type for p in pairs]
     overall = score_block(passes, seed)
-    by_tag = {t: score_block({k: passes[k][np.array(tags) == t] for k in METRICS}, seed)
-              for t in dict.fromkeys(tags)}
-    summary = {"benchmark": bench.name, "task": "2x2", "n": len(pairs),
-               "native_metric": {"name": "text / image / group score", "text_score": overall["i2t"],
-                                 "image_score": overall["t2i"], "group_score": overall["group"]},
-               "overall": overall, "by_tag": by_tag,
-               "bow_text_only": {m_: float(bow_passes[m_].mean()) for m_ in METRICS},
-               "validity": {"same_bag_items": int(flags.sum()), "same_bag_share": float(flags.mean()),
-                            **{f"model_group_on_{k}": (float(passes["group"][sel].mean()) if sel.any() else None)
-                               for k, sel in (("same_bag", flags), ("different_bag", ~flags))},
-                            "bow_text_only_group": float(bow_passes["group"].mean())}}
+    by_tag = {t: score_block({k: passes[k][np.array(tags) == t] for k in METRICS}, seed) for t in dict.fromkeys(tags)}
+    summary = {
+        "benchmark": bench.name,
+        "task": "2x2",
+        "n": len(pairs),
+        "native_metric": {
+            "name": "text / image / group score",
+            "text_score": overall["i2t"],
+            "image_score": overall["t2i"],
+            "group_score": overall["group"],
+        },
+        "overall": overall,
+        "by_tag": by_tag,
+        "bow_text_only": {m_: float(bow_passes[m_].mean()) for m_ in METRICS},
+        "validity": {
+            "same_bag_items": int(flags.sum()),
+            "same_bag_share": float(flags.mean()),
+            **{
+                f"model_group_on_{k}": (float(passes["group"][sel].mean()) if sel.any() else None)
+                for k, sel in (("same_bag", flags), ("different_bag", ~flags))
+            },
+            "bow_text_only_group": float(bow_passes["group"].mean()),
+        },
+    }
     rows = per_item_rows(pairs, {"short": m})
     for r, f in zip(rows, flags, strict=False):
         r["same_bag"] = bool(f)

@@ -52,8 +52,9 @@ def parse_pairings(spec: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
-def embed_questions(questions: Sequence[MCQ], root: str | Path, encoder: Encoder,
-                    modality: str) -> tuple[np.ndarray, np.ndarray]:
+def embed_questions(
+    questions: Sequence[MCQ], root: str | Path, encoder: Encoder, modality: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Embed every query and candidate of ``questions`` in one modality, in one cached batch.
 
     Returns:
@@ -143,23 +144,42 @@ def summarize(credit: np.ndarray, questions: Sequence[MCQ], chance: np.ndarray |
     }
 
 
-def item_rows(questions: Sequence[MCQ], scores: np.ndarray, credit: np.ndarray, pairing: str,
-              chance: np.ndarray | None = None) -> list[dict[str, Any]]:
+def item_rows(
+    questions: Sequence[MCQ], scores: np.ndarray, credit: np.ndarray, pairing: str, chance: np.ndarray | None = None
+) -> list[dict[str, Any]]:
     """Per-question result rows (``eval mcq --per-item``, the Browse export): id, pairing, N, subset, roles, scores,
     answer, predicted (argmax), credit and the question's chance level (:func:`question_chance`). ``scores`` is
     ``(q, 4)``, ``credit`` and ``chance`` ``(q,)``."""
     chance = question_chance(questions) if chance is None else chance
     scores = np.asarray(scores)
     predicted = np.argmax(scores, axis=1).tolist() if len(scores) else []
-    return [{"id": q.id, "pairing": pairing, "n_objects": q.n_objects, "subset": q.subset,
-             "roles": [x.role for x in q.candidates], "scores": s, "answer": q.answer, "predicted": p,
-             "credit": c, "chance": ch}
-            for q, s, p, c, ch in zip(questions, scores.tolist(), predicted, np.asarray(credit, dtype=np.float64).tolist(),
-                                      np.asarray(chance, dtype=np.float64).tolist(), strict=True)]
+    return [
+        {
+            "id": q.id,
+            "pairing": pairing,
+            "n_objects": q.n_objects,
+            "subset": q.subset,
+            "roles": [x.role for x in q.candidates],
+            "scores": s,
+            "answer": q.answer,
+            "predicted": p,
+            "credit": c,
+            "chance": ch,
+        }
+        for q, s, p, c, ch in zip(
+            questions,
+            scores.tolist(),
+            predicted,
+            np.asarray(credit, dtype=np.float64).tolist(),
+            np.asarray(chance, dtype=np.float64).tolist(),
+            strict=True,
+        )
+    ]
 
 
-def accuracy_by_n(n_objects: Sequence[int], subsets: Sequence[str], credit: Sequence[float],
-                  chance: Sequence[float] | None = None) -> list[dict[str, Any]]:
+def accuracy_by_n(
+    n_objects: Sequence[int], subsets: Sequence[str], credit: Sequence[float], chance: Sequence[float] | None = None
+) -> list[dict[str, Any]]:
     """Rows ``{n_objects, subset, accuracy, n}`` per (subset, N), subset ``all`` first, for the accuracy-by-N chart;
     with ``chance`` (each question's :func:`question_chance`) each row also has its ``chance``, their mean.
 
@@ -178,16 +198,21 @@ def accuracy_by_n(n_objects: Sequence[int], subsets: Sequence[str], credit: Sequ
         for n in sorted(set(n_arr.tolist())):
             sel = in_subset & (n_arr == n)
             if sel.any():
-                row = {"n_objects": n, "subset": subset, "accuracy": float(np.mean(credit_arr[sel])),
-                       "n": int(sel.sum())}
+                row = {
+                    "n_objects": n,
+                    "subset": subset,
+                    "accuracy": float(np.mean(credit_arr[sel])),
+                    "n": int(sel.sum()),
+                }
                 if chance_arr is not None:
                     row["chance"] = float(np.mean(chance_arr[sel]))
                 rows.append(row)
     return rows
 
 
-def unknown_word_summary(texts: Sequence[str], unknown: Sequence[Sequence[str]], per_question: int = 5,
-                         top: int = TOP_UNKNOWN) -> dict[str, Any]:
+def unknown_word_summary(
+    texts: Sequence[str], unknown: Sequence[Sequence[str]], per_question: int = 5, top: int = TOP_UNKNOWN
+) -> dict[str, Any]:
     """How many words of the texts a model does not know (maps to its unknown token), and which.
 
     Args:
@@ -215,11 +240,16 @@ def unknown_word_summary(texts: Sequence[str], unknown: Sequence[Sequence[str]],
         return float(unk[mask].sum() / words[mask].sum()) if words[mask].sum() else 0.0
 
     n_q = len(texts) // per_question
-    return {"share": share(np.ones(len(texts), bool)), "query_share": share(is_query),
-            "candidate_share": share(~is_query), "n_words": int(words.sum()), "n_unknown": int(unk.sum()),
-            "questions_with_unknown": int((unk[: n_q * per_question].reshape(n_q, per_question).sum(1) > 0).sum()),
-            "n_questions": n_q,
-            "top": [{"word": w, "count": c} for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]}
+    return {
+        "share": share(np.ones(len(texts), bool)),
+        "query_share": share(is_query),
+        "candidate_share": share(~is_query),
+        "n_words": int(words.sum()),
+        "n_unknown": int(unk.sum()),
+        "questions_with_unknown": int((unk[: n_q * per_question].reshape(n_q, per_question).sum(1) > 0).sum()),
+        "n_questions": n_q,
+        "top": [{"word": w, "count": c} for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]],
+    }
 
 
 def unknown_word_report(questions: Sequence[MCQ], encoder: Encoder) -> dict[str, Any] | None:
@@ -231,9 +261,14 @@ def unknown_word_report(questions: Sequence[MCQ], encoder: Encoder) -> dict[str,
     return None if unknown is None else unknown_word_summary(texts, unknown, per_question=5)
 
 
-def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, pairings: Sequence[str] = ("tt",),
-                 progress: Progress | None = None,
-                 chunk: int | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evaluate_mcq(
+    questions: Sequence[MCQ],
+    root: str | Path,
+    encoder: Encoder,
+    pairings: Sequence[str] = ("tt",),
+    progress: Progress | None = None,
+    chunk: int | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score MCQs in each pairing, ``chunk`` questions at a time (embed, score, drop the vectors).
 
     Args:
@@ -253,16 +288,21 @@ def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, p
     needed = {m for p in pairings for m in PAIRINGS[p]}
     lacking = needed - set(encoder.modalities)
     if lacking:
-        raise EncoderError(f"{encoder.id} cannot embed {sorted(lacking)}; pairings {list(pairings)} need "
-                           f"{sorted(needed)} (this encoder has {sorted(encoder.modalities)})")
+        raise EncoderError(
+            f"{encoder.id} cannot embed {sorted(lacking)}; pairings {list(pairings)} need "
+            f"{sorted(needed)} (this encoder has {sorted(encoder.modalities)})"
+        )
     chunk = SCORE_CHUNK if chunk is None else chunk
     if chunk < 1:
         raise ValueError(f"chunk must be at least 1 question, got {chunk}")
     if "image" in needed:
         require_images(questions, root)  # every missing file named before any model runs
     items = [it for q in questions for it in (q.query, *q.candidates)]
-    expect_work(encoder, [it.text for it in items] if "text" in needed else (),
-                [Path(root) / it.image for it in items if it.image] if "image" in needed else ())
+    expect_work(
+        encoder,
+        [it.text for it in items] if "text" in needed else (),
+        [Path(root) / it.image for it in items if it.image] if "image" in needed else (),
+    )
     scores = _score_in_chunks(questions, root, encoder, list(pairings), sorted(needed, reverse=True), chunk, progress)
     answer = np.array([q.answer for q in questions])
     chance = question_chance(questions)  # (q,) the same in every pairing
@@ -277,15 +317,22 @@ def evaluate_mcq(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, p
     return results, rows
 
 
-def _score_in_chunks(questions: Sequence[MCQ], root: str | Path, encoder: Encoder, pairings: list[str],
-                     modalities: list[str], chunk: int, progress: Progress | None) -> dict[str, np.ndarray]:
+def _score_in_chunks(
+    questions: Sequence[MCQ],
+    root: str | Path,
+    encoder: Encoder,
+    pairings: list[str],
+    modalities: list[str],
+    chunk: int,
+    progress: Progress | None,
+) -> dict[str, np.ndarray]:
     """``{pairing: (q, 4) float32 scores}``, embedding ``chunk`` questions at a time in each modality (text first)."""
     total = len(questions)
     scores = {p: np.empty((total, 4), dtype=np.float32) for p in pairings}
     steps = max(-(-total // chunk) * len(modalities), 1)
     step = 0
     for lo in range(0, total, chunk):
-        part = questions[lo:lo + chunk]
+        part = questions[lo : lo + chunk]
         emb: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for m in modalities:  # text first: it is the fast one
             if progress:
@@ -294,6 +341,6 @@ def _score_in_chunks(questions: Sequence[MCQ], root: str | Path, encoder: Encode
             step += 1
         for p in pairings:
             qm, cm = PAIRINGS[p]
-            scores[p][lo:lo + len(part)] = score_mcq(emb[qm][0], emb[cm][1])
+            scores[p][lo : lo + len(part)] = score_mcq(emb[qm][0], emb[cm][1])
         del emb  # this chunk's vectors go before the next chunk's arrive
     return scores

@@ -72,7 +72,7 @@ def choice_chance(positives: int, negatives: int = 1) -> float:
 
 
 def chance_label(lo: float | None, hi: float | None, chance: float | None) -> str:
-    """"above chance" / "below chance" when the 95 % interval ``[lo, hi]`` lies wholly above / below ``chance``,
+    """ "above chance" / "below chance" when the 95 % interval ``[lo, hi]`` lies wholly above / below ``chance``,
     else "at chance"; "" without an interval or a chance level."""
     if chance is None or lo is None or hi is None or not np.isfinite([lo, hi]).all():
         return ""
@@ -106,8 +106,9 @@ def average_precision(scores: np.ndarray, positives: np.ndarray, order: np.ndarr
     return average_precision_columns(scores.T, [np.flatnonzero(p) for p in positives], ascending)
 
 
-def average_precision_columns(scores: np.ndarray, pos_index: list[np.ndarray] | tuple[np.ndarray, ...],
-                              ascending: np.ndarray | None = None) -> np.ndarray:
+def average_precision_columns(
+    scores: np.ndarray, pos_index: list[np.ndarray] | tuple[np.ndarray, ...], ascending: np.ndarray | None = None
+) -> np.ndarray:
     """AP of each column of ``scores`` with the positives given as row indices (the fast kernel of AP).
 
     AP = mean over positives i of TP(score >= s_i) / N(score >= s_i): items tied with a positive count as
@@ -159,8 +160,9 @@ def recall_at_k(scores: np.ndarray, positives: np.ndarray, k: int, order: np.nda
     return out
 
 
-def bootstrap_ci(values: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
-                 groups: np.ndarray | None = None) -> tuple[float, float]:
+def bootstrap_ci(
+    values: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0, groups: np.ndarray | None = None
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (NaNs ignored).
 
     Args:

@@ -80,8 +80,9 @@ def score_block(passes: dict[str, np.ndarray], seed: int = 0) -> dict[str, Any]:
 def grouped_scores(passes: dict[str, np.ndarray], labels: Sequence[str], seed: int = 0) -> dict[str, Any]:
     """:func:`score_block` for each distinct label (edit type, category, verbosity...)."""
     labels = np.asarray(labels)
-    return {str(k): score_block({m: passes[m][labels == k] for m in METRICS}, seed)
-            for k in dict.fromkeys(labels.tolist())}
+    return {
+        str(k): score_block({m: passes[m][labels == k] for m in METRICS}, seed) for k in dict.fromkeys(labels.tolist())
+    }
 
 
 def scene_edit_split(margins: np.ndarray, scenes: Sequence[str], quantile: float = 0.25) -> dict[str, Any]:
@@ -114,26 +115,42 @@ def scene_edit_split(margins: np.ndarray, scenes: Sequence[str], quantile: float
     scene_cut, edit_cut = np.quantile(mean, quantile), np.quantile(worst, quantile)
     scene_hard, edit_hard = mean <= scene_cut, worst <= edit_cut
     total = float(((margins - margins.mean()) ** 2).sum())
-    within = float((resid ** 2).sum())
-    rows = [{"scene": s, "margin": float(m), "worst_residual": float(w), "n": int((scenes == s).sum()),
-             "scene_hard": bool(a), "edit_hard": bool(b)}
-            for s, m, w, a, b in zip(ids, mean, worst, scene_hard, edit_hard, strict=False)]
+    within = float((resid**2).sum())
+    rows = [
+        {
+            "scene": s,
+            "margin": float(m),
+            "worst_residual": float(w),
+            "n": int((scenes == s).sum()),
+            "scene_hard": bool(a),
+            "edit_hard": bool(b),
+        }
+        for s, m, w, a, b in zip(ids, mean, worst, scene_hard, edit_hard, strict=False)
+    ]
     n = len(ids)
     return {
         "scenes": rows,
-        "counts": {"scene_hard_only": int((scene_hard & ~edit_hard).sum()),
-                   "edit_hard_only": int((edit_hard & ~scene_hard).sum()),
-                   "both": int((scene_hard & edit_hard).sum()), "neither": int((~scene_hard & ~edit_hard).sum()),
-                   "scenes": n},
+        "counts": {
+            "scene_hard_only": int((scene_hard & ~edit_hard).sum()),
+            "edit_hard_only": int((edit_hard & ~scene_hard).sum()),
+            "both": int((scene_hard & edit_hard).sum()),
+            "neither": int((~scene_hard & ~edit_hard).sum()),
+            "scenes": n,
+        },
         "both_share": float((scene_hard & edit_hard).mean()) if n else float("nan"),
-        "both_expected_under_independence": float(quantile ** 2),
+        "both_expected_under_independence": float(quantile**2),
         "within_scene_variance_share": within / total if total > 0 else float("nan"),
         "quantile": quantile,
     }
 
 
-def matched_modify_swap(passes: dict[str, np.ndarray], edit_types: Sequence[str], scenes: Sequence[str],
-                        pairs: dict[str, tuple[str, str]], seed: int = 0) -> dict[str, Any]:
+def matched_modify_swap(
+    passes: dict[str, np.ndarray],
+    edit_types: Sequence[str],
+    scenes: Sequence[str],
+    pairs: dict[str, tuple[str, str]],
+    seed: int = 0,
+) -> dict[str, Any]:
     """Modify versus swap on the same attribute, restricted to scenes that have both edit types.
 
     For each attribute family: the Group / I2T / T2I rates of its modify and swap foils over the shared scenes,
@@ -152,8 +169,12 @@ def matched_modify_swap(passes: dict[str, np.ndarray], edit_types: Sequence[str]
             sel = in_shared & (et == t)
             rec[kind] = {"edit_type": t, "n": int(sel.sum()), **{m: float(passes[m][sel].mean()) for m in METRICS}}
         # per-scene gap, then a bootstrap over scenes
-        gaps = np.array([passes["group"][(sc == s) & (et == mod)].mean() - passes["group"][(sc == s) & (et == swp)].mean()
-                         for s in shared])
+        gaps = np.array(
+            [
+                passes["group"][(sc == s) & (et == mod)].mean() - passes["group"][(sc == s) & (et == swp)].mean()
+                for s in shared
+            ]
+        )
         rec["group_gap"] = rec["modify"]["group"] - rec["swap"]["group"]
         rec["group_gap_per_scene_mean"] = float(gaps.mean())
         rec["group_gap_ci95"] = list(bootstrap_ci(gaps, seed=seed))
@@ -185,8 +206,10 @@ def image_embeddings(pairs: Sequence[PairItem], root: str | Path, encoder: Encod
     paths = [Path(root) / im for p in pairs for im in (p.base.image, p.foil.image)]
     missing = [str(x) for x in paths if not x.exists()]
     if missing:
-        raise FileNotFoundError(f"{len(missing)} image(s) of the pairs file are missing (first: {missing[0]}); "
-                                "regenerate the benchmark or fix the image paths (relative to the JSONL folder)")
+        raise FileNotFoundError(
+            f"{len(missing)} image(s) of the pairs file are missing (first: {missing[0]}); "
+            "regenerate the benchmark or fix the image paths (relative to the JSONL folder)"
+        )
     return embed_image_files(encoder, paths).reshape(len(pairs), 2, -1)
 
 
@@ -209,12 +232,16 @@ def image_controls(pairs: Sequence[PairItem], img: np.ndarray) -> dict[str, Any]
     px = np.array([x for x in px if isinstance(x, (int, float))], dtype=np.float64)
     q1, q3 = np.quantile(within, [0.25, 0.75])
     return {
-        "within_pair_image_cosine": {"mean": float(within.mean()), "median": float(np.median(within)),
-                                     "iqr": [float(q1), float(q3)]},
+        "within_pair_image_cosine": {
+            "mean": float(within.mean()),
+            "median": float(np.median(within)),
+            "iqr": [float(q1), float(q3)],
+        },
         "across_scene_image_cosine": across,
         "within_minus_across": float(within.mean() - across) if np.isfinite(across) else float("nan"),
-        "pixels_changed": ({"mean": float(px.mean()), "median": float(np.median(px)), "n": int(px.size)}
-                           if px.size else None),
+        "pixels_changed": (
+            {"mean": float(px.mean()), "median": float(np.median(px)), "n": int(px.size)} if px.size else None
+        ),
         "_within": within,
     }
 
@@ -252,8 +279,9 @@ def summarize_pairs(pairs: Sequence[PairItem], matrices: dict[str, np.ndarray], 
         "by_verbosity": {lv: score_block(tables[lv], seed) for lv in levels},
         "by_edit_type": grouped_scores(pooled, edit, seed),
         "by_category": grouped_scores(pooled, cat, seed),
-        "by_edit_type_and_verbosity": {lv: grouped_scores(tables[lv], [p.edit_type for p in pairs], seed)
-                                       for lv in levels},
+        "by_edit_type_and_verbosity": {
+            lv: grouped_scores(tables[lv], [p.edit_type for p in pairs], seed) for lv in levels
+        },
         "per_scene_margin": {r["scene"]: r["margin"] for r in split["scenes"]},
         "scene_edit_split": split,
         "matched_modify_swap": matched_modify_swap(pooled, edit, scene, MATCHED, seed),
@@ -268,17 +296,36 @@ def per_item_rows(pairs: Sequence[PairItem], matrices: dict[str, np.ndarray]) ->
         t = pass_table(m)
         for k, p in enumerate(pairs):
             s = m[k]
-            rows.append({"id": p.id, "scene_id": p.scene_id, "edit_type": p.edit_type,
-                         "edit_category": p.edit_category, "verbosity": lv,
-                         "scores": {"c0_i0": float(s[0, 0]), "c0_i1": float(s[0, 1]),
-                                    "c1_i0": float(s[1, 0]), "c1_i1": float(s[1, 1])},
-                         "i2t": bool(t["i2t"][k]), "t2i": bool(t["t2i"][k]), "group": bool(t["group"][k]),
-                         "margin": float(t["margin"][k])})
+            rows.append(
+                {
+                    "id": p.id,
+                    "scene_id": p.scene_id,
+                    "edit_type": p.edit_type,
+                    "edit_category": p.edit_category,
+                    "verbosity": lv,
+                    "scores": {
+                        "c0_i0": float(s[0, 0]),
+                        "c0_i1": float(s[0, 1]),
+                        "c1_i0": float(s[1, 0]),
+                        "c1_i1": float(s[1, 1]),
+                    },
+                    "i2t": bool(t["i2t"][k]),
+                    "t2i": bool(t["t2i"][k]),
+                    "group": bool(t["group"][k]),
+                    "margin": float(t["margin"][k]),
+                }
+            )
     return rows
 
 
-def evaluate_pairs(pairs: Sequence[PairItem], root: str | Path, encoder: Encoder, verbosity: str = "all",
-                   progress: Progress | None = None, seed: int = 0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evaluate_pairs(
+    pairs: Sequence[PairItem],
+    root: str | Path,
+    encoder: Encoder,
+    verbosity: str = "all",
+    progress: Progress | None = None,
+    seed: int = 0,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Score pairs with an image+text encoder.
 
     Args:
@@ -293,8 +340,10 @@ def evaluate_pairs(pairs: Sequence[PairItem], root: str | Path, encoder: Encoder
     """
     lacking = {"text", "image"} - set(encoder.modalities)
     if lacking:
-        raise EncoderError(f"{encoder.id} cannot embed {sorted(lacking)}; pair scoring needs an image+text encoder "
-                           "(e.g. toy:clip or hf:/path/to/clip)")
+        raise EncoderError(
+            f"{encoder.id} cannot embed {sorted(lacking)}; pair scoring needs an image+text encoder "
+            "(e.g. toy:clip or hf:/path/to/clip)"
+        )
     levels = parse_verbosity(verbosity)
     have = [lv for lv in levels if all(lv in p.levels() for p in pairs)]
     if not have:
@@ -330,6 +379,13 @@ def by_edit_type_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     by = summary["by_edit_type"]
     order = [t for t in EDIT_TYPES if t in by] + sorted(t for t in by if t not in EDIT_TYPES)
     cats, origins = summary.get("edit_categories", {}), summary.get("edit_origins", {})
-    return [{"edit_type": t, "category": cats.get(t, EDIT_TYPES.get(t, "")),
-             "origin": origins.get(t) or edit_origin(t), "n": by[t]["n"],
-             **{m: by[t][m] for m in METRICS}} for t in order]
+    return [
+        {
+            "edit_type": t,
+            "category": cats.get(t, EDIT_TYPES.get(t, "")),
+            "origin": origins.get(t) or edit_origin(t),
+            "n": by[t]["n"],
+            **{m: by[t][m] for m in METRICS},
+        }
+        for t in order
+    ]

@@ -75,9 +75,13 @@ def _outranks(scores: np.ndarray, mask: np.ndarray, exact_score: np.ndarray) -> 
     return float(np.mean(best[has] > exact_score[has]))
 
 
-def evaluate_retrieval(questions: Sequence[MCQ], root: str | Path, encoder: Encoder,
-                       pairings: Sequence[str] = ("tt",), progress: Progress | None = None
-                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def evaluate_retrieval(
+    questions: Sequence[MCQ],
+    root: str | Path,
+    encoder: Encoder,
+    pairings: Sequence[str] = ("tt",),
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """mAP (all / independent / nested), R@1, R@5 and containment diagnostics per pairing.
 
     Returns:
@@ -85,8 +89,9 @@ def evaluate_retrieval(questions: Sequence[MCQ], root: str | Path, encoder: Enco
     """
     needed = {m for p in pairings for m in PAIRINGS[p]}
     if needed - set(encoder.modalities):
-        raise EncoderError(f"{encoder.id} cannot embed {sorted(needed - set(encoder.modalities))} "
-                           f"needed by pairings {list(pairings)}")
+        raise EncoderError(
+            f"{encoder.id} cannot embed {sorted(needed - set(encoder.modalities))} needed by pairings {list(pairings)}"
+        )
     emb = {}
     for i, m in enumerate(sorted(needed, reverse=True)):
         if progress:
@@ -115,8 +120,10 @@ def evaluate_retrieval(questions: Sequence[MCQ], root: str | Path, encoder: Enco
                 "independent": float(np.mean(ap[subset == "independent"])) if (subset == "independent").any() else None,
                 "nested": float(np.mean(ap[subset == "nested"])) if (subset == "nested").any() else None,
             },
-            "map_by_n": {str(n): float(np.mean(ap[[q.n_objects == n for q in questions]]))
-                         for n in sorted({q.n_objects for q in questions})},
+            "map_by_n": {
+                str(n): float(np.mean(ap[[q.n_objects == n for q in questions]]))
+                for n in sorted({q.n_objects for q in questions})
+            },
             "r@1": float(np.mean(r1)),
             "r@5": float(np.mean(r5)),
             "containment": {
@@ -129,9 +136,19 @@ def evaluate_retrieval(questions: Sequence[MCQ], root: str | Path, encoder: Enco
             "gallery_size": int(gallery.shape[0]),
         }
         for i, q in enumerate(questions):
-            rows.append({"id": q.id, "pairing": p, "n_objects": q.n_objects, "subset": q.subset,
-                         "ap": float(ap[i]), "r@1": float(r1[i]), "r@5": float(r5[i]),
-                         "n_positives": int(rel["positive"][i].sum()), "rank_of_exact": int(rank_exact[i])})
+            rows.append(
+                {
+                    "id": q.id,
+                    "pairing": p,
+                    "n_objects": q.n_objects,
+                    "subset": q.subset,
+                    "ap": float(ap[i]),
+                    "r@1": float(r1[i]),
+                    "r@5": float(r5[i]),
+                    "n_positives": int(rel["positive"][i].sum()),
+                    "rank_of_exact": int(rank_exact[i]),
+                }
+            )
     if progress:
         progress(1.0, "done")
     return results, rows

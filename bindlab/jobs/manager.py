@@ -47,7 +47,14 @@ from bindlab.config import jobs_root, limits, public_mode
 STATES = ("queued", "running", "done", "failed", "cancelled")
 FINAL = ("done", "failed", "cancelled")
 _CHILDREN: dict[int, subprocess.Popen] = {}  # processes this Python process started (polled so none stays a zombie)
-_SERVER_FIELDS = ("pid", "pgid", "pid_start", "log_tail", "dir", "kill_after")  # never shown to a page without show_logs
+_SERVER_FIELDS = (
+    "pid",
+    "pgid",
+    "pid_start",
+    "log_tail",
+    "dir",
+    "kill_after",
+)  # never shown to a page without show_logs
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^/\\\s'\"]+){2,}")
 # Seconds a job stopped for its time cap has, after SIGTERM, to checkpoint and exit before its process group gets
 # SIGKILL (a process that ignores SIGTERM or hangs must not keep its slot's memory and CPU).
@@ -201,8 +208,10 @@ def check_processes(n: int) -> None:
     raw = os.environ.get(MAX_PROCESSES_ENV, "").strip()
     cap = int(raw) if raw.isdigit() else 8
     if n > cap:
-        raise JobLimitError(f"num_processes {n} is over this server's cap of {cap} ({MAX_PROCESSES_ENV}); use at "
-                            f"most {cap} here, and for more run the job elsewhere ('jobs export-script ID --nproc {n}')")
+        raise JobLimitError(
+            f"num_processes {n} is over this server's cap of {cap} ({MAX_PROCESSES_ENV}); use at "
+            f"most {cap} here, and for more run the job elsewhere ('jobs export-script ID --nproc {n}')"
+        )
 
 
 def launch_command(job_dir: Path, num_processes: int = 1, python: str | None = None) -> list[str]:
@@ -223,8 +232,9 @@ def planned_steps(epochs: int, max_steps: int, n_train: int, batch_size: int) ->
     return min(total, max_steps) if max_steps else total
 
 
-def check_training_caps(epochs: int, max_steps: int, lim: Any = None, n_train: int | None = None,
-                        batch_size: int | None = None) -> None:
+def check_training_caps(
+    epochs: int, max_steps: int, lim: Any = None, n_train: int | None = None, batch_size: int | None = None
+) -> None:
     """Refuse epochs or a step count over the caps (``BINDLAB_MAX_EPOCHS``, ``BINDLAB_MAX_STEPS``; 0 = no cap).
 
     The step cap holds for the steps the job will run: ``max_steps`` when set, else (``max_steps`` = 0, "no
@@ -236,11 +246,13 @@ def check_training_caps(epochs: int, max_steps: int, lim: Any = None, n_train: i
     """
     lim = lim or limits()
     if lim.max_epochs and epochs > lim.max_epochs:
-        raise JobLimitError(f"epochs={epochs} is over the cap of {lim.max_epochs} (BINDLAB_MAX_EPOCHS); "
-                            "use fewer epochs or max_steps")
+        raise JobLimitError(
+            f"epochs={epochs} is over the cap of {lim.max_epochs} (BINDLAB_MAX_EPOCHS); use fewer epochs or max_steps"
+        )
     if lim.max_steps and max_steps > lim.max_steps:
-        raise JobLimitError(f"max_steps={max_steps} is over the cap of {lim.max_steps} (BINDLAB_MAX_STEPS); "
-                            "use fewer steps")
+        raise JobLimitError(
+            f"max_steps={max_steps} is over the cap of {lim.max_steps} (BINDLAB_MAX_STEPS); use fewer steps"
+        )
     if lim.max_steps and not max_steps and n_train is not None and batch_size:
         total = planned_steps(epochs, 0, n_train, batch_size)
         if total > lim.max_steps:
@@ -248,7 +260,8 @@ def check_training_caps(epochs: int, max_steps: int, lim: Any = None, n_train: i
                 f"max_steps=0 (no cap) means epochs={epochs} x {total // epochs:,} steps per epoch ({n_train:,} "
                 f"train rows, batch size {batch_size}) = {total:,} steps, over the cap of {lim.max_steps:,} "
                 f"(BINDLAB_MAX_STEPS); set max_steps to at most {lim.max_steps:,}, or use fewer epochs or a "
-                "larger batch")
+                "larger batch"
+            )
 
 
 class JobManager:
@@ -268,8 +281,15 @@ class JobManager:
             sessions or owner tokens it opens. None: not counted (the CLI).
     """
 
-    def __init__(self, root: str | Path | None = None, max_heavy: int | None = None, owner: str | None = None,
-                 admin: bool | None = None, show_logs: bool | None = None, address: str | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        max_heavy: int | None = None,
+        owner: str | None = None,
+        admin: bool | None = None,
+        show_logs: bool | None = None,
+        address: str | None = None,
+    ) -> None:
         self.root = Path(root) if root else jobs_root()
         self.root.mkdir(parents=True, exist_ok=True)
         env = os.environ.get("BINDLAB_MAX_HEAVY_JOBS", "1")
@@ -304,12 +324,17 @@ class JobManager:
         """
         job_id = str(job_id or "").strip().removeprefix("lora:").split("/")[0]
         d = self.root / job_id
-        if (not re.fullmatch(r"[\w-][\w.-]{0,79}", job_id) or not (d / "status.json").is_file()
-                or not self._mine(self._status(d))):
+        if (
+            not re.fullmatch(r"[\w-][\w.-]{0,79}", job_id)
+            or not (d / "status.json").is_file()
+            or not self._mine(self._status(d))
+        ):
             known = [s["id"] for s in self._statuses() if self._mine(s)][-5:]
             where = f" under {self.root}" if self.show_logs else ""
-            raise KeyError(f"no job {job_id[:80]!r}{where}; your recent jobs: {known or 'none'} "
-                           "(see 'python -m bindlab jobs list')")
+            raise KeyError(
+                f"no job {job_id[:80]!r}{where}; your recent jobs: {known or 'none'} "
+                "(see 'python -m bindlab jobs list')"
+            )
         return d
 
     def _view(self, st: dict[str, Any]) -> dict[str, Any]:
@@ -317,8 +342,9 @@ class JobManager:
         unless ``show_logs``); server details only with ``show_logs``."""
         st = dict(st)
         st.setdefault("owner", local_owner())
-        st["error"] = one_line(st.get("message", ""), hide_paths=not self.show_logs) if st.get("state") == "failed" \
-            else None
+        st["error"] = (
+            one_line(st.get("message", ""), hide_paths=not self.show_logs) if st.get("state") == "failed" else None
+        )
         if not self.show_logs:
             for k in _SERVER_FIELDS:
                 st.pop(k, None)
@@ -336,7 +362,9 @@ class JobManager:
     def _statuses(self) -> list[dict[str, Any]]:
         out = [read_json(d / "status.json") for d in self.root.iterdir() if (d / "status.json").is_file()]
         # "submitted" (seconds, sub-second) keeps the queue first-in first-out within one second of "created"
-        return sorted((s for s in out if s), key=lambda s: (s.get("created", ""), s.get("submitted", 0.0), s.get("id", "")))
+        return sorted(
+            (s for s in out if s), key=lambda s: (s.get("created", ""), s.get("submitted", 0.0), s.get("id", ""))
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def submit(self, config: dict[str, Any], kind: str = "finetune") -> str:
@@ -362,8 +390,9 @@ class JobManager:
         check_processes(cfg.num_processes)
         data = Path(cfg.data)
         if not (data.is_file() or (data / "triplets.jsonl").is_file()):
-            raise FileNotFoundError(f"no triplets at {data}; make them with "
-                                    f"'python -m bindlab generate triplets --out {data}'")
+            raise FileNotFoundError(
+                f"no triplets at {data}; make them with 'python -m bindlab generate triplets --out {data}'"
+            )
         self.promote()  # dead jobs leave their slots before the counts
         with self._locked():  # counting and creating under one lock: two submits at once cannot both slip in
             self._admit(lim)
@@ -371,12 +400,28 @@ class JobManager:
             d = self.root / job_id
             d.mkdir(parents=True)
             write_json_atomic(d / "config.json", cfg.to_dict())
-            write_json_atomic(d / "status.json", {
-                "id": job_id, "kind": kind, "model_id": f"lora:{job_id}", "base_model": cfg.model, "state": "queued",
-                "owner": self.owner, "address": self.address, "heavy": bool(cfg.heavy), "created": _now(),
-                "submitted": time.time(),
-                "started": None, "finished": None,
-                "pid": None, "pid_start": None, "attempts": 0, "resume": False, "message": "waiting for a free slot"})
+            write_json_atomic(
+                d / "status.json",
+                {
+                    "id": job_id,
+                    "kind": kind,
+                    "model_id": f"lora:{job_id}",
+                    "base_model": cfg.model,
+                    "state": "queued",
+                    "owner": self.owner,
+                    "address": self.address,
+                    "heavy": bool(cfg.heavy),
+                    "created": _now(),
+                    "submitted": time.time(),
+                    "started": None,
+                    "finished": None,
+                    "pid": None,
+                    "pid_start": None,
+                    "attempts": 0,
+                    "resume": False,
+                    "message": "waiting for a free slot",
+                },
+            )
         self.promote()
         return job_id
 
@@ -389,35 +434,44 @@ class JobManager:
         running_mine = sum(s["state"] == "running" for s in mine)
         queued_mine = sum(s["state"] == "queued" for s in mine)
         if lim.max_jobs_per_session == 0 or lim.max_jobs_global == 0:
-            raise JobLimitError("background jobs are turned off on this server (BINDLAB_MAX_JOBS_PER_SESSION or "
-                                "BINDLAB_MAX_JOBS_GLOBAL is 0)")
+            raise JobLimitError(
+                "background jobs are turned off on this server (BINDLAB_MAX_JOBS_PER_SESSION or "
+                "BINDLAB_MAX_JOBS_GLOBAL is 0)"
+            )
         starts_now = running_mine < lim.max_jobs_per_session and running_all < lim.max_jobs_global and not queued_all
-        live_here = sum(s["state"] in ("running", "queued") for s in statuses
-                        if self.address and s.get("address") == self.address)
+        live_here = sum(
+            s["state"] in ("running", "queued") for s in statuses if self.address and s.get("address") == self.address
+        )
         if self.address and live_here >= lim.max_jobs_per_session + lim.max_queued_per_session:
             raise JobLimitError(
                 f"{live_here} jobs from your network address are running or queued, the most one address may have "
                 f"(BINDLAB_MAX_JOBS_PER_SESSION + BINDLAB_MAX_QUEUED_PER_SESSION = "
                 f"{lim.max_jobs_per_session + lim.max_queued_per_session}), whichever pages they came from; wait for "
-                "one to finish or cancel one")
+                "one to finish or cancel one"
+            )
         if starts_now:
             return
         if queued_mine >= lim.max_queued_per_session:
             raise JobLimitError(
                 f"you have {running_mine} running and {queued_mine} queued job(s), the most one session may have "
                 f"(BINDLAB_MAX_JOBS_PER_SESSION={lim.max_jobs_per_session}, BINDLAB_MAX_QUEUED_PER_SESSION="
-                f"{lim.max_queued_per_session}); wait for one to finish or cancel one")
+                f"{lim.max_queued_per_session}); wait for one to finish or cancel one"
+            )
         if queued_all >= lim.max_queued_global:
-            raise JobLimitError(f"the server's job queue is full ({queued_all} queued, BINDLAB_MAX_QUEUED_GLOBAL="
-                                f"{lim.max_queued_global}); try again when a job has finished")
+            raise JobLimitError(
+                f"the server's job queue is full ({queued_all} queued, BINDLAB_MAX_QUEUED_GLOBAL="
+                f"{lim.max_queued_global}); try again when a job has finished"
+            )
         # a share of the queue is kept for visitors with no job yet: one who already has jobs (by owner or by
         # address) cannot take the last places, so a few visitors cannot fill the queue for everyone else
         reserve = queue_reserve(lim.max_queued_global)
         has_jobs = bool(running_mine or queued_mine or live_here)
         if has_jobs and public_mode() and queued_all >= lim.max_queued_global - reserve:
-            raise JobLimitError(f"the server's job queue is nearly full ({queued_all} of {lim.max_queued_global} "
-                                f"places taken; the last {reserve} are kept for visitors with no job yet); you "
-                                "already have a job: try again when it has finished")
+            raise JobLimitError(
+                f"the server's job queue is nearly full ({queued_all} of {lim.max_queued_global} "
+                f"places taken; the last {reserve} are kept for visitors with no job yet); you "
+                "already have a job: try again when it has finished"
+            )
 
     def promote(self) -> None:
         """Mark dead jobs failed, stop jobs past the time cap, then start queued jobs (oldest first) while the heavy
@@ -432,9 +486,15 @@ class JobManager:
                     fresh = self._status(d)  # the runner may have just written its final state
                     if fresh.get("state") == "running":
                         log = tail(d / "log.txt", 20)
-                        st.update(self._set(d, state="failed", finished=_now(),
-                                            message="the job process ended without reporting (crashed or killed)",
-                                            log_tail=log))
+                        st.update(
+                            self._set(
+                                d,
+                                state="failed",
+                                finished=_now(),
+                                message="the job process ended without reporting (crashed or killed)",
+                                log_tail=log,
+                            )
+                        )
                     else:
                         st.update(fresh)
             running = [s for s in statuses if s["state"] == "running"]
@@ -449,8 +509,9 @@ class JobManager:
                 owner = st.get("owner", local_owner())
                 if total >= lim.max_jobs_global:
                     break
-                if (st.get("heavy", True) and running_heavy >= self.max_heavy) \
-                        or per_owner.get(owner, 0) >= lim.max_jobs_per_session:
+                if (st.get("heavy", True) and running_heavy >= self.max_heavy) or per_owner.get(
+                    owner, 0
+                ) >= lim.max_jobs_per_session:
                     continue
                 self._start(self.root / st["id"], st)
                 running_heavy += bool(st.get("heavy", True))
@@ -472,15 +533,22 @@ class JobManager:
                 continue
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(st["pgid"]), signal.SIGTERM)
-            st.update(self._set(self.root / st["id"], state="cancelled", finished=_now(),
-                                kill_after=time.time() + KILL_GRACE_S,
-                                message=f"stopped after the {cap_s} s limit of one job (BINDLAB_MAX_JOB_SECONDS); "
-                                        "resume it to continue from its last checkpoint"))
+            st.update(
+                self._set(
+                    self.root / st["id"],
+                    state="cancelled",
+                    finished=_now(),
+                    kill_after=time.time() + KILL_GRACE_S,
+                    message=f"stopped after the {cap_s} s limit of one job (BINDLAB_MAX_JOB_SECONDS); "
+                    "resume it to continue from its last checkpoint",
+                )
+            )
             self._schedule_kill(st["id"], KILL_GRACE_S)
 
     def _schedule_kill(self, job_id: str, delay_s: float) -> None:
         """Check the job's process group again in ``delay_s`` seconds, from a daemon timer of this process (a
         process that exits sooner leaves the check to the next :meth:`promote` of any manager, which sweeps too)."""
+
         def check() -> None:
             with contextlib.suppress(OSError), self._locked():  # OSError: the jobs folder was removed meanwhile
                 self._kill_stragglers([self._status(self.root / job_id)])
@@ -512,24 +580,54 @@ class JobManager:
         cfg = read_json(d / "config.json", {})
         n = int(cfg.get("num_processes", 1) or 1)
         cmd = launch_command(d, n)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")])),
-               "PYTHONUNBUFFERED": "1", "BINDLAB_JOB_ID": st["id"]}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")])),
+            "PYTHONUNBUFFERED": "1",
+            "BINDLAB_JOB_ID": st["id"],
+        }
         with open(d / "log.txt", "a") as log:
             log.write(f"=== {_now()} start attempt {st.get('attempts', 0) + 1}: {' '.join(cmd)}\n")
             log.flush()
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=str(repo_root()), env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=str(repo_root()),
+                env=env,
+                start_new_session=True,
+            )
         _CHILDREN[proc.pid] = proc
-        st.update(self._set(d, state="running", pid=proc.pid, pgid=proc.pid, pid_start=_proc_start(proc.pid),
-                            started=_now(), finished=None, attempts=st.get("attempts", 0) + 1, kill_after=None,
-                            message="starting"))
+        st.update(
+            self._set(
+                d,
+                state="running",
+                pid=proc.pid,
+                pgid=proc.pid,
+                pid_start=_proc_start(proc.pid),
+                started=_now(),
+                finished=None,
+                attempts=st.get("attempts", 0) + 1,
+                kill_after=None,
+                message="starting",
+            )
+        )
 
     def mark_running(self, job_dir: str | Path, message: str) -> None:
         """A job started outside this manager (an exported script on another machine): running, this process."""
         d = Path(job_dir)
         with self._locked():
-            self._set(d, state="running", pid=os.getpid(), pgid=os.getpgid(0), pid_start=_proc_start(os.getpid()),
-                      started=_now(), finished=None, message=message)
+            self._set(
+                d,
+                state="running",
+                pid=os.getpid(),
+                pgid=os.getpgid(0),
+                pid_start=_proc_start(os.getpid()),
+                started=_now(),
+                finished=None,
+                message=message,
+            )
 
     def finish(self, job_dir: str | Path, state: str, message: str = "", log_tail: str | None = None) -> None:
         """Called by the runner as it exits: record the final state (unless already cancelled), then promote."""
@@ -565,8 +663,12 @@ class JobManager:
         step = (read_json(d / "progress.json", {}) or {}).get("step", 0)
         ckpt = (d / "checkpoints" / "last.pt").exists()
         with self._locked():
-            st = self._set(d, state="cancelled", finished=_now(),
-                           message=f"cancelled at step {step}" + ("; last checkpoint kept" if ckpt else ""))
+            st = self._set(
+                d,
+                state="cancelled",
+                finished=_now(),
+                message=f"cancelled at step {step}" + ("; last checkpoint kept" if ckpt else ""),
+            )
         self.promote()
         return self._view(st)
 
@@ -608,9 +710,15 @@ class JobManager:
         self.promote()
         d = self.job_dir(job_id)
         st, pr = self._status(d), read_json(d / "progress.json", {}) or {}
-        out = {"status": self._view({**st, "message": live_message(st, pr)}), "config": read_json(d / "config.json", {}),
-               "progress": pr, "metrics": self.metrics(job_id),
-               "lines": read_json(d / "lines.json"), "result": read_json(d / "result.json"), "log_tail": ""}
+        out = {
+            "status": self._view({**st, "message": live_message(st, pr)}),
+            "config": read_json(d / "config.json", {}),
+            "progress": pr,
+            "metrics": self.metrics(job_id),
+            "lines": read_json(d / "lines.json"),
+            "result": read_json(d / "result.json"),
+            "log_tail": "",
+        }
         if self.show_logs:
             out.update(log_tail=tail(d / "log.txt", log_lines), dir=str(d))
         return out
@@ -631,7 +739,9 @@ class JobManager:
         d = self.job_dir(job_id)
         return tail(d / "log.txt", lines) if self.show_logs else ""
 
-    def wait(self, job_id: str, timeout: float = 600, states: tuple[str, ...] = FINAL, poll: float = 0.2) -> dict[str, Any]:
+    def wait(
+        self, job_id: str, timeout: float = 600, states: tuple[str, ...] = FINAL, poll: float = 0.2
+    ) -> dict[str, Any]:
         """Block until the job reaches one of ``states`` (promoting as it goes); raises TimeoutError."""
         deadline = time.time() + timeout
         d = self.job_dir(job_id)

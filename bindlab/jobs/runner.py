@@ -48,12 +48,22 @@ class JobReporter(Callback):
         done = s.step - self._step0
         rate = done / max(now - self._t_step0, 1e-9) if done else 0.0  # steps/s since training (re)started
         eta = (s.total_steps - s.step) / rate if rate else None
-        write_json_atomic(self.dir / "progress.json", {
-            "phase": s.phase, "step": s.step, "total_steps": s.total_steps, "epoch": s.epoch,
-            "loss": None if s.loss != s.loss else round(s.loss, 6), "triplets_seen": s.triplets_seen,
-            "fraction": round(s.step / s.total_steps, 4) if s.total_steps else 0.0,
-            "steps_per_s": round(rate, 4), "eta_s": None if eta is None else round(eta, 1),
-            "elapsed_s": round(now - self._t0, 1), "updated": now})
+        write_json_atomic(
+            self.dir / "progress.json",
+            {
+                "phase": s.phase,
+                "step": s.step,
+                "total_steps": s.total_steps,
+                "epoch": s.epoch,
+                "loss": None if s.loss != s.loss else round(s.loss, 6),
+                "triplets_seen": s.triplets_seen,
+                "fraction": round(s.step / s.total_steps, 4) if s.total_steps else 0.0,
+                "steps_per_s": round(rate, 4),
+                "eta_s": None if eta is None else round(eta, 1),
+                "elapsed_s": round(now - self._t0, 1),
+                "updated": now,
+            },
+        )
 
     def on_phase(self, s: TrainState) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] phase {s.phase}", flush=True)
@@ -79,8 +89,11 @@ class JobReporter(Callback):
 
     def on_train_end(self, s: TrainState, result: dict[str, Any]) -> None:
         self._progress(s, force=True)
-        print(f"done: {lines_label(result['lines']['a'])} ({result['lines']['chosen_on']}), "
-              f"{result['triplets_per_s']} triplets/s", flush=True)
+        print(
+            f"done: {lines_label(result['lines']['a'])} ({result['lines']['chosen_on']}), "
+            f"{result['triplets_per_s']} triplets/s",
+            flush=True,
+        )
         self._metrics.close()
 
 
@@ -101,8 +114,10 @@ def run_job(job_dir: str | Path) -> int:
     """
     d = Path(job_dir).resolve()
     if not (d.is_dir() and (d / "config.json").is_file() and (d / "status.json").is_file()):
-        raise ValueError(f"{job_dir}: not a job folder (a job's folder holds config.json and status.json; jobs are "
-                         "started with `python -m bindlab finetune`)")
+        raise ValueError(
+            f"{job_dir}: not a job folder (a job's folder holds config.json and status.json; jobs are "
+            "started with `python -m bindlab finetune`)"
+        )
     manager = JobManager(d.parent)
     status = read_json(d / "status.json", {}) or {}
     control = Control()

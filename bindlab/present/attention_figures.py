@@ -51,13 +51,33 @@ def margin_curves(curves: Sequence[dict[str, Any]], title: str = "Attention bind
         x = list(c.get("depth") or normalised_depth(len(c["layers"]))) if by_depth else list(c["layers"])
         if c.get("ci_low") and None not in c["ci_low"] + c["ci_high"]:
             band = list(c["ci_high"]) + list(c["ci_low"])[::-1]  # upper edge left to right, lower edge back
-            fig.add_trace(go.Scatter(x=x + x[::-1], y=band, fill="toself", mode="lines",
-                                     fillcolor=_rgba(colour, 0.18), line=dict(width=0), hoverinfo="skip",
-                                     name=f"{label} 95% CI", showlegend=False))
-        fig.add_trace(go.Scatter(x=x, y=c["margin_mean"], mode="lines+markers", name=label,
-                                 line=dict(color=colour, width=2.5), customdata=list(c["layers"]),
-                                 hovertemplate=("layer %{customdata} (depth %{x:.2f})" if by_depth else "layer %{x}")
-                                 + ": %{y:+.4f}<extra>" + label + "</extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=x + x[::-1],
+                    y=band,
+                    fill="toself",
+                    mode="lines",
+                    fillcolor=_rgba(colour, 0.18),
+                    line=dict(width=0),
+                    hoverinfo="skip",
+                    name=f"{label} 95% CI",
+                    showlegend=False,
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=c["margin_mean"],
+                mode="lines+markers",
+                name=label,
+                line=dict(color=colour, width=2.5),
+                customdata=list(c["layers"]),
+                hovertemplate=("layer %{customdata} (depth %{x:.2f})" if by_depth else "layer %{x}")
+                + ": %{y:+.4f}<extra>"
+                + label
+                + "</extra>",
+            )
+        )
     fig.add_hline(y=0, line_dash="dash", line_color="grey", annotation_text="no preference")
     if by_depth:
         counts = ", ".join(f"{plot_text(c['label'])} {len(c['layers'])}" for c in curves)
@@ -65,14 +85,20 @@ def margin_curves(curves: Sequence[dict[str, Any]], title: str = "Attention bind
         xaxis_title = f"relative depth (layer / (layers − 1); 0 = first block, 1 = last) — layers: {counts}"
     else:
         xaxis_title = "layer (0 = first transformer block)"
-    fig.update_layout(title=title, xaxis_title=xaxis_title,
-                      yaxis_title="own − other attribute attention", height=380,
-                      margin=dict(l=60, r=20, t=50, b=40), legend=SIDE_LEGEND)
+    fig.update_layout(
+        title=title,
+        xaxis_title=xaxis_title,
+        yaxis_title="own − other attribute attention",
+        height=380,
+        margin=dict(l=60, r=20, t=50, b=40),
+        legend=SIDE_LEGEND,
+    )
     return fig
 
 
-def attention_heatmap(words: Sequence[str], matrix: Any, pairs: Sequence[tuple[int, int, bool]],
-                      title: str = "") -> go.Figure:
+def attention_heatmap(
+    words: Sequence[str], matrix: Any, pairs: Sequence[tuple[int, int, bool]], title: str = ""
+) -> go.Figure:
     """Word x word attention (row = from word, column = to word) with binding pairs outlined.
 
     Args:
@@ -84,20 +110,50 @@ def attention_heatmap(words: Sequence[str], matrix: Any, pairs: Sequence[tuple[i
     if not len(words):
         return message_figure("no words to show")
     labels = [f"{i}:{plot_text(w)}" for i, w in enumerate(words)]  # index prefix keeps repeated words apart
-    fig = go.Figure(go.Heatmap(z=matrix, x=labels, y=labels, colorscale="Blues", colorbar=dict(title="attention"),
-                               hovertemplate="from %{y} to %{x}: %{z:.4f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=labels,
+            y=labels,
+            colorscale="Blues",
+            colorbar=dict(title="attention"),
+            hovertemplate="from %{y} to %{x}: %{z:.4f}<extra></extra>",
+        )
+    )
     # All outlines in one assignment: add_shape per cell re-validates the layout each time (quadratic in the number
     # of outlined cells; 20 bindings took minutes).
-    fig.update_layout(shapes=[dict(type="rect", x0=c - 0.5, x1=c + 0.5, y0=r - 0.5, y1=r + 0.5,
-                                   line=dict(color="#2ca02c" if own else "#d62728", width=3 if own else 1.5,
-                                             dash="solid" if own else "dot")) for r, c, own in pairs])
-    fig.update_layout(title=title, xaxis_title="to (earlier word when later→earlier)", yaxis_title="from",
-                      yaxis_autorange="reversed", height=460, margin=dict(l=90, r=20, t=50, b=90))
+    fig.update_layout(
+        shapes=[
+            dict(
+                type="rect",
+                x0=c - 0.5,
+                x1=c + 0.5,
+                y0=r - 0.5,
+                y1=r + 0.5,
+                line=dict(
+                    color="#2ca02c" if own else "#d62728", width=3 if own else 1.5, dash="solid" if own else "dot"
+                ),
+            )
+            for r, c, own in pairs
+        ]
+    )
+    fig.update_layout(
+        title=title,
+        xaxis_title="to (earlier word when later→earlier)",
+        yaxis_title="from",
+        yaxis_autorange="reversed",
+        height=460,
+        margin=dict(l=90, r=20, t=50, b=90),
+    )
     return fig
 
 
-def head_grid(head_margins: Any, layer: int | None = None, head: int | None = None,
-              title: str = "Binding margin per layer and head") -> go.Figure:
+def head_grid(
+    head_margins: Any,
+    layer: int | None = None,
+    head: int | None = None,
+    title: str = "Binding margin per layer and head",
+) -> go.Figure:
     """Layer x head grid of one caption's binding margin (bertviz's head view), diverging around zero.
 
     Args:
@@ -114,16 +170,34 @@ def head_grid(head_margins: Any, layer: int | None = None, head: int | None = No
     n_layers, n_heads = z.shape
     lim = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
     custom = [[[li, h] for h in range(n_heads)] for li in range(n_layers)]
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(n_heads)), y=list(range(n_layers)), colorscale="RdBu",
-                               zmid=0, zmin=-lim or -1, zmax=lim or 1, customdata=custom,
-                               colorbar=dict(title="margin"), xgap=1, ygap=1,
-                               hovertemplate="layer %{y} · head %{x}: %{z:+.4f}<extra>click for its map</extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=list(range(n_heads)),
+            y=list(range(n_layers)),
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-lim or -1,
+            zmax=lim or 1,
+            customdata=custom,
+            colorbar=dict(title="margin"),
+            xgap=1,
+            ygap=1,
+            hovertemplate="layer %{y} · head %{x}: %{z:+.4f}<extra>click for its map</extra>",
+        )
+    )
     if layer is not None:
         x0, x1 = (head - 0.5, head + 0.5) if head is not None else (-0.5, n_heads - 0.5)
         fig.add_shape(type="rect", x0=x0, x1=x1, y0=layer - 0.5, y1=layer + 0.5, line=dict(color="#111", width=3))
-    fig.update_layout(title=title, xaxis_title="head", yaxis_title="layer", height=360,
-                      xaxis=dict(dtick=1), yaxis=dict(dtick=1, autorange="reversed"),
-                      margin=dict(l=60, r=20, t=50, b=40))
+    fig.update_layout(
+        title=title,
+        xaxis_title="head",
+        yaxis_title="layer",
+        height=360,
+        xaxis=dict(dtick=1),
+        yaxis=dict(dtick=1, autorange="reversed"),
+        margin=dict(l=60, r=20, t=50, b=40),
+    )
     return fig
 
 
@@ -139,11 +213,20 @@ def compare_margin_figure(section: dict[str, Any] | None, curves: Sequence[dict[
         return message_figure("attention margins were not computed")
     if not section["available"]:
         return message_figure(section["note"])
-    title = (f"Attention binding margin per layer: base vs finetuned ({section['n_captions']} "
-             f"{plot_text(section['caption_set'])})")
+    title = (
+        f"Attention binding margin per layer: base vs finetuned ({section['n_captions']} "
+        f"{plot_text(section['caption_set'])})"
+    )
     fig = margin_curves(curves, title=title)
     deep = next((d["deep"]["layers"] for d in section["diff"].values() if "deep" in d), None)
     if deep:  # the layers the "deep" differences average over
-        fig.add_vrect(x0=deep[0] - 0.5, x1=deep[-1] + 0.5, fillcolor="grey", opacity=0.08, line_width=0,
-                      annotation_text="deep layers", annotation_position="top left")
+        fig.add_vrect(
+            x0=deep[0] - 0.5,
+            x1=deep[-1] + 0.5,
+            fillcolor="grey",
+            opacity=0.08,
+            line_width=0,
+            annotation_text="deep layers",
+            annotation_position="top left",
+        )
     return fig

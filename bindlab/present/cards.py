@@ -34,12 +34,19 @@ THUMB = 112  # px of a candidate's image box (Browse)
 PAIR_IMAGE = 240  # px of each image of a pair
 FONT_FAMILY = "DejaVu Sans, Verdana, Arial, sans-serif"
 GREEN, RED, GREY, INK, LINE = "#2ca02c", "#c0392b", "#666666", "#111111", "#cccccc"
-ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
-               "joint_swap": "joint swap", "replace": "replace one"}
+ROLE_LABELS = {
+    "preserve": "preserve ✓",
+    "attr_swap": "attribute swap",
+    "obj_swap": "object swap",
+    "joint_swap": "joint swap",
+    "replace": "replace one",
+}
 # XML 1.0 allows tab, newline, carriage return and the characters from U+0020 on (less surrogates, FFFE, FFFF)
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_FONT_FILES = {False: ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "DejaVuSans.ttf"),
-               True: ("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", "DejaVuSans-Bold.ttf")}
+_FONT_FILES = {
+    False: ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "DejaVuSans.ttf"),
+    True: ("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", "DejaVuSans-Bold.ttf"),
+}
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ def clean(value: Any) -> str:
     cut at :data:`MAX_CHARS` characters."""
     text = _NOT_XML.sub("", str(value))
     text = re.sub(r"[\t\r\n]+", " ", text)
-    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1] + "…"
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 
 # --- fonts and wrapping: the PNG's metrics decide the lines of both files -------------------------------------------
@@ -144,12 +151,13 @@ def wrap(text: str, width: float, size: int = 14, bold: bool = False, max_lines:
         last = lines[max_lines - 1]
         while last and text_width(last + " …", size, bold) > width:
             last = last[:-1]
-        lines = [*lines[:max_lines - 1], last.rstrip() + " …"]
+        lines = [*lines[: max_lines - 1], last.rstrip() + " …"]
     return lines
 
 
-def _paragraph(items: list[Any], x: float, y: float, text: str, width: float, size: int = 14, bold: bool = False,
-               colour: str = INK) -> float:
+def _paragraph(
+    items: list[Any], x: float, y: float, text: str, width: float, size: int = 14, bold: bool = False, colour: str = INK
+) -> float:
     """Add ``text`` wrapped to ``width`` with its first baseline at ``y``; returns the baseline after the last line."""
     step = round(size * 1.35)
     for line in wrap(text, width, size, bold):
@@ -189,8 +197,18 @@ def question_card(view: dict[str, Any], model: str, pairing: str, verdict: str =
     ranks, digits = numbers.shared_ranks(scores), numbers.tie_digits(scores)
     for k, c in enumerate(view["candidates"]):
         y = _candidate(items, y, k, c, ranks[k], digits)
-    items.append(Text(PAD, y + 18, clean(f"Margin (preserve − best other): {numbers.margin(view['margin'])}"
-                                         + (f" → {verdict}" if verdict else "")), 15, True))
+    items.append(
+        Text(
+            PAD,
+            y + 18,
+            clean(
+                f"Margin (preserve − best other): {numbers.margin(view['margin'])}"
+                + (f" → {verdict}" if verdict else "")
+            ),
+            15,
+            True,
+        )
+    )
     return Card(WIDTH, int(y + 18 + PAD), items, title=clean(view["id"]))
 
 
@@ -202,17 +220,35 @@ def _candidate(items: list[Any], y: float, k: int, c: dict[str, Any], rank: str,
     lines = wrap(c["text"], WIDTH - PAD - 10 - text_x, 14)
     height = max(28 + 19 * len(lines) + 6, THUMB + 16 if has_image else 0)
     answer = bool(c["is_answer"])
-    items.append(Box(PAD, y, inner, height, fill="#eef8ee" if answer else "white", stroke=GREEN if answer else LINE,
-                     stroke_width=2.0 if answer else 1.0))
+    items.append(
+        Box(
+            PAD,
+            y,
+            inner,
+            height,
+            fill="#eef8ee" if answer else "white",
+            stroke=GREEN if answer else LINE,
+            stroke_width=2.0 if answer else 1.0,
+        )
+    )
     if has_image:
         items.append(Picture(PAD + 8, y + 8, THUMB, THUMB, str(c["image"])))
     role = ROLE_LABELS.get(c["role"], c["role"])
     items.append(Text(text_x, y + 20, clean(f"{k + 1}. {role}"), 14, True))
     tie = " (tie)" if rank.startswith("=") else ""
     kept = c.get("kept") or []
-    items.append(Text(WIDTH - PAD - 10, y + 20, clean(f"score {numbers.score(c['score'], digits)} · rank {rank}{tie}"
-                                                      f" · bindings kept {sum(kept)}/{len(kept)}"), 13,
-                      colour=GREY, anchor="end"))
+    items.append(
+        Text(
+            WIDTH - PAD - 10,
+            y + 20,
+            clean(
+                f"score {numbers.score(c['score'], digits)} · rank {rank}{tie} · bindings kept {sum(kept)}/{len(kept)}"
+            ),
+            13,
+            colour=GREY,
+            anchor="end",
+        )
+    )
     ty = y + 40
     for line in lines:
         items.append(Text(text_x, ty, line, 14))
@@ -232,8 +268,18 @@ def pair_card(view: dict[str, Any], model: str) -> Card:
     y = PAD + 14
     items.append(Text(PAD, y, clean(f"bindlab · Pairs · {model}"), 12, colour=GREY))
     y += 26
-    items.append(Text(PAD, y, clean(f"{view['id']} · scene {view['scene_id']} · edit type {view['edit_type']} "
-                                    f"({view['edit_category']}) · caption level {view['verbosity']}"), 16, True))
+    items.append(
+        Text(
+            PAD,
+            y,
+            clean(
+                f"{view['id']} · scene {view['scene_id']} · edit type {view['edit_type']} "
+                f"({view['edit_category']}) · caption level {view['verbosity']}"
+            ),
+            16,
+            True,
+        )
+    )
     if view.get("edit"):
         y = _paragraph(items, PAD, y + 22, view["edit"], WIDTH - 2 * PAD, 13, colour=GREY) - 19
     y += 14
@@ -291,19 +337,25 @@ def _thumbnail(path: str, w: float, h: float, scale: int = 1) -> Any:
 
 def card_svg(card: Card) -> str:
     """The card as a standalone SVG document (images embedded as PNG data, every text escaped)."""
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{card.width}" height="{card.height}" '
-           f'viewBox="0 0 {card.width} {card.height}" font-family="{FONT_FAMILY}">',
-           f"<title>{escape(clean(card.title))}</title>" if card.title else "",
-           f'<rect width="{card.width}" height="{card.height}" fill="white"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{card.width}" height="{card.height}" '
+        f'viewBox="0 0 {card.width} {card.height}" font-family="{FONT_FAMILY}">',
+        f"<title>{escape(clean(card.title))}</title>" if card.title else "",
+        f'<rect width="{card.width}" height="{card.height}" fill="white"/>',
+    ]
     for it in card.items:
         if isinstance(it, Box):
-            out.append(f'<rect x="{it.x:.1f}" y="{it.y:.1f}" width="{it.w:.1f}" height="{it.h:.1f}" rx="{it.radius:g}" '
-                       f'fill="{it.fill}" stroke="{it.stroke}" stroke-width="{it.stroke_width:g}"/>')
+            out.append(
+                f'<rect x="{it.x:.1f}" y="{it.y:.1f}" width="{it.w:.1f}" height="{it.h:.1f}" rx="{it.radius:g}" '
+                f'fill="{it.fill}" stroke="{it.stroke}" stroke-width="{it.stroke_width:g}"/>'
+            )
         elif isinstance(it, Text):
             weight = ' font-weight="bold"' if it.bold else ""
-            out.append(f'<text x="{it.x:.1f}" y="{it.y:.1f}" font-size="{it.size}"{weight} fill="{it.colour}" '
-                       f'text-anchor="{"end" if it.anchor == "end" else "start"}" xml:space="preserve">'
-                       f"{escape(clean(it.text), quote=True)}</text>")
+            out.append(
+                f'<text x="{it.x:.1f}" y="{it.y:.1f}" font-size="{it.size}"{weight} fill="{it.colour}" '
+                f'text-anchor="{"end" if it.anchor == "end" else "start"}" xml:space="preserve">'
+                f"{escape(clean(it.text), quote=True)}</text>"
+            )
         elif isinstance(it, Picture):
             im = _thumbnail(it.path, it.w, it.h, PNG_SCALE)
             if im is None:
@@ -312,8 +364,10 @@ def card_svg(card: Card) -> str:
             im.save(buf, format="PNG")
             w, h = im.width / PNG_SCALE, im.height / PNG_SCALE
             data = base64.b64encode(buf.getvalue()).decode("ascii")
-            out.append(f'<image x="{it.x + (it.w - w) / 2:.1f}" y="{it.y + (it.h - h) / 2:.1f}" width="{w:.1f}" '
-                       f'height="{h:.1f}" href="data:image/png;base64,{data}"/>')
+            out.append(
+                f'<image x="{it.x + (it.w - w) / 2:.1f}" y="{it.y + (it.h - h) / 2:.1f}" width="{w:.1f}" '
+                f'height="{h:.1f}" href="data:image/png;base64,{data}"/>'
+            )
     out.append("</svg>")
     return "\n".join(s for s in out if s)
 
@@ -327,16 +381,31 @@ def card_image(card: Card, scale: int = PNG_SCALE) -> Any:
     for it in card.items:
         if isinstance(it, Box):
             box = [it.x * scale, it.y * scale, (it.x + it.w) * scale, (it.y + it.h) * scale]
-            draw.rounded_rectangle(box, radius=it.radius * scale, fill=None if it.fill == "none" else it.fill,
-                                   outline=it.stroke, width=max(1, round(it.stroke_width * scale)))
+            draw.rounded_rectangle(
+                box,
+                radius=it.radius * scale,
+                fill=None if it.fill == "none" else it.fill,
+                outline=it.stroke,
+                width=max(1, round(it.stroke_width * scale)),
+            )
         elif isinstance(it, Text):
-            draw.text((it.x * scale, it.y * scale), clean(it.text), fill=it.colour, font=font(it.size * scale, it.bold),
-                      anchor="rs" if it.anchor == "end" else "ls")
+            draw.text(
+                (it.x * scale, it.y * scale),
+                clean(it.text),
+                fill=it.colour,
+                font=font(it.size * scale, it.bold),
+                anchor="rs" if it.anchor == "end" else "ls",
+            )
         elif isinstance(it, Picture):
             im = _thumbnail(it.path, it.w, it.h, scale)
             if im is not None:
-                img.paste(im, (round((it.x + (it.w - im.width / scale) / 2) * scale),
-                               round((it.y + (it.h - im.height / scale) / 2) * scale)))
+                img.paste(
+                    im,
+                    (
+                        round((it.x + (it.w - im.width / scale) / 2) * scale),
+                        round((it.y + (it.h - im.height / scale) / 2) * scale),
+                    ),
+                )
     return img
 
 

@@ -27,15 +27,27 @@ def by_n_figure(rows: list[dict[str, Any]], pairing: str | None = None, chance: 
     for model in dict.fromkeys(r["model"] for r in rows):
         pts = sorted((r for r in rows if r["model"] == model and r["pairing"] == pairing), key=lambda r: r["n_objects"])
         if pts:
-            fig.add_trace(go.Scatter(x=[r["n_objects"] for r in pts], y=[r["accuracy"] for r in pts],
-                                     mode="lines+markers", name=plot_text(model), customdata=[r["n"] for r in pts],
-                                     hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata})<extra>" + plot_text(model)
-                                     + "</extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["n_objects"] for r in pts],
+                    y=[r["accuracy"] for r in pts],
+                    mode="lines+markers",
+                    name=plot_text(model),
+                    customdata=[r["n"] for r in pts],
+                    hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata})<extra>" + plot_text(model) + "</extra>",
+                )
+            )
     first = next(iter(dict.fromkeys(r["model"] for r in rows if r["pairing"] == pairing)), None)
     add_chance_by_n(fig, [r for r in rows if r["model"] == first and r["pairing"] == pairing], chance)
-    fig.update_layout(title=f"MCQ accuracy by number of objects ({plot_text(pairing)})", xaxis_title="number of objects (N)",
-                      yaxis_title="accuracy", yaxis_range=[0, 1.02], height=380,
-                      margin=dict(l=50, r=20, t=50, b=40), legend=SIDE_LEGEND)
+    fig.update_layout(
+        title=f"MCQ accuracy by number of objects ({plot_text(pairing)})",
+        xaxis_title="number of objects (N)",
+        yaxis_title="accuracy",
+        yaxis_range=[0, 1.02],
+        height=380,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=SIDE_LEGEND,
+    )
     return fig
 
 
@@ -56,16 +68,34 @@ def by_edit_type_figure(rows: list[dict[str, Any]], metric: str = "group") -> go
     fig = go.Figure()
     for model in dict.fromkeys(r["model"] for r in rows):
         by = {r["edit_type"]: r[metric] for r in rows if r["model"] == model}
-        fig.add_trace(go.Bar(x=labels, y=[by.get(t) for t in types], name=plot_text(model),
-                             hovertemplate="%{x}: %{y:.3f}<extra>" + plot_text(model) + "</extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=[by.get(t) for t in types],
+                name=plot_text(model),
+                hovertemplate="%{x}: %{y:.3f}<extra>" + plot_text(model) + "</extra>",
+            )
+        )
     chance = PAIRS_CHANCE_GROUP if metric == "group" else 0.25
-    fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.3f}",
-                  annotation_position="top right")
+    fig.add_hline(
+        y=chance,
+        line_dash="dash",
+        line_color="grey",
+        annotation_text=f"chance {chance:.3f}",
+        annotation_position="top right",
+    )
     name = "Group" if metric == "group" else metric.upper()
     marked = " (◆ = the CompoSET paper's edit types)" if paper else ""
-    fig.update_layout(title=f"Pairs {name} score by edit type{marked}", barmode="group", yaxis_title=name,
-                      yaxis_range=[0, 1.02], height=400, margin=dict(l=50, r=20, t=50, b=120),
-                      xaxis_tickangle=-35, legend=dict(orientation="h", y=1.08))
+    fig.update_layout(
+        title=f"Pairs {name} score by edit type{marked}",
+        barmode="group",
+        yaxis_title=name,
+        yaxis_range=[0, 1.02],
+        height=400,
+        margin=dict(l=50, r=20, t=50, b=120),
+        xaxis_tickangle=-35,
+        legend=dict(orientation="h", y=1.08),
+    )
     return fig
 
 
@@ -82,11 +112,21 @@ def leaderboard_figure(scores: list[dict[str, Any]], column: str) -> go.Figure:
     pts.sort(key=lambda s: -s["value"])
     err_hi = [(s["ci95_high"] - s["value"]) if s["ci95_high"] is not None else 0 for s in pts]
     err_lo = [(s["value"] - s["ci95_low"]) if s["ci95_low"] is not None else 0 for s in pts]
-    fig = go.Figure(go.Bar(x=[plot_text(s["model"]) for s in pts], y=[s["value"] for s in pts],
-                           error_y=dict(type="data", array=err_hi, arrayminus=err_lo)))
+    fig = go.Figure(
+        go.Bar(
+            x=[plot_text(s["model"]) for s in pts],
+            y=[s["value"] for s in pts],
+            error_y=dict(type="data", array=err_hi, arrayminus=err_lo),
+        )
+    )
     if pts[0]["chance"] is not None:
-        fig.add_hline(y=pts[0]["chance"], line_dash="dash", line_color="grey",
-                      annotation_text=f"chance {pts[0]['chance']:.3f}")
-    fig.update_layout(title=f"{plot_text(column)} with 95% intervals", yaxis_title=plot_text(column), height=340,
-                      margin=dict(l=50, r=20, t=50, b=40))
+        fig.add_hline(
+            y=pts[0]["chance"], line_dash="dash", line_color="grey", annotation_text=f"chance {pts[0]['chance']:.3f}"
+        )
+    fig.update_layout(
+        title=f"{plot_text(column)} with 95% intervals",
+        yaxis_title=plot_text(column),
+        height=340,
+        margin=dict(l=50, r=20, t=50, b=40),
+    )
     return fig

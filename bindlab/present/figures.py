@@ -30,13 +30,22 @@ def add_chance_by_n(fig: go.Figure, rows: list[dict[str, Any]], chance: float = 
     if not pts:
         fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
         return
-    fig.add_trace(go.Scatter(x=[n for n, _ in pts], y=[c for _, c in pts], mode="lines+markers", name="chance",
-                             line=dict(color="grey", dash="dash", width=1.5), marker=dict(size=4, color="grey"),
-                             hovertemplate="N=%{x}: chance %{y:.3f}<extra>chance</extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=[n for n, _ in pts],
+            y=[c for _, c in pts],
+            mode="lines+markers",
+            name="chance",
+            line=dict(color="grey", dash="dash", width=1.5),
+            marker=dict(size=4, color="grey"),
+            hovertemplate="N=%{x}: chance %{y:.3f}<extra>chance</extra>",
+        )
+    )
 
 
-def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by number of objects",
-                  chance: float = 0.25) -> go.Figure:
+def accuracy_by_n(
+    rows: list[dict[str, Any]], title: str = "MCQ accuracy by number of objects", chance: float = 0.25
+) -> go.Figure:
     """Line chart of accuracy vs N, one line per subset, each point with its 95 % interval as an error bar when the
     rows carry one (``ci95_low``, ``ci95_high``), with the chance level dashed (per N when the rows carry ``chance``,
     see :func:`add_chance_by_n`; else flat at ``chance``).
@@ -52,20 +61,44 @@ def accuracy_by_n(rows: list[dict[str, Any]], title: str = "MCQ accuracy by numb
         if not pts:
             continue
         with_ci = all(r.get("ci95_low") is not None and r.get("ci95_high") is not None for r in pts)
-        error = dict(type="data", symmetric=False, array=[r["ci95_high"] - r["accuracy"] for r in pts],
-                     arrayminus=[r["accuracy"] - r["ci95_low"] for r in pts], thickness=1.3, width=4) if with_ci else None
+        error = (
+            dict(
+                type="data",
+                symmetric=False,
+                array=[r["ci95_high"] - r["accuracy"] for r in pts],
+                arrayminus=[r["accuracy"] - r["ci95_low"] for r in pts],
+                thickness=1.3,
+                width=4,
+            )
+            if with_ci
+            else None
+        )
         ci = [f", 95% CI {r['ci95_low']:.3f}–{r['ci95_high']:.3f}" if with_ci else "" for r in pts]
-        fig.add_trace(go.Scatter(
-            x=[r["n_objects"] for r in pts], y=[r["accuracy"] for r in pts], mode="lines+markers", name=subset,
-            line=dict(color=SUBSET_COLOURS[subset], width=3 if subset == "all" else 1.5), error_y=error,
-            customdata=[r["n"] for r in pts], text=ci,
-            hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata}%{text})<extra>" + subset + "</extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[r["n_objects"] for r in pts],
+                y=[r["accuracy"] for r in pts],
+                mode="lines+markers",
+                name=subset,
+                line=dict(color=SUBSET_COLOURS[subset], width=3 if subset == "all" else 1.5),
+                error_y=error,
+                customdata=[r["n"] for r in pts],
+                text=ci,
+                hovertemplate="N=%{x}: %{y:.3f} (n=%{customdata}%{text})<extra>" + subset + "</extra>",
+            )
+        )
     add_chance_by_n(fig, [r for r in rows if r["subset"] == "all"] or rows, chance)
     if any(r.get("ci95_low") is not None for r in rows) and "CI" not in title:  # say what the bars are, once
         title = f"{title}<br><sup>bars: 95% bootstrap interval of each point</sup>"
-    fig.update_layout(title=title, xaxis_title="number of objects (N)", yaxis_title="accuracy", yaxis_range=[0, 1.02],
-                      height=360, margin=dict(l=50, r=20, t=50, b=40), legend=SIDE_LEGEND)
+    fig.update_layout(
+        title=title,
+        xaxis_title="number of objects (N)",
+        yaxis_title="accuracy",
+        yaxis_range=[0, 1.02],
+        height=360,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=SIDE_LEGEND,
+    )
     return fig
 
 
@@ -85,18 +118,43 @@ def training_curves(metrics: list[dict[str, Any]], title: str = "training") -> g
     if not loss and not acc:
         return message_figure("no training steps yet")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[m["step"] for m in loss], y=[m["loss"] for m in loss], mode="lines", name="hinge loss",
-                             line=dict(color="#1f77b4")))
-    fig.add_trace(go.Scatter(x=[m["step"] for m in acc], y=[m["val_acc"] for m in acc], mode="lines+markers",
-                             name="val triplet accuracy", yaxis="y2", line=dict(color="#2ca02c")))
-    fig.update_layout(title=title, xaxis_title="step", yaxis=dict(title="loss", rangemode="tozero"),
-                      yaxis2=dict(title="triplet accuracy", overlaying="y", side="right", range=[0, 1.02]),
-                      height=340, margin=dict(l=50, r=50, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    fig.add_trace(
+        go.Scatter(
+            x=[m["step"] for m in loss],
+            y=[m["loss"] for m in loss],
+            mode="lines",
+            name="hinge loss",
+            line=dict(color="#1f77b4"),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[m["step"] for m in acc],
+            y=[m["val_acc"] for m in acc],
+            mode="lines+markers",
+            name="val triplet accuracy",
+            yaxis="y2",
+            line=dict(color="#2ca02c"),
+        )
+    )
+    fig.update_layout(
+        title=title,
+        xaxis_title="step",
+        yaxis=dict(title="loss", rangemode="tozero"),
+        yaxis2=dict(title="triplet accuracy", overlaying="y", side="right", range=[0, 1.02]),
+        height=340,
+        margin=dict(l=50, r=50, t=50, b=40),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig
 
 
-def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", "unscaled", "lines"),
-                 chance: float = 0.25, names: dict[str, str] | None = None) -> go.Figure:
+def compare_by_n(
+    rows: list[dict[str, Any]],
+    labels: tuple[str, ...] = ("base", "unscaled", "lines"),
+    chance: float = 0.25,
+    names: dict[str, str] | None = None,
+) -> go.Figure:
     """MCQ accuracy vs N for several models side by side, one line per (model, pairing).
 
     Args:
@@ -115,14 +173,26 @@ def compare_by_n(rows: list[dict[str, Any]], labels: tuple[str, ...] = ("base", 
         sel = sorted((r for r in pts if r["pairing"] == p), key=lambda r: int(r["N"]))
         for lab in labels:
             name = (names or {}).get(lab, lab)
-            fig.add_trace(go.Scatter(x=[int(r["N"]) for r in sel], y=[r[lab] for r in sel], mode="lines+markers",
-                                     name=plot_text(f"{name} · {p}" if len(pairings) > 1 else name),
-                                     line=dict(color=colour.get(lab), dash=dash.get(p, "solid"), width=2.5)))
+            fig.add_trace(
+                go.Scatter(
+                    x=[int(r["N"]) for r in sel],
+                    y=[r[lab] for r in sel],
+                    mode="lines+markers",
+                    name=plot_text(f"{name} · {p}" if len(pairings) > 1 else name),
+                    line=dict(color=colour.get(lab), dash=dash.get(p, "solid"), width=2.5),
+                )
+            )
     fig.add_hline(y=chance, line_dash="dash", line_color="grey", annotation_text=f"chance {chance:.2f}")
     title = "MCQ accuracy by N: base vs finetuned" + (f" ({plot_text(pairings[0])})" if len(pairings) == 1 else "")
-    fig.update_layout(title=title, xaxis_title="number of objects (N)",
-                      yaxis_title="accuracy", yaxis_range=[0, 1.02], height=360,
-                      margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25, font=dict(size=13)))
+    fig.update_layout(
+        title=title,
+        xaxis_title="number of objects (N)",
+        yaxis_title="accuracy",
+        yaxis_range=[0, 1.02],
+        height=360,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=dict(orientation="h", y=-0.25, font=dict(size=13)),
+    )
     return fig
 
 
@@ -144,42 +214,90 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
     fig = go.Figure()
     # the CompoSET paper's own edit types are marked "◆"; bindlab's own carry no mark (a line under the title says so)
     paper = any(r.get("origin") == "composet" for r in rows)
-    labels = [f"{'◆ ' if r.get('origin') == 'composet' else ''}{plot_text(r['edit_type'])} "
-              f"({str(r['pairs']) + ' pairs, ' if 'pairs' in r else ''}n={r['n']})" for r in rows]
+    labels = [
+        f"{'◆ ' if r.get('origin') == 'composet' else ''}{plot_text(r['edit_type'])} "
+        f"({str(r['pairs']) + ' pairs, ' if 'pairs' in r else ''}n={r['n']})"
+        for r in rows
+    ]
     stub = 0.004  # a zero score still shows as a sliver at 0 (its label and hover say 0)
     for key, label, colour in (("group", "Group", "#2ca02c"), ("t2i", "T2I", "#ff7f0e"), ("i2t", "I2T", "#1f77b4")):
         vals = [r.get(key) for r in rows]
         cis = [r.get(f"{key}_ci95") if v is not None else None for r, v in zip(rows, vals, strict=True)]
-        error = (dict(type="data", symmetric=False, thickness=1.2, width=3, color="#444",
-                      array=[None if c is None else c[1] - float(v) for c, v in zip(cis, vals, strict=True)],
-                      arrayminus=[None if c is None else float(v) - c[0] for c, v in zip(cis, vals, strict=True)])
-                 if any(c is not None for c in cis) else None)
-        text = ["no pairs" if v is None else f"{float(v):.3f}" + (f" (95% CI {c[0]:.3f}–{c[1]:.3f})" if c else "")
-                for v, c in zip(vals, cis, strict=True)]
-        fig.add_trace(go.Bar(
-            y=labels, x=[None if v is None else max(float(v), stub) for v in vals], orientation="h", name=label,
-            marker_color=colour, text=["0" if v is not None and v == 0 else "" for v in vals],
-            textposition="outside", textfont=dict(size=10, color=colour), cliponaxis=False, error_x=error,
-            customdata=[[r["n"], s] for r, s in zip(rows, text, strict=True)],
-            hovertemplate="%{y}: %{customdata[1]}<extra>" + label + "</extra>"))
+        error = (
+            dict(
+                type="data",
+                symmetric=False,
+                thickness=1.2,
+                width=3,
+                color="#444",
+                array=[None if c is None else c[1] - float(v) for c, v in zip(cis, vals, strict=True)],
+                arrayminus=[None if c is None else float(v) - c[0] for c, v in zip(cis, vals, strict=True)],
+            )
+            if any(c is not None for c in cis)
+            else None
+        )
+        text = [
+            "no pairs" if v is None else f"{float(v):.3f}" + (f" (95% CI {c[0]:.3f}–{c[1]:.3f})" if c else "")
+            for v, c in zip(vals, cis, strict=True)
+        ]
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=[None if v is None else max(float(v), stub) for v in vals],
+                orientation="h",
+                name=label,
+                marker_color=colour,
+                text=["0" if v is not None and v == 0 else "" for v in vals],
+                textposition="outside",
+                textfont=dict(size=10, color=colour),
+                cliponaxis=False,
+                error_x=error,
+                customdata=[[r["n"], s] for r, s in zip(rows, text, strict=True)],
+                hovertemplate="%{y}: %{customdata[1]}<extra>" + label + "</extra>",
+            )
+        )
     for r, lab in zip(rows, labels, strict=True):
         if not r["n"] or all(r.get(k) is None for k in ("i2t", "t2i", "group")):
-            fig.add_annotation(x=0.01, y=lab, xref="x", yref="y", text="no pairs (missing)", showarrow=False,
-                               xanchor="left", font=dict(color="#888", size=11))
-    for x, name, dash, colour in ((0.25, "chance I2T / T2I (0.25)", "dash", "grey"),
-                                  (1 / 6, "chance Group (0.167)", "dot", "#2ca02c")):
+            fig.add_annotation(
+                x=0.01,
+                y=lab,
+                xref="x",
+                yref="y",
+                text="no pairs (missing)",
+                showarrow=False,
+                xanchor="left",
+                font=dict(color="#888", size=11),
+            )
+    for x, name, dash, colour in (
+        (0.25, "chance I2T / T2I (0.25)", "dash", "grey"),
+        (1 / 6, "chance Group (0.167)", "dot", "#2ca02c"),
+    ):
         fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, hoverinfo="skip",  # legend entry
-                                 line=dict(color=colour, dash=dash, width=1.5)))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                name=name,
+                hoverinfo="skip",  # legend entry
+                line=dict(color=colour, dash=dash, width=1.5),
+            )
+        )
     height = max(360, 110 + 46 * len(rows))
     # the legend 64 px below the axis, clear of its title, even when Gradio gives the title a 100 px top margin
     # the mark's meaning is a small line under the title (the x title has no room for it at 1280 px)
     notes = (["◆ = an edit type of the CompoSET paper"] if paper else []) + (
-        ["n = pairs × caption levels scored; bars: 95% CI"] if any("pairs" in r for r in rows) else [])
+        ["n = pairs × caption levels scored; bars: 95% CI"] if any("pairs" in r for r in rows) else []
+    )
     shown = f"{title}<br><sup>{' · '.join(notes)}</sup>" if notes else title
-    fig.update_layout(title=shown, barmode="group", xaxis=dict(title="share of (pair, level) rows passing",
-                                                               range=[0, 1.02]),
-                      yaxis=dict(autorange="reversed", automargin=True, type="category"),
-                      height=height, bargap=0.25, margin=dict(l=10, r=20, t=70 if notes else 50, b=40),
-                      legend=dict(orientation="h", y=-64 / (height - 140), yanchor="top", traceorder="normal"))
+    fig.update_layout(
+        title=shown,
+        barmode="group",
+        xaxis=dict(title="share of (pair, level) rows passing", range=[0, 1.02]),
+        yaxis=dict(autorange="reversed", automargin=True, type="category"),
+        height=height,
+        bargap=0.25,
+        margin=dict(l=10, r=20, t=70 if notes else 50, b=40),
+        legend=dict(orientation="h", y=-64 / (height - 140), yanchor="top", traceorder="normal"),
+    )
     return fig

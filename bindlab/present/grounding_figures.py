@@ -15,8 +15,14 @@ NATIVE, GROUNDED, TARGET, OTHER = "#7f7f7f", "#d62728", "#1f77b4", "#c7c7c7"
 PALETTE = ("#e6a157", "#9bc48a", "#c9a0dc", "#e0c35a", "#8fc1c6", "#d98c9f", "#b5a48e", "#a3a3d1", "#c2c26a")
 
 
-def margin_curve(alphas: Sequence[float], margin: Sequence[float], alpha: float, alpha_star: float | None,
-                 chosen: float | None = None, value: str = "") -> go.Figure:
+def margin_curve(
+    alphas: Sequence[float],
+    margin: Sequence[float],
+    alpha: float,
+    alpha_star: float | None,
+    chosen: float | None = None,
+    value: str = "",
+) -> go.Figure:
     """Closed-form calibration margin ``M(alpha)`` of one value, its current point, ``alpha*`` and the chosen alpha.
 
     Args:
@@ -28,24 +34,50 @@ def margin_curve(alphas: Sequence[float], margin: Sequence[float], alpha: float,
         chosen: the validation-selected alpha, if known.
     """
     star = crossing_or_none(alpha_star)
-    fig = go.Figure(go.Scatter(x=list(alphas), y=list(margin), mode="lines", name="M(α)",
-                               line=dict(color=GROUNDED, width=2)))
-    fig.add_trace(go.Scatter(x=[alpha], y=[float(np.interp(alpha, alphas, margin))], mode="markers",
-                             name=f"α = {alpha:.2f}", marker=dict(size=12, color="black")))
+    fig = go.Figure(
+        go.Scatter(x=list(alphas), y=list(margin), mode="lines", name="M(α)", line=dict(color=GROUNDED, width=2))
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[alpha],
+            y=[float(np.interp(alpha, alphas, margin))],
+            mode="markers",
+            name=f"α = {alpha:.2f}",
+            marker=dict(size=12, color="black"),
+        )
+    )
     fig.add_hline(y=0, line=dict(color="#999", dash="dot"))
     if star is not None:
         fig.add_vline(x=star, line=dict(color=TARGET, dash="dash"))
-        fig.add_trace(go.Scatter(x=[star], y=[0.0], mode="markers+text", name=f"α* = {star:.2f} (zero crossing)",
-                                 text=[f"α* = {star:.2f}"], textposition="bottom right", cliponaxis=False,
-                                 marker=dict(size=13, color=TARGET, symbol="diamond", line=dict(color="white", width=1))))
+        fig.add_trace(
+            go.Scatter(
+                x=[star],
+                y=[0.0],
+                mode="markers+text",
+                name=f"α* = {star:.2f} (zero crossing)",
+                text=[f"α* = {star:.2f}"],
+                textposition="bottom right",
+                cliponaxis=False,
+                marker=dict(size=13, color=TARGET, symbol="diamond", line=dict(color="white", width=1)),
+            )
+        )
     if chosen is not None:
-        fig.add_vline(x=chosen, line=dict(color="#2ca02c", dash="dot"), annotation_text=f"validation α = {chosen:.2f}",
-                      annotation_position="bottom right")
+        fig.add_vline(
+            x=chosen,
+            line=dict(color="#2ca02c", dash="dot"),
+            annotation_text=f"validation α = {chosen:.2f}",
+            annotation_position="bottom right",
+        )
     crossing = f"α* = {star:.2f}" if star is not None else "no zero crossing"
-    fig.update_layout(title=f"matched margin M(α) for {plot_text(repr(value))} ({crossing})", xaxis_title="α",
-                      xaxis=dict(range=alpha_axis_range(alphas, star)),
-                      yaxis_title="margin on calibration contrast", height=330, margin=dict(l=50, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.25))
+    fig.update_layout(
+        title=f"matched margin M(α) for {plot_text(repr(value))} ({crossing})",
+        xaxis_title="α",
+        xaxis=dict(range=alpha_axis_range(alphas, star)),
+        yaxis_title="margin on calibration contrast",
+        height=330,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig
 
 
@@ -65,14 +97,29 @@ def alpha_axis_range(alphas: Sequence[float], alpha_star: float | None) -> list[
     return [lo - pad, hi + pad]
 
 
-def ap_bars(values: Sequence[str], ap_native: Sequence[float], ap_grounded: Sequence[float], alpha: float,
-            highlight: str | None = None) -> go.Figure:
+def ap_bars(
+    values: Sequence[str],
+    ap_native: Sequence[float],
+    ap_grounded: Sequence[float],
+    alpha: float,
+    highlight: str | None = None,
+) -> go.Figure:
     """Per-value test AP, native versus grounded at ``alpha``; the selected value's label is bold."""
     labels = [f"<b>{plot_text(v)}</b>" if v == highlight else plot_text(v) for v in values]
-    fig = go.Figure([go.Bar(x=labels, y=list(ap_native), name="native", marker_color=NATIVE),
-                     go.Bar(x=labels, y=list(ap_grounded), name=f"grounded (α = {alpha:.2f})", marker_color=GROUNDED)])
-    fig.update_layout(barmode="group", title="test AP per value", yaxis=dict(range=[0, 1], title="AP"), height=330,
-                      margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    fig = go.Figure(
+        [
+            go.Bar(x=labels, y=list(ap_native), name="native", marker_color=NATIVE),
+            go.Bar(x=labels, y=list(ap_grounded), name=f"grounded (α = {alpha:.2f})", marker_color=GROUNDED),
+        ]
+    )
+    fig.update_layout(
+        barmode="group",
+        title="test AP per value",
+        yaxis=dict(range=[0, 1], title="AP"),
+        height=330,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=dict(orientation="h", y=-0.25),
+    )
     return fig
 
 
@@ -96,30 +143,63 @@ def grounding_plane(plane: dict[str, Any], value: str, alpha: float) -> go.Figur
     for k, name in enumerate(others):
         m = np.array([str(lab) == name and not p for lab, p in zip(labels, pos, strict=True)], dtype=bool)
         colour = OTHER if name == "other values" else PALETTE[k % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=x[m], y=y[m], mode="markers", name=plot_text(name), legendgroup="others",
-                                 marker=dict(size=6, color=colour, opacity=0.6)))
-    fig.add_trace(go.Scatter(x=x[pos], y=y[pos], mode="markers", name=f"{plot_text(value)} (target)",
-                             marker=dict(size=8, color=TARGET, opacity=0.9, line=dict(color="black", width=0.6))))
+        fig.add_trace(
+            go.Scatter(
+                x=x[m],
+                y=y[m],
+                mode="markers",
+                name=plot_text(name),
+                legendgroup="others",
+                marker=dict(size=6, color=colour, opacity=0.6),
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=x[pos],
+            y=y[pos],
+            mode="markers",
+            name=f"{plot_text(value)} (target)",
+            marker=dict(size=8, color=TARGET, opacity=0.9, line=dict(color="black", width=0.6)),
+        )
+    )
     xr, yr = _zoom(x), _zoom(y)
     centre = np.array([np.mean(xr), np.mean(yr)])
     length = 0.35 * min(xr[1] - xr[0], yr[1] - yr[0])
-    for key, name, colour in (("q", "q (text query)", NATIVE), ("q_alpha", f"q'(α={alpha:.2f}) (grounded)", GROUNDED),
-                              ("d", "d (image direction)", "#2ca02c")):
+    for key, name, colour in (
+        ("q", "q (text query)", NATIVE),
+        ("q_alpha", f"q'(α={alpha:.2f}) (grounded)", GROUNDED),
+        ("d", "d (image direction)", "#2ca02c"),
+    ):
         u = np.asarray(plane[key], dtype=float)
         tip = centre + length * u / max(float(np.linalg.norm(u)), 1e-12)
-        fig.add_annotation(x=tip[0], y=tip[1], ax=centre[0], ay=centre[1], xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=2, arrowsize=1.3, arrowwidth=3, arrowcolor=colour, text="")
+        fig.add_annotation(
+            x=tip[0],
+            y=tip[1],
+            ax=centre[0],
+            ay=centre[1],
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1.3,
+            arrowwidth=3,
+            arrowcolor=colour,
+            text="",
+        )
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, line=dict(color=colour, width=3)))
     # The legend (a dozen entries: every value, the target, three arrows) stands beside the plot, clear of the axis
     # titles; below it, it took the plot's height and sat on the x title.
-    fig.update_layout(title=f"2-D view of the test images: {plot_text(repr(value))} vs the rest<br>"
-                            "<sup>arrows: query directions</sup>",
-                      xaxis=dict(title=f"cosine with d (image direction of {plot_text(value)})", range=xr,
-                                 automargin=True),
-                      yaxis=dict(title="cosine with q⊥ (query ⟂ d)", range=yr, scaleanchor="x", automargin=True),
-                      height=480, margin=dict(l=60, r=10, t=60, b=50),
-                      legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", font=dict(size=11),
-                                  tracegroupgap=2))
+    fig.update_layout(
+        title=f"2-D view of the test images: {plot_text(repr(value))} vs the rest<br>"
+        "<sup>arrows: query directions</sup>",
+        xaxis=dict(title=f"cosine with d (image direction of {plot_text(value)})", range=xr, automargin=True),
+        yaxis=dict(title="cosine with q⊥ (query ⟂ d)", range=yr, scaleanchor="x", automargin=True),
+        height=480,
+        margin=dict(l=60, r=10, t=60, b=50),
+        legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", font=dict(size=11), tracegroupgap=2),
+    )
     return fig
 
 
@@ -149,9 +229,22 @@ def sweep_figure(rows: Sequence[dict[str, Any]], title: str = "Signal strength: 
     pts = sorted(rows, key=lambda r: r["gamma"])
     fig = go.Figure()
     for key, name in SWEEP_READOUTS.items():
-        fig.add_trace(go.Scatter(x=[r["gamma"] for r in pts], y=[r[key] for r in pts], mode="lines+markers",
-                                 name=name, hovertemplate="γ = %{x}: %{y:.3f}<extra>" + name + "</extra>"))
-    fig.update_layout(title=title, xaxis_title="signal strength γ", yaxis_title="test macro-mAP",
-                      yaxis_range=[0, 1.02], height=360, margin=dict(l=50, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.2))
+        fig.add_trace(
+            go.Scatter(
+                x=[r["gamma"] for r in pts],
+                y=[r[key] for r in pts],
+                mode="lines+markers",
+                name=name,
+                hovertemplate="γ = %{x}: %{y:.3f}<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis_title="signal strength γ",
+        yaxis_title="test macro-mAP",
+        yaxis_range=[0, 1.02],
+        height=360,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig

@@ -21,8 +21,14 @@ import plotly.graph_objects as go
 
 from bindlab.present.safe_text import plot_text
 
-ROLE_COLOURS = {"query": "#222222", "preserve": "#2ca02c", "attr_swap": "#d62728", "obj_swap": "#1f77b4",
-                "joint_swap": "#9467bd", "replace": "#8c564b"}
+ROLE_COLOURS = {
+    "query": "#222222",
+    "preserve": "#2ca02c",
+    "attr_swap": "#d62728",
+    "obj_swap": "#1f77b4",
+    "joint_swap": "#9467bd",
+    "replace": "#8c564b",
+}
 MODALITY_COLOURS = {"text": "#1f77b4", "image": "#ff7f0e"}
 CORRECT_COLOURS = {"correct": "#2ca02c", "wrong": "#d62728"}
 N_COLOURS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
@@ -61,9 +67,17 @@ def hover_caption(text: str, width: int = 60) -> str:
     return "<br>".join(plot_text(line) for line in textwrap.wrap(text, width)) or plot_text(text)
 
 
-def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
-               thumbs: dict[str, Any] | None = None, height: int = 620, highlight: Sequence[int] = (),
-               highlight_label: str = "", joined: str | None = None) -> go.Figure:
+def map_figure(
+    points: Sequence[dict[str, Any]],
+    xy: np.ndarray,
+    color_by: str = "role",
+    title: str = "",
+    thumbs: dict[str, Any] | None = None,
+    height: int = 620,
+    highlight: Sequence[int] = (),
+    highlight_label: str = "",
+    joined: str | None = None,
+) -> go.Figure:
     """A scatter of map points, one legend entry per colour group; marker shape = modality (circle text, square image).
 
     Queries are large open rings drawn first, candidates filled markers drawn over them: where a question's five
@@ -100,21 +114,44 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
             idx = [i for i, c in enumerate(cats) if c == cat and (points[i]["role"] == QUERY_ROLE) == is_query]
             if not idx:
                 continue
-            trace = _points_trace(points, xy, idx, cat, _colour(cat, color_by, rank), is_query, custom_hover,
-                                  show_legend=not is_query or cat not in with_candidates)
+            trace = _points_trace(
+                points,
+                xy,
+                idx,
+                cat,
+                _colour(cat, color_by, rank),
+                is_query,
+                custom_hover,
+                show_legend=not is_query or cat not in with_candidates,
+            )
             trace.legendrank = 1 + rank  # the legend keeps the group order, whatever the drawing order
             fig.add_trace(trace)
     if joined:
         _add_question_lines(fig, points, xy, joined)
     if len(highlight):
         idx = [int(i) for i in highlight]
-        fig.add_trace(go.Scatter(x=xy[idx, 0], y=xy[idx, 1], mode="markers", hoverinfo="skip",
-                                 name=plot_text(highlight_label) or f"highlighted ({len(idx)})",
-                                 marker=dict(symbol="circle-open", size=20, color="#ff7f0e", line=dict(width=3))))
-    fig.update_layout(title=title, height=height, legend_title_text=COLOR_LABELS.get(color_by, color_by),
-                      margin=dict(l=40, r=20, t=50, b=40), plot_bgcolor="#fafafa", hovermode="closest",
-                      dragmode="select", legend=dict(itemclick="toggle", itemdoubleclick="toggleothers"),
-                      xaxis=dict(showticklabels=False, title=""), yaxis=dict(showticklabels=False, title=""))
+        fig.add_trace(
+            go.Scatter(
+                x=xy[idx, 0],
+                y=xy[idx, 1],
+                mode="markers",
+                hoverinfo="skip",
+                name=plot_text(highlight_label) or f"highlighted ({len(idx)})",
+                marker=dict(symbol="circle-open", size=20, color="#ff7f0e", line=dict(width=3)),
+            )
+        )
+    fig.update_layout(
+        title=title,
+        height=height,
+        legend_title_text=COLOR_LABELS.get(color_by, color_by),
+        margin=dict(l=40, r=20, t=50, b=40),
+        plot_bgcolor="#fafafa",
+        hovermode="closest",
+        dragmode="select",
+        legend=dict(itemclick="toggle", itemdoubleclick="toggleothers"),
+        xaxis=dict(showticklabels=False, title=""),
+        yaxis=dict(showticklabels=False, title=""),
+    )
     if custom_hover:
         fig.update_layout(meta=hover_data(points, thumbs))
     return fig
@@ -123,18 +160,37 @@ def map_figure(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str =
 QUERY_ROLE = "query"
 
 
-def _points_trace(points: Sequence[dict[str, Any]], xy: np.ndarray, idx: Sequence[int], cat: str, colour: str,
-                  is_query: bool, custom_hover: bool, show_legend: bool) -> go.Scatter:
+def _points_trace(
+    points: Sequence[dict[str, Any]],
+    xy: np.ndarray,
+    idx: Sequence[int],
+    cat: str,
+    colour: str,
+    is_query: bool,
+    custom_hover: bool,
+    show_legend: bool,
+) -> go.Scatter:
     pts = [points[i] for i in idx]
     return go.Scatter(
-        x=xy[idx, 0], y=xy[idx, 1], mode="markers", name=plot_text(cat), legendgroup=cat, showlegend=show_legend,
-        marker=dict(color=colour, size=16 if is_query else 8, opacity=0.9 if is_query else 0.8,
-                    symbol=[SYMBOLS.get(p["modality"], "circle") + ("-open" if is_query else "") for p in pts],
-                    line=dict(width=2.5 if is_query else 0.5, color=colour if is_query else "white")),
+        x=xy[idx, 0],
+        y=xy[idx, 1],
+        mode="markers",
+        name=plot_text(cat),
+        legendgroup=cat,
+        showlegend=show_legend,
+        marker=dict(
+            color=colour,
+            size=16 if is_query else 8,
+            opacity=0.9 if is_query else 0.8,
+            symbol=[SYMBOLS.get(p["modality"], "circle") + ("-open" if is_query else "") for p in pts],
+            line=dict(width=2.5 if is_query else 0.5, color=colour if is_query else "white"),
+        ),
         customdata=[[p["id"], p["question"], i] for p, i in zip(pts, idx, strict=True)],
-        text=[f"{hover_caption(p['caption'])}<br><i>{plot_text(p['role'])} · {plot_text(p['modality'])} · "
-              f"N={plot_text(p['n_objects'])} · {'correct' if p['correct'] else 'wrong'}</i><br>{plot_text(p['id'])}"
-              for p in pts],
+        text=[
+            f"{hover_caption(p['caption'])}<br><i>{plot_text(p['role'])} · {plot_text(p['modality'])} · "
+            f"N={plot_text(p['n_objects'])} · {'correct' if p['correct'] else 'wrong'}</i><br>{plot_text(p['id'])}"
+            for p in pts
+        ],
         hoverinfo="none" if custom_hover else "text",
         hovertemplate=None if custom_hover else "%{text}<extra></extra>",
     )
@@ -152,19 +208,49 @@ def _add_question_lines(fig: go.Figure, points: Sequence[dict[str, Any]], xy: np
         for i in cands:
             xs += [xy[query, 0], xy[i, 0], None]
             ys += [xy[query, 1], xy[i, 1], None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", name=plot_text(f"{question} ({modality})"),
-                                 line=dict(color="#555", width=1.5, dash="dot" if modality == "image" else "solid")))
-        fig.add_trace(go.Scatter(x=xy[cands, 0], y=xy[cands, 1], mode="text", hoverinfo="skip", showlegend=False,
-                                 text=[plot_text(points[i]["role"]) for i in cands], textposition="top center",
-                                 textfont=dict(size=11, color="#333")))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                name=plot_text(f"{question} ({modality})"),
+                line=dict(color="#555", width=1.5, dash="dot" if modality == "image" else "solid"),
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=xy[cands, 0],
+                y=xy[cands, 1],
+                mode="text",
+                hoverinfo="skip",
+                showlegend=False,
+                text=[plot_text(points[i]["role"]) for i in cands],
+                textposition="top center",
+                textfont=dict(size=11, color="#333"),
+            )
+        )
 
 
 def hover_data(points: Sequence[dict[str, Any]], thumbs: dict[str, Any]) -> dict[str, Any]:
     """What :data:`HOVER_JS` reads from ``layout.meta``: per point its caption, role, modality, N, correctness and
     id, plus the thumbnails."""
-    return {"bindlab_map": {"points": [{"id": p["id"], "caption": p["caption"], "role": p["role"],
-                                        "modality": p["modality"], "n": p["n_objects"], "correct": p["correct"]}
-                                       for p in points], "thumbs": thumbs}}
+    return {
+        "bindlab_map": {
+            "points": [
+                {
+                    "id": p["id"],
+                    "caption": p["caption"],
+                    "role": p["role"],
+                    "modality": p["modality"],
+                    "n": p["n_objects"],
+                    "correct": p["correct"],
+                }
+                for p in points
+            ],
+            "thumbs": thumbs,
+        }
+    }
 
 
 # --- standalone HTML ------------------------------------------------------------------------------------------------
@@ -245,8 +331,9 @@ function blMapHover(gd) {
 """
 
 
-def map_html(points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "",
-             thumb_size: int = 64) -> str:
+def map_html(
+    points: Sequence[dict[str, Any]], xy: np.ndarray, color_by: str = "role", title: str = "", thumb_size: int = 64
+) -> str:
     """A standalone HTML page of the map: plotly.js inlined (works offline) and the hover box with thumbnails."""
     fig = map_figure(points, xy, color_by, title, thumbs=thumbnails(points, thumb_size))
     script = HOVER_JS + "\nblMapHover(document.getElementById('bindlab-map'));\n"

@@ -60,7 +60,7 @@ def margin(x: float, tol: float = TIE_TOL, digits: int = DIGITS) -> str:
     if abs(x) <= tol:
         return f"{0:.{digits}f} (tie)"
     if round(x, digits) == 0:
-        return f"{'+' if x > 0 else '-'}<{10 ** -digits:.{digits}f}"
+        return f"{'+' if x > 0 else '-'}<{10**-digits:.{digits}f}"
     return f"{x:+.{digits}f}"
 
 
@@ -126,7 +126,7 @@ def shared_ranks(scores: Sequence[float], tol: float = TIE_TOL, offset: int = 0)
         while j + 1 < len(order) and not math.isnan(top) and vals[order[j + 1]] >= top - tol:
             j += 1
         rank = str(offset + k + 1)
-        for i in order[k:j + 1]:
+        for i in order[k : j + 1]:
             out[i] = f"={rank}" if j > k else rank
         k = j + 1
     return out

@@ -25,11 +25,24 @@ def map_by_n(rows: list[dict[str, Any]], title: str = "Retrieval mAP by number o
     fig = go.Figure()
     for pairing in dict.fromkeys(r["pairing"] for r in rows):
         pts = sorted((r for r in rows if r["pairing"] == pairing), key=lambda r: r["n_objects"])
-        fig.add_trace(go.Scatter(x=[r["n_objects"] for r in pts], y=[r["map"] for r in pts], mode="lines+markers",
-                                 name=plot_text(pairing),
-                                 hovertemplate="N=%{x}: mAP %{y:.3f}<extra>" + plot_text(pairing) + "</extra>"))
-    fig.update_layout(title=title, xaxis_title="number of objects (N)", yaxis_title="mAP", yaxis_range=[0, 1.02],
-                      height=360, margin=dict(l=50, r=20, t=50, b=40), legend=SIDE_LEGEND)
+        fig.add_trace(
+            go.Scatter(
+                x=[r["n_objects"] for r in pts],
+                y=[r["map"] for r in pts],
+                mode="lines+markers",
+                name=plot_text(pairing),
+                hovertemplate="N=%{x}: mAP %{y:.3f}<extra>" + plot_text(pairing) + "</extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis_title="number of objects (N)",
+        yaxis_title="mAP",
+        yaxis_range=[0, 1.02],
+        height=360,
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=SIDE_LEGEND,
+    )
     return fig
 
 
@@ -84,8 +97,14 @@ def _map(result: Result) -> dict[str, Any]:
 
 
 FIGURES: dict[str, Callable[[Result], dict[str, Any]]] = {
-    "mcq": _mcq, "retrieval": _retrieval, "pairs": _pairs, "compare": _compare, "attention": _attention,
-    "grounding": _grounding, "finetune": _finetune, "map": _map,
+    "mcq": _mcq,
+    "retrieval": _retrieval,
+    "pairs": _pairs,
+    "compare": _compare,
+    "attention": _attention,
+    "grounding": _grounding,
+    "finetune": _finetune,
+    "map": _map,
 }
 
 
@@ -99,14 +118,17 @@ def result_figures(result: Result) -> dict[str, go.Figure]:
     """
     build = FIGURES.get(result.feature)
     if build is None:
-        raise ValueError(f"no figures for a {result.feature or 'nameless'!r} result; results of "
-                         f"{', '.join(sorted(FIGURES))} have them (res.to_pandas() holds this one's rows)")
+        raise ValueError(
+            f"no figures for a {result.feature or 'nameless'!r} result; results of "
+            f"{', '.join(sorted(FIGURES))} have them (res.to_pandas() holds this one's rows)"
+        )
     try:
         figures = build(result)
     except (KeyError, TypeError, AttributeError, IndexError) as e:
-        raise ValueError(f"this {result.feature} result lacks the data its figures draw ({type(e).__name__}: {e})"
-                         + ("; it was loaded from a summary-only file" if not result.tables and not result.rows
-                            else "")) from None
+        raise ValueError(
+            f"this {result.feature} result lacks the data its figures draw ({type(e).__name__}: {e})"
+            + ("; it was loaded from a summary-only file" if not result.tables and not result.rows else "")
+        ) from None
     if not figures:
         raise ValueError(f"this {result.feature} result has nothing to draw")
     return figures

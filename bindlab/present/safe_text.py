@@ -49,8 +49,9 @@ def md_text(value: Any) -> str:
     punctuation backslash-escaped, then HTML escaped (Gradio's Markdown renders raw HTML)."""
     one_line = re.sub(r"[\r\n]+", " ", str(value))
     escaped = _MD_PUNCT.sub(lambda m: "\\" + m.group(1), one_line)
-    escaped = _MD_LINE_START.sub(lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit()
-                                                          else "\\" + m.group(2)), escaped)
+    escaped = _MD_LINE_START.sub(
+        lambda m: m.group(1) + (m.group(2) + "\\" if m.group(2)[0].isdigit() else "\\" + m.group(2)), escaped
+    )
     return html.escape(escaped, quote=True)
 
 

@@ -51,23 +51,28 @@ def _has_ci(row: dict[str, Any]) -> bool:
 def _point_tip(subset: str, row: dict[str, Any]) -> str:
     """A point's tooltip: ``all · N=2: 0.550 (n=20, 95% CI 0.400–0.700)`` (no interval part when it has none)."""
     ci = f", 95% CI {score(row['ci95_low'])}–{score(row['ci95_high'])}" if _has_ci(row) else ""
-    return f'{subset} · N={int(row["n_objects"])}: {score(row["accuracy"])} (n={int(row["n"])}{ci})'
+    return f"{subset} · N={int(row['n_objects'])}: {score(row['accuracy'])} (n={int(row['n'])}{ci})"
 
 
 def _error_bar(x: float, row: dict[str, Any], subset: str, colour: str) -> str:
     """A vertical bar from the row's ``ci95_low`` to ``ci95_high`` with caps, its interval in a tooltip."""
     lo, hi = _y(row["ci95_low"]), _y(row["ci95_high"])
     cap = 3.5
-    lines = "".join(f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y1:.1f}" y2="{y2:.1f}"/>'
-                    for x1, x2, y1, y2 in ((x, x, hi, lo), (x - cap, x + cap, hi, hi), (x - cap, x + cap, lo, lo)))
+    lines = "".join(
+        f'<line x1="{x1:.1f}" x2="{x2:.1f}" y1="{y1:.1f}" y2="{y2:.1f}"/>'
+        for x1, x2, y1, y2 in ((x, x, hi, lo), (x - cap, x + cap, hi, hi), (x - cap, x + cap, lo, lo))
+    )
     faint = "" if subset == "all" else ' stroke-opacity="0.55"'  # the subsets' bars behind the overall one
-    return (f'<g class="bl-ci" data-subset="{escape(subset)}" data-n="{int(row["n_objects"])}" stroke="{colour}" '
-            f'stroke-width="1.3"{faint}><title>{escape(subset)} · N={int(row["n_objects"])}: 95% CI '
-            f'{score(row["ci95_low"])}–{score(row["ci95_high"])}</title>{lines}</g>')
+    return (
+        f'<g class="bl-ci" data-subset="{escape(subset)}" data-n="{int(row["n_objects"])}" stroke="{colour}" '
+        f'stroke-width="1.3"{faint}><title>{escape(subset)} · N={int(row["n_objects"])}: 95% CI '
+        f"{score(row['ci95_low'])}–{score(row['ci95_high'])}</title>{lines}</g>"
+    )
 
 
-def accuracy_by_n_svg(rows: list[dict[str, Any]], title: str = "MCQ accuracy by number of objects",
-                      chance: float = 0.25) -> str:
+def accuracy_by_n_svg(
+    rows: list[dict[str, Any]], title: str = "MCQ accuracy by number of objects", chance: float = 0.25
+) -> str:
     """Accuracy vs N, one line per subset, each point with its 95 % interval as an error bar when the rows carry one,
     the chance level dashed grey (per N from the rows' ``chance`` when they carry one, else flat at ``chance``): the
     same chart as :func:`bindlab.present.figures.accuracy_by_n`, as SVG.
@@ -81,29 +86,40 @@ def accuracy_by_n_svg(rows: list[dict[str, Any]], title: str = "MCQ accuracy by 
     Returns:
         An ``<svg>`` element that scales to its container's width; a short message in one when there are no rows.
     """
-    head = (f'<svg class="bl-svg-chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img" '
-            f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg" '
-            'style="max-width:640px;font:12px sans-serif;color:inherit">')
+    head = (
+        f'<svg class="bl-svg-chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg" '
+        'style="max-width:640px;font:12px sans-serif;color:inherit">'
+    )
     if not rows:
-        return (head + f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="currentColor">'
-                "no questions to summarise</text></svg>")
+        return (
+            head + f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="currentColor">'
+            "no questions to summarise</text></svg>"
+        )
     ns = sorted({int(r["n_objects"]) for r in rows})
     xs = _x_positions(ns)
-    parts = [head, f'<text x="{LEFT}" y="18" fill="currentColor" font-size="13" font-weight="bold">'
-                   f"{escape(title)}</text>"]
+    parts = [
+        head,
+        f'<text x="{LEFT}" y="18" fill="currentColor" font-size="13" font-weight="bold">{escape(title)}</text>',
+    ]
     right = WIDTH - RIGHT
     for v in Y_TICKS:  # grid and y axis
         y = _y(v)
-        parts.append(f'<line x1="{LEFT}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="currentColor" '
-                     f'stroke-opacity="0.15"/>')
+        parts.append(
+            f'<line x1="{LEFT}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="currentColor" stroke-opacity="0.15"/>'
+        )
         parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="currentColor">{v:g}</text>')
     base = _y(0.0)
     for n in ns:  # x ticks
         parts.append(f'<text x="{xs[n]:.1f}" y="{base + 16:.1f}" text-anchor="middle" fill="currentColor">{n}</text>')
-    parts.append(f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" fill="currentColor">'
-                 "number of objects (N)</text>")
-    parts.append(f'<text transform="translate(12 {(TOP + base) / 2:.1f}) rotate(-90)" text-anchor="middle" '
-                 'fill="currentColor">accuracy</text>')
+    parts.append(
+        f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle" fill="currentColor">'
+        "number of objects (N)</text>"
+    )
+    parts.append(
+        f'<text transform="translate(12 {(TOP + base) / 2:.1f}) rotate(-90)" text-anchor="middle" '
+        'fill="currentColor">accuracy</text>'
+    )
 
     legend: list[tuple[str, str, str]] = []
     all_rows = [r for r in rows if r["subset"] == "all"] or rows
@@ -111,12 +127,16 @@ def accuracy_by_n_svg(rows: list[dict[str, Any]], title: str = "MCQ accuracy by 
     if per_n:
         pts = [(xs[n], _y(c)) for n, c in per_n]
         parts.append(_polyline(pts, "grey", 1.5, "5 4"))
-        parts.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="grey"><title>N={n}: chance {score(c)}</title>'
-                     "</circle>" for (n, c), (x, y) in zip(per_n, pts, strict=True))
+        parts.extend(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="grey"><title>N={n}: chance {score(c)}</title></circle>'
+            for (n, c), (x, y) in zip(per_n, pts, strict=True)
+        )
     else:
         y = _y(chance)
-        parts.append(f'<line x1="{LEFT}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="grey" stroke-width="1.5" '
-                     f'stroke-dasharray="5 4"><title>chance {score(chance)}</title></line>')
+        parts.append(
+            f'<line x1="{LEFT}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="grey" stroke-width="1.5" '
+            f'stroke-dasharray="5 4"><title>chance {score(chance)}</title></line>'
+        )
     for subset in ("all", "independent", "nested"):
         line = sorted((r for r in rows if r["subset"] == subset), key=lambda r: int(r["n_objects"]))
         if not line:
@@ -126,8 +146,11 @@ def accuracy_by_n_svg(rows: list[dict[str, Any]], title: str = "MCQ accuracy by 
         pts = [(xs[int(r["n_objects"])] + dx, _y(r["accuracy"])) for r in line]
         parts.append(_polyline(pts, colour, 3 if subset == "all" else 1.5))
         parts.extend(_error_bar(x, r, subset, colour) for r, (x, _) in zip(line, pts, strict=True) if _has_ci(r))
-        parts.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{4 if subset == "all" else 3}" fill="{colour}">'
-                     f"<title>{_point_tip(subset, r)}</title></circle>" for r, (x, y) in zip(line, pts, strict=True))
+        parts.extend(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{4 if subset == "all" else 3}" fill="{colour}">'
+            f"<title>{_point_tip(subset, r)}</title></circle>"
+            for r, (x, y) in zip(line, pts, strict=True)
+        )
         legend.append((subset, colour, ""))
     legend.append(("chance", "grey", "5 4"))
     for i, (name, colour, dash) in enumerate(legend):  # legend beside the plot, like the Plotly one
@@ -137,8 +160,10 @@ def accuracy_by_n_svg(rows: list[dict[str, Any]], title: str = "MCQ accuracy by 
     if any(_has_ci(r) for r in rows):  # what the bars are
         y = TOP + 8 + 18 * len(legend)
         x = right + 23
-        parts.append(f'<path class="bl-ci-key" d="M{x} {y - 6}V{y + 6}M{x - 3.5} {y - 6}H{x + 3.5}M{x - 3.5} {y + 6}'
-                     f'H{x + 3.5}" stroke="currentColor" stroke-width="1.3"/>')
+        parts.append(
+            f'<path class="bl-ci-key" d="M{x} {y - 6}V{y + 6}M{x - 3.5} {y - 6}H{x + 3.5}M{x - 3.5} {y + 6}'
+            f'H{x + 3.5}" stroke="currentColor" stroke-width="1.3"/>'
+        )
         parts.append(f'<text x="{right + 40}" y="{y + 4}" fill="currentColor">95% CI</text>')
     parts.append("</svg>")
     return "".join(parts)

@@ -56,10 +56,12 @@ _LORA_NAME = re.compile(r"([\w-][\w.-]{0,79})(?:/(?:lines|unscaled))?/?")
 # A hub revision (branch, tag or commit) pinned on a listed id: a plain name, never a path.
 _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # The one refusal of a model id in public mode: it quotes nothing of the id and says nothing about any path.
-MODEL_REFUSED = ("that model is not offered on this server: choose a listed model (bow, minilm, toy:clip, toy:shared, "
-                 "toy:negclip, or a CLIP / SigLIP / Qwen3-VL hub id from the model list in docs/models.md) or "
-                 "lora:<job_id> for a model you finetuned in this browser; folders and files on the server "
-                 "cannot be named as models")
+MODEL_REFUSED = (
+    "that model is not offered on this server: choose a listed model (bow, minilm, toy:clip, toy:shared, "
+    "toy:negclip, or a CLIP / SigLIP / Qwen3-VL hub id from the model list in docs/models.md) or "
+    "lora:<job_id> for a model you finetuned in this browser; folders and files on the server "
+    "cannot be named as models"
+)
 
 
 @contextlib.contextmanager
@@ -171,17 +173,20 @@ def check_model_access(model: str, session: str | None = None) -> str:
     session = session or current_visitor()
     match = _LORA_NAME.fullmatch(eid.name)
     if match is None or not _owns(session, match.group(1)):
-        raise ValueError(f"lora:{eid.name[:80]}: not one of your finetuned models; on this server you can load "
-                         "lora:<job_id> only for jobs you started in this browser (see the Finetune tab's job "
-                         "list)")
+        raise ValueError(
+            f"lora:{eid.name[:80]}: not one of your finetuned models; on this server you can load "
+            "lora:<job_id> only for jobs you started in this browser (see the Finetune tab's job "
+            "list)"
+        )
     return model
 
 
 def _names_a_path(name: str) -> bool:
     """True when an id's name part reads as a filesystem path (absolute, home, relative, climbing, open_clip's
     ``local-dir:``)."""
-    return (name.startswith(("/", "~", ".", "\\")) or ".." in name or "local-dir:" in name or "\x00" in name
-            or "\\" in name)
+    return (
+        name.startswith(("/", "~", ".", "\\")) or ".." in name or "local-dir:" in name or "\x00" in name or "\\" in name
+    )
 
 
 @lru_cache(maxsize=1)
@@ -228,8 +233,10 @@ def check_public_revision(eid: Any) -> None:
         return
     listed = {x.strip() for x in os.environ.get(PUBLIC_REVISIONS_ENV, "").split(",") if x.strip()}
     if str(eid) not in listed:
-        raise ValueError(f"{eid.backend}:{eid.name} is offered here at its default revision only: drop the "
-                         f"'@{eid.revision[:40]}' (the server lists pinned revisions in {PUBLIC_REVISIONS_ENV})")
+        raise ValueError(
+            f"{eid.backend}:{eid.name} is offered here at its default revision only: drop the "
+            f"'@{eid.revision[:40]}' (the server lists pinned revisions in {PUBLIC_REVISIONS_ENV})"
+        )
 
 
 def server_memory_gb() -> float:
@@ -263,9 +270,11 @@ def check_model_fits(eid: Any) -> None:
     need_gb = params_m * 1e6 * BYTES_PER_PARAM * HEADROOM / 1e9
     have_gb = server_memory_gb()
     if need_gb > have_gb:
-        raise ValueError(f"{key} is too large for this server: about {params_m / 1000:.1f} B parameters need "
-                         f"{need_gb:.0f} GB here (float32 weights with room to run), and the server declares "
-                         f"{have_gb:.0f} GB ({SERVER_MEMORY_ENV}); pick a smaller model, e.g. a CLIP or SigLIP id")
+        raise ValueError(
+            f"{key} is too large for this server: about {params_m / 1000:.1f} B parameters need "
+            f"{need_gb:.0f} GB here (float32 weights with room to run), and the server declares "
+            f"{have_gb:.0f} GB ({SERVER_MEMORY_ENV}); pick a smaller model, e.g. a CLIP or SigLIP id"
+        )
 
 
 def _owns(session: str | None, job_id: str) -> bool:
@@ -349,8 +358,18 @@ def redact(message: str, session: str | None = None) -> str:
     return text
 
 
-__all__ = ["MODEL_REFUSED", "check_model_access", "claim_owner", "current_address", "current_visitor", "job_owner",
-           "offered_model", "redact", "visitor", "visitor_left"]
+__all__ = [
+    "MODEL_REFUSED",
+    "check_model_access",
+    "claim_owner",
+    "current_address",
+    "current_visitor",
+    "job_owner",
+    "offered_model",
+    "redact",
+    "visitor",
+    "visitor_left",
+]
 
 
 def visitor_left(session: str | None) -> None:

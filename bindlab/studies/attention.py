@@ -23,8 +23,16 @@ from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device
 
-__all__ = ["DIRECTIONS", "MAX_CAPTION_CHARS", "MAX_CAPTION_WORDS", "AttentionRequest", "CaptionRequest",
-           "caption_view", "curve_data", "run_attention"]
+__all__ = [
+    "DIRECTIONS",
+    "MAX_CAPTION_CHARS",
+    "MAX_CAPTION_WORDS",
+    "AttentionRequest",
+    "CaptionRequest",
+    "caption_view",
+    "curve_data",
+    "run_attention",
+]
 
 DIRECTIONS = att.DIRECTIONS
 MAX_CAPTION_WORDS = 512  # a free-text caption longer than this is refused before tokenising
@@ -33,8 +41,11 @@ MAX_CAPTION_CHARS = 8192  # ... and so is one this long in characters (a few gia
 
 def _whole(value: Any, name: str, low: int = 0) -> int:
     """``value`` as an int >= ``low``; a float must be whole. Raises ValueError naming ``name`` and the value."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or \
-            not float(value).is_integer():
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not float(value).is_integer()
+    ):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if value < low:
         raise ValueError(f"{name} must be at least {low}, got {value!r}")
@@ -121,16 +132,20 @@ class CaptionRequest:
             raise ValueError("type a caption, e.g. 'a red cube and a blue sphere'")
         n_words = len(self.text.split())
         if n_words > MAX_CAPTION_WORDS or len(self.text) > MAX_CAPTION_CHARS:
-            raise ValueError(f"the caption has {n_words} words and {len(self.text)} characters; the limit is "
-                             f"{MAX_CAPTION_WORDS} words and {MAX_CAPTION_CHARS} characters: shorten it")
+            raise ValueError(
+                f"the caption has {n_words} words and {len(self.text)} characters; the limit is "
+                f"{MAX_CAPTION_WORDS} words and {MAX_CAPTION_CHARS} characters: shorten it"
+            )
         from bindlab.studies.validate import check_caption  # and the caps in force (tighter in public mode)
 
         check_caption(self.text)
         pairs = att.parse_bindings(self.bindings) if isinstance(self.bindings, str) else self.bindings
         cap = limits().max_n_objects
         if len(pairs) > cap:
-            raise ValueError(f"{len(pairs)} bindings, above the cap of {cap} objects per caption "
-                             f"({LIMIT_ENV['max_n_objects']}); give at most {cap}")
+            raise ValueError(
+                f"{len(pairs)} bindings, above the cap of {cap} objects per caption "
+                f"({LIMIT_ENV['max_n_objects']}); give at most {cap}"
+            )
         self.bindings = [[str(a), str(o)] for a, o in pairs]
         self.direction = att.check_direction(self.direction)
         layer = self.layer or 0  # a slider sends floats: read 3.0 as layer 3
@@ -164,8 +179,9 @@ def curve_data(res: dict[str, Any]) -> list[dict[str, Any]]:
     depth in [0, 1] (:func:`~bindlab.analysis.attention.normalised_depth`), the shared axis when two models' layer
     counts differ."""
     out = []
-    for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
-                                                        if "compare" in res else []):
+    for model, sets in [(res["model"], res["sets"])] + (
+        [(res["compare"]["model"], res["compare"]["sets"])] if "compare" in res else []
+    ):
         for name, s in sets.items():
             label = model if len(sets) == 1 else f"{model} · {name}"
             out.append({"label": label, **s, "depth": att.normalised_depth(len(s["layers"])) if s["layers"] else []})
@@ -203,15 +219,31 @@ def run_attention(request: AttentionRequest, progress: Progress | None = None) -
         compare = (enc2, att.run_attention(enc2, sets, request.direction, progress=progress))
     res = att.results_json(enc, runs, request.direction, compare, n_boot=request.n_boot, seed=request.seed)
     res["peak_margin"], res["peak_layer"] = _peak(res)
-    settings = {"direction": request.direction, "limit": request.limit, "compare": request.compare or None,
-                "n_boot": request.n_boot, "seconds": round(time.perf_counter() - t, 3)}
+    settings = {
+        "direction": request.direction,
+        "limit": request.limit,
+        "compare": request.compare or None,
+        "n_boot": request.n_boot,
+        "seconds": round(time.perf_counter() - t, 3),
+    }
     from bindlab.provenance import provenance
 
     prov = provenance(path, enc, settings, request.seed)
-    notes = [f"{name}: {s['n_skipped']} of {s['n_captions'] + s['n_skipped']} captions skipped (bindings not "
-             "found, or fewer than two objects)" for name, s in res["sets"].items() if s["n_skipped"]]
-    return Result("attention", res, att.per_item_rows(runs), {"curves": curve_data(res), "data_name": path.name},
-                  prov, "peak_margin", notes=notes)
+    notes = [
+        f"{name}: {s['n_skipped']} of {s['n_captions'] + s['n_skipped']} captions skipped (bindings not "
+        "found, or fewer than two objects)"
+        for name, s in res["sets"].items()
+        if s["n_skipped"]
+    ]
+    return Result(
+        "attention",
+        res,
+        att.per_item_rows(runs),
+        {"curves": curve_data(res), "data_name": path.name},
+        prov,
+        "peak_margin",
+        notes=notes,
+    )
 
 
 def caption_view(request: CaptionRequest) -> dict[str, Any]:
@@ -234,11 +266,22 @@ def caption_view(request: CaptionRequest) -> dict[str, Any]:
         raise ValueError(f"head {request.head} does not exist: {enc.id} has heads 0 to {access.num_heads - 1}")
     r = att.analyse_caption(access, cap, request.direction, with_words=True, per_head=True, word_head=request.head)
     if len(r.layout.objects) < 2:
-        raise ValueError("the margin compares objects: mark at least two objects with their attributes, "
-                         "e.g. 'red:cube, blue:sphere'")
+        raise ValueError(
+            "the margin compares objects: mark at least two objects with their attributes, e.g. 'red:cube, blue:sphere'"
+        )
     li = min(request.layer, len(r.margins) - 1)
     own = [f"{r.layout.labels[a]}:{r.layout.labels[o]}" for o, attrs in r.layout.objects for a in attrs]
-    return {"model": enc.id, "text": cap.text, "bindings": request.bindings, "own": own,
-            "words": [w.word for w in r.words], "matrix": r.word_attn[li],
-            "cells": att.binding_cells(r.layout, request.direction), "margins": [float(m) for m in r.margins],
-            "head_margins": r.head_margins, "layer": li, "asked_layer": request.layer, "head": request.head}
+    return {
+        "model": enc.id,
+        "text": cap.text,
+        "bindings": request.bindings,
+        "own": own,
+        "words": [w.word for w in r.words],
+        "matrix": r.word_attn[li],
+        "cells": att.binding_cells(r.layout, request.direction),
+        "margins": [float(m) for m in r.margins],
+        "head_margins": r.head_margins,
+        "layer": li,
+        "asked_layer": request.layer,
+        "head": request.head,
+    }

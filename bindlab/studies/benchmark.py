@@ -42,8 +42,10 @@ class BenchmarkRequest:
     def __post_init__(self) -> None:
         self.name = (self.name or "").strip()
         if not self.name:
-            raise ValueError("name: give a benchmark name (winoground, colorswap, sugarcrepe, sugarcrepe_pp, "
-                             "aro_vg_attribution) or a manifest .json path")
+            raise ValueError(
+                "name: give a benchmark name (winoground, colorswap, sugarcrepe, sugarcrepe_pp, "
+                "aro_vg_attribution) or a manifest .json path"
+            )
         self.model = (self.model or "").strip()
         if not self.model:
             raise ValueError("model: give an encoder id, e.g. toy:clip, hf:/path/to/clip (or minilm for --task tot)")
@@ -89,14 +91,32 @@ def run_benchmark(request: BenchmarkRequest) -> Result:
     from bindlab.provenance import provenance
 
     encoder = get_encoder(request.model, request.device, request.batch_size)
-    bench = load_benchmark(request.name, data=request.data, split=request.split, limit=request.limit,
-                           images=request.images, source=request.source)
+    bench = load_benchmark(
+        request.name,
+        data=request.data,
+        split=request.split,
+        limit=request.limit,
+        images=request.images,
+        source=request.source,
+    )
     t = time.perf_counter()
     summary, rows = evaluate_benchmark(bench, encoder, task=request.task, seed=request.seed)
-    settings = {"kind": "benchmark", "benchmark": bench.name, "source": bench.source, "split": request.split,
-                "task": summary["task"], "limit": request.limit, "seconds": round(time.perf_counter() - t, 3),
-                "manifest": {k: bench.manifest.get(k) for k in ("license", "citation", "url")}}
+    settings = {
+        "kind": "benchmark",
+        "benchmark": bench.name,
+        "source": bench.source,
+        "split": request.split,
+        "task": summary["task"],
+        "limit": request.limit,
+        "seconds": round(time.perf_counter() - t, 3),
+        "manifest": {k: bench.manifest.get(k) for k in ("license", "citation", "url")},
+    }
     dataset = bench.source if Path(bench.source).is_file() else None
     summary = {**summary, "native_value": native_value(summary)}
-    return Result("benchmark", summary, rows, provenance=provenance(dataset, encoder, settings, request.seed),
-                  primary_metric="native_value")
+    return Result(
+        "benchmark",
+        summary,
+        rows,
+        provenance=provenance(dataset, encoder, settings, request.seed),
+        primary_metric="native_value",
+    )

@@ -55,20 +55,33 @@ def default_dataset(images: bool = False, progress: Any = None) -> Path:
     path = home() / "default" / name / "mcq.jsonl"
 
     def build() -> None:
-        kwargs: dict[str, Any] = dict(per_size=DEFAULT_SETTINGS["per_size"], sizes=DEFAULT_SETTINGS["sizes"],
-                                      seed=DEFAULT_SETTINGS["seed"])
+        kwargs: dict[str, Any] = dict(
+            per_size=DEFAULT_SETTINGS["per_size"], sizes=DEFAULT_SETTINGS["sizes"], seed=DEFAULT_SETTINGS["seed"]
+        )
         if images:
             from bindlab.data.render import RENDER_VOCAB
             from bindlab.data.saber_images import render_mcq_images
 
             qs = generate_saber(**kwargs, vocab=RENDER_VOCAB)
-            render_mcq_images(qs, path.parent, size=DEFAULT_IMAGE_SIZE, workers=2,
-                              progress=(lambda d, t: progress(d / t, f"rendering default images {d}/{t}"))
-                              if progress else None)
+            render_mcq_images(
+                qs,
+                path.parent,
+                size=DEFAULT_IMAGE_SIZE,
+                workers=2,
+                progress=(lambda d, t: progress(d / t, f"rendering default images {d}/{t}")) if progress else None,
+            )
         else:
             qs = generate_saber(**kwargs)
-        write_benchmark(path.parent, qs, {**DEFAULT_SETTINGS, "images": images, "template": "attributive",
-                                          **({"image_size": DEFAULT_IMAGE_SIZE, "vocab": "renderable"} if images else {})})
+        write_benchmark(
+            path.parent,
+            qs,
+            {
+                **DEFAULT_SETTINGS,
+                "images": images,
+                "template": "attributive",
+                **({"image_size": DEFAULT_IMAGE_SIZE, "vocab": "renderable"} if images else {}),
+            },
+        )
 
     def current(folder: Path) -> bool:  # written by this bindlab's generator (an older home's texts are rebuilt)
         import json
@@ -130,8 +143,10 @@ class McqRequest:
 
     def __post_init__(self) -> None:
         if not str(self.data or "").strip():
-            raise ValueError("data: give an MCQ JSONL file, e.g. DIR/mcq.jsonl "
-                             "(make one with 'python -m bindlab generate saber --out DIR')")
+            raise ValueError(
+                "data: give an MCQ JSONL file, e.g. DIR/mcq.jsonl "
+                "(make one with 'python -m bindlab generate saber --out DIR')"
+            )
         self.data = data_input(self.data, "data", "mcq")  # inside the allowed data roots; a datasets folder read
         self.model = (self.model or "").strip()
         if not self.model:
@@ -150,6 +165,7 @@ def get_encoder(model: str, device: str = "auto", batch_size: int | None = None)
     With the defaults the backend's own defaults apply (what the tabs use); a command passes its options.
     """
     from bindlab.encoders.service import get_encoder as shared_encoder
+
     check_model_access(model)  # public mode: a visitor loads only their own jobs' lora: models
     options: dict[str, Any] = {}
     if device != "auto" or batch_size is not None:
@@ -163,8 +179,9 @@ def load_questions(request: McqRequest) -> tuple[list[MCQ], LoadReport]:
     """The request's questions (first ``limit`` of them) and the loader's report of skipped lines."""
     path = Path(request.data)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: file not found; generate one with "
-                                "'python -m bindlab generate saber --out DIR'")
+        raise FileNotFoundError(
+            f"{path}: file not found; generate one with 'python -m bindlab generate saber --out DIR'"
+        )
     questions, report = load_mcqs(path, strict=not request.skip_bad)
     return (questions[: request.limit] if request.limit else questions), report
 
@@ -226,27 +243,54 @@ def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Res
     t = time.perf_counter()
     evaluate = evaluate_mcq if kind == "mcq" else evaluate_retrieval
     results, rows = evaluate(questions, Path(request.data).parent, encoder, request.pairings, progress=progress)
-    settings = {"kind": kind, "pairings": list(request.pairings), "limit": request.limit,
-                "batch_size": request.batch_size, "skipped_lines": len(report.skipped),
-                "seconds": round(time.perf_counter() - t, 3)}
+    settings = {
+        "kind": kind,
+        "pairings": list(request.pairings),
+        "limit": request.limit,
+        "batch_size": request.batch_size,
+        "skipped_lines": len(report.skipped),
+        "seconds": round(time.perf_counter() - t, 3),
+    }
     first = request.pairings[0]
     if kind == "mcq":
-        summary = {"pairings": results, "pairing": first, "accuracy": results[first]["accuracy"],
-                   "unknown_words": (unknown_word_report(questions, encoder)
-                                     if any("text" in PAIRINGS[p] for p in request.pairings) else None)}
+        summary = {
+            "pairings": results,
+            "pairing": first,
+            "accuracy": results[first]["accuracy"],
+            "unknown_words": (
+                unknown_word_report(questions, encoder)
+                if any("text" in PAIRINGS[p] for p in request.pairings)
+                else None
+            ),
+        }
         tables = {"accuracy_by_n": [{"pairing": p, **r} for p in results for r in _accuracy_by_n(rows, p)]}
         primary = "accuracy"
     else:
         summary = {"pairings": results, "pairing": first, "map": results[first]["map"]["all"]}
-        tables = {"map_by_n": [{"pairing": p, "n_objects": int(n), "map": v} for p, r in results.items()
-                               for n, v in r["map_by_n"].items()]}
+        tables = {
+            "map_by_n": [
+                {"pairing": p, "n_objects": int(n), "map": v}
+                for p, r in results.items()
+                for n, v in r["map_by_n"].items()
+            ]
+        }
         primary = "map"
     # texts cut at the model's token limit: counted in the summary and said in the notes, not only in the server log
-    summary["truncated"] = truncation(encoder, [it.text for q in questions for it in (q.query, *q.candidates)]) \
-        if any("text" in PAIRINGS[p] for p in request.pairings) else None
+    summary["truncated"] = (
+        truncation(encoder, [it.text for q in questions for it in (q.query, *q.candidates)])
+        if any("text" in PAIRINGS[p] for p in request.pairings)
+        else None
+    )
     notes = ([report.summary()] if report.skipped else []) + [truncation_text(summary["truncated"])]
-    result = Result(kind, summary, rows, provenance=provenance(request.data, encoder, settings),
-                    primary_metric=primary, tables=tables, notes=[n for n in notes if n])
+    result = Result(
+        kind,
+        summary,
+        rows,
+        provenance=provenance(request.data, encoder, settings),
+        primary_metric=primary,
+        tables=tables,
+        notes=[n for n in notes if n],
+    )
     return result, questions, encoder
 
 
@@ -258,9 +302,11 @@ def unknown_words_text(report: dict[str, Any] | None, top: int = 8) -> str:
     if not report["n_unknown"]:
         return f"none of the {report['n_words']} caption words is unknown to the model"
     words = ", ".join(f"{t['word']} ({t['count']})" for t in report["top"][:top])
-    return (f"{100 * report['share']:.1f} % of the caption words are unknown to the model ({100 * report['query_share']:.1f} % "
-            f"of the query words; {report['questions_with_unknown']} of {report['n_questions']} questions have one); "
-            f"most frequent: {words}")
+    return (
+        f"{100 * report['share']:.1f} % of the caption words are unknown to the model ({100 * report['query_share']:.1f} % "
+        f"of the query words; {report['questions_with_unknown']} of {report['n_questions']} questions have one); "
+        f"most frequent: {words}"
+    )
 
 
 def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, Any]]:
@@ -268,11 +314,18 @@ def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, A
     accuracy (``ci95_low``, ``ci95_high``: :func:`~bindlab.eval.metrics.bootstrap_ci` of its questions' credit, the
     interval the summary gives the overall accuracy)."""
     sel = [r for r in rows if r["pairing"] == pairing]
-    out = accuracy_by_n([r["n_objects"] for r in sel], [r["subset"] for r in sel], [r["credit"] for r in sel],
-                        [r["chance"] for r in sel])
+    out = accuracy_by_n(
+        [r["n_objects"] for r in sel],
+        [r["subset"] for r in sel],
+        [r["credit"] for r in sel],
+        [r["chance"] for r in sel],
+    )
     for row in out:
-        credit = [r["credit"] for r in sel
-                  if int(r["n_objects"]) == row["n_objects"] and row["subset"] in ("all", r["subset"])]
+        credit = [
+            r["credit"]
+            for r in sel
+            if int(r["n_objects"]) == row["n_objects"] and row["subset"] in ("all", r["subset"])
+        ]
         row["ci95_low"], row["ci95_high"] = bootstrap_ci(np.asarray(credit, dtype=np.float64))
     return out
 
@@ -302,8 +355,10 @@ class ScoredSet:
     def _embeddings(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """``{modality: (queries (q, d), candidates (q, 4, d))}`` from the embedding cache (filled by run_mcq)."""
         encoder = get_encoder(self.request.model, self.request.device, self.request.batch_size)
-        return {m: embed_questions(self.questions, self.path.parent, encoder, m)
-                for m in dict.fromkeys(PAIRINGS[self.pairing])}
+        return {
+            m: embed_questions(self.questions, self.path.parent, encoder, m)
+            for m in dict.fromkeys(PAIRINGS[self.pairing])
+        }
 
     @property
     def queries(self) -> np.ndarray:
@@ -346,8 +401,10 @@ def default_model(pairing: str) -> str:
     for m in IMAGE_MODELS:
         if (assets_root() / m.replace(":", "-")).is_dir():
             return m
-    raise ValueError(f"pairing {pairing!r} needs an image+text encoder and no bundled toy model is installed "
-                     f"(bindlab/assets/toy-clip); type an encoder id such as hf:/path/to/clip")
+    raise ValueError(
+        f"pairing {pairing!r} needs an image+text encoder and no bundled toy model is installed "
+        f"(bindlab/assets/toy-clip); type an encoder id such as hf:/path/to/clip"
+    )
 
 
 def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) -> tuple[str, str]:
@@ -360,8 +417,9 @@ def resolve_inputs(data: str, model: str, pairing: str, progress: Any = None) ->
     return data.strip(), model
 
 
-def embedded_data_for(model: str, pairings: Sequence[str], device: str = "auto", progress: Any = None,
-                      batch_size: int | None = None) -> str:
+def embedded_data_for(
+    model: str, pairings: Sequence[str], device: str = "auto", progress: Any = None, batch_size: int | None = None
+) -> str:
     """The embedded benchmark ``model`` can read (:func:`default_dataset_for`: the renderable one for the toy models),
     with images when one of ``pairings`` needs them (an unknown pairing is left for the request to refuse)."""
     encoder = get_encoder(model, device=device, batch_size=batch_size)  # cheap: weights load on first use
@@ -411,8 +469,17 @@ def _score_set(request: McqRequest, progress: Progress | None = None) -> ScoredS
     pairing = request.pairings[0]
     scores = np.array([r["scores"] for r in result.rows], dtype=np.float64).reshape(len(questions), 4)
     credit = np.array([r["credit"] for r in result.rows], dtype=np.float64)
-    return ScoredSet(Path(request.data), encoder.id, pairing, questions, scores, credit,
-                     result.summary["pairings"][pairing], result, request)
+    return ScoredSet(
+        Path(request.data),
+        encoder.id,
+        pairing,
+        questions,
+        scores,
+        credit,
+        result.summary["pairings"][pairing],
+        result,
+        request,
+    )
 
 
 def filter_ids(s: ScoredSet, n_objects: str = "all", subset: str = "all", outcome: str = "all") -> list[str]:
@@ -450,16 +517,30 @@ def question_view(s: ScoredSet, qid: str) -> dict[str, Any]:
     cands = []
     root = s.path.parent
     for k, c in enumerate(q.candidates):
-        cands.append({
-            "role": c.role, "text": c.text, "bindings": c.bindings, "image": str(root / c.image) if c.image else None,
-            "kept": [tuple(b) in qset for b in c.bindings],
-            "score": float(scores[k]), "is_answer": k == q.answer, "rank": ranks[k], "tied": tied[k],
-        })
+        cands.append(
+            {
+                "role": c.role,
+                "text": c.text,
+                "bindings": c.bindings,
+                "image": str(root / c.image) if c.image else None,
+                "kept": [tuple(b) in qset for b in c.bindings],
+                "score": float(scores[k]),
+                "is_answer": k == q.answer,
+                "rank": ranks[k],
+                "tied": tied[k],
+            }
+        )
     others = np.delete(scores, q.answer)
     return {
-        "id": q.id, "n_objects": q.n_objects, "subset": q.subset, "chain_id": q.chain_id,
-        "query": {"text": q.query.text, "bindings": q.query.bindings,
-                  "image": str(root / q.query.image) if q.query.image else None},
+        "id": q.id,
+        "n_objects": q.n_objects,
+        "subset": q.subset,
+        "chain_id": q.chain_id,
+        "query": {
+            "text": q.query.text,
+            "bindings": q.query.bindings,
+            "image": str(root / q.query.image) if q.query.image else None,
+        },
         "candidates": cands,
         "margin": float(scores[q.answer] - others.max()),
         "credit": float(s.credit[i]),
@@ -478,7 +559,7 @@ def tie_ranks(scores: Sequence[float], tol: float = TIE_TOL) -> tuple[list[int],
         j = k
         while j + 1 < len(order) and vals[order[j + 1]] >= vals[order[k]] - tol:
             j += 1
-        for i in order[k:j + 1]:
+        for i in order[k : j + 1]:
             ranks[i], tied[i] = k + 1, j > k
         k = j + 1
     return ranks, tied
@@ -504,9 +585,17 @@ def retrieval_topk(s: ScoredSet, qid: str, k: int = 8) -> list[dict[str, Any]]:
     for rank, g in enumerate(top, start=1):
         owner, c = divmod(int(g), 4)
         cand = s.questions[owner].candidates[c]
-        rows.append({
-            "rank": rank, "question": s.questions[owner].id, "candidate": c, "role": cand.role, "text": cand.text,
-            "image": str(s.path.parent / cand.image) if cand.image else None, "score": float(scores[g]),
-            "positive": qset <= cand.binding_set(), "exact": owner == i and c == s.questions[i].answer,
-        })
+        rows.append(
+            {
+                "rank": rank,
+                "question": s.questions[owner].id,
+                "candidate": c,
+                "role": cand.role,
+                "text": cand.text,
+                "image": str(s.path.parent / cand.image) if cand.image else None,
+                "score": float(scores[g]),
+                "positive": qset <= cand.binding_set(),
+                "exact": owner == i and c == s.questions[i].answer,
+            }
+        )
     return rows

@@ -49,8 +49,10 @@ def parse_models(spec: str | Sequence[str]) -> list[str]:
         raise ValueError(f"models: give at least two encoder ids to compare, e.g. bow,minilm (got {str(spec)[:200]!r})")
     cap = limits().max_compare_models
     if cap and len(models) > cap:
-        raise ValueError(f"models: {len(models)} encoders given; one comparison takes at most {cap} "
-                         f"({LIMIT_ENV['max_compare_models']}): compare fewer at once")
+        raise ValueError(
+            f"models: {len(models)} encoders given; one comparison takes at most {cap} "
+            f"({LIMIT_ENV['max_compare_models']}): compare fewer at once"
+        )
     return models
 
 
@@ -62,8 +64,10 @@ def parse_suite(spec: str | Sequence[str]) -> list[str]:
         raise ValueError(f"suite: choose one or more of {', '.join(TASKS)}, benchmark:NAME[=PATH]")
     for t in suite:
         if t not in TASKS and not (t.startswith("benchmark:") and t.split(":", 1)[1].split("=", 1)[0].strip()):
-            raise ValueError(f"suite: unknown task {t!r}; choose from {', '.join(TASKS)} or benchmark:NAME[=PATH] "
-                             "(NAME: winoground, colorswap, sugarcrepe, sugarcrepe_pp, aro_vg_attribution)")
+            raise ValueError(
+                f"suite: unknown task {t!r}; choose from {', '.join(TASKS)} or benchmark:NAME[=PATH] "
+                "(NAME: winoground, colorswap, sugarcrepe, sugarcrepe_pp, aro_vg_attribution)"
+            )
     return suite
 
 
@@ -79,7 +83,9 @@ class CompareRequest:
 
     models: Sequence[str] | str  # encoder ids, e.g. "bow,minilm,toy:clip"; becomes a list
     suite: Sequence[str] | str = ("mcq",)  # mcq | retrieval | pairs | benchmark:NAME[=PATH]; becomes a list
-    data: str | Path | None = None  # MCQ JSONL; None = the embedded mini benchmark (with images if a pairing needs them)
+    data: str | Path | None = (
+        None  # MCQ JSONL; None = the embedded mini benchmark (with images if a pairing needs them)
+    )
     pairs_data: str | Path | None = None  # Pairs JSONL; None = the embedded CompoSET-style mini set
     pairings: Sequence[str] | str = ("tt",)  # MCQ / retrieval pairings
     verbosity: str = "all"  # caption level of the pairs
@@ -118,8 +124,15 @@ class CompareRequest:
                 input_path(path, "suite", must_exist=False)
 
     def settings(self) -> dict[str, Any]:
-        return {"models": list(self.models), "suite": list(self.suite), "pairings": list(self.pairings),
-                "verbosity": self.verbosity, "limit": self.limit, "seed": self.seed, "batch_size": self.batch_size}
+        return {
+            "models": list(self.models),
+            "suite": list(self.suite),
+            "pairings": list(self.pairings),
+            "verbosity": self.verbosity,
+            "limit": self.limit,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+        }
 
 
 # --- the per-model cache ---------------------------------------------------------------------------------------
@@ -145,8 +158,17 @@ RESULT_FORMAT = 3
 def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any]) -> str:
     """The cache file name of one model's result: sha256 of fingerprint, data hash, settings, bindlab version and
     :data:`RESULT_FORMAT`."""
-    text = json.dumps({"fingerprint": fingerprint, "data": _data_key(data), "settings": settings,
-                       "version": __version__, "format": RESULT_FORMAT}, sort_keys=True, default=str)
+    text = json.dumps(
+        {
+            "fingerprint": fingerprint,
+            "data": _data_key(data),
+            "settings": settings,
+            "version": __version__,
+            "format": RESULT_FORMAT,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -165,8 +187,9 @@ def _store(path: Path, result: Result) -> None:
         pass  # a value a result file cannot hold: this run is not cached, never lost
 
 
-def cached_run(encoder: Any, data: str | Path, settings: dict[str, Any], run: Callable[[], Result],
-               use_cache: bool = True) -> tuple[Result, bool]:
+def cached_run(
+    encoder: Any, data: str | Path, settings: dict[str, Any], run: Callable[[], Result], use_cache: bool = True
+) -> tuple[Result, bool]:
     """``run()`` through the disk cache; returns ``(result, from_cache)``."""
     path = cache_dir() / f"{cache_key(encoder.fingerprint, data, settings)}.json"
     if use_cache:
@@ -208,8 +231,9 @@ def _skip_reason(task: str, encoder: Any, pairings: Sequence[str]) -> str:
     return "" if adapter == "sugarcrepe_pp" else "text-only: this benchmark needs an image+text encoder"
 
 
-def _run_job(job: _Job, encoder: Any, request: CompareRequest, paths: dict[str, Path],
-             progress: Progress | None) -> None:
+def _run_job(
+    job: _Job, encoder: Any, request: CompareRequest, paths: dict[str, Path], progress: Progress | None
+) -> None:
     from bindlab.studies import benchmark as bench_study
     from bindlab.studies import browse
     from bindlab.studies import pairs as pairs_study
@@ -220,23 +244,33 @@ def _run_job(job: _Job, encoder: Any, request: CompareRequest, paths: dict[str, 
         req = browse.McqRequest(data=paths["mcq"], model=job.model, pairings=pairings, device=request.device, **common)
         run = browse.run_mcq if job.task == "mcq" else browse.run_retrieval
         settings = {"task": job.task, "pairings": pairings, "limit": request.limit}
-        job.result, job.from_cache = cached_run(encoder, paths["mcq"], settings, lambda: run(req, progress),
-                                                request.use_cache)
+        job.result, job.from_cache = cached_run(
+            encoder, paths["mcq"], settings, lambda: run(req, progress), request.use_cache
+        )
     elif job.task == "pairs":
-        req = pairs_study.PairsRequest(data=paths["pairs"], model=job.model, verbosity=request.verbosity,
-                                       device=request.device, seed=request.seed, **common)
+        req = pairs_study.PairsRequest(
+            data=paths["pairs"],
+            model=job.model,
+            verbosity=request.verbosity,
+            device=request.device,
+            seed=request.seed,
+            **common,
+        )
         settings = {"task": "pairs", "verbosity": request.verbosity, "limit": request.limit, "seed": request.seed}
-        job.result, job.from_cache = cached_run(encoder, paths["pairs"], settings,
-                                                lambda: pairs_study.run_pairs(req, progress), request.use_cache)
+        job.result, job.from_cache = cached_run(
+            encoder, paths["pairs"], settings, lambda: pairs_study.run_pairs(req, progress), request.use_cache
+        )
     else:
         name, data = _benchmark_spec(job.task)
         task = "itt" if "image" in encoder.modalities else "tot"
-        req = bench_study.BenchmarkRequest(name=name, model=job.model, data=data, task=task, device=request.device,
-                                           seed=request.seed, **common)
+        req = bench_study.BenchmarkRequest(
+            name=name, model=job.model, data=data, task=task, device=request.device, seed=request.seed, **common
+        )
         settings = {"task": job.task, "bench_task": task, "limit": request.limit, "seed": request.seed}
         if data:  # a local copy given: cached by its hash (a file) or its path and mtime (a folder)
-            job.result, job.from_cache = cached_run(encoder, data, settings, lambda: bench_study.run_benchmark(req),
-                                                    request.use_cache)
+            job.result, job.from_cache = cached_run(
+                encoder, data, settings, lambda: bench_study.run_benchmark(req), request.use_cache
+            )
         else:  # the manifest's copy: nothing to key the cache on without loading it, so always scored
             job.result = bench_study.run_benchmark(req)
 
@@ -250,16 +284,21 @@ def _resolve_paths(request: CompareRequest, encoders: dict[str, Any], progress: 
     paths: dict[str, Path] = {}
     if {"mcq", "retrieval"} & set(request.suite):
         images = any("image" in PAIRINGS[p] for p in request.pairings)
-        paths["mcq"] = (Path(request.data) if request.data
-                        else default_dataset_for(list(encoders.values()), images=images, progress=progress))
+        paths["mcq"] = (
+            Path(request.data)
+            if request.data
+            else default_dataset_for(list(encoders.values()), images=images, progress=progress)
+        )
         if not paths["mcq"].exists():
-            raise FileNotFoundError(f"{paths['mcq']}: file not found; generate one with "
-                                    "'python -m bindlab generate saber --out DIR'")
+            raise FileNotFoundError(
+                f"{paths['mcq']}: file not found; generate one with 'python -m bindlab generate saber --out DIR'"
+            )
     if "pairs" in request.suite:
         paths["pairs"] = Path(request.pairs_data) if request.pairs_data else default_pairs_dataset()
         if not paths["pairs"].exists():
-            raise FileNotFoundError(f"{paths['pairs']}: file not found; generate one with "
-                                    "'python -m bindlab generate composet --out DIR'")
+            raise FileNotFoundError(
+                f"{paths['pairs']}: file not found; generate one with 'python -m bindlab generate composet --out DIR'"
+            )
     return paths
 
 
@@ -303,11 +342,21 @@ def _vs_chance(lo: float | None, hi: float | None, chance: float | None) -> str:
     return chance_label(lo, hi, chance)
 
 
-def _score(model: str, task: str, column: str, value: Any, ci: Sequence[float] | None, n: int | None,
-           chance: float | None) -> dict[str, Any]:
+def _score(
+    model: str, task: str, column: str, value: Any, ci: Sequence[float] | None, n: int | None, chance: float | None
+) -> dict[str, Any]:
     lo, hi = (ci or [None, None])[:2]
-    return {"model": model, "task": task, "column": column, "value": value, "ci95_low": lo, "ci95_high": hi,
-            "n": n, "chance": chance, "vs_chance": _vs_chance(lo, hi, chance)}
+    return {
+        "model": model,
+        "task": task,
+        "column": column,
+        "value": value,
+        "ci95_low": lo,
+        "ci95_high": hi,
+        "n": n,
+        "chance": chance,
+        "vs_chance": _vs_chance(lo, hi, chance),
+    }
 
 
 def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
@@ -322,13 +371,31 @@ def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
     elif job.task == "retrieval":
         for p, v in s["pairings"].items():
             ap = [row["ap"] for row in r.rows if row["pairing"] == p]
-            out.append(_score(m, "retrieval", f"mAP {p}", v["map"]["all"], bootstrap_ci(np.array(ap), seed=seed),
-                              v["n_queries"], None))
+            out.append(
+                _score(
+                    m,
+                    "retrieval",
+                    f"mAP {p}",
+                    v["map"]["all"],
+                    bootstrap_ci(np.array(ap), seed=seed),
+                    v["n_queries"],
+                    None,
+                )
+            )
     elif job.task == "pairs":
         o = s["overall"]
         for metric in ("group", "i2t", "t2i"):
-            out.append(_score(m, "pairs", f"Pairs {metric.upper() if metric != 'group' else 'Group'}", o[metric],
-                              o[f"{metric}_ci95"], o["n"], PAIRS_CHANCE[metric]))
+            out.append(
+                _score(
+                    m,
+                    "pairs",
+                    f"Pairs {metric.upper() if metric != 'group' else 'Group'}",
+                    o[metric],
+                    o[f"{metric}_ci95"],
+                    o["n"],
+                    PAIRS_CHANCE[metric],
+                )
+            )
     else:
         name = s["benchmark"]
         if "overall" in s:  # a 2x2 benchmark: its Group score
@@ -340,8 +407,12 @@ def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-def _model_rows(scores: list[dict[str, Any]], models: Sequence[str], columns: list[str],
-                extra: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> list[dict[str, Any]]:
+def _model_rows(
+    scores: list[dict[str, Any]],
+    models: Sequence[str],
+    columns: list[str],
+    extra: Callable[[str, dict[str, Any] | None], dict[str, Any]],
+) -> list[dict[str, Any]]:
     """One row per model: ``{model, <column>: value, **extra(column, score)}`` (a missing score is None)."""
     by = {(s["model"], s["column"]): s for s in scores}
     rows = []
@@ -358,8 +429,9 @@ def _model_rows(scores: list[dict[str, Any]], models: Sequence[str], columns: li
 UNKNOWN_COLUMN = "unknown words %"
 
 
-def leaderboard(scores: list[dict[str, Any]], models: Sequence[str],
-                unknown: dict[str, float | None] | None = None) -> tuple[list[dict[str, Any]], str]:
+def leaderboard(
+    scores: list[dict[str, Any]], models: Sequence[str], unknown: dict[str, float | None] | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """One row per model: ``{rank, model, <column>: value, "<column> 95% CI": [lo, hi], "<column> vs chance":
     above/at/below chance}`` (the label only for columns with a chance level), best first by the first column
     (models without it last); with ``unknown`` (model -> share of MCQ caption words it does not know, None = it
@@ -383,8 +455,10 @@ def leaderboard(scores: list[dict[str, Any]], models: Sequence[str],
     return [{"rank": k + 1, **r} for k, r in enumerate(rows)], sort_by
 
 
-LEADER_RULE = ("a leader is named only where the top model's 95 % interval lies wholly above every other scored "
-               "model's interval (its lower end above their upper ends)")
+LEADER_RULE = (
+    "a leader is named only where the top model's 95 % interval lies wholly above every other scored "
+    "model's interval (its lower end above their upper ends)"
+)
 
 
 def leader_verdict(board: Sequence[dict[str, Any]], column: str) -> dict[str, Any]:
@@ -407,23 +481,35 @@ def leader_verdict(board: Sequence[dict[str, Any]], column: str) -> dict[str, An
     top = max(scored, key=lambda r: r[column])
     rest = [r for r in scored if r is not top]
     if not rest:
-        return {"leader": None, "overlaps": [],
-                "text": f"no leader: only {top['model']} has a {column} score, nothing to compare it with"}
+        return {
+            "leader": None,
+            "overlaps": [],
+            "text": f"no leader: only {top['model']} has a {column} score, nothing to compare it with",
+        }
     ci = {r["model"]: r.get(f"{column} 95% CI") for r in scored}
     lacking = [m for m, c in ci.items() if not c or c[0] is None or c[1] is None]
     if lacking:
-        return {"leader": None, "overlaps": [],
-                "text": f"no clear leader: {', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no 95 % "
-                        f"interval on {column}, so the ranking cannot be checked"}
+        return {
+            "leader": None,
+            "overlaps": [],
+            "text": f"no clear leader: {', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no 95 % "
+            f"interval on {column}, so the ranking cannot be checked",
+        }
     low = ci[top["model"]][0]
     overlaps = [r["model"] for r in rest if ci[r["model"]][1] >= low]
     if overlaps:
-        return {"leader": None, "overlaps": overlaps,
-                "text": f"no clear leader on {column}: the 95 % intervals of {top['model']} and {overlaps[0]} overlap"
-                        if len(overlaps) == 1 else f"no clear leader on {column}: the 95 % interval of "
-                        f"{top['model']} overlaps those of {_and(overlaps)}"}
-    return {"leader": top["model"], "overlaps": [],
-            "text": f"leader on {column}: {top['model']} (its 95 % interval lies wholly above every other model's)"}
+        return {
+            "leader": None,
+            "overlaps": overlaps,
+            "text": f"no clear leader on {column}: the 95 % intervals of {top['model']} and {overlaps[0]} overlap"
+            if len(overlaps) == 1
+            else f"no clear leader on {column}: the 95 % interval of {top['model']} overlaps those of {_and(overlaps)}",
+        }
+    return {
+        "leader": top["model"],
+        "overlaps": [],
+        "text": f"leader on {column}: {top['model']} (its 95 % interval lies wholly above every other model's)",
+    }
 
 
 def _and(items: Sequence[str]) -> str:
@@ -435,8 +521,11 @@ def _and(items: Sequence[str]) -> str:
 def unknown_shares(jobs: Sequence[_Job]) -> dict[str, float | None] | None:
     """model -> share of the MCQ captions' words it does not know (None: it cannot say), from the mcq results; None
     when no model was scored on MCQs."""
-    found = {j.model: (j.result.summary.get("unknown_words") or {}).get("share")
-             for j in jobs if j.task == "mcq" and j.result is not None}
+    found = {
+        j.model: (j.result.summary.get("unknown_words") or {}).get("share")
+        for j in jobs
+        if j.task == "mcq" and j.result is not None
+    }
     return found or None
 
 
@@ -447,10 +536,19 @@ def unknown_word_rows(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
     for j in jobs:
         u = j.result.summary.get("unknown_words") if j.task == "mcq" and j.result is not None else None
         if u:
-            rows.append({"model": j.model, "share": u["share"], "query_share": u["query_share"],
-                         "candidate_share": u["candidate_share"], "n_unknown": u["n_unknown"], "n_words": u["n_words"],
-                         "questions_with_unknown": u["questions_with_unknown"], "n_questions": u["n_questions"],
-                         "top": ", ".join(f"{t['word']} ({t['count']})" for t in u["top"]) or None})
+            rows.append(
+                {
+                    "model": j.model,
+                    "share": u["share"],
+                    "query_share": u["query_share"],
+                    "candidate_share": u["candidate_share"],
+                    "n_unknown": u["n_unknown"],
+                    "n_words": u["n_words"],
+                    "questions_with_unknown": u["questions_with_unknown"],
+                    "n_questions": u["n_questions"],
+                    "top": ", ".join(f"{t['word']} ({t['count']})" for t in u["top"]) or None,
+                }
+            )
     return rows
 
 
@@ -475,9 +573,17 @@ def question_rows(jobs: Sequence[_Job], models: Sequence[str]) -> list[dict[str,
         if job.task != "mcq" or job.result is None:
             continue
         for r in job.result.rows:
-            row = rows.setdefault((r["id"], r["pairing"]), {
-                "id": r["id"], "pairing": r["pairing"], "n_objects": r["n_objects"], "subset": r["subset"],
-                "credit": dict.fromkeys(models), "margin": dict.fromkeys(models)})
+            row = rows.setdefault(
+                (r["id"], r["pairing"]),
+                {
+                    "id": r["id"],
+                    "pairing": r["pairing"],
+                    "n_objects": r["n_objects"],
+                    "subset": r["subset"],
+                    "credit": dict.fromkeys(models),
+                    "margin": dict.fromkeys(models),
+                },
+            )
             row["credit"][job.model] = r["credit"]
             row["margin"][job.model] = _margin(r["scores"], r["answer"])
     return list(rows.values())
@@ -509,22 +615,41 @@ def question_diff(rows: Sequence[dict[str, Any]], a: str, b: str, pairing: str |
         ca, cb = r["credit"][a], r["credit"][b]
         if (pairing and r["pairing"] != pairing) or ca is None or cb is None or not (ca >= 1.0 > cb):
             continue
-        out.append({"id": r["id"], "pairing": r["pairing"], "n_objects": r["n_objects"], "subset": r["subset"],
-                    "model_a": a, "credit_a": ca, "margin_a": r["margin"][a],
-                    "model_b": b, "credit_b": cb, "margin_b": r["margin"][b]})
+        out.append(
+            {
+                "id": r["id"],
+                "pairing": r["pairing"],
+                "n_objects": r["n_objects"],
+                "subset": r["subset"],
+                "model_a": a,
+                "credit_a": ca,
+                "margin_a": r["margin"][a],
+                "model_b": b,
+                "credit_b": cb,
+                "margin_b": r["margin"][b],
+            }
+        )
     out.sort(key=lambda r: -(r["margin_a"] - r["margin_b"]))
     return out
 
 
 def _by_n(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
-    return [{"model": j.model, **{k: r[k] for k in ("pairing", "n_objects", "accuracy", "n", "chance")}}
-            for j in jobs if j.task == "mcq" and j.result is not None
-            for r in j.result.tables["accuracy_by_n"] if r["subset"] == "all"]
+    return [
+        {"model": j.model, **{k: r[k] for k in ("pairing", "n_objects", "accuracy", "n", "chance")}}
+        for j in jobs
+        if j.task == "mcq" and j.result is not None
+        for r in j.result.tables["accuracy_by_n"]
+        if r["subset"] == "all"
+    ]
 
 
 def _by_edit_type(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
-    return [{"model": j.model, **r} for j in jobs if j.task == "pairs" and j.result is not None
-            for r in j.result.tables["by_edit_type"]]
+    return [
+        {"model": j.model, **r}
+        for j in jobs
+        if j.task == "pairs" and j.result is not None
+        for r in j.result.tables["by_edit_type"]
+    ]
 
 
 def _per_scene(jobs: Sequence[_Job]) -> dict[str, dict[str, float]]:
@@ -563,9 +688,11 @@ def mcq_source(request: CompareRequest, encoders: dict[str, Any], path: Path) ->
         why.append(f"{', '.join(images)} need{'s' if len(images) == 1 else ''} images, drawn only for that vocabulary")
     if closed:
         why.append(f"{_and(closed)} {'does' if len(closed) == 1 else 'do'} not know every word of the full one")
-    return (f"the embedded mini benchmark over the renderable vocabulary ({len(RENDER_VOCAB.objects)} objects, "
-            f"{len(RENDER_VOCAB.attributes)} attributes, with images; the full one has {full}), because "
-            f"{' and '.join(why)}")
+    return (
+        f"the embedded mini benchmark over the renderable vocabulary ({len(RENDER_VOCAB.objects)} objects, "
+        f"{len(RENDER_VOCAB.attributes)} attributes, with images; the full one has {full}), because "
+        f"{' and '.join(why)}"
+    )
 
 
 def _lacking(encoder: Any, pairing: str) -> str:
@@ -575,13 +702,31 @@ def _lacking(encoder: Any, pairing: str) -> str:
     return f"no {' or '.join(need)} tower ({pairing}: {query} queries, {candidates} candidates)"
 
 
-def _set_row(task: str, pairing: str | None, source: str, unit: str, n: int | None, total: int | None,
-             dropped: list[str], not_scored: dict[str, str], scored: list[str], detail: str = "") -> dict[str, Any]:
+def _set_row(
+    task: str,
+    pairing: str | None,
+    source: str,
+    unit: str,
+    n: int | None,
+    total: int | None,
+    dropped: list[str],
+    not_scored: dict[str, str],
+    scored: list[str],
+    detail: str = "",
+) -> dict[str, Any]:
     """One row of :func:`set_used` with its ``text``."""
-    row = {"task": task, "pairing": pairing, "set": source, "detail": detail or None, "n_scored": n, "n_total": total,
-           "n_dropped": (total - n) if (total is not None and n is not None) else None,
-           "dropped_why": "; ".join(dropped) or None, "scored_models": ", ".join(scored) or None,
-           "not_scored": "; ".join(f"{m}: {why}" for m, why in not_scored.items()) or None}
+    row = {
+        "task": task,
+        "pairing": pairing,
+        "set": source,
+        "detail": detail or None,
+        "n_scored": n,
+        "n_total": total,
+        "n_dropped": (total - n) if (total is not None and n is not None) else None,
+        "dropped_why": "; ".join(dropped) or None,
+        "scored_models": ", ".join(scored) or None,
+        "not_scored": "; ".join(f"{m}: {why}" for m, why in not_scored.items()) or None,
+    }
     row["text"] = set_used_text(row, unit)
     return row
 
@@ -599,15 +744,19 @@ def set_used_text(row: dict[str, Any], unit: str = "items") -> str:
         text = f"{head}: {n} of {total} {unit} of {row['set']}"
     if row.get("detail"):
         text += f" ({row['detail']})"
-    text += (f" — {row['n_dropped']} left out: {row['dropped_why'] or 'reason not recorded'}" if row["n_dropped"]
-             else " — none left out")
+    text += (
+        f" — {row['n_dropped']} left out: {row['dropped_why'] or 'reason not recorded'}"
+        if row["n_dropped"]
+        else " — none left out"
+    )
     if row["not_scored"]:
         text += f"; not scored: {row['not_scored']}"
     return text
 
 
-def set_used(request: CompareRequest, jobs: Sequence[_Job], encoders: dict[str, Any],
-             paths: dict[str, Path]) -> list[dict[str, Any]]:
+def set_used(
+    request: CompareRequest, jobs: Sequence[_Job], encoders: dict[str, Any], paths: dict[str, Path]
+) -> list[dict[str, Any]]:
     """What each task and pairing scored: the set (file, or which embedded benchmark and why), ``n_scored`` of
     ``n_total`` items, how many were left out and why (``limit``; for pairs, caption levels the file lacks), and the
     models not scored there and why (a text-only model on an image pairing).
@@ -628,35 +777,60 @@ def set_used(request: CompareRequest, jobs: Sequence[_Job], encoders: dict[str, 
                 not_scored = {j.model: j.skipped or _lacking(encoders[j.model], p) for j in mine if j not in done}
                 v = done[0].result.summary["pairings"][p] if done else {}
                 n = v.get("n") if task == "mcq" else v.get("n_queries")
-                why = [f"limit {limit}: only the first {limit} questions are scored"] if limit and total and \
-                    n is not None and n < total else []
-                rows.append(_set_row(task, p, source, "questions", n, total, why, not_scored,
-                                     [j.model for j in done]))
+                why = (
+                    [f"limit {limit}: only the first {limit} questions are scored"]
+                    if limit and total and n is not None and n < total
+                    else []
+                )
+                rows.append(_set_row(task, p, source, "questions", n, total, why, not_scored, [j.model for j in done]))
         elif task == "pairs":
             total = _records(paths["pairs"])
-            source = (f"{paths['pairs'].parent.name}/{paths['pairs'].name}" if request.pairs_data
-                      else "the embedded CompoSET-style mini set")
+            source = (
+                f"{paths['pairs'].parent.name}/{paths['pairs'].name}"
+                if request.pairs_data
+                else "the embedded CompoSET-style mini set"
+            )
             done = [j for j in mine if j.result is not None]
             not_scored = {j.model: j.skipped for j in mine if j.result is None}
             s = done[0].result.summary if done else {}
             levels = s.get("levels") or []
             n = s["overall"]["n"] // max(len(levels), 1) if done else None  # pooled over levels: per pair here
-            why = [f"limit {limit}: only the first {limit} pairs are scored"] if limit and total and n is not None \
-                and n < total else []
-            detail = [f"each pair at {len(levels)} caption levels, {', '.join(levels)}: {n * len(levels)} items "
-                      "pooled"] if len(levels) > 1 and n is not None else []
+            why = (
+                [f"limit {limit}: only the first {limit} pairs are scored"]
+                if limit and total and n is not None and n < total
+                else []
+            )
+            detail = (
+                [f"each pair at {len(levels)} caption levels, {', '.join(levels)}: {n * len(levels)} items pooled"]
+                if len(levels) > 1 and n is not None
+                else []
+            )
             if s.get("skipped_levels"):
                 detail.append(f"caption level(s) {', '.join(s['skipped_levels'])} not scored: not every pair has them")
-            rows.append(_set_row(task, None, source, "pairs", n, total, why, not_scored, [j.model for j in done],
-                                 "; ".join(detail)))
+            rows.append(
+                _set_row(
+                    task, None, source, "pairs", n, total, why, not_scored, [j.model for j in done], "; ".join(detail)
+                )
+            )
         else:
             done = [j for j in mine if j.result is not None]
             not_scored = {j.model: j.skipped for j in mine if j.result is None}
             name, data = _benchmark_spec(task)
             n = done[0].result.summary["n"] if done else None
             why = [f"limit {limit}: at most {limit} items per split"] if limit else []
-            rows.append(_set_row(task, None, f"{name} ({'your copy' if data else 'its manifest'})", "items", n, None,
-                                 why, not_scored, [j.model for j in done]))
+            rows.append(
+                _set_row(
+                    task,
+                    None,
+                    f"{name} ({'your copy' if data else 'its manifest'})",
+                    "items",
+                    n,
+                    None,
+                    why,
+                    not_scored,
+                    [j.model for j in done],
+                )
+            )
     return rows
 
 
@@ -681,31 +855,80 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
     used = set_used(request, jobs, encoders, paths)
     notes = [f"{j.model}: {j.task} n/a ({j.skipped})" for j in jobs if j.skipped]
     notes += [f"{j.model}: {n}" for j in jobs if j.result is not None for n in j.result.notes]
-    summary = {"models": models, "suite": list(request.suite), "pairings": list(request.pairings),
-               "data": str(paths.get("mcq")) if "mcq" in paths else None,
-               "pairs_data": str(paths.get("pairs")) if "pairs" in paths else None,
-               "leaderboard": board, "sort_by": sort_by, "leader": verdict["leader"], "leader_text": verdict["text"],
-               "leader_rule": LEADER_RULE, "set_used": used,
-               "top_score": board[0].get(sort_by) if board else None, "cross_benchmark": cross,
-               "agreement": agreement, "diff_models": diff_models, "question_diff": diff, "by_n": by_n, "by_edit_type": by_edit,
-               "unknown_words": unknown, "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache)}
-    prov = provenance(paths.get("mcq") or paths.get("pairs"), None, {**request.settings(), "kind": "compare"},
-                      request.seed)
+    summary = {
+        "models": models,
+        "suite": list(request.suite),
+        "pairings": list(request.pairings),
+        "data": str(paths.get("mcq")) if "mcq" in paths else None,
+        "pairs_data": str(paths.get("pairs")) if "pairs" in paths else None,
+        "leaderboard": board,
+        "sort_by": sort_by,
+        "leader": verdict["leader"],
+        "leader_text": verdict["text"],
+        "leader_rule": LEADER_RULE,
+        "set_used": used,
+        "top_score": board[0].get(sort_by) if board else None,
+        "cross_benchmark": cross,
+        "agreement": agreement,
+        "diff_models": diff_models,
+        "question_diff": diff,
+        "by_n": by_n,
+        "by_edit_type": by_edit,
+        "unknown_words": unknown,
+        "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache),
+    }
+    prov = provenance(
+        paths.get("mcq") or paths.get("pairs"), None, {**request.settings(), "kind": "compare"}, request.seed
+    )
     prov["encoders"] = [{"id": e.id, "fingerprint": e.fingerprint} for e in encoders.values()]
     if "pairs" in paths:
         from bindlab.data.schema import file_sha256
 
         prov["pairs_dataset"] = {"path": str(paths["pairs"].resolve()), "sha256": file_sha256(paths["pairs"])}
-    tables = {"leaderboard": board, "set_used": used, "scores": scores, "by_n": by_n, "by_edit_type": by_edit, "question_diff": diff,
-              "cross_benchmark": cross, "unknown_words": unknown,
-              "per_scene_margin": [{"model": m, "scene": s, "margin": v} for m, d in per_scene.items()
-                                   for s, v in d.items()],
-              "agreement": [{"model_a": p["model_a"], "model_b": p["model_b"], "rho": p["rho"]}
-                            for p in agreement["pairwise"]]}
-    return Result("compare", summary, qrows, figures_data={"by_n": by_n, "by_edit_type": by_edit},
-                  provenance=prov, primary_metric="top_score", tables=tables, notes=notes)
+    tables = {
+        "leaderboard": board,
+        "set_used": used,
+        "scores": scores,
+        "by_n": by_n,
+        "by_edit_type": by_edit,
+        "question_diff": diff,
+        "cross_benchmark": cross,
+        "unknown_words": unknown,
+        "per_scene_margin": [{"model": m, "scene": s, "margin": v} for m, d in per_scene.items() for s, v in d.items()],
+        "agreement": [
+            {"model_a": p["model_a"], "model_b": p["model_b"], "rho": p["rho"]} for p in agreement["pairwise"]
+        ],
+    }
+    return Result(
+        "compare",
+        summary,
+        qrows,
+        figures_data={"by_n": by_n, "by_edit_type": by_edit},
+        provenance=prov,
+        primary_metric="top_score",
+        tables=tables,
+        notes=notes,
+    )
 
 
-__all__ = ["CompareRequest", "LEADER_RULE", "TASKS", "UNKNOWN_COLUMN", "cache_dir", "cache_key", "cached_run",
-           "cross_benchmark", "leader_verdict", "leaderboard", "mcq_source", "parse_models", "parse_suite",
-           "question_diff", "question_rows", "run_compare", "score_rows", "set_used", "set_used_text"]
+__all__ = [
+    "CompareRequest",
+    "LEADER_RULE",
+    "TASKS",
+    "UNKNOWN_COLUMN",
+    "cache_dir",
+    "cache_key",
+    "cached_run",
+    "cross_benchmark",
+    "leader_verdict",
+    "leaderboard",
+    "mcq_source",
+    "parse_models",
+    "parse_suite",
+    "question_diff",
+    "question_rows",
+    "run_compare",
+    "score_rows",
+    "set_used",
+    "set_used_text",
+]

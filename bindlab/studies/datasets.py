@@ -37,8 +37,11 @@ KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 # Upload file types per kind (what the upload widget accepts).
 UPLOAD_TYPES: dict[str, list[str]] = {
-    "mcq": [".jsonl", ".json", ".zip"], "pairs": [".jsonl", ".json", ".zip"], "captions": [".jsonl", ".json", ".zip"],
-    "grid": [".csv", ".png", ".jpg", ".jpeg", ".zip"], "triplets": [".jsonl", ".json", ".zip"],
+    "mcq": [".jsonl", ".json", ".zip"],
+    "pairs": [".jsonl", ".json", ".zip"],
+    "captions": [".jsonl", ".json", ".zip"],
+    "grid": [".csv", ".png", ".jpg", ".jpeg", ".zip"],
+    "triplets": [".jsonl", ".json", ".zip"],
 }
 # A .zip upload carries a data file with its images (an image MCQ set, a Pairs set, a grid). It may unpack to at
 # most ZIP_EXPANSION x max_upload_mb and hold at most ZIP_MAX_MEMBERS entries; both are checked before anything is
@@ -82,8 +85,13 @@ def _walk(root: Path, names: tuple[str, ...], out: list[Path]) -> None:
 
 
 # kind of picker -> kinds of datasets folder (bindlab/export.json) it offers
-DATASET_KINDS: dict[str, tuple[str, ...]] = {"mcq": ("mcq",), "pairs": ("pairs",), "captions": ("mcq", "triplets"),
-                                             "grid": ("grid",), "triplets": ("triplets",)}
+DATASET_KINDS: dict[str, tuple[str, ...]] = {
+    "mcq": ("mcq",),
+    "pairs": ("pairs",),
+    "captions": ("mcq", "triplets"),
+    "grid": ("grid",),
+    "triplets": ("triplets",),
+}
 
 
 def _dataset_kind(export_json: Path) -> str | None:
@@ -197,8 +205,7 @@ def resolve_choice(value: str, session: str | None, kind: str | None = None) -> 
         if value.startswith(SET_PREFIX):
             path = next((p for label, p in list_data_sets(k) if p and f"{SET_PREFIX}{label}" == value), None)
         elif value.startswith(UPLOAD_PREFIX):
-            path = next((str(t) for _, token, t in _uploads(k, session) if f"{UPLOAD_PREFIX}{token}" == value),
-                        None)
+            path = next((str(t) for _, token, t in _uploads(k, session) if f"{UPLOAD_PREFIX}{token}" == value), None)
         else:
             path = None if public_mode() else value
         if path:
@@ -344,8 +351,7 @@ def check_upload_size(path: str | os.PathLike) -> Path:
     mb = limits().max_upload_mb
     size = p.stat().st_size
     if size > mb * 1024 * 1024:
-        raise ValueError(f"{p.name} is {size / 2**20:.1f} MiB; uploads are limited to {mb} MiB "
-                         "(BINDLAB_MAX_UPLOAD_MB)")
+        raise ValueError(f"{p.name} is {size / 2**20:.1f} MiB; uploads are limited to {mb} MiB (BINDLAB_MAX_UPLOAD_MB)")
     return p
 
 
@@ -372,8 +378,7 @@ def store_upload(files: str | os.PathLike | Sequence[str | os.PathLike], kind: s
     folder_kind = names[0].startswith("/")
     if any(p.suffix.lower() == ".zip" for p in paths):
         if len(paths) > 1:
-            raise ValueError(f"upload one .zip on its own (it holds the {what} and its images), got {len(paths)} "
-                             "files")
+            raise ValueError(f"upload one .zip on its own (it holds the {what} and its images), got {len(paths)} files")
         return _store_zip(paths[0], kind, session)
     if not folder_kind and len(paths) > 1:
         raise ValueError(f"upload one {what}, got {len(paths)} files")
@@ -399,13 +404,17 @@ def _store_zip(archive: Path, kind: str, session: str | None) -> Path:
         top = sorted(f.name for f in dest.iterdir() if f.is_file() and not f.name.startswith("."))
         if names[0].startswith("/"):
             if names[0][1:] not in top:
-                raise ValueError(f"{archive.name}: a {what} needs {names[0][1:]} at the top of the zip (or of its one "
-                                 f"folder); it has {', '.join(top[:5]) or 'no files there'}")
+                raise ValueError(
+                    f"{archive.name}: a {what} needs {names[0][1:]} at the top of the zip (or of its one "
+                    f"folder); it has {', '.join(top[:5]) or 'no files there'}"
+                )
             return dest
         wanted = [n for n in names if n in top] or [n for n in top if n.endswith(".jsonl")]
         if len(wanted) != 1:
-            raise ValueError(f"{archive.name}: put one {what} ({' or '.join(names)}) at the top of the zip, with its "
-                             f"images beside it; found {len(wanted)} JSONL files there")
+            raise ValueError(
+                f"{archive.name}: put one {what} ({' or '.join(names)}) at the top of the zip, with its "
+                f"images beside it; found {len(wanted)} JSONL files there"
+            )
         name = _safe_name(wanted[0])  # named as a single-file upload is: it shows in the page's list
         if name != wanted[0]:
             (dest / wanted[0]).rename(dest / name)
@@ -422,8 +431,7 @@ def _member_parts(name: str, archive: str) -> list[str] | None:
     if any(name.startswith(j) or name.endswith("/" + j) or name == j for j in _ZIP_JUNK):
         return None
     if "\\" in name or "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise ValueError(f"{archive}: entry {name[:80]!r} has an absolute or Windows path; zip paths must be "
-                         "relative")
+        raise ValueError(f"{archive}: entry {name[:80]!r} has an absolute or Windows path; zip paths must be relative")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if any(p == ".." for p in parts):
         raise ValueError(f"{archive}: entry {name[:80]!r} climbs out of the zip's folder ('..'); refused")
@@ -465,8 +473,10 @@ def unzip_bounded(archive: str | os.PathLike, dest: str | os.PathLike) -> int:
             raise ValueError(f"{src.name} holds no files")
         declared = sum(i.file_size for i, _ in members)
         if declared > cap:
-            raise ValueError(f"{src.name} unpacks to {declared / 2**20:.0f} MiB; an upload may unpack to at most "
-                             f"{cap >> 20} MiB ({ZIP_EXPANSION} x BINDLAB_MAX_UPLOAD_MB)")
+            raise ValueError(
+                f"{src.name} unpacks to {declared / 2**20:.0f} MiB; an upload may unpack to at most "
+                f"{cap >> 20} MiB ({ZIP_EXPANSION} x BINDLAB_MAX_UPLOAD_MB)"
+            )
         tops = {parts[0] for _, parts in members}
         strip = 1 if len(tops) == 1 and all(len(parts) > 1 for _, parts in members) else 0
         written = 0
@@ -478,14 +488,17 @@ def unzip_bounded(archive: str | os.PathLike, dest: str | os.PathLike) -> int:
                     while chunk := fin.read(1 << 20):
                         written += len(chunk)
                         if written > cap:
-                            raise ValueError(f"{src.name} unpacks to more than {cap >> 20} MiB (its directory "
-                                             "said less); refused")
+                            raise ValueError(
+                                f"{src.name} unpacks to more than {cap >> 20} MiB (its directory said less); refused"
+                            )
                         fout.write(chunk)
             except FileExistsError:
                 raise ValueError(f"{src.name}: entry {info.filename[:80]!r} appears twice") from None
             except (zipfile.BadZipFile, EOFError, OSError, RuntimeError, NotImplementedError) as e:
-                raise ValueError(f"{src.name}: entry {info.filename[:80]!r} cannot be unpacked "
-                                 f"({type(e).__name__}); make the zip again") from None
+                raise ValueError(
+                    f"{src.name}: entry {info.filename[:80]!r} cannot be unpacked "
+                    f"({type(e).__name__}); make the zip again"
+                ) from None
     return len(members)
 
 
@@ -571,7 +584,28 @@ def sweep_uploads(older_than_s: float, now: float | None = None) -> int:
     return removed
 
 
-__all__ = ["KINDS", "NOT_OFFERED", "SET_PREFIX", "UPLOAD_PREFIX", "UPLOAD_TYPES", "check_upload_size", "choice_value",
-           "delete_uploads", "is_folder_kind", "is_offered", "is_upload", "list_data_sets", "list_uploads",
-           "offered_choices", "resolve_choice", "session_uploads", "set_choices", "shown_copy", "shown_image", "store_upload", "sweep_uploads",
-           "upload_label", "uploads_root"]
+__all__ = [
+    "KINDS",
+    "NOT_OFFERED",
+    "SET_PREFIX",
+    "UPLOAD_PREFIX",
+    "UPLOAD_TYPES",
+    "check_upload_size",
+    "choice_value",
+    "delete_uploads",
+    "is_folder_kind",
+    "is_offered",
+    "is_upload",
+    "list_data_sets",
+    "list_uploads",
+    "offered_choices",
+    "resolve_choice",
+    "session_uploads",
+    "set_choices",
+    "shown_copy",
+    "shown_image",
+    "store_upload",
+    "sweep_uploads",
+    "upload_label",
+    "uploads_root",
+]

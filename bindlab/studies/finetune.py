@@ -41,13 +41,42 @@ from bindlab.train.compare_attention import CAPTION_SET, attention_curves, atten
 
 Progress = Callable[[float, str], None]
 
-__all__ = ["LABELS", "CompareRequest", "attention_compare", "attention_curves", "attention_rows", "cancel_job",
-           "check_config", "compare_job", "compare_provenance", "default_compare_data", "default_triplets",
-           "display_labels",
-           "format_compare", "job_info", "labelled", "report_rows", "report_text",
-           "job_metrics", "job_models", "jobs_folder", "list_jobs", "mcq_table", "page_manager", "per_layer_rows", "result_rows", "resume_job",
-           "run_finetune_compare", "run_job_process", "submit_finetune", "report_models", "about", "job_progress",
-           "follow_job", "with_estimate"]
+__all__ = [
+    "LABELS",
+    "CompareRequest",
+    "attention_compare",
+    "attention_curves",
+    "attention_rows",
+    "cancel_job",
+    "check_config",
+    "compare_job",
+    "compare_provenance",
+    "default_compare_data",
+    "default_triplets",
+    "display_labels",
+    "format_compare",
+    "job_info",
+    "labelled",
+    "report_rows",
+    "report_text",
+    "job_metrics",
+    "job_models",
+    "jobs_folder",
+    "list_jobs",
+    "mcq_table",
+    "page_manager",
+    "per_layer_rows",
+    "result_rows",
+    "resume_job",
+    "run_finetune_compare",
+    "run_job_process",
+    "submit_finetune",
+    "report_models",
+    "about",
+    "job_progress",
+    "follow_job",
+    "with_estimate",
+]
 
 
 # --- the job manager -----------------------------------------------------------------------------------------------
@@ -94,8 +123,9 @@ MAX_LORA_RANK = 1024  # far above any useful LoRA rank; a typo such as 40000 is 
 def _triplets_path(data: Any) -> tuple[str, int]:
     text = str(data or "").strip()
     if not text:
-        raise ValueError("finetune needs a triplets folder (--data); make one with "
-                         "'python -m bindlab generate triplets --out DIR'")
+        raise ValueError(
+            "finetune needs a triplets folder (--data); make one with 'python -m bindlab generate triplets --out DIR'"
+        )
     p = data_input(Path(text).expanduser(), "data", "triplets")  # a datasets folder becomes its triplets.jsonl
     text = str(p) if p != Path(text).expanduser() else text
     if not (p.is_file() or (p / "triplets.jsonl").is_file()):
@@ -112,8 +142,10 @@ def _check_triplets(path: Path) -> int:
     n_train = sum(r["split"] == "train" for r in rows)
     if not n_train:
         splits = sorted({r["split"] for r in rows})
-        raise ValueError(f"{path}: no rows in the train split (it has {splits}); a finetune trains on 'train' rows — "
-                         "generate triplets with 'python -m bindlab generate triplets --out DIR'")
+        raise ValueError(
+            f"{path}: no rows in the train split (it has {splits}); a finetune trains on 'train' rows — "
+            "generate triplets with 'python -m bindlab generate triplets --out DIR'"
+        )
     return n_train
 
 
@@ -160,8 +192,10 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
         if cfg.get(name) is not None:
             cfg[name] = nonneg_int(cfg[name], name)
     if cfg.get("threads") and cfg["threads"] > limits().max_workers:  # 0 = torch's default
-        raise ValueError(f"--threads {cfg['threads']:,} is above the cap of {limits().max_workers} "
-                         f"({LIMIT_ENV['max_workers']}); use 0 for torch's default or at most the cores you have")
+        raise ValueError(
+            f"--threads {cfg['threads']:,} is above the cap of {limits().max_workers} "
+            f"({LIMIT_ENV['max_workers']}); use 0 for torch's default or at most the cores you have"
+        )
     for name in ("lora_dropout", "forget_weight"):
         if cfg.get(name) is not None:
             cfg[name] = finite_float(cfg[name], name, 0.0)
@@ -242,12 +276,19 @@ def job_progress(status: dict[str, Any], progress: dict[str, Any]) -> tuple[floa
     loss = progress.get("loss")
     left = about(progress.get("eta_s"))
     return min(step / float(total), 1.0), " · ".join(
-        x for x in (f"{progress.get('phase') or 'training'}: step {step}/{total}",
-                    f"loss {loss:.4f}" if isinstance(loss, (int, float)) else "", f"{left} left" if left else "") if x)
+        x
+        for x in (
+            f"{progress.get('phase') or 'training'}: step {step}/{total}",
+            f"loss {loss:.4f}" if isinstance(loss, (int, float)) else "",
+            f"{left} left" if left else "",
+        )
+        if x
+    )
 
 
-def follow_job(job_id: str, progress: Progress, manager: Any = None, poll_s: float = 1.0,
-               max_s: float = 3600.0) -> dict[str, Any]:
+def follow_job(
+    job_id: str, progress: Progress, manager: Any = None, poll_s: float = 1.0, max_s: float = 3600.0
+) -> dict[str, Any]:
     """Report a job's progress (:func:`job_progress`) through ``progress`` until it finishes, is cancelled or fails,
     or ``max_s`` seconds have passed (then the page's timer goes on following it). Returns its last status."""
     import time
@@ -287,8 +328,14 @@ def run_job_process(job_dir: str) -> int:
 
 
 # --- base vs finetuned -----------------------------------------------------------------------------------------------
-def attention_compare(encoders: dict[str, Any], captions: Sequence[Any], direction: str = "later_to_earlier",
-                      n_boot: int = 1000, seed: int = 0, progress: Progress | None = None) -> dict[str, Any]:
+def attention_compare(
+    encoders: dict[str, Any],
+    captions: Sequence[Any],
+    direction: str = "later_to_earlier",
+    n_boot: int = 1000,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Margins of every model on the same captions, and each later model's difference to the first (the base).
 
     Args:
@@ -308,13 +355,22 @@ def attention_compare(encoders: dict[str, Any], captions: Sequence[Any], directi
 
     att.check_direction(direction)
     labels = list(encoders)
-    out: dict[str, Any] = {"available": False, "note": "", "direction": direction, "caption_set": CAPTION_SET,
-                           "n_captions": len(captions), "base": labels[0] if labels else None, "models": {}, "diff": {}}
+    out: dict[str, Any] = {
+        "available": False,
+        "note": "",
+        "direction": direction,
+        "caption_set": CAPTION_SET,
+        "n_captions": len(captions),
+        "base": labels[0] if labels else None,
+        "models": {},
+        "diff": {},
+    }
     if not labels or not captions:
         out["note"] = "no models or no captions to analyse"
         return out
     runs: dict[str, Any] = {}
     for i, (label, enc) in enumerate(encoders.items()):
+
         def step(f: float, msg: str, i: int = i) -> None:
             if progress:
                 progress((i + f) / len(encoders), f"attention margins: {msg}")
@@ -331,8 +387,10 @@ def attention_compare(encoders: dict[str, Any], captions: Sequence[Any], directi
         out["note"] = out["models"][base]["note"]
         return out
     if out["models"][base]["n_captions"] == 0:
-        out["note"] = (f"no caption could be analysed for {encoders[base].id} "
-                       f"(e.g. {next(iter(runs[base].skipped.values()), 'none given')})")
+        out["note"] = (
+            f"no caption could be analysed for {encoders[base].id} "
+            f"(e.g. {next(iter(runs[base].skipped.values()), 'none given')})"
+        )
         return out
     out["available"] = True
     for label in labels[1:]:
@@ -346,9 +404,16 @@ def attention_compare(encoders: dict[str, Any], captions: Sequence[Any], directi
     return out
 
 
-def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit: int = 0,
-                progress: Progress | None = None, manager: Any = None,
-                attention_limit: int | None = 200, report: bool = False) -> dict[str, Any]:
+def compare_job(
+    job_id: str,
+    mcq_path: str | Path,
+    pairings: str = "auto",
+    limit: int = 0,
+    progress: Progress | None = None,
+    manager: Any = None,
+    attention_limit: int | None = 200,
+    report: bool = False,
+) -> dict[str, Any]:
     """Score base, unscaled and LiNeS models of a finished job on the same MCQs.
 
     Args:
@@ -379,8 +444,9 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
     if st["state"] != "done":
         raise ValueError(f"job {st['id']} is {st['state']}, not done; compare needs a finished job")
     if attention_limit is not None and attention_limit < 0:
-        raise ValueError(f"attention_limit must be 0 (all captions), a positive number or None (skip); "
-                         f"got {attention_limit}")
+        raise ValueError(
+            f"attention_limit must be 0 (all captions), a positive number or None (skip); got {attention_limit}"
+        )
     questions, _ = load_mcqs(mcq_path)
     if limit:
         questions = questions[:limit]
@@ -390,8 +456,10 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
         has_images = all(q.query.image for q in questions)
         pairings = "tt,ti,it,ii" if has_images and "image" in encoders["base"].modalities else "tt"
     plist = parse_pairings(pairings)
-    part = _parts(progress, {"MCQs": 1.0, "attention margins": 0.0 if attention_limit is None else 1.0,
-                             "report": 3.0 if report else 0.0})
+    part = _parts(
+        progress,
+        {"MCQs": 1.0, "attention margins": 0.0 if attention_limit is None else 1.0, "report": 3.0 if report else 0.0},
+    )
     mcq: dict[str, Any] = {}
     for i, (label, enc) in enumerate(encoders.items()):
         part("MCQs")(i / len(encoders), f"scoring {models[label]} on {len(questions)} questions")
@@ -407,17 +475,34 @@ def compare_job(job_id: str, mcq_path: str | Path, pairings: str = "auto", limit
     if report:
         from bindlab.studies.finetune_report import separated_report
 
-        entries = separated_report(encoders, questions, info.get("config") or {}, progress=part("report"),
-                                   mcq_path=mcq_path)
+        entries = separated_report(
+            encoders, questions, info.get("config") or {}, progress=part("report"), mcq_path=mcq_path
+        )
     if progress:
         progress(1.0, "done")
-    return {"job": st["id"], "models": models, "labels": display_labels((info["lines"] or {}).get("a")),
-            "pairings": plist, "mcq": mcq, "attention": attention, "report": entries,
-            "truncated": _truncation(encoders["base"], questions) if "text" in _modalities(plist) else None,
-            "triplets": result_rows(info["result"] or {}), "lines": info["lines"],
-            "provenance": provenance(mcq_path, encoders["lines"], {"kind": "finetune-compare", "pairings": plist,
-                                                                   "limit": limit, "models": models,
-                                                                   "attention_limit": attention_limit})}
+    return {
+        "job": st["id"],
+        "models": models,
+        "labels": display_labels((info["lines"] or {}).get("a")),
+        "pairings": plist,
+        "mcq": mcq,
+        "attention": attention,
+        "report": entries,
+        "truncated": _truncation(encoders["base"], questions) if "text" in _modalities(plist) else None,
+        "triplets": result_rows(info["result"] or {}),
+        "lines": info["lines"],
+        "provenance": provenance(
+            mcq_path,
+            encoders["lines"],
+            {
+                "kind": "finetune-compare",
+                "pairings": plist,
+                "limit": limit,
+                "models": models,
+                "attention_limit": attention_limit,
+            },
+        ),
+    }
 
 
 def _parts(progress: Progress | None, weights: dict[str, float]) -> Callable[[str], Progress]:
@@ -432,8 +517,10 @@ def _parts(progress: Progress | None, weights: dict[str, float]) -> Callable[[st
 
         def report(f: float, msg: str) -> None:
             if progress:
-                progress((start + weights[name] * min(max(f, 0.0), 1.0)) / total,
-                         f"part {i + 1}/{len(parts)} ({name}): {msg.removeprefix(f'{name}: ')}")
+                progress(
+                    (start + weights[name] * min(max(f, 0.0), 1.0)) / total,
+                    f"part {i + 1}/{len(parts)} ({name}): {msg.removeprefix(f'{name}: ')}",
+                )
 
         return report
 
@@ -505,8 +592,16 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
     if progress:
         progress(0.0, "reading the job and its MCQs")
     path = request.data or str(default_compare_data(request.job, manager))
-    res = compare_job(request.job, path, pairings=request.pairings, limit=request.limit, progress=progress,
-                      manager=manager, attention_limit=request.attention_limit, report=request.report)
+    res = compare_job(
+        request.job,
+        path,
+        pairings=request.pairings,
+        limit=request.limit,
+        progress=progress,
+        manager=manager,
+        attention_limit=request.attention_limit,
+        report=request.report,
+    )
     table = mcq_table(res)
     section = res.get("attention")
     a = (res.get("lines") or {}).get("a")
@@ -524,10 +619,20 @@ def run_finetune_compare(request: CompareRequest, progress: Progress | None = No
         tables["attention_per_layer"] = per_layer_rows(section) if section.get("available") else []
     summary = {k: v for k, v in res.items() if k != "provenance"}
     summary["data"] = path
-    return Result("finetune", summary, rows=table, tables=tables, provenance=res["provenance"], notes=notes,
-                  figures_data={"mcq_rows": table, "attention": section,
-                                "attention_curves": attention_curves(section, display_labels(a)) if section else [],
-                                "metrics": job_metrics(res["job"], manager)})
+    return Result(
+        "finetune",
+        summary,
+        rows=table,
+        tables=tables,
+        provenance=res["provenance"],
+        notes=notes,
+        figures_data={
+            "mcq_rows": table,
+            "attention": section,
+            "attention_curves": attention_curves(section, display_labels(a)) if section else [],
+            "metrics": job_metrics(res["job"], manager),
+        },
+    )
 
 
 def compare_provenance(job_id: str, dataset: str | None, manager: Any = None) -> dict[str, Any]:
@@ -539,6 +644,10 @@ def compare_provenance(job_id: str, dataset: str | None, manager: Any = None) ->
     info = job_info(job_id, log_lines=0, manager=manager)
     st = info["status"]
     encoder = get_encoder(st["model_id"]) if st["state"] == "done" else None
-    settings = {"kind": "finetune-compare", "job": st["id"], "models": job_models(st["id"], st["base_model"]),
-                "config": info.get("config")}
+    settings = {
+        "kind": "finetune-compare",
+        "job": st["id"],
+        "models": job_models(st["id"], st["base_model"]),
+        "config": info.get("config"),
+    }
     return provenance(dataset, encoder, settings)

@@ -127,12 +127,13 @@ def row_format(trained_template: bool, vocabulary: str) -> str:
 def mcq_label(template: str, trained: bool, vocabulary: str, source: str) -> str:
     """A report row's name, computed from its contents: ``MCQ, predicative template (held out of training), words
     seen in training (generated)``."""
-    return (f"MCQ, {template} template ({'trained' if trained else 'held out of training'}), "
-            f"{VOCABULARIES[vocabulary]} ({source})")
+    return (
+        f"MCQ, {template} template ({'trained' if trained else 'held out of training'}), "
+        f"{VOCABULARIES[vocabulary]} ({source})"
+    )
 
 
-def _mcq_sets(questions: list[Any], trained: tuple[str, ...], seen: frozenset[str], seed: int
-              ) -> list[dict[str, Any]]:
+def _mcq_sets(questions: list[Any], trained: tuple[str, ...], seen: frozenset[str], seed: int) -> list[dict[str, Any]]:
     """The MCQ rows of the report: the given questions split by vocabulary, then the grid of every template x
     {words seen in training, words no training text contains}, generated like the given questions (same seed,
     sizes and count per size)."""
@@ -164,8 +165,9 @@ def _mcq_sets(questions: list[Any], trained: tuple[str, ...], seen: frozenset[st
     return sets
 
 
-def _triplet_groups(splits: dict[str, list[dict[str, Any]]], trained: tuple[str, ...], seen: frozenset[str]
-                    ) -> list[dict[str, Any]]:
+def _triplet_groups(
+    splits: dict[str, list[dict[str, Any]]], trained: tuple[str, ...], seen: frozenset[str]
+) -> list[dict[str, Any]]:
     """The triplet rows of the report: each evaluation split cut by what its rows contain (query template, words
     seen in training or not); the held-out deferred-binding split is its own construction, never trained on."""
     from bindlab.data.templates import DEFAULT_TEMPLATE
@@ -185,8 +187,10 @@ def _triplet_groups(splits: dict[str, list[dict[str, Any]]], trained: tuple[str,
             name = f"triplets, held-out deferred-binding construction, {VOCABULARIES[v]}"
         else:
             fmt = row_format(t in trained, v)
-            name = (f"triplets, {t} query ({'trained' if t in trained else 'held out of training'}), "
-                    f"{VOCABULARIES[v]} (split {split})")
+            name = (
+                f"triplets, {t} query ({'trained' if t in trained else 'held out of training'}), "
+                f"{VOCABULARIES[v]} (split {split})"
+            )
         out.append({"evaluation": name, "rows": rows, "template": t, "vocabulary": v, "format": fmt})
     return out
 
@@ -195,7 +199,7 @@ def _triplet_credit(encoder: Any, rows: Sequence[dict[str, Any]]) -> np.ndarray:
     """``(n,)`` 1.0 where cos(query, positive) > cos(query, negative), else 0.0."""
     m = len(rows)
     v = encoder.embed_texts([r["query"] for r in rows] + [r["positive"] for r in rows] + [r["negative"] for r in rows])
-    q, p, n = v[:m], v[m:2 * m], v[2 * m:]
+    q, p, n = v[:m], v[m : 2 * m], v[2 * m :]
     return (np.einsum("md,md->m", q, p) > np.einsum("md,md->m", q, n)).astype(np.float64)
 
 
@@ -232,8 +236,13 @@ def benchmark_seed(mcq_path: str | Path | None) -> int:
         return 0
 
 
-def separated_report(encoders: dict[str, Any], questions: list[Any], config: dict[str, Any],
-                     progress: Progress | None = None, mcq_path: str | Path | None = None) -> list[dict[str, Any]]:
+def separated_report(
+    encoders: dict[str, Any],
+    questions: list[Any],
+    config: dict[str, Any],
+    progress: Progress | None = None,
+    mcq_path: str | Path | None = None,
+) -> list[dict[str, Any]]:
     """Every model of a job on every evaluation of the report, each value with its 95 % CI.
 
     Args:
@@ -278,32 +287,75 @@ def separated_report(encoders: dict[str, Any], questions: list[Any], config: dic
             by_id = {r["id"]: r["credit"] for r in items}
             credits[label] = np.array([by_id[i] for i in order])  # item order fixed: the changes are paired
             tick(f"report: {s['evaluation']} ({label})")
-        entries.append({"evaluation": s["evaluation"], "kind": "mcq", "format": s["format"],
-                        "template": s["template"], "vocabulary": s["vocabulary"], "source": s["source"],
-                        "in_format": s["format"] == "in-format", "higher_is_better": True,
-                        "chance": float(np.mean(question_chance(s["questions"]))), **_compared(credits)})
+        entries.append(
+            {
+                "evaluation": s["evaluation"],
+                "kind": "mcq",
+                "format": s["format"],
+                "template": s["template"],
+                "vocabulary": s["vocabulary"],
+                "source": s["source"],
+                "in_format": s["format"] == "in-format",
+                "higher_is_better": True,
+                "chance": float(np.mean(question_chance(s["questions"]))),
+                **_compared(credits),
+            }
+        )
     for g in _triplet_groups(splits, trained, seen):
-        entries.append({"evaluation": g["evaluation"], "kind": "triplets", "format": g["format"],
-                        "template": g["template"], "vocabulary": g["vocabulary"], "source": "triplets",
-                        "in_format": g["format"] == "in-format", "higher_is_better": True, "chance": 0.5,
-                        **_compared({label: _triplet_credit(encoders[label], g["rows"]) for label in labels})})
+        entries.append(
+            {
+                "evaluation": g["evaluation"],
+                "kind": "triplets",
+                "format": g["format"],
+                "template": g["template"],
+                "vocabulary": g["vocabulary"],
+                "source": "triplets",
+                "in_format": g["format"] == "in-format",
+                "higher_is_better": True,
+                "chance": 0.5,
+                **_compared({label: _triplet_credit(encoders[label], g["rows"]) for label in labels}),
+            }
+        )
     tick("report: triplets")
     base_general = encoders[labels[0]].embed_texts(general_sentences())
     forget = {label: _forgetting_items(encoders[label], base_general) for label in labels}
-    entries.append({"evaluation": "control: general-sentence similarity drift from base", "kind": "control",
-                    "format": "control", "in_format": False, "higher_is_better": False, "chance": None,
-                    **_compared({label: forget[label]["drift"] for label in labels})})
-    entries.append({"evaluation": "control: paraphrase R@1 (general sentences)", "kind": "control",
-                    "format": "control", "in_format": False, "higher_is_better": True, "chance": None,
-                    **_compared({label: forget[label]["paraphrase_r1"] for label in labels})})
+    entries.append(
+        {
+            "evaluation": "control: general-sentence similarity drift from base",
+            "kind": "control",
+            "format": "control",
+            "in_format": False,
+            "higher_is_better": False,
+            "chance": None,
+            **_compared({label: forget[label]["drift"] for label in labels}),
+        }
+    )
+    entries.append(
+        {
+            "evaluation": "control: paraphrase R@1 (general sentences)",
+            "kind": "control",
+            "format": "control",
+            "in_format": False,
+            "higher_is_better": True,
+            "chance": None,
+            **_compared({label: forget[label]["paraphrase_r1"] for label in labels}),
+        }
+    )
     if "image" in encoders[labels[0]].modalities:
         from bindlab.train.finetune import single_object_set
 
         items = single_object_set()  # rendered once, for all three models
-        entries.append({"evaluation": "control: single-object text->image R@1", "kind": "control",
-                        "format": "control", "in_format": False, "higher_is_better": True,
-                        "chance": 1 / len(items),
-                        **_compared({label: _t2i_items(encoders[label], items) for label in labels})})
+        entries.append(
+            {
+                "evaluation": "control: single-object text->image R@1",
+                "kind": "control",
+                "format": "control",
+                "in_format": False,
+                "higher_is_better": True,
+                "chance": 1 / len(items),
+                **_compared({label: _t2i_items(encoders[label], items) for label in labels}),
+            }
+        )
     tick("report: forgetting controls")
     for e in entries:
         e["n"] = next(iter(e["models"].values()))["n"]

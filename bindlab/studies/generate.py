@@ -10,10 +10,18 @@ from typing import Any
 Progress = Callable[[int, int], None]
 
 
-def generate_saber_set(out: str | Path, per_size: int = 200, sizes: str | Sequence[int] = "2-10", seed: int = 0,
-                       images: bool = False, template: str = "attributive", vocab_from: str | Path | None = None,
-                       size: int = 256, workers: int = 2,
-                       progress: Progress | None = None) -> tuple[Path, dict[str, Any], int]:
+def generate_saber_set(
+    out: str | Path,
+    per_size: int = 200,
+    sizes: str | Sequence[int] = "2-10",
+    seed: int = 0,
+    images: bool = False,
+    template: str = "attributive",
+    vocab_from: str | Path | None = None,
+    size: int = 256,
+    workers: int = 2,
+    progress: Progress | None = None,
+) -> tuple[Path, dict[str, Any], int]:
     """Write SABER-style 4-way binding MCQs to ``out/mcq.jsonl`` (+ ``meta.json``; images with ``images``).
 
     Args:
@@ -39,8 +47,13 @@ def generate_saber_set(out: str | Path, per_size: int = 200, sizes: str | Sequen
 
     sizes = parse_sizes(sizes) if isinstance(sizes, str) else sorted({int(n) for n in sizes})
     template = check_template(template)
-    settings: dict[str, Any] = {"seed": seed, "per_size": per_size, "sizes": sizes, "images": images,
-                                "template": template}
+    settings: dict[str, Any] = {
+        "seed": seed,
+        "per_size": per_size,
+        "sizes": sizes,
+        "images": images,
+        "template": template,
+    }
     if images:
         from bindlab.data.render import RENDER_VOCAB as base
     else:
@@ -54,12 +67,15 @@ def generate_saber_set(out: str | Path, per_size: int = 200, sizes: str | Sequen
     usable = template_vocab(vocab, template)
     if sizes[-1] > max_size(usable):
         where = f"the held-out vocabulary of {vocab_from}" if vocab_from else "the vocabulary"
-        raise ValueError(f"sizes {sizes[0]}-{sizes[-1]}: {where} has {len(usable.objects)} objects and "
-                         f"{len(usable.attributes)} attributes{' the template can express' if usable is not vocab else ''}"
-                         f", so the largest scene size is N = {max_size(usable)}; use sizes 2-{max_size(usable)}")
+        raise ValueError(
+            f"sizes {sizes[0]}-{sizes[-1]}: {where} has {len(usable.objects)} objects and "
+            f"{len(usable.attributes)} attributes{' the template can express' if usable is not vocab else ''}"
+            f", so the largest scene size is N = {max_size(usable)}; use sizes 2-{max_size(usable)}"
+        )
     if len(usable.attributes) != len(vocab.attributes):
         settings["attributes_refused_by_template"] = sorted(
-            {x.category for x in vocab.attributes} - {x.category for x in usable.attributes})
+            {x.category for x in vocab.attributes} - {x.category for x in usable.attributes}
+        )
     questions = generate_saber(per_size=per_size, sizes=sizes, seed=seed, vocab=vocab, template=template)
     rendered = 0
     if images:

@@ -29,8 +29,25 @@ from bindlab.eval.metrics import TIE_TOL
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device
 
-__all__ = ["ALIGNMENTS", "ALPHA_GRID", "FACTORS", "PROTOCOLS", "GroundingRequest", "GroundingSession", "TOP_K", "clear_sessions",
-           "factor_report", "open_session", "resolve_grid", "run_grounding", "slider_payload", "slider_view", "state_payload", "top_images", "validation_choice"]
+__all__ = [
+    "ALIGNMENTS",
+    "ALPHA_GRID",
+    "FACTORS",
+    "PROTOCOLS",
+    "GroundingRequest",
+    "GroundingSession",
+    "TOP_K",
+    "clear_sessions",
+    "factor_report",
+    "open_session",
+    "resolve_grid",
+    "run_grounding",
+    "slider_payload",
+    "slider_view",
+    "state_payload",
+    "top_images",
+    "validation_choice",
+]
 
 Progress = Callable[[float, str], None]
 MAX_SESSIONS = 4  # sessions kept in memory (each holds (n, d) float32 embeddings)
@@ -170,8 +187,11 @@ def resolve_grid(data: str | Path, progress: Progress | None = None) -> Path:
         return data_input(data, "data", "grid")  # a datasets folder becomes the grid's index.csv
     from bindlab.data.factors import default_grid
 
-    report = ((lambda done, total: progress(done / max(total, 1), f"rendering the default grid {done}/{total}"))
-              if progress else None)
+    report = (
+        (lambda done, total: progress(done / max(total, 1), f"rendering the default grid {done}/{total}"))
+        if progress
+        else None
+    )
     return default_grid(report)
 
 
@@ -185,8 +205,13 @@ class GroundingSession:
         encoder: the encoder (for provenance), optional.
     """
 
-    def __init__(self, index: FactorIndex, embeddings: np.ndarray, embed_texts: Callable[[list[str]], np.ndarray],
-                 encoder: Any = None) -> None:
+    def __init__(
+        self,
+        index: FactorIndex,
+        embeddings: np.ndarray,
+        embed_texts: Callable[[list[str]], np.ndarray],
+        encoder: Any = None,
+    ) -> None:
         if len(embeddings) != len(index):
             raise ValueError(f"{len(embeddings)} embeddings for {len(index)} images")
         self.index, self.embeddings, self.embed_texts, self.encoder = index, embeddings, embed_texts, encoder
@@ -234,8 +259,15 @@ class GroundingSession:
             if factor not in self._states:
                 m = self.masks_for(factor)
                 self._states[factor] = GroundingState(
-                    self.embeddings, self.index.labels(factor), self.queries(factor), m["calibration"],
-                    m["validation"], m["test"], values=self.index.values(factor), groups=self.groups)
+                    self.embeddings,
+                    self.index.labels(factor),
+                    self.queries(factor),
+                    m["calibration"],
+                    m["validation"],
+                    m["test"],
+                    values=self.index.values(factor),
+                    groups=self.groups,
+                )
             return self._states[factor]
 
     def audit(self, factor: str, n_boot: int = 2000, seed: int = 0):
@@ -245,9 +277,17 @@ class GroundingSession:
             if key not in self._audits:
                 m = self.masks_for(factor)
                 self._audits[key] = grounding_audit(
-                    self.embeddings, self.index.labels(factor), self.queries(check_factor(factor)), m["calibration"],
-                    m["validation"], m["test"], values=self.index.values(factor), groups=self.groups,
-                    n_boot=n_boot, seed=seed)
+                    self.embeddings,
+                    self.index.labels(factor),
+                    self.queries(check_factor(factor)),
+                    m["calibration"],
+                    m["validation"],
+                    m["test"],
+                    values=self.index.values(factor),
+                    groups=self.groups,
+                    n_boot=n_boot,
+                    seed=seed,
+                )
             return self._audits[key]
 
     def test_rows(self, factor: str | None = None) -> np.ndarray:
@@ -270,8 +310,9 @@ def _index_key(folder: str | Path) -> str:
     return f"{p}|{st.st_mtime_ns if st else 0}|{st.st_size if st else 0}"
 
 
-def open_session(data: str | Path, model: str, progress: Progress | None = None, device: str = "auto",
-                 batch_size: int = 64) -> GroundingSession:
+def open_session(
+    data: str | Path, model: str, progress: Progress | None = None, device: str = "auto", batch_size: int = 64
+) -> GroundingSession:
     """Load (or reuse) the session of grid ``data`` embedded with encoder ``model``.
 
     Images are embedded through :func:`bindlab.encoders.service.embed_image_files` (persistent cache), so a second
@@ -290,17 +331,19 @@ def open_session(data: str | Path, model: str, progress: Progress | None = None,
     index = load_index(data)
     encoder = get_encoder(model.strip(), device=device, batch_size=batch_size)  # the process's one instance of it
     if "image" not in encoder.modalities or "text" not in encoder.modalities:
-        raise EncoderError(f"{encoder.id} is not an image+text encoder; grounding needs both towers "
-                           "(e.g. toy:clip, hf:/path/to/clip)")
+        raise EncoderError(
+            f"{encoder.id} is not an image+text encoder; grounding needs both towers (e.g. toy:clip, hf:/path/to/clip)"
+        )
     paths = index.paths()
     chunk = max(256, len(paths) // 20)
     parts = []
     for lo in range(0, len(paths), chunk):
         if progress:
             progress(lo / len(paths), f"embedding images with {encoder.id} ({lo}/{len(paths)})")
-        parts.append(embed_image_files(encoder, paths[lo:lo + chunk]))
-    session = GroundingSession(index, np.concatenate(parts).astype(np.float32),
-                               lambda texts: embed_texts(encoder, texts), encoder)
+        parts.append(embed_image_files(encoder, paths[lo : lo + chunk]))
+    session = GroundingSession(
+        index, np.concatenate(parts).astype(np.float32), lambda texts: embed_texts(encoder, texts), encoder
+    )
     with _SESSIONS_LOCK:
         _SESSIONS[key] = session
         # by count and by bytes (the newest always kept): a grid of many images holds (n, d) embeddings and masks
@@ -311,8 +354,9 @@ def open_session(data: str | Path, model: str, progress: Progress | None = None,
 
 def _session_bytes(session: GroundingSession) -> int:
     """What one cached session holds: its embeddings and split masks (the encoder is shared by the process)."""
-    masks = sum(getattr(m, "nbytes", 0) for m in (session.masks or {}).values()) if isinstance(session.masks, dict) \
-        else 0
+    masks = (
+        sum(getattr(m, "nbytes", 0) for m in (session.masks or {}).values()) if isinstance(session.masks, dict) else 0
+    )
     return int(session.embeddings.nbytes) + int(masks)
 
 
@@ -327,8 +371,14 @@ def clear_sessions() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- reports
-def factor_report(session: GroundingSession, factor: str, alpha: str | float = "auto", controls: bool = True,
-                  n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+def factor_report(
+    session: GroundingSession,
+    factor: str,
+    alpha: str | float = "auto",
+    controls: bool = True,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Native versus grounded retrieval of one factor on the test contexts, with alpha chosen on validation.
 
     Args:
@@ -352,15 +402,30 @@ def factor_report(session: GroundingSession, factor: str, alpha: str | float = "
     else:
         used, source = float(alpha), "fixed"
     view = state.at_alpha(used)
-    rows = [{"value": v, "ap_native": view["ap_native"][i], "ap_grounded": view["ap_grounded"][i],
-             "margin_native": view["margin_native"][i], "margin_grounded": view["margin_grounded"][i],
-             "alpha_star": view["alpha_star"][i]} for i, v in enumerate(view["values"])]
+    rows = [
+        {
+            "value": v,
+            "ap_native": view["ap_native"][i],
+            "ap_grounded": view["ap_grounded"][i],
+            "margin_native": view["margin_native"][i],
+            "margin_grounded": view["margin_grounded"][i],
+            "alpha_star": view["alpha_star"][i],
+        }
+        for i, v in enumerate(view["values"])
+    ]
     out: dict[str, Any] = {
-        "factor": factor, "values": view["values"], "alpha": used, "alpha_source": source,
+        "factor": factor,
+        "values": view["values"],
+        "alpha": used,
+        "alpha_source": source,
         "validation": {"alpha": selection.value, "macro_map": selection.macro_map, "top1": selection.top1},
-        "test": {"native": {"macro_map": view["map_native"], "top1": view["top1_native"]},
-                 "grounded": {"macro_map": view["map_grounded"], "top1": view["top1_grounded"]}},
-        "per_value": rows, "n_images": session.split_sizes(factor), "protocol": session.protocol,
+        "test": {
+            "native": {"macro_map": view["map_native"], "top1": view["top1_native"]},
+            "grounded": {"macro_map": view["map_grounded"], "top1": view["top1_grounded"]},
+        },
+        "per_value": rows,
+        "n_images": session.split_sizes(factor),
+        "protocol": session.protocol,
     }
     if controls:
         audit = session.audit(factor, n_boot=n_boot, seed=seed)
@@ -368,8 +433,9 @@ def factor_report(session: GroundingSession, factor: str, alpha: str | float = "
     return out
 
 
-def slider_view(session: GroundingSession, factor: str, value: str, alpha: float,
-                curve: np.ndarray = ALPHA_GRID) -> dict[str, Any]:
+def slider_view(
+    session: GroundingSession, factor: str, value: str, alpha: float, curve: np.ndarray = ALPHA_GRID
+) -> dict[str, Any]:
     """Everything the tab shows for one slider position, from precomputed scores (no matmul over the gallery).
 
     Returns:
@@ -396,9 +462,15 @@ def slider_view(session: GroundingSession, factor: str, value: str, alpha: float
     y = (test.s_q[pick, v] - c * x) / perp  # g . (q_v - c d_v) / |q_v - c d_v|
     qa = np.array([c, perp]) + float(alpha) * np.array([1.0, 0.0])
     qa = qa / np.linalg.norm(qa)
-    view["plane"] = {"x": x.tolist(), "y": y.tolist(), "positive": (test.value_idx[pick] == v).tolist(),
-                     "labels": [str(state.values[i]) for i in test.value_idx[pick]],
-                     "q": [c, perp], "q_alpha": qa.tolist(), "d": [1.0, 0.0]}
+    view["plane"] = {
+        "x": x.tolist(),
+        "y": y.tolist(),
+        "positive": (test.value_idx[pick] == v).tolist(),
+        "labels": [str(state.values[i]) for i in test.value_idx[pick]],
+        "q": [c, perp],
+        "q_alpha": qa.tolist(),
+        "d": [1.0, 0.0],
+    }
     return view
 
 
@@ -434,13 +506,24 @@ def state_payload(state: GroundingState, factor: str, curve: np.ndarray = ALPHA_
 
     s_q, s_e = b64(test.s_q, "float32"), b64(test.s_e, "float32")
     margins = np.asarray(state.margin_curve(np.asarray(curve, dtype=np.float64))["margins"], dtype=np.float64)
-    return {"id": hashlib.sha256((s_q + s_e).encode()).hexdigest()[:16], "factor": factor, "n": int(n), "k": int(k),
-            "values": [str(v) for v in state.values.tolist()], "s_q": s_q, "s_e": s_e,
-            "value_idx": b64(test.value_idx, "uint16"), "qe": np.diag(test.qe).tolist(), "c": state.c.tolist(),
-            "delta_norms": state.directions.delta_norms.tolist(),
-            "curve_alphas": np.asarray(curve, dtype=np.float64).tolist(), "curve_margin": b64(margins, "float64"),
-            "ap_native": [None if math.isnan(a) else float(a) for a in state.native_test.ap],
-            "top_k": TOP_K, "tie_tol": TIE_TOL}
+    return {
+        "id": hashlib.sha256((s_q + s_e).encode()).hexdigest()[:16],
+        "factor": factor,
+        "n": int(n),
+        "k": int(k),
+        "values": [str(v) for v in state.values.tolist()],
+        "s_q": s_q,
+        "s_e": s_e,
+        "value_idx": b64(test.value_idx, "uint16"),
+        "qe": np.diag(test.qe).tolist(),
+        "c": state.c.tolist(),
+        "delta_norms": state.directions.delta_norms.tolist(),
+        "curve_alphas": np.asarray(curve, dtype=np.float64).tolist(),
+        "curve_margin": b64(margins, "float64"),
+        "ap_native": [None if math.isnan(a) else float(a) for a in state.native_test.ap],
+        "top_k": TOP_K,
+        "tie_tol": TIE_TOL,
+    }
 
 
 def _grounded_scores(state: GroundingState, factor: str, value: str, alpha: float) -> tuple[int, np.ndarray]:
@@ -457,8 +540,15 @@ def _top_images(session: GroundingSession, factor: str, test: Any, v: int, s: np
     """The :data:`TOP_K` test images of value ``v`` by grounded score ``s`` (ties in gallery order); ``test`` is
     the factor's test split (its ``value_idx`` says which images hold ``v``)."""
     rows, labels = session.test_rows(factor), session.index.labels(factor)
-    return [{"path": str(session.index.root / session.index.rows[rows[i]].image), "label": str(labels[rows[i]]),
-             "score": float(s[i]), "hit": bool(test.value_idx[i] == v)} for i in np.argsort(-s, kind="stable")[:TOP_K]]
+    return [
+        {
+            "path": str(session.index.root / session.index.rows[rows[i]].image),
+            "label": str(labels[rows[i]]),
+            "score": float(s[i]),
+            "hit": bool(test.value_idx[i] == v),
+        }
+        for i in np.argsort(-s, kind="stable")[:TOP_K]
+    ]
 
 
 def top_images(session: GroundingSession, factor: str, value: str, alpha: float) -> list[dict[str, Any]]:
@@ -486,12 +576,13 @@ def run_grounding(request: GroundingRequest, progress: Progress | None = None) -
     """
     t = time.perf_counter()
     grid = resolve_grid(request.data, progress)
-    session = open_session(grid, request.model, progress=progress, device=request.device,
-                           batch_size=request.batch_size)
+    session = open_session(grid, request.model, progress=progress, device=request.device, batch_size=request.batch_size)
     if request.protocol != "context":
         session = session.view(request.protocol)
-    reports = {f: factor_report(session, f, request.alpha, controls=request.controls, n_boot=request.n_boot,
-                                seed=request.seed) for f in request.factors}
+    reports = {
+        f: factor_report(session, f, request.alpha, controls=request.controls, n_boot=request.n_boot, seed=request.seed)
+        for f in request.factors
+    }
     if request.align != "none":
         from bindlab.studies.grounding_align import alignment_reports, alignment_summary
 
@@ -506,10 +597,17 @@ def run_grounding(request: GroundingRequest, progress: Progress | None = None) -
         summary.update(alignment_summary(reports))  # noqa: F821 - imported with alignment_reports above
     rows = [{"factor": f, **row} for f, r in reports.items() for row in r["per_value"]]
     curves = {f: session.state(f).margin_curve(ALPHA_GRID) for f in request.factors}
-    settings = {"factors": list(request.factors), "alpha": request.alpha, "controls": request.controls,
-                "n_boot": request.n_boot, "splits": session.index.splits, "protocol": request.protocol,
-                "align": request.align, **request.settings,
-                "seconds": round(time.perf_counter() - t, 3)}
+    settings = {
+        "factors": list(request.factors),
+        "alpha": request.alpha,
+        "controls": request.controls,
+        "n_boot": request.n_boot,
+        "splits": session.index.splits,
+        "protocol": request.protocol,
+        "align": request.align,
+        **request.settings,
+        "seconds": round(time.perf_counter() - t, 3),
+    }
     from bindlab.provenance import provenance
 
     prov = provenance(session.index.root / "index.csv", session.encoder, settings, request.seed)

@@ -42,21 +42,29 @@ def fit_for(session: Any, factor: str, scope: str, **options: Any) -> AlignmentF
     (under the context protocol all factors share that split, so one shared map serves them all and is cached).
     """
     masks = session.masks_for(factor)
-    key = (scope, factor if scope == "factor" or session.protocol != "context" else "*",
-           tuple(sorted(options.items())))
+    key = (scope, factor if scope == "factor" or session.protocol != "context" else "*", tuple(sorted(options.items())))
     cache = session.__dict__.setdefault("_alignment_fits", {})
     if key not in cache:
         cells = cells_of(session)
         cal, val = masks["calibration"], masks["validation"]
         queries = {f: session.native(f) for f in FACTOR_ORDER}
-        cache[key] = fit_global_map(session.embeddings[cal], cells[cal], session.embeddings[val], cells[val],
-                                    _captions(session), queries, scope, factor if scope == "factor" else None,
-                                    **options)
+        cache[key] = fit_global_map(
+            session.embeddings[cal],
+            cells[cal],
+            session.embeddings[val],
+            cells[val],
+            _captions(session),
+            queries,
+            scope,
+            factor if scope == "factor" else None,
+            **options,
+        )
     return cache[key]
 
 
-def alignment_reports(session: Any, factors: Sequence[str], scope: str, progress: Progress | None = None,
-                      **options: Any) -> dict[str, dict[str, Any]]:
+def alignment_reports(
+    session: Any, factors: Sequence[str], scope: str, progress: Progress | None = None, **options: Any
+) -> dict[str, dict[str, Any]]:
     """Per factor: the chosen map and test macro-mAP / top-1 of native, matched, global and global + matched.
 
     Args:
@@ -73,12 +81,27 @@ def alignment_reports(session: Any, factors: Sequence[str], scope: str, progress
         fit = fit_for(session, f, scope, **options)
         native = _readouts(session, f)
         aligned = _readouts(session.view(queries={f: fit.apply(session.native(f))}), f)
-        out[f] = {"scope": scope, "map": fit.to_dict(), "alpha": aligned["alpha"],
-                  "test": {"native": native["test"]["native"], "matched": native["test"]["grounded"],
-                           "global": aligned["test"]["native"], "global_matched": aligned["test"]["grounded"]},
-                  "per_value": [{"value": a["value"], "ap_native": n["ap_native"], "ap_matched": n["ap_grounded"],
-                                 "ap_global": a["ap_native"], "ap_global_matched": a["ap_grounded"]}
-                                for n, a in zip(native["per_value"], aligned["per_value"], strict=True)]}
+        out[f] = {
+            "scope": scope,
+            "map": fit.to_dict(),
+            "alpha": aligned["alpha"],
+            "test": {
+                "native": native["test"]["native"],
+                "matched": native["test"]["grounded"],
+                "global": aligned["test"]["native"],
+                "global_matched": aligned["test"]["grounded"],
+            },
+            "per_value": [
+                {
+                    "value": a["value"],
+                    "ap_native": n["ap_native"],
+                    "ap_matched": n["ap_grounded"],
+                    "ap_global": a["ap_native"],
+                    "ap_global_matched": a["ap_grounded"],
+                }
+                for n, a in zip(native["per_value"], aligned["per_value"], strict=True)
+            ],
+        }
     return out
 
 
@@ -87,15 +110,24 @@ def _readouts(session: Any, factor: str) -> dict[str, Any]:
     state = session.state(factor)
     alpha = state.select_alpha().value
     view = state.at_alpha(alpha)
-    return {"alpha": alpha,
-            "test": {"native": {"macro_map": view["map_native"], "top1": view["top1_native"]},
-                     "grounded": {"macro_map": view["map_grounded"], "top1": view["top1_grounded"]}},
-            "per_value": [{"value": v, "ap_native": view["ap_native"][i], "ap_grounded": view["ap_grounded"][i]}
-                          for i, v in enumerate(view["values"])]}
+    return {
+        "alpha": alpha,
+        "test": {
+            "native": {"macro_map": view["map_native"], "top1": view["top1_native"]},
+            "grounded": {"macro_map": view["map_grounded"], "top1": view["top1_grounded"]},
+        },
+        "per_value": [
+            {"value": v, "ap_native": view["ap_native"][i], "ap_grounded": view["ap_grounded"][i]}
+            for i, v in enumerate(view["values"])
+        ],
+    }
 
 
 def alignment_summary(reports: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Means over the factors of test macro-mAP of the global and global + matched readouts."""
     blocks = [r["alignment"]["test"] for r in reports.values() if "alignment" in r]
-    return {f"{k}_macro_map": float(np.mean([b[k]["macro_map"] for b in blocks]))
-            for k in ("global", "global_matched")} if blocks else {}
+    return (
+        {f"{k}_macro_map": float(np.mean([b[k]["macro_map"] for b in blocks])) for k in ("global", "global_matched")}
+        if blocks
+        else {}
+    )

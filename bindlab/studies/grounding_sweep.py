@@ -25,7 +25,6 @@ from bindlab.studies.result import Result
 __all__ = ["SweepRequest", "resolve_signal_grid", "run_grounding_sweep", "sweep_row"]
 
 
-
 @dataclass
 class SweepRequest:
     """What one sweep asks for; validated on construction (``ValueError`` naming the bad value).
@@ -58,8 +57,10 @@ class SweepRequest:
 
         self.device = check_device(self.device or "auto")
         if self.factor != "pattern":
-            raise ValueError(f"factor {self.factor!r}: the signal-strength sweep blends each pattern with its plain "
-                             "rendering, so only --factor pattern applies")
+            raise ValueError(
+                f"factor {self.factor!r}: the signal-strength sweep blends each pattern with its plain "
+                "rendering, so only --factor pattern applies"
+            )
         self.protocol = check_protocol(self.protocol)
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a whole number >= 1, got {self.batch_size!r}")
@@ -78,14 +79,19 @@ def resolve_signal_grid(data: str | Path, progress: Progress | None = None) -> l
     if not data:
         from bindlab.data.factors import default_signal_grid
 
-        report = ((lambda done, total: progress(done / max(total, 1), f"rendering the signal grid {done}/{total}"))
-                  if progress else None)
+        report = (
+            (lambda done, total: progress(done / max(total, 1), f"rendering the signal grid {done}/{total}"))
+            if progress
+            else None
+        )
         data = str(default_signal_grid(report))
     grids = signal_grids(data)
     if not grids:
-        raise ValueError(f"{data} has no signal-strength grids (signal/g*/index.csv); make them with `python -m "
-                         f"bindlab generate factors --out {data} --signal-strengths 1,.75,.5,.3,.2,.1,0` (same "
-                         "grid options as before)")
+        raise ValueError(
+            f"{data} has no signal-strength grids (signal/g*/index.csv); make them with `python -m "
+            f"bindlab generate factors --out {data} --signal-strengths 1,.75,.5,.3,.2,.1,0` (same "
+            "grid options as before)"
+        )
     return grids
 
 
@@ -104,19 +110,36 @@ def sweep_row(session: Any, factor: str, reference: np.ndarray | None) -> dict[s
 
         m = session.masks_for(factor)
         idx = session.index
-        nat = readout(session.embeddings[m["test"]], idx.labels(factor)[m["test"]], session.queries(factor),
-                      idx.values(factor))
-        return {"alpha": 0.0, "image_prototype": float("nan"), "native": nat.macro_map, "matched": nat.macro_map,
-                "native_top1": nat.top1, "matched_top1": nat.top1, "gain": 0.0, "cosine": float("nan"),
-                "directions": None, "note": "no contrast: every value's images are identical"}
+        nat = readout(
+            session.embeddings[m["test"]], idx.labels(factor)[m["test"]], session.queries(factor), idx.values(factor)
+        )
+        return {
+            "alpha": 0.0,
+            "image_prototype": float("nan"),
+            "native": nat.macro_map,
+            "matched": nat.macro_map,
+            "native_top1": nat.top1,
+            "matched_top1": nat.top1,
+            "gain": 0.0,
+            "cosine": float("nan"),
+            "directions": None,
+            "note": "no contrast: every value's images are identical",
+        }
     sel = state.select_alpha()
     view = state.at_alpha(sel.value)
     d = state.directions.directions
     cos = float(np.mean(np.sum(d * reference, axis=1))) if reference is not None else 1.0
-    return {"alpha": sel.value, "image_prototype": state.prototype_test.macro_map, "native": view["map_native"],
-            "matched": view["map_grounded"], "native_top1": view["top1_native"],
-            "matched_top1": view["top1_grounded"], "gain": view["map_grounded"] - view["map_native"],
-            "cosine": cos, "directions": d}
+    return {
+        "alpha": sel.value,
+        "image_prototype": state.prototype_test.macro_map,
+        "native": view["map_native"],
+        "matched": view["map_grounded"],
+        "native_top1": view["top1_native"],
+        "matched_top1": view["top1_grounded"],
+        "gain": view["map_grounded"] - view["map_native"],
+        "cosine": cos,
+        "directions": d,
+    }
 
 
 def run_grounding_sweep(request: SweepRequest, progress: Progress | None = None) -> Result:
@@ -131,8 +154,10 @@ def run_grounding_sweep(request: SweepRequest, progress: Progress | None = None)
     t = time.perf_counter()
     grids = resolve_signal_grid(request.data, progress)
     if grids[0][0] != 1.0:
-        raise ValueError(f"the sweep needs the full-signal grid (gamma = 1) for the direction cosine; found "
-                         f"{[g for g, _ in grids]}: add 1 to --signal-strengths")
+        raise ValueError(
+            f"the sweep needs the full-signal grid (gamma = 1) for the direction cosine; found "
+            f"{[g for g, _ in grids]}: add 1 to --signal-strengths"
+        )
     rows: list[dict[str, Any]] = []
     reference: np.ndarray | None = None
     encoder = None
@@ -151,19 +176,29 @@ def run_grounding_sweep(request: SweepRequest, progress: Progress | None = None)
     nonzero = [r for r in rows if r["gamma"] > 0]
     zero = [r for r in rows if r["gamma"] == 0]
     summary: dict[str, Any] = {
-        "factor": request.factor, "protocol": request.protocol, "strengths": [r["gamma"] for r in rows],
+        "factor": request.factor,
+        "protocol": request.protocol,
+        "strengths": [r["gamma"] for r in rows],
         "full_signal": {k: rows[0][k] for k in ("native", "matched", "gain", "alpha")},
         "weakest": {k: nonzero[-1][k] for k in ("gamma", "native", "matched", "gain", "cosine")},
         "gain_at_zero": zero[0]["gain"] if zero else None,
         "chance": 1.0 / len(load_index(grids[0][1], check_images=False).values(request.factor)),
-        "full_signal_gain": rows[0]["gain"], "sweep": rows,
+        "full_signal_gain": rows[0]["gain"],
+        "sweep": rows,
     }
     figures = {k: [r[k] for r in rows] for k in ("gamma", "native", "matched", "image_prototype", "cosine")}
     from bindlab.provenance import provenance
 
-    settings = {"factor": request.factor, "protocol": request.protocol, "strengths": summary["strengths"],
-                "grids": [str(f) for _, f in grids], "seconds": round(time.perf_counter() - t, 3)}
+    settings = {
+        "factor": request.factor,
+        "protocol": request.protocol,
+        "strengths": summary["strengths"],
+        "grids": [str(f) for _, f in grids],
+        "seconds": round(time.perf_counter() - t, 3),
+    }
     prov = provenance(grids[0][1] / "index.csv", encoder, settings, 0)
-    notes = ["alpha is re-selected on validation and directions re-estimated from calibration at every gamma",
-             "cosine: mean over values of d_v(gamma) . d_v(1)"]
+    notes = [
+        "alpha is re-selected on validation and directions re-estimated from calibration at every gamma",
+        "cosine: mean over values of d_v(gamma) . d_v(1)",
+    ]
     return Result("grounding-sweep", summary, rows, figures, prov, "full_signal_gain", notes=notes)

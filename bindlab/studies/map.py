@@ -54,10 +54,29 @@ from bindlab.studies.validate import (
 MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 points, about what a browser can draw
 DEFAULT_MODEL = "minilm"
 
-__all__ = ["COLOR_BY", "DEFAULT_LIMIT", "DEFAULT_N_NEIGHBORS", "MAX_LIMIT", "MAX_N_NEIGHBORS", "MAX_SEARCH_CHARS", "METHODS",
-           "METRICS",
-           "LayoutParams", "MapData", "MapRequest", "cached_layout", "map_provenance", "map_title", "map_vectors",
-           "point_neighbours", "prepare_map", "run_map", "search_points", "selected_points", "summary_line"]
+__all__ = [
+    "COLOR_BY",
+    "DEFAULT_LIMIT",
+    "DEFAULT_N_NEIGHBORS",
+    "MAX_LIMIT",
+    "MAX_N_NEIGHBORS",
+    "MAX_SEARCH_CHARS",
+    "METHODS",
+    "METRICS",
+    "LayoutParams",
+    "MapData",
+    "MapRequest",
+    "cached_layout",
+    "map_provenance",
+    "map_title",
+    "map_vectors",
+    "point_neighbours",
+    "prepare_map",
+    "run_map",
+    "search_points",
+    "selected_points",
+    "summary_line",
+]
 
 
 @dataclass(frozen=True)
@@ -83,15 +102,28 @@ class MapRequest:
         if self.color not in COLOR_BY:
             raise ValueError(f"unknown colour {self.color!r}; choose from {list(COLOR_BY)}")
         data = str(self.data or "").strip()
-        ok = check_options({"data": data or None, "limit": self.limit, "n_neighbors": self.n_neighbors,
-                            "min_dist": self.min_dist, "seed": self.seed})
+        ok = check_options(
+            {
+                "data": data or None,
+                "limit": self.limit,
+                "n_neighbors": self.n_neighbors,
+                "min_dist": self.min_dist,
+                "seed": self.seed,
+            }
+        )
         if not 1 <= ok["limit"] <= MAX_LIMIT:
             raise ValueError(f"--limit {ok['limit']} questions: a map takes 1 to {MAX_LIMIT} (a seeded sample)")
         if ok["seed"] >= 2**32:
             raise ValueError(f"--seed must be below 2**32 (UMAP's random state), got {ok['seed']}")
-        for name, value in (("model", model), ("data", data), ("n_objects", tuple(sizes) if sizes else None),
-                            ("limit", ok["limit"]), ("n_neighbors", ok["n_neighbors"]), ("min_dist", ok["min_dist"]),
-                            ("seed", ok["seed"])):
+        for name, value in (
+            ("model", model),
+            ("data", data),
+            ("n_objects", tuple(sizes) if sizes else None),
+            ("limit", ok["limit"]),
+            ("n_neighbors", ok["n_neighbors"]),
+            ("min_dist", ok["min_dist"]),
+            ("seed", ok["seed"]),
+        ):
             object.__setattr__(self, name, value)
         self.params  # noqa: B018 - LayoutParams checks the metric and the ranges once more
 
@@ -102,9 +134,13 @@ class MapRequest:
 
     def settings(self) -> dict[str, Any]:
         """What the provenance records about the subset and the layout."""
-        return {"method": self.method, "params": asdict(self.params),
-                "n_objects": list(self.n_objects) if self.n_objects else "all", "limit": self.limit,
-                "color": self.color}
+        return {
+            "method": self.method,
+            "params": asdict(self.params),
+            "n_objects": list(self.n_objects) if self.n_objects else "all",
+            "limit": self.limit,
+            "color": self.color,
+        }
 
 
 # --- embedding the subset ------------------------------------------------------------------------------------------
@@ -116,8 +152,9 @@ def resolve_data(data: str | Path | None, encoder: Any, progress: Progress | Non
 
         p = data_input(text, "data", "mcq")  # a datasets folder becomes its mcq.jsonl
         if not p.is_file():
-            raise FileNotFoundError(f"{p}: MCQ file not found; generate one with "
-                                    "'python -m bindlab generate saber --out DIR [--images]'")
+            raise FileNotFoundError(
+                f"{p}: MCQ file not found; generate one with 'python -m bindlab generate saber --out DIR [--images]'"
+            )
         return p
     from bindlab.studies.browse import default_dataset
 
@@ -160,8 +197,17 @@ def prepare_map(request: MapRequest, progress: Progress | None = None) -> MapDat
         points += item_points(chosen, path.parent, m, correct)
         vectors.append(np.concatenate([queries[:, None], cands], axis=1).reshape(-1, queries.shape[-1]))
     data_hash = data_fingerprint(file_sha256(path), [q.id for q in chosen], modalities)
-    return MapData(path, encoder.id, encoder.fingerprint, data_hash, modalities, points,
-                   np.concatenate(vectors).astype(np.float32), accuracy, notes)
+    return MapData(
+        path,
+        encoder.id,
+        encoder.fingerprint,
+        data_hash,
+        modalities,
+        points,
+        np.concatenate(vectors).astype(np.float32),
+        accuracy,
+        notes,
+    )
 
 
 def map_vectors(data: MapData) -> np.ndarray:
@@ -196,8 +242,9 @@ def cache_dir() -> Path:
     return d
 
 
-def cached_layout(data: MapData, method: str, params: LayoutParams = LayoutParams(),
-                  folder: str | Path | None = None) -> tuple[np.ndarray, bool]:
+def cached_layout(
+    data: MapData, method: str, params: LayoutParams = LayoutParams(), folder: str | Path | None = None
+) -> tuple[np.ndarray, bool]:
     """The ``(p, 2)`` layout of ``data`` by ``method``, from the disk cache when there.
 
     The key is model fingerprint + data fingerprint + method + params
@@ -232,8 +279,18 @@ def map_provenance(data: MapData, settings: dict[str, Any] | None = None, seed: 
     from bindlab.provenance import provenance
 
     encoder = SimpleNamespace(id=data.model, fingerprint=data.fingerprint)
-    return provenance(data.path, encoder, {"kind": "map", "modalities": data.modalities, "data_hash": data.data_hash,
-                                           "accuracy": data.accuracy, **(settings or {})}, seed)
+    return provenance(
+        data.path,
+        encoder,
+        {
+            "kind": "map",
+            "modalities": data.modalities,
+            "data_hash": data.data_hash,
+            "accuracy": data.accuracy,
+            **(settings or {}),
+        },
+        seed,
+    )
 
 
 def map_title(data: MapData, method: str) -> str:
@@ -241,8 +298,12 @@ def map_title(data: MapData, method: str) -> str:
     return f"{data.model} · {method.upper()} of {len(data.points)} points (circle = text, square = image)"
 
 
-def run_map(request: MapRequest, prepared: MapData | None = None, progress: Progress | None = None,
-            cache_folder: str | Path | None = None) -> Result:
+def run_map(
+    request: MapRequest,
+    prepared: MapData | None = None,
+    progress: Progress | None = None,
+    cache_folder: str | Path | None = None,
+) -> Result:
     """Embed the subset (unless ``prepared`` holds it already) and lay it out by ``request.method``.
 
     Args:
@@ -260,15 +321,32 @@ def run_map(request: MapRequest, prepared: MapData | None = None, progress: Prog
     """
     data = prepared if prepared is not None else prepare_map(request, progress)
     xy, hit = cached_layout(data, request.method, request.params, cache_folder)
-    summary = {"model": data.model, "fingerprint": data.fingerprint, "data": str(data.path),
-               "n_questions": len(data.question_ids()), "n_points": len(data.points), "modalities": data.modalities,
-               "correct_share": dict(data.accuracy), "method": request.method, "from_cache": hit,
-               "line": summary_line(data)}
-    return Result("map", summary, rows=layout_records(data, xy),
-                  figures_data={"map": data.without_vectors(), "method": request.method, "xy": xy,
-                                "color": request.color, "title": map_title(data, request.method)},
-                  provenance=map_provenance(data, request.settings(), request.seed), notes=list(data.notes))
-
+    summary = {
+        "model": data.model,
+        "fingerprint": data.fingerprint,
+        "data": str(data.path),
+        "n_questions": len(data.question_ids()),
+        "n_points": len(data.points),
+        "modalities": data.modalities,
+        "correct_share": dict(data.accuracy),
+        "method": request.method,
+        "from_cache": hit,
+        "line": summary_line(data),
+    }
+    return Result(
+        "map",
+        summary,
+        rows=layout_records(data, xy),
+        figures_data={
+            "map": data.without_vectors(),
+            "method": request.method,
+            "xy": xy,
+            "color": request.color,
+            "title": map_title(data, request.method),
+        },
+        provenance=map_provenance(data, request.settings(), request.seed),
+        notes=list(data.notes),
+    )
 
 
 # --- looking into a map (the tab's point panel, search and selection) ---------------------------------------------
@@ -292,9 +370,18 @@ def point_neighbours(data: MapData, point_id: str, k: int = 10) -> list[dict[str
     rows = []
     for rank, (j, cos) in enumerate(nearest_neighbours(map_vectors(data), index, k), 1):
         p = data.points[j]
-        rows.append({"rank": rank, "cosine": round(cos, 4), "id": p["id"], "role": p["role"],
-                     "modality": p["modality"], "same_question": p["question"] == me["question"],
-                     "correct": p["correct"], "caption": p["caption"]})
+        rows.append(
+            {
+                "rank": rank,
+                "cosine": round(cos, 4),
+                "id": p["id"],
+                "role": p["role"],
+                "modality": p["modality"],
+                "same_question": p["question"] == me["question"],
+                "correct": p["correct"],
+                "caption": p["caption"],
+            }
+        )
     return rows
 
 
@@ -303,8 +390,12 @@ def selected_points(data: MapData, indices: Sequence[int]) -> tuple[dict[str, An
     row per selected point ``{id, question, role, modality, n_objects, correct, caption}``."""
     bad = [i for i in indices if not 0 <= int(i) < len(data.points)]
     if bad:
-        raise ValueError(f"selected point {bad[0]} is not one of the map's {len(data.points)} points; make the map again")
+        raise ValueError(
+            f"selected point {bad[0]} is not one of the map's {len(data.points)} points; make the map again"
+        )
     keep = list(dict.fromkeys(int(i) for i in indices))
-    rows = [{k: data.points[i][k] for k in ("id", "question", "role", "modality", "n_objects", "correct", "caption")}
-            for i in keep]
+    rows = [
+        {k: data.points[i][k] for k in ("id", "question", "role", "modality", "n_objects", "correct", "caption")}
+        for i in keep
+    ]
     return selection_summary(data.points, keep), rows

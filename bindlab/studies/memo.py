@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Any
 
 
-def remember(memo: dict[Hashable, Any], key: Hashable, value: Any, max_items: int,
-             size: Callable[[Any], int] | None = None, max_bytes: int = 0) -> list[Hashable]:
+def remember(
+    memo: dict[Hashable, Any],
+    key: Hashable,
+    value: Any,
+    max_items: int,
+    size: Callable[[Any], int] | None = None,
+    max_bytes: int = 0,
+) -> list[Hashable]:
     """Store ``value`` under ``key`` as the most recently used entry, then drop the least recently used ones while
     there are more than ``max_items`` or (with ``size``) their sizes add up to more than ``max_bytes``. The newest
     entry always stays.
@@ -23,8 +29,9 @@ def remember(memo: dict[Hashable, Any], key: Hashable, value: Any, max_items: in
     memo.pop(key, None)
     memo[key] = value
     dropped = []
-    while len(memo) > 1 and (len(memo) > max_items
-                             or (size is not None and sum(size(v) for v in memo.values()) > max_bytes)):
+    while len(memo) > 1 and (
+        len(memo) > max_items or (size is not None and sum(size(v) for v in memo.values()) > max_bytes)
+    ):
         oldest = next(iter(memo))
         del memo[oldest]
         dropped.append(oldest)

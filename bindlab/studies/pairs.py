@@ -59,8 +59,10 @@ class PairsRequest:
 
     def __post_init__(self) -> None:
         if not str(self.data or "").strip():
-            raise ValueError("data: give a Pairs JSONL file, e.g. DIR/pairs.jsonl "
-                             "(make one with 'python -m bindlab generate composet --out DIR')")
+            raise ValueError(
+                "data: give a Pairs JSONL file, e.g. DIR/pairs.jsonl "
+                "(make one with 'python -m bindlab generate composet --out DIR')"
+            )
         self.data = data_input(self.data, "data", "pairs")  # inside the allowed data roots; a datasets folder read
         self.model = (self.model or "").strip()
         if not self.model:
@@ -90,20 +92,31 @@ def _run(request: PairsRequest, progress: Progress | None) -> tuple[Result, list
     encoder = get_encoder(request.model, request.device, request.batch_size)  # an unknown id fails before the file
     path = Path(request.data)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: file not found; generate one with "
-                                "'python -m bindlab generate composet --out DIR'")
+        raise FileNotFoundError(
+            f"{path}: file not found; generate one with 'python -m bindlab generate composet --out DIR'"
+        )
     pairs, report = load_pairs(path, strict=not request.skip_bad)
     pairs = pairs[: request.limit] if request.limit else pairs
     t = time.perf_counter()
-    summary, rows = evaluate_pairs(pairs, path.parent, encoder, request.verbosity, progress=progress,
-                                   seed=request.seed)
-    settings = {"kind": "pairs", "verbosity": request.verbosity, "limit": request.limit,
-                "batch_size": request.batch_size, "skipped_lines": len(report.skipped),
-                "seconds": round(time.perf_counter() - t, 3)}
+    summary, rows = evaluate_pairs(pairs, path.parent, encoder, request.verbosity, progress=progress, seed=request.seed)
+    settings = {
+        "kind": "pairs",
+        "verbosity": request.verbosity,
+        "limit": request.limit,
+        "batch_size": request.batch_size,
+        "skipped_lines": len(report.skipped),
+        "seconds": round(time.perf_counter() - t, 3),
+    }
     summary = {**summary, "n_pairs": len(pairs), "group": summary["overall"]["group"]}
-    result = Result("pairs", summary, rows, provenance=provenance(path, encoder, settings, request.seed),
-                    primary_metric="group", tables={"by_edit_type": by_edit_type_rows(summary)},
-                    notes=[report.summary()] if report.skipped else [])
+    result = Result(
+        "pairs",
+        summary,
+        rows,
+        provenance=provenance(path, encoder, settings, request.seed),
+        primary_metric="group",
+        tables={"by_edit_type": by_edit_type_rows(summary)},
+        notes=[report.summary()] if report.skipped else [],
+    )
     return result, pairs
 
 
@@ -141,7 +154,9 @@ def scored_pairs(path: str | Path, model: str, verbosity: str = "all", progress:
     request = PairsRequest(data=path, model=model, verbosity=verbosity)
     p = Path(request.data)
     if not p.exists():
-        raise FileNotFoundError(f"{p}: file not found; generate one with 'python -m bindlab generate composet --out DIR'")
+        raise FileNotFoundError(
+            f"{p}: file not found; generate one with 'python -m bindlab generate composet --out DIR'"
+        )
     key = (str(p.resolve()), p.stat().st_mtime, request.model, verbosity)
     check_model_access(request.model)  # before the memo: another visitor's scoring of their lora: model stays theirs
     s = _SCORED.pop(key, None)
@@ -165,15 +180,22 @@ def edit_type_table(s: ScoredPairs) -> list[dict[str, Any]]:
 
     by = s.summary.get("by_edit_type", {})
     pairs = Counter(p.edit_type for p in s.pairs)
-    rows = [{**r, "pairs": pairs[r["edit_type"]],
-             **{f"{k}_ci95": by.get(r["edit_type"], {}).get(f"{k}_ci95") for k in SCORE_KEYS}}
-            for r in s.result.tables["by_edit_type"]]
+    rows = [
+        {
+            **r,
+            "pairs": pairs[r["edit_type"]],
+            **{f"{k}_ci95": by.get(r["edit_type"], {}).get(f"{k}_ci95") for k in SCORE_KEYS},
+        }
+        for r in s.result.tables["by_edit_type"]
+    ]
     have = {r["edit_type"]: r for r in rows}
     if not have or not set(have) <= set(EDIT_TYPES):
         return rows
     missing = {"n": 0, "pairs": 0, **{k: None for k in SCORE_KEYS}, **{f"{k}_ci95": None for k in SCORE_KEYS}}
-    return [have.get(t) or {"edit_type": t, "category": c, "origin": EDIT_ORIGIN[t], **missing}
-            for t, c in EDIT_TYPES.items()]
+    return [
+        have.get(t) or {"edit_type": t, "category": c, "origin": EDIT_ORIGIN[t], **missing}
+        for t, c in EDIT_TYPES.items()
+    ]
 
 
 # --- what the numbers count and what below chance means -----------------------------------------------------------
@@ -201,8 +223,17 @@ def score_summary(block: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for k in SCORE_KEYS:
         lo, hi = block.get(f"{k}_ci95") or (None, None)
-        out.append({"key": k, "name": SCORE_NAMES[k], "value": block.get(k), "ci95": [lo, hi], "n": block.get("n"),
-                    "chance": CHANCE[k], "vs_chance": chance_label(lo, hi, CHANCE[k])})
+        out.append(
+            {
+                "key": k,
+                "name": SCORE_NAMES[k],
+                "value": block.get(k),
+                "ci95": [lo, hi],
+                "n": block.get("n"),
+                "chance": CHANCE[k],
+                "vs_chance": chance_label(lo, hi, CHANCE[k]),
+            }
+        )
     return out
 
 
@@ -215,8 +246,10 @@ def failure_kinds(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     (``swapped``), or a tie at one image (``tie``; a tie fails). T2I is the same with each caption choosing an image.
     """
     out: dict[str, dict[str, int]] = {}
-    for key, (first, second) in (("i2t", (("c0_i0", "c1_i0"), ("c1_i1", "c0_i1"))),
-                                 ("t2i", (("c0_i0", "c0_i1"), ("c1_i1", "c1_i0")))):
+    for key, (first, second) in (
+        ("i2t", (("c0_i0", "c1_i0"), ("c1_i1", "c0_i1"))),
+        ("t2i", (("c0_i0", "c0_i1"), ("c1_i1", "c1_i0"))),
+    ):
         kinds = Counter()
         for r in rows:
             if r[key]:
@@ -241,8 +274,10 @@ def below_chance_notes(s: ScoredPairs) -> list[str]:
     block = s.summary["overall"]
     below = {r["key"]: r for r in score_summary(block) if r["vs_chance"] == "below chance"}
     kinds = failure_kinds(s.rows) if below else {}
-    what = {"i2t": ("each image to prefer its own caption", "images", "caption", "base caption", "foil caption"),
-            "t2i": ("each caption to prefer its own image", "captions", "image", "base image", "foil image")}
+    what = {
+        "i2t": ("each image to prefer its own caption", "images", "caption", "base caption", "foil caption"),
+        "t2i": ("each caption to prefer its own image", "captions", "image", "base image", "foil image"),
+    }
     notes = []
     for k in ("i2t", "t2i"):
         if k not in below:
@@ -251,8 +286,9 @@ def below_chance_notes(s: ScoredPairs) -> list[str]:
         one = who[:-1]
         f = kinds[k]
         if f["same"] >= f["swapped"]:
-            reading = (f"mostly both {who} prefer the same {pick}: the model's choice of {pick} barely depends on "
-                       f"the {one}")
+            reading = (
+                f"mostly both {who} prefer the same {pick}: the model's choice of {pick} barely depends on the {one}"
+            )
         else:
             reading = f"mostly each {one} prefers the other's {pick}: the model systematically confuses the two"
         notes.append(
@@ -260,11 +296,16 @@ def below_chance_notes(s: ScoredPairs) -> list[str]:
             f"choose differently, which a coin per {one} does 1 time in 4; below that, the model fails more often "
             f"than a coin would. Of its {f['fail']} failing rows, {f['same']} have both {who} preferring the same "
             f"{pick} ({f['same_base']} the {base}, {f['same_foil']} the {foil}) and {f['swapped']} have each {one} "
-            f"preferring the other's {pick}" + (f" ({f['tie']} more are exact ties, which fail)" if f["tie"] else "") + f": {reading}.")
+            f"preferring the other's {pick}"
+            + (f" ({f['tie']} more are exact ties, which fail)" if f["tie"] else "")
+            + f": {reading}."
+        )
     if "group" in below:
-        notes.append(f"Group is below chance ({numbers_text(below['group'])}): it needs I2T and T2I both, all four "
-                     "comparisons of the 2x2 right, which random scores do 1 time in 6; the model passes fewer, so its "
-                     "scores are not random but wrong in a consistent way.")
+        notes.append(
+            f"Group is below chance ({numbers_text(below['group'])}): it needs I2T and T2I both, all four "
+            "comparisons of the 2x2 right, which random scores do 1 time in 6; the model passes fewer, so its "
+            "scores are not random but wrong in a consistent way."
+        )
     return notes
 
 
@@ -281,8 +322,12 @@ def origin_line(summary: dict[str, Any]) -> str:
     n 120 rows) · bindlab's own: …"; "" when the set has neither (e.g. Winoground tags)."""
     names = {"composet": "the CompoSET paper's edit types", "bindlab": "bindlab's own edit types"}
     by = summary.get("by_origin") or {}
-    parts = [f"{names[o]}: Group {by[o]['group']:.3f} (95% CI {by[o]['group_ci95'][0]:.3f}–{by[o]['group_ci95'][1]:.3f},"
-             f" n {by[o]['n']} rows)" for o in names if o in by]
+    parts = [
+        f"{names[o]}: Group {by[o]['group']:.3f} (95% CI {by[o]['group_ci95'][0]:.3f}–{by[o]['group_ci95'][1]:.3f},"
+        f" n {by[o]['n']} rows)"
+        for o in names
+        if o in by
+    ]
     return " · ".join(parts)
 
 
@@ -311,8 +356,9 @@ class PairsComparison:
         return self.first.model, self.second.model
 
 
-def compare_pairs(path: str | Path, model: str, other: str, verbosity: str = "all",
-                  progress: Progress | None = None) -> PairsComparison:
+def compare_pairs(
+    path: str | Path, model: str, other: str, verbosity: str = "all", progress: Progress | None = None
+) -> PairsComparison:
     """Score a Pairs file with two models and set their I2T / T2I / Group side by side, overall and per edit type.
 
     Each model goes through :func:`scored_pairs` (so through :func:`run_pairs`, memoised): the numbers are the ones
@@ -325,8 +371,10 @@ def compare_pairs(path: str | Path, model: str, other: str, verbosity: str = "al
     if not other:
         raise ValueError("compare with: give a second image+text encoder id, e.g. toy:negclip")
     if other == (model or "").strip():
-        raise ValueError(f"compare with: {other!r} is the model already scored; pick another, e.g. "
-                         f"{compare_default(other) or 'toy:negclip'}")
+        raise ValueError(
+            f"compare with: {other!r} is the model already scored; pick another, e.g. "
+            f"{compare_default(other) or 'toy:negclip'}"
+        )
 
     def part(lo: float, name: str) -> Progress | None:
         return (lambda f, m: progress(lo + 0.5 * f, f"{name}: {m}")) if progress else None
@@ -346,6 +394,7 @@ def zip_edit_types(first: ScoredPairs, second: ScoredPairs) -> list[tuple[tuple[
 
 def _wide(first: ScoredPairs, second: ScoredPairs) -> list[dict[str, Any]]:
     """The two-model table: one row per edit type (``overall`` first), a column per (score, model)."""
+
     def row(name: str, pairs: int, n: int, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"edit_type": name, "pairs": pairs, "n": n}
         for k in SCORE_KEYS:
@@ -369,19 +418,30 @@ def check_model(model: str) -> None:
 
 def filter_options(s: ScoredPairs) -> dict[str, list[str]]:
     """Choices for the filters: edit types, categories, scenes, verbosity levels (each with 'all' first)."""
+
     def uniq(xs: list[str]) -> list[str]:
         return ["all", *dict.fromkeys(xs)]
 
-    return {"edit_type": uniq([p.edit_type for p in s.pairs]), "category": uniq([p.edit_category for p in s.pairs]),
-            "scene": uniq([p.scene_id for p in s.pairs]), "verbosity": list(s.summary["levels"])}
+    return {
+        "edit_type": uniq([p.edit_type for p in s.pairs]),
+        "category": uniq([p.edit_category for p in s.pairs]),
+        "scene": uniq([p.scene_id for p in s.pairs]),
+        "verbosity": list(s.summary["levels"]),
+    }
 
 
 def _keep(value: str | None) -> bool:
     return value in (None, "", "all")
 
 
-def filter_pairs(s: ScoredPairs, edit_type: str = "all", category: str = "all", scene: str = "all",
-                 verbosity: str | None = None, outcome: str = "all") -> list[str]:
+def filter_pairs(
+    s: ScoredPairs,
+    edit_type: str = "all",
+    category: str = "all",
+    scene: str = "all",
+    verbosity: str | None = None,
+    outcome: str = "all",
+) -> list[str]:
     """Pair ids passing the filters; ``outcome`` (one of :data:`OUTCOMES`) is judged at ``verbosity``."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}; choose from {list(OUTCOMES)}")
@@ -389,11 +449,21 @@ def filter_pairs(s: ScoredPairs, edit_type: str = "all", category: str = "all", 
     if level not in s.summary["levels"]:
         raise ValueError(f"verbosity {level!r} was not scored; scored levels: {s.summary['levels']}")
     rows = {r["id"]: r for r in s.rows if r["verbosity"] == level}
-    test = {"all": lambda r: True, "group pass": lambda r: r["group"], "group fail": lambda r: not r["group"],
-            "I2T fail": lambda r: not r["i2t"], "T2I fail": lambda r: not r["t2i"]}[outcome]
-    return [p.id for p in s.pairs
-            if (_keep(edit_type) or p.edit_type == edit_type) and (_keep(category) or p.edit_category == category)
-            and (_keep(scene) or p.scene_id == scene) and test(rows[p.id])]
+    test = {
+        "all": lambda r: True,
+        "group pass": lambda r: r["group"],
+        "group fail": lambda r: not r["group"],
+        "I2T fail": lambda r: not r["i2t"],
+        "T2I fail": lambda r: not r["t2i"],
+    }[outcome]
+    return [
+        p.id
+        for p in s.pairs
+        if (_keep(edit_type) or p.edit_type == edit_type)
+        and (_keep(category) or p.edit_category == category)
+        and (_keep(scene) or p.scene_id == scene)
+        and test(rows[p.id])
+    ]
 
 
 def pair_view(s: ScoredPairs, pid: str, verbosity: str | None = None) -> dict[str, Any]:
@@ -411,10 +481,20 @@ def pair_view(s: ScoredPairs, pid: str, verbosity: str | None = None) -> dict[st
         raise ValueError(f"pair {pid!r} has no scores at verbosity {level!r}; scored levels: {s.summary['levels']}")
     root = s.path.parent
     return {
-        "id": p.id, "scene_id": p.scene_id, "edit_type": p.edit_type, "edit_category": p.edit_category,
-        "edit_origin": p.extra.get("edit_origin", ""), "edit": p.extra.get("edit", ""), "verbosity": level,
+        "id": p.id,
+        "scene_id": p.scene_id,
+        "edit_type": p.edit_type,
+        "edit_category": p.edit_category,
+        "edit_origin": p.extra.get("edit_origin", ""),
+        "edit": p.extra.get("edit", ""),
+        "verbosity": level,
         "base": {"image": str(root / p.base.image), "caption": p.base.captions[level]},
         "foil": {"image": str(root / p.foil.image), "caption": p.foil.captions[level]},
-        "scores": row["scores"], "i2t": row["i2t"], "t2i": row["t2i"], "group": row["group"],
-        "margin": row["margin"], "pixels_changed": p.extra.get("pixels_changed"), "image_cosine": row.get("image_cosine"),
+        "scores": row["scores"],
+        "i2t": row["i2t"],
+        "t2i": row["t2i"],
+        "group": row["group"],
+        "margin": row["margin"],
+        "pixels_changed": p.extra.get("pixels_changed"),
+        "image_cosine": row.get("image_cosine"),
     }

@@ -31,8 +31,15 @@ class Bar:
     def __init__(self, desc: str, delay: float | None = None, file: Any = None) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=STEPS, desc=desc, delay=DELAY_S if delay is None else delay, file=file, leave=True, dynamic_ncols=True,
-                        bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]")
+        self.bar = tqdm(
+            total=STEPS,
+            desc=desc,
+            delay=DELAY_S if delay is None else delay,
+            file=file,
+            leave=True,
+            dynamic_ncols=True,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
+        )
 
     def __call__(self, fraction: float, message: str = "") -> None:
         step = int(round(min(max(float(fraction), 0.0), 1.0) * STEPS))
@@ -66,5 +73,7 @@ def progress_for(progress: bool | Progress | None, desc: str) -> Iterator[Progre
             bar.close()
         return
     if not callable(progress):
-        raise TypeError(f"progress must be True, False or a callable (fraction, message), got {type(progress).__name__}")
+        raise TypeError(
+            f"progress must be True, False or a callable (fraction, message), got {type(progress).__name__}"
+        )
     yield progress

@@ -26,14 +26,24 @@ from typing import Any
 # "notes"}, non-finite floats as {"$float": "NaN" | "Infinity" | "-Infinity"}, numpy arrays as {"$ndarray", "dtype"}.
 RESULT_FILE_FORMAT = 1
 RESULT_FILE_KIND = "bindlab-result"
-SUMMARY_ONLY_NOTE = ("loaded from a summary-only file (what --out / Result.to_json writes): no per-item rows, tables "
-                     "or figure data; save the Result itself (Result.save) to keep them")
+SUMMARY_ONLY_NOTE = (
+    "loaded from a summary-only file (what --out / Result.to_json writes): no per-item rows, tables "
+    "or figure data; save the Result itself (Result.save) to keep them"
+)
 _FIELDS = ("feature", "summary", "rows", "figures_data", "provenance", "primary_metric", "tables", "notes")
 _OUT_KEYS = ("primary_metric", "notes", "provenance")  # the keys to_json adds to the summary's
 # The study of an --out file whose provenance does not name it (settings.kind), by its primary metric.
-_FEATURE_BY_PRIMARY = {"accuracy": "mcq", "map": "retrieval", "group": "pairs", "top_score": "compare",
-                       "peak_margin": "attention", "grounded_macro_map": "grounding", "native_value": "benchmark",
-                       "full_signal_gain": "grounding-sweep", "final_loss": "toy-train"}
+_FEATURE_BY_PRIMARY = {
+    "accuracy": "mcq",
+    "map": "retrieval",
+    "group": "pairs",
+    "top_score": "compare",
+    "peak_margin": "attention",
+    "grounded_macro_map": "grounding",
+    "native_value": "benchmark",
+    "full_signal_gain": "grounding-sweep",
+    "final_loss": "toy-train",
+}
 
 
 @dataclass(repr=False)
@@ -122,8 +132,12 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         """The ``--out`` file's content: the summary, the primary metric's name, notes and provenance (no rows,
         tables or figure data: :meth:`save` writes everything)."""
-        return {**self.summary, "primary_metric": self.primary_metric, "notes": self.notes,
-                "provenance": self.provenance}
+        return {
+            **self.summary,
+            "primary_metric": self.primary_metric,
+            "notes": self.notes,
+            "provenance": self.provenance,
+        }
 
     def save(self, path: str | Path) -> Path:
         """Write the whole result (every field) to ``path`` as one JSON file that :meth:`load` reads back equal:
@@ -134,8 +148,11 @@ class Result:
             TypeError: a value JSON cannot hold (neither plain data, a path nor a numpy array), naming where it is.
         """
         path = Path(path)
-        doc = {"format": RESULT_FILE_FORMAT, "kind": RESULT_FILE_KIND,
-               **{name: _encode(getattr(self, name), name) for name in _FIELDS}}
+        doc = {
+            "format": RESULT_FILE_FORMAT,
+            "kind": RESULT_FILE_KIND,
+            **{name: _encode(getattr(self, name), name) for name in _FIELDS},
+        }
         text = json.dumps(doc, allow_nan=False, ensure_ascii=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -175,8 +192,10 @@ def _from_file(doc: Any, path: Path) -> Result:
         if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 1:
             raise ValueError(f"{path}: result file format {fmt!r} is not a version number")
         if fmt > RESULT_FILE_FORMAT:
-            raise ValueError(f"{path} is a result file of format {fmt}, newer than this bindlab reads (up to "
-                             f"{RESULT_FILE_FORMAT}): upgrade bindlab (pip install -U bindlab) to load it")
+            raise ValueError(
+                f"{path} is a result file of format {fmt}, newer than this bindlab reads (up to "
+                f"{RESULT_FILE_FORMAT}): upgrade bindlab (pip install -U bindlab) to load it"
+            )
         return _checked({name: doc[name] for name in _FIELDS if name in doc}, path)
     if {"feature", "summary", "rows"} <= doc.keys() and set(doc) <= set(_FIELDS):  # a compare cache entry
         return _checked(doc, path)
@@ -188,27 +207,40 @@ def _from_file(doc: Any, path: Path) -> Result:
         feature = settings.get("kind") or _FEATURE_BY_PRIMARY.get(primary, "")
         notes = [*(doc["notes"] or []), SUMMARY_ONLY_NOTE]
         return Result(str(feature), summary, provenance=prov, primary_metric=primary, notes=notes)
-    raise ValueError(f"{path} is not a bindlab result file: expected a file from Result.save (keys format, feature, "
-                     f"summary, …) or from --out (keys primary_metric, notes, provenance); it has keys "
-                     f"{sorted(doc)[:8]}")
+    raise ValueError(
+        f"{path} is not a bindlab result file: expected a file from Result.save (keys format, feature, "
+        f"summary, …) or from --out (keys primary_metric, notes, provenance); it has keys "
+        f"{sorted(doc)[:8]}"
+    )
 
 
 def _checked(fields: dict[str, Any], path: Path) -> Result:
     """``Result(**fields)`` after checking each field's type, so a damaged file fails here and not in a figure."""
-    kinds = {"feature": str, "summary": dict, "rows": list, "figures_data": dict, "provenance": dict,
-             "primary_metric": str, "tables": dict, "notes": list}
+    kinds = {
+        "feature": str,
+        "summary": dict,
+        "rows": list,
+        "figures_data": dict,
+        "provenance": dict,
+        "primary_metric": str,
+        "tables": dict,
+        "notes": list,
+    }
     for name, value in fields.items():
         if not isinstance(value, kinds[name]):
-            raise ValueError(f"{path}: the result's {name} is a {type(value).__name__}, not a "
-                             f"{kinds[name].__name__}: the file is damaged or not a bindlab result")
+            raise ValueError(
+                f"{path}: the result's {name} is a {type(value).__name__}, not a "
+                f"{kinds[name].__name__}: the file is damaged or not a bindlab result"
+            )
     return Result(**fields)
 
 
 def _encode(value: Any, where: str) -> Any:
     """``value`` as strict-JSON data: non-finite floats and numpy arrays tagged (see :data:`RESULT_FILE_FORMAT`)."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else {"$float": repr(value).replace("nan", "NaN").replace(
-            "inf", "Infinity")}
+        return (
+            value if math.isfinite(value) else {"$float": repr(value).replace("nan", "NaN").replace("inf", "Infinity")}
+        )
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, dict):
@@ -227,8 +259,10 @@ def _encode(value: Any, where: str) -> Any:
             return {"$ndarray": _encode(value.tolist(), where), "dtype": str(value.dtype)}
         if isinstance(value, np.generic):
             return _encode(value.item(), where)
-    raise TypeError(f"Result.save: {where} is a {type(value).__name__}, which a result file cannot hold (plain "
-                    "data, paths and numpy arrays only)")
+    raise TypeError(
+        f"Result.save: {where} is a {type(value).__name__}, which a result file cannot hold (plain "
+        "data, paths and numpy arrays only)"
+    )
 
 
 def _decode_object(obj: dict[str, Any]) -> Any:
@@ -254,11 +288,20 @@ def describe(result: Result, width: int = 100) -> list[str]:
     read is left out)."""
     lines = [f"bindlab.Result: {_study(result)}", f"  {_headline_text(result)}"]
     models = _models(result)
-    lines += [f"  {label}: {text}" for label, text in (("models" if ", " in models else "model", models),
-                                                      ("data", _data(result))) if text]
+    lines += [
+        f"  {label}: {text}"
+        for label, text in (("models" if ", " in models else "model", models), ("data", _data(result)))
+        if text
+    ]
     tables = ", ".join(f"{name} ({len(rows)})" for name, rows in result.tables.items()) or "none"
-    lines += textwrap.wrap(f"rows: {len(result.rows)} · tables: {tables}", width, initial_indent="  ",
-                           subsequent_indent="    ", max_lines=3, placeholder=" …")
+    lines += textwrap.wrap(
+        f"rows: {len(result.rows)} · tables: {tables}",
+        width,
+        initial_indent="  ",
+        subsequent_indent="    ",
+        max_lines=3,
+        placeholder=" …",
+    )
     notes = f"notes: {len(result.notes)}"
     if result.notes:
         notes += f" (res.notes), first: {result.notes[0]}"
@@ -293,8 +336,17 @@ def headline(result: Result) -> dict[str, Any]:
     """The result's headline: ``{"label", "value", "ci95": [lo, hi] or None, "chance": float or None, "n", "extra":
     other numbers worth a glance or ""}``, read from where each study keeps them (the primary metric alone when it
     keeps no interval)."""
-    s, out = result.summary, {"label": result.primary_metric or "primary", "value": result.primary, "ci95": None,
-                              "chance": None, "n": None, "extra": ""}
+    s, out = (
+        result.summary,
+        {
+            "label": result.primary_metric or "primary",
+            "value": result.primary,
+            "ci95": None,
+            "chance": None,
+            "n": None,
+            "extra": "",
+        },
+    )
     try:
         out.update(_HEADLINES.get(result.feature, _generic)(result, s))
     except (KeyError, TypeError, IndexError, ValueError, AttributeError, StopIteration):
@@ -305,8 +357,11 @@ def headline(result: Result) -> dict[str, Any]:
 def _generic(result: Result, s: dict[str, Any]) -> dict[str, Any]:
     ci = s.get(f"{result.primary_metric}_ci95") or s.get("ci95")
     chance = s.get("chance")
-    return {"ci95": ci if isinstance(ci, list) and len(ci) == 2 else None,
-            "chance": chance if isinstance(chance, int | float) else None, "n": s.get("n")}
+    return {
+        "ci95": ci if isinstance(ci, list) and len(ci) == 2 else None,
+        "chance": chance if isinstance(chance, int | float) else None,
+        "n": s.get("n"),
+    }
 
 
 def _mcq(result: Result, s: dict[str, Any]) -> dict[str, Any]:
@@ -321,21 +376,29 @@ def _retrieval(result: Result, s: dict[str, Any]) -> dict[str, Any]:
 
 def _pairs(result: Result, s: dict[str, Any]) -> dict[str, Any]:
     o = s["overall"]
-    return {"label": "Group", "ci95": o["group_ci95"], "chance": o["chance"]["group"], "n": s.get("n_pairs", o["n"]),
-            "extra": f"I2T {_num(o['i2t'])}, T2I {_num(o['t2i'])}"}
+    return {
+        "label": "Group",
+        "ci95": o["group_ci95"],
+        "chance": o["chance"]["group"],
+        "n": s.get("n_pairs", o["n"]),
+        "extra": f"I2T {_num(o['i2t'])}, T2I {_num(o['t2i'])}",
+    }
 
 
 def _compare(result: Result, s: dict[str, Any]) -> dict[str, Any]:
     """The top of the leaderboard, named the leader only when the study names it (a clear lead)."""
     column, top = s["sort_by"], s["leaderboard"][0]
-    label = f"{column} of the leader, {top['model']}" if s.get("leader") == top["model"] else \
-        f"{column} of the top model, {top['model']} (no clear leader)"
-    row = next((r for r in result.tables.get("scores", []) if r["model"] == top["model"] and r["column"] == column),
-               None)
+    label = (
+        f"{column} of the leader, {top['model']}"
+        if s.get("leader") == top["model"]
+        else f"{column} of the top model, {top['model']} (no clear leader)"
+    )
+    row = next(
+        (r for r in result.tables.get("scores", []) if r["model"] == top["model"] and r["column"] == column), None
+    )
     if row is None:  # a summary-only result: the leaderboard row has the interval
         return {"label": label, "ci95": top.get(f"{column} 95% CI")}
-    return {"label": label, "ci95": [row["ci95_low"], row["ci95_high"]], "chance": row.get("chance"),
-            "n": row.get("n")}
+    return {"label": label, "ci95": [row["ci95_low"], row["ci95_high"]], "chance": row.get("chance"), "n": row.get("n")}
 
 
 def _benchmark(result: Result, s: dict[str, Any]) -> dict[str, Any]:
@@ -344,17 +407,29 @@ def _benchmark(result: Result, s: dict[str, Any]) -> dict[str, Any]:
 
 def _attention(result: Result, s: dict[str, Any]) -> dict[str, Any]:
     i = s["layers"].index(s["peak_layer"])
-    return {"label": f"peak margin (layer {s['peak_layer']})", "ci95": [s["ci_low"][i], s["ci_high"][i]],
-            "n": s["n_captions"]}
+    return {
+        "label": f"peak margin (layer {s['peak_layer']})",
+        "ci95": [s["ci_low"][i], s["ci_high"][i]],
+        "n": s["n_captions"],
+    }
 
 
 def _grounding(result: Result, s: dict[str, Any]) -> dict[str, Any]:
-    return {"label": "grounded macro-mAP", "extra": f"native {_num(s['native_macro_map'])}, "
-            f"factors {', '.join(s['factors'])}"}
+    return {
+        "label": "grounded macro-mAP",
+        "extra": f"native {_num(s['native_macro_map'])}, factors {', '.join(s['factors'])}",
+    }
 
 
-_HEADLINES = {"mcq": _mcq, "retrieval": _retrieval, "pairs": _pairs, "compare": _compare,
-              "benchmark": _benchmark, "attention": _attention, "grounding": _grounding}
+_HEADLINES = {
+    "mcq": _mcq,
+    "retrieval": _retrieval,
+    "pairs": _pairs,
+    "compare": _compare,
+    "benchmark": _benchmark,
+    "attention": _attention,
+    "grounding": _grounding,
+}
 
 
 def _headline_text(result: Result) -> str:

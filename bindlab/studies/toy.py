@@ -71,24 +71,44 @@ class ToyTrainRequest:
         """The :class:`bindlab.train.toy_train.TrainConfig` of this request (raises ValueError when invalid)."""
         from bindlab.train.toy_train import TrainConfig
 
-        return TrainConfig(arch=self.arch, steps=self.steps, batch_size=self.batch_size, seed=self.seed,
-                           pool_size=self.pool_size, hard_share=self.hard_share,
-                           checkpoint_every=self.checkpoint_every, threads=self.threads, lr=self.lr,
-                           model={k: v for k, v in self.model.items() if v},
-                           warmup=min(60, max(1, self.steps // 10)), holdout_fraction=self.holdout_fraction,
-                           twin_share=self.twin_share, init_from=self.init_from, pair_share=self.pair_share,
-                           pair_scenes=self.pair_scenes, text=self.text,
-                           captions_per_scene=self.captions_per_scene, lit_target=self.lit_target,
-                           target_twin_weight=self.target_twin_weight, target_shrink=self.target_shrink,
-                           target_pair_weight=self.target_pair_weight, target_bag_weight=self.target_bag_weight,
-                           target_contrastive=self.target_contrastive,
-                           target_caption_weight=self.target_caption_weight,
-                           target_rank_steps=self.target_rank_steps, image_rank_weight=self.image_rank_weight,
-                           rank_scenes=self.rank_scenes,
-                           twin_layout=self.twin_layout, image_rank_scale=self.image_rank_scale,
-                           image_margin_weight=self.image_margin_weight, image_bias_weight=self.image_bias_weight,
-                           slot_count_weight=self.slot_count_weight, max_objects=self.max_objects,
-                           render_size=self.render_size, render_share=self.render_share)
+        return TrainConfig(
+            arch=self.arch,
+            steps=self.steps,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            pool_size=self.pool_size,
+            hard_share=self.hard_share,
+            checkpoint_every=self.checkpoint_every,
+            threads=self.threads,
+            lr=self.lr,
+            model={k: v for k, v in self.model.items() if v},
+            warmup=min(60, max(1, self.steps // 10)),
+            holdout_fraction=self.holdout_fraction,
+            twin_share=self.twin_share,
+            init_from=self.init_from,
+            pair_share=self.pair_share,
+            pair_scenes=self.pair_scenes,
+            text=self.text,
+            captions_per_scene=self.captions_per_scene,
+            lit_target=self.lit_target,
+            target_twin_weight=self.target_twin_weight,
+            target_shrink=self.target_shrink,
+            target_pair_weight=self.target_pair_weight,
+            target_bag_weight=self.target_bag_weight,
+            target_contrastive=self.target_contrastive,
+            target_caption_weight=self.target_caption_weight,
+            target_rank_steps=self.target_rank_steps,
+            image_rank_weight=self.image_rank_weight,
+            rank_scenes=self.rank_scenes,
+            twin_layout=self.twin_layout,
+            image_rank_scale=self.image_rank_scale,
+            image_margin_weight=self.image_margin_weight,
+            image_bias_weight=self.image_bias_weight,
+            slot_count_weight=self.slot_count_weight,
+            max_objects=self.max_objects,
+            render_size=self.render_size,
+            render_share=self.render_share,
+        )
 
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
@@ -98,10 +118,20 @@ def run_toy_train(request: ToyTrainRequest) -> Result:
     cfg = request.config()
     out = Path(request.out)
     record = train_toy(cfg, out, [TqdmProgress(disable=not request.progress)])
-    notes = [] if record["finished"] else [f"stopped at step {record['steps']}/{cfg.steps}; run the same command "
-                                           f"again to resume from {out}/checkpoint"]
-    return Result("toy-train", record, provenance={"settings": asdict(cfg), "seed": cfg.seed},
-                  primary_metric="final_loss", notes=notes)
+    notes = (
+        []
+        if record["finished"]
+        else [
+            f"stopped at step {record['steps']}/{cfg.steps}; run the same command again to resume from {out}/checkpoint"
+        ]
+    )
+    return Result(
+        "toy-train",
+        record,
+        provenance={"settings": asdict(cfg), "seed": cfg.seed},
+        primary_metric="final_loss",
+        notes=notes,
+    )
 
 
 @dataclass(frozen=True)
@@ -137,8 +167,9 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
     folder = getattr(encoder, "folder", None)
     record = _training(folder)
     if request.card and "train_config" not in record:
-        raise ValueError(f"--card needs a toy model folder trained by 'train toy' (its training.json); "
-                         f"{request.model} has none")
+        raise ValueError(
+            f"--card needs a toy model folder trained by 'train toy' (its training.json); {request.model} has none"
+        )
     t = time.perf_counter()
     heldout = frozenset(tuple(c) for c in record.get("heldout_combinations") or [])
     exposed = frozenset()
@@ -146,8 +177,15 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
         from bindlab.train.toy_audit import exposed_pairs
 
         exposed = exposed_pairs(record["train_config"])
-    result = evaluate_toy(encoder, sample=request.sample, per_size=request.per_size, seed=request.seed,
-                          heldout=heldout, exposed=exposed, text_reference=getattr(encoder, "text_encoder", None))
+    result = evaluate_toy(
+        encoder,
+        sample=request.sample,
+        per_size=request.per_size,
+        seed=request.seed,
+        heldout=heldout,
+        exposed=exposed,
+        text_reference=getattr(encoder, "text_encoder", None),
+    )
     settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
     notes = summary_lines(result)
     if request.card:
@@ -179,8 +217,9 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
     if len(stages) == 1:
         command = train_command(stages[0])
     else:
-        command = " && ".join(train_command(t, out=f"DIR{i + 1}", init=f"DIR{i}" if i else None)
-                              for i, t in enumerate(stages))
+        command = " && ".join(
+            train_command(t, out=f"DIR{i + 1}", init=f"DIR{i}" if i else None) for i, t in enumerate(stages)
+        )
     return write_card(folder, request.model, result, command, list(request.card_notes))
 
 
@@ -189,8 +228,10 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
     to ``out``; ``init`` replaces its ``--init-from`` folder (a stage's predecessor in a sequence)."""
     from bindlab.train.toy_card import shown_path
 
-    command = (f"python -m bindlab train toy --arch {t['arch']} --out {out} --steps {t['steps']} --seed {t['seed']}"
-               f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}")
+    command = (
+        f"python -m bindlab train toy --arch {t['arch']} --out {out} --steps {t['steps']} --seed {t['seed']}"
+        f" --batch-size {t['batch_size']} --lr {t['lr']} --pool-size {t['pool_size']}"
+    )
     if t.get("holdout_fraction"):
         command += f" --holdout-combos {t['holdout_fraction']}"
     if t.get("twin_share"):
@@ -210,11 +251,15 @@ def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) 
         if int(t.get("captions_per_scene") or 4) != 4:
             command += f" --captions-per-scene {t['captions_per_scene']}"
         if t.get("lit_target") == "phrases":
-            command += (f" --lit-target phrases --target-bag-weight {t['target_bag_weight']}"
-                        f" --target-shrink {t['target_shrink']}")
+            command += (
+                f" --lit-target phrases --target-bag-weight {t['target_bag_weight']}"
+                f" --target-shrink {t['target_shrink']}"
+            )
         elif t.get("lit_target", "captions") != "captions":
-            command += (f" --lit-target {t['lit_target']} --target-twin-weight {t['target_twin_weight']}"
-                        f" --target-shrink {t['target_shrink']}")
+            command += (
+                f" --lit-target {t['lit_target']} --target-twin-weight {t['target_twin_weight']}"
+                f" --target-shrink {t['target_shrink']}"
+            )
         if t.get("target_pair_weight"):
             command += f" --target-pair-weight {t['target_pair_weight']}"
         if t.get("target_contrastive"):

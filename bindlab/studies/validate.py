@@ -65,8 +65,9 @@ def nonneg_int(value: Any, name: str = "value") -> int:
     return n
 
 
-def finite_float(value: Any, name: str = "value", lo: float | None = None, hi: float | None = None,
-                 lo_open: bool = False) -> float:
+def finite_float(
+    value: Any, name: str = "value", lo: float | None = None, hi: float | None = None, lo_open: bool = False
+) -> float:
     """``value`` as a finite float within ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
     try:
         x = float(value)
@@ -86,8 +87,9 @@ def capped(value: int, name: str, limit: str, lims: Limits | None = None) -> int
     the cap and its environment variable."""
     cap = getattr(lims or limits(), limit)
     if cap and value > cap:
-        raise ValueError(f"{_flag(name)} {value:,} is above the cap of {cap:,}; use a smaller value or raise "
-                         f"{LIMIT_ENV[limit]}")
+        raise ValueError(
+            f"{_flag(name)} {value:,} is above the cap of {cap:,}; use a smaller value or raise {LIMIT_ENV[limit]}"
+        )
     return value
 
 
@@ -97,8 +99,9 @@ def _check_name_lengths(p: Path, name: str) -> None:
         raise ValueError(f"{_flag(name)}: the path is longer than {PATH_MAX} bytes; choose a shorter path")
     for part in p.parts:
         if len(os.fsencode(part)) > NAME_MAX:
-            raise ValueError(f"{_flag(name)}: the name {part[:40]}… is longer than {NAME_MAX} bytes; choose a "
-                             "shorter file name")
+            raise ValueError(
+                f"{_flag(name)}: the name {part[:40]}… is longer than {NAME_MAX} bytes; choose a shorter file name"
+            )
 
 
 def _nearest_existing(p: Path, name: str) -> Path:
@@ -116,8 +119,10 @@ def _nearest_existing(p: Path, name: str) -> Path:
 def _refuse_assets(real: Path, name: str, allow_assets: bool) -> None:
     assets = Path(os.path.realpath(assets_root()))
     if not allow_assets and (real == assets or assets in real.parents):
-        raise ValueError(f"{_flag(name)}: {real} is inside the shipped bindlab/assets/ folder, which is never written "
-                         "unless a command asks for it explicitly (e.g. `eval toy --card`); choose another path")
+        raise ValueError(
+            f"{_flag(name)}: {real} is inside the shipped bindlab/assets/ folder, which is never written "
+            "unless a command asks for it explicitly (e.g. `eval toy --card`); choose another path"
+        )
 
 
 def output_file(path: str | os.PathLike, name: str = "out", allow_assets: bool = False) -> Path:
@@ -208,8 +213,10 @@ def data_input(value: str | os.PathLike, name: str = "data", kind: str | None = 
     text = os.fspath(value).strip()
     if hub_dataset_id(text):
         if public_mode():
-            raise DataError(f"{_flag(name)}: this server does not fetch datasets from the Hugging Face Hub; choose a "
-                            "listed set or upload a file")
+            raise DataError(
+                f"{_flag(name)}: this server does not fetch datasets from the Hugging Face Hub; choose a "
+                "listed set or upload a file"
+            )
     else:
         input_path(text, name, must_exist=False)
     return as_bindlab_path(text, kind)
@@ -220,6 +227,7 @@ def _pos(limit: str | None = None) -> Callable[[Any, str, Limits], Any]:
     def check(v: Any, name: str, lims: Limits) -> int:
         n = positive_int(v, name)
         return capped(n, name, limit, lims) if limit else n
+
     return check
 
 
@@ -227,6 +235,7 @@ def _nonneg(limit: str | None = None) -> Callable[[Any, str, Limits], Any]:
     def check(v: Any, name: str, lims: Limits) -> int:
         n = nonneg_int(v, name)
         return capped(n, name, limit, lims) if limit else n
+
     return check
 
 
@@ -236,6 +245,7 @@ def _between(lo: int, hi: int, what: str = "") -> Callable[[Any, str, Limits], A
         if not lo <= n <= hi:
             raise ValueError(f"{_flag(name)} must be between {lo} and {hi:,}{what}, got {n:,}")
         return n
+
     return check
 
 
@@ -367,17 +377,33 @@ def check_caption(text: str, lims: Limits | None = None) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("the caption is empty; type a caption")
     if len(text) > lims.max_caption_chars:
-        raise ValueError(f"the caption has {len(text):,} characters, above the cap of {lims.max_caption_chars:,} "
-                         f"({LIMIT_ENV['max_caption_chars']}); shorten it")
+        raise ValueError(
+            f"the caption has {len(text):,} characters, above the cap of {lims.max_caption_chars:,} "
+            f"({LIMIT_ENV['max_caption_chars']}); shorten it"
+        )
     words = len(text.split())
     if words > lims.max_caption_words:
-        raise ValueError(f"the caption has {words:,} words, above the cap of {lims.max_caption_words:,} "
-                         f"({LIMIT_ENV['max_caption_words']}); shorten it")
+        raise ValueError(
+            f"the caption has {words:,} words, above the cap of {lims.max_caption_words:,} "
+            f"({LIMIT_ENV['max_caption_words']}); shorten it"
+        )
     return text
 
 
-__all__ = ["OPTION_RULES", "SEED_MAX", "capped", "check_caption", "check_device", "check_options", "finite_float",
-           "input_path", "nonneg_int", "output_dir", "output_file", "positive_int"]
+__all__ = [
+    "OPTION_RULES",
+    "SEED_MAX",
+    "capped",
+    "check_caption",
+    "check_device",
+    "check_options",
+    "finite_float",
+    "input_path",
+    "nonneg_int",
+    "output_dir",
+    "output_file",
+    "positive_int",
+]
 
 
 def encoder_id(model: Any, default: str | None = None) -> str:
@@ -389,6 +415,5 @@ def encoder_id(model: Any, default: str | None = None) -> str:
         raise ValueError("give an encoder id, e.g. minilm, bow or toy:shared")
     eid = parse_encoder_id(text)
     if eid.backend not in backends():
-        raise EncoderError(f"unknown encoder backend {eid.backend!r} in {text!r}; known backends: "
-                           f"{sorted(backends())}")
+        raise EncoderError(f"unknown encoder backend {eid.backend!r} in {text!r}; known backends: {sorted(backends())}")
     return text

@@ -124,9 +124,15 @@ def _swap_gaps(s: Any) -> np.ndarray:
 
 
 def _summary_numbers(s: Any) -> dict[str, Any]:
-    return {"model": s.model, "pairing": s.pairing, "n_questions": len(s.questions),
-            "accuracy": s.summary["accuracy"], "ci95": s.summary["ci95"], "by_n": s.summary["by_n"],
-            "chance": s.summary["chance"]}
+    return {
+        "model": s.model,
+        "pairing": s.pairing,
+        "n_questions": len(s.questions),
+        "accuracy": s.summary["accuracy"],
+        "ci95": s.summary["ci95"],
+        "by_n": s.summary["by_n"],
+        "chance": s.summary["chance"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- step 1
@@ -141,15 +147,24 @@ def step_bag_of_words(data: str | Path | None = None, example_n: int = 3) -> dic
     from bindlab.studies.browse import scored_set
 
     s = scored_set(_dataset(data), "bow", "tt")
-    ties = [sc[k] == sc[q.answer] for q, sc in zip(s.questions, s.scores, strict=True)
-            for k, c in enumerate(q.candidates) if c.role in SWAP_ROLES]
-    return {**_summary_numbers(s), "tie_share": float(np.mean(ties)), "n_swaps": len(ties),
-            "example": _example(s, example_n)}
+    ties = [
+        sc[k] == sc[q.answer]
+        for q, sc in zip(s.questions, s.scores, strict=True)
+        for k, c in enumerate(q.candidates)
+        if c.role in SWAP_ROLES
+    ]
+    return {
+        **_summary_numbers(s),
+        "tie_share": float(np.mean(ties)),
+        "n_swaps": len(ties),
+        "example": _example(s, example_n),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- step 2
-def step_text_encoder(data: str | Path | None = None, model: str = "minilm", example_n: int = 3,
-                      progress: Progress | None = None) -> dict[str, Any]:
+def step_text_encoder(
+    data: str | Path | None = None, model: str = "minilm", example_n: int = 3, progress: Progress | None = None
+) -> dict[str, Any]:
     """Step 2: a real text encoder (default MiniLM) on the same questions.
 
     Returns:
@@ -169,15 +184,24 @@ def step_text_encoder(data: str | Path | None = None, model: str = "minilm", exa
     preserve_idx = np.arange(len(s.questions)) * 4 + answers  # rows of the gallery holding each right answer
     other = np.roll(preserve_idx, 1)  # the previous question's right answer
     other_scores = np.einsum("qd,qd->q", s.queries, s.gallery[other])
-    return {**_summary_numbers(s), "median_abs_gap": float(np.median(np.abs(gaps))),
-            "share_correct": float(np.mean(s.credit >= 1.0)),
-            "median_preserve": float(np.median(s.scores[np.arange(len(answers)), answers])),
-            "median_other": float(np.median(other_scores)), "example": _example(s, example_n)}
+    return {
+        **_summary_numbers(s),
+        "median_abs_gap": float(np.median(np.abs(gaps))),
+        "share_correct": float(np.mean(s.credit >= 1.0)),
+        "median_preserve": float(np.median(s.scores[np.arange(len(answers)), answers])),
+        "median_other": float(np.median(other_scores)),
+        "example": _example(s, example_n),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- step 3
-def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_MODELS, example_n: int = 2,
-                progress: Progress | None = None, fix: tuple[str, str] = FIX_PAIR) -> dict[str, Any]:
+def step_images(
+    data: str | Path | None = None,
+    models: tuple[str, ...] = IMAGE_MODELS,
+    example_n: int = 2,
+    progress: Progress | None = None,
+    fix: tuple[str, str] = FIX_PAIR,
+) -> dict[str, Any]:
     """Step 3: the image version of the benchmark (rendered once), each toy model in all four pairings, and the
     failure-and-fix pair side by side.
 
@@ -206,20 +230,42 @@ def step_images(data: str | Path | None = None, models: tuple[str, ...] = IMAGE_
         if progress:
             progress(0.5 + 0.5 * i / len(models), f"embedding texts and images with {m}")
         lo = 0.5 + 0.5 * i / len(models)
-        res, items = evaluate_mcq(questions, path.parent, get_encoder(m), list(PAIRINGS),
-                                  progress=_scaled(progress, lo, lo + 0.5 / len(models)))
+        res, items = evaluate_mcq(
+            questions,
+            path.parent,
+            get_encoder(m),
+            list(PAIRINGS),
+            progress=_scaled(progress, lo, lo + 0.5 / len(models)),
+        )
         for p, summ in res.items():
-            rows.append({"model": m, "pairing": p, "query": PAIRINGS[p][0], "candidates": PAIRINGS[p][1],
-                         "accuracy": summ["accuracy"], "ci95": summ["ci95"]})
+            rows.append(
+                {
+                    "model": m,
+                    "pairing": p,
+                    "query": PAIRINGS[p][0],
+                    "candidates": PAIRINGS[p][1],
+                    "accuracy": summ["accuracy"],
+                    "ci95": summ["ci95"],
+                }
+            )
             credits[m, p] = np.array([r["credit"] for r in items if r["pairing"] == p], dtype=np.float64)
     example = _example(scored_set(path, fix[0], "ti"), example_n)
-    return {"rows": rows, "chance": float(np.mean(question_chance(questions))), "n_questions": len(questions),
-            "example": example,
-            "example_model": fix[0], "example_pairing": "ti", "fix": fix_rows(credits, fix)}
+    return {
+        "rows": rows,
+        "chance": float(np.mean(question_chance(questions))),
+        "n_questions": len(questions),
+        "example": example,
+        "example_model": fix[0],
+        "example_pairing": "ti",
+        "fix": fix_rows(credits, fix),
+    }
 
 
-def fix_rows(credits: dict[tuple[str, str], np.ndarray], fix: tuple[str, str] = FIX_PAIR,
-             pairings: tuple[str, ...] = FIX_PAIRINGS) -> dict[str, Any]:
+def fix_rows(
+    credits: dict[tuple[str, str], np.ndarray],
+    fix: tuple[str, str] = FIX_PAIR,
+    pairings: tuple[str, ...] = FIX_PAIRINGS,
+) -> dict[str, Any]:
     """The failure and its fix, pairing by pairing: both models' accuracy and the paired change.
 
     Args:
@@ -240,16 +286,25 @@ def fix_rows(credits: dict[tuple[str, str], np.ndarray], fix: tuple[str, str] = 
         a, b = credits[before, p], credits[after, p]
         diff = b - a
         lo, hi = bootstrap_ci(diff)
-        rows.append({"pairing": p, "before": float(a.mean()), "after": float(b.mean()),
-                     "before_ci95": list(bootstrap_ci(a)), "after_ci95": list(bootstrap_ci(b)),
-                     "change": float(diff.mean()), "change_ci95": [lo, hi],
-                     "clear": "better" if lo > 0 else "worse" if hi < 0 else "unclear"})
+        rows.append(
+            {
+                "pairing": p,
+                "before": float(a.mean()),
+                "after": float(b.mean()),
+                "before_ci95": list(bootstrap_ci(a)),
+                "after_ci95": list(bootstrap_ci(b)),
+                "change": float(diff.mean()),
+                "change_ci95": [lo, hi],
+                "clear": "better" if lo > 0 else "worse" if hi < 0 else "unclear",
+            }
+        )
     return {"before": before, "after": after, "rows": rows}
 
 
 # ---------------------------------------------------------------------------------------------- step 4
-def difference_ci(a: np.ndarray, b: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
-                  ) -> tuple[float, float]:
+def difference_ci(
+    a: np.ndarray, b: np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``mean(b) − mean(a)`` for two independent samples (each resampled on its
     own: different questions, nothing paired).
 
@@ -260,8 +315,9 @@ def difference_ci(a: np.ndarray, b: np.ndarray, n_boot: int = 1000, level: float
     if not a.size or not b.size:
         raise ValueError(f"a difference needs two non-empty samples, got {a.size} and {b.size} values")
     rng = np.random.default_rng(seed)
-    diffs = (b[rng.integers(0, b.size, (n_boot, b.size))].mean(axis=1)
-             - a[rng.integers(0, a.size, (n_boot, a.size))].mean(axis=1))
+    diffs = b[rng.integers(0, b.size, (n_boot, b.size))].mean(axis=1) - a[
+        rng.integers(0, a.size, (n_boot, a.size))
+    ].mean(axis=1)
     tail = (1 - level) / 2
     return float(np.quantile(diffs, tail)), float(np.quantile(diffs, 1 - tail))
 
@@ -270,8 +326,12 @@ def _verdict(lo: float, hi: float) -> str:
     return "up" if lo > 0 else "down" if hi < 0 else "unclear"
 
 
-def step_objects(data: str | Path | None = None, model: str = OBJECTS_MODEL, pairing: str = OBJECTS_PAIRING,
-                 progress: Progress | None = None) -> dict[str, Any]:
+def step_objects(
+    data: str | Path | None = None,
+    model: str = OBJECTS_MODEL,
+    pairing: str = OBJECTS_PAIRING,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Step 4: accuracy by number of objects N for one model and pairing (default: :data:`OBJECTS_MODEL`
     :data:`OBJECTS_PAIRING`, where the fall is measured clearly).
 
@@ -311,19 +371,30 @@ def step_objects(data: str | Path | None = None, model: str = OBJECTS_MODEL, pai
     for q, cr in zip(s.questions, s.credit, strict=True):
         for subset in ("all", q.subset):
             credit.setdefault((int(q.n_objects), subset), []).append(float(cr))
-    rows = [{**r, "ci95": list(bootstrap_ci(np.array(credit.get((int(r["n_objects"]), r["subset"]), []))))}
-            for r in accuracy_table(s)]
+    rows = [
+        {**r, "ci95": list(bootstrap_ci(np.array(credit.get((int(r["n_objects"]), r["subset"]), []))))}
+        for r in accuracy_table(s)
+    ]
     small, large = credit_of(sizes[:k]), credit_of(sizes[-k:])
     lo, hi = difference_ci(small, large)
     change = {"value": float(large.mean() - small.mean()), "ci95": [lo, hi], "verdict": _verdict(lo, hi)}
-    return {"model": s.model, "pairing": pairing, "rows": rows, "small": group(sizes[:k]),
-            "large": group(sizes[-k:]), "change": change, "chance": s.summary["chance"], "per_size": per_size,
-            "accuracy": s.summary["accuracy"]}
+    return {
+        "model": s.model,
+        "pairing": pairing,
+        "rows": rows,
+        "small": group(sizes[:k]),
+        "large": group(sizes[-k:]),
+        "change": change,
+        "chance": s.summary["chance"],
+        "per_size": per_size,
+        "accuracy": s.summary["accuracy"],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- step 5
-def grounding_session(grid: str | Path | None = None, model: str = GROUNDING_MODEL,
-                      progress: Progress | None = None) -> Any:
+def grounding_session(
+    grid: str | Path | None = None, model: str = GROUNDING_MODEL, progress: Progress | None = None
+) -> Any:
     """The Grounding tab's session on the default factor grid (rendered and embedded once, then cached)."""
     from bindlab.data.factors import default_grid
     from bindlab.studies.grounding import open_session
@@ -331,14 +402,16 @@ def grounding_session(grid: str | Path | None = None, model: str = GROUNDING_MOD
     if grid:
         folder = Path(grid)
     else:
-        report = ((lambda d, t: progress(0.9 * d / max(t, 1), f"rendering the default grid {d}/{t}"))
-                  if progress else None)
+        report = (
+            (lambda d, t: progress(0.9 * d / max(t, 1), f"rendering the default grid {d}/{t}")) if progress else None
+        )
         folder = default_grid(report)
     return open_session(folder, model, progress=progress)
 
 
-def ap_gain_ci(state: Any, value_index: int, alpha: float, n_boot: int = 1000, level: float = 0.95, seed: int = 0
-               ) -> tuple[float, float]:
+def ap_gain_ci(
+    state: Any, value_index: int, alpha: float, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Paired percentile bootstrap interval of one value's test AP gain (grounded at ``alpha`` − the text query).
 
     The test images are resampled one by one and both queries are scored on the same resample. (The default grid's
@@ -358,9 +431,14 @@ def ap_gain_ci(state: Any, value_index: int, alpha: float, n_boot: int = 1000, l
     return float(np.nanquantile(diff, tail)), float(np.nanquantile(diff, 1 - tail))
 
 
-def step_grounding(alpha: float = GROUNDING_ALPHA, value: str | None = None, factor: str = GROUNDING_FACTOR,
-                   grid: str | Path | None = None, model: str = GROUNDING_MODEL,
-                   progress: Progress | None = None) -> dict[str, Any]:
+def step_grounding(
+    alpha: float = GROUNDING_ALPHA,
+    value: str | None = None,
+    factor: str = GROUNDING_FACTOR,
+    grid: str | Path | None = None,
+    model: str = GROUNDING_MODEL,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Step 5: matched visual grounding of one factor value at one α (vector maths once the session is open).
 
     Returns:
@@ -387,21 +465,38 @@ def step_grounding(alpha: float = GROUNDING_ALPHA, value: str | None = None, fac
     view = slider_view(session, factor, value, float(alpha))
     v = view["value_index"]
     sel = state.select_alpha()
-    return {"model": session.encoder.id if session.encoder else model, "factor": factor, "value": value,
-            "values": values, "alpha": view["alpha"],
-            "ap_native": view["ap_native"][v], "ap_grounded": view["ap_grounded"][v],
-            "gain": view["ap_grounded"][v] - view["ap_native"][v], "gain_ci95": list(ap_gain_ci(state, v, alpha)),
-            "ap_native_all": view["ap_native"], "ap_grounded_all": view["ap_grounded"],
-            "margin_native": view["margin_native"][v], "margin_grounded": view["margin_grounded"][v],
-            "c": view["c"][v], "alpha_star": view["alpha_star"][v], "map_native": view["map_native"],
-            "map_grounded": view["map_grounded"], "top1_native": view["top1_native"],
-            "top1_grounded": view["top1_grounded"], "map_prototype": state.prototype_test.macro_map,
-            "ap_prototype": float(state.prototype_test.ap[v]), "alpha_validation": sel.value,
-            "curve": view["curve"], "top_precision": view["top_precision"], "n_images": session.split_sizes()}
+    return {
+        "model": session.encoder.id if session.encoder else model,
+        "factor": factor,
+        "value": value,
+        "values": values,
+        "alpha": view["alpha"],
+        "ap_native": view["ap_native"][v],
+        "ap_grounded": view["ap_grounded"][v],
+        "gain": view["ap_grounded"][v] - view["ap_native"][v],
+        "gain_ci95": list(ap_gain_ci(state, v, alpha)),
+        "ap_native_all": view["ap_native"],
+        "ap_grounded_all": view["ap_grounded"],
+        "margin_native": view["margin_native"][v],
+        "margin_grounded": view["margin_grounded"][v],
+        "c": view["c"][v],
+        "alpha_star": view["alpha_star"][v],
+        "map_native": view["map_native"],
+        "map_grounded": view["map_grounded"],
+        "top1_native": view["top1_native"],
+        "top1_grounded": view["top1_grounded"],
+        "map_prototype": state.prototype_test.macro_map,
+        "ap_prototype": float(state.prototype_test.ap[v]),
+        "alpha_validation": sel.value,
+        "curve": view["curve"],
+        "top_precision": view["top_precision"],
+        "n_images": session.split_sizes(),
+    }
 
 
-def grounding_payload(factor: str = GROUNDING_FACTOR, grid: str | Path | None = None,
-                      model: str = GROUNDING_MODEL) -> dict[str, Any]:
+def grounding_payload(
+    factor: str = GROUNDING_FACTOR, grid: str | Path | None = None, model: str = GROUNDING_MODEL
+) -> dict[str, Any]:
     """Step 5's slider payload (:func:`bindlab.studies.grounding.slider_payload`): the page moves α with it."""
     from bindlab.studies.grounding import slider_payload
 
@@ -409,8 +504,9 @@ def grounding_payload(factor: str = GROUNDING_FACTOR, grid: str | Path | None = 
 
 
 # ---------------------------------------------------------------------------------------------- step 6
-def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL, limit: int = 40,
-                   progress: Progress | None = None) -> dict[str, Any]:
+def step_attention(
+    data: str | Path | None = None, model: str = ATTENTION_MODEL, limit: int = 40, progress: Progress | None = None
+) -> dict[str, Any]:
     """Step 6: the attention binding margin per layer on the benchmark's queries.
 
     Toy models only know the renderable vocabulary, so for ``toy:*`` the default is the image benchmark's queries.
@@ -445,7 +541,10 @@ def step_attention(data: str | Path | None = None, model: str = ATTENTION_MODEL,
 # Sized for a few minutes on 2 busy CPU cores with one torch thread (measured in the README's walkthrough timings).
 FINETUNE_SETTINGS: dict[str, Any] = {
     "lr": 2e-3,  # 40x the paper's 5e-5: a few hundred steps on a 0.37 M-parameter toy must move it visibly
-    "max_steps": 300, "epochs": 3, "batch_size": 16, "eval_rows": 200,
+    "max_steps": 300,
+    "epochs": 3,
+    "batch_size": 16,
+    "eval_rows": 200,
     "lines_a": 0.1,  # Wang et al.'s single-task setting (bindlab.train.lines); "auto" could pick 1 = no LiNeS at all
     "threads": 1,  # torch threads; one is far faster than two on a busy 2-core machine
     "heavy": False,  # a CPU toy job: it does not wait for the one-heavy-job slot of a GPU finetune
@@ -489,16 +588,19 @@ def _without(vocab: Any, held: Any) -> Any:
 
     if held is None:
         return vocab
-    return Vocabulary(tuple(o for o in vocab.objects if o not in held.words),
-                      tuple(a for a in vocab.attributes if a.name not in held.words))
+    return Vocabulary(
+        tuple(o for o in vocab.objects if o not in held.words),
+        tuple(a for a in vocab.attributes if a.name not in held.words),
+    )
 
 
 def _only(vocab: Any, held: Any) -> Any:
     """The held-out part of ``vocab``."""
     from bindlab.data.saber import Vocabulary
 
-    return Vocabulary(tuple(o for o in vocab.objects if o in held.words),
-                      tuple(a for a in vocab.attributes if a.name in held.words))
+    return Vocabulary(
+        tuple(o for o in vocab.objects if o in held.words), tuple(a for a in vocab.attributes if a.name in held.words)
+    )
 
 
 def _question_rows(q: Any, split: str, template: str, tag: str = "") -> list[dict[str, Any]]:
@@ -511,11 +613,17 @@ def _question_rows(q: Any, split: str, template: str, tag: str = "") -> list[dic
     for c in q.candidates:
         if c.role not in ("attr_swap", "obj_swap"):
             continue
-        row = {"id": f"{q.id}{'-' + tag if tag else ''}-{c.role}",
-               "construction": "pair_swap" if q.n_objects == 2 else "triple_bind_swap",
-               "query": q.query.text, "positive": positive.text, "negative": c.text,
-               "negative_kind": "attribute" if c.role == "attr_swap" else "object",
-               "bindings": [list(b) for b in q.query.bindings], "split": split, "template": template}
+        row = {
+            "id": f"{q.id}{'-' + tag if tag else ''}-{c.role}",
+            "construction": "pair_swap" if q.n_objects == 2 else "triple_bind_swap",
+            "query": q.query.text,
+            "positive": positive.text,
+            "negative": c.text,
+            "negative_kind": "attribute" if c.role == "attr_swap" else "object",
+            "bindings": [list(b) for b in q.query.bindings],
+            "split": split,
+            "template": template,
+        }
         problem = check_row(row)
         if problem:  # the generator guarantees permutations; a failure here is a bug, said loudly
             raise ValueError(f"toy triplet {row['id']}: {problem}")
@@ -527,8 +635,12 @@ def _split_of(i: int) -> str:
     return "train" if i % 10 < 8 else "val" if i % 10 == 8 else "test"
 
 
-def toy_triplets(per_size: int = 1000, seed: int = TRIPLET_SEED, holdout_fraction: float = TOY_HOLDOUT_FRACTION,
-                 holdout_templates: tuple[str, ...] = TOY_HOLDOUT_TEMPLATES) -> Path:
+def toy_triplets(
+    per_size: int = 1000,
+    seed: int = TRIPLET_SEED,
+    holdout_fraction: float = TOY_HOLDOUT_FRACTION,
+    holdout_templates: tuple[str, ...] = TOY_HOLDOUT_TEMPLATES,
+) -> Path:
     """Triplets in the toy models' own world (made once under ``$BINDLAB_HOME/data``; a few seconds).
 
     The general triplet generator writes words the toy models have never seen (they know about a hundred words),
@@ -559,8 +671,9 @@ def toy_triplets(per_size: int = 1000, seed: int = TRIPLET_SEED, holdout_fractio
         if t == DEFAULT_TEMPLATE:
             raise ValueError(f"holdout template {t!r} is the training template; hold out others, e.g. predicative")
     held = toy_holdout(holdout_fraction, seed) if holdout_fraction else None
-    tag = (f"-hw{round(100 * holdout_fraction)}" if held else "") + \
-        (f"-ht{''.join(t[0] for t in holdout_templates)}" if holdout_templates else "")
+    tag = (f"-hw{round(100 * holdout_fraction)}" if held else "") + (
+        f"-ht{''.join(t[0] for t in holdout_templates)}" if holdout_templates else ""
+    )
     out = home() / "data" / f"toy-triplets-{per_size}-s{seed}{tag}"
     if (out / "triplets.jsonl").is_file():
         return out
@@ -570,17 +683,30 @@ def toy_triplets(per_size: int = 1000, seed: int = TRIPLET_SEED, holdout_fractio
     n_test = sum(_split_of(i) == "test" for i in range(len(questions)))
     for t in holdout_templates:
         qs = generate_saber(per_size=per_size, sizes=TRIPLET_SIZES, seed=seed, vocab=vocab, template=t)
-        rows += [r for i, q in enumerate(qs) if _split_of(i) == "test"
-                 for r in _question_rows(q, template_split(t), t, t)]
+        rows += [
+            r for i, q in enumerate(qs) if _split_of(i) == "test" for r in _question_rows(q, template_split(t), t, t)
+        ]
     if held is not None:
         per = max(1, math.ceil(n_test / len(TRIPLET_SIZES)))
         qs = generate_saber(per_size=per, sizes=TRIPLET_SIZES, seed=seed, vocab=_only(RENDER_VOCAB, held))
         rows += [r for q in qs for r in _question_rows(q, UNSEEN_WORDS_SPLIT, DEFAULT_TEMPLATE, "unseen")]
     splits = dict(sorted(Counter(r["split"] for r in rows).items()))
-    write_triplets(out, rows, {"n_rows": len(rows), "source": "saber-render-vocab", "sizes": list(TRIPLET_SIZES),
-                               "seed": seed, "per_size": per_size, "splits": splits, "templates": [DEFAULT_TEMPLATE],
-                               "holdout_templates": list(holdout_templates),
-                               "holdout_words": held.to_json() if held else None}, holdout=held)
+    write_triplets(
+        out,
+        rows,
+        {
+            "n_rows": len(rows),
+            "source": "saber-render-vocab",
+            "sizes": list(TRIPLET_SIZES),
+            "seed": seed,
+            "per_size": per_size,
+            "splits": splits,
+            "templates": [DEFAULT_TEMPLATE],
+            "holdout_templates": list(holdout_templates),
+            "holdout_words": held.to_json() if held else None,
+        },
+        holdout=held,
+    )
     return out
 
 
@@ -606,12 +732,23 @@ def finetune_status(job_id: str, manager: Any = None) -> dict[str, Any]:
 
     info = job_info(job_id, log_lines=10, manager=manager)
     st, pr = info["status"], info["progress"]
-    return {"id": st["id"], "state": st["state"], "message": st.get("message", ""), "done": st["state"] == "done",
-            "error": st.get("error"),
-            "step": pr.get("step", 0), "total_steps": pr.get("total_steps"), "phase": pr.get("phase"),
-            "fraction": 1.0 if st["state"] == "done" else float(pr.get("fraction") or 0.0), "loss": pr.get("loss"),
-            "eta_s": pr.get("eta_s"), "elapsed_s": pr.get("elapsed_s"), "config": info["config"],
-            "log_tail": st.get("log_tail") or info["log_tail"], "metrics": info["metrics"]}
+    return {
+        "id": st["id"],
+        "state": st["state"],
+        "message": st.get("message", ""),
+        "done": st["state"] == "done",
+        "error": st.get("error"),
+        "step": pr.get("step", 0),
+        "total_steps": pr.get("total_steps"),
+        "phase": pr.get("phase"),
+        "fraction": 1.0 if st["state"] == "done" else float(pr.get("fraction") or 0.0),
+        "loss": pr.get("loss"),
+        "eta_s": pr.get("eta_s"),
+        "elapsed_s": pr.get("elapsed_s"),
+        "config": info["config"],
+        "log_tail": st.get("log_tail") or info["log_tail"],
+        "metrics": info["metrics"],
+    }
 
 
 def latest_finished(manager: Any = None, **overrides: Any) -> str | None:
@@ -626,8 +763,7 @@ def latest_finished(manager: Any = None, **overrides: Any) -> str | None:
     return None
 
 
-def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60, manager: Any = None
-                ) -> dict[str, float]:
+def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60, manager: Any = None) -> dict[str, float]:
     """How far the finetune moved *image* embeddings: mean 1 − cos(base, LiNeS) over the benchmark's query images.
 
     For ``toy:shared`` a text-only LoRA changes images too (the blocks are shared); for a dual encoder it is 0.
@@ -646,8 +782,11 @@ def image_drift(job_id: str, data: str | Path | None = None, limit: int = 60, ma
     a = embed_image_files(load_encoder(base), files)
     b = embed_image_files(load_encoder(f"lora:{job_id}"), files)
     cos = np.einsum("nd,nd->n", a, b)
-    return {"mean_1_minus_cos": float(np.mean(1.0 - cos)), "max_1_minus_cos": float(np.max(1.0 - cos)),
-            "n_images": len(files)}
+    return {
+        "mean_1_minus_cos": float(np.mean(1.0 - cos)),
+        "max_1_minus_cos": float(np.max(1.0 - cos)),
+        "n_images": len(files),
+    }
 
 
 def finetune_names(lines_a: float | None) -> dict[str, str]:
@@ -657,8 +796,11 @@ def finetune_names(lines_a: float | None) -> dict[str, str]:
 
     labels = display_labels(lines_a)
     lines = labels["lines"]
-    return {"base": "base", "unscaled": "finetuned (unscaled)",
-            "lines": "finetuned (unscaled)" if lines == "unscaled" else f"finetuned + {lines}"}
+    return {
+        "base": "base",
+        "unscaled": "finetuned (unscaled)",
+        "lines": "finetuned (unscaled)" if lines == "unscaled" else f"finetuned + {lines}",
+    }
 
 
 def finetune_shown(lines_a: float | None) -> list[str]:
@@ -668,8 +810,14 @@ def finetune_shown(lines_a: float | None) -> list[str]:
     return report_models(lines_a)
 
 
-def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: int | None = 40,
-                  progress: Progress | None = None, manager: Any = None, report: bool = True) -> dict[str, Any]:
+def step_finetune(
+    job_id: str,
+    data: str | Path | None = None,
+    attention_limit: int | None = 40,
+    progress: Progress | None = None,
+    manager: Any = None,
+    report: bool = True,
+) -> dict[str, Any]:
     """Step 7, once the job is done: base vs finetuned (unscaled) vs LiNeS on the image benchmark, all four
     pairings, plus the job's triplet accuracy, the attention margins, the image-embedding drift and the Finetune
     tab's separated report. ``manager``: the job manager the job belongs to (a page visitor's; default: the local
@@ -699,29 +847,55 @@ def step_finetune(job_id: str, data: str | Path | None = None, attention_limit: 
     if info["status"]["state"] != "done":
         raise ValueError(f"job {job_id} is {info['status']['state']}; the before/after needs it done")
     path = _dataset(data, images=True, progress=progress)
-    res = compare_job(job_id, path, pairings="tt,ti,it,ii", progress=progress, manager=manager,
-                      attention_limit=attention_limit, report=report)
+    res = compare_job(
+        job_id,
+        path,
+        pairings="tt,ti,it,ii",
+        progress=progress,
+        manager=manager,
+        attention_limit=attention_limit,
+        report=report,
+    )
     table = mcq_table(res)
     result = info["result"] or {}
     a = (res.get("lines") or {}).get("a")
     entries = res.get("report") or []
-    return {"job": res["job"], "models": res["models"], "rows": [r for r in table if r["N"] == "all"],
-            "by_n": table, "triplets": res["triplets"], "lines_a": a, "names": finetune_names(a),
-            "shown": finetune_shown(a), "template": question_template(load_mcqs(path)[0]),
-            "report": entries, "report_rows": report_rows(entries, a), "report_moves": report_moves(entries, a),
-            "attention": res.get("attention"), "image_drift": image_drift(job_id, data, manager=manager),
-            "steps": result.get("steps"), "train_seconds": result.get("train_seconds"),
-            "lr": info["config"].get("lr"), "n_questions": res["mcq"]["base"]["tt"]["n"],
-            "chance": res["mcq"]["base"]["tt"].get("chance", 0.25),
-            "chance_by_n": res["mcq"]["base"]["tt"].get("chance_by_n", {})}
+    return {
+        "job": res["job"],
+        "models": res["models"],
+        "rows": [r for r in table if r["N"] == "all"],
+        "by_n": table,
+        "triplets": res["triplets"],
+        "lines_a": a,
+        "names": finetune_names(a),
+        "shown": finetune_shown(a),
+        "template": question_template(load_mcqs(path)[0]),
+        "report": entries,
+        "report_rows": report_rows(entries, a),
+        "report_moves": report_moves(entries, a),
+        "attention": res.get("attention"),
+        "image_drift": image_drift(job_id, data, manager=manager),
+        "steps": result.get("steps"),
+        "train_seconds": result.get("train_seconds"),
+        "lr": info["config"].get("lr"),
+        "n_questions": res["mcq"]["base"]["tt"]["n"],
+        "chance": res["mcq"]["base"]["tt"].get("chance", 0.25),
+        "chance_by_n": res["mcq"]["base"]["tt"].get("chance_by_n", {}),
+    }
 
 
 # ---------------------------------------------------------------------------------------------- page memory
 # What a step needs to be run again, as the page remembers it per browser (a reload keeps it): the step's key and
 # these settings. Everything else of a step is fixed (the embedded default data and models).
-STEP_SETTINGS: dict[str, dict[str, type]] = {"bow": {}, "text": {}, "images": {}, "objects": {"model": str, "pairing": str},
-                                             "grounding": {"alpha": float, "value": str}, "attention": {"model": str},
-                                             "finetune": {"job": str}}
+STEP_SETTINGS: dict[str, dict[str, type]] = {
+    "bow": {},
+    "text": {},
+    "images": {},
+    "objects": {"model": str, "pairing": str},
+    "grounding": {"alpha": float, "value": str},
+    "attention": {"model": str},
+    "finetune": {"job": str},
+}
 MEMO_SIZE = 32  # step results kept in this process (a few hundred kB each; step 7's the largest)
 _MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 _MEMO_LOCK = threading.Lock()
@@ -748,8 +922,9 @@ def step_settings(key: str, settings: dict[str, Any] | None = None) -> dict[str,
     return out
 
 
-def run_step(key: str, settings: dict[str, Any] | None = None, progress: Progress | None = None,
-             manager: Any = None) -> dict[str, Any]:
+def run_step(
+    key: str, settings: dict[str, Any] | None = None, progress: Progress | None = None, manager: Any = None
+) -> dict[str, Any]:
     """Step ``key`` with ``settings`` (:func:`step_settings`), remembered in this process: a second call with the
     same settings — the same step pressed again, or a download rebuilt after the page was reloaded — returns the
     first call's result without computing anything (the embeddings behind it are cached on disk as well).
@@ -771,8 +946,13 @@ def run_step(key: str, settings: dict[str, Any] | None = None, progress: Progres
     elif key == "finetune":
         r = step_finetune(settings["job"], progress=progress, manager=manager)
     else:
-        fn = {"text": step_text_encoder, "images": step_images, "objects": step_objects, "grounding": step_grounding,
-              "attention": step_attention}[key]
+        fn = {
+            "text": step_text_encoder,
+            "images": step_images,
+            "objects": step_objects,
+            "grounding": step_grounding,
+            "attention": step_attention,
+        }[key]
         r = fn(progress=progress, **settings)
     with _MEMO_LOCK:
         _MEMO[memo_key] = r
@@ -781,8 +961,9 @@ def run_step(key: str, settings: dict[str, Any] | None = None, progress: Progres
     return r
 
 
-def rebuild_results(done: dict[str, Any] | None, have: dict[str, Any] | None = None, manager: Any = None
-                    ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def rebuild_results(
+    done: dict[str, Any] | None, have: dict[str, Any] | None = None, manager: Any = None
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The results of the steps a browser remembers as run (``done``: ``{step key: settings}``), for its download
     after a reload: ``have`` (this page's results) first, the others from :func:`run_step` (remembered or cached).
 
@@ -805,6 +986,9 @@ def walkthrough_provenance(results: dict[str, dict[str, Any]]) -> dict[str, Any]
     """The provenance of a Walkthrough download: which steps were run and with which models."""
     from bindlab.provenance import provenance
 
-    settings = {"kind": "walkthrough", "steps": [s.key for s in STEPS if s.key in results],
-                "models": sorted({r["model"] for r in results.values() if isinstance(r.get("model"), str)})}
+    settings = {
+        "kind": "walkthrough",
+        "steps": [s.key for s in STEPS if s.key in results],
+        "models": sorted({r["model"] for r in results.values() if isinstance(r.get("model"), str)}),
+    }
     return provenance(settings=settings)

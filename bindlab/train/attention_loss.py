@@ -161,6 +161,7 @@ def differentiable_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
     model = getattr(encoder, "model", None)
     tok = getattr(encoder, "tokenizer", None)
     if callable(getattr(model, "text_attentions", None)) and callable(getattr(tok, "batch", None)):
+
         def run(texts: list[str]) -> list[Any]:
             import torch
 
@@ -171,12 +172,18 @@ def differentiable_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
     family = parse_encoder_id(encoder.id).backend
     if family in TRANSFORMER_FAMILIES:
         return transformers_maps(encoder)
-    raise ValueError(f"--attention-loss needs differentiable attention maps, which bindlab has for the toy models "
-                     f"(toy:shared, toy:clip, toy:/folder), minilm / st:…, hf:… (CLIP/SigLIP) and qwen3vl:… text towers; "
-                     f"{encoder.id} has none — use one of those or set --attention-loss 0")
+    raise ValueError(
+        f"--attention-loss needs differentiable attention maps, which bindlab has for the toy models "
+        f"(toy:shared, toy:clip, toy:/folder), minilm / st:…, hf:… (CLIP/SigLIP) and qwen3vl:… text towers; "
+        f"{encoder.id} has none — use one of those or set --attention-loss 0"
+    )
 
 
-TRANSFORMER_FAMILIES = ("st", "hf", "qwen3vl")  # backends whose text transformer is a transformers model with attention outputs
+TRANSFORMER_FAMILIES = (
+    "st",
+    "hf",
+    "qwen3vl",
+)  # backends whose text transformer is a transformers model with attention outputs
 
 
 def transformers_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
@@ -194,7 +201,8 @@ def transformers_maps(encoder: Any) -> Callable[[list[str]], list[Any]]:
 
     tower = text_tower(encoder)  # the adapted module: LoRA is injected in place, so these maps carry its gradients
     module = {"hf": lambda m: m.text_model, "qwen3vl": lambda m: m.language_model}.get(tower.family, lambda m: m)(
-        tower.module)
+        tower.module
+    )
     access = attention_access(encoder)
     pad_id = getattr(access.tokenizer, "pad_token_id", None) or 0
 
@@ -221,8 +229,12 @@ def pad_inputs(inputs: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
     import torch.nn.functional as F
 
     n = max(int(x["input_ids"].shape[1]) for x in inputs)
-    return {key: torch.cat([F.pad(x[key], (0, n - x[key].shape[1]), value=pad_id if key == "input_ids" else 0)
-                            for x in inputs]) for key in inputs[0]}
+    return {
+        key: torch.cat(
+            [F.pad(x[key], (0, n - x[key].shape[1]), value=pad_id if key == "input_ids" else 0) for x in inputs]
+        )
+        for key in inputs[0]
+    }
 
 
 def pad_maps(maps: Sequence[Any]) -> Any:

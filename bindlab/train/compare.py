@@ -20,7 +20,7 @@ FORMATS: dict[str, str] = {
     "in-format": "the training sentence template and vocabulary: shows the model learnt the training format",
     "unseen words": "the training template, with words no training text contains",
     "out-of-template": "a sentence template the model was never trained on (same bindings, other wording), words "
-                       "seen in training",
+    "seen in training",
     "out-of-template, unseen words": "a template the model was never trained on and words no training text contains",
     "held-out construction": "triplet construction types never trained on (deferred binding)",
     "control": "forgetting controls on general sentences: what finetuning may have cost",
@@ -58,9 +58,13 @@ def report_rows(entries: list[dict[str, Any]], lines_a: float | None) -> list[di
     rows = []
     for e in entries:
         chance = e.get("chance")
-        row: dict[str, Any] = {"evaluation": e["evaluation"], "format": e["format"],
-                               "in training distribution": "yes" if e["in_format"] else "no", "N": e["n"],
-                               "chance": "–" if chance is None else round(chance, 3)}
+        row: dict[str, Any] = {
+            "evaluation": e["evaluation"],
+            "format": e["format"],
+            "in training distribution": "yes" if e["in_format"] else "no",
+            "N": e["n"],
+            "chance": "–" if chance is None else round(chance, 3),
+        }
         for key in report_models(lines_a):
             m = e["models"].get(key)
             if m is None:
@@ -76,10 +80,12 @@ def report_text(entries: list[dict[str, Any]], lines_a: float | None) -> str:
     row named by what it contains (no figure averages rows of different kinds)."""
     names = display_labels(lines_a)
     tuned = report_models(lines_a)[-1]
-    head = ("Rows in the training distribution use the training sentence template and only words seen in training: "
-            "a gain there shows the model learnt the training format, not binding in general. The other rows are "
-            "the general test (another template, unseen words, a held-out construction); control rows are what "
-            "finetuning may have cost (drift: lower is better).")
+    head = (
+        "Rows in the training distribution use the training sentence template and only words seen in training: "
+        "a gain there shows the model learnt the training format, not binding in general. The other rows are "
+        "the general test (another template, unseen words, a held-out construction); control rows are what "
+        "finetuning may have cost (drift: lower is better)."
+    )
     if tuned == "unscaled":
         head += " LiNeS a = 1 scales nothing, so the job's model is the unscaled one (shown once, never as LiNeS)."
     moves = report_moves(entries, lines_a)
@@ -87,17 +93,21 @@ def report_text(entries: list[dict[str, Any]], lines_a: float | None) -> str:
         return head
 
     def named(rows: list[dict[str, Any]]) -> str:
-        return "; ".join(f"{r['evaluation']} {r['base']:.3f} → {r['tuned']:.3f} (change {r['change']:+.3f} "
-                         f"[{r['change_ci95'][0]:+.3f}, {r['change_ci95'][1]:+.3f}])" for r in rows)
+        return "; ".join(
+            f"{r['evaluation']} {r['base']:.3f} → {r['tuned']:.3f} (change {r['change']:+.3f} "
+            f"[{r['change_ci95'][0]:+.3f}, {r['change_ci95'][1]:+.3f}])"
+            for r in rows
+        )
 
     for fmt_in, what in ((True, "in the training distribution"), (False, "outside it")):
         rows = [r for r in moves if r["in_format"] == fmt_in and r["kind"] != "control"]
         if not rows:
             continue
         moved = [r for r in rows if r["moved"] != "within"]
-        head += (f" {names[tuned]} vs base, {what}: {len(moved)} of {len(rows)} rows moved beyond their intervals "
-                 "(the paired 95 % interval of the change excludes 0)"
-                 + (f" ({named(moved)})" if moved else "") + ".")
+        head += (
+            f" {names[tuned]} vs base, {what}: {len(moved)} of {len(rows)} rows moved beyond their intervals "
+            "(the paired 95 % interval of the change excludes 0)" + (f" ({named(moved)})" if moved else "") + "."
+        )
     ctrl = [r for r in moves if r["kind"] == "control" and r["moved"] != "within"]
     if ctrl:
         head += f" Controls that moved: {named(ctrl)}."
@@ -115,12 +125,27 @@ def report_values(entries: list[dict[str, Any]], lines_a: float | None) -> list[
     """The separated report in long form, numbers only (for files): one row per evaluation and model with its value,
     interval bounds and n; the models named by :func:`display_labels`, LiNeS left out when ``a = 1``."""
     names = display_labels(lines_a)
-    return [{"evaluation": e["evaluation"], "kind": e["kind"], "format": e["format"], "in_format": e["in_format"],
-             "template": e.get("template"), "vocabulary": e.get("vocabulary"), "chance": e.get("chance"),
-             "higher_is_better": e["higher_is_better"], "model": names[key], "value": m["value"],
-             "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1], "n": m["n"],
-             **_paired_columns((e.get("paired") or {}).get(key))}
-            for e in entries for key in report_models(lines_a) if (m := e["models"].get(key)) is not None]
+    return [
+        {
+            "evaluation": e["evaluation"],
+            "kind": e["kind"],
+            "format": e["format"],
+            "in_format": e["in_format"],
+            "template": e.get("template"),
+            "vocabulary": e.get("vocabulary"),
+            "chance": e.get("chance"),
+            "higher_is_better": e["higher_is_better"],
+            "model": names[key],
+            "value": m["value"],
+            "ci95_low": m["ci95"][0],
+            "ci95_high": m["ci95"][1],
+            "n": m["n"],
+            **_paired_columns((e.get("paired") or {}).get(key)),
+        }
+        for e in entries
+        for key in report_models(lines_a)
+        if (m := e["models"].get(key)) is not None
+    ]
 
 
 def report_moves(entries: list[dict[str, Any]], lines_a: float | None) -> list[dict[str, Any]]:
@@ -148,10 +173,23 @@ def report_moves(entries: list[dict[str, Any]], lines_a: float | None) -> list[d
             (blo, bhi), (tlo, thi) = b["ci95"], t["ci95"]
             lo, hi = tlo - bhi, thi - blo
             moved = "up" if tlo > bhi else "down" if thi < blo else "within"
-        rows.append({"evaluation": e["evaluation"], "format": e["format"], "in_format": e["in_format"],
-                     "kind": e["kind"], "n": e["n"], "model": names[tuned], "base": b["value"], "tuned": t["value"],
-                     "change": t["value"] - b["value"], "change_ci95": [lo, hi], "paired": bool(paired),
-                     "moved": moved, "higher_is_better": e["higher_is_better"]})
+        rows.append(
+            {
+                "evaluation": e["evaluation"],
+                "format": e["format"],
+                "in_format": e["in_format"],
+                "kind": e["kind"],
+                "n": e["n"],
+                "model": names[tuned],
+                "base": b["value"],
+                "tuned": t["value"],
+                "change": t["value"] - b["value"],
+                "change_ci95": [lo, hi],
+                "paired": bool(paired),
+                "moved": moved,
+                "higher_is_better": e["higher_is_better"],
+            }
+        )
     return rows
 
 
@@ -159,12 +197,17 @@ def format_report(entries: list[dict[str, Any]], lines_a: float | None) -> str:
     """Plain-text separated report for the command line."""
     names = display_labels(lines_a)
     keys = report_models(lines_a)
-    out = ["separated report (value [95 % CI]); * = in the training distribution (training template, only words "
-           "seen in training)",
-           f"{'evaluation':<100}{'format':<32}{'N':>5}{'chance':>8}" + "".join(f"{names[k]:>26}" for k in keys)]
+    out = [
+        "separated report (value [95 % CI]); * = in the training distribution (training template, only words "
+        "seen in training)",
+        f"{'evaluation':<100}{'format':<32}{'N':>5}{'chance':>8}" + "".join(f"{names[k]:>26}" for k in keys),
+    ]
     for e in entries:
-        cells = "".join(f"{_fmt(m['value'])} [{_fmt(m['ci95'][0])}, {_fmt(m['ci95'][1])}]".rjust(26)
-                        for m in (e["models"].get(k) for k in keys) if m is not None)
+        cells = "".join(
+            f"{_fmt(m['value'])} [{_fmt(m['ci95'][0])}, {_fmt(m['ci95'][1])}]".rjust(26)
+            for m in (e["models"].get(k) for k in keys)
+            if m is not None
+        )
         fmt = e["format"] + (" *" if e["in_format"] else "")
         chance = "–" if e.get("chance") is None else f"{e['chance']:.3f}"
         out.append(f"{e['evaluation'][:99]:<100}{fmt:<32}{e['n']:>5}{chance:>8}{cells}")
@@ -221,13 +264,16 @@ def _chance(res: dict[str, Any]) -> float:
 def format_compare(res: dict[str, Any]) -> str:
     """Plain-text side-by-side table for the command line."""
     a = (res.get("lines") or {}).get("a")
-    lines = [f"job {res['job']}: base = {res['models']['base']}, {display_labels(a)['lines']} = "
-             f"{res['models']['lines']} (a = {a})",
-             f"MCQ accuracy (chance {_chance(res):.3f}: the mean of per-question chance, 1/3 at N = 2, 1/4 above)",
-             f"{'pairing':<8}{'N':>5}" + "".join(f"{display_labels(a)[k]:>16}" for k in report_models(a))]
+    lines = [
+        f"job {res['job']}: base = {res['models']['base']}, {display_labels(a)['lines']} = "
+        f"{res['models']['lines']} (a = {a})",
+        f"MCQ accuracy (chance {_chance(res):.3f}: the mean of per-question chance, 1/3 at N = 2, 1/4 above)",
+        f"{'pairing':<8}{'N':>5}" + "".join(f"{display_labels(a)[k]:>16}" for k in report_models(a)),
+    ]
     for r in labelled(mcq_table(res), a):
-        lines.append(f"{r['pairing']:<8}{r['N']:>5}" + "".join(f"{v:>16.3f}" for k, v in r.items()
-                                                            if k not in ("pairing", "N")))
+        lines.append(
+            f"{r['pairing']:<8}{r['N']:>5}" + "".join(f"{v:>16.3f}" for k, v in r.items() if k not in ("pairing", "N"))
+        )
     if res.get("attention"):
         from bindlab.train.compare_attention import format_attention
 

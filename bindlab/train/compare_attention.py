@@ -34,8 +34,11 @@ def _shown(section: dict[str, Any], names: dict[str, str] | None) -> dict[str, t
 def attention_curves(section: dict[str, Any], names: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Curves for :func:`bindlab.present.attention_figures.margin_curves`, one per model that has margins, labelled
     with ``names`` when given (``{"lines": "LiNeS (a=0.1)", …}``)."""
-    return [{**m, "label": f"{name} ({m['model']})"} for name, m in _shown(section, names).values()
-            if m.get("layers") and m.get("n_captions")]
+    return [
+        {**m, "label": f"{name} ({m['model']})"}
+        for name, m in _shown(section, names).values()
+        if m.get("layers") and m.get("n_captions")
+    ]
 
 
 def _deep_mean(m: dict[str, Any]) -> float | None:
@@ -56,16 +59,29 @@ def attention_rows(section: dict[str, Any], names: dict[str, str] | None = None)
     rows = []
     for label, (name, m) in _shown(section, names).items():
         if "note" in m:
-            rows.append({"model": name, "captions": 0, "last layer": None, "deep layers": None,
-                         "Δ last vs base": m["note"], "Δ deep vs base": ""})
+            rows.append(
+                {
+                    "model": name,
+                    "captions": 0,
+                    "last layer": None,
+                    "deep layers": None,
+                    "Δ last vs base": m["note"],
+                    "Δ deep vs base": "",
+                }
+            )
             continue
         d = section.get("diff", {}).get(label)
         has = bool(m["n_captions"])
-        rows.append({"model": name, "captions": m["n_captions"],
-                     "last layer": m["margin_mean"][-1] if has else None,
-                     "deep layers": _deep_mean(m) if has else None,
-                     "Δ last vs base": "—" if d is None else d.get("note") or _with_ci(d["last"]),
-                     "Δ deep vs base": "—" if d is None else ("" if "note" in d else _with_ci(d["deep"]))})
+        rows.append(
+            {
+                "model": name,
+                "captions": m["n_captions"],
+                "last layer": m["margin_mean"][-1] if has else None,
+                "deep layers": _deep_mean(m) if has else None,
+                "Δ last vs base": "—" if d is None else d.get("note") or _with_ci(d["last"]),
+                "Δ deep vs base": "—" if d is None else ("" if "note" in d else _with_ci(d["deep"])),
+            }
+        )
     return rows
 
 
@@ -106,6 +122,8 @@ def format_attention(section: dict[str, Any]) -> str:
         elif label == section["base"]:
             lines.append(f"  {label}: {r['captions']} captions (the reference)")
         else:
-            lines.append(f"  {label}: {r['captions']} captions; Δ vs base at the last layer {r['Δ last vs base']}, "
-                         f"over the deep layers {deep} {r['Δ deep vs base']} (95 % CI)")
+            lines.append(
+                f"  {label}: {r['captions']} captions; Δ vs base at the last layer {r['Δ last vs base']}, "
+                f"over the deep layers {deep} {r['Δ deep vs base']} (95 % CI)"
+            )
     return "\n".join(lines)

@@ -76,8 +76,10 @@ class FinetuneConfig:
         if not str(self.model).strip():
             raise ValueError("finetune needs a base model id (--model), e.g. minilm or toy:shared")
         if not str(self.data).strip():
-            raise ValueError("finetune needs a triplets folder (--data); make one with "
-                             "'python -m bindlab generate triplets --out DIR'")
+            raise ValueError(
+                "finetune needs a triplets folder (--data); make one with "
+                "'python -m bindlab generate triplets --out DIR'"
+            )
         for name, lo in (("epochs", 1), ("batch_size", 1), ("lora_rank", 1), ("num_processes", 1)):
             if int(getattr(self, name)) < lo:
                 raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}")
@@ -87,8 +89,10 @@ class FinetuneConfig:
         if int(self.eval_every) < -1:
             raise ValueError(f"eval_every must be -1 (never), 0 (auto) or a number of steps, got {self.eval_every}")
         if not 0 < float(self.lr) <= MAX_LR:
-            raise ValueError(f"lr must be in (0, {MAX_LR:g}], got {self.lr}: a larger rate makes the weights "
-                             "non-finite within the first steps (the default is 5e-5)")
+            raise ValueError(
+                f"lr must be in (0, {MAX_LR:g}], got {self.lr}: a larger rate makes the weights "
+                "non-finite within the first steps (the default is 5e-5)"
+            )
         for name in ("weight_decay", "margin", "forget_weight"):
             value = float(getattr(self, name))
             if not 0 <= value <= 1e3:  # also refuses NaN and inf
@@ -195,7 +199,7 @@ def _texts_accuracy(embed: Any, rows: Sequence[dict]) -> float:
         return float("nan")
     m = len(rows)
     vecs = embed([r["query"] for r in rows] + [r["positive"] for r in rows] + [r["negative"] for r in rows])
-    return triplet_accuracy(vecs[:m], vecs[m:2 * m], vecs[2 * m:])
+    return triplet_accuracy(vecs[:m], vecs[m : 2 * m], vecs[2 * m :])
 
 
 def evaluate_triplets(embed: Any, splits: dict[str, list[dict]]) -> dict[str, float]:
@@ -269,11 +273,17 @@ def check_image_supervision(encoder: Any) -> None:
         ValueError: any other model, naming it and what to use.
     """
     config = getattr(encoder, "config", None)
-    if ("image" not in encoder.modalities or not isinstance(config, dict) or config.get("arch") != "shared"
-            or not callable(getattr(encoder, "pixels", None))):
-        raise ValueError(f"--supervision image needs a model whose images go through the blocks the LoRA adapts, "
-                         f"with a trainable image path: toy:shared (or a toy:/folder of that architecture); "
-                         f"{encoder.id} has none — use --supervision text")
+    if (
+        "image" not in encoder.modalities
+        or not isinstance(config, dict)
+        or config.get("arch") != "shared"
+        or not callable(getattr(encoder, "pixels", None))
+    ):
+        raise ValueError(
+            f"--supervision image needs a model whose images go through the blocks the LoRA adapts, "
+            f"with a trainable image path: toy:shared (or a toy:/folder of that architecture); "
+            f"{encoder.id} has none — use --supervision text"
+        )
 
 
 class ImageRoles:
@@ -323,16 +333,20 @@ def objective_terms(cfg: FinetuneConfig, encoder: Any) -> tuple[ImageRoles | Non
     from bindlab.train.attention_loss import AttentionLoss
 
     roles = ImageRoles(encoder, cfg.seed) if cfg.supervision == "image" else None
-    aux = AttentionLoss.for_encoder(encoder, cfg.attention_loss, cfg.attention_layers) if cfg.attention_loss > 0 \
-        else None
+    aux = (
+        AttentionLoss.for_encoder(encoder, cfg.attention_loss, cfg.attention_layers) if cfg.attention_loss > 0 else None
+    )
     return roles, aux
 
 
 def objective_record(cfg: FinetuneConfig, aux: Any) -> dict[str, Any]:
     """The objective as ``result.json`` records it (the band resolved to layer numbers)."""
-    return {"supervision": cfg.supervision, "attention_loss": cfg.attention_loss,
-            "attention_layers": list(aux.band) if aux is not None else None,
-            "loss": "triplet" + (f" + {cfg.attention_loss} x attention" if aux is not None else "")}
+    return {
+        "supervision": cfg.supervision,
+        "attention_loss": cfg.attention_loss,
+        "attention_layers": list(aux.band) if aux is not None else None,
+        "loss": "triplet" + (f" + {cfg.attention_loss} x attention" if aux is not None else ""),
+    }
 
 
 def check_objective(config: dict[str, Any]) -> dict[str, Any]:
@@ -443,8 +457,9 @@ class Checkpointer(Callback):
         written: called with the path after each write (tells the other callbacks).
     """
 
-    def __init__(self, path: Path, every: int, snapshot: Callable[[], dict[str, Any]],
-                 written: Callable[[Path], None]) -> None:
+    def __init__(
+        self, path: Path, every: int, snapshot: Callable[[], dict[str, Any]], written: Callable[[Path], None]
+    ) -> None:
         self.path, self.every, self.snapshot, self.written = path, every, snapshot, written
 
     def save(self) -> None:
@@ -502,8 +517,10 @@ def load_splits(data: str, eval_rows: int, seed: int) -> dict[str, list[dict]]:
     extra = sorted({r["split"] for r in rows} - set(SPLITS))  # test_template_<name>, test_unseen_words
     splits = {s: [r for r in rows if r["split"] == s] for s in (*SPLITS, *extra)}
     if not splits["train"]:
-        raise ValueError(f"{data}: no rows in the train split; generate triplets with "
-                         "'python -m bindlab generate triplets --out DIR --n 4000'")
+        raise ValueError(
+            f"{data}: no rows in the train split; generate triplets with "
+            "'python -m bindlab generate triplets --out DIR --n 4000'"
+        )
     if eval_rows:
         rng = random.Random(f"eval-{seed}")
         for s in [s for s in splits if s != "train"]:
@@ -566,8 +583,13 @@ class _Dist:
         distributed.barrier()
 
 
-def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback] = (), control: Control | None = None,
-          resume: bool = False) -> dict[str, Any]:
+def train(
+    cfg: FinetuneConfig,
+    out_dir: str | Path,
+    callbacks: Sequence[Callback] = (),
+    control: Control | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
     """Finetune ``cfg.model`` on ``cfg.data``; write adapters, LiNeS choice and results into ``out_dir``.
 
     Args:
@@ -638,10 +660,18 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
             ref = dict(np.load(ref_path))
     dist.barrier()
     if dist.main:
+
         def snapshot() -> dict[str, Any]:
-            return {"step": state.step, "triplets_seen": state.triplets_seen, "lora": lora_state(tower),
-                    "optimizer": optimizer.state_dict(), "history": state.history, "baseline": baseline,
-                    "train_seconds": state.train_seconds, "config": cfg.to_dict()}
+            return {
+                "step": state.step,
+                "triplets_seen": state.triplets_seen,
+                "lora": lora_state(tower),
+                "optimizer": optimizer.state_dict(),
+                "history": state.history,
+                "baseline": baseline,
+                "train_seconds": state.train_seconds,
+                "config": cfg.to_dict(),
+            }
 
         every = cfg.checkpoint_every or (eval_every if eval_every > 0 else state.total_steps)
         hooks.append(Checkpointer(ckpt, every, snapshot, lambda path: emit("on_checkpoint", path)))
@@ -673,8 +703,7 @@ def train(cfg: FinetuneConfig, out_dir: str | Path, callbacks: Sequence[Callback
     emit("on_loop_end")
     if not dist.main:
         return {}
-    return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase,
-                   objective_record(cfg, aux))
+    return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase, objective_record(cfg, aux))
 
 
 def _resume(ckpt: Path, tower: Any, optimizer: Any, state: TrainState) -> dict[str, Any]:
@@ -692,8 +721,9 @@ def _resume(ckpt: Path, tower: Any, optimizer: Any, state: TrainState) -> dict[s
     return saved["baseline"]
 
 
-def _baseline(encoder: Any, embed: Any, splits: dict[str, list[dict]], curve_rows: list[dict],
-              ref_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _baseline(
+    encoder: Any, embed: Any, splits: dict[str, list[dict]], curve_rows: list[dict], ref_path: Path
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The base model's numbers (triplets, curve start, forgetting) and the forgetting reference (saved)."""
     baseline = {"triplets": evaluate_triplets(embed, splits), "curve_val": _texts_accuracy(embed, curve_rows)}
     ref = forgetting_reference(encoder, "image" in encoder.modalities)
@@ -702,9 +732,16 @@ def _baseline(encoder: Any, embed: Any, splits: dict[str, list[dict]], curve_row
     return baseline, ref
 
 
-def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict], margin: float, dist: Any = None,
-               roles: Callable[[list[dict]], tuple[Any, Any, Any]] | None = None,
-               aux: Callable[[list[dict]], Any] | None = None) -> float:
+def train_step(
+    tower: Any,
+    optimizer: Any,
+    params: list[Any],
+    batch: list[dict],
+    margin: float,
+    dist: Any = None,
+    roles: Callable[[list[dict]], tuple[Any, Any, Any]] | None = None,
+    aux: Callable[[list[dict]], Any] | None = None,
+) -> float:
     """One optimizer step on a (global) batch of triplet rows; returns the batch's mean loss. (b, d) per role.
 
     With ``dist`` (data parallel) this rank embeds only its share of ``batch``; gradients and the loss are
@@ -743,9 +780,19 @@ def train_step(tower: Any, optimizer: Any, params: list[Any], batch: list[dict],
     return value
 
 
-def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tower: Any, splits: dict[str, list[dict]],
-            baseline: dict[str, Any], ref: dict[str, np.ndarray] | None, emit: Any, phase: Any,
-            objective: dict[str, Any] | None = None) -> dict[str, Any]:
+def _finish(
+    cfg: FinetuneConfig,
+    out: Path,
+    state: TrainState,
+    encoder: Any,
+    tower: Any,
+    splits: dict[str, list[dict]],
+    baseline: dict[str, Any],
+    ref: dict[str, np.ndarray] | None,
+    emit: Any,
+    phase: Any,
+    objective: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """After training: save the unscaled adapter, choose and apply LiNeS, evaluate, write result.json."""
     from bindlab.encoders.adapter import load_lora_state, lora_state, save_adapter
     from bindlab.provenance import provenance
@@ -761,22 +808,38 @@ def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tow
         phase("lines")
         for a in LINES_GRID:
             load_lora_state(tower, scale_lora_state(unscaled, tower.n_blocks, a))
-            grid.append({"a": a, "val": _texts_accuracy(embed, splits["val"]),
-                         "drift": forgetting_control(encoder, ref)["drift"]})
+            grid.append(
+                {
+                    "a": a,
+                    "val": _texts_accuracy(embed, splits["val"]),
+                    "drift": forgetting_control(encoder, ref)["drift"],
+                }
+            )
         a = choose_lines_a(grid, baseline["triplets"]["val"], cfg.forget_weight)
     else:
         a = DEFAULT_LINES_A if str(cfg.lines_a) == "auto" else float(cfg.lines_a)
     scaled = scale_lora_state(unscaled, tower.n_blocks, a)
     save_adapter(out / "adapter_lines.safetensors", scaled)
-    lines = {"a": a, "n_blocks": tower.n_blocks, "factors": [round(float(f), 6) for f in lines_factors(tower.n_blocks, a)],
-             "chosen_on": "validation" if grid else ("given" if str(cfg.lines_a) != "auto" else "default"),
-             "grid": grid, "forget_weight": cfg.forget_weight, "label": model_label(a)}
+    lines = {
+        "a": a,
+        "n_blocks": tower.n_blocks,
+        "factors": [round(float(f), 6) for f in lines_factors(tower.n_blocks, a)],
+        "chosen_on": "validation" if grid else ("given" if str(cfg.lines_a) != "auto" else "default"),
+        "grid": grid,
+        "forget_weight": cfg.forget_weight,
+        "label": model_label(a),
+    }
     (out / "lines.json").write_text(json.dumps(lines, indent=2))
 
-    result: dict[str, Any] = {"steps": state.step, "triplets_seen": state.triplets_seen,
-                              "train_seconds": round(state.train_seconds, 3),
-                              "triplets_per_s": round(state.triplets_seen / max(state.train_seconds, 1e-9), 2),
-                              "lines": lines, "family": tower.family, "objective": objective or {}}
+    result: dict[str, Any] = {
+        "steps": state.step,
+        "triplets_seen": state.triplets_seen,
+        "train_seconds": round(state.train_seconds, 3),
+        "triplets_per_s": round(state.triplets_seen / max(state.train_seconds, 1e-9), 2),
+        "lines": lines,
+        "family": tower.family,
+        "objective": objective or {},
+    }
     if cfg.evaluate:
         phase("final")
         after: dict[str, Any] = {"base": baseline}
@@ -786,8 +849,12 @@ def _finish(cfg: FinetuneConfig, out: Path, state: TrainState, encoder: Any, tow
         result["eval"] = after
         result["eval_rows"] = {s: len(r) for s, r in splits.items()}
     load_lora_state(tower, scaled)
-    result["provenance"] = provenance(Path(cfg.data) / "triplets.jsonl" if Path(cfg.data).is_dir() else cfg.data,
-                                      encoder, {**cfg.to_dict(), "kind": "finetune"}, cfg.seed)
+    result["provenance"] = provenance(
+        Path(cfg.data) / "triplets.jsonl" if Path(cfg.data).is_dir() else cfg.data,
+        encoder,
+        {**cfg.to_dict(), "kind": "finetune"},
+        cfg.seed,
+    )
     (out / "result.json").write_text(json.dumps(result, indent=2))
     state.phase = "done"
     emit("on_train_end", result)

@@ -56,8 +56,10 @@ def from_alpha_beta(alpha: float, beta: float) -> float:
         ValueError: ``alpha + beta != 1`` (their multi-task merging setting, which bindlab does not implement).
     """
     if abs(float(alpha) + float(beta) - 1.0) > 1e-9:
-        raise ValueError(f"LiNeS alpha={alpha}, beta={beta} is not the single-task setting (alpha + beta = 1, so the "
-                         "deepest block keeps its whole update); bindlab's a is alpha with beta = 1 - a")
+        raise ValueError(
+            f"LiNeS alpha={alpha}, beta={beta} is not the single-task setting (alpha + beta = 1, so the "
+            "deepest block keeps its whole update); bindlab's a is alpha with beta = 1 - a"
+        )
     return check_a(alpha)
 
 

@@ -46,8 +46,13 @@ class RankedMetric:
     after: dict[str, float]
 
     def record(self) -> dict:
-        return {"steps": self.steps, "seconds": round(self.seconds, 1), "pairs": self.pairs,
-                "validation_before": self.before, "validation_after": self.after}
+        return {
+            "steps": self.steps,
+            "seconds": round(self.seconds, 1),
+            "pairs": self.pairs,
+            "validation_before": self.before,
+            "validation_after": self.after,
+        }
 
 
 def twin_margins(ys, yt, ts, tt):
@@ -57,8 +62,14 @@ def twin_margins(ys, yt, ts, tt):
     when its margin is positive."""
     import torch
 
-    return torch.stack([(ts * (ys - yt)).sum(-1), (tt * (yt - ys)).sum(-1),  # ti, both ways round
-                        (ys * (ts - tt)).sum(-1), (yt * (tt - ts)).sum(-1)])  # it, both ways round
+    return torch.stack(
+        [
+            (ts * (ys - yt)).sum(-1),
+            (tt * (yt - ys)).sum(-1),  # ti, both ways round
+            (ys * (ts - tt)).sum(-1),
+            (yt * (tt - ts)).sum(-1),
+        ]
+    )  # it, both ways round
 
 
 def twin_terms(ys: np.ndarray, yt: np.ndarray, ts: np.ndarray, tt: np.ndarray) -> dict[str, np.ndarray]:
@@ -68,12 +79,16 @@ def twin_terms(ys: np.ndarray, yt: np.ndarray, ts: np.ndarray, tt: np.ndarray) -
     ``T = (ys + yt) / 2 . (ts - tt)``. The text->image margins are ``I + B`` and ``I - B``, the image->text ones
     ``I + T`` and ``I - T``: a decision is right both ways round only when its bias is smaller than ``I``."""
     d_img, d_txt = ys - yt, ts - tt
-    return {"binding": (d_txt * d_img).sum(-1) / 2, "image_bias": ((ts + tt) / 2 * d_img).sum(-1),
-            "text_bias": ((ys + yt) / 2 * d_txt).sum(-1)}
+    return {
+        "binding": (d_txt * d_img).sum(-1) / 2,
+        "image_bias": ((ts + tt) / 2 * d_img).sum(-1),
+        "text_bias": ((ys + yt) / 2 * d_txt).sum(-1),
+    }
 
 
-def twin_ranking(points: np.ndarray, twin_points: np.ndarray, captions: np.ndarray,
-                 twin_captions: np.ndarray) -> dict[str, float]:
+def twin_ranking(
+    points: np.ndarray, twin_points: np.ndarray, captions: np.ndarray, twin_captions: np.ndarray
+) -> dict[str, float]:
     """Shares of decisions ranked right (:func:`twin_margins` > 0) by unit ``points``/``twin_points`` (n, d) of scenes
     and their twins, with their captions (n, k, d; caption j of the twin worded as caption j of the scene): ti = a
     caption scores its own scene's point above the other's; it = a point scores its own caption above the other's
@@ -95,8 +110,16 @@ def twin_rank_loss(ys, yt, ts, tt, scale: float = RANK_SCALE):
     return F.softplus(-scale * twin_margins(ys, yt, ts, tt)).mean()
 
 
-def ranked_metric(vectors: np.ndarray, twin_vectors: np.ndarray, captions: np.ndarray, twin_captions: np.ndarray,
-                  init: np.ndarray, steps: int, seed: int = 0, lr: float = RANK_LR) -> RankedMetric:
+def ranked_metric(
+    vectors: np.ndarray,
+    twin_vectors: np.ndarray,
+    captions: np.ndarray,
+    twin_captions: np.ndarray,
+    init: np.ndarray,
+    steps: int,
+    seed: int = 0,
+    lr: float = RANK_LR,
+) -> RankedMetric:
     """Learn the ranked phrase metric (module docstring).
 
     Args:
@@ -155,5 +178,17 @@ def ranked_metric(vectors: np.ndarray, twin_vectors: np.ndarray, captions: np.nd
     return RankedMetric(metric.detach().double().numpy(), steps, seconds, int(len(rows)), before, score())
 
 
-__all__ = ["RankedMetric", "ranked_metric", "twin_margins", "twin_rank_loss", "twin_ranking", "twin_terms", "RANK_BATCH", "RANK_LR", "RANK_SCALE",
-           "RANK_NCE_WEIGHT", "RANK_NCE_SCALE", "RANK_VALIDATION"]
+__all__ = [
+    "RankedMetric",
+    "ranked_metric",
+    "twin_margins",
+    "twin_rank_loss",
+    "twin_ranking",
+    "twin_terms",
+    "RANK_BATCH",
+    "RANK_LR",
+    "RANK_SCALE",
+    "RANK_NCE_WEIGHT",
+    "RANK_NCE_SCALE",
+    "RANK_VALIDATION",
+]

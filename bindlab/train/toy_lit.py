@@ -112,8 +112,9 @@ def lit_caption(scene: Scene, rng: random.Random, template: str) -> str:
     return text[0].upper() + text[1:] + "." if rng.random() < 0.5 else text
 
 
-def lit_captions(scenes: Sequence[Scene], seed: int, per_scene: int = CAPTIONS_PER_SCENE,
-                 twins: Sequence[Scene | None] | None = None) -> list[list[str]]:
+def lit_captions(
+    scenes: Sequence[Scene], seed: int, per_scene: int = CAPTIONS_PER_SCENE, twins: Sequence[Scene | None] | None = None
+) -> list[list[str]]:
     """``per_scene`` captions of every scene (a pure function of the scenes, the seed and ``per_scene``): scene i's
     captions walk the four templates in a shuffled order (so with 4 per scene, each template once).
 
@@ -160,18 +161,25 @@ class CaptionCache:
         return int(self.index.size)
 
 
-def caption_cache(scenes: Sequence[Scene], seed: int, text_model: str, path: str | Path,
-                  per_scene: int = CAPTIONS_PER_SCENE, batch_size: int = 128,
-                  progress: Callable[[int, int], None] | None = None,
-                  twins: Sequence[Scene | None] | None = None) -> CaptionCache:
+def caption_cache(
+    scenes: Sequence[Scene],
+    seed: int,
+    text_model: str,
+    path: str | Path,
+    per_scene: int = CAPTIONS_PER_SCENE,
+    batch_size: int = 128,
+    progress: Callable[[int, int], None] | None = None,
+    twins: Sequence[Scene | None] | None = None,
+) -> CaptionCache:
     """The pool's captions (with ``twins``: its binding twins' captions, see :func:`lit_captions`) embedded once
     by ``text_model`` (batched), stored at ``path`` (``.npz``, atomically written) and loaded from there when the
     captions and the text model are the same."""
     captions = lit_captions(scenes, seed, per_scene, twins)
     texts = sorted({t for caps in captions for t in caps})
     pos = {t: i for i, t in enumerate(texts)}
-    index = np.asarray([[pos[t] for t in caps] if caps else [-1] * per_scene for caps in captions],
-                       dtype=np.int32).reshape(len(captions), per_scene)
+    index = np.asarray(
+        [[pos[t] for t in caps] if caps else [-1] * per_scene for caps in captions], dtype=np.int32
+    ).reshape(len(captions), per_scene)
     key = hashlib.sha256(json.dumps([texts, text_model]).encode()).hexdigest()[:16]
     path = Path(path)
     if path.is_file():
@@ -195,8 +203,15 @@ def caption_cache(scenes: Sequence[Scene], seed: int, text_model: str, path: str
     seconds = time.perf_counter() - t0
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, key=np.asarray(key), embeddings=emb, index=index, texts=np.asarray(texts),
-             seconds=np.asarray(seconds), text_model=np.asarray(text_model))
+    np.savez(
+        tmp,
+        key=np.asarray(key),
+        embeddings=emb,
+        index=index,
+        texts=np.asarray(texts),
+        seconds=np.asarray(seconds),
+        text_model=np.asarray(text_model),
+    )
     os.replace(tmp, path)
     return CaptionCache(texts, emb, index, seconds, text_model)
 
@@ -213,9 +228,16 @@ class LitBatch(NamedTuple):
     twin: np.ndarray
 
 
-def lit_batch(pool: ScenePool, cache: CaptionCache | None, step: int, batch_size: int, seed: int,
-              hard_share: float = 0.5, twin_cache: CaptionCache | None = None,
-              twin_share: float = 0.0) -> LitBatch:
+def lit_batch(
+    pool: ScenePool,
+    cache: CaptionCache | None,
+    step: int,
+    batch_size: int,
+    seed: int,
+    hard_share: float = 0.5,
+    twin_cache: CaptionCache | None = None,
+    twin_share: float = 0.0,
+) -> LitBatch:
     """Images (random shifts and horizontal flips), their captions' cached embeddings and where they come from
     (:class:`LitBatch`) — a pure function of the step.
 
@@ -241,8 +263,11 @@ def lit_batch(pool: ScenePool, cache: CaptionCache | None, step: int, batch_size
     emb = cache.embeddings[caps] if cache is not None else np.zeros((len(idx), 0), np.float32)
     with_twin: list[int] = []
     if twin_share > 0 and (twin_cache is not None or cache is None):
-        with_twin = [k for k, i in enumerate(walked) if int(i) in pool.twins
-                     and (twin_cache is None or twin_cache.index[i, ks[k]] >= 0)][: int(round(batch_size * twin_share))]
+        with_twin = [
+            k
+            for k, i in enumerate(walked)
+            if int(i) in pool.twins and (twin_cache is None or twin_cache.index[i, ks[k]] >= 0)
+        ][: int(round(batch_size * twin_share))]
     if with_twin:
         images = np.concatenate([images, np.stack([pool.twins[int(idx[k])][1] for k in with_twin])])
         offsets = offsets + [offsets[k] for k in with_twin]
@@ -283,8 +308,12 @@ def within_scene_whitener(cache: CaptionCache, shrink: float = TARGET_SHRINK) ->
     return np.linalg.inv(cov + shrink * np.trace(cov) / d * np.eye(d))
 
 
-def discriminant_targets(cache: CaptionCache, twin_cache: CaptionCache, shrink: float = TARGET_SHRINK,
-                         twin_weight: float = TARGET_TWIN_WEIGHT) -> tuple[np.ndarray, np.ndarray]:
+def discriminant_targets(
+    cache: CaptionCache,
+    twin_cache: CaptionCache,
+    shrink: float = TARGET_SHRINK,
+    twin_weight: float = TARGET_TWIN_WEIGHT,
+) -> tuple[np.ndarray, np.ndarray]:
     """Unit-norm training targets of every pool scene and of its binding twin, (n, d) float32 each.
 
     Scene i: ``W [(P_i - mu) - lam (N_i - mu)]``; its twin: ``W [(N_i - mu) - lam (P_i - mu)]``, with P and N the
@@ -352,15 +381,18 @@ def phrase_grid(full: PhraseTable, table: PhraseTable, metric: np.ndarray) -> np
     cells = [(s, a.name) for s in RENDER_VOCAB.objects for a in RENDER_VOCAB.attributes]
     missing = [f"{a} {s}" for s, a in cells if (s, a) not in pos]
     if missing:
-        raise ValueError(f"the phrase grid needs every renderable phrase; the table lacks {len(missing)} "
-                         f"(e.g. {missing[0]!r}): build it with phrase_table(text_model) and no hold-out")
+        raise ValueError(
+            f"the phrase grid needs every renderable phrase; the table lacks {len(missing)} "
+            f"(e.g. {missing[0]!r}): build it with phrase_table(text_model) and no hold-out"
+        )
     mu = table.embeddings.astype(np.float64).mean(axis=0)
     grid = (full.embeddings[[pos[c] for c in cells]].astype(np.float64) - mu) @ metric
     return grid.reshape(len(RENDER_VOCAB.objects), len(RENDER_VOCAB.attributes), -1).astype(np.float32)
 
 
-def phrase_vectors(scenes: Sequence[Scene | None], table: PhraseTable,
-                   bag_weight: float = PHRASE_BAG_WEIGHT) -> np.ndarray:
+def phrase_vectors(
+    scenes: Sequence[Scene | None], table: PhraseTable, bag_weight: float = PHRASE_BAG_WEIGHT
+) -> np.ndarray:
     """(n, d) float64 phrase points of ``scenes`` before any metric: ``x - lam * bag`` with ``x`` the sum of the
     scene's phrase embeddings less the table's mean ``mu``, ``bag`` (n_objects / m) times the sum over the m table
     pairs among (every object of the scene) x (every attribute of it) (= the mean over all bindings of the scene's
@@ -385,8 +417,9 @@ def phrase_vectors(scenes: Sequence[Scene | None], table: PhraseTable,
     return out
 
 
-def phrase_targets(scenes: Sequence[Scene | None], table: PhraseTable, whitener: np.ndarray,
-                   bag_weight: float = PHRASE_BAG_WEIGHT) -> np.ndarray:
+def phrase_targets(
+    scenes: Sequence[Scene | None], table: PhraseTable, whitener: np.ndarray, bag_weight: float = PHRASE_BAG_WEIGHT
+) -> np.ndarray:
     """Unit-norm training targets (n, d) float32 of ``scenes``: ``W [x - lam * bag]``, the
     :func:`phrase_vectors` in the metric ``W`` = ``whitener`` (:func:`within_scene_whitener`, or the ranked metric of
     :func:`bindlab.train.phrase_metric.ranked_metric`). A ``None`` scene gets a NaN row.
@@ -430,6 +463,26 @@ def blend_targets(phrase: np.ndarray, caption_means: np.ndarray, caption_weight:
         return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
 
 
-__all__ = ["CAPTIONS_PER_SCENE", "blend_targets", "count_grid", "phrase_grid", "PHRASE_BAG_WEIGHT", "WHITENER_SCENES", "PhraseTable", "phrase_table",
-           "phrase_targets", "phrase_vectors", "TARGET_SHRINK", "TARGET_TWIN_WEIGHT", "CaptionCache", "LitBatch", "caption_cache",
-           "discriminant_targets", "lit_batch", "lit_caption", "lit_captions", "scene_means", "within_scene_whitener"]
+__all__ = [
+    "CAPTIONS_PER_SCENE",
+    "blend_targets",
+    "count_grid",
+    "phrase_grid",
+    "PHRASE_BAG_WEIGHT",
+    "WHITENER_SCENES",
+    "PhraseTable",
+    "phrase_table",
+    "phrase_targets",
+    "phrase_vectors",
+    "TARGET_SHRINK",
+    "TARGET_TWIN_WEIGHT",
+    "CaptionCache",
+    "LitBatch",
+    "caption_cache",
+    "discriminant_targets",
+    "lit_batch",
+    "lit_caption",
+    "lit_captions",
+    "scene_means",
+    "within_scene_whitener",
+]

@@ -32,8 +32,16 @@ import numpy as np
 
 from bindlab.data.composet import Edit, Obj, Scene, _render, candidate_edits, captions, context_phrases, make_scene
 
-PAIR_EDIT_TYPES: tuple[str, ...] = ("modify_color", "swap_color", "modify_material", "swap_material",
-                                    "modify_pattern", "swap_pattern", "modify_transparency", "modify_state")
+PAIR_EDIT_TYPES: tuple[str, ...] = (
+    "modify_color",
+    "swap_color",
+    "modify_material",
+    "swap_material",
+    "modify_pattern",
+    "swap_pattern",
+    "modify_transparency",
+    "modify_state",
+)
 LEVELS: tuple[str, ...] = ("short", "medium", "long")
 SEED_OFFSET = 7_000_001  # render seeds of the pair twins, far from the Pairs generator's (seed * 100_003 + index)
 N_RANGE = (4, 10)  # objects per scene, as in the Pairs sets
@@ -55,8 +63,9 @@ def _shows_heldout(objects: Sequence[Obj | None], heldout: frozenset[tuple[str, 
     return False
 
 
-def pair_twin_specs(n: int, side: int, seed: int, heldout: frozenset[tuple[str, str]] = frozenset()
-                    ) -> list[tuple[Scene, Edit, tuple[dict[str, str], dict[str, str]]]]:
+def pair_twin_specs(
+    n: int, side: int, seed: int, heldout: frozenset[tuple[str, str]] = frozenset()
+) -> list[tuple[Scene, Edit, tuple[dict[str, str], dict[str, str]]]]:
     """``n`` (scene laid out for rendering at ``2 * side`` px, one attribute edit, (base captions, foil captions)):
     a pure function of its arguments.
 
@@ -71,16 +80,21 @@ def pair_twin_specs(n: int, side: int, seed: int, heldout: frozenset[tuple[str, 
         index += 1
         if _shows_heldout(scene.objects, heldout):
             continue
-        allowed = {t: [e for e in es if not _shows_heldout(e.foil_objects, heldout)]
-                   for t, es in candidate_edits(scene).items() if t in PAIR_EDIT_TYPES}
+        allowed = {
+            t: [e for e in es if not _shows_heldout(e.foil_objects, heldout)]
+            for t, es in candidate_edits(scene).items()
+            if t in PAIR_EDIT_TYPES
+        }
         allowed = {t: es for t, es in allowed.items() if es}
         if not allowed:
             continue
         edit = rng.choice(allowed[rng.choice(sorted(allowed))])
         skip = edit.touched + edit.described
         key = scene.seed * 1000
-        caps = (captions(edit.base_phrase, context_phrases(scene.objects, skip), key),
-                captions(edit.foil_phrase, context_phrases(edit.foil_objects, skip), key))
+        caps = (
+            captions(edit.base_phrase, context_phrases(scene.objects, skip), key),
+            captions(edit.foil_phrase, context_phrases(edit.foil_objects, skip), key),
+        )
         out.append((scene, edit, caps))
     return out
 
@@ -96,9 +110,15 @@ def _render_pair(job: tuple[Scene, Edit, int]) -> np.ndarray:
     return np.stack(pair)
 
 
-def load_pair_twins(n: int, side: int, seed: int, cache_dir: str | Path | None = None, workers: int = 2,
-                    heldout: frozenset[tuple[str, str]] = frozenset(),
-                    progress: Callable[[int, int], None] | None = None) -> PairTwins:
+def load_pair_twins(
+    n: int,
+    side: int,
+    seed: int,
+    cache_dir: str | Path | None = None,
+    workers: int = 2,
+    heldout: frozenset[tuple[str, str]] = frozenset(),
+    progress: Callable[[int, int], None] | None = None,
+) -> PairTwins:
     """:func:`pair_twin_specs` rendered at ``side`` px, cached as ``.npy`` under ``$BINDLAB_HOME/toy-data``."""
     from bindlab.config import home
 

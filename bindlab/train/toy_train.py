@@ -74,26 +74,40 @@ class TrainConfig:
     threads: int = 1  # torch CPU threads; on a busy 2-core machine 1 thread ran ~10x faster than 2 (measured)
     render_workers: int = 2  # processes that render the pool
     model: dict[str, Any] = field(default_factory=dict)  # ToyConfig overrides (tests use tiny ones)
-    holdout_fraction: float = 0.0  # share of shape x attribute pairs no training scene shows (toy_data.heldout_combinations)
-    twin_share: float = 0.0  # binding twins added per batch, as a share of batch_size (toy_data.make_batch; NegCLIP-style)
+    holdout_fraction: float = (
+        0.0  # share of shape x attribute pairs no training scene shows (toy_data.heldout_combinations)
+    )
+    twin_share: float = (
+        0.0  # binding twins added per batch, as a share of batch_size (toy_data.make_batch; NegCLIP-style)
+    )
     init_from: str = ""  # start from this toy model folder's weights (a finetune) instead of a fresh init
     pair_share: float = 0.0  # CompoSET-style pair twins added per batch, as a share of batch_size (toy_pairs)
     pair_scenes: int = 3000  # pair twins rendered for the run (one attribute edit per scene)
     text: str = ""  # lit: the frozen text model ("minilm" when empty)
     captions_per_scene: int = 4  # lit: cached captions per pool scene (toy_lit.CAPTIONS_PER_SCENE)
-    lit_target: str = "captions"  # lit: "captions" (InfoNCE with one cached caption per scene), "discriminant", "phrases"
+    lit_target: str = (
+        "captions"  # lit: "captions" (InfoNCE with one cached caption per scene), "discriminant", "phrases"
+    )
     target_shrink: float = TARGET_SHRINK  # lit discriminant and phrases: covariance shrinkage
     target_twin_weight: float = TARGET_TWIN_WEIGHT  # lit discriminant: weight of the twin's caption mean (lam)
     target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term (twins in the batch)
     target_bag_weight: float = PHRASE_BAG_WEIGHT  # lit phrases: weight of the scene's bag of pairings (lam)
-    target_contrastive: float = 0.0  # lit discriminant/phrases: weight of InfoNCE between images and the batch's targets
-    target_caption_weight: float = 0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
-    target_rank_steps: int = 0  # lit phrases: learn the phrase metric by ranking captions vs twins (train.phrase_metric)
+    target_contrastive: float = (
+        0.0  # lit discriminant/phrases: weight of InfoNCE between images and the batch's targets
+    )
+    target_caption_weight: float = (
+        0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
+    )
+    target_rank_steps: int = (
+        0  # lit phrases: learn the phrase metric by ranking captions vs twins (train.phrase_metric)
+    )
     image_rank_weight: float = 0.0  # lit phrases: weight of the twin ranking loss on the image embeddings themselves
     rank_scenes: int = 0  # lit phrases: fit the ranked metric on the first N pool scenes' captions (0 = all)
     image_rank_scale: float = RANK_SCALE  # its margins' scale in the logistic (large: every wrong sign costs alike)
     image_margin_weight: float = 0.0  # lit phrases: weight of the images' twin margins regressed onto the targets'
-    image_bias_weight: float = 0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
+    image_bias_weight: float = (
+        0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
+    )
     twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled" (toy_data.shuffled_slots)
     slot_count_weight: float = 0.0  # lit slot head: weight of its counts regressed onto the scene's objects
     max_objects: int = 4  # pool scenes have 1..max_objects objects (toy_data.OBJECT_WEIGHTS)
@@ -125,12 +139,15 @@ class TrainConfig:
         if self.pair_share > 0 and int(self.pair_scenes) < 1:
             raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
         if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
-            raise ValueError(f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
-                             "a folder written by 'train toy', e.g. bindlab/assets/toy-clip")
+            raise ValueError(
+                f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
+                "a folder written by 'train toy', e.g. bindlab/assets/toy-clip"
+            )
         if self.arch == "lit":
             if self.pair_share:
-                raise ValueError("--arch lit trains with cached captions of the pool and its binding twins only: "
-                                 "no --pair-twins")
+                raise ValueError(
+                    "--arch lit trains with cached captions of the pool and its binding twins only: no --pair-twins"
+                )
             if not self.text:
                 self.text = "minilm"
             if int(self.captions_per_scene) < 1:
@@ -138,8 +155,10 @@ class TrainConfig:
             if self.lit_target not in LIT_TARGETS:
                 raise ValueError(f"unknown lit target {self.lit_target!r}; choose one of {LIT_TARGETS}")
             if self.lit_target != "captions" and int(self.captions_per_scene) < 2:
-                raise ValueError(f"--lit-target {self.lit_target} needs at least 2 captions per scene (its metric is "
-                                 "their within-scene covariance)")
+                raise ValueError(
+                    f"--lit-target {self.lit_target} needs at least 2 captions per scene (its metric is "
+                    "their within-scene covariance)"
+                )
             if self.lit_target == "discriminant" and not 0 <= self.target_twin_weight < 1:
                 raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
             if self.lit_target == "phrases" and not 0 <= self.target_bag_weight < 1:
@@ -154,23 +173,30 @@ class TrainConfig:
                 raise ValueError(f"rank_scenes must be at least 0, got {self.rank_scenes}")
             if self.rank_scenes and not self.target_rank_steps:
                 raise ValueError("--rank-scenes is for --target-rank-steps (the scenes its metric is fitted on)")
-            needs_all = [f"--{n.replace('_', '-')}" for n in ("target_caption_weight", "image_rank_weight",
-                                                              "image_margin_weight", "image_bias_weight")
-                         if getattr(self, n)]
+            needs_all = [
+                f"--{n.replace('_', '-')}"
+                for n in ("target_caption_weight", "image_rank_weight", "image_margin_weight", "image_bias_weight")
+                if getattr(self, n)
+            ]
             if self.rank_scenes and needs_all:
-                raise ValueError(f"--rank-scenes embeds only the first scenes' captions; {needs_all[0]} needs every "
-                                 "pool scene's (leave --rank-scenes out)")
+                raise ValueError(
+                    f"--rank-scenes embeds only the first scenes' captions; {needs_all[0]} needs every "
+                    "pool scene's (leave --rank-scenes out)"
+                )
             for name in ("image_rank_weight", "image_margin_weight", "image_bias_weight"):  # twin terms on images
                 if getattr(self, name) < 0:
                     raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
                 if getattr(self, name) and (self.lit_target != "phrases" or not self.twin_share):
-                    raise ValueError(f"--{name.replace('_', '-')} is for --lit-target phrases with twins in the batch "
-                                     "(--twin-share)")
+                    raise ValueError(
+                        f"--{name.replace('_', '-')} is for --lit-target phrases with twins in the batch (--twin-share)"
+                    )
             if not self.image_rank_scale > 0:
                 raise ValueError(f"image_rank_scale must be positive, got {self.image_rank_scale}")
             if self.target_caption_weight and self.lit_target != "phrases":
-                raise ValueError("--target-caption-weight is for --lit-target phrases (the share of the scene's "
-                                 "caption mean in its phrase target)")
+                raise ValueError(
+                    "--target-caption-weight is for --lit-target phrases (the share of the scene's "
+                    "caption mean in its phrase target)"
+                )
             if self.lit_target != "captions" and self.target_shrink <= 0:
                 raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
             if self.target_pair_weight < 0:
@@ -182,8 +208,10 @@ class TrainConfig:
             if self.target_contrastive < 0:
                 raise ValueError(f"target_contrastive must be at least 0, got {self.target_contrastive}")
             if self.target_contrastive and self.lit_target == "captions":
-                raise ValueError("--target-contrastive is for --lit-target discriminant or phrases (captions "
-                                 "training is contrastive already)")
+                raise ValueError(
+                    "--target-contrastive is for --lit-target discriminant or phrases (captions "
+                    "training is contrastive already)"
+                )
             if self.model.get("head_slots") and self.lit_target != "phrases":
                 raise ValueError("--head-slots is for --lit-target phrases (its slots sum the targets' phrases)")
             if self.slot_count_weight < 0:
@@ -218,8 +246,7 @@ class TrainConfig:
                 from bindlab.data.render import RENDER_VOCAB
 
                 extra.update(head_shapes=len(RENDER_VOCAB.objects), head_attributes=len(RENDER_VOCAB.attributes))
-        return ToyConfig(arch=self.arch, vocab_size=vocab_size,
-                         **{**ARCH_DEFAULTS[self.arch], **self.model, **extra})
+        return ToyConfig(arch=self.arch, vocab_size=vocab_size, **{**ARCH_DEFAULTS[self.arch], **self.model, **extra})
 
 
 def text_dim(text_model: str) -> int:
@@ -270,8 +297,9 @@ class TqdmProgress(Callback):
     def on_train_start(self, state: TrainState) -> None:
         from tqdm import tqdm
 
-        self.bar = tqdm(total=state.total_steps, initial=state.step, desc="train toy", disable=self.disable,
-                        dynamic_ncols=True)
+        self.bar = tqdm(
+            total=state.total_steps, initial=state.step, desc="train toy", disable=self.disable, dynamic_ncols=True
+        )
 
     def on_step_end(self, state: TrainState) -> None:
         self.bar.update(1)
@@ -349,9 +377,15 @@ def _save_checkpoint(out: Path, model: Any, opt: Any, state: TrainState, cfg: Tr
     tmp.mkdir(parents=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     torch.save(opt.state_dict(), tmp / "optim.pt")
-    saved = {"step": state.step, "seconds": state.seconds, "losses": state.losses,
-             "render_seconds": state.render_seconds, "schedule": state.schedule, "train_config": asdict(cfg),
-             "caption_seconds": state.caption_seconds}
+    saved = {
+        "step": state.step,
+        "seconds": state.seconds,
+        "losses": state.losses,
+        "render_seconds": state.render_seconds,
+        "schedule": state.schedule,
+        "train_config": asdict(cfg),
+        "caption_seconds": state.caption_seconds,
+    }
     (tmp / "state.json").write_text(json.dumps(saved))
     final = out / "checkpoint"
     old = out / f".checkpoint.{os.getpid()}.old"
@@ -371,22 +405,32 @@ def _load_checkpoint(out: Path, model: Any, opt: Any, cfg: TrainConfig) -> Train
         return None
     saved = json.loads((ck / "state.json").read_text())
     now = asdict(cfg)
-    diff = {k: (v, now.get(k)) for k, v in saved["train_config"].items()
-            if k not in (*_NO_EFFECT, "steps") and now.get(k) != v}
+    diff = {
+        k: (v, now.get(k))
+        for k, v in saved["train_config"].items()
+        if k not in (*_NO_EFFECT, "steps") and now.get(k) != v
+    }
     if cfg.steps < saved["step"]:
         diff["steps"] = (saved["step"], cfg.steps)
     if diff:
-        raise ValueError(f"{out} holds a checkpoint of a different run (saved vs asked: {diff}); "
-                         "use a new --out folder or the same settings")
+        raise ValueError(
+            f"{out} holds a checkpoint of a different run (saved vs asked: {diff}); "
+            "use a new --out folder or the same settings"
+        )
     model.load_state_dict(load_file(str(ck / "model.safetensors")))
     opt.load_state_dict(torch.load(ck / "optim.pt", weights_only=True))
     schedule = [tuple(x) for x in saved.get("schedule", [(0, saved["train_config"]["steps"])])]
     if schedule[-1][1] != cfg.steps:  # a longer (or shorter) run: the cosine schedule is stretched from here on
         schedule.append((saved["step"], cfg.steps))
-    return TrainState(step=saved["step"], seconds=saved["seconds"], losses=[tuple(x) for x in saved["losses"]],
-                      resumed_from=saved["step"], schedule=schedule,
-                      render_seconds=saved.get("render_seconds", 0.0),
-                      caption_seconds=saved.get("caption_seconds", 0.0))
+    return TrainState(
+        step=saved["step"],
+        seconds=saved["seconds"],
+        losses=[tuple(x) for x in saved["losses"]],
+        resumed_from=saved["step"],
+        schedule=schedule,
+        render_seconds=saved.get("render_seconds", 0.0),
+        caption_seconds=saved.get("caption_seconds", 0.0),
+    )
 
 
 def _saved_caption_seconds(out: Path) -> float:
@@ -401,8 +445,9 @@ def _saved_caption_seconds(out: Path) -> float:
     return total
 
 
-def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None,
-              pool_cache: str | Path | None = None) -> dict[str, Any]:
+def train_toy(
+    cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None, pool_cache: str | Path | None = None
+) -> dict[str, Any]:
     """Train (or resume) a toy model into ``out``.
 
     Args:
@@ -435,13 +480,18 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         try:
             model.load_state_dict(load_file(str(Path(cfg.init_from) / "model.safetensors")))
         except RuntimeError as e:
-            raise ValueError(f"init_from {cfg.init_from}: its weights do not fit the {cfg.arch} architecture asked "
-                             f"for ({str(e).splitlines()[0]}); use the same --arch and model sizes") from None
+            raise ValueError(
+                f"init_from {cfg.init_from}: its weights do not fit the {cfg.arch} architecture asked "
+                f"for ({str(e).splitlines()[0]}); use the same --arch and model sizes"
+            ) from None
     earlier = earlier_stages(cfg.init_from) if cfg.init_from else []
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos" not in n)]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.98),
+    )
     state = _load_checkpoint(out, model, opt, cfg) or TrainState(schedule=[(0, cfg.steps)])
     state.total_steps = cfg.steps
     t_render = time.perf_counter()
@@ -449,14 +499,28 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     discriminant = lit and cfg.lit_target == "discriminant"
     phrases = lit and cfg.lit_target == "phrases"
     # the whole pool's captions and its twins': the phrase metric learnt from them, or the images' twin margins
-    ranked = phrases and bool(cfg.target_rank_steps or cfg.image_rank_weight or cfg.image_margin_weight
-                              or cfg.image_bias_weight)
-    pool = load_pool(cfg.pool_size, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout=heldout,
-                     twins=cfg.twin_share > 0 or discriminant or ranked, clean=cfg.clean_holdout,
-                     twin_layout=cfg.twin_layout, max_objects=cfg.max_objects, render_size=cfg.render_size,
-                     render_share=cfg.render_share)
-    pairs = (load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
-             if cfg.pair_share > 0 else None)
+    ranked = phrases and bool(
+        cfg.target_rank_steps or cfg.image_rank_weight or cfg.image_margin_weight or cfg.image_bias_weight
+    )
+    pool = load_pool(
+        cfg.pool_size,
+        mcfg.image_size,
+        cfg.seed,
+        pool_cache,
+        cfg.render_workers,
+        heldout=heldout,
+        twins=cfg.twin_share > 0 or discriminant or ranked,
+        clean=cfg.clean_holdout,
+        twin_layout=cfg.twin_layout,
+        max_objects=cfg.max_objects,
+        render_size=cfg.render_size,
+        render_share=cfg.render_share,
+    )
+    pairs = (
+        load_pair_twins(cfg.pair_scenes, mcfg.image_size, cfg.seed, pool_cache, cfg.render_workers, heldout)
+        if cfg.pair_share > 0
+        else None
+    )
     state.render_seconds += time.perf_counter() - t_render
     captions = twin_captions = targets = table = ranking = None
     if lit:
@@ -468,8 +532,14 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
         twins = pool.twin_scenes()
         if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
-            twin_captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "twin_captions.npz",
-                                          cfg.captions_per_scene, twins=twins[:first])
+            twin_captions = caption_cache(
+                pool.scenes[:first],
+                cfg.seed,
+                cfg.text,
+                out / "twin_captions.npz",
+                cfg.captions_per_scene,
+                twins=twins[:first],
+            )
         if phrases:
             targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
             if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
@@ -492,18 +562,36 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if captions is not None:
             from bindlab.train.toy_lit import lit_batch
 
-            batch = lit_batch(pool, None if phrases else captions, state.step, cfg.batch_size, cfg.seed,
-                              cfg.hard_share, None if phrases else twin_captions, cfg.twin_share)
+            batch = lit_batch(
+                pool,
+                None if phrases else captions,
+                state.step,
+                cfg.batch_size,
+                cfg.seed,
+                cfg.hard_share,
+                None if phrases else twin_captions,
+                cfg.twin_share,
+            )
             pixels = batch.pixels
             if targets is not None:  # the scene's (or its twin's) discriminant or phrase point
                 own = targets[0][batch.scenes]
-                txt = torch.from_numpy(own if targets[1] is None else np.where(batch.twin[:, None],
-                                                                               targets[1][batch.scenes], own))
+                txt = torch.from_numpy(
+                    own if targets[1] is None else np.where(batch.twin[:, None], targets[1][batch.scenes], own)
+                )
             else:
                 txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
         else:
-            pixels, ids = make_batch(pool, tokenizer, state.step, cfg.batch_size, cfg.seed, cfg.hard_share,
-                                     cfg.twin_share, pairs, cfg.pair_share)
+            pixels, ids = make_batch(
+                pool,
+                tokenizer,
+                state.step,
+                cfg.batch_size,
+                cfg.seed,
+                cfg.hard_share,
+                cfg.twin_share,
+                pairs,
+                cfg.pair_share,
+            )
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
@@ -521,14 +609,17 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
             if cfg.target_contrastive:
                 loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
             if cfg.image_rank_weight and batch.twin.any():
-                loss = loss + cfg.image_rank_weight * image_rank_loss(img, batch.scenes, batch.twin, captions,
-                                                                      twin_captions, state.step, cfg.image_rank_scale)
+                loss = loss + cfg.image_rank_weight * image_rank_loss(
+                    img, batch.scenes, batch.twin, captions, twin_captions, state.step, cfg.image_rank_scale
+                )
             if cfg.image_margin_weight and batch.twin.any():
-                loss = loss + cfg.image_margin_weight * image_margin_loss(img, txt, batch.scenes, batch.twin, captions,
-                                                                          twin_captions, state.step)
+                loss = loss + cfg.image_margin_weight * image_margin_loss(
+                    img, txt, batch.scenes, batch.twin, captions, twin_captions, state.step
+                )
             if cfg.image_bias_weight and batch.twin.any():
-                loss = loss + cfg.image_bias_weight * image_bias_loss(img, txt, batch.scenes, batch.twin, captions,
-                                                                      twin_captions, state.step)
+                loss = loss + cfg.image_bias_weight * image_bias_loss(
+                    img, txt, batch.scenes, batch.twin, captions, twin_captions, state.step
+                )
         else:
             loss = contrastive_loss(img, txt, model.logit_scale)
         if cfg.slot_count_weight:
@@ -556,22 +647,39 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
     for cb in callbacks:
         cb.on_train_end(state)
     n_params = sum(p.numel() for p in model.parameters())
-    record = {"finished": state.step >= cfg.steps, "steps": state.step, "train_seconds": round(state.seconds, 1),
-              "render_seconds": round(state.render_seconds, 1), "parameters": n_params, "final_loss": state.loss,
-              "temperature": state.temperature, "losses": state.losses, "resumed_from": state.resumed_from,
-              "schedule": state.schedule,
-              "train_config": asdict(cfg), "model_config": mcfg.to_json(), "threads": cfg.threads,
-              "heldout_combinations": sorted(map(list, heldout))}
+    record = {
+        "finished": state.step >= cfg.steps,
+        "steps": state.step,
+        "train_seconds": round(state.seconds, 1),
+        "render_seconds": round(state.render_seconds, 1),
+        "parameters": n_params,
+        "final_loss": state.loss,
+        "temperature": state.temperature,
+        "losses": state.losses,
+        "resumed_from": state.resumed_from,
+        "schedule": state.schedule,
+        "train_config": asdict(cfg),
+        "model_config": mcfg.to_json(),
+        "threads": cfg.threads,
+        "heldout_combinations": sorted(map(list, heldout)),
+    }
     if earlier:
         record["earlier_stages"] = earlier
     if captions is not None:
-        record["captions"] = {"text_model": cfg.text, "per_scene": cfg.captions_per_scene,
-                              "captions": captions.n_captions, "distinct": len(captions.texts),
-                              "embed_seconds": round(state.caption_seconds, 1), "cache": "captions.npz",
-                              "clean_holdout": True, "target": cfg.lit_target}
+        record["captions"] = {
+            "text_model": cfg.text,
+            "per_scene": cfg.captions_per_scene,
+            "captions": captions.n_captions,
+            "distinct": len(captions.texts),
+            "embed_seconds": round(state.caption_seconds, 1),
+            "cache": "captions.npz",
+            "clean_holdout": True,
+            "target": cfg.lit_target,
+        }
         if cfg.target_contrastive or cfg.target_pair_weight:
-            record["captions"].update(target_contrastive=cfg.target_contrastive,
-                                      target_pair_weight=cfg.target_pair_weight)
+            record["captions"].update(
+                target_contrastive=cfg.target_contrastive, target_pair_weight=cfg.target_pair_weight
+            )
         if cfg.image_rank_weight:
             record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
         if cfg.image_margin_weight:
@@ -581,19 +689,29 @@ def train_toy(cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | Non
         if cfg.slot_count_weight:
             record["captions"]["slot_count_weight"] = cfg.slot_count_weight
         if phrases:
-            record["captions"].update(target_shrink=cfg.target_shrink, target_bag_weight=cfg.target_bag_weight,
-                                      whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
-                                      phrases=len(table.pairs), phrase_seconds=round(table.seconds, 1))
+            record["captions"].update(
+                target_shrink=cfg.target_shrink,
+                target_bag_weight=cfg.target_bag_weight,
+                whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
+                phrases=len(table.pairs),
+                phrase_seconds=round(table.seconds, 1),
+            )
             if cfg.target_caption_weight:
                 record["captions"].update(target_caption_weight=cfg.target_caption_weight)
             if ranking is not None:
                 record["captions"]["ranked_metric"] = ranking.record()
         if discriminant:
-            record["captions"].update(target_shrink=cfg.target_shrink, target_twin_weight=cfg.target_twin_weight,
-                                      target_pair_weight=cfg.target_pair_weight)
+            record["captions"].update(
+                target_shrink=cfg.target_shrink,
+                target_twin_weight=cfg.target_twin_weight,
+                target_pair_weight=cfg.target_pair_weight,
+            )
         if twin_captions is not None:
-            record["captions"].update(twin_captions=int((twin_captions.index >= 0).sum()),
-                                      twin_distinct=len(twin_captions.texts), twin_cache="twin_captions.npz")
+            record["captions"].update(
+                twin_captions=int((twin_captions.index >= 0).sum()),
+                twin_distinct=len(twin_captions.texts),
+                twin_cache="twin_captions.npz",
+            )
     if record["finished"]:
         model.eval()
         save_model(out, model, tokenizer, record)
@@ -623,18 +741,24 @@ def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions
         n = len(captions.index)  # the whole pool, or its first --rank-scenes
         ranking = _ranked_metric(pool.scenes[:n], twins[:n], table, captions, twin_captions, w, cfg)
         w = ranking.metric
-    targets = (phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
-               phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None)
+    targets = (
+        phrase_targets(pool.scenes, table, w, cfg.target_bag_weight),
+        phrase_targets(twins, table, w, cfg.target_bag_weight) if pool.twins else None,
+    )
     if cfg.target_caption_weight:
         a = cfg.target_caption_weight
-        targets = (blend_targets(targets[0], scene_means(captions), a),
-                   None if targets[1] is None or twin_captions is None
-                   else blend_targets(targets[1], scene_means(twin_captions), a))
+        targets = (
+            blend_targets(targets[0], scene_means(captions), a),
+            None
+            if targets[1] is None or twin_captions is None
+            else blend_targets(targets[1], scene_means(twin_captions), a),
+        )
     return targets, table, ranking, w
 
 
-def _ranked_metric(scenes: list, twins: list, table: Any, captions: Any, twin_captions: Any, init: np.ndarray,
-                   cfg: TrainConfig) -> Any:
+def _ranked_metric(
+    scenes: list, twins: list, table: Any, captions: Any, twin_captions: Any, init: np.ndarray, cfg: TrainConfig
+) -> Any:
     """The phrase metric learnt on the pool's scenes, twins and cached captions
     (:func:`bindlab.train.phrase_metric.ranked_metric`), started from ``init``."""
     from bindlab.train.phrase_metric import ranked_metric
@@ -643,9 +767,15 @@ def _ranked_metric(scenes: list, twins: list, table: Any, captions: Any, twin_ca
     vectors = phrase_vectors(scenes, table, cfg.target_bag_weight)
     twin_vectors = phrase_vectors(twins, table, cfg.target_bag_weight)
     twin_vectors[(twin_captions.index < 0).any(axis=1)] = np.nan
-    return ranked_metric(vectors, twin_vectors, captions.embeddings[captions.index],
-                         twin_captions.embeddings[np.maximum(twin_captions.index, 0)], init,
-                         int(cfg.target_rank_steps), cfg.seed)
+    return ranked_metric(
+        vectors,
+        twin_vectors,
+        captions.embeddings[captions.index],
+        twin_captions.embeddings[np.maximum(twin_captions.index, 0)],
+        init,
+        int(cfg.target_rank_steps),
+        cfg.seed,
+    )
 
 
 def slot_count_loss(counts: Any, scenes: list) -> Any:
@@ -697,8 +827,15 @@ def twin_difference_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.nda
     return cosine_loss(x[partner] - x[rows], target[partner] - target[rows])
 
 
-def image_rank_loss(img: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any, twin_captions: Any,
-                    step: int, scale: float = RANK_SCALE) -> Any:
+def image_rank_loss(
+    img: Any,
+    scenes: np.ndarray,
+    twin: np.ndarray,
+    captions: Any,
+    twin_captions: Any,
+    step: int,
+    scale: float = RANK_SCALE,
+) -> Any:
     """:func:`bindlab.train.phrase_metric.twin_rank_loss` on the batch's normalised image embeddings: each (scene,
     twin) pair of the batch with caption k of the scene and of the twin (the same wording; k walks the cached
     captions with the row and the step), so the images themselves rank their own captions above the twin's and
@@ -716,8 +853,9 @@ def image_rank_loss(img: Any, scenes: np.ndarray, twin: np.ndarray, captions: An
 MARGIN_UNIT = 0.01  # image_margin_loss: margins are cosine differences of ~0.001-0.05; errors counted in these units
 
 
-def image_margin_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any,
-                      twin_captions: Any, step: int) -> Any:
+def image_margin_loss(
+    img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any, twin_captions: Any, step: int
+) -> Any:
     """Mean squared difference, in units of :data:`MARGIN_UNIT`, between the four twin margins
     (:func:`bindlab.train.phrase_metric.twin_margins`) of the batch's normalised image embeddings and those of their
     normalised targets, with each pair's caption k (as :func:`image_rank_loss`).
@@ -737,8 +875,9 @@ def image_margin_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarra
     return ((error / MARGIN_UNIT) ** 2).mean()
 
 
-def image_bias_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any,
-                    twin_captions: Any, step: int) -> Any:
+def image_bias_loss(
+    img: Any, target: Any, scenes: np.ndarray, twin: np.ndarray, captions: Any, twin_captions: Any, step: int
+) -> Any:
     """Mean squared difference, in units of :data:`MARGIN_UNIT`, between ``c . u`` for the batch's (scene, twin)
     pairs, ``u`` the unit image difference ``x_s - x_t`` and ``c`` the mean of the pair's caption k (as
     :func:`image_rank_loss`), and the same for their targets' unit difference.
@@ -764,8 +903,10 @@ def twin_caption_rows(pool_rows: np.ndarray, captions: Any, twin_captions: Any, 
     import torch
 
     ks = (np.arange(len(pool_rows)) + step) % captions.index.shape[1]
-    return (torch.from_numpy(captions.embeddings[captions.index[pool_rows, ks]]),
-            torch.from_numpy(twin_captions.embeddings[twin_captions.index[pool_rows, ks]]))
+    return (
+        torch.from_numpy(captions.embeddings[captions.index[pool_rows, ks]]),
+        torch.from_numpy(twin_captions.embeddings[twin_captions.index[pool_rows, ks]]),
+    )
 
 
 def contrastive_loss(img: Any, txt: Any, logit_scale: Any) -> Any:

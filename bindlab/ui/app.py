@@ -60,8 +60,19 @@ TABS: list[tuple[str, str, Callable[[], Any]]] = [
 ]
 
 # Extra CSS of each tab module, joined into the page's stylesheet; the page-wide layout rules last.
-CSS = "\n".join([browse.CSS, grounding_tab.CSS, finetune_tab.CSS, pairs_tab.CSS, attention_tab.CSS, map_tab.CSS,
-                 walkthrough_tab.CSS, compare_tab.CSS, layout.CSS])
+CSS = "\n".join(
+    [
+        browse.CSS,
+        grounding_tab.CSS,
+        finetune_tab.CSS,
+        pairs_tab.CSS,
+        attention_tab.CSS,
+        map_tab.CSS,
+        walkthrough_tab.CSS,
+        compare_tab.CSS,
+        layout.CSS,
+    ]
+)
 
 
 def build_app() -> gr.Blocks:
@@ -85,12 +96,22 @@ def build_app() -> gr.Blocks:
             if "event_fn" not in hook:
                 continue
             if tab_id == first:
-                demo.load(hook["event_fn"], hook["inputs"], hook["outputs"], api_name=False,
-                          **(GPU_QUEUE if hook.get("gpu") else {}))
+                demo.load(
+                    hook["event_fn"],
+                    hook["inputs"],
+                    hook["outputs"],
+                    api_name=False,
+                    **(GPU_QUEUE if hook.get("gpu") else {}),
+                )
             else:  # in the GPU queue: it finishes before the tab's own action, which would otherwise be overwritten
                 done = gr.State(False)
-                shown[tab_id].select(_first_time(hook["event_fn"], len(hook["outputs"])), [done, *hook["inputs"]],
-                                     [done, *hook["outputs"]], api_name=False, **GPU_QUEUE)
+                shown[tab_id].select(
+                    _first_time(hook["event_fn"], len(hook["outputs"])),
+                    [done, *hook["inputs"]],
+                    [done, *hook["outputs"]],
+                    api_name=False,
+                    **GPU_QUEUE,
+                )
         exports_ui.install(demo)  # a session's downloads are deleted when it ends, old ones on a timer
         install_uploads(demo)  # and its uploads (public mode's upload widgets)
         install_owner_token(demo)  # a visitor's jobs belong to the browser: a reload keeps them
@@ -195,8 +216,11 @@ def launch(demo: gr.Blocks | None = None, host: str | None = None, port: int | N
     app_kwargs = dict(kwargs.pop("app_kwargs", None) or {})
     # sessions that never open a page (no heartbeat) are capped, so a flood of fresh session hashes costs little
     headless_sessions.install()
-    app_kwargs["middleware"] = [*app_kwargs.get("middleware", []), Middleware(UploadQuota),
-                                Middleware(headless_sessions.HeartbeatSeen)]
+    app_kwargs["middleware"] = [
+        *app_kwargs.get("middleware", []),
+        Middleware(UploadQuota),
+        Middleware(headless_sessions.HeartbeatSeen),
+    ]
     kwargs["app_kwargs"] = app_kwargs
     # Gradio sends a file only from its own cache, the temp folder, the working folder or allowed_paths: every folder
     # bindlab writes images and downloads to ($BINDLAB_HOME, wherever it is), less the private parts of the home.

@@ -16,8 +16,10 @@ from bindlab.ui.exports import deliver, export_panel, wire
 from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 
 MODEL_CHOICES = ["minilm", "toy:clip", "toy:shared", "toy:negclip"]
-DIRECTION_CHOICES = [("later → earlier word (any model)", "later_to_earlier"),
-                     ("earlier → later word (bidirectional models only)", "earlier_to_later")]
+DIRECTION_CHOICES = [
+    ("later → earlier word (any model)", "later_to_earlier"),
+    ("earlier → later word (bidirectional models only)", "earlier_to_later"),
+]
 
 CSS = """
 #at-caption-info .at-own {background:#d9f2d9; border-radius:4px; padding:0 3px}
@@ -61,13 +63,18 @@ def _summary(res: dict[str, Any]) -> str:
         name = md_text(name)
         mm = [m for m in s["margin_mean"] if m is not None]
         peak = max(range(len(mm)), key=lambda i: mm[i]) if mm else None
-        parts.append(f"**{model}** · {name}: {s['n_captions']} captions ({s['n_skipped']} skipped) · "
-                     f"{len(s['layers'])} layers · peak margin {numbers.signed(mm[peak])} at layer {peak}"
-                     if mm else f"**{model}** · {name}: no caption could be analysed")
+        parts.append(
+            f"**{model}** · {name}: {s['n_captions']} captions ({s['n_skipped']} skipped) · "
+            f"{len(s['layers'])} layers · peak margin {numbers.signed(mm[peak])} at layer {peak}"
+            if mm
+            else f"**{model}** · {name}: no caption could be analysed"
+        )
     if "compare" in res:
         for name, r in res["compare"]["ratio"].items():
             ratio = r.get("ratio")
-            txt = ", ".join("n/a" if x is None else f"{x:.2f}" for x in ratio) if ratio else md_text(r.get("note", "n/a"))
+            txt = (
+                ", ".join("n/a" if x is None else f"{x:.2f}" for x in ratio) if ratio else md_text(r.get("note", "n/a"))
+            )
             parts.append(f"ratio **{md_text(res['compare']['model'])} / {model}** per layer ({md_text(name)}): {txt}")
     if res.get("depth_note"):
         parts.append(md_text(res["depth_note"]))
@@ -86,27 +93,53 @@ def _caption_choices(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]],
 # --- callbacks: validate, call the study, format --------------------------------------------------------------
 @gpu_task(duration=120)
 @friendly
-def compute(model: str, compare: str, data: str, limit: float, direction: str, seed: float = 0,
-            progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-    request = study.AttentionRequest(model, data, limit if limit is not None else 0, compare or "", direction,
-                                     seed=seed if seed is not None else 0)
+def compute(
+    model: str,
+    compare: str,
+    data: str,
+    limit: float,
+    direction: str,
+    seed: float = 0,
+    progress: gr.Progress = gr.Progress(),
+) -> tuple[Any, ...]:
+    request = study.AttentionRequest(
+        model, data, limit if limit is not None else 0, compare or "", direction, seed=seed if seed is not None else 0
+    )
     result = study.run_attention(request, progress=lambda f, m: progress(f, desc=m))
     res = result.summary
     layers = len(res["layers"])
     choices, stored = _caption_choices(result.rows)
-    fig = figs.margin_curves(result.figures_data["curves"],
-                             title=f"Attention binding margin per layer ({plot_text(result.figures_data['data_name'])})")
+    fig = figs.margin_curves(
+        result.figures_data["curves"],
+        title=f"Attention binding margin per layer ({plot_text(result.figures_data['data_name'])})",
+    )
     if figs.uses_depth(result.figures_data["curves"]):
         counts = " vs ".join(f"{c['label']} {len(c['layers'])}" for c in result.figures_data["curves"])
-        res = {**res, "depth_note": f"layer counts differ ({counts}): the curves share a relative-depth axis "
-                                    "(layer / (layers − 1), 0 = first block, 1 = last)"}
-    return (_summary(res), fig, gr.update(choices=choices, value=choices[0][1] if choices else None), stored,
-            gr.update(maximum=max(layers - 1, 0), value=min(layers // 2, layers - 1)), result)
+        res = {
+            **res,
+            "depth_note": f"layer counts differ ({counts}): the curves share a relative-depth axis "
+            "(layer / (layers − 1), 0 = first block, 1 = last)",
+        }
+    return (
+        _summary(res),
+        fig,
+        gr.update(choices=choices, value=choices[0][1] if choices else None),
+        stored,
+        gr.update(maximum=max(layers - 1, 0), value=min(layers // 2, layers - 1)),
+        result,
+    )
 
 
 @friendly
-def export(result: Any, model: str, direction: str, current: dict[str, Any] | None, layer: float,
-           head: str = "", formats: list[str] | None = None) -> tuple[list[str], str]:
+def export(
+    result: Any,
+    model: str,
+    direction: str,
+    current: dict[str, Any] | None,
+    layer: float,
+    head: str = "",
+    formats: list[str] | None = None,
+) -> tuple[list[str], str]:
     """Download: margins per layer (and the ratio), per-caption margins, the curves, and the caption on screen: its
     word × word heatmap, its layer × head margin grid and that grid's numbers."""
     if not result:
@@ -119,19 +152,25 @@ def export(result: Any, model: str, direction: str, current: dict[str, Any] | No
 
 @gpu_task(duration=30)
 @friendly
-def show_caption(model: str, direction: str, choice: str, layer: float, stored: list[dict[str, Any]],
-                 head: str = "") -> tuple[Any, str, Any, dict[str, Any] | None]:
+def show_caption(
+    model: str, direction: str, choice: str, layer: float, stored: list[dict[str, Any]], head: str = ""
+) -> tuple[Any, str, Any, dict[str, Any] | None]:
     if not stored or choice in (None, ""):
-        return (figs.attention_heatmap([], None, []), "Compute margins first, then pick a caption.",
-                figs.head_grid(None), None)
+        return (
+            figs.attention_heatmap([], None, []),
+            "Compute margins first, then pick a caption.",
+            figs.head_grid(None),
+            None,
+        )
     item = stored[int(choice)]
     return (*_caption_view(model, direction, item, layer, head), item)
 
 
 @gpu_task(duration=30)
 @friendly
-def analyse_text(model: str, direction: str, text: str, bindings: str, layer: float, head: str = ""
-                 ) -> tuple[Any, str, Any, dict[str, Any]]:
+def analyse_text(
+    model: str, direction: str, text: str, bindings: str, layer: float, head: str = ""
+) -> tuple[Any, str, Any, dict[str, Any]]:
     # the bindings box is text: an empty one (None from an API call) gets the "no bindings given" message
     request = study.CaptionRequest(model, text, bindings or "", direction, layer)  # length checked before tokenising
     item = {"text": request.text, "bindings": request.bindings, "id": request.id}
@@ -140,8 +179,9 @@ def analyse_text(model: str, direction: str, text: str, bindings: str, layer: fl
 
 @gpu_task(duration=30)
 @friendly
-def redraw(model: str, direction: str, current: dict[str, Any] | None, layer: float, head: str = ""
-           ) -> tuple[Any, str, Any]:
+def redraw(
+    model: str, direction: str, current: dict[str, Any] | None, layer: float, head: str = ""
+) -> tuple[Any, str, Any]:
     if not current:
         return figs.attention_heatmap([], None, []), "Pick a caption or type your own.", figs.head_grid(None)
     return _caption_view(model, direction, current, layer, head)
@@ -176,29 +216,45 @@ def _head(head: str | float | None) -> int | None:
     return int(text)
 
 
-def _caption_view(model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
-                  ) -> tuple[Any, str, Any]:
+def _caption_view(
+    model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
+) -> tuple[Any, str, Any]:
     return _caption_parts(model, direction, item, layer, head)[:3]
 
 
-def _caption_parts(model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
-                   ) -> tuple[Any, str, Any, dict[str, Any]]:
+def _caption_parts(
+    model: str, direction: str, item: dict[str, Any], layer: float, head: str | None = ""
+) -> tuple[Any, str, Any, dict[str, Any]]:
     """The caption view's heatmap, text and head grid, and the study's view they are drawn from."""
-    v = study.caption_view(study.CaptionRequest(model, item["text"], item["bindings"], direction, layer or 0,
-                                                item.get("id") or "free text", head=_head(head)))
+    v = study.caption_view(
+        study.CaptionRequest(
+            model,
+            item["text"],
+            item["bindings"],
+            direction,
+            layer or 0,
+            item.get("id") or "free text",
+            head=_head(head),
+        )
+    )
     li, h = v["layer"], v["head"]
     which = "mean over heads" if h is None else f"head {h}"
-    fig = figs.attention_heatmap(v["words"], v["matrix"], v["cells"],
-                                 title=f"{plot_text(v['model'])} · layer {li} · {which} · word × word attention "
-                                       "(row = from)")
+    fig = figs.attention_heatmap(
+        v["words"],
+        v["matrix"],
+        v["cells"],
+        title=f"{plot_text(v['model'])} · layer {li} · {which} · word × word attention (row = from)",
+    )
     grid = figs.head_grid(v["head_margins"], li, h, title="Margin per layer × head · click a cell")
     per_layer = " ".join(f"L{i}: {numbers.signed(m)}" for i, m in enumerate(v["margins"]))
     note = f" (layer {html_text(v['asked_layer'])} does not exist; showing {li})" if v["asked_layer"] != li else ""
-    info = (f"<p><b>{html_text(v['text'])}</b></p><p>bindings: <span class='at-own'>"
-            f"{html_text(', '.join(v['own']))}</span>; green outline = object ↔ own attribute, red dotted = "
-            f"object ↔ another object's attribute{note}</p>"
-            f"<p>margin at layer {li}: <b id='at-caption-margin'>{numbers.signed(v['margins'][li])}</b></p>"
-            f"<p><code>{per_layer}</code></p>")
+    info = (
+        f"<p><b>{html_text(v['text'])}</b></p><p>bindings: <span class='at-own'>"
+        f"{html_text(', '.join(v['own']))}</span>; green outline = object ↔ own attribute, red dotted = "
+        f"object ↔ another object's attribute{note}</p>"
+        f"<p>margin at layer {li}: <b id='at-caption-margin'>{numbers.signed(v['margins'][li])}</b></p>"
+        f"<p><code>{per_layer}</code></p>"
+    )
     if h is not None:
         info += f"<p>layer {li}, head <b id='at-head-shown'>{h}</b>: margin <b>{numbers.signed(v['head_margins'][li][h])}</b></p>"
     return fig, info, grid, v
@@ -208,16 +264,25 @@ def build_tab() -> None:
     """Lay out the Attention tab inside the current ``gr.Blocks``."""
     gr.Markdown(INTRO)
     with gr.Row():
-        model = gr.Dropdown(MODEL_CHOICES, value="minilm", label="Model", allow_custom_value=True, scale=2,
-                            elem_id="at-model")
-        compare = gr.Dropdown([""] + MODEL_CHOICES, value="", label="Compare with (optional)", allow_custom_value=True,
-                              scale=2, elem_id="at-compare")
-        data = data_picker("captions", "Captions: MCQ, triplets or captions JSONL (empty = embedded mini benchmark)",
-                           "at-data")
+        model = gr.Dropdown(
+            MODEL_CHOICES, value="minilm", label="Model", allow_custom_value=True, scale=2, elem_id="at-model"
+        )
+        compare = gr.Dropdown(
+            [""] + MODEL_CHOICES,
+            value="",
+            label="Compare with (optional)",
+            allow_custom_value=True,
+            scale=2,
+            elem_id="at-compare",
+        )
+        data = data_picker(
+            "captions", "Captions: MCQ, triplets or captions JSONL (empty = embedded mini benchmark)", "at-data"
+        )
         limit = gr.Number(value=40, precision=0, label="Captions per set (0 = all)", scale=1, elem_id="at-limit")
     with gr.Row():
-        direction = gr.Radio(DIRECTION_CHOICES, value="later_to_earlier", label="Direction", scale=3,
-                             elem_id="at-direction")
+        direction = gr.Radio(
+            DIRECTION_CHOICES, value="later_to_earlier", label="Direction", scale=3, elem_id="at-direction"
+        )
         seed = gr.Number(value=0, precision=0, label="Bootstrap seed", scale=1, elem_id="at-seed")
         run = gr.Button("Compute margins", variant="primary", scale=1, elem_id="at-run")
     summary = gr.Markdown(elem_id="at-summary")
@@ -226,20 +291,28 @@ def build_tab() -> None:
     result = held_state()
     current = gr.State(None)
 
-    gr.Markdown("### One caption: word × word attention, and the margin of every head\n"
-                "The grid beside the map shows the caption's binding margin per layer and head (the mean of a row is "
-                "the curve's margin at that layer); click a cell to see that head's word × word attention. When the "
-                "two compared models have different layer counts, the curves above share a relative-depth axis.")
+    gr.Markdown(
+        "### One caption: word × word attention, and the margin of every head\n"
+        "The grid beside the map shows the caption's binding margin per layer and head (the mean of a row is "
+        "the curve's margin at that layer); click a cell to see that head's word × word attention. When the "
+        "two compared models have different layer counts, the curves above share a relative-depth axis."
+    )
     with gr.Row():
         caption = gr.Dropdown([], label="Caption (from the set above)", scale=4, elem_id="at-caption")
         layer = gr.Slider(0, 47, value=0, step=1, label="Layer", scale=2, elem_id="at-layer")
-        head = gr.Textbox(label="Head (empty = mean over heads; or click a cell of the grid)", scale=1,
-                          elem_id="at-head")
+        head = gr.Textbox(
+            label="Head (empty = mean over heads; or click a cell of the grid)", scale=1, elem_id="at-head"
+        )
     with gr.Row():
-        text = gr.Textbox(label="…or your own caption", placeholder="a red cube and a blue sphere", scale=3,
-                          elem_id="at-text")
-        bindings = gr.Textbox(label="Bindings (attribute:object, comma-separated)", placeholder="red:cube, blue:sphere",
-                              scale=2, elem_id="at-bindings")
+        text = gr.Textbox(
+            label="…or your own caption", placeholder="a red cube and a blue sphere", scale=3, elem_id="at-text"
+        )
+        bindings = gr.Textbox(
+            label="Bindings (attribute:object, comma-separated)",
+            placeholder="red:cube, blue:sphere",
+            scale=2,
+            elem_id="at-bindings",
+        )
         text_btn = gr.Button("Analyse this text", scale=1, elem_id="at-text-btn")
     with gr.Row():
         with gr.Column(scale=3):
@@ -252,20 +325,60 @@ def build_tab() -> None:
     # results after an error (bindlab.ui.common): failed margins clear the curve, the captions and the caption view
     # (it came from the old inputs); a failed caption, layer, head, cell or free text clears the caption view
     view = [heatmap, info, grid]
-    clear_on_error(run.click(compute, [model, compare, data, limit, direction, seed],
-                             [summary, curve, caption, stored, layer, result], api_name="attention_margins",
-                             **GPU_QUEUE), [summary, curve, caption, stored, result, *view, current])
-    clear_on_error(caption.change(show_caption, [model, direction, caption, layer, stored, head], [*view, current],
-                                  api_name="attention_caption", **GPU_QUEUE), [*view, current])
-    clear_on_error(layer.release(redraw, [model, direction, current, layer, head], view, api_name="attention_layer",
-                                 **GPU_QUEUE), view)
-    clear_on_error(head.submit(redraw, [model, direction, current, layer, head], view, api_name="attention_head",
-                               **GPU_QUEUE), view)
-    clear_on_error(text_btn.click(analyse_text, [model, direction, text, bindings, layer, head], [*view, current],
-                                  api_name="attention_text", **GPU_QUEUE), [*view, current])
+    clear_on_error(
+        run.click(
+            compute,
+            [model, compare, data, limit, direction, seed],
+            [summary, curve, caption, stored, layer, result],
+            api_name="attention_margins",
+            **GPU_QUEUE,
+        ),
+        [summary, curve, caption, stored, result, *view, current],
+    )
+    clear_on_error(
+        caption.change(
+            show_caption,
+            [model, direction, caption, layer, stored, head],
+            [*view, current],
+            api_name="attention_caption",
+            **GPU_QUEUE,
+        ),
+        [*view, current],
+    )
+    clear_on_error(
+        layer.release(redraw, [model, direction, current, layer, head], view, api_name="attention_layer", **GPU_QUEUE),
+        view,
+    )
+    clear_on_error(
+        head.submit(redraw, [model, direction, current, layer, head], view, api_name="attention_head", **GPU_QUEUE),
+        view,
+    )
+    clear_on_error(
+        text_btn.click(
+            analyse_text,
+            [model, direction, text, bindings, layer, head],
+            [*view, current],
+            api_name="attention_text",
+            **GPU_QUEUE,
+        ),
+        [*view, current],
+    )
     grid.change(None, None, None, js=GRID_JS, api_name=False)
     # .change, not .input: the grid bridge sets the box from JavaScript, which Gradio reports as a change only.
-    clear_on_error(cell.change(pick_cell, [model, direction, current, cell], [*view, layer, head],
-                               api_name="attention_cell", trigger_mode="always_last", **GPU_QUEUE), view)
-    wire(export_panel("at", "margins"), export, [result, model, direction, current, layer, head],
-         api_name="attention_export")
+    clear_on_error(
+        cell.change(
+            pick_cell,
+            [model, direction, current, cell],
+            [*view, layer, head],
+            api_name="attention_cell",
+            trigger_mode="always_last",
+            **GPU_QUEUE,
+        ),
+        view,
+    )
+    wire(
+        export_panel("at", "margins"),
+        export,
+        [result, model, direction, current, layer, head],
+        api_name="attention_export",
+    )

@@ -24,8 +24,13 @@ from bindlab.ui.gpu import GPU_QUEUE, gpu_task
 from bindlab.ui.layout import pinned
 
 MODEL_CHOICES = ["minilm", "bow", "toy:clip", "toy:shared", "toy:negclip", "toy:lit-minilm"]
-ROLE_LABELS = {"preserve": "preserve ✓", "attr_swap": "attribute swap", "obj_swap": "object swap",
-               "joint_swap": "joint swap", "replace": "replace one"}
+ROLE_LABELS = {
+    "preserve": "preserve ✓",
+    "attr_swap": "attribute swap",
+    "obj_swap": "object swap",
+    "joint_swap": "joint swap",
+    "replace": "replace one",
+}
 
 
 def highlight(text: str, bindings: list[tuple[str, str]], kept: list[bool] | None = None) -> str:
@@ -77,8 +82,9 @@ def margin_note(margin: float) -> str:
     less than the rounding; "" otherwise."""
     if abs(margin) <= TIE_TOL or round(margin, numbers.DIGITS) != 0:
         return ""
-    return (f" (by less than 0.001, not a tie: scores count as tied only within {TIE_TOL:.6f}, as the credit "
-            "counts them)")
+    return (
+        f" (by less than 0.001, not a tie: scores count as tied only within {TIE_TOL:.6f}, as the credit counts them)"
+    )
 
 
 def question_html(view: dict[str, Any]) -> str:
@@ -102,25 +108,37 @@ def question_html(view: dict[str, Any]) -> str:
         parts.append(
             f'<div class="{cls}" data-role="{html_text(c["role"])}"><span class="bl-score" data-score="{c["score"]!r}" '
             f'data-rank="{html_text(ranks[k])}">score {numbers.score(c["score"], digits)} · rank {ranks[k]}{tie}</span>'
-            f'<b>{k + 1}. {html_text(ROLE_LABELS.get(c["role"], c["role"]))}</b>'
-            f'<div>{highlight(c["text"], c["bindings"], c["kept"])}</div></div>'
+            f"<b>{k + 1}. {html_text(ROLE_LABELS.get(c['role'], c['role']))}</b>"
+            f"<div>{highlight(c['text'], c['bindings'], c['kept'])}</div></div>"
         )
-    parts.append(f'<p>Margin (preserve − best other): <b id="bl-margin" data-margin="{view["margin"]!r}">'
-                 f'{html_text(numbers.margin(view["margin"]))}</b>{margin_note(view["margin"])} → {verdict_text(view)}</p>')
+    parts.append(
+        f'<p>Margin (preserve − best other): <b id="bl-margin" data-margin="{view["margin"]!r}">'
+        f"{html_text(numbers.margin(view['margin']))}</b>{margin_note(view['margin'])} → {verdict_text(view)}</p>"
+    )
     if any(r.startswith("=") for r in ranks):
-        parts.append(f'<p class="bl-tie-note"><small>=k: tied scores (within {TIE_TOL:.6f}) share rank k; a question '
-                     "tied for first among t candidates, the answer one of them, earns credit 1/t.</small></p>")
+        parts.append(
+            f'<p class="bl-tie-note"><small>=k: tied scores (within {TIE_TOL:.6f}) share rank k; a question '
+            "tied for first among t candidates, the answer one of them, earns credit 1/t.</small></p>"
+        )
     return "\n".join(parts)
 
 
 def candidates_frame(view: dict[str, Any]) -> pd.DataFrame:
     """One row per candidate: role, caption, score, rank (tied scores share one, "=1"), bindings kept."""
     ranks = numbers.shared_ranks([c["score"] for c in view["candidates"]])
-    return pd.DataFrame([
-        {"#": k + 1, "role": c["role"], "caption": c["text"], "score": c["score"], "rank": ranks[k],
-         "bindings kept": f"{sum(c['kept'])}/{len(c['kept'])}"}
-        for k, c in enumerate(view["candidates"])
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "#": k + 1,
+                "role": c["role"],
+                "caption": c["text"],
+                "score": c["score"],
+                "rank": ranks[k],
+                "bindings kept": f"{sum(c['kept'])}/{len(c['kept'])}",
+            }
+            for k, c in enumerate(view["candidates"])
+        ]
+    )
 
 
 def summary_md(s: browse.ScoredSet) -> str:
@@ -128,10 +146,12 @@ def summary_md(s: browse.ScoredSet) -> str:
     own chance: 1/3 at N = 2, 1/4 above), by subset; then the words the model does not know."""
     acc = s.summary
     by_sub = ", ".join(f"{md_text(k)} {v:.3f}" for k, v in acc["by_subset"].items())
-    line = (f"**{md_text(s.model)}** · pairing **{md_text(s.pairing)}** · {acc['n']} questions · "
-            f"accuracy **{acc['accuracy']:.3f}** "
-            f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance {acc['chance']:.3f}: {acc['vs_chance']}) · "
-            f"{by_sub}")
+    line = (
+        f"**{md_text(s.model)}** · pairing **{md_text(s.pairing)}** · {acc['n']} questions · "
+        f"accuracy **{acc['accuracy']:.3f}** "
+        f"(95% CI {acc['ci95'][0]:.3f}–{acc['ci95'][1]:.3f}; chance {acc['chance']:.3f}: {acc['vs_chance']}) · "
+        f"{by_sub}"
+    )
     cut = browse.truncation_text(s.result.summary.get("truncated"))  # texts cut at the model's token limit
     line = f"{line}<br>{md_text(cut)}" if cut else line
     unknown = browse.unknown_words_text(s.result.summary.get("unknown_words"))
@@ -153,9 +173,20 @@ def gallery_items(view: dict[str, Any]) -> list[tuple[str, str]]:
 def topk_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per top-k gallery item, best first; tied scores share a rank ("=1")."""
     ranks = numbers.shared_ranks([r["score"] for r in rows])
-    return pd.DataFrame([{"rank": rank, "question": r["question"], "role": r["role"], "caption": r["text"],
-                          "score": r["score"], "positive": "✓" if r["positive"] else "",
-                          "exact match": "✓" if r["exact"] else ""} for rank, r in zip(ranks, rows, strict=True)])
+    return pd.DataFrame(
+        [
+            {
+                "rank": rank,
+                "question": r["question"],
+                "role": r["role"],
+                "caption": r["text"],
+                "score": r["score"],
+                "positive": "✓" if r["positive"] else "",
+                "exact match": "✓" if r["exact"] else "",
+            }
+            for rank, r in zip(ranks, rows, strict=True)
+        ]
+    )
 
 
 # --- callbacks: validate, call the backend, format ------------------------------------------------------------
@@ -194,27 +225,52 @@ def _scored(data: str, model: str, pairing: str, progress: Any = None) -> browse
 
 @gpu_task(duration=120)
 @friendly
-def score(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
-          progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def score(
+    data: str,
+    model: str,
+    pairing: str,
+    n_objects: str,
+    subset: str,
+    outcome: str,
+    k: int,
+    progress: gr.Progress = gr.Progress(),
+) -> tuple[Any, ...]:
     return _score_view(data, model, pairing, n_objects, subset, outcome, k, lambda f, m: progress(f, desc=m))
 
 
-def _score_view(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
-                report: Any = None, qid: str | None = None) -> tuple[Any, ...]:
+def _score_view(
+    data: str,
+    model: str,
+    pairing: str,
+    n_objects: str,
+    subset: str,
+    outcome: str,
+    k: int,
+    report: Any = None,
+    qid: str | None = None,
+) -> tuple[Any, ...]:
     """Score's outputs: the set scored, the questions the filters keep, ``qid`` shown if it is one of them (else the
     first)."""
     s = _scored(data, model, pairing, report)
     ids = browse.filter_ids(s, n_objects, subset, outcome)
     first = qid if qid and qid in ids else (ids[0] if ids else None)
     fig = accuracy_by_n_svg(browse.accuracy_table(s), title=f"{s.model} · {s.pairing}: accuracy by N")
-    return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match",
-            *_show(s, first, k))
+    return (summary_md(s), fig, gr.update(choices=ids, value=first), f"{len(ids)} questions match", *_show(s, first, k))
 
 
 @gpu_task(duration=120)
 @friendly
-def load_view(data: str, model: str, pairing: str, n_objects: str, subset: str, outcome: str, k: int,
-              request: gr.Request, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def load_view(
+    data: str,
+    model: str,
+    pairing: str,
+    n_objects: str,
+    subset: str,
+    outcome: str,
+    k: int,
+    request: gr.Request,
+    progress: gr.Progress = gr.Progress(),
+) -> tuple[Any, ...]:
     """The page-load view: a shared Browse link's (``?tab=browse&model=…``, :mod:`bindlab.ui.share`) with its
     question, or the inputs' default. A link that fails a check, or whose scoring fails, gives the default view and
     one sentence on why (never an error toast); returns score's outputs, then the data, model and pairing inputs and
@@ -223,11 +279,14 @@ def load_view(data: str, model: str, pairing: str, n_objects: str, subset: str, 
     link, note = share.page_link(request)
     if link is not None and link.tab == "browse":
         try:
-            out = _score_view(share.data_path(link), link.model, link.pairing, "all", "all", "all", k, report,
-                              link.question)
+            out = _score_view(
+                share.data_path(link), link.model, link.pairing, "all", "all", "all", k, report, link.question
+            )
             if link.question and out[2]["value"] != link.question:
-                note = (f"Question **{md_text(link.question[:80])}** is not in this set; showing its first question "
-                        "instead.")
+                note = (
+                    f"Question **{md_text(link.question[:80])}** is not in this set; showing its first question "
+                    "instead."
+                )
             data_in = share.data_input(link, public_mode(), getattr(request, "session_hash", None))
             return (*out, data_in, link.model, link.pairing, note)
         except (ValueError, KeyError, OSError) as e:
@@ -239,8 +298,13 @@ def load_view(data: str, model: str, pairing: str, n_objects: str, subset: str, 
 @friendly
 def share_view(data: str, model: str, pairing: str, qid: str | None, base: str) -> tuple[str, str]:
     """The link to the question on screen (its model, set and pairing) and a line on what it carries."""
-    link = share.Link("browse", str(model or "").strip() or browse.default_model(_pairing(pairing)),
-                      share.link_data("browse", data), pairing=_pairing(pairing), question=str(qid or ""))
+    link = share.Link(
+        "browse",
+        str(model or "").strip() or browse.default_model(_pairing(pairing)),
+        share.link_data("browse", data),
+        pairing=_pairing(pairing),
+        question=str(qid or ""),
+    )
     url = share.build_url(base, link)
     return url, share.share_note(url)
 
@@ -253,8 +317,12 @@ def card_files(data: str, model: str, pairing: str, qid: str | None) -> list[str
         raise ValueError("pick a question first (press Score, then choose one in the Question list)")
     s = _scored(data, model, pairing)
     view = browse.question_view(s, qid)
-    return [str(p) for p in write_card(question_card(view, s.model, s.pairing, verdict_text(view)), new_export_dir(),
-                                       f"{qid}_card")]
+    return [
+        str(p)
+        for p in write_card(
+            question_card(view, s.model, s.pairing, verdict_text(view)), new_export_dir(), f"{qid}_card"
+        )
+    ]
 
 
 @friendly
@@ -280,8 +348,7 @@ def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
     s.index(qid)  # KeyError naming the file when the question is not in it
     ids = browse.filter_ids(s)
     fig = accuracy_by_n_svg(browse.accuracy_table(s), title=f"{s.model} · {pairing}: accuracy by N")
-    return (summary_md(s), fig, gr.update(choices=ids, value=qid), f"{len(ids)} questions match",
-            *_show(s, qid, k))
+    return (summary_md(s), fig, gr.update(choices=ids, value=qid), f"{len(ids)} questions match", *_show(s, qid, k))
 
 
 def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
@@ -290,22 +357,41 @@ def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
     with_images = browse.needs_images(s.pairing)
     gallery_images = s.pairing.endswith("i")
     if not qid:
-        return ("<p>No question matches these filters.</p>", pd.DataFrame(), gr.update(value=[], visible=with_images),
-                pd.DataFrame(), gr.update(value=[], visible=gallery_images))
+        return (
+            "<p>No question matches these filters.</p>",
+            pd.DataFrame(),
+            gr.update(value=[], visible=with_images),
+            pd.DataFrame(),
+            gr.update(value=[], visible=gallery_images),
+        )
     view = browse.question_view(s, qid)
     top = browse.retrieval_topk(s, qid, k)
     top_ranks = numbers.shared_ranks([r["score"] for r in top])
-    top_images = [(shown_image(r["image"]), f"#{rank} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
-                  for rank, r in zip(top_ranks, top, strict=True) if r["image"]]
+    top_images = [
+        (shown_image(r["image"]), f"#{rank} {r['role']} · {r['score']:.3f}{' ✓' if r['positive'] else ''}")
+        for rank, r in zip(top_ranks, top, strict=True)
+        if r["image"]
+    ]
     digits = numbers.tie_digits([c["score"] for c in view["candidates"]])
-    return (question_html(view), numbers.table(candidates_frame(view), digits),
-            gr.update(value=gallery_items(view), visible=with_images), numbers.table(topk_frame(top)),
-            gr.update(value=top_images, visible=gallery_images or bool(top_images)))
+    return (
+        question_html(view),
+        numbers.table(candidates_frame(view), digits),
+        gr.update(value=gallery_items(view), visible=with_images),
+        numbers.table(topk_frame(top)),
+        gr.update(value=top_images, visible=gallery_images or bool(top_images)),
+    )
 
 
 @friendly
-def export(data: str, model: str, pairing: str, qid: str | None = None, k: float | None = None,
-           model_b: str | None = None, formats: list[str] | None = None) -> tuple[list[str], str]:
+def export(
+    data: str,
+    model: str,
+    pairing: str,
+    qid: str | None = None,
+    k: float | None = None,
+    model_b: str | None = None,
+    formats: list[str] | None = None,
+) -> tuple[list[str], str]:
     """Download: the scores (summary, accuracy by N and subset, per-question), per-item JSONL and the chart —
     the files ``eval mcq --export`` writes, from the same :func:`bindlab.studies.browse.run_mcq` result — plus the
     question on screen: its candidates with their scores (model B's beside them when chosen) and its top-k."""
@@ -317,8 +403,9 @@ def export(data: str, model: str, pairing: str, qid: str | None = None, k: float
             path, _ = browse.resolve_inputs(data, model, s.pairing)
             sb = browse.scored_set(path, model_b.strip(), s.pairing)
             other = (sb.model, browse.question_view(sb, qid))
-        view.tables.update(question_tables(browse.question_view(s, qid), s.model,
-                                           browse.retrieval_topk(s, qid, _top_k(k)), other))
+        view.tables.update(
+            question_tables(browse.question_view(s, qid), s.model, browse.retrieval_topk(s, qid, _top_k(k)), other)
+        )
     return deliver(view, s.result.provenance, formats)
 
 
@@ -329,17 +416,25 @@ def side_by_side_html(view_a: dict[str, Any], view_b: dict[str, Any], model_a: s
     rank_b = numbers.shared_ranks([c["score"] for c in view_b["candidates"]])
     digits_a = numbers.tie_digits([c["score"] for c in view_a["candidates"]])
     digits_b = numbers.tie_digits([c["score"] for c in view_b["candidates"]])
-    head = (f"<tr><th>#</th><th>role</th><th>caption</th><th>{a} score</th><th>{a} rank</th>"
-            f"<th>{b} score</th><th>{b} rank</th></tr>")
-    rows = [f'<tr{" class=bl-answer-row" if ca["is_answer"] else ""}><td>{k + 1}</td>'
-            f'<td>{html_text(ROLE_LABELS.get(ca["role"], ca["role"]))}</td><td>{html_text(ca["text"])}</td>'
-            f'<td>{numbers.score(ca["score"], digits_a)}</td><td>{rank_a[k]}</td><td>{numbers.score(cb["score"], digits_b)}</td>'
-            f'<td>{rank_b[k]}</td></tr>'
-            for k, (ca, cb) in enumerate(zip(view_a["candidates"], view_b["candidates"], strict=True))]
-    foot = (f"<p>Margin: <b>{a}</b> {html_text(numbers.margin(view_a['margin']))} ({verdict_text(view_a)}) · <b>{b}</b> "
-            f"{html_text(numbers.margin(view_b['margin']))} ({verdict_text(view_b)})</p>")
-    return (f'<div class="bl-card"><b>{html_text(view_a["id"])}</b>: {a} vs {b}'
-            f'<table class="bl-side">{head}{"".join(rows)}</table>{foot}</div>')
+    head = (
+        f"<tr><th>#</th><th>role</th><th>caption</th><th>{a} score</th><th>{a} rank</th>"
+        f"<th>{b} score</th><th>{b} rank</th></tr>"
+    )
+    rows = [
+        f"<tr{' class=bl-answer-row' if ca['is_answer'] else ''}><td>{k + 1}</td>"
+        f"<td>{html_text(ROLE_LABELS.get(ca['role'], ca['role']))}</td><td>{html_text(ca['text'])}</td>"
+        f"<td>{numbers.score(ca['score'], digits_a)}</td><td>{rank_a[k]}</td><td>{numbers.score(cb['score'], digits_b)}</td>"
+        f"<td>{rank_b[k]}</td></tr>"
+        for k, (ca, cb) in enumerate(zip(view_a["candidates"], view_b["candidates"], strict=True))
+    ]
+    foot = (
+        f"<p>Margin: <b>{a}</b> {html_text(numbers.margin(view_a['margin']))} ({verdict_text(view_a)}) · <b>{b}</b> "
+        f"{html_text(numbers.margin(view_b['margin']))} ({verdict_text(view_b)})</p>"
+    )
+    return (
+        f'<div class="bl-card"><b>{html_text(view_a["id"])}</b>: {a} vs {b}'
+        f'<table class="bl-side">{head}{"".join(rows)}</table>{foot}</div>'
+    )
 
 
 @gpu_task(duration=120)
@@ -360,15 +455,24 @@ def compare_view(data: str, model: str, pairing: str, qid: str, model_b: str) ->
 
 def build_tab() -> dict[str, Any]:
     """Lay out the Browse tab inside the current ``gr.Blocks``; returns what the page-load event needs."""
-    gr.Markdown("Browse SABER-style binding questions: one query, four candidates — only **preserve** keeps every "
-                "attribute on its own object. Green phrases are query bindings, red ones are broken. Pairings put "
-                "the query in one modality and the candidates in another (t = text, i = image).")
+    gr.Markdown(
+        "Browse SABER-style binding questions: one query, four candidates — only **preserve** keeps every "
+        "attribute on its own object. Green phrases are query bindings, red ones are broken. Pairings put "
+        "the query in one modality and the candidates in another (t = text, i = image)."
+    )
     with gr.Row():
         data = data_picker("mcq", "MCQ file (empty = embedded mini benchmark)", "bl-data")
-        model = gr.Dropdown(MODEL_CHOICES, value="minilm", label="Encoder id (empty = default for the pairing)",
-                            allow_custom_value=True, scale=2, elem_id="bl-model")
-        pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="Pairing (query→candidates)", scale=2,
-                           elem_id="bl-pairing")
+        model = gr.Dropdown(
+            MODEL_CHOICES,
+            value="minilm",
+            label="Encoder id (empty = default for the pairing)",
+            allow_custom_value=True,
+            scale=2,
+            elem_id="bl-model",
+        )
+        pairing = gr.Radio(
+            ["tt", "ti", "it", "ii"], value="tt", label="Pairing (query→candidates)", scale=2, elem_id="bl-pairing"
+        )
         run = gr.Button("Score", variant="primary", scale=1, elem_id="bl-score-btn")
     opened = gr.Markdown(elem_id="bl-link-note")  # a shared link that could not be opened says so here
     summary = gr.Markdown(elem_id="bl-summary")
@@ -385,27 +489,61 @@ def build_tab() -> dict[str, Any]:
                 share_btn = gr.Button("Share this view", size="sm", scale=1, elem_id="bl-share-btn")
                 card_btn = gr.Button("Card as PNG / SVG", size="sm", scale=1, elem_id="bl-card-btn")
             base = gr.Textbox(visible=False)  # the page's address, filled in the browser when Share is pressed
-            link = gr.Textbox(label="Link to this view (copy it; opening it reopens this question)", interactive=False,
-                              buttons=["copy"], visible=False, elem_id="bl-share-link")
+            link = gr.Textbox(
+                label="Link to this view (copy it; opening it reopens this question)",
+                interactive=False,
+                buttons=["copy"],
+                visible=False,
+                elem_id="bl-share-link",
+            )
             link_note = gr.Markdown(elem_id="bl-share-note")
-            card_out = gr.File(label="This question as a picture", file_count="multiple", interactive=False,
-                               visible=False, elem_id="bl-card-files")
-            images = gr.Gallery(label="Query and candidates (images)", columns=5, height=260, object_fit="contain",
-                                visible=False, elem_id="bl-images")  # shown for pairings with images
-            table = gr.Dataframe(label="Candidates", interactive=False, wrap=True, elem_id="bl-candidates",
-                                 **pinned("bl-candidates"))
-            compare_model = gr.Dropdown(MODEL_CHOICES, value=None, allow_custom_value=True,
-                                        label="Compare with model B (optional: its scores beside these)",
-                                        elem_id="bl-compare-model")
+            card_out = gr.File(
+                label="This question as a picture",
+                file_count="multiple",
+                interactive=False,
+                visible=False,
+                elem_id="bl-card-files",
+            )
+            images = gr.Gallery(
+                label="Query and candidates (images)",
+                columns=5,
+                height=260,
+                object_fit="contain",
+                visible=False,
+                elem_id="bl-images",
+            )  # shown for pairings with images
+            table = gr.Dataframe(
+                label="Candidates", interactive=False, wrap=True, elem_id="bl-candidates", **pinned("bl-candidates")
+            )
+            compare_model = gr.Dropdown(
+                MODEL_CHOICES,
+                value=None,
+                allow_custom_value=True,
+                label="Compare with model B (optional: its scores beside these)",
+                elem_id="bl-compare-model",
+            )
             compare_out = gr.HTML(elem_id="bl-compare")
         with gr.Column(scale=2):
             # SVG, not Plotly: this chart is on the app's first view (bindlab.present.svg_figures says why)
             chart = gr.HTML(label="Accuracy by number of objects", elem_id="bl-chart")
-            k = gr.Slider(1, 20, value=TOP_K_DEFAULT, step=1, label="Retrieval: top-k of the pooled gallery for this query")
-            top_table = gr.Dataframe(label="Top-k gallery items (✓ = holds every query binding)", interactive=False,
-                                     wrap=True, elem_id="bl-topk", **pinned("bl-topk"))
-            top_images = gr.Gallery(label="Top-k images", columns=4, height=220, object_fit="contain",
-                                    visible=False, elem_id="bl-topk-images")  # shown when the gallery has images
+            k = gr.Slider(
+                1, 20, value=TOP_K_DEFAULT, step=1, label="Retrieval: top-k of the pooled gallery for this query"
+            )
+            top_table = gr.Dataframe(
+                label="Top-k gallery items (✓ = holds every query binding)",
+                interactive=False,
+                wrap=True,
+                elem_id="bl-topk",
+                **pinned("bl-topk"),
+            )
+            top_images = gr.Gallery(
+                label="Top-k images",
+                columns=4,
+                height=220,
+                object_fit="contain",
+                visible=False,
+                elem_id="bl-topk-images",
+            )  # shown when the gallery has images
 
     source = [data, model, pairing]
     filters = [n_objects, subset, outcome]
@@ -414,13 +552,20 @@ def build_tab() -> dict[str, Any]:
     # results after an error (bindlab.ui.common): a failed score clears everything it draws; a failed filter or
     # question pick clears the question shown
     listed = [summary, chart, question, count, *shown]
-    clear_on_error(run.click(score, source + filters + [k], score_outputs, api_name="browse_score", **GPU_QUEUE),
-                   listed)
-    clear_on_error(pairing.input(_pairing_model, [model, pairing], [model], api_name=False).then(
-        score, source + filters + [k], score_outputs, api_name=False, **GPU_QUEUE), listed)
+    clear_on_error(
+        run.click(score, source + filters + [k], score_outputs, api_name="browse_score", **GPU_QUEUE), listed
+    )
+    clear_on_error(
+        pairing.input(_pairing_model, [model, pairing], [model], api_name=False).then(
+            score, source + filters + [k], score_outputs, api_name=False, **GPU_QUEUE
+        ),
+        listed,
+    )
     for f in filters:
-        clear_on_error(f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False),
-                       [question, count, *shown])
+        clear_on_error(
+            f.input(refilter, source + filters + [k], [question, count, *shown], api_name=False),
+            [question, count, *shown],
+        )
     # a question the visitor picks (.input, not .change): every event that sets the list itself (score, filters,
     # Map's Open in Browse) draws the question it chose, and a second draw from .change could arrive late, from an
     # earlier score (the page load's), and put that question's card over the new one
@@ -429,20 +574,36 @@ def build_tab() -> dict[str, Any]:
     compare_model.input(compare_view, source + [question, compare_model], [compare_out], api_name="browse_compare")
     clear_on_error(k.release(show_question, source + [question, k], shown, api_name=False), shown)
     wire(export_panel("bl", "scores"), export, [*source, question, k, compare_model], api_name="browse_export")
-    clear_on_error(share_btn.click(share_view, [*source, question, base], [link, link_note], js=share.BASE_JS,
-                                   api_name="browse_share").success(lambda: gr.update(visible=True), None, [link],
-                                                                    api_name=False, queue=False), [link, link_note])
-    clear_on_error(card_btn.click(card_files, [*source, question], [card_out], api_name="browse_card", **GPU_QUEUE)
-                   .success(lambda: gr.update(visible=True), None, [card_out], api_name=False, queue=False),
-                   [card_out])
+    clear_on_error(
+        share_btn.click(
+            share_view, [*source, question, base], [link, link_note], js=share.BASE_JS, api_name="browse_share"
+        ).success(lambda: gr.update(visible=True), None, [link], api_name=False, queue=False),
+        [link, link_note],
+    )
+    clear_on_error(
+        card_btn.click(card_files, [*source, question], [card_out], api_name="browse_card", **GPU_QUEUE).success(
+            lambda: gr.update(visible=True), None, [card_out], api_name=False, queue=False
+        ),
+        [card_out],
+    )
     # Score the embedded default as soon as a visitor opens the page.
     # handles: what other tabs wire to (Map's "Open in Browse"); user edits above fire .input, so setting these
     # from another tab does not re-score or re-filter behind its back.
     # a shared link (?tab=browse&…) opens here instead: its inputs, scored, its question (bindlab.ui.share)
-    return {"event_fn": load_view, "inputs": source + filters + [k], "outputs": [*score_outputs, *source, opened],
-            "gpu": True,
-            "handles": {"source": source, "filters": filters, "k": k, "outputs": score_outputs,
-                        "compare_model": compare_model, "compare_out": compare_out}}
+    return {
+        "event_fn": load_view,
+        "inputs": source + filters + [k],
+        "outputs": [*score_outputs, *source, opened],
+        "gpu": True,
+        "handles": {
+            "source": source,
+            "filters": filters,
+            "k": k,
+            "outputs": score_outputs,
+            "compare_model": compare_model,
+            "compare_out": compare_out,
+        },
+    }
 
 
 def _pairing_model(model: str, pairing: str) -> Any:

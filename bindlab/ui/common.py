@@ -66,8 +66,11 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as e:  # noqa: BLE001 - the app must survive any callback failure
             log.exception("callback %s failed", fn.__name__)
             detail = "" if public_mode() else f": {e}"
-            raise gr.Error(message_text(f"{type(e).__name__}{detail} (see the server log for details)"), duration=None,
-                           print_exception=False) from None
+            raise gr.Error(
+                message_text(f"{type(e).__name__}{detail} (see the server log for details)"),
+                duration=None,
+                print_exception=False,
+            ) from None
 
     return wrapper
 
@@ -90,13 +93,17 @@ def _check_texts(fn: Callable[..., Any], texts: dict[str, int], args: tuple[Any,
     for name, i in texts.items():
         value = args[i] if i < len(args) else kwargs.get(name)
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"{name.replace('_', ' ')}: expected text, got {type(value).__name__} "
-                             f"{str(value)[:40]!r}; send it as a string")
+            raise ValueError(
+                f"{name.replace('_', ' ')}: expected text, got {type(value).__name__} "
+                f"{str(value)[:40]!r}; send it as a string"
+            )
 
 
-def _resolve_choices(args: tuple[Any, ...], kwargs: dict[str, Any], session: str | None
-                     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _resolve_choices(
+    args: tuple[Any, ...], kwargs: dict[str, Any], session: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``args`` and ``kwargs`` with each :class:`DataChoice` replaced by the path it stands for for ``session``."""
+
     def one(a: Any) -> Any:
         return datasets.resolve_choice(str(a), session, a.kind) if isinstance(a, DataChoice) else a
 
@@ -124,10 +131,17 @@ def quiet_refusals(demo: gr.Blocks) -> None:
             raise
         except Exception as e:  # noqa: BLE001 - a component could not read a value a client sent
             cause = e.__cause__ or e  # Gradio wraps a component's own error in ComponentProcessingError
-            log.info("input of %s unreadable: %s: %s", name, type(cause).__name__,
-                     str(cause).splitlines()[0][:200] if str(cause) else "")
-            raise gr.Error("one of the inputs could not be read; check the values and try again", duration=None,
-                           print_exception=False) from None
+            log.info(
+                "input of %s unreadable: %s: %s",
+                name,
+                type(cause).__name__,
+                str(cause).splitlines()[0][:200] if str(cause) else "",
+            )
+            raise gr.Error(
+                "one of the inputs could not be read; check the values and try again",
+                duration=None,
+                print_exception=False,
+            ) from None
 
     demo.preprocess_data = quiet  # type: ignore[method-assign]
 
@@ -141,8 +155,9 @@ def _client_address() -> str | None:
     if request is None:
         return None
     headers = getattr(request, "headers", None) or {}
-    return client_address(str(headers.get("x-forwarded-for", "") or ""),
-                          getattr(getattr(request, "client", None), "host", None))
+    return client_address(
+        str(headers.get("x-forwarded-for", "") or ""), getattr(getattr(request, "client", None), "host", None)
+    )
 
 
 def _session_hash() -> str | None:
@@ -355,12 +370,23 @@ def data_picker(kind: str, label: str, elem_id: str, scale: int = 3) -> gr.Textb
         return gr.Textbox(label=label, value="", scale=scale, elem_id=elem_id)
     folder = datasets.is_folder_kind(kind)
     with gr.Column(scale=scale, min_width=240):
-        choice = DataDropdown(datasets.set_choices(kind), value="", label=label.split(" (")[0], elem_id=elem_id,
-                              allow_custom_value=False, filterable=False, kind=kind)
-        upload = gr.File(label=f"…or upload ({'several files' if folder else 'one file'}, or a .zip with its "
-                               f"images; at most {max_upload_mb()} MiB each)",
-                         file_count="multiple" if folder else "single",
-                         file_types=datasets.UPLOAD_TYPES[kind], height=90, elem_id=f"{elem_id}-upload")
+        choice = DataDropdown(
+            datasets.set_choices(kind),
+            value="",
+            label=label.split(" (")[0],
+            elem_id=elem_id,
+            allow_custom_value=False,
+            filterable=False,
+            kind=kind,
+        )
+        upload = gr.File(
+            label=f"…or upload ({'several files' if folder else 'one file'}, or a .zip with its "
+            f"images; at most {max_upload_mb()} MiB each)",
+            file_count="multiple" if folder else "single",
+            file_types=datasets.UPLOAD_TYPES[kind],
+            height=90,
+            elem_id=f"{elem_id}-upload",
+        )
 
     def take(files: Any, request: gr.Request) -> tuple[Any, Any]:
         session = getattr(request, "session_hash", None)
@@ -401,6 +427,7 @@ def install_session_release(demo: gr.Blocks) -> None:
     would still work. Install it after every other ``demo.unload``: Gradio runs them in order, and each one asks
     for the session's state again (an unload after this one would make a fresh, if small, copy that stays).
     """
+
     def release(request: gr.Request) -> None:
         holder = getattr(demo, "state_holder", None)
         session = getattr(request, "session_hash", None)
@@ -444,7 +471,9 @@ def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float
 
         session = getattr(request, "session_hash", None)
         access.visitor_left(session)
-        if session:  # the scored sets of its uploads (Browse's keep their vectors: a bow set of 2,000 questions ~160 MB)
+        if (
+            session
+        ):  # the scored sets of its uploads (Browse's keep their vectors: a bow set of 2,000 questions ~160 MB)
             folder = datasets.session_uploads(session)
             browse.forget_sets_under(folder)
             pairs.forget_pairs_under(folder)
@@ -452,6 +481,7 @@ def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float
 
     demo.unload(end)
     if _UPLOAD_SWEEPER is None or not _UPLOAD_SWEEPER.is_alive():
+
         def loop() -> None:
             while True:
                 try:

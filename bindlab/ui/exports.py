@@ -35,12 +35,14 @@ FORMAT_CHOICES = list(exports.FORMATS)
 MAIN = "main"  # not a format: ticked, a download holds only the main files (exports.main_view); unticked, everything
 MAIN_LABEL = "main files only (untick for everything)"
 DEFAULT_CHOICES = [*FORMAT_CHOICES, MAIN]  # the panel's default: the main files, each in one format
-HELP = ("By default a download holds the **main files** — the summary table, the per-item table, the chart — each "
-        "once (a table as CSV, a chart as interactive HTML), and a `README.txt` saying what each file is. Untick "
-        "*main files only* for **everything**: every table and chart in every ticked format: tables as **CSV** (opens "
-        "in pandas / a spreadsheet) and **JSON** (with provenance), per-item results as **JSONL**, figures as "
-        "**PNG**, **SVG** and standalone interactive **HTML** (PNG/SVG need Chromium on the server). Every download "
-        "also holds `provenance.json`, and `…_all.zip` holds every file of the download in one.")
+HELP = (
+    "By default a download holds the **main files** — the summary table, the per-item table, the chart — each "
+    "once (a table as CSV, a chart as interactive HTML), and a `README.txt` saying what each file is. Untick "
+    "*main files only* for **everything**: every table and chart in every ticked format: tables as **CSV** (opens "
+    "in pandas / a spreadsheet) and **JSON** (with provenance), per-item results as **JSONL**, figures as "
+    "**PNG**, **SVG** and standalone interactive **HTML** (PNG/SVG need Chromium on the server). Every download "
+    "also holds `provenance.json`, and `…_all.zip` holds every file of the download in one."
+)
 
 
 @dataclass
@@ -58,11 +60,20 @@ def export_panel(prefix: str, what: str = "results") -> ExportPanel:
     with gr.Accordion(f"Download {what}", open=False, elem_id=f"{prefix}-export"):
         gr.Markdown(HELP)
         with gr.Row():
-            formats = gr.CheckboxGroup([*FORMAT_CHOICES, (MAIN_LABEL, MAIN)], value=DEFAULT_CHOICES,
-                                       label="Formats, and which files", scale=3, elem_id=f"{prefix}-export-formats")
+            formats = gr.CheckboxGroup(
+                [*FORMAT_CHOICES, (MAIN_LABEL, MAIN)],
+                value=DEFAULT_CHOICES,
+                label="Formats, and which files",
+                scale=3,
+                elem_id=f"{prefix}-export-formats",
+            )
             button = gr.Button("Prepare files", scale=1, elem_id=f"{prefix}-export-btn")
-        files = gr.File(label="Files (click a name to download)", file_count="multiple", interactive=False,
-                        elem_id=f"{prefix}-export-files")
+        files = gr.File(
+            label="Files (click a name to download)",
+            file_count="multiple",
+            interactive=False,
+            elem_id=f"{prefix}-export-files",
+        )
         note = gr.Markdown(elem_id=f"{prefix}-export-note")
     return ExportPanel(formats, button, files, note)
 
@@ -74,8 +85,9 @@ def wire(panel: ExportPanel, fn: Callable[..., Any], inputs: Sequence[Any], api_
     panel.button.click(fn, [*inputs, panel.formats], [panel.files, panel.note], api_name=api_name, **GPU_QUEUE)
 
 
-def deliver(view: exports.ResultView, provenance: dict[str, Any], formats: Sequence[str] | None
-            ) -> tuple[list[str], str]:
+def deliver(
+    view: exports.ResultView, provenance: dict[str, Any], formats: Sequence[str] | None
+) -> tuple[list[str], str]:
     """Write ``view`` into a fresh folder; return the file paths for a ``gr.File`` (every single file, a
     ``README.txt`` saying what each is, then ``<view>_all.zip`` holding them all) and a one-line note.
 
@@ -88,8 +100,10 @@ def deliver(view: exports.ResultView, provenance: dict[str, Any], formats: Seque
         raise ValueError(f"tick at least one format ({', '.join(FORMAT_CHOICES)})")
     written = exports.write_view(view, new_export_dir(), provenance, formats, bundle=True, main=main)
     what = "the main files" if main else "every file"
-    note = (f"{len(written.paths) - 1} files ready ({what}; README.txt says what each is), and all of them in one "
-            f"zip ({written.paths[-1].name}).")
+    note = (
+        f"{len(written.paths) - 1} files ready ({what}; README.txt says what each is), and all of them in one "
+        f"zip ({written.paths[-1].name})."
+    )
     if written.notes:
         note += " " + " ".join(f"**Note:** {md_text(n)}." for n in written.notes)
     return [str(p) for p in written.paths], note

@@ -42,9 +42,17 @@ SHOWN_JOB_COLUMNS = ["id", "base", "state", "step", "message"]  # on the page: t
 
 def jobs_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per job, newest first."""
-    rows = [{"id": j["id"], "model id": j["model_id"], "base": j["base_model"], "state": j["state"],
-             "step": f"{j['progress'].get('step', 0)}/{j['progress'].get('total_steps', '?')}" if j["progress"] else "",
-             "message": j.get("message", "")} for j in reversed(jobs)]
+    rows = [
+        {
+            "id": j["id"],
+            "model id": j["model_id"],
+            "base": j["base_model"],
+            "state": j["state"],
+            "step": f"{j['progress'].get('step', 0)}/{j['progress'].get('total_steps', '?')}" if j["progress"] else "",
+            "message": j.get("message", ""),
+        }
+        for j in reversed(jobs)
+    ]
     return pd.DataFrame(rows, columns=JOB_COLUMNS)
 
 
@@ -57,10 +65,12 @@ def progress_html(status: dict[str, Any], progress: dict[str, Any]) -> str:
     eta_txt = f" · ETA {eta:.0f} s" if eta is not None and status.get("state") == "running" else ""
     loss = progress.get("loss")
     loss_txt = f" · loss {loss:.4f}" if loss is not None else ""
-    return (f'<div class="ft-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
-            f'<p id="ft-progress-text">step {html_text(progress.get("step", 0))}/'
-            f'{html_text(progress.get("total_steps", "?"))} · '
-            f'{100 * frac:.0f}% · phase {html_text(progress.get("phase", "-"))}{loss_txt}{eta_txt}</p>')
+    return (
+        f'<div class="ft-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
+        f'<p id="ft-progress-text">step {html_text(progress.get("step", 0))}/'
+        f"{html_text(progress.get('total_steps', '?'))} · "
+        f"{100 * frac:.0f}% · phase {html_text(progress.get('phase', '-'))}{loss_txt}{eta_txt}</p>"
+    )
 
 
 def md_table(rows: list[dict[str, Any]]) -> str:
@@ -79,20 +89,28 @@ def status_md(info: dict[str, Any]) -> str:
     log tail or traceback: those stay on the server)."""
     st = info["status"]
     state = md_text(st["state"])
-    lines = [f"**{md_text(st['id'])}** → model {md_code(st['model_id'])} (base {md_code(st['base_model'])}): "
-             f"<span class='ft-state-{re.sub(r'[^a-z]', '', str(st['state']))}' id='ft-state'>{state}</span> — "
-             f"{md_text(st.get('message', ''))}"]
+    lines = [
+        f"**{md_text(st['id'])}** → model {md_code(st['model_id'])} (base {md_code(st['base_model'])}): "
+        f"<span class='ft-state-{re.sub(r'[^a-z]', '', str(st['state']))}' id='ft-state'>{state}</span> — "
+        f"{md_text(st.get('message', ''))}"
+    ]
     res = info.get("result")
     if res and res.get("eval"):
         a = res["lines"]["a"]
-        what = "the job's model is **unscaled** (a = 1 scales nothing; not LiNeS)" if fs.display_labels(a)["lines"] \
-            == "unscaled" else f"the job's model is **{fs.display_labels(a)['lines']}**"
-        lines.append(f"LiNeS a = {md_text(a)} ({md_text(res['lines']['chosen_on'])}): {what}; "
-                     f"{md_text(res['triplets_per_s'])} triplets/s")
+        what = (
+            "the job's model is **unscaled** (a = 1 scales nothing; not LiNeS)"
+            if fs.display_labels(a)["lines"] == "unscaled"
+            else f"the job's model is **{fs.display_labels(a)['lines']}**"
+        )
+        lines.append(
+            f"LiNeS a = {md_text(a)} ({md_text(res['lines']['chosen_on'])}): {what}; "
+            f"{md_text(res['triplets_per_s'])} triplets/s"
+        )
         lines.append(md_table(fs.result_rows(res)))
     if st["state"] == "failed":
-        lines.append(f"<span id='ft-error'>**Error:** {md_text(st.get('error') or st.get('message') or 'unknown')}"
-                     "</span>")
+        lines.append(
+            f"<span id='ft-error'>**Error:** {md_text(st.get('error') or st.get('message') or 'unknown')}</span>"
+        )
     return "\n\n".join(lines)
 
 
@@ -121,10 +139,14 @@ def job_view(job_id: str | None, jobs: list[dict[str, Any]], manager: Any) -> tu
     if not job_id:
         return "No jobs yet: launch one above.", progress_html({}, {}), figures.message_figure("no job yet"), table
     info = fs.job_info(job_id, log_lines=0, manager=manager)
-    return (status_md(info), progress_html(info["status"], info["progress"]),
-            figures.training_curves(info["metrics"],
-                                    title=f"{plot_text(info['status']['id'])}: loss and validation triplet accuracy"),
-            table)
+    return (
+        status_md(info),
+        progress_html(info["status"], info["progress"]),
+        figures.training_curves(
+            info["metrics"], title=f"{plot_text(info['status']['id'])}: loss and validation triplet accuracy"
+        ),
+        table,
+    )
 
 
 def job_ids(jobs: list[dict[str, Any]]) -> list[str]:
@@ -134,28 +156,51 @@ def job_ids(jobs: list[dict[str, Any]]) -> list[str]:
 
 # --- callbacks -----------------------------------------------------------------------------------------------
 @friendly
-def launch(model: str, data: str, epochs: float, max_steps: float, batch_size: float, lr: float, rank: float,
-           lines_a: str, attention_loss: float | None = 0.0, attention_layers: str = "", supervision: str = "text",
-           request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def launch(
+    model: str,
+    data: str,
+    epochs: float,
+    max_steps: float,
+    batch_size: float,
+    lr: float,
+    rank: float,
+    lines_a: str,
+    attention_loss: float | None = 0.0,
+    attention_layers: str = "",
+    supervision: str = "text",
+    request: gr.Request = None,
+    progress: gr.Progress = gr.Progress(),
+) -> tuple[Any, ...]:
     """Check the settings and queue the job; its own outputs show it at once: selected in the picker, in the jobs
     table, with its status (the timer only follows it from there)."""
     progress(0.0, desc="checking the settings")
     if not (model or "").strip():
         raise ValueError("give a base model id, e.g. minilm or toy:shared")
-    cfg = {"model": model.strip(), "data": (data or "").strip(), "epochs": epochs,
-           "max_steps": max_steps or 0, "batch_size": batch_size, "lr": lr, "lora_rank": rank,
-           "lines_a": (lines_a or str(DEFAULT_JOB["lines_a"])).strip(),
-           # the objective: SABER App. C.3's attention loss (0 = off) and App. E's supervision (checked against the model)
-           "attention_loss": 0.0 if attention_loss is None else attention_loss,
-           "attention_layers": (attention_layers or "").strip(), "supervision": supervision or "text"}
+    cfg = {
+        "model": model.strip(),
+        "data": (data or "").strip(),
+        "epochs": epochs,
+        "max_steps": max_steps or 0,
+        "batch_size": batch_size,
+        "lr": lr,
+        "lora_rank": rank,
+        "lines_a": (lines_a or str(DEFAULT_JOB["lines_a"])).strip(),
+        # the objective: SABER App. C.3's attention loss (0 = off) and App. E's supervision (checked against the model)
+        "attention_loss": 0.0 if attention_loss is None else attention_loss,
+        "attention_layers": (attention_layers or "").strip(),
+        "supervision": supervision or "text",
+    }
     if not cfg["data"]:
         cfg.update(default_data(cfg["model"]))
     manager = _manager(request)
     job_id = fs.submit_finetune(cfg, manager)  # checked before the job exists: a bad number is refused, nothing queued
     progress(0.1, desc=f"job {job_id} queued")
     jobs = fs.list_jobs(manager)
-    return (gr.update(choices=job_ids(jobs), value=job_id), f"Started job **{md_text(job_id)}**; it will produce "
-            f"{md_code(f'lora:{job_id}')}.", *job_view(job_id, jobs, manager))
+    return (
+        gr.update(choices=job_ids(jobs), value=job_id),
+        f"Started job **{md_text(job_id)}**; it will produce {md_code(f'lora:{job_id}')}.",
+        *job_view(job_id, jobs, manager),
+    )
 
 
 FOLLOW_MAX_S = 1800.0  # a launch follows its job this long at most; the tab's timer follows it on after that
@@ -186,7 +231,9 @@ def poll(job_id: str, request: gr.Request = None) -> tuple[Any, ...]:
     chosen = (job_id or "").strip()
     job_id = chosen or default_job(jobs)
     # the value only when chosen here: a visitor's pick made while this tick ran is never undone
-    picker = gr.update(choices=job_ids(jobs)) if chosen or not job_id else gr.update(choices=job_ids(jobs), value=job_id)
+    picker = (
+        gr.update(choices=job_ids(jobs)) if chosen or not job_id else gr.update(choices=job_ids(jobs), value=job_id)
+    )
     return (*job_view(job_id, jobs, manager), picker)
 
 
@@ -213,34 +260,54 @@ def resume(job_id: str, request: gr.Request = None) -> str:
 
 @gpu_task(duration=180)
 @friendly
-def compare(job_id: str, mcq: str, request: gr.Request = None, progress: gr.Progress = gr.Progress()
-            ) -> tuple[Any, ...]:
+def compare(
+    job_id: str, mcq: str, request: gr.Request = None, progress: gr.Progress = gr.Progress()
+) -> tuple[Any, ...]:
     """Base vs finetuned: Gradio's progress says each part (part k of n, what is being scored) and the time left."""
     progress(0.0, desc="starting the comparison")
     if not job_id:
         raise ValueError("select a finished job to compare")
-    res = fs.run_finetune_compare(fs.CompareRequest(job_id, mcq),
-                                  progress=fs.with_estimate(lambda f, msg: progress(f, desc=msg)),
-                                  manager=_manager(request))
+    res = fs.run_finetune_compare(
+        fs.CompareRequest(job_id, mcq),
+        progress=fs.with_estimate(lambda f, msg: progress(f, desc=msg)),
+        manager=_manager(request),
+    )
     models, a = res.summary["models"], (res.summary.get("lines") or {}).get("a")
-    base, unscaled, lines, data = (md_code(models["base"]), md_code(models["unscaled"]), md_code(models["lines"]),
-                                   md_text(res.summary["data"]))
+    base, unscaled, lines, data = (
+        md_code(models["base"]),
+        md_code(models["unscaled"]),
+        md_code(models["lines"]),
+        md_text(res.summary["data"]),
+    )
     if fs.display_labels(a)["lines"] == "unscaled":
-        head = (f"Base {base} vs {unscaled} (unscaled) on {data}; LiNeS a = 1 scales nothing, so {lines} is the "
-                "unscaled model too")
+        head = (
+            f"Base {base} vs {unscaled} (unscaled) on {data}; LiNeS a = 1 scales nothing, so {lines} is the "
+            "unscaled model too"
+        )
     else:
         head = f"Base {base} vs {unscaled} (unscaled) vs {lines} ({md_text(fs.display_labels(a)['lines'])}) on {data}"
     report = report_view(res.tables.get("report") or [], a)
     att_fig, att_rows = attention_view(res.figures_data["attention"], fs.display_labels(a))
     shown_models, shown_pairings = by_n_choices(res)
-    return head, numbers.table(pd.DataFrame(fs.labelled(res.rows, a))), numbers.table(triplets_view(res.tables["triplets"])), \
-        by_n_view(res, shown_models["value"], shown_pairings["value"]), att_fig, numbers.table(att_rows), \
-        numbers.table(report), "\n\n".join(md_text(n) for n in res.notes), res, shown_models, shown_pairings
+    return (
+        head,
+        numbers.table(pd.DataFrame(fs.labelled(res.rows, a))),
+        numbers.table(triplets_view(res.tables["triplets"])),
+        by_n_view(res, shown_models["value"], shown_pairings["value"]),
+        att_fig,
+        numbers.table(att_rows),
+        numbers.table(report),
+        "\n\n".join(md_text(n) for n in res.notes),
+        res,
+        shown_models,
+        shown_pairings,
+    )
 
 
 def triplets_view(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The job's triplet accuracies and forgetting controls with headers that wrap between words
     (``triplet_heldout:deferred_bind_anaphoric`` -> ``heldout: deferred bind anaphoric``), so the table fits."""
+
     def header(key: str) -> str:
         return key.removeprefix("triplet_").replace(":", ": ").replace("_", " ")
 
@@ -253,8 +320,10 @@ def by_n_choices(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     a = (result.summary.get("lines") or {}).get("a")
     names, keys = fs.display_labels(a), fs.report_models(a)
     pairings = list(result.summary.get("pairings") or ["tt"])
-    return (gr.update(choices=[(names[k], k) for k in keys], value=[keys[0], keys[-1]]),
-            gr.update(choices=pairings, value=pairings[:1]))
+    return (
+        gr.update(choices=[(names[k], k) for k in keys], value=[keys[0], keys[-1]]),
+        gr.update(choices=pairings, value=pairings[:1]),
+    )
 
 
 def by_n_view(result: Any, models: list[str] | None, pairings: list[str] | None) -> Any:
@@ -286,16 +355,24 @@ REPORT_COLUMNS = ["evaluation", "format", "N", "chance", "base (95% CI)", "unsca
 # The tab's default job: the walkthrough's toy:shared job (toy-world triplets, 300 steps at lr 2e-3, one torch
 # thread), measured at 2 min 41 s submit -> done on the shared 2-core machine at load 4; validation triplet
 # accuracy 0.50 -> 0.945 unscaled, 0.90 with LiNeS (docs/finetune_results.md has the command and the full report).
-DEFAULT_JOB: dict[str, Any] = {"model": "toy:shared", "epochs": 3, "max_steps": 300, "batch_size": 16, "lr": 2e-3,
-                               "lines_a": 0.1}
-EXPECT = ("**What to expect.** The default job (`toy:shared`, 300 steps) takes **about 2–5 minutes on 2 CPU cores** "
-          "(measured: 2 min 41 s beside a model training; longer on a busier machine). Watch the curve: validation triplet accuracy "
-          "climbs from about 0.5 to about 0.9. Then *Compare*: the report names each row by what it holds — the "
-          "sentence template (trained or held out) and the words (seen in training or not), with its n, chance and "
-          "95 % interval — and marks the rows **in the training distribution** (training template, only words seen "
-          "in training; format *in-format*): a gain there shows the training format was learnt; the other rows are "
-          "the general test. `minilm` with the paper's settings (lr 5e-5, one epoch of the 4,000 generated "
-          "rows) needs about 13 minutes on a quiet 2-core machine (much longer on a busy one) and moves little.")
+DEFAULT_JOB: dict[str, Any] = {
+    "model": "toy:shared",
+    "epochs": 3,
+    "max_steps": 300,
+    "batch_size": 16,
+    "lr": 2e-3,
+    "lines_a": 0.1,
+}
+EXPECT = (
+    "**What to expect.** The default job (`toy:shared`, 300 steps) takes **about 2–5 minutes on 2 CPU cores** "
+    "(measured: 2 min 41 s beside a model training; longer on a busier machine). Watch the curve: validation triplet accuracy "
+    "climbs from about 0.5 to about 0.9. Then *Compare*: the report names each row by what it holds — the "
+    "sentence template (trained or held out) and the words (seen in training or not), with its n, chance and "
+    "95 % interval — and marks the rows **in the training distribution** (training template, only words seen "
+    "in training; format *in-format*): a gain there shows the training format was learnt; the other rows are "
+    "the general test. `minilm` with the paper's settings (lr 5e-5, one epoch of the 4,000 generated "
+    "rows) needs about 13 minutes on a quiet 2-core machine (much longer on a busy one) and moves little."
+)
 
 
 OBJECTIVE_HINT = (
@@ -310,7 +387,8 @@ OBJECTIVE_HINT = (
     "one binding swapped — and trains on those; toy:shared only (its images pass through the adapted blocks), over "
     "renderable triplets (the default for toy:*). Rendering makes it much slower: about 9× the text job's training "
     "time (150 steps took 14 minutes on 2 busy cores; lower Max steps to try it). docs/reproductions.md has the "
-    "measurements.")
+    "measurements."
+)
 
 
 TRANSFER_HINT = (
@@ -319,7 +397,8 @@ TRANSFER_HINT = (
     "text tower is the real, pretrained MiniLM, its image tower a toy trained into MiniLM's space. The button "
     "above puts it in *Base model id*; launch the default job (about 4 minutes), then *Compare*: tt, ti, it and ii "
     "for base, unscaled and LiNeS, and the single-object text→image control (does the moved text space still find "
-    "the right image?). docs/reproductions.md has the same job over three seeds.")
+    "the right image?). docs/reproductions.md has the same job over three seeds."
+)
 
 
 def default_data(model: str) -> dict[str, Any]:
@@ -328,8 +407,12 @@ def default_data(model: str) -> dict[str, Any]:
     from bindlab.studies.walkthrough import FINETUNE_SETTINGS, toy_triplets
 
     if model.startswith("toy:"):
-        return {"data": str(toy_triplets()), "threads": FINETUNE_SETTINGS["threads"],
-                "heavy": FINETUNE_SETTINGS["heavy"], "eval_rows": FINETUNE_SETTINGS["eval_rows"]}
+        return {
+            "data": str(toy_triplets()),
+            "threads": FINETUNE_SETTINGS["threads"],
+            "heavy": FINETUNE_SETTINGS["heavy"],
+            "eval_rows": FINETUNE_SETTINGS["eval_rows"],
+        }
     return {"data": str(fs.default_triplets())}
 
 
@@ -357,8 +440,9 @@ def export_compare(job_id: str, result: Any, formats: list[str], request: gr.Req
     from bindlab.present.exports import compare_export
 
     if not job_id:
-        raise ValueError("select a job first (its training curves download at any time; the before/after tables "
-                         "after Compare)")
+        raise ValueError(
+            "select a job first (its training curves download at any time; the before/after tables after Compare)"
+        )
     manager = _manager(request)
     info = fs.job_info(job_id, log_lines=0, manager=manager)
     st = info["status"]
@@ -372,8 +456,10 @@ def export_compare(job_id: str, result: Any, formats: list[str], request: gr.Req
     dataset = result.summary.get("data") if result is not None else None
     paths, note = deliver(view, fs.compare_provenance(st["id"], dataset, manager), formats)
     if other:
-        note += (f" The comparison on screen is of job {md_text(other)}, not the selected {md_text(st['id'])}: "
-                 "select that job to download it, or press Compare for this one.")
+        note += (
+            f" The comparison on screen is of job {md_text(other)}, not the selected {md_text(st['id'])}: "
+            "select that job to download it, or press Compare for this one."
+        )
     return paths, note
 
 
@@ -384,33 +470,49 @@ def build_tab() -> dict[str, Any]:
     from gradio.context import Context
 
     tab = Context.block  # the gr.Tab this tab is built in (build_app opens it)
-    gr.Markdown("Text-only binding finetune (SABER §4): LoRA on the text attention projections, hinge loss on "
-                "triplets whose hard negative differs only in its bindings, then LiNeS rescales the update layer by "
-                "layer (a = 0.1, Wang et al.'s single-task setting; a = 1 would be the unscaled model). Jobs run in "
-                "the background; this page polls them.")
+    gr.Markdown(
+        "Text-only binding finetune (SABER §4): LoRA on the text attention projections, hinge loss on "
+        "triplets whose hard negative differs only in its bindings, then LiNeS rescales the update layer by "
+        "layer (a = 0.1, Wang et al.'s single-task setting; a = 1 would be the unscaled model). Jobs run in "
+        "the background; this page polls them."
+    )
     gr.Markdown(EXPECT, elem_id="ft-expect")
     with gr.Row():
         model = gr.Textbox(value=DEFAULT_JOB["model"], label="Base model id", elem_id="ft-model", scale=2)
-        use_lit = gr.Button("Ask SABER's transfer question: toy:lit-minilm", size="sm", elem_id="ft-use-lit",
-                            scale=1)
-        data = data_picker("triplets", "Triplets folder (empty = toy-world triplets for toy:*, else 4,000 "
-                           "generated rows)", "ft-data")
-        lines_a = gr.Textbox(value=str(DEFAULT_JOB["lines_a"]), label="LiNeS a (0.1 = Wang et al.; 1 = unscaled; "
-                             "auto = chosen on validation)", elem_id="ft-lines-a")
+        use_lit = gr.Button("Ask SABER's transfer question: toy:lit-minilm", size="sm", elem_id="ft-use-lit", scale=1)
+        data = data_picker(
+            "triplets", "Triplets folder (empty = toy-world triplets for toy:*, else 4,000 generated rows)", "ft-data"
+        )
+        lines_a = gr.Textbox(
+            value=str(DEFAULT_JOB["lines_a"]),
+            label="LiNeS a (0.1 = Wang et al.; 1 = unscaled; auto = chosen on validation)",
+            elem_id="ft-lines-a",
+        )
     with gr.Row():
         epochs = gr.Number(value=DEFAULT_JOB["epochs"], precision=0, minimum=1, label="Epochs", elem_id="ft-epochs")
-        max_steps = gr.Number(value=DEFAULT_JOB["max_steps"], precision=0, minimum=0, label="Max steps (0 = no cap)",
-                              elem_id="ft-max-steps")
-        batch = gr.Number(value=DEFAULT_JOB["batch_size"], precision=0, minimum=1, label="Batch (triplets)",
-                          elem_id="ft-batch")
+        max_steps = gr.Number(
+            value=DEFAULT_JOB["max_steps"],
+            precision=0,
+            minimum=0,
+            label="Max steps (0 = no cap)",
+            elem_id="ft-max-steps",
+        )
+        batch = gr.Number(
+            value=DEFAULT_JOB["batch_size"], precision=0, minimum=1, label="Batch (triplets)", elem_id="ft-batch"
+        )
         lr = gr.Number(value=DEFAULT_JOB["lr"], label="Learning rate", elem_id="ft-lr")
         rank = gr.Number(value=4, precision=0, minimum=1, label="LoRA rank", elem_id="ft-rank")
         start = gr.Button("Launch finetune", variant="primary", elem_id="ft-launch")
     with gr.Row():
-        attention_loss = gr.Number(value=0, minimum=0, label="Attention loss weight (0 = off)",
-                                   elem_id="ft-attention-loss")
-        attention_layers = gr.Textbox(value="", label="Attention layers A-B (0-based; empty = last third)",
-                                      placeholder="e.g. 2-3", elem_id="ft-attention-layers")
+        attention_loss = gr.Number(
+            value=0, minimum=0, label="Attention loss weight (0 = off)", elem_id="ft-attention-loss"
+        )
+        attention_layers = gr.Textbox(
+            value="",
+            label="Attention layers A-B (0-based; empty = last third)",
+            placeholder="e.g. 2-3",
+            elem_id="ft-attention-layers",
+        )
         supervision = gr.Radio(["text", "image"], value="text", label="Supervision", elem_id="ft-supervision")
     gr.Markdown(OBJECTIVE_HINT, elem_id="ft-objective-hint")
     gr.Markdown(TRANSFER_HINT, elem_id="ft-transfer-hint")
@@ -423,35 +525,62 @@ def build_tab() -> dict[str, Any]:
     status = gr.Markdown(elem_id="ft-status")
     bar = gr.HTML(elem_id="ft-progress")
     curves = gr.Plot(label="Loss and validation triplet accuracy", elem_id="ft-curves")
-    jobs = gr.Dataframe(headers=SHOWN_JOB_COLUMNS, label="All jobs", interactive=False, wrap=True, elem_id="ft-jobs",
-                        column_widths=["22%", "30%", "10%", "10%", "28%"])
+    jobs = gr.Dataframe(
+        headers=SHOWN_JOB_COLUMNS,
+        label="All jobs",
+        interactive=False,
+        wrap=True,
+        elem_id="ft-jobs",
+        column_widths=["22%", "30%", "10%", "10%", "28%"],
+    )
     gr.Markdown("### Before vs after")
     with gr.Row():
-        mcq = data_picker("mcq", "MCQ file (empty = embedded mini benchmark; for a toy:* job its renderable, "
-                          "image version)", "ft-mcq")
+        mcq = data_picker(
+            "mcq", "MCQ file (empty = embedded mini benchmark; for a toy:* job its renderable, image version)", "ft-mcq"
+        )
         cmp_btn = gr.Button("Compare base vs finetuned", elem_id="ft-compare-btn")
     cmp_head = gr.Markdown(elem_id="ft-compare-head", min_height=40)  # Gradio's progress shows here while it runs
     with gr.Row():
-        cmp_table = gr.Dataframe(headers=["pairing", "N", "base", "unscaled", "LiNeS"], label="MCQ accuracy per pairing and N",
-                                 interactive=False, wrap=True, elem_id="ft-compare")
+        cmp_table = gr.Dataframe(
+            headers=["pairing", "N", "base", "unscaled", "LiNeS"],
+            label="MCQ accuracy per pairing and N",
+            interactive=False,
+            wrap=True,
+            elem_id="ft-compare",
+        )
         with gr.Column():
             cmp_fig = gr.Plot(label="Accuracy by N", elem_id="ft-compare-fig")
             with gr.Row():  # one line per picked model and pairing (all of them at once is 12 lines)
                 by_n_models = gr.CheckboxGroup([], label="Models shown", elem_id="ft-by-n-models")
                 by_n_pairings = gr.CheckboxGroup([], label="Pairings shown", elem_id="ft-by-n-pairings")
-    trip_table = gr.Dataframe(headers=["model", "test", "heldout", "drift", "paraphrase r1"],
-                              label="Triplet accuracy per split and forgetting control", interactive=False, wrap=True,
-                              elem_id="ft-compare-triplets")
+    trip_table = gr.Dataframe(
+        headers=["model", "test", "heldout", "drift", "paraphrase r1"],
+        label="Triplet accuracy per split and forgetting control",
+        interactive=False,
+        wrap=True,
+        elem_id="ft-compare-triplets",
+    )
     report_note = gr.Markdown(elem_id="ft-report-note")
-    report = gr.Dataframe(headers=REPORT_COLUMNS, interactive=False, wrap=True, elem_id="ft-report",
-                          label="Template × words: every evaluation with its n, chance and each model's value [95 % "
-                                "CI]; format in-format = in the training distribution (the training template and "
-                                "only words seen in training)",
-                          max_height=2000, **pinned("ft-report"))  # all ~20 rows on the page, none scrolled away
+    report = gr.Dataframe(
+        headers=REPORT_COLUMNS,
+        interactive=False,
+        wrap=True,
+        elem_id="ft-report",
+        label="Template × words: every evaluation with its n, chance and each model's value [95 % "
+        "CI]; format in-format = in the training distribution (the training template and "
+        "only words seen in training)",
+        max_height=2000,
+        **pinned("ft-report"),
+    )  # all ~20 rows on the page, none scrolled away
     # the figure above its table: side by side, the table's six columns with intervals would scroll sideways
     att_fig = gr.Plot(label="Attention binding margin per layer (MCQ queries)", elem_id="ft-compare-attention-fig")
-    att_table = gr.Dataframe(headers=ATTENTION_COLUMNS, interactive=False, wrap=True, elem_id="ft-compare-attention",
-                             label="Attention margin: last layer, deep layers, difference to base (95 % CI)")
+    att_table = gr.Dataframe(
+        headers=ATTENTION_COLUMNS,
+        interactive=False,
+        wrap=True,
+        elem_id="ft-compare-attention",
+        label="Attention margin: last layer, deep layers, difference to base (95 % CI)",
+    )
     cmp_result = held_state()  # the study's Result of the last Compare: what the Download panel writes
     wire(export_panel("ft", "comparison and curves"), export_compare, [job, cmp_result], api_name="ft_export")
     timer = gr.Timer(2.0, active=False)  # started by show(), when the tab is selected
@@ -464,11 +593,22 @@ def build_tab() -> dict[str, Any]:
     # status, bar and curves (the job list stays: it is the picker), a failed compare every before/after result
     # the launch's own outputs show the new job at once (picked, in the table, its status); then Gradio's progress
     # bar follows it to the end (at most 4 visitors' follows at a time; the timer goes on for everyone)
-    launched = start.click(launch, [model, data, epochs, max_steps, batch, lr, rank, lines_a, attention_loss,
-                                    attention_layers, supervision], [job, message, status, bar, curves, jobs],
-                           api_name="ft_launch", show_progress_on=[message])
-    launched.success(follow, [job], [followed], api_name=False, concurrency_id="ft-follow", concurrency_limit=4,
-                     show_progress_on=[followed]).then(poll, [job], polled, api_name=False, show_progress="hidden")
+    launched = start.click(
+        launch,
+        [model, data, epochs, max_steps, batch, lr, rank, lines_a, attention_loss, attention_layers, supervision],
+        [job, message, status, bar, curves, jobs],
+        api_name="ft_launch",
+        show_progress_on=[message],
+    )
+    launched.success(
+        follow,
+        [job],
+        [followed],
+        api_name=False,
+        concurrency_id="ft-follow",
+        concurrency_limit=4,
+        show_progress_on=[followed],
+    ).then(poll, [job], polled, api_name=False, show_progress="hidden")
     clear_on_error(launched, [message, followed])
     shown = [status, bar, curves]
     clear_on_error(timer.tick(poll, [job], polled, api_name="ft_poll", show_progress="hidden"), shown)
@@ -477,13 +617,27 @@ def build_tab() -> dict[str, Any]:
         acted = button.click(fn, [job], [message], api_name=name)
         acted.then(poll, [job], polled, api_name=False)
         clear_on_error(acted, [message])
-    compared = [cmp_head, cmp_table, trip_table, cmp_fig, att_fig, att_table, report, report_note, cmp_result,
-                by_n_models, by_n_pairings]
-    clear_on_error(cmp_btn.click(compare, [job, mcq], compared, api_name="ft_compare", show_progress_on=[cmp_head],
-                                 **GPU_QUEUE), compared)
+    compared = [
+        cmp_head,
+        cmp_table,
+        trip_table,
+        cmp_fig,
+        att_fig,
+        att_table,
+        report,
+        report_note,
+        cmp_result,
+        by_n_models,
+        by_n_pairings,
+    ]
+    clear_on_error(
+        cmp_btn.click(compare, [job, mcq], compared, api_name="ft_compare", show_progress_on=[cmp_head], **GPU_QUEUE),
+        compared,
+    )
     for picker in (by_n_models, by_n_pairings):  # redrawn from the held result: nothing is scored again
-        picker.input(by_n_view, [cmp_result, by_n_models, by_n_pairings], [cmp_fig], api_name=False,
-                     show_progress="hidden")
+        picker.input(
+            by_n_view, [cmp_result, by_n_models, by_n_pairings], [cmp_fig], api_name=False, show_progress="hidden"
+        )
     on_show = {"fn": show, "inputs": [job], "outputs": [*polled, timer]}
     names = {getattr(tab, "label", None), getattr(tab, "id", None)} - {None}  # what Tabs.select may report
     if isinstance(tab, gr.Tab):
@@ -491,6 +645,7 @@ def build_tab() -> dict[str, Any]:
 
     def wire_tabs(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Stop polling when the visitor selects another tab."""
+
         def leave(evt: gr.SelectData) -> Any:
             return gr.Timer(active=evt.value in names) if isinstance(evt.value, str) and names else gr.update()
 

@@ -113,7 +113,7 @@ class HeartbeatSeen:
             path = str(scope.get("path", ""))
             at = path.find(HEARTBEAT)
             if at >= 0:
-                session = path[at + len(HEARTBEAT):].strip("/")
+                session = path[at + len(HEARTBEAT) :].strip("/")
                 if session and len(session) <= 100:
                     mark_live(session)
         await self.app(scope, receive, send)

@@ -32,8 +32,11 @@ WHOLE_COLUMNS = {"bl-topk": (1,), "cmp-diff": (0,)}
 def whole_columns(elem_id: str, cols: tuple[int, ...]) -> str:
     """CSS that keeps each value of columns ``cols`` of the Dataframe ``elem_id`` on one line: its cells and the
     sizing row's cell (so the column is as wide as its longest value)."""
-    return "\n".join(f"#{elem_id} .sizing-body td:nth-child({c + 1}), #{elem_id} [data-col='{c}'] span "
-                     "{white-space: nowrap !important}" for c in cols)
+    return "\n".join(
+        f"#{elem_id} .sizing-body td:nth-child({c + 1}), #{elem_id} [data-col='{c}'] span "
+        "{white-space: nowrap !important}"
+        for c in cols
+    )
 
 
 # Text columns given room before a table scrolls (squeezed to their longest word, a caption is one word a line), by
@@ -43,8 +46,15 @@ MIN_WIDTHS = {"bl-topk": {3: "16em"}}
 # Dataframes whose first columns stay in view while the table scrolls sideways (Gradio 6.31 takes ``pinned_columns``
 # but draws nothing sticky): elem_id -> the widths in px of its pinned columns but the last, fixed (the tab passes
 # them as ``column_widths``) so that each next pinned column knows where to stick.
-PINNED: dict[str, tuple[int, ...]] = {"bl-candidates": (44,), "bl-topk": (60,), "bl-pairs-compare-table": (),
-                                      "cmp-leaderboard": (60,), "cmp-cross": (), "cmp-diff": (), "ft-report": ()}
+PINNED: dict[str, tuple[int, ...]] = {
+    "bl-candidates": (44,),
+    "bl-topk": (60,),
+    "bl-pairs-compare-table": (),
+    "cmp-leaderboard": (60,),
+    "cmp-cross": (),
+    "cmp-diff": (),
+    "ft-report": (),
+}
 
 
 def pinned(elem_id: str) -> dict[str, object]:
@@ -59,16 +69,21 @@ def pinned_css(elem_id: str, widths: tuple[int, ...]) -> str:
     rules = []
     for k in range(len(widths) + 1):
         left = sum(widths[:k])
-        rules.append(f"#{elem_id} th:nth-child({k + 1}), #{elem_id} [role=gridcell][data-col='{k}'] "
-                     f"{{position: sticky !important; left: {left}px; z-index: 3}}\n"
-                     f"#{elem_id} [role=gridcell][data-col='{k}'] {{background: inherit}}")
+        rules.append(
+            f"#{elem_id} th:nth-child({k + 1}), #{elem_id} [role=gridcell][data-col='{k}'] "
+            f"{{position: sticky !important; left: {left}px; z-index: 3}}\n"
+            f"#{elem_id} [role=gridcell][data-col='{k}'] {{background: inherit}}"
+        )
     return "\n".join(rules)
 
 
 CSS += "\n".join(whole_columns(elem_id, cols) for elem_id, cols in WHOLE_COLUMNS.items())
 CSS += "\n" + "\n".join(pinned_css(elem_id, widths) for elem_id, widths in PINNED.items())
-CSS += "\n" + "\n".join(f"#{elem_id} .sizing-body td:nth-child({c + 1}) {{min-width: {w}}}"
-                         for elem_id, widths in MIN_WIDTHS.items() for c, w in widths.items())
+CSS += "\n" + "\n".join(
+    f"#{elem_id} .sizing-body td:nth-child({c + 1}) {{min-width: {w}}}"
+    for elem_id, widths in MIN_WIDTHS.items()
+    for c, w in widths.items()
+)
 
 # Redraw the shown plotly figures at their boxes' size on each tab change (build_app wires it): Gradio draws them
 # "responsive", so plotly resizes every visible one on a window resize event.

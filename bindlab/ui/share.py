@@ -38,8 +38,10 @@ ALPHA_STEP = 0.05
 MAX_VALUE = 200  # characters of one parameter
 MAX_QUERY = 2000  # characters of the whole query string
 MAX_BASE = 500  # characters of the page address a link starts with
-KEYS = {"browse": ("tab", "model", "data", "pairing", "q"),
-        "grounding": ("tab", "model", "data", "factor", "value", "alpha")}
+KEYS = {
+    "browse": ("tab", "model", "data", "pairing", "q"),
+    "grounding": ("tab", "model", "data", "factor", "value", "alpha"),
+}
 OURS = frozenset(k for keys in KEYS.values() for k in keys)
 _LORA = re.compile(r"lora:[\w-][\w.-]{0,79}(?:/(?:lines|unscaled))?")
 _BASE = re.compile(r"[A-Za-z0-9._~:/?#@!$&'()*+,;=%\[\]-]+")  # an address's characters: no quote, space or angle
@@ -84,8 +86,10 @@ def check_model(model: Any) -> str:
     except ValueError as e:
         raise ValueError(f"model: {e}") from None
     if not (access.offered_model(text) or _LORA.fullmatch(text)):
-        raise ValueError("model: a link may name only a listed model (minilm, bow, toy:clip, …, a listed hub id) or "
-                         "lora:<job_id>, never a file or folder")
+        raise ValueError(
+            "model: a link may name only a listed model (minilm, bow, toy:clip, …, a listed hub id) or "
+            "lora:<job_id>, never a file or folder"
+        )
     return text
 
 
@@ -93,8 +97,10 @@ def check_data(data: Any, tab: str) -> str:
     """``""`` (the embedded default) or the choice value of a set offered to everyone now (``set:<label>``)."""
     text = _text("data", data)
     if text and not (text.startswith(datasets.SET_PREFIX) and datasets.is_offered(KINDS[tab], text)):
-        raise ValueError("data: not a set offered here (a link carries the embedded default or a listed set, never a "
-                         "path or an upload)")
+        raise ValueError(
+            "data: not a set offered here (a link carries the embedded default or a listed set, never a "
+            "path or an upload)"
+        )
     return text
 
 
@@ -134,12 +140,23 @@ def build_query(link: Link) -> str:
     """The query string of ``link`` (checked first), ``?tab=…&…``; empty fields are left out."""
     link = check_link(link)
     if link.tab == "browse":
-        pairs = [("tab", "browse"), ("model", link.model), ("data", link.data), ("pairing", link.pairing),
-                 ("q", link.question)]
+        pairs = [
+            ("tab", "browse"),
+            ("model", link.model),
+            ("data", link.data),
+            ("pairing", link.pairing),
+            ("q", link.question),
+        ]
     else:
         alpha = "" if link.alpha is None else f"{link.alpha:g}"
-        pairs = [("tab", "grounding"), ("model", link.model), ("data", link.data), ("factor", link.factor),
-                 ("value", link.value), ("alpha", alpha)]
+        pairs = [
+            ("tab", "grounding"),
+            ("model", link.model),
+            ("data", link.data),
+            ("factor", link.factor),
+            ("value", link.value),
+            ("alpha", alpha),
+        ]
     return "?" + urlencode([(k, v) for k, v in pairs if v], safe=":")
 
 
@@ -192,21 +209,32 @@ def parse_query(params: str | Mapping[str, str] | Iterable[tuple[str, str]]) -> 
     if extra:
         raise ValueError(f"{extra[0]}: not a parameter of the {tab} tab")
     if tab == "browse":
-        link = Link("browse", found.get("model", ""), found.get("data", ""), pairing=found.get("pairing", "tt"),
-                    question=found.get("q", ""))
+        link = Link(
+            "browse",
+            found.get("model", ""),
+            found.get("data", ""),
+            pairing=found.get("pairing", "tt"),
+            question=found.get("q", ""),
+        )
     else:
         alpha = found.get("alpha")
-        link = Link("grounding", found.get("model", ""), found.get("data", ""),
-                    factor=found.get("factor", "pattern"), value=found.get("value", ""),
-                    alpha=None if alpha is None or not alpha.strip() else alpha)  # type: ignore[arg-type]
+        link = Link(
+            "grounding",
+            found.get("model", ""),
+            found.get("data", ""),
+            factor=found.get("factor", "pattern"),
+            value=found.get("value", ""),
+            alpha=None if alpha is None or not alpha.strip() else alpha,
+        )  # type: ignore[arg-type]
     return check_link(link)
 
 
 # --- in the app -------------------------------------------------------------------------------------------------------
 def refused(reason: Any) -> str:
     """The page's one sentence on a link it could not open (Markdown, the reason escaped)."""
-    return (f"**This link could not be opened** ({md_text(access.redact(str(reason)))}); showing the default view "
-            "instead.")
+    return (
+        f"**This link could not be opened** ({md_text(access.redact(str(reason)))}); showing the default view instead."
+    )
 
 
 def page_link(request: Any) -> tuple[Link | None, str]:
@@ -248,15 +276,20 @@ def link_data(tab: str, path: str | None) -> str:
         raise ValueError("a link carries only the embedded default or a listed set")
     choice = datasets.choice_value(KINDS[tab], path, access.current_visitor())
     if choice is None or not choice.startswith(datasets.SET_PREFIX):
-        raise ValueError("a link carries only the embedded default or a listed set: an uploaded file or a typed path "
-                         "cannot travel in it")
+        raise ValueError(
+            "a link carries only the embedded default or a listed set: an uploaded file or a typed path "
+            "cannot travel in it"
+        )
     return choice
 
 
 def share_note(url: str) -> str:
     """The line under a fresh link."""
-    return ("Anyone who opens this link on this server sees this view: the link carries the settings, nothing is "
-            "stored." if url else "")
+    return (
+        "Anyone who opens this link on this server sees this view: the link carries the settings, nothing is stored."
+        if url
+        else ""
+    )
 
 
 BASE_JS = "(...args) => [...args.slice(0, -1), window.location.origin + window.location.pathname]"
@@ -280,5 +313,6 @@ def install(demo: Any, tabs: Any, hooks: Mapping[str, Mapping[str, Any]]) -> Non
         if "link" in hook:
             h = hook["link"]
             # its progress only where the hook says (a page without a link runs it too, as a no-op)
-            read.then(h["fn"], h["inputs"], h["outputs"], api_name=False, show_progress_on=h.get("progress_on"),
-                      **GPU_QUEUE)
+            read.then(
+                h["fn"], h["inputs"], h["outputs"], api_name=False, show_progress_on=h.get("progress_on"), **GPU_QUEUE
+            )

@@ -77,14 +77,18 @@ class UploadLedger:
         with self._lock:
             now = self.clock()
             if quota and self._used(address, now) + size > quota:
-                return (f"upload refused: this address uploaded {self._used(address, now) / MIB:.0f} MiB in the last "
-                        f"hour and may upload {quota // MIB} MiB an hour (BINDLAB_UPLOAD_QUOTA_MB); try again later")
+                return (
+                    f"upload refused: this address uploaded {self._used(address, now) / MIB:.0f} MiB in the last "
+                    f"hour and may upload {quota // MIB} MiB an hour (BINDLAB_UPLOAD_QUOTA_MB); try again later"
+                )
             if space:
                 if now - self._scanned_at > RESCAN_S:
                     self._folder_bytes, self._scanned_at = self._scan(), now
                 if self._folder_bytes + size > space:
-                    return (f"upload refused: the server's upload space ({space // MIB} MiB, BINDLAB_UPLOAD_SPACE_MB) "
-                            "is full; uploads are removed after an hour, try again later")
+                    return (
+                        f"upload refused: the server's upload space ({space // MIB} MiB, BINDLAB_UPLOAD_SPACE_MB) "
+                        "is full; uploads are removed after an hour, try again later"
+                    )
             self._by_address.setdefault(address, deque()).append((now, size))
             self._folder_bytes += size
             return None
@@ -116,8 +120,11 @@ class UploadQuota:
         self.ledger = UploadLedger(folder)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST" or \
-                not str(scope.get("path", "")).rstrip("/").endswith("/gradio_api/upload"):
+        if (
+            scope.get("type") != "http"
+            or scope.get("method") != "POST"
+            or not str(scope.get("path", "")).rstrip("/").endswith("/gradio_api/upload")
+        ):
             await self.app(scope, receive, send)
             return
         lim = limits()
@@ -128,8 +135,9 @@ class UploadQuota:
         length = _header(scope, b"content-length").strip()
         if not length.isdigit():
             await _drain(receive, lim.max_upload_mb * MIB + MIB)
-            await _refuse(send, 411, "upload refused: send the upload's size (Content-Length); browsers and "
-                                     "gradio_client do")
+            await _refuse(
+                send, 411, "upload refused: send the upload's size (Content-Length); browsers and gradio_client do"
+            )
             return
         why = self.ledger.admit(client_address(scope), int(length), quota, space)
         if why:
@@ -154,7 +162,11 @@ async def _drain(receive: Any, at_most: int) -> None:
 
 async def _refuse(send: Any, status: int, text: str) -> None:
     body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -113,10 +113,16 @@ interval. **Look at** the chart's base and finetuned lines per pairing and the l
 shows what a text-only update taught, and whether it reached the image pairings.""",
 }
 
-STEP_MODELS_N = [("MiniLM · text → text", "minilm|tt"), ("bag of words · text → text", "bow|tt"),
-                 ("toy:clip · image → image", "toy:clip|ii"), ("toy:shared · image → image", "toy:shared|ii"),
-                 ("toy:clip · text → image", "toy:clip|ti"), ("toy:shared · text → image", "toy:shared|ti"),
-                 ("toy:negclip · image → image", "toy:negclip|ii"), ("toy:negclip · text → image", "toy:negclip|ti")]
+STEP_MODELS_N = [
+    ("MiniLM · text → text", "minilm|tt"),
+    ("bag of words · text → text", "bow|tt"),
+    ("toy:clip · image → image", "toy:clip|ii"),
+    ("toy:shared · image → image", "toy:shared|ii"),
+    ("toy:clip · text → image", "toy:clip|ti"),
+    ("toy:shared · text → image", "toy:shared|ti"),
+    ("toy:negclip · image → image", "toy:negclip|ii"),
+    ("toy:negclip · text → image", "toy:negclip|ti"),
+]
 ATTENTION_MODELS = ["minilm", "toy:shared", "toy:clip", "toy:negclip"]
 TAB_LABELS = {s.tab: s.tab.capitalize() for s in wt.STEPS}
 
@@ -171,7 +177,11 @@ def _manager(request: gr.Request | None) -> Any:
 def _num(x: float, digits: int = 3, signed: bool = False, elem_id: str | None = None) -> str:
     """A number in the step's monospace style (``elem_id``: an id the page's slider script updates)."""
     at = f" id='{elem_id}'" if elem_id else ""
-    return f"<span class='wt-num'{at}>{x:+.{digits}f}</span>" if signed else f"<span class='wt-num'{at}>{x:.{digits}f}</span>"
+    return (
+        f"<span class='wt-num'{at}>{x:+.{digits}f}</span>"
+        if signed
+        else f"<span class='wt-num'{at}>{x:.{digits}f}</span>"
+    )
 
 
 def _ci(ci: list[float]) -> str:
@@ -183,24 +193,30 @@ def bow_md(r: dict[str, Any]) -> str:
     by_n = r["by_n"]
     n2 = by_n.get("2")
     rest = [v for k, v in by_n.items() if k != "2"]
-    parts = [f"<div id='wt-bow-line'><b>{html_text(r['model'])}</b> on {r['n_questions']} questions: "
-             f"<span id='wt-bow-ties'>{100 * r['tie_share']:.1f}</span> % of the {r['n_swaps']} swap candidates score "
-             f"exactly the same as the right answer · accuracy <span id='wt-bow-acc'>{r['accuracy']:.3f}</span> "
-             f"(chance {r['chance']:.3f}: 1/3 at N = 2, 1/4 above)."]
+    parts = [
+        f"<div id='wt-bow-line'><b>{html_text(r['model'])}</b> on {r['n_questions']} questions: "
+        f"<span id='wt-bow-ties'>{100 * r['tie_share']:.1f}</span> % of the {r['n_swaps']} swap candidates score "
+        f"exactly the same as the right answer · accuracy <span id='wt-bow-acc'>{r['accuracy']:.3f}</span> "
+        f"(chance {r['chance']:.3f}: 1/3 at N = 2, 1/4 above)."
+    ]
     if n2 is not None and rest:
         span = _num(min(rest)) if min(rest) == max(rest) else f"{_num(min(rest))}–{_num(max(rest))}"
-        parts.append(f" At N = 2 accuracy is {_num(n2)}: the fourth candidate there replaces a word, which a bag of "
-                     f"words can see, leaving a three-way tie; for N ≥ 3 it is {span}.")
+        parts.append(
+            f" At N = 2 accuracy is {_num(n2)}: the fourth candidate there replaces a word, which a bag of "
+            f"words can see, leaving a three-way tie; for N ≥ 3 it is {span}."
+        )
     return "".join(parts) + "</div>"
 
 
 def text_md(r: dict[str, Any]) -> str:
-    return (f"<div id='wt-text-line'><b>{html_text(r['model'])}</b> accuracy <span id='wt-text-acc'>{r['accuracy']:.3f}</span> "
-            f"({_ci(r['ci95'])}; chance {r['chance']:.3f}) · right on {100 * r['share_correct']:.1f} % of questions. "
-            f"The right answer and its best swap differ by a median of only "
-            f"<span id='wt-text-gap'>{r['median_abs_gap']:.4f}</span> in cosine, while a query scores "
-            f"{_num(r['median_preserve'])} with its answer and {_num(r['median_other'])} with another question's "
-            f"answer (medians).</div>")
+    return (
+        f"<div id='wt-text-line'><b>{html_text(r['model'])}</b> accuracy <span id='wt-text-acc'>{r['accuracy']:.3f}</span> "
+        f"({_ci(r['ci95'])}; chance {r['chance']:.3f}) · right on {100 * r['share_correct']:.1f} % of questions. "
+        f"The right answer and its best swap differ by a median of only "
+        f"<span id='wt-text-gap'>{r['median_abs_gap']:.4f}</span> in cosine, while a query scores "
+        f"{_num(r['median_preserve'])} with its answer and {_num(r['median_other'])} with another question's "
+        f"answer (medians).</div>"
+    )
 
 
 def images_frame(r: dict[str, Any]) -> pd.DataFrame:
@@ -213,16 +229,21 @@ def images_frame(r: dict[str, Any]) -> pd.DataFrame:
 def images_md(r: dict[str, Any]) -> str:
     best = max(r["rows"], key=lambda x: x["accuracy"])
     near = sum(abs(x["accuracy"] - r["chance"]) <= 0.05 for x in r["rows"])
-    return (f"<div id='wt-images-line'>{r['n_questions']} image questions · {near} of {len(r['rows'])} "
-            f"model–pairing combinations lie within 0.05 of chance ({r['chance']:.3f}); the best is "
-            f"<b>{html_text(best['model'])} {PAIRING_NAMES[best['pairing']]}</b> at "
-            f"<span id='wt-images-best'>{best['accuracy']:.3f}"
-            f"</span> ({_ci(best['ci95'])}). Below: one question scored by {html_text(r['example_model'])} "
-            f"{PAIRING_NAMES[r['example_pairing']]}.</div>" + fix_md(r["fix"]))
+    return (
+        f"<div id='wt-images-line'>{r['n_questions']} image questions · {near} of {len(r['rows'])} "
+        f"model–pairing combinations lie within 0.05 of chance ({r['chance']:.3f}); the best is "
+        f"<b>{html_text(best['model'])} {PAIRING_NAMES[best['pairing']]}</b> at "
+        f"<span id='wt-images-best'>{best['accuracy']:.3f}"
+        f"</span> ({_ci(best['ci95'])}). Below: one question scored by {html_text(r['example_model'])} "
+        f"{PAIRING_NAMES[r['example_pairing']]}.</div>" + fix_md(r["fix"])
+    )
 
 
-VERDICTS = {"better": "better (the interval excludes 0)", "worse": "worse (the interval excludes 0)",
-            "unclear": "no clear change (the interval includes 0)"}
+VERDICTS = {
+    "better": "better (the interval excludes 0)",
+    "worse": "worse (the interval excludes 0)",
+    "unclear": "no clear change (the interval includes 0)",
+}
 
 
 def fix_md(fix: dict[str, Any]) -> str:
@@ -231,15 +252,21 @@ def fix_md(fix: dict[str, Any]) -> str:
         f"<li id='wt-images-fix-{x['pairing']}'>{PAIRING_NAMES[x['pairing']]}: "
         f"<span class='wt-fix-before'>{x['before']:.3f}</span> → <span class='wt-fix-after'>{x['after']:.3f}</span> "
         f"(change {_num(x['change'], signed=True)}, paired {_ci(x['change_ci95'])}): "
-        f"<span class='wt-fix-verdict'>{VERDICTS[x['clear']]}</span></li>" for x in fix["rows"])
-    return (f"<div id='wt-images-fix'><b>{html_text(fix['before'])} → {html_text(fix['after'])}</b> (the same model "
-            "before and after "
-            f"binding hard negatives) on the same questions:<ul>{items}</ul></div>")
+        f"<span class='wt-fix-verdict'>{VERDICTS[x['clear']]}</span></li>"
+        for x in fix["rows"]
+    )
+    return (
+        f"<div id='wt-images-fix'><b>{html_text(fix['before'])} → {html_text(fix['after'])}</b> (the same model "
+        "before and after "
+        f"binding hard negatives) on the same questions:<ul>{items}</ul></div>"
+    )
 
 
-OBJECT_VERDICTS = {"down": "accuracy falls with more objects (the interval excludes 0)",
-                   "up": "accuracy rises with more objects (the interval excludes 0)",
-                   "unclear": "the interval includes 0: on this small benchmark the difference is within the noise"}
+OBJECT_VERDICTS = {
+    "down": "accuracy falls with more objects (the interval excludes 0)",
+    "up": "accuracy rises with more objects (the interval excludes 0)",
+    "unclear": "the interval includes 0: on this small benchmark the difference is within the noise",
+}
 
 
 def _signed_ci(ci: list[float]) -> str:
@@ -253,21 +280,29 @@ def objects_md(r: dict[str, Any]) -> str:
         overlap = s["ci95"][0] <= g["ci95"][1] and g["ci95"][0] <= s["ci95"][1]
         verdict = OBJECT_VERDICTS["unclear"] if overlap else "the intervals do not overlap"
     else:
-        verdict = (f"<span id='wt-objects-change-ci'>{_signed_ci(change['ci95'])}</span>, bootstrap over the "
-                   f"questions: <span id='wt-objects-verdict'>{OBJECT_VERDICTS[change['verdict']]}</span>")
+        verdict = (
+            f"<span id='wt-objects-change-ci'>{_signed_ci(change['ci95'])}</span>, bootstrap over the "
+            f"questions: <span id='wt-objects-verdict'>{OBJECT_VERDICTS[change['verdict']]}</span>"
+        )
     span = lambda x: f"N = {x['sizes'][0]}–{x['sizes'][-1]}"  # noqa: E731
-    return (f"<div id='wt-objects-line'><b>{html_text(r['model'])}</b> {PAIRING_NAMES[r['pairing']]}: {span(s)} "
-            f"<span id='wt-objects-small'>{s['accuracy']:.3f}</span> ({_ci(s['ci95'])}, {s['n']} questions) vs "
-            f"{span(g)} <span id='wt-objects-large'>{g['accuracy']:.3f}</span> ({_ci(g['ci95'])}, {g['n']} "
-            f"questions): change {_num(change['value'], signed=True, elem_id='wt-objects-change')} "
-            f"({verdict}).</div>")
+    return (
+        f"<div id='wt-objects-line'><b>{html_text(r['model'])}</b> {PAIRING_NAMES[r['pairing']]}: {span(s)} "
+        f"<span id='wt-objects-small'>{s['accuracy']:.3f}</span> ({_ci(s['ci95'])}, {s['n']} questions) vs "
+        f"{span(g)} <span id='wt-objects-large'>{g['accuracy']:.3f}</span> ({_ci(g['ci95'])}, {g['n']} "
+        f"questions): change {_num(change['value'], signed=True, elem_id='wt-objects-change')} "
+        f"({verdict}).</div>"
+    )
 
 
 def _crossing(r: dict[str, Any]) -> str:
     """Where the margin crosses zero: at α* = −c when −1 < c < 0, otherwise "no crossing" (DESIGN.md)."""
     if r.get("alpha_star") is None:
         c = r.get("c")
-        why = f" (c = q·d = {_num(c, 2)} ≥ 0: the text query already leans towards the value)" if c is not None and c >= 0 else ""
+        why = (
+            f" (c = q·d = {_num(c, 2)} ≥ 0: the text query already leans towards the value)"
+            if c is not None and c >= 0
+            else ""
+        )
         return f"it has no zero crossing{why}"
     return f"it crosses zero at <span id='wt-grounding-star'>α* = {_num(r['alpha_star'], 2)}</span>"
 
@@ -279,26 +314,30 @@ def _gain_ci(r: dict[str, Any]) -> str:
     if not ci:
         return ""
     where = "excludes 0" if ci[0] > 0 or ci[1] < 0 else "includes 0"
-    return (f"; <span id='wt-grounding-gain-ci'>at α = {r['alpha']:.2f} {_signed_ci(ci)}, paired bootstrap over the "
-            f"test images: it {where}</span>")
+    return (
+        f"; <span id='wt-grounding-gain-ci'>at α = {r['alpha']:.2f} {_signed_ci(ci)}, paired bootstrap over the "
+        f"test images: it {where}</span>"
+    )
 
 
 def grounding_md(r: dict[str, Any]) -> str:
     gain = r["ap_grounded"] - r["ap_native"]
-    return (f"<div id='wt-grounding-line'><b>{html_text(r['model'])}</b>, {html_text(r['factor'])} "
-            f"<b>{html_text(r['value'])}</b> at "
-            f"α = <span id='wt-grounding-alpha'>{r['alpha']:.2f}</span>: test AP of the text query "
-            f"<span id='wt-grounding-native'>{r['ap_native']:.3f}</span> → grounded "
-            f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True, elem_id='wt-grounding-gain')}"
-            f"{_gain_ci(r)}); "
-            f"over all {len(r['values'])} {html_text(r['factor'])}s macro-mAP {_num(r['map_native'])} → "
-            f"{_num(r['map_grounded'], elem_id='wt-grounding-map')}. "
-            f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
-            f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
-            f"{_num(r['margin_native'], 3, True)} at α = 0 → "
-            f"{_num(r['margin_grounded'], 3, True, 'wt-grounding-margin')} now; "
-            f"{_crossing(r)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
-            f"({r['n_images'].get('test', 0)} test images.)</div>")
+    return (
+        f"<div id='wt-grounding-line'><b>{html_text(r['model'])}</b>, {html_text(r['factor'])} "
+        f"<b>{html_text(r['value'])}</b> at "
+        f"α = <span id='wt-grounding-alpha'>{r['alpha']:.2f}</span>: test AP of the text query "
+        f"<span id='wt-grounding-native'>{r['ap_native']:.3f}</span> → grounded "
+        f"<span id='wt-grounding-grounded'>{r['ap_grounded']:.3f}</span> ({_num(gain, signed=True, elem_id='wt-grounding-gain')}"
+        f"{_gain_ci(r)}); "
+        f"over all {len(r['values'])} {html_text(r['factor'])}s macro-mAP {_num(r['map_native'])} → "
+        f"{_num(r['map_grounded'], elem_id='wt-grounding-map')}. "
+        f"The image prototype alone, no words: AP {_num(r['ap_prototype'])}, macro-mAP "
+        f"<span id='wt-grounding-proto'>{r['map_prototype']:.3f}</span>. Margin M(α) "
+        f"{_num(r['margin_native'], 3, True)} at α = 0 → "
+        f"{_num(r['margin_grounded'], 3, True, 'wt-grounding-margin')} now; "
+        f"{_crossing(r)}. Validation would pick α = {_num(r['alpha_validation'], 2)}. "
+        f"({r['n_images'].get('test', 0)} test images.)</div>"
+    )
 
 
 def attention_md(r: dict[str, Any]) -> str:
@@ -308,11 +347,13 @@ def attention_md(r: dict[str, Any]) -> str:
         kept = "; by the last layer the preference is gone"
     else:
         kept = f"; the last layer keeps {100 * r['last'] / r['peak']:.0f} % of the peak"
-    return (f"<div id='wt-attention-line'><b>{html_text(r['model'])}</b> on {r['n_captions']} captions: margin "
-            f"<span class='wt-num'>{numbers.signed(r['first'])}</span> at layer 0, peak "
-            f"<span id='wt-attention-peak'>{numbers.signed(r['peak'])}</span> at layer {r['peak_layer']}, "
-            f"<span id='wt-attention-last'>{numbers.signed(r['last'])}</span> at the last layer "
-            f"({len(r['layers']) - 1}){kept}.</div>")
+    return (
+        f"<div id='wt-attention-line'><b>{html_text(r['model'])}</b> on {r['n_captions']} captions: margin "
+        f"<span class='wt-num'>{numbers.signed(r['first'])}</span> at layer 0, peak "
+        f"<span id='wt-attention-peak'>{numbers.signed(r['peak'])}</span> at layer {r['peak_layer']}, "
+        f"<span id='wt-attention-last'>{numbers.signed(r['last'])}</span> at the last layer "
+        f"({len(r['layers']) - 1}){kept}.</div>"
+    )
 
 
 def progress_html(st: dict[str, Any]) -> str:
@@ -321,18 +362,21 @@ def progress_html(st: dict[str, Any]) -> str:
     eta_txt = f" · ETA {eta:.0f} s" if eta is not None and st["state"] == "running" else ""
     loss = st.get("loss")
     loss_txt = f" · loss {loss:.4f}" if loss is not None else ""
-    return (f'<div class="wt-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
-            f"<p>job <b>{html_text(st['id'])}</b> · <span id='wt-ft-state'>{html_text(st['state'])}</span> · step "
-            f"{html_text(st['step'])}/{html_text(st.get('total_steps') or '?')} · phase "
-            f"{html_text(st.get('phase') or '-')}{loss_txt}{eta_txt} · {html_text(st.get('message') or '')}</p>")
+    return (
+        f'<div class="wt-bar"><div style="width:{100 * frac:.1f}%"></div></div>'
+        f"<p>job <b>{html_text(st['id'])}</b> · <span id='wt-ft-state'>{html_text(st['state'])}</span> · step "
+        f"{html_text(st['step'])}/{html_text(st.get('total_steps') or '?')} · phase "
+        f"{html_text(st.get('phase') or '-')}{loss_txt}{eta_txt} · {html_text(st.get('message') or '')}</p>"
+    )
 
 
 def finetune_frame(r: dict[str, Any]) -> pd.DataFrame:
     """MCQ accuracy over all N per pairing, one column per model shown (:func:`wf.finetune_models`: no LiNeS column
     when a = 1)."""
     models = wf.finetune_models(r)
-    return pd.DataFrame([{"pairing": PAIRING_NAMES[x["pairing"]], **{name: x[k] for k, name in models}}
-                         for x in r["rows"]])
+    return pd.DataFrame(
+        [{"pairing": PAIRING_NAMES[x["pairing"]], **{name: x[k] for k, name in models}} for x in r["rows"]]
+    )
 
 
 def report_frame(r: dict[str, Any]) -> pd.DataFrame:
@@ -364,29 +408,50 @@ def moves_md(r: dict[str, Any]) -> str:
     name = html_text(wf.finetune_models(r)[-1][1])  # the job's model, as step 7 names it
 
     def listed(rows: list[dict[str, Any]]) -> str:
-        return "; ".join(f"{html_text(x['evaluation'])} ({_num(x['base'])} → {_num(x['tuned'])}, n = {x['n']}"
-                         + (f", change {x['change']:+.3f} [{x['change_ci95'][0]:+.3f}, {x['change_ci95'][1]:+.3f}]"
-                            if "change_ci95" in x else "") + ")"
-                         for x in rows) or "none"
+        return (
+            "; ".join(
+                f"{html_text(x['evaluation'])} ({_num(x['base'])} → {_num(x['tuned'])}, n = {x['n']}"
+                + (
+                    f", change {x['change']:+.3f} [{x['change_ci95'][0]:+.3f}, {x['change_ci95'][1]:+.3f}]"
+                    if "change_ci95" in x
+                    else ""
+                )
+                + ")"
+                for x in rows
+            )
+            or "none"
+        )
 
     parts = []
-    for title, sel in (("In the training distribution (training template, only words seen in training)",
-                        [x for x in moves if x["in_format"]]),
-                       ("General (held-out template, unseen words, held-out construction)",
-                        [x for x in moves if not x["in_format"] and x["kind"] != "control"]),
-                       ("Controls (what finetuning may have cost; drift: lower is better)",
-                        [x for x in moves if x["kind"] == "control"])):
+    for title, sel in (
+        (
+            "In the training distribution (training template, only words seen in training)",
+            [x for x in moves if x["in_format"]],
+        ),
+        (
+            "General (held-out template, unseen words, held-out construction)",
+            [x for x in moves if not x["in_format"] and x["kind"] != "control"],
+        ),
+        (
+            "Controls (what finetuning may have cost; drift: lower is better)",
+            [x for x in moves if x["kind"] == "control"],
+        ),
+    ):
         if not sel:
             continue
         up = [x for x in sel if x["moved"] == "up"]
         down = [x for x in sel if x["moved"] == "down"]
         within = [x for x in sel if x["moved"] == "within"]
-        parts.append(f"<li><b>{title}</b>: moved up beyond the interval: {listed(up)} · moved down: {listed(down)} · "
-                     f"within the noise: {len(within)} of {len(sel)} rows</li>")
-    return (f"<div id='wt-ft-moves'>Separated report, base vs <b>{name}</b> (text → text; a row <i>moved beyond its "
-            "interval</i> when the paired 95 % interval of its change — the same items scored by both models — "
-            "excludes 0, else it is within the noise of its n "
-            f"items):<ul>{''.join(parts)}</ul></div>")
+        parts.append(
+            f"<li><b>{title}</b>: moved up beyond the interval: {listed(up)} · moved down: {listed(down)} · "
+            f"within the noise: {len(within)} of {len(sel)} rows</li>"
+        )
+    return (
+        f"<div id='wt-ft-moves'>Separated report, base vs <b>{name}</b> (text → text; a row <i>moved beyond its "
+        "interval</i> when the paired 95 % interval of its change — the same items scored by both models — "
+        "excludes 0, else it is within the noise of its n "
+        f"items):<ul>{''.join(parts)}</ul></div>"
+    )
 
 
 def finetune_md(r: dict[str, Any]) -> str:
@@ -398,28 +463,41 @@ def finetune_md(r: dict[str, Any]) -> str:
     trip_key = display_labels(r["lines_a"])[tuned]
     trip_txt = ""
     if "base" in trip and trip_key in trip and "triplet_test" in trip["base"]:
-        trip_txt = (" Triplet accuracy on the toy triplets' test split (training template, unseen rows; chance 0.5): "
-                    f"{_num(trip['base']['triplet_test'])} → "
-                    f"{_num(trip[trip_key]['triplet_test'])}.")
+        trip_txt = (
+            " Triplet accuracy on the toy triplets' test split (training template, unseen rows; chance 0.5): "
+            f"{_num(trip['base']['triplet_test'])} → "
+            f"{_num(trip[trip_key]['triplet_test'])}."
+        )
     given = _given_rows(r)
     n_in, n_all = sum(e["n"] for e in given if e["in_format"]), sum(e["n"] for e in given)
-    words = (f"; {n_in} of {n_all} use only words seen in training (<b>in-format</b>), the other {n_all - n_in} "
-             "contain words no training text contains" if given else "")
+    words = (
+        f"; {n_in} of {n_all} use only words seen in training (<b>in-format</b>), the other {n_all - n_in} "
+        "contain words no training text contains"
+        if given
+        else ""
+    )
     if _in_template(r):
-        where = (f"questions in the <b>training template</b> ({html_text(r.get('template', 'attributive'))}, the "
-                 f"template of every training query{words}: a gain on in-format questions shows the training format "
-                 "was learnt, not binding in general; the report below separates the general tests)")
+        where = (
+            f"questions in the <b>training template</b> ({html_text(r.get('template', 'attributive'))}, the "
+            f"template of every training query{words}: a gain on in-format questions shows the training format "
+            "was learnt, not binding in general; the report below separates the general tests)"
+        )
     else:
         where = f"questions in a template the job did not train on ({html_text(r.get('template', ''))})"
     a = r["lines_a"]
-    scaled = (f"LiNeS a = {a}" if tuned == "lines" else
-              f"LiNeS a = {a}: a = 1 scales nothing, so the job's model is the <b>unscaled</b> one")
+    scaled = (
+        f"LiNeS a = {a}"
+        if tuned == "lines"
+        else f"LiNeS a = {a}: a = 1 scales nothing, so the job's model is the <b>unscaled</b> one"
+    )
     d = r["image_drift"]
-    return (f"<div id='wt-ft-line'>Job <b>{html_text(r['job'])}</b>: {r['steps']} steps in {r['train_seconds']:.0f} s of training "
-            f"(lr {r['lr']:g}); {scaled}. MCQ accuracy base → {html_text(names[tuned])} on {r['n_questions']} image "
-            f"{where}: {moves}.{trip_txt} Image embeddings moved: mean 1 − cos(base, finetuned) = "
-            f"<span id='wt-ft-drift'>{d['mean_1_minus_cos']:.4f}</span> over {d['n_images']} query images "
-            f"(max {d['max_1_minus_cos']:.4f}).</div>" + moves_md(r))
+    return (
+        f"<div id='wt-ft-line'>Job <b>{html_text(r['job'])}</b>: {r['steps']} steps in {r['train_seconds']:.0f} s of training "
+        f"(lr {r['lr']:g}); {scaled}. MCQ accuracy base → {html_text(names[tuned])} on {r['n_questions']} image "
+        f"{where}: {moves}.{trip_txt} Image embeddings moved: mean 1 − cos(base, finetuned) = "
+        f"<span id='wt-ft-drift'>{d['mean_1_minus_cos']:.4f}</span> over {d['n_images']} query images "
+        f"(max {d['max_1_minus_cos']:.4f}).</div>" + moves_md(r)
+    )
 
 
 def example_gallery(view: dict[str, Any]) -> list[tuple[str, str]]:
@@ -451,8 +529,9 @@ def _remember(done: dict[str, Any] | None, key: str, settings: dict[str, Any] | 
     return {**(done if isinstance(done, dict) else {}), key: wt.step_settings(key, settings)}
 
 
-def _run_step(key: str, settings: dict[str, Any] | None, progress: gr.Progress, first: str,
-          request: gr.Request | None = None) -> dict[str, Any]:
+def _run_step(
+    key: str, settings: dict[str, Any] | None, progress: gr.Progress, first: str, request: gr.Request | None = None
+) -> dict[str, Any]:
     """Run (or recall: :func:`bindlab.studies.walkthrough.run_step`) one step, reporting ``first`` at once."""
     report = _report(progress, first)
     return wt.run_step(key, settings, progress=report, manager=_manager(request) if key == "finetune" else None)
@@ -460,8 +539,9 @@ def _run_step(key: str, settings: dict[str, Any] | None, progress: gr.Progress, 
 
 @friendly
 @on_page
-def run_bow(results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-            ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+def run_bow(
+    results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     # outside the GPU queue: a bag of words is a word count, and step 1 should answer at once even while the
     # Browse tab's page-load scoring holds the queue
     r = _run_step("bow", None, progress, "counting the words of every question and candidate")
@@ -471,8 +551,9 @@ def run_bow(results: dict[str, Any] | None, done: dict[str, Any] | None, progres
 @gpu_task(duration=120)
 @friendly
 @on_page
-def run_text(results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-             ) -> tuple[str, str, dict, dict]:
+def run_text(
+    results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+) -> tuple[str, str, dict, dict]:
     r = _run_step("text", None, progress, "loading MiniLM (the first time only) to embed the questions")
     return text_md(r), question_html(r["example"]), _keep(results, "text", r), _remember(done, "text")
 
@@ -480,11 +561,18 @@ def run_text(results: dict[str, Any] | None, done: dict[str, Any] | None, progre
 @gpu_task(duration=300)
 @friendly
 @on_page
-def run_images(results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
-               ) -> tuple[str, pd.DataFrame, Any, list, dict, dict]:
+def run_images(
+    results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+) -> tuple[str, pd.DataFrame, Any, list, dict, dict]:
     r = _run_step("images", None, progress, "the image benchmark and the toy models (rendered and embedded once)")
-    return (images_md(r), numbers.table(images_frame(r)), wf.fix_chart(r), example_gallery(r["example"]),
-            _keep(results, "images", r), _remember(done, "images"))
+    return (
+        images_md(r),
+        numbers.table(images_frame(r)),
+        wf.fix_chart(r),
+        example_gallery(r["example"]),
+        _keep(results, "images", r),
+        _remember(done, "images"),
+    )
 
 
 def objects_choice(choice: str | None) -> tuple[str, str]:
@@ -498,17 +586,20 @@ def objects_choice(choice: str | None) -> tuple[str, str]:
     text = dict(STEP_MODELS_N).get(text, text)
     model, _, pairing = text.partition("|")
     if not model.strip() or pairing.strip() not in PAIRING_NAMES:
-        raise ValueError(f"{text[:60]!r} is not a model and pairing; choose one from the list "
-                         f"({', '.join(label for label, _ in STEP_MODELS_N)}) or type MODEL|PAIRING with PAIRING "
-                         f"one of {', '.join(PAIRING_NAMES)}, e.g. toy:clip|it")
+        raise ValueError(
+            f"{text[:60]!r} is not a model and pairing; choose one from the list "
+            f"({', '.join(label for label, _ in STEP_MODELS_N)}) or type MODEL|PAIRING with PAIRING "
+            f"one of {', '.join(PAIRING_NAMES)}, e.g. toy:clip|it"
+        )
     return model.strip(), pairing.strip()
 
 
 @gpu_task(duration=120)
 @friendly
 @on_page
-def run_objects(choice: str, results: dict[str, Any] | None, done: dict[str, Any] | None,
-                progress: gr.Progress = gr.Progress()) -> tuple[str, Any, dict, dict]:
+def run_objects(
+    choice: str, results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+) -> tuple[str, Any, dict, dict]:
     model, pairing = objects_choice(choice)
     settings = {"model": model, "pairing": pairing}
     r = _run_step("objects", settings, progress, f"scoring every question with {model} ({PAIRING_NAMES[pairing]})")
@@ -522,18 +613,26 @@ def _grounding_outputs(r: dict[str, Any]) -> tuple[Any, ...]:
 @gpu_task(duration=300)
 @friendly
 @on_page
-def load_grounding(alpha: float, results: dict[str, Any] | None, done: dict[str, Any] | None,
-                   progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+def load_grounding(
+    alpha: float, results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+) -> tuple[Any, ...]:
     settings = {"alpha": float(alpha)}
     r = _run_step("grounding", settings, progress, "the default factor grid with toy:clip (rendered and embedded once)")
-    return (True, wt.grounding_payload(), gr.update(choices=r["values"], value=r["value"]), *_grounding_outputs(r),
-            _keep(results, "grounding", r), _remember(done, "grounding", {**settings, "value": r["value"]}))
+    return (
+        True,
+        wt.grounding_payload(),
+        gr.update(choices=r["values"], value=r["value"]),
+        *_grounding_outputs(r),
+        _keep(results, "grounding", r),
+        _remember(done, "grounding", {**settings, "value": r["value"]}),
+    )
 
 
 @friendly
 @on_page
-def move_grounding(loaded: bool, value: str, alpha: float, results: dict[str, Any] | None,
-                   done: dict[str, Any] | None) -> tuple[Any, ...]:
+def move_grounding(
+    loaded: bool, value: str, alpha: float, results: dict[str, Any] | None, done: dict[str, Any] | None
+) -> tuple[Any, ...]:
     if not loaded:
         raise ValueError("press 'Load the grid' first (it renders and embeds the default grid once)")
     if not (value or "").strip():
@@ -546,15 +645,20 @@ def move_grounding(loaded: bool, value: str, alpha: float, results: dict[str, An
 @gpu_task(duration=300)
 @friendly
 @on_page
-def run_attention(model: str, results: dict[str, Any] | None, done: dict[str, Any] | None,
-                  progress: gr.Progress = gr.Progress()) -> tuple[str, Any, dict, dict]:
+def run_attention(
+    model: str, results: dict[str, Any] | None, done: dict[str, Any] | None, progress: gr.Progress = gr.Progress()
+) -> tuple[str, Any, dict, dict]:
     model = (model or "").strip()
     if not model:  # a typed encoder id is accepted; an unknown one is refused by the encoder registry
         raise ValueError(f"choose a model ({', '.join(ATTENTION_MODELS)}) or type an encoder id")
     settings = {"model": model}
     r = _run_step("attention", settings, progress, f"loading {model} and reading its attention, caption by caption")
-    return attention_md(r), wf.attention_figure(r), _keep(results, "attention", r), _remember(done, "attention",
-                                                                                              settings)
+    return (
+        attention_md(r),
+        wf.attention_figure(r),
+        _keep(results, "attention", r),
+        _remember(done, "attention", settings),
+    )
 
 
 @friendly
@@ -564,12 +668,20 @@ def start_finetune(job: str | None, request: gr.Request = None) -> tuple[str, st
     if job:
         st = wt.finetune_status(job, manager)
         if st["state"] in ("queued", "running"):
-            return job, f"Job **{md_text(job)}** is still {st['state']}; it is followed below.", progress_html(st), \
-                gr.Timer(active=True)
+            return (
+                job,
+                f"Job **{md_text(job)}** is still {st['state']}; it is followed below.",
+                progress_html(st),
+                gr.Timer(active=True),
+            )
     job = wt.start_finetune(manager)
     st = wt.finetune_status(job, manager)
-    return (job, f"Started job **{md_text(job)}** (<code>lora:{md_text(job)}</code>) in the background.",
-            progress_html(st), gr.Timer(active=True))
+    return (
+        job,
+        f"Started job **{md_text(job)}** (<code>lora:{md_text(job)}</code>) in the background.",
+        progress_html(st),
+        gr.Timer(active=True),
+    )
 
 
 @friendly
@@ -585,8 +697,10 @@ def reuse_finetune(request: gr.Request = None) -> tuple[str, str, Any, Any]:
 
 def failed_html(st: dict[str, Any]) -> str:
     """A failed job's one-line error (its traceback stays in the job's log on the server)."""
-    return (f"<p id='wt-ft-error' class='wt-error'>The job failed: "
-            f"{html_text(page_message(st.get('error') or st.get('message') or 'no reason recorded'))}</p>")
+    return (
+        f"<p id='wt-ft-error' class='wt-error'>The job failed: "
+        f"{html_text(page_message(st.get('error') or st.get('message') or 'no reason recorded'))}</p>"
+    )
 
 
 def poll_finetune(job: str | None, request: gr.Request = None) -> tuple[Any, Any, Any]:
@@ -619,20 +733,36 @@ def check_finished(job: str | None, request: gr.Request = None) -> None:
 @gpu_task(duration=300)
 @friendly
 @on_page
-def show_finetune(job: str | None, results: dict[str, Any] | None, done: dict[str, Any] | None,
-                  request: gr.Request = None, progress: gr.Progress = gr.Progress()
-                  ) -> tuple[str, pd.DataFrame, Any, pd.DataFrame, dict, dict]:
+def show_finetune(
+    job: str | None,
+    results: dict[str, Any] | None,
+    done: dict[str, Any] | None,
+    request: gr.Request = None,
+    progress: gr.Progress = gr.Progress(),
+) -> tuple[str, pd.DataFrame, Any, pd.DataFrame, dict, dict]:
     check_finished(job, request)
     settings = {"job": job}
-    r = _run_step("finetune", settings, progress, f"scoring base and finetuned models of job {job} on the image benchmark",
-              request)
-    return (finetune_md(r), numbers.table(finetune_frame(r)), wf.finetune_figure(r), numbers.table(report_frame(r)),
-            _keep(results, "finetune", r), _remember(done, "finetune", settings))
+    r = _run_step(
+        "finetune",
+        settings,
+        progress,
+        f"scoring base and finetuned models of job {job} on the image benchmark",
+        request,
+    )
+    return (
+        finetune_md(r),
+        numbers.table(finetune_frame(r)),
+        wf.finetune_figure(r),
+        numbers.table(report_frame(r)),
+        _keep(results, "finetune", r),
+        _remember(done, "finetune", settings),
+    )
 
 
 @friendly
-def export(results: dict[str, Any] | None, done: dict[str, Any] | None, formats: list[str],
-           request: gr.Request = None) -> tuple[list[str], str]:
+def export(
+    results: dict[str, Any] | None, done: dict[str, Any] | None, formats: list[str], request: gr.Request = None
+) -> tuple[list[str], str]:
     """Download: the tables and charts of the steps run in this browser. ``done`` is the browser's record of the
     steps run (kept across reloads): a step run before a reload is rebuilt from the results this server remembers
     or from the caches behind them (:func:`bindlab.studies.walkthrough.rebuild_results`), not lost."""
@@ -687,18 +817,33 @@ def build_tab() -> dict[str, Any]:
         img_btn = _run_button("Score the toy models in all four pairings", "images")
     img_out = gr.HTML(elem_id="wt-images-result")
     # full width: every pairing's column (image → image holds the headline) stays in view
-    img_table = gr.Dataframe(headers=["model", *PAIRING_NAMES.values()], label="Accuracy (chance 1/3 at N = 2, 1/4 above)",
-                             interactive=False, wrap=True, elem_id="wt-images-table")
+    img_table = gr.Dataframe(
+        headers=["model", *PAIRING_NAMES.values()],
+        label="Accuracy (chance 1/3 at N = 2, 1/4 above)",
+        interactive=False,
+        wrap=True,
+        elem_id="wt-images-table",
+    )
     img_fig = gr.Plot(label="A failure and its fix: accuracy with 95 % intervals", elem_id="wt-images-fig")
     # height "auto": each thumbnail whole, with its caption (role, ✓ for the right answer, score) under it; a fixed
     # height once cut the thumbnails' lower edge off, captions and all
-    img_gallery = gr.Gallery(label="Example: query and candidates (role · score, ✓ = the right answer)", columns=5,
-                             height="auto", object_fit="contain", elem_id="wt-images-gallery")
+    img_gallery = gr.Gallery(
+        label="Example: query and candidates (role · score, ✓ = the right answer)",
+        columns=5,
+        height="auto",
+        object_fit="contain",
+        elem_id="wt-images-gallery",
+    )
 
     with _step(steps["objects"], links):
-        obj_choice = gr.Dropdown(STEP_MODELS_N, value=f"{wt.OBJECTS_MODEL}|{wt.OBJECTS_PAIRING}",
-                                 label="Model and pairing (or type MODEL|PAIRING)",
-                                 allow_custom_value=True, elem_id="wt-objects-model", scale=2)
+        obj_choice = gr.Dropdown(
+            STEP_MODELS_N,
+            value=f"{wt.OBJECTS_MODEL}|{wt.OBJECTS_PAIRING}",
+            label="Model and pairing (or type MODEL|PAIRING)",
+            allow_custom_value=True,
+            elem_id="wt-objects-model",
+            scale=2,
+        )
         obj_btn = _run_button("Chart accuracy by N", "objects")
     obj_out = gr.HTML(elem_id="wt-objects-result")
     obj_fig = gr.Plot(label="Accuracy by number of objects", elem_id="wt-objects-fig")
@@ -706,8 +851,15 @@ def build_tab() -> dict[str, Any]:
     with _step(steps["grounding"], links):
         gr_btn = _run_button("Load the grid", "grounding")
         gr_value = gr.Dropdown([], label="Pattern", allow_custom_value=True, elem_id="wt-grounding-value", scale=1)
-        gr_alpha = gr.Slider(0.0, 8.0, value=wt.GROUNDING_ALPHA, step=0.05, label="α (grounding strength)",
-                             elem_id="wt-grounding-alpha-slider", scale=3)
+        gr_alpha = gr.Slider(
+            0.0,
+            8.0,
+            value=wt.GROUNDING_ALPHA,
+            step=0.05,
+            label="α (grounding strength)",
+            elem_id="wt-grounding-alpha-slider",
+            scale=3,
+        )
     gr_loaded = gr.State(False)
     gr_payload = gr.JSON(visible=False, elem_id="wt-grounding-payload")  # the slider's numbers, read in the page
     gr_out = gr.HTML(elem_id="wt-grounding-result")
@@ -716,8 +868,14 @@ def build_tab() -> dict[str, Any]:
         gr_bars = gr.Plot(label="Test AP per value: text query vs grounded", elem_id="wt-grounding-bars")
 
     with _step(steps["attention"], links):
-        at_model = gr.Dropdown(ATTENTION_MODELS, value="minilm", label="Model (or type an encoder id)",
-                               allow_custom_value=True, elem_id="wt-attention-model", scale=1)
+        at_model = gr.Dropdown(
+            ATTENTION_MODELS,
+            value="minilm",
+            label="Model (or type an encoder id)",
+            allow_custom_value=True,
+            elem_id="wt-attention-model",
+            scale=1,
+        )
         at_btn = _run_button("Compute margins per layer", "attention")
     at_out = gr.HTML(elem_id="wt-attention-result")
     at_fig = gr.Plot(label="Attention binding margin per layer", elem_id="wt-attention-fig")
@@ -729,14 +887,23 @@ def build_tab() -> dict[str, Any]:
     ft_msg = gr.Markdown(elem_id="wt-ft-message")
     ft_progress = gr.HTML(elem_id="wt-ft-progress")
     ft_out = gr.HTML(elem_id="wt-ft-result")
-    ft_table = gr.Dataframe(headers=["pairing", "base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"],
-                            label="MCQ accuracy, all N (chance 1/3 at N = 2, 1/4 above)", interactive=False, wrap=True, elem_id="wt-ft-table")
+    ft_table = gr.Dataframe(
+        headers=["pairing", "base", "finetuned (unscaled)", "finetuned + LiNeS (a=0.1)"],
+        label="MCQ accuracy, all N (chance 1/3 at N = 2, 1/4 above)",
+        interactive=False,
+        wrap=True,
+        elem_id="wt-ft-table",
+    )
     ft_fig = gr.Plot(label="Accuracy by N: base vs finetuned, one chart per pairing", elem_id="wt-ft-fig")
-    ft_report = gr.Dataframe(headers=["evaluation", "format", "in training distribution", "N", "chance", "base",
-                                      "base 95% CI"],
-                             label="Separated report (text → text): each row named by its template and words, with "
-                                   "its n, chance and 95 % CI",
-                             interactive=False, wrap=True, elem_id="wt-ft-report", max_height=2000)
+    ft_report = gr.Dataframe(
+        headers=["evaluation", "format", "in training distribution", "N", "chance", "base", "base 95% CI"],
+        label="Separated report (text → text): each row named by its template and words, with "
+        "its n, chance and 95 % CI",
+        interactive=False,
+        wrap=True,
+        elem_id="wt-ft-report",
+        max_height=2000,
+    )
     ft_job = gr.State(None)  # this session's job id
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
     ft_timer = gr.Timer(2.0, active=False)
@@ -746,29 +913,54 @@ def build_tab() -> dict[str, Any]:
 
     bow_btn.click(run_bow, [results, done], [bow_out, bow_q, results, done], api_name="wt_bow")
     text_btn.click(run_text, [results, done], [text_out, text_q, results, done], api_name="wt_text", **GPU_QUEUE)
-    img_btn.click(run_images, [results, done], [img_out, img_table, img_fig, img_gallery, results, done],
-                  api_name="wt_images", **GPU_QUEUE)
-    obj_btn.click(run_objects, [obj_choice, results, done], [obj_out, obj_fig, results, done],
-                  api_name="wt_objects", **GPU_QUEUE)
+    img_btn.click(
+        run_images,
+        [results, done],
+        [img_out, img_table, img_fig, img_gallery, results, done],
+        api_name="wt_images",
+        **GPU_QUEUE,
+    )
+    obj_btn.click(
+        run_objects, [obj_choice, results, done], [obj_out, obj_fig, results, done], api_name="wt_objects", **GPU_QUEUE
+    )
     gr_view = [gr_out, gr_curve, gr_bars, results, done]
-    gr_btn.click(load_grounding, [gr_alpha, results, done], [gr_loaded, gr_payload, gr_value, *gr_view],
-                 api_name="wt_grounding", **GPU_QUEUE)
+    gr_btn.click(
+        load_grounding,
+        [gr_alpha, results, done],
+        [gr_loaded, gr_payload, gr_value, *gr_view],
+        api_name="wt_grounding",
+        **GPU_QUEUE,
+    )
     # the slider moves in the page (no server call); when let go, the server's numbers are kept for the export
     gr_payload.change(None, [gr_payload], None, js=payload_js("walkthrough"), api_name=False)
-    gr_alpha.release(move_grounding, [gr_loaded, gr_value, gr_alpha, results, done], gr_view,
-                     api_name="wt_grounding_alpha", trigger_mode="always_last", show_progress="hidden")
-    gr_value.input(move_grounding, [gr_loaded, gr_value, gr_alpha, results, done], gr_view, api_name=False,
-                   trigger_mode="always_last")
-    at_btn.click(run_attention, [at_model, results, done], [at_out, at_fig, results, done], api_name="wt_attention",
-                 **GPU_QUEUE)
+    gr_alpha.release(
+        move_grounding,
+        [gr_loaded, gr_value, gr_alpha, results, done],
+        gr_view,
+        api_name="wt_grounding_alpha",
+        trigger_mode="always_last",
+        show_progress="hidden",
+    )
+    gr_value.input(
+        move_grounding,
+        [gr_loaded, gr_value, gr_alpha, results, done],
+        gr_view,
+        api_name=False,
+        trigger_mode="always_last",
+    )
+    at_btn.click(
+        run_attention, [at_model, results, done], [at_out, at_fig, results, done], api_name="wt_attention", **GPU_QUEUE
+    )
     ft_btn.click(start_finetune, [ft_job], [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune")
     ft_reuse.click(reuse_finetune, None, [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune_reuse")
-    ft_timer.tick(poll_finetune, [ft_job], [ft_progress, ft_timer, ft_done], api_name="wt_finetune_poll",
-                  show_progress="hidden")
+    ft_timer.tick(
+        poll_finetune, [ft_job], [ft_progress, ft_timer, ft_done], api_name="wt_finetune_poll", show_progress="hidden"
+    )
     ft_view = [ft_out, ft_table, ft_fig, ft_report, results, done]
     ft_done.change(show_finetune, [ft_done, results, done], ft_view, api_name=False, **GPU_QUEUE)
     ft_show.click(check_finished, [ft_job], None, api_name=False).success(
-        show_finetune, [ft_job, results, done], ft_view, api_name="wt_finetune_result", **GPU_QUEUE)
+        show_finetune, [ft_job, results, done], ft_view, api_name="wt_finetune_result", **GPU_QUEUE
+    )
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Each "Open the … tab" button selects that tab (a button whose tab is not in the app is hidden)."""

@@ -19,23 +19,33 @@ def _world(seed: int = 0, n_per_cell: int = 2):
     captions = rng.standard_normal((2, *SIZES, D)).astype(np.float32)
     captions /= np.linalg.norm(captions, axis=-1, keepdims=True)
     rot, _ = np.linalg.qr(rng.standard_normal((D, D)))
-    cells = np.array([(s, h, p) for s in range(SIZES[0]) for h in range(SIZES[1]) for p in range(SIZES[2])
-                      for _ in range(n_per_cell)])
+    cells = np.array(
+        [
+            (s, h, p)
+            for s in range(SIZES[0])
+            for h in range(SIZES[1])
+            for p in range(SIZES[2])
+            for _ in range(n_per_cell)
+        ]
+    )
 
     def images(noise_seed: int) -> np.ndarray:
         r = np.random.default_rng(noise_seed)
         x = captions[0][tuple(cells.T)] @ rot.T + 0.3 * r.standard_normal((len(cells), D))
         return x.astype(np.float32)
 
-    queries = {f: captions[0].mean(axis=tuple(j for j in range(3) if j != i)).reshape(SIZES[i], D)
-               for i, f in enumerate(AL.FACTOR_ORDER)}
+    queries = {
+        f: captions[0].mean(axis=tuple(j for j in range(3) if j != i)).reshape(SIZES[i], D)
+        for i, f in enumerate(AL.FACTOR_ORDER)
+    }
     return captions, cells, images(1), images(2), images(3), queries
 
 
 def test_training_lowers_the_calibration_loss_and_validation_picks_a_map():
     captions, cells, cal, val, _, queries = _world()
-    fit = AL.fit_global_map(cal, cells, val, cells, captions, queries, "shared", epochs=8, batch_size=32,
-                            lrs=(3e-3, 1e-2))
+    fit = AL.fit_global_map(
+        cal, cells, val, cells, captions, queries, "shared", epochs=8, batch_size=32, lrs=(3e-3, 1e-2)
+    )
     assert set(fit.loss) == {"0.003", "0.01"}
     for curve in fit.loss.values():
         assert len(curve) == 9 and curve[-1] < curve[0] - 0.1  # the loss falls from the identity's

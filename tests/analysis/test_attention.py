@@ -39,8 +39,9 @@ def chunk_encode(text: str) -> EncodedText:
 
 def hand_access(maps: list[np.ndarray], causal: bool = False) -> TextAttentionAccess:
     """An attention access that tokenizes with :func:`chunk_encode` and returns the given per-layer maps."""
-    return TextAttentionAccess("hand", None, len(maps), maps[0].shape[0], causal, encode=chunk_encode,
-                               layer_maps=lambda enc: iter(maps))
+    return TextAttentionAccess(
+        "hand", None, len(maps), maps[0].shape[0], causal, encode=chunk_encode, layer_maps=lambda enc: iter(maps)
+    )
 
 
 CAPTION = Caption("a polka-dot cube and a red ball", (("polka-dot", "cube"), ("red", "ball")))
@@ -135,15 +136,20 @@ def test_unit_attention_and_binding_margin_against_loops():
 
 
 def test_attribute_bundle_two_attributes_per_object():
-    cap = Caption("a prickly pixelated cube and a red ball", (("prickly", "cube"), ("pixelated", "cube"),
-                                                            ("red", "ball")))
+    cap = Caption(
+        "a prickly pixelated cube and a red ball", (("prickly", "cube"), ("pixelated", "cube"), ("red", "ball"))
+    )
     # 0 CLS | a 1 | prickly 2 3 4 | pixelated 5 6 7 | cube 8 9 | and 10 | a 11 | red 12 | ball 13 14
     maps = list(np.random.default_rng(3).random((1, 2, 15, 15)))
     got = analyse_caption(hand_access(maps), cap).margins
     pr, px, cube, red, ball = [2, 3, 4], [5, 6, 7], [8, 9], [12], [13, 14]
     a = maps[0]
-    want = np.mean([np.mean([e(a, cube, pr), e(a, cube, px)]) - e(a, red, cube),
-                    e(a, ball, red) - np.mean([e(a, ball, pr), e(a, ball, px)])])
+    want = np.mean(
+        [
+            np.mean([e(a, cube, pr), e(a, cube, px)]) - e(a, red, cube),
+            e(a, ball, red) - np.mean([e(a, ball, pr), e(a, ball, px)]),
+        ]
+    )
     assert got[0] == pytest.approx(want, rel=1e-12)
 
 
@@ -153,7 +159,9 @@ def words(text: str) -> list[str]:
 
 
 def test_locate_hyphenated_words_and_case():
-    lay = locate_bindings(words("A Polka-Dot teddy-bear and a red cube."), [("polka-dot", "teddy-bear"), ("red", "cube")])
+    lay = locate_bindings(
+        words("A Polka-Dot teddy-bear and a red cube."), [("polka-dot", "teddy-bear"), ("red", "cube")]
+    )
     assert lay.labels == ("Polka-Dot", "teddy-bear", "red", "cube")
     assert lay.objects == ((1, (0,)), (3, (2,)))
 
@@ -175,10 +183,17 @@ def test_locate_multiword_phrase_and_errors():
 
 
 def test_parse_bindings():
-    assert parse_bindings("red:cube, blue : sphere; dark red:ball") == [("red", "cube"), ("blue", "sphere"),
-                                                                       ("dark red", "ball")]
-    for bad, msg in [("", "no bindings"), ("red cube", "#1 'red cube' is not attribute:object"),
-                     ("red:cube, blue:", "#2"), ("a:b:c", "#1")]:
+    assert parse_bindings("red:cube, blue : sphere; dark red:ball") == [
+        ("red", "cube"),
+        ("blue", "sphere"),
+        ("dark red", "ball"),
+    ]
+    for bad, msg in [
+        ("", "no bindings"),
+        ("red cube", "#1 'red cube' is not attribute:object"),
+        ("red:cube, blue:", "#2"),
+        ("a:b:c", "#1"),
+    ]:
         with pytest.raises(ValueError, match=re.escape(msg)):
             parse_bindings(bad)
 
@@ -208,8 +223,12 @@ def test_load_caption_sets_formats(tmp_path, small_benchmark):
     sets = load_caption_sets(path, limit=5)
     assert list(sets) == ["queries"] and [c.text for c in sets["queries"]] == [q.query.text for q in qs[:5]]
     cap = tmp_path / "caps.jsonl"
-    cap.write_text(json.dumps({"text": "a red cube and a blue ball", "bindings": "red:cube, blue:ball"}) + "\n"
-                   + json.dumps({"text": "x", "bindings": [["a", "b"]]}) + "\n")
+    cap.write_text(
+        json.dumps({"text": "a red cube and a blue ball", "bindings": "red:cube, blue:ball"})
+        + "\n"
+        + json.dumps({"text": "x", "bindings": [["a", "b"]]})
+        + "\n"
+    )
     assert load_caption_sets(cap)["captions"][0].bindings == (("red", "cube"), ("blue", "ball"))
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"foo": 1}) + "\n")
@@ -241,8 +260,10 @@ def test_binding_margin_equals_its_definition(direction):
     want = []
     for k, (obj, own) in enumerate(objects):
         other = [a for j, (_, attrs) in enumerate(objects) if j != k for a in attrs]
-        want.append(np.mean([pair_attention(w, positions, obj, a, direction) for a in own])
-                    - np.mean([pair_attention(w, positions, obj, a, direction) for a in other]))
+        want.append(
+            np.mean([pair_attention(w, positions, obj, a, direction) for a in own])
+            - np.mean([pair_attention(w, positions, obj, a, direction) for a in other])
+        )
     assert binding_margin(w, positions, objects, direction) == pytest.approx(np.mean(want), abs=1e-12)
 
 
@@ -253,15 +274,18 @@ def test_caption_margins_equal_the_layer_by_layer_formula(minilm):
     from bindlab.encoders.attention_access import align_words
 
     acc = attention_access(minilm)
-    cap = Caption("A polka-dot teddy-bear, a red cube, and a striped yo-yo.",
-                  (("polka-dot", "teddy-bear"), ("red", "cube"), ("striped", "yo-yo")))
+    cap = Caption(
+        "A polka-dot teddy-bear, a red cube, and a striped yo-yo.",
+        (("polka-dot", "teddy-bear"), ("red", "cube"), ("striped", "yo-yo")),
+    )
     got = analyse_caption(acc, cap).margins
     enc = acc.encode(cap.text)
     words = align_words(cap.text, enc.char_spans)
     layout = locate_bindings([x.word for x in words], cap.bindings)
-    sets = [sorted({t for x in words[i: i + n] for t in x.token_indices}) for i, n in layout.units]
-    want = [binding_margin(unit_attention(attn, sets), layout.positions, layout.objects)
-            for attn in acc.layer_maps(enc)]
+    sets = [sorted({t for x in words[i : i + n] for t in x.token_indices}) for i, n in layout.units]
+    want = [
+        binding_margin(unit_attention(attn, sets), layout.positions, layout.objects) for attn in acc.layer_maps(enc)
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
@@ -269,8 +293,10 @@ def test_minilm_curve_and_both_directions(minilm):
     from bindlab.analysis.attention import attention_access
 
     acc = attention_access(minilm)
-    cap = Caption("A polka-dot teddy-bear, a red cube, and a striped yo-yo.",
-                  (("polka-dot", "teddy-bear"), ("red", "cube"), ("striped", "yo-yo")))
+    cap = Caption(
+        "A polka-dot teddy-bear, a red cube, and a striped yo-yo.",
+        (("polka-dot", "teddy-bear"), ("red", "cube"), ("striped", "yo-yo")),
+    )
     a = analyse_caption(acc, cap, with_words=True)
     b = analyse_caption(acc, cap, "earlier_to_later")
     assert a.margins.shape == b.margins.shape == (6,) and np.isfinite(a.margins).all()
@@ -306,17 +332,22 @@ def tiny(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("kind,causal", [("hf-clip", True), ("hf-siglip", False), ("open-clip", True),
-                                         ("qwen3vl", True), ("st", False)])
+@pytest.mark.parametrize(
+    "kind,causal", [("hf-clip", True), ("hf-siglip", False), ("open-clip", True), ("qwen3vl", True), ("st", False)]
+)
 def test_tiny_models_give_a_curve_per_layer(tiny, kind, causal):
     from bindlab.analysis.attention import attention_access
     from bindlab.encoders.tiny import LAYERS
 
     acc = attention_access(tiny(kind))
     assert acc.causal is causal
-    caps = [Caption("a red cube and a blue ball", (("red", "cube"), ("blue", "ball"))),
-            Caption("a striped cat, a wooden chair, and a green bird",
-                    (("striped", "cat"), ("wooden", "chair"), ("green", "bird")))]
+    caps = [
+        Caption("a red cube and a blue ball", (("red", "cube"), ("blue", "ball"))),
+        Caption(
+            "a striped cat, a wooden chair, and a green bird",
+            (("striped", "cat"), ("wooden", "chair"), ("green", "bird")),
+        ),
+    ]
     r = set_margins(acc, "t", caps)
     assert r.margins.shape == (2, LAYERS) and not r.skipped and np.isfinite(r.margins).all()
     assert np.abs(r.margins).max() > 0  # random weights still prefer something
@@ -360,8 +391,10 @@ def test_compare_gives_per_layer_ratio(tiny, small_benchmark):
 
 def test_cli_errors_are_one_line(tmp_path, small_benchmark):
     path, _ = small_benchmark
-    for args, msg in [(["--model", "bow"], "no text transformer"), (["--model", "minilm", "--data", str(tmp_path / "nope.jsonl")],
-                                                                      "file not found")]:
+    for args, msg in [
+        (["--model", "bow"], "no text transformer"),
+        (["--model", "minilm", "--data", str(tmp_path / "nope.jsonl")], "file not found"),
+    ]:
         proc = run("attention", "--data", path, *args, check=False)
         assert proc.returncode == 2 and msg in proc.stderr and "Traceback" not in proc.stderr
 
@@ -463,8 +496,9 @@ def test_a_generated_folder_reads_as_its_data_file(tmp_path):
 
     rows, stats = generate_triplets(20, seed=0)
     write_triplets(tmp_path / "trip", rows, stats)
-    assert load_caption_sets(tmp_path / "trip", limit=5) == load_caption_sets(tmp_path / "trip" / "triplets.jsonl",
-                                                                               limit=5)
+    assert load_caption_sets(tmp_path / "trip", limit=5) == load_caption_sets(
+        tmp_path / "trip" / "triplets.jsonl", limit=5
+    )
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="a folder without mcq.jsonl, triplets.jsonl"):
         load_caption_sets(tmp_path / "empty")

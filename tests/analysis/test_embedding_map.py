@@ -28,19 +28,32 @@ def _item(text, bindings, role=None):
 @pytest.fixture(scope="module")
 def hand_made(tmp_path_factory):
     """Two hand-written N = 2 questions with the preserve candidate in different positions."""
-    q1 = MCQ("hand-1", 2, "independent", _item("a red cube and a blue sphere", [("red", "cube"), ("blue", "sphere")]), [
-        _item("a blue cube and a red sphere", [("blue", "cube"), ("red", "sphere")], "attr_swap"),
-        _item("a blue sphere and a red cube", [("blue", "sphere"), ("red", "cube")], "preserve"),
-        _item("a red sphere and a blue cube", [("red", "sphere"), ("blue", "cube")], "obj_swap"),
-        _item("a red cube and a green sphere", [("red", "cube"), ("green", "sphere")], "replace"),
-    ], answer=1)
-    q2 = MCQ("hand-2", 2, "independent", _item("a wooden chair and a glass table",
-                                                  [("wooden", "chair"), ("glass", "table")]), [
-        _item("a glass table and a wooden chair", [("glass", "table"), ("wooden", "chair")], "preserve"),
-        _item("a glass chair and a wooden table", [("glass", "chair"), ("wooden", "table")], "attr_swap"),
-        _item("a wooden table and a glass chair", [("wooden", "table"), ("glass", "chair")], "obj_swap"),
-        _item("a wooden chair and a metal table", [("wooden", "chair"), ("metal", "table")], "replace"),
-    ], answer=0)
+    q1 = MCQ(
+        "hand-1",
+        2,
+        "independent",
+        _item("a red cube and a blue sphere", [("red", "cube"), ("blue", "sphere")]),
+        [
+            _item("a blue cube and a red sphere", [("blue", "cube"), ("red", "sphere")], "attr_swap"),
+            _item("a blue sphere and a red cube", [("blue", "sphere"), ("red", "cube")], "preserve"),
+            _item("a red sphere and a blue cube", [("red", "sphere"), ("blue", "cube")], "obj_swap"),
+            _item("a red cube and a green sphere", [("red", "cube"), ("green", "sphere")], "replace"),
+        ],
+        answer=1,
+    )
+    q2 = MCQ(
+        "hand-2",
+        2,
+        "independent",
+        _item("a wooden chair and a glass table", [("wooden", "chair"), ("glass", "table")]),
+        [
+            _item("a glass table and a wooden chair", [("glass", "table"), ("wooden", "chair")], "preserve"),
+            _item("a glass chair and a wooden table", [("glass", "chair"), ("wooden", "table")], "attr_swap"),
+            _item("a wooden table and a glass chair", [("wooden", "table"), ("glass", "chair")], "obj_swap"),
+            _item("a wooden chair and a metal table", [("wooden", "chair"), ("metal", "table")], "replace"),
+        ],
+        answer=0,
+    )
     path = write_benchmark(tmp_path_factory.mktemp("hand"), [q1, q2], {"seed": 0})
     return path, [q1, q2]
 
@@ -122,8 +135,9 @@ def test_correctness_matches_the_models_own_scores(hand_made, minilm):
         s = e[1:] @ e[0]
         expected = bool(s[q.answer] > np.delete(s, q.answer).max())
         assert {p["correct"] for p in m.points if p["question"] == q.id} == {expected}
-        np.testing.assert_allclose(m.vectors[[i for i, p in enumerate(m.points) if p["question"] == q.id]], e,
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            m.vectors[[i for i, p in enumerate(m.points) if p["question"] == q.id]], e, atol=1e-5
+        )
     assert m.accuracy["text"] == pytest.approx(np.mean([p["correct"] for p in m.points[::5]]))
 
 
@@ -178,8 +192,12 @@ def test_figure_groups_points_by_the_chosen_colour(hand_made):
     # other colourings: each group's queries are a second trace of the same legend group, drawn before every group
     # (the legend entry is the candidates' trace)
     by_correct = map_figure(pts, xy, "correct").data
-    assert [(t.name, t.showlegend is not False) for t in by_correct] == [("correct", False), ("wrong", False),
-                                                                         ("correct", True), ("wrong", True)]
+    assert [(t.name, t.showlegend is not False) for t in by_correct] == [
+        ("correct", False),
+        ("wrong", False),
+        ("correct", True),
+        ("wrong", True),
+    ]
     assert {t.legendgroup for t in by_correct} == {"correct", "wrong"}
     assert all(pts[cd[2]]["role"] == "query" for t in by_correct[:2] for cd in t.customdata)
     assert [t.name for t in map_figure(pts, xy, "n").data] == ["N=2", "N=2"]
@@ -221,8 +239,28 @@ def in_figure_json(text: str, page: str) -> bool:
 def test_cli_writes_an_offline_html_page_and_the_layout_json(small_benchmark, tmp_path, capsys):
     path, _ = small_benchmark
     out = tmp_path / "maps" / "map.html"
-    assert main(["map", "--model", "bow", "--data", str(path), "--n-objects", "2,3", "--limit", "5",
-                 "--method", "pca", "--color", "correct", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "map",
+                "--model",
+                "bow",
+                "--data",
+                str(path),
+                "--n-objects",
+                "2,3",
+                "--limit",
+                "5",
+                "--method",
+                "pca",
+                "--color",
+                "correct",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     page = out.read_text()
     lay = json.loads(out.with_suffix(".json").read_text())
     assert len(lay["points"]) == 25 and all({"x", "y", "id", "role", "caption"} <= set(p) for p in lay["points"])
@@ -235,10 +273,28 @@ def test_cli_writes_an_offline_html_page_and_the_layout_json(small_benchmark, tm
 
 def test_cli_errors_are_one_line(small_benchmark, tmp_path, capsys):
     path, _ = small_benchmark
-    assert main(["map", "--model", "nope:x", "--data", str(path), "--method", "pca", "--out",
-                 str(tmp_path / "m.html")]) == 2
-    assert main(["map", "--model", "bow", "--data", str(path), "--n-objects", "12", "--method", "pca", "--out",
-                 str(tmp_path / "m.html")]) == 2
+    assert (
+        main(["map", "--model", "nope:x", "--data", str(path), "--method", "pca", "--out", str(tmp_path / "m.html")])
+        == 2
+    )
+    assert (
+        main(
+            [
+                "map",
+                "--model",
+                "bow",
+                "--data",
+                str(path),
+                "--n-objects",
+                "12",
+                "--method",
+                "pca",
+                "--out",
+                str(tmp_path / "m.html"),
+            ]
+        )
+        == 2
+    )
     assert main(["map", "--model", "bow", "--data", str(path), "--out", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
     assert "unknown encoder backend 'nope'" in err and "no question has N in [12]" in err and ".html" in err
@@ -269,14 +325,35 @@ def test_cli_export_writes_the_points_table_and_the_figure(small_benchmark, tmp_
 
     path, _ = small_benchmark
     out, folder = tmp_path / "map.html", tmp_path / "export"
-    assert main(["map", "--model", "bow", "--data", str(path), "--limit", "4", "--method", "pca", "--out", str(out),
-                 "--export", str(folder), "--export-formats", "csv,json,html"]) == 0
+    assert (
+        main(
+            [
+                "map",
+                "--model",
+                "bow",
+                "--data",
+                str(path),
+                "--limit",
+                "4",
+                "--method",
+                "pca",
+                "--out",
+                str(out),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json,html",
+            ]
+        )
+        == 0
+    )
     lay = json.loads(out.with_suffix(".json").read_text())
     table = pd.read_csv(folder / "map_points.csv")
     assert len(table) == len(lay["points"]) == 20
     assert list(table["id"]) == [p["id"] for p in lay["points"]]
-    np.testing.assert_allclose(table[["pca_x", "pca_y"]].to_numpy(), [[p["x"], p["y"]] for p in lay["points"]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        table[["pca_x", "pca_y"]].to_numpy(), [[p["x"], p["y"]] for p in lay["points"]], rtol=1e-6
+    )
     doc = json.loads((folder / "map_summary.json").read_text())
     assert doc["provenance"]["settings"]["kind"] == "map" and doc["provenance"]["encoder"]["id"] == "bow:words"
     assert doc["rows"] == [{"model": "bow:words", "modality": "text", "correct_share": 0.0, "n_points": 20}]

@@ -258,8 +258,14 @@ def test_native_queries_average_the_paper_templates():
         return unit(rng.standard_normal((len(texts), 5))).astype(np.float32)
 
     q = G.native_queries(embed, "shape", ["cube", "torus"])
-    assert seen == ["cube", "a cube", "an object shaped like a cube", "torus", "a torus",
-                    "an object shaped like a torus"]
+    assert seen == [
+        "cube",
+        "a cube",
+        "an object shaped like a cube",
+        "torus",
+        "a torus",
+        "an object shaped like a torus",
+    ]
     e = unit(np.random.default_rng(6).standard_normal((6, 5)))
     assert np.allclose(q, unit(e.reshape(2, 3, 5).mean(axis=1)), atol=1e-6)
     assert set(G.TEMPLATES) == {"shape", "hue", "pattern"}
@@ -356,7 +362,7 @@ def composition_world(ks=(3, 4, 2), d=40, n_groups=8, seed=0, text_signal=0.3):
     rng = np.random.default_rng(seed)
     basis = np.linalg.qr(rng.standard_normal((d, d)))[0]
     offsets = np.cumsum([0, *ks])
-    u = [basis[offsets[f]:offsets[f + 1]] for f in range(3)]
+    u = [basis[offsets[f] : offsets[f + 1]] for f in range(3)]
     triples = np.array(list(itertools.product(*[range(k) for k in ks])))
     labels = np.tile(triples, (n_groups, 1))
     groups = np.repeat(np.arange(n_groups), len(triples))
@@ -375,12 +381,14 @@ def test_composition_ranks_equal_naive_loop():
     above, tied = C.composition_ranks(lp, labels, groups, w)
     xs = unit(x)
     for i in range(len(x)):
+
         def score(j, i=i):
             total = 0.0
             for f, q in enumerate(queries):
                 z = xs[j] @ unit(q).T / tau
                 total += w[f] * (z[labels[i, f]] - np.log(np.sum(np.exp(z))))
             return total
+
         same = np.flatnonzero(groups == groups[i])
         target = score(i)
         assert above[i] == sum(score(j) > target + 1e-9 for j in same)
@@ -402,8 +410,18 @@ def test_composition_ties_follow_the_project_rules():
 def test_exact_composition_matched_beats_native():
     x, labels, groups, queries, u = composition_world(seed=2)
     cal, val, tst = groups < 3, (groups >= 3) & (groups < 5), groups >= 5
-    audit = C.composition_audit(x, labels, groups, cal, val, tst, queries, alpha_grid=np.arange(0, 4.01, 0.25),
-                                taus=(0.02, 0.1), weights=C.simplex_weights(3, step=0.25))
+    audit = C.composition_audit(
+        x,
+        labels,
+        groups,
+        cal,
+        val,
+        tst,
+        queries,
+        alpha_grid=np.arange(0, 4.01, 0.25),
+        taus=(0.02, 0.1),
+        weights=C.simplex_weights(3, step=0.25),
+    )
     assert all(a.value > 0 for a in audit.alphas)
     assert audit.matched.mrr > audit.native.mrr and audit.matched.r1 > audit.native.r1
     assert audit.matched.n_queries == tst.sum()
@@ -426,8 +444,19 @@ def test_composition_selection_rules_and_grid():
 
 
 # ---------------------------------------------------------------------------------------------- alpha* rule
-@pytest.mark.parametrize(("c", "star"), [(0.3, None), (1.0, None), (0.0, None), (-1.0, None), (-0.4, 0.4),
-                                         (-1e-6, 1e-6), (-0.999, 0.999), (float("nan"), None)])
+@pytest.mark.parametrize(
+    ("c", "star"),
+    [
+        (0.3, None),
+        (1.0, None),
+        (0.0, None),
+        (-1.0, None),
+        (-0.4, 0.4),
+        (-1e-6, 1e-6),
+        (-0.999, 0.999),
+        (float("nan"), None),
+    ],
+)
 def test_zero_crossing_exists_only_for_c_between_minus_one_and_zero(c, star):
     got = G.zero_crossing(c)
     if star is None:

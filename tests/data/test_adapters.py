@@ -95,14 +95,18 @@ def test_sugarcrepe_pp_itt_and_tot(clip, minilm):
     for it, row in zip(bench.items, rows, strict=False):
         p1, p2, n = minilm.embed_texts([*it.positives, it.negative])
         assert row["pass"] == bool(p1 @ p2 > p1 @ n and p1 @ p2 > p2 @ n)
-    assert tot["native_metric"]["name"].startswith("TOT accuracy") and itt["native_metric"]["name"].startswith("ITT accuracy")
+    assert tot["native_metric"]["name"].startswith("TOT accuracy") and itt["native_metric"]["name"].startswith(
+        "ITT accuracy"
+    )
     # chance from the task's shape: two paraphrases above one negative (1/3), not 1/2; the text-only task's paraphrase
     # pair the most similar of three pairs (1/3)
     assert itt["chance"] == pytest.approx(1 / 3) and tot["chance"] == pytest.approx(1 / 3)
     assert all(r["chance"] == pytest.approx(1 / 3) for r in itt["native_metric"]["by_split"].values())
 
 
-@pytest.mark.parametrize(("k", "m", "want"), [(1, 1, 1 / 2), (2, 1, 1 / 3), (5, 1, 1 / 6), (1, 3, 1 / 4), (2, 2, 1 / 6)])
+@pytest.mark.parametrize(
+    ("k", "m", "want"), [(1, 1, 1 / 2), (2, 1, 1 / 3), (5, 1, 1 / 6), (1, 3, 1 / 4), (2, 2, 1 / 6)]
+)
 def test_choice_chance_is_the_share_of_orders_with_every_positive_first(k, m, want):
     """The formula, and a brute-force count over every order of k positives and m negatives."""
     from itertools import permutations
@@ -160,13 +164,30 @@ def test_real_sugarcrepe_pp_text_only_with_minilm_and_bow(tmp_path, monkeypatch)
     outs = {}
     for model in ("minilm", "bow"):
         out = tmp_path / f"{model}.json"
-        r = run("eval", "benchmark", "--name", "sugarcrepe_pp", "--model", model, "--task", "tot", "--limit", "20",
-                "--out", out)
+        r = run(
+            "eval",
+            "benchmark",
+            "--name",
+            "sugarcrepe_pp",
+            "--model",
+            model,
+            "--task",
+            "tot",
+            "--limit",
+            "20",
+            "--out",
+            out,
+        )
         assert "same bag of words" in r.stdout
         outs[model] = json.loads(out.read_text())
     m, b = outs["minilm"], outs["bow"]
-    assert m["n"] == 100 and set(m["native_metric"]["by_split"]) == {"replace_att", "replace_obj", "replace_rel",
-                                                                     "swap_att", "swap_obj"}
+    assert m["n"] == 100 and set(m["native_metric"]["by_split"]) == {
+        "replace_att",
+        "replace_obj",
+        "replace_rel",
+        "swap_att",
+        "swap_obj",
+    }
     assert m["provenance"]["settings"]["source"] == str(REAL_SCPP.resolve())
     # bag of words cannot pass an item whose negative is a reordering of a positive
     assert b["validity"]["model_on_same_bag"] == 0.0 and b["validity"]["same_bag_items"] > 0
@@ -191,7 +212,9 @@ def test_a_benchmark_with_splits_is_headlined_per_split_then_macro(clip, capsys)
     assert nm["pooled"] == pytest.approx(np.mean([row["pass"] for row in rows]))
     assert "macro over 7 splits" in nm["name"] and res["headline"] == "macro"
     assert res["native_ci95"][0] <= nm["value"] <= res["native_ci95"][1]
-    assert main(["eval", "benchmark", "--name", "sugarcrepe", "--data", str(FIX / "sugarcrepe"),
-                 "--model", str(clip.id)]) == 0
+    assert (
+        main(["eval", "benchmark", "--name", "sugarcrepe", "--data", str(FIX / "sugarcrepe"), "--model", str(clip.id)])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.index("  add_att") < out.index("  macro over 7 splits") and "pooled over items" in out

@@ -52,8 +52,9 @@ def parquet_bytes(columns: dict[str, pa.Array], features: dict | None = None) ->
 
 
 def image_cells(paths: list[Path], names: list[str] | None = None) -> pa.Array:
-    return pa.array([{"bytes": p.read_bytes(), "path": (names[i] if names else p.name)} for i, p in enumerate(paths)],
-                    type=IMAGE)
+    return pa.array(
+        [{"bytes": p.read_bytes(), "path": (names[i] if names else p.name)} for i, p in enumerate(paths)], type=IMAGE
+    )
 
 
 @pytest.fixture
@@ -76,12 +77,14 @@ def _same_pairs(a, b):
 
 def _colorswap_parquet() -> bytes:
     rows = [json.loads(line) for line in (FIX / "colorswap" / "test.jsonl").read_text().splitlines()]
-    return parquet_bytes({
-        "id": pa.array([r["id"] for r in rows], pa.int64()),
-        "image_1": image_cells([FIX / "colorswap" / r["image_1"] for r in rows]),
-        "image_2": image_cells([FIX / "colorswap" / r["image_2"] for r in rows]),
-        **{k: pa.array([r[k] for r in rows]) for k in ("caption_1", "caption_2", "image_source", "caption_source")},
-    })
+    return parquet_bytes(
+        {
+            "id": pa.array([r["id"] for r in rows], pa.int64()),
+            "image_1": image_cells([FIX / "colorswap" / r["image_1"] for r in rows]),
+            "image_2": image_cells([FIX / "colorswap" / r["image_2"] for r in rows]),
+            **{k: pa.array([r[k] for r in rows]) for k in ("caption_1", "caption_2", "image_source", "caption_source")},
+        }
+    )
 
 
 def test_colorswap_hub_parquet_equals_the_json_export(hub_cache):
@@ -109,10 +112,15 @@ def test_colorswap_local_parquet_file_and_folder(tmp_path):
 def test_colorswap_falls_back_to_the_hubs_parquet_export(hub_cache):
     """A repo whose main branch has no parquet: the refs/convert/parquet export (<config>/<split>/0000.parquet)."""
     hub_repo(hub_cache, "stanfordnlp/colorswap", {"README.md": b"gated"})
-    hub_repo(hub_cache, "stanfordnlp/colorswap", {"default/test/0000.parquet": _colorswap_parquet()},
-             revision="refs/convert/parquet")
-    _same_pairs(load_benchmark("colorswap", source="hub").items,
-                load_benchmark("colorswap", data=str(FIX / "colorswap")).items)
+    hub_repo(
+        hub_cache,
+        "stanfordnlp/colorswap",
+        {"default/test/0000.parquet": _colorswap_parquet()},
+        revision="refs/convert/parquet",
+    )
+    _same_pairs(
+        load_benchmark("colorswap", source="hub").items, load_benchmark("colorswap", data=str(FIX / "colorswap")).items
+    )
 
 
 def test_winoground_hub_jsonl_and_images_zip(hub_cache):
@@ -120,8 +128,15 @@ def test_winoground_hub_jsonl_and_images_zip(hub_cache):
     with zipfile.ZipFile(buf, "w") as z:
         for p in sorted((FIX / "winoground" / "images").glob("*.png")):
             z.write(p, f"images/{p.name}")
-    hub_repo(hub_cache, "facebook/winoground", {"data/examples.jsonl": (FIX / "winoground" / "examples.jsonl").read_bytes(),
-                                                "data/images.zip": buf.getvalue(), "winoground.py": b"# script"})
+    hub_repo(
+        hub_cache,
+        "facebook/winoground",
+        {
+            "data/examples.jsonl": (FIX / "winoground" / "examples.jsonl").read_bytes(),
+            "data/images.zip": buf.getvalue(),
+            "winoground.py": b"# script",
+        },
+    )
     hub = load_benchmark("winoground", source="hub")
     _same_pairs(hub.items, load_benchmark("winoground", data=str(FIX / "winoground")).items)
     assert [p.edit_type for p in hub.items] == ["Object", "Relation", "Both"]
@@ -138,20 +153,35 @@ def test_sugarcrepe_hub_per_split_parquet_with_class_label_names(hub_cache):
         if split == "swap_obj":  # order must not matter when the class names say which label is true
             labels = [lab[::-1] for lab in labels]
         names = sorted({t for lab in labels for t in lab})
-        features = {"image": {"_type": "Image"}, "tested_labels": {"feature": {"dtype": "string", "_type": "Value"},
-                                                                    "_type": "Sequence"},
-                    "true_label": {"names": names, "_type": "ClassLabel"}}
-        hub_repo(hub_cache, f"HuggingFaceM4/SugarCrepe_{split}", {
-            f"data/test-00000-of-00001-{split}.parquet": parquet_bytes({
-                "image": image_cells([FIX / "sugarcrepe" / "images" / r["filename"] for r in rows]),
-                "tested_labels": pa.array(labels, pa.list_(pa.string())),
-                "true_label": pa.array([names.index(r["caption"]) for r in rows], pa.int64())}, features)})
+        features = {
+            "image": {"_type": "Image"},
+            "tested_labels": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "Sequence"},
+            "true_label": {"names": names, "_type": "ClassLabel"},
+        }
+        hub_repo(
+            hub_cache,
+            f"HuggingFaceM4/SugarCrepe_{split}",
+            {
+                f"data/test-00000-of-00001-{split}.parquet": parquet_bytes(
+                    {
+                        "image": image_cells([FIX / "sugarcrepe" / "images" / r["filename"] for r in rows]),
+                        "tested_labels": pa.array(labels, pa.list_(pa.string())),
+                        "true_label": pa.array([names.index(r["caption"]) for r in rows], pa.int64()),
+                    },
+                    features,
+                )
+            },
+        )
     hub = load_benchmark("sugarcrepe", source="hub")
     local = load_benchmark("sugarcrepe", data=str(FIX / "sugarcrepe"))
     assert len(hub.items) == len(local.items) == 14
     for h, x in zip(hub.items, local.items, strict=True):
-        assert (h.group, h.positives, h.negative, h.extra["filename"]) == (x.group, x.positives, x.negative,
-                                                                          x.extra["filename"])
+        assert (h.group, h.positives, h.negative, h.extra["filename"]) == (
+            x.group,
+            x.positives,
+            x.negative,
+            x.extra["filename"],
+        )
         assert Path(h.image).read_bytes() == Path(x.image).read_bytes()
     assert [it.group for it in load_benchmark("sugarcrepe", source="hub", split="swap_att").items] == ["swap_att"] * 2
 
@@ -161,7 +191,9 @@ def test_sugarcrepe_pp_hub_json_files_text_only_unless_images_given(hub_cache):
     hub_repo(hub_cache, "Aman-J/SugarCrepe_pp", {**files, "README.md": b"card"})
     hub = load_benchmark("sugarcrepe_pp", source="hub")
     local = load_benchmark("sugarcrepe_pp", data=str(FIX / "sugarcrepe_pp"))
-    assert [(h.id, h.positives, h.negative) for h in hub.items] == [(x.id, x.positives, x.negative) for x in local.items]
+    assert [(h.id, h.positives, h.negative) for h in hub.items] == [
+        (x.id, x.positives, x.negative) for x in local.items
+    ]
     assert all(h.image is None for h in hub.items)  # COCO images are not on the hub
     with_images = load_benchmark("sugarcrepe_pp", source="hub", images=str(FIX / "sugarcrepe_pp" / "images"))
     assert [h.image for h in with_images.items] == [x.image for x in local.items]
@@ -173,7 +205,9 @@ def test_aro_hub_parquet_at_pinned_revision_crops_and_attribute_pairs(hub_cache,
     from PIL import Image
 
     rows = json.loads((FIX / "aro" / "visual_genome_attribution.json").read_text())
-    rev = json.loads((ROOT / "bindlab" / "data_manifests" / "aro_vg_attribution.json").read_text())["source"]["hub"]["revision"]
+    rev = json.loads((ROOT / "bindlab" / "data_manifests" / "aro_vg_attribution.json").read_text())["source"]["hub"][
+        "revision"
+    ]
     crops = []
     for r in rows[20:]:
         p = tmp_path / f"crop-{r['image_path']}.png"
@@ -182,17 +216,27 @@ def test_aro_hub_parquet_at_pinned_revision_crops_and_attribute_pairs(hub_cache,
         crops.append(p)
 
     def shard(part, images, with_attributes):
-        cols = {"image": image_cells(images),
-                "true_caption": pa.array([r["true_caption"] for r in part]),
-                "false_caption": pa.array([r["false_caption"] for r in part]),
-                "bbox": pa.array([{c: float(r[f"bbox_{c}"]) for c in "xywh"} for r in part])}
+        cols = {
+            "image": image_cells(images),
+            "true_caption": pa.array([r["true_caption"] for r in part]),
+            "false_caption": pa.array([r["false_caption"] for r in part]),
+            "bbox": pa.array([{c: float(r[f"bbox_{c}"]) for c in "xywh"} for r in part]),
+        }
         if with_attributes:
             cols["attributes"] = pa.array([r["attributes"] for r in part], pa.list_(pa.string()))
         return parquet_bytes(cols)
 
-    hub_repo(hub_cache, "gowitheflow/ARO-Visual-Attribution", {
-        "data/test-00000-of-00002.parquet": shard(rows[:20], [FIX / "aro" / "images" / r["image_path"] for r in rows[:20]], True),
-        "data/test-00001-of-00002.parquet": shard(rows[20:], crops, False)}, revision=rev)
+    hub_repo(
+        hub_cache,
+        "gowitheflow/ARO-Visual-Attribution",
+        {
+            "data/test-00000-of-00002.parquet": shard(
+                rows[:20], [FIX / "aro" / "images" / r["image_path"] for r in rows[:20]], True
+            ),
+            "data/test-00001-of-00002.parquet": shard(rows[20:], crops, False),
+        },
+        revision=rev,
+    )
     bench = load_benchmark("aro_vg_attribution", source="hub")
     assert bench.source == f"hub:gowitheflow/ARO-Visual-Attribution@{rev}"
     assert len(bench.items) == len(rows) == 29
@@ -201,21 +245,34 @@ def test_aro_hub_parquet_at_pinned_revision_crops_and_attribute_pairs(hub_cache,
     assert [it.group for it in bench.items[:20]] == ["_".join(r["attributes"]) for r in rows[:20]]
     # without 'attributes' the pair comes from the captions, in the true caption's word order
     assert [it.group for it in bench.items[20:]] == [
-        "_".join(swapped_words(r["true_caption"], r["false_caption"], "")) for r in rows[20:]]
+        "_".join(swapped_words(r["true_caption"], r["false_caption"], "")) for r in rows[20:]
+    ]
     assert swapped_words("the white house and the paved road", "the paved house and the white road", "") == (
-        "white", "paved")
+        "white",
+        "paved",
+    )
     with pytest.raises(DataError, match="swapped pair"):
         swapped_words("a red cube", "a red cube on a table", "row 0")
 
 
-@pytest.mark.parametrize("name,repo", [("aro_vg_attribution", "gowitheflow/ARO-Visual-Attribution"),
-                                       ("sugarcrepe", "HuggingFaceM4/SugarCrepe_add_att"),
-                                       ("winoground", "facebook/winoground")])
+@pytest.mark.parametrize(
+    "name,repo",
+    [
+        ("aro_vg_attribution", "gowitheflow/ARO-Visual-Attribution"),
+        ("sugarcrepe", "HuggingFaceM4/SugarCrepe_add_att"),
+        ("winoground", "facebook/winoground"),
+    ],
+)
 def test_offline_without_a_cached_copy_says_so_and_how_to_use_a_local_copy(hub_cache, name, repo):
     with pytest.raises(DataError) as e:
         load_benchmark(name, source="hub")
     msg = str(e.value)
-    assert "hub is unreachable" in msg and repo in msg and "--data PATH" in msg and f"bindlab/data_manifests/{name}.json" in msg
+    assert (
+        "hub is unreachable" in msg
+        and repo in msg
+        and "--data PATH" in msg
+        and f"bindlab/data_manifests/{name}.json" in msg
+    )
 
 
 def test_cli_eval_benchmark_from_the_hub_cache(hub_cache, tmp_path):
@@ -224,13 +281,51 @@ def test_cli_eval_benchmark_from_the_hub_cache(hub_cache, tmp_path):
     hub_repo(hub_cache, "Aman-J/SugarCrepe_pp", files)
     out = tmp_path / "r.json"
     env = {**os.environ, "HF_HUB_CACHE": str(hub_cache), "HF_HUB_OFFLINE": "1"}
-    r = subprocess.run([sys.executable, "-m", "bindlab", "eval", "benchmark", "--name", "sugarcrepe_pp", "--source",
-                        "hub", "--model", "bow", "--task", "tot", "--out", str(out)],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bindlab",
+            "eval",
+            "benchmark",
+            "--name",
+            "sugarcrepe_pp",
+            "--source",
+            "hub",
+            "--model",
+            "bow",
+            "--task",
+            "tot",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     res = json.loads(out.read_text())
     assert res["n"] == 10 and res["provenance"]["settings"]["source"] == "hub:Aman-J/SugarCrepe_pp"
-    r = subprocess.run([sys.executable, "-m", "bindlab", "eval", "benchmark", "--name", "aro_vg_attribution",
-                        "--source", "hub", "--model", "bow"], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bindlab",
+            "eval",
+            "benchmark",
+            "--name",
+            "aro_vg_attribution",
+            "--source",
+            "hub",
+            "--model",
+            "bow",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2 and "hub is unreachable" in r.stderr and "Traceback" not in r.stderr

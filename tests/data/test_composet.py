@@ -43,7 +43,7 @@ def test_edit_phrase_is_identical_at_every_verbosity_and_context_is_shared(small
         for lv in VERBOSITIES:
             b, f = p.base.captions[lv], p.foil.captions[lv]
             assert b.lower().startswith(ph["base"].lower()) and f.lower().startswith(ph["foil"].lower())
-            assert b[len(ph["base"]):] == f[len(ph["foil"]):]  # the rest of the caption is the same on both sides
+            assert b[len(ph["base"]) :] == f[len(ph["foil"]) :]  # the rest of the caption is the same on both sides
         assert len(p.base.captions["short"]) < len(p.base.captions["long"]) or p.extra["n_objects"] <= 2
 
 
@@ -77,8 +77,10 @@ def test_bad_arguments_and_bad_lines_are_clear(tmp_path):
     with pytest.raises(ValueError, match="at least 15"):
         generate_composet(tmp_path, scenes=1, foils_per_scene=5)
     bad = tmp_path / "pairs.jsonl"
-    bad.write_text('{"id": "a", "base": {"image": "x.png", "captions": {"short": "a cube"}}, '
-                   '"foil": {"image": "y.png", "captions": {"short": "a cone"}}}\n{"id": "b", "base": 3}\n')
+    bad.write_text(
+        '{"id": "a", "base": {"image": "x.png", "captions": {"short": "a cube"}}, '
+        '"foil": {"image": "y.png", "captions": {"short": "a cone"}}}\n{"id": "b", "base": 3}\n'
+    )
     with pytest.raises(DataError, match=r"pairs.jsonl:2: missing field\(s\) \['foil'\]"):
         load_pairs(bad)
     pairs, report = load_pairs(bad, strict=False)
@@ -89,13 +91,37 @@ def test_generate_and_eval_pairs_end_to_end_with_a_tiny_clip(tmp_path):
     from bindlab.encoders.tiny import build_tiny
 
     model = build_tiny("hf-clip", tmp_path / "tiny-clip")
-    r = run("generate", "composet", "--out", str(tmp_path / "cs"), "--scenes", "2", "--foils-per-scene", "15",
-             "--size", "64", "--workers", "1")
+    r = run(
+        "generate",
+        "composet",
+        "--out",
+        str(tmp_path / "cs"),
+        "--scenes",
+        "2",
+        "--foils-per-scene",
+        "15",
+        "--size",
+        "64",
+        "--workers",
+        "1",
+    )
     assert r.returncode == 0, r.stderr
     assert "pixels changed per pair" in r.stdout
     data = tmp_path / "cs" / "pairs.jsonl"
-    r = run("eval", "pairs", "--data", str(data), "--model", model, "--verbosity", "all", "--out",
-             str(tmp_path / "res.json"), "--per-item", str(tmp_path / "items.jsonl"))
+    r = run(
+        "eval",
+        "pairs",
+        "--data",
+        str(data),
+        "--model",
+        model,
+        "--verbosity",
+        "all",
+        "--out",
+        str(tmp_path / "res.json"),
+        "--per-item",
+        str(tmp_path / "items.jsonl"),
+    )
     assert r.returncode == 0, r.stderr
     assert "edit type" in r.stdout and "scene-hard / edit-hard split" in r.stdout
     res = json.loads((tmp_path / "res.json").read_text())
@@ -114,7 +140,8 @@ def test_generate_and_eval_pairs_end_to_end_with_a_tiny_clip(tmp_path):
     by_type = res["by_edit_type"]
     assert sum(v["n"] for v in by_type.values()) == 90
     assert res["by_verbosity"]["short"]["group"] == pytest.approx(
-        np.mean([r["group"] for r in rows if r["verbosity"] == "short"]))
+        np.mean([r["group"] for r in rows if r["verbosity"] == "short"])
+    )
     # a text-only model is refused with one clear line
     r = run("eval", "pairs", "--data", str(data), "--model", "bow", check=False)
     assert r.returncode == 2 and "image+text encoder" in r.stderr

@@ -9,11 +9,14 @@ import pytest
 from bindlab.data.composet import Obj, candidate_edits, captions, make_scene
 
 
-@pytest.mark.parametrize(("obj", "one", "two"), [
-    (Obj("kite", "material", "metallic"), "one metallic kite", "two metallic kites"),
-    (Obj("hourglass", "color", "red"), "one red hourglass", "two red hourglasses"),
-    (Obj("cube", "color", "blue", small=True), "one small blue cube", "two small blue cubes"),
-])
+@pytest.mark.parametrize(
+    ("obj", "one", "two"),
+    [
+        (Obj("kite", "material", "metallic"), "one metallic kite", "two metallic kites"),
+        (Obj("hourglass", "color", "red"), "one red hourglass", "two red hourglasses"),
+        (Obj("cube", "color", "blue", small=True), "one small blue cube", "two small blue cubes"),
+    ],
+)
 def test_a_count_of_one_uses_the_singular_noun(obj, one, two):
     assert obj.phrase(1, numeral=True) == one
     assert obj.phrase(2) == two

@@ -15,8 +15,9 @@ from PIL import Image
 from bindlab.data import factors as F
 from bindlab.data.schema import DataError
 
-SMALL = F.FactorGridSpec(shapes=("cube", "sphere"), hues=("red", "teal"), patterns=("striped", "glowing"),
-                         n_contexts=3, replicas=2, size=32)
+SMALL = F.FactorGridSpec(
+    shapes=("cube", "sphere"), hues=("red", "teal"), patterns=("striped", "glowing"), n_contexts=3, replicas=2, size=32
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +41,18 @@ def test_splits_partition_the_contexts(n):
     assert all(s[k] for k in F.SPLITS)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"shapes": ("cube", "blob")}, "unknown shape"), ({"hues": ("red", "red")}, "duplicate hue"),
-    ({"patterns": ("striped",)}, "at least 2 patterns"), ({"patterns": ("striped", "leopard-print")}, "unknown pattern"),
-    ({"n_contexts": 2}, "at least 3 contexts"), ({"replicas": 0}, "replicas"), ({"size": 8}, "size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"shapes": ("cube", "blob")}, "unknown shape"),
+        ({"hues": ("red", "red")}, "duplicate hue"),
+        ({"patterns": ("striped",)}, "at least 2 patterns"),
+        ({"patterns": ("striped", "leopard-print")}, "unknown pattern"),
+        ({"n_contexts": 2}, "at least 3 contexts"),
+        ({"replicas": 0}, "replicas"),
+        ({"size": 8}, "size"),
+    ],
+)
 def test_spec_validation_names_the_bad_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         F.FactorGridSpec(**kwargs)
@@ -74,8 +82,10 @@ def test_grid_is_fully_crossed_and_splits_by_context(grid):
 
 def test_images_show_the_hue_and_differ_by_pattern(grid):
     root, index, _ = grid
-    by = {(r.shape, r.hue, r.pattern, r.context, r.replica): np.asarray(Image.open(root / r.image), float)
-          for r in index.rows}
+    by = {
+        (r.shape, r.hue, r.pattern, r.context, r.replica): np.asarray(Image.open(root / r.image), float)
+        for r in index.rows
+    }
     red, teal = by[("cube", "red", "striped", 0, 0)], by[("cube", "teal", "striped", 0, 0)]
     assert red.shape == (32, 32, 3)
     assert red[..., 0].mean() > teal[..., 0].mean() and teal[..., 2].mean() > red[..., 2].mean()
@@ -121,8 +131,11 @@ def test_a_grid_with_too_many_values_of_one_factor_is_refused_before_any_image_i
     many.mkdir()
     F.write_index(many / "index.csv", rows)  # no image is there: the count is refused first
     monkeypatch.setenv("BINDLAB_MAX_FACTOR_VALUES", "40")
-    with pytest.raises(DataError, match=r"factor 'pattern' has 48 values, more than one grid may have \(40, "
-                                        r"BINDLAB_MAX_FACTOR_VALUES\)"):
+    with pytest.raises(
+        DataError,
+        match=r"factor 'pattern' has 48 values, more than one grid may have \(40, "
+        r"BINDLAB_MAX_FACTOR_VALUES\)",
+    ):
         F.load_index(many)
     monkeypatch.setenv("BINDLAB_PUBLIC", "1")
     monkeypatch.delenv("BINDLAB_MAX_FACTOR_VALUES")
@@ -131,8 +144,9 @@ def test_a_grid_with_too_many_values_of_one_factor_is_refused_before_any_image_i
 
 
 def test_generation_is_resumable_and_deterministic(tmp_path):
-    spec = F.FactorGridSpec(shapes=("cube", "star"), hues=("lime", "indigo"), patterns=("plaid", "neon"),
-                            n_contexts=3, replicas=1, size=32)
+    spec = F.FactorGridSpec(
+        shapes=("cube", "star"), hues=("lime", "indigo"), patterns=("plaid", "neon"), n_contexts=3, replicas=1, size=32
+    )
     index, n = F.generate_grid(tmp_path, spec, workers=1)
     assert n == 24
     first = (tmp_path / index.rows[5].image).read_bytes()
@@ -158,7 +172,7 @@ def test_plain_takes_any_hue_and_shares_geometry_with_every_pattern(hue):
     ctx, seed = F.realisation(2, 1, 4)
     plain, fp = render_single(ObjectSpec("star", "plain", hue), 48, seed, ctx, return_mask=True)
     p = np.asarray(plain, dtype=np.int64)
-    rgb = np.array(F.COLOURS.get(hue) or [int(hue[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+    rgb = np.array(F.COLOURS.get(hue) or [int(hue[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
     body = p[fp].mean(0)
     assert np.corrcoef(body, rgb)[0, 1] > 0.9  # the body is the hue, shaded
     for pattern in F.TWO_TONE + ("glittery", "outlined"):
@@ -174,8 +188,14 @@ def test_plain_takes_any_hue_and_shares_geometry_with_every_pattern(hue):
 @pytest.fixture(scope="module")
 def signal(tmp_path_factory):
     root = tmp_path_factory.mktemp("signal")
-    spec = F.FactorGridSpec(shapes=("cube", "star"), hues=("red", "teal"), patterns=("plain", "striped", "glittery"),
-                            n_contexts=3, replicas=1, size=32)
+    spec = F.FactorGridSpec(
+        shapes=("cube", "star"),
+        hues=("red", "teal"),
+        patterns=("plain", "striped", "glittery"),
+        n_contexts=3,
+        replicas=1,
+        size=32,
+    )
     F.generate_grid(root, spec, workers=1)
     grids = F.generate_signal_grids(root, [1, 0.5, 0], workers=1)
     return root, spec, grids
@@ -215,15 +235,21 @@ def test_signal_grids_need_plain(grid):
 
 
 def test_combination_holdout_keeps_every_value_in_every_split():
-    rows = [F.FactorRow(f"{s}{h}{p}{c}.png", s, h, p, c, 0) for s in F.SHAPES[:6] for h in F.HUES[:7]
-            for p in F.PATTERNS[:3] for c in range(3)]
+    rows = [
+        F.FactorRow(f"{s}{h}{p}{c}.png", s, h, p, c, 0)
+        for s in F.SHAPES[:6]
+        for h in F.HUES[:7]
+        for p in F.PATTERNS[:3]
+        for c in range(3)
+    ]
     index = F.FactorIndex(Path("."), tuple(rows), F.default_splits(3), {})
     for target in F.FACTORS:
         m = index.combination_masks(target)
         assert sum(int(x.sum()) for x in m.values()) == len(rows) and not (m["calibration"] & m["test"]).any()
         a, b = (f for f in F.FACTORS if f != target)
-        cells = {s: {(getattr(r, a), getattr(r, b)) for r, keep in zip(rows, m[s], strict=True) if keep}
-                 for s in F.SPLITS}
+        cells = {
+            s: {(getattr(r, a), getattr(r, b)) for r, keep in zip(rows, m[s], strict=True) if keep} for s in F.SPLITS
+        }
         assert not (cells["calibration"] & cells["test"]) and not (cells["validation"] & cells["test"])
         for s in F.SPLITS:
             picked = [r for r, keep in zip(rows, m[s], strict=True) if keep]

@@ -21,8 +21,13 @@ from bindlab.data.files import DataError
 def _bomb(width: int, height: int) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + chunk(b"IEND", b""))
+
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 16))
+        + chunk(b"IEND", b"")
+    )
 
 
 def test_resolve_allowed_same_message_for_existing_and_missing(tmp_path):
@@ -83,8 +88,12 @@ def test_home_that_is_a_file_is_a_message(monkeypatch, tmp_path):
 def test_non_regular_files_are_refused_without_blocking(tmp_path):
     fifo = tmp_path / "p"
     os.mkfifo(fifo)
-    for path, what in [(fifo, "named pipe"), ("/dev/zero", "character device"), (tmp_path, "folder"),
-                       (tmp_path / "missing", "not found")]:
+    for path, what in [
+        (fifo, "named pipe"),
+        ("/dev/zero", "character device"),
+        (tmp_path, "folder"),
+        (tmp_path / "missing", "not found"),
+    ]:
         with pytest.raises(DataError, match=what):
             F.read_text_bounded(path)
 
@@ -99,13 +108,16 @@ def test_size_and_line_caps(tmp_path):
     assert len(list(F.iter_jsonl_bounded(p, max_lines=10))) == 10
 
 
-@pytest.mark.parametrize("line,message", [
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ("[" * 80 + "]" * 80, "nested too deeply"),
-    ('{"a": NaN}', "NaN is not allowed"),
-    ('{"a": -Infinity}', "Infinity is not allowed"),
-    ("{oops", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("[" * 80 + "]" * 80, "nested too deeply"),
+        ('{"a": NaN}', "NaN is not allowed"),
+        ('{"a": -Infinity}', "Infinity is not allowed"),
+        ("{oops", "not valid JSON"),
+    ],
+)
 def test_bad_lines_name_file_and_line(tmp_path, line, message):
     p = tmp_path / "d.jsonl"
     p.write_text('{"ok": 1}\n' + line + "\n")
@@ -189,11 +201,13 @@ def test_the_readme_cli_example_writes_and_reads_outside_the_checkout(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("BINDLAB_DATA_ROOTS", "BINDLAB_PUBLIC")}
     work = Path(tempfile.mkdtemp(dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
     try:
-        for args in (["generate", "saber", "--out", str(work / "s"), "--per-size", "2"],
-                     ["eval", "mcq", "--data", str(work / "s" / "mcq.jsonl"), "--model", "bow", "--out",
-                      str(work / "r.json")]):
-            r = subprocess.run([sys.executable, "-m", "bindlab", *args], cwd=work, env=env, capture_output=True,
-                               text=True, timeout=300)
+        for args in (
+            ["generate", "saber", "--out", str(work / "s"), "--per-size", "2"],
+            ["eval", "mcq", "--data", str(work / "s" / "mcq.jsonl"), "--model", "bow", "--out", str(work / "r.json")],
+        ):
+            r = subprocess.run(
+                [sys.executable, "-m", "bindlab", *args], cwd=work, env=env, capture_output=True, text=True, timeout=300
+            )
             assert r.returncode == 0, r.stderr
         assert (work / "r.json").is_file()
     finally:
@@ -207,12 +221,14 @@ def test_build_once_builds_once_across_threads_and_processes(tmp_path):
     import threading
 
     target = tmp_path / "set" / "data.jsonl"
-    script = ("import sys, time\nfrom pathlib import Path\nfrom bindlab.data.files import build_once\n"
-              "t = Path(sys.argv[1])\n"
-              "def build():\n    t.parent.mkdir(parents=True, exist_ok=True)\n"
-              "    with open(t.parent.parent / 'builds', 'a') as f: f.write('x')\n"
-              "    time.sleep(1.0)\n    t.write_text('done')\n"
-              "build_once(t, build)\nassert t.read_text() == 'done'\n")
+    script = (
+        "import sys, time\nfrom pathlib import Path\nfrom bindlab.data.files import build_once\n"
+        "t = Path(sys.argv[1])\n"
+        "def build():\n    t.parent.mkdir(parents=True, exist_ok=True)\n"
+        "    with open(t.parent.parent / 'builds', 'a') as f: f.write('x')\n"
+        "    time.sleep(1.0)\n    t.write_text('done')\n"
+        "build_once(t, build)\nassert t.read_text() == 'done'\n"
+    )
     procs = [subprocess.Popen([sys.executable, "-c", script, str(target)]) for _ in range(2)]
 
     def build_here() -> None:

@@ -29,10 +29,37 @@ def _card_header(folder: Path) -> dict:
 def sets(tmp_path_factory):
     """A small MCQ set with images and a small Pairs set, generated as the docs show."""
     root = tmp_path_factory.mktemp("hfsets")
-    run("generate", "saber", "--out", root / "mcq", "--per-size", "4", "--sizes", "2-3", "--images", "--size", "48",
-        "--workers", "1", "--seed", "2")
-    run("generate", "composet", "--out", root / "pairs", "--scenes", "1", "--foils-per-scene", "15", "--size", "64",
-        "--workers", "1")
+    run(
+        "generate",
+        "saber",
+        "--out",
+        root / "mcq",
+        "--per-size",
+        "4",
+        "--sizes",
+        "2-3",
+        "--images",
+        "--size",
+        "48",
+        "--workers",
+        "1",
+        "--seed",
+        "2",
+    )
+    run(
+        "generate",
+        "composet",
+        "--out",
+        root / "pairs",
+        "--scenes",
+        "1",
+        "--foils-per-scene",
+        "15",
+        "--size",
+        "64",
+        "--workers",
+        "1",
+    )
     return root
 
 
@@ -58,12 +85,26 @@ def test_mcq_with_images_round_trip_gives_the_same_numbers(sets, tmp_path):
 
     numbers = {}
     for name, data in (("jsonl", sets / "mcq" / "mcq.jsonl"), ("folder", out)):
-        run("eval", "mcq", "--data", data, "--model", "toy:clip", "--pairings", "tt,ii,ti", "--out",
-            tmp_path / f"{name}.json", "--per-item", tmp_path / f"{name}.jsonl")
+        run(
+            "eval",
+            "mcq",
+            "--data",
+            data,
+            "--model",
+            "toy:clip",
+            "--pairings",
+            "tt,ii,ti",
+            "--out",
+            tmp_path / f"{name}.json",
+            "--per-item",
+            tmp_path / f"{name}.jsonl",
+        )
         summary = json.loads((tmp_path / f"{name}.json").read_text())
         rows = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
-        numbers[name] = ({p: r["accuracy"] for p, r in summary["pairings"].items()},
-                         [(r["id"], r["pairing"], r["scores"]) for r in rows])
+        numbers[name] = (
+            {p: r["accuracy"] for p, r in summary["pairings"].items()},
+            [(r["id"], r["pairing"], r["scores"]) for r in rows],
+        )
     assert numbers["jsonl"] == numbers["folder"]
     again = as_bindlab_path(out, "mcq")
     assert again == as_bindlab_path(out, "mcq") and (again.parent / "meta.json").is_file()  # written once
@@ -87,10 +128,30 @@ def test_triplets_and_a_factor_grid_come_back_record_for_record(tmp_path):
     run("generate", "triplets", "--out", tmp_path / "tr", "--n", "40", "--seed", "1")
     back = as_bindlab_path(export_dataset(tmp_path / "tr", tmp_path / "tr-hf"), "triplets")
     assert back.name == "triplets.jsonl"
-    assert back.read_text().splitlines() == [json.dumps(json.loads(x), ensure_ascii=False)
-                                             for x in (tmp_path / "tr" / "triplets.jsonl").read_text().splitlines()]
-    run("generate", "factors", "--out", tmp_path / "grid", "--shapes", "2", "--hues", "2", "--patterns", "2",
-        "--contexts", "6", "--replicas", "1", "--size", "32", "--workers", "1")
+    assert back.read_text().splitlines() == [
+        json.dumps(json.loads(x), ensure_ascii=False)
+        for x in (tmp_path / "tr" / "triplets.jsonl").read_text().splitlines()
+    ]
+    run(
+        "generate",
+        "factors",
+        "--out",
+        tmp_path / "grid",
+        "--shapes",
+        "2",
+        "--hues",
+        "2",
+        "--patterns",
+        "2",
+        "--contexts",
+        "6",
+        "--replicas",
+        "1",
+        "--size",
+        "32",
+        "--workers",
+        "1",
+    )
     out = export_dataset(tmp_path / "grid", tmp_path / "grid-hf")
     assert datasets.load_dataset(str(out), split="test").num_rows == 2 * 2 * 2 * 6
     index = as_bindlab_path(out, "grid")

@@ -11,8 +11,12 @@ import pytest
 from bindlab.data.image_triplets import check_renderable, image_triplet, scene_specs, swap_binding
 from bindlab.data.render import ObjectSpec, render_scene, scene_layout
 
-ROW = {"id": "q7-attr_swap", "negative_kind": "attribute", "query": "A red cube, a striped star and a blue flag.",
-       "bindings": [["red", "cube"], ["striped", "star"], ["blue", "flag"]]}
+ROW = {
+    "id": "q7-attr_swap",
+    "negative_kind": "attribute",
+    "query": "A red cube, a striped star and a blue flag.",
+    "bindings": [["red", "cube"], ["striped", "star"], ["blue", "flag"]],
+}
 
 
 def _bindings(specs) -> set[tuple[str, str]]:

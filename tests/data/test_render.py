@@ -55,8 +55,11 @@ def test_saber_questions_over_render_vocab_render():
 
 # ---------------------------------------------------------------------------------------------- rendering
 def test_deterministic_for_a_seed():
-    objs = [ObjectSpec("cube", "striped", "white and orange striped"), ObjectSpec("sphere", "glittery", "blue glittery"),
-            ObjectSpec("star", "marble", "green marble")]
+    objs = [
+        ObjectSpec("cube", "striped", "white and orange striped"),
+        ObjectSpec("sphere", "glittery", "blue glittery"),
+        ObjectSpec("star", "marble", "green marble"),
+    ]
     ctx = context_from_index(5)
     a = render_scene(objs, size=128, seed=7, context=ctx)
     b = render_scene(objs, size=128, seed=7, context=ctx)
@@ -83,7 +86,7 @@ def test_every_attribute_renders_default_and_instantiated(size):
     rng = random.Random(0)
     plain = np.asarray(SceneContext().background)  # the bare background
     for attr in RENDER_ATTRIBUTES:
-        for form in ("", attr.instantiate(rng))[size > 64:]:  # default looks at 64 px, instantiated at both
+        for form in ("", attr.instantiate(rng))[size > 64 :]:  # default looks at 64 px, instantiated at both
             img = render_single(ObjectSpec("sphere", attr.name, form), size=size, seed=1)
             assert img.size == (size, size) and img.mode == "RGB"
             assert np.abs(_px(img) - plain).mean() > 10.0, (attr.name, form)  # an object is drawn
@@ -92,11 +95,13 @@ def test_every_attribute_renders_default_and_instantiated(size):
 def test_attribute_looks_are_distinct():
     """No two attributes render (nearly) the same image of one object."""
     rng = random.Random(1)
-    imgs = {a.name: _px(render_single(ObjectSpec("cube", a.name, a.instantiate(rng)), size=64, seed=2)).astype(float)
-            for a in RENDER_ATTRIBUTES}
+    imgs = {
+        a.name: _px(render_single(ObjectSpec("cube", a.name, a.instantiate(rng)), size=64, seed=2)).astype(float)
+        for a in RENDER_ATTRIBUTES
+    }
     names = list(imgs)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert np.abs(imgs[a] - imgs[b]).mean() > 4.0, (a, b)
 
 
@@ -115,22 +120,27 @@ def test_form_colours_are_used():
 def test_masks_disjoint_and_nonempty():
     rng = random.Random(0)
     for n in (1, 2, 5, 10):
-        objs = [ObjectSpec(s, a.name, a.instantiate(rng))
-                for s, a in zip(rng.sample(RENDER_SHAPES, n), rng.sample(RENDER_ATTRIBUTES, n), strict=False)]
+        objs = [
+            ObjectSpec(s, a.name, a.instantiate(rng))
+            for s, a in zip(rng.sample(RENDER_SHAPES, n), rng.sample(RENDER_ATTRIBUTES, n), strict=False)
+        ]
         _, masks = render_scene(objs, size=256, seed=n, return_masks=True)
         assert len(masks) == n
         assert all(m.dtype == bool and m.shape == (256, 256) and m.sum() > 30 for m in masks)
         assert (np.sum(masks, axis=0) <= 1).all()
 
 
-@pytest.mark.parametrize("a, b", [
-    (("cube", "red", ""), ("sphere", "blue", "")),
-    (("hexagon", "green", ""), ("torus", "purple", "")),
-    (("star", "yellow", ""), ("heart", "glowing", "blue glowing")),
-    (("cylinder", "blue", ""), ("mug", "neon", "orange neon")),
-    (("sphere", "purple", ""), ("cube", "striped", "yellow and orange striped")),
-    (("pyramid", "orange", ""), ("kite", "outlined", "blue outlined")),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (("cube", "red", ""), ("sphere", "blue", "")),
+        (("hexagon", "green", ""), ("torus", "purple", "")),
+        (("star", "yellow", ""), ("heart", "glowing", "blue glowing")),
+        (("cylinder", "blue", ""), ("mug", "neon", "orange neon")),
+        (("sphere", "purple", ""), ("cube", "striped", "yellow and orange striped")),
+        (("pyramid", "orange", ""), ("kite", "outlined", "blue outlined")),
+    ],
+)
 def test_no_attribute_colour_bleeds_into_another_object(a, b):
     """Pixels inside one object's mask never carry the other object's distinctive colour."""
     oa, ob = ObjectSpec(*a), ObjectSpec(*b)
@@ -146,14 +156,24 @@ def test_no_attribute_colour_bleeds_into_another_object(a, b):
 
 def test_changing_one_object_leaves_other_discs_untouched():
     """Structural locality: every pixel of an object's disc is independent of what its neighbours look like."""
-    fixed = [ObjectSpec("cube", "checkered", "black and white checkered"), ObjectSpec("fish", "wooden", "dark-brown wooden")]
+    fixed = [
+        ObjectSpec("cube", "checkered", "black and white checkered"),
+        ObjectSpec("fish", "wooden", "dark-brown wooden"),
+    ]
     size, seed = 192, 11
     slots = scene_layout(3, size, seed)
     yy, xx = np.mgrid[:size, :size] + 0.5
     discs = [np.hypot(xx - s.cx, yy - s.cy) <= s.radius for s in slots]
     ref = None
-    for attr, form in [("red", ""), ("glowing", "green glowing"), ("neon", "pink neon"), ("spiky", ""),
-                       ("transparent", ""), ("glittery", "yellow glittery"), ("rainbow", "")]:
+    for attr, form in [
+        ("red", ""),
+        ("glowing", "green glowing"),
+        ("neon", "pink neon"),
+        ("spiky", ""),
+        ("transparent", ""),
+        ("glittery", "yellow glittery"),
+        ("rainbow", ""),
+    ]:
         px = _px(render_scene(fixed + [ObjectSpec("star", attr, form)], size=size, seed=seed, flip=False))
         if ref is None:
             ref = px
@@ -170,8 +190,11 @@ def test_objects_are_scattered_not_in_a_row():
             pts = np.array([(s.cx, s.cy) for s in slots])
             sv = np.linalg.svd(pts - pts.mean(0), compute_uv=False)
             assert sv[1] > 0.2 * sv[0], (n, seed)
-            gaps = [np.hypot(*(p - q)) - si.radius - sj.radius
-                    for i, (p, si) in enumerate(zip(pts, slots, strict=False)) for q, sj in zip(pts[i + 1:], slots[i + 1:], strict=False)]
+            gaps = [
+                np.hypot(*(p - q)) - si.radius - sj.radius
+                for i, (p, si) in enumerate(zip(pts, slots, strict=False))
+                for q, sj in zip(pts[i + 1 :], slots[i + 1 :], strict=False)
+            ]
             assert min(gaps) > 0  # discs (and so objects, halos and shadows) never touch
             assert slots[0].radius > 0.08 * 256  # ten objects still get a usable size
 
@@ -189,8 +212,10 @@ def test_flip():
     flipped, m1 = render_scene(objs, size=128, seed=3, flip=True, return_masks=True)
     assert (_px(flipped) == _px(plain)[:, ::-1]).all()
     assert all((a[:, ::-1] == b).all() for a, b in zip(m0, m1, strict=False))
-    outcomes = {render_scene(objs, size=64, seed=s).tobytes() == render_scene(objs, size=64, seed=s, flip=True).tobytes()
-                for s in range(12)}
+    outcomes = {
+        render_scene(objs, size=64, seed=s).tobytes() == render_scene(objs, size=64, seed=s, flip=True).tobytes()
+        for s in range(12)
+    }
     assert outcomes == {True, False}  # flip=None flips some seeds and not others
 
 
@@ -210,8 +235,10 @@ def test_contexts_distinct_and_deterministic():
 
 # ---------------------------------------------------------------------------------------------- batch
 def test_render_batch_is_resumable(tmp_path):
-    tasks = [(f"img/{i}.png", [ObjectSpec("cube", "red"), ObjectSpec("star", "zigzag", "blue and white zigzag")], i)
-             for i in range(3)]
+    tasks = [
+        (f"img/{i}.png", [ObjectSpec("cube", "red"), ObjectSpec("star", "zigzag", "blue and white zigzag")], i)
+        for i in range(3)
+    ]
     seen = []
     assert render_batch(tasks, tmp_path, size=64, workers=2, progress=lambda d, t: seen.append((d, t))) == 3
     assert seen[-1] == (3, 3)
@@ -256,7 +283,8 @@ def test_cell_textures_paint_objects_of_a_few_pixels(look):
 
     h = w = 6
     v, u = np.meshgrid(np.linspace(-1, 1, h), np.linspace(-1, 1, w), indexing="ij")
-    field = Field(u.astype(np.float32), v.astype(np.float32), np.ones((h, w), np.float32), 2.0,
-                  np.random.default_rng(0))  # 2 pixels per unit: a cell spacing of 5 units, wider than the grid
+    field = Field(
+        u.astype(np.float32), v.astype(np.float32), np.ones((h, w), np.float32), 2.0, np.random.default_rng(0)
+    )  # 2 pixels per unit: a cell spacing of 5 units, wider than the grid
     paint = painter(look)(Look(look), field)
     assert paint.rgb.shape[:2] == (h, w) and np.isfinite(paint.rgb).all()

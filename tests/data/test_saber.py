@@ -30,7 +30,7 @@ def check_question(q) -> None:
         assert sorted(roles) == ["attr_swap", "obj_swap", "preserve", "replace"]
         rep = q.candidates[roles.index("replace")].binding_set()
         assert len(rep & query) == 1  # keeps exactly one query binding
-        (new_a, new_o), = rep - query
+        ((new_a, new_o),) = rep - query
         assert (new_a in attrs) != (new_o in objs)  # exactly one of attribute/object is new
     else:
         assert sorted(roles) == ["attr_swap", "joint_swap", "obj_swap", "preserve"]
@@ -106,8 +106,12 @@ def test_vocabulary_matches_appendix_a1():
     assert 225 <= len(OBJECTS) <= 240 and len(set(OBJECTS)) == len(OBJECTS)
     assert len(ATTRIBUTES) == 50
     assert len({a.category for a in ATTRIBUTES}) == 6
-    assert Counter(a.realisation for a in ATTRIBUTES) == {"standalone": 27, "single_color": 4, "two_color": 6,
-                                                          "fixed_variant": 13}
+    assert Counter(a.realisation for a in ATTRIBUTES) == {
+        "standalone": 27,
+        "single_color": 4,
+        "two_color": 6,
+        "fixed_variant": 13,
+    }
     assert len(PALETTE) == 9
     import random
 
@@ -122,19 +126,38 @@ def test_vocabulary_matches_appendix_a1():
     assert all(f.split()[0] != f.split()[2] for f in forms)  # two distinct colours
 
 
-@pytest.mark.parametrize("word,expected", [
-    ("umbrella", "an"), ("unicorn", "a"), ("hourglass", "an"), ("orange", "an"), ("ukulele", "a"),
-    ("igloo", "an"), ("owl", "an"), ("urn", "an"), ("unicycle", "a"), ("one-eyed", "a"), ("honest", "an"),
-    ("hat", "a"), ("european", "a"), ("egg", "an"), ("yo-yo", "a"), ("x-ray", "an"), ("xylophone", "a"),
-])
+@pytest.mark.parametrize(
+    "word,expected",
+    [
+        ("umbrella", "an"),
+        ("unicorn", "a"),
+        ("hourglass", "an"),
+        ("orange", "an"),
+        ("ukulele", "a"),
+        ("igloo", "an"),
+        ("owl", "an"),
+        ("urn", "an"),
+        ("unicycle", "a"),
+        ("one-eyed", "a"),
+        ("honest", "an"),
+        ("hat", "a"),
+        ("european", "a"),
+        ("egg", "an"),
+        ("yo-yo", "a"),
+        ("x-ray", "an"),
+        ("xylophone", "a"),
+    ],
+)
 def test_article_by_pronunciation(word, expected):
     assert article(word) == expected
 
 
 def test_caption_format():
     assert caption([("sandy", "snowboard"), ("pink", "cherry")]) == "A sandy snowboard and a pink cherry."
-    assert caption([("orange", "umbrella"), ("red", "cube"), ("icy", "owl")]) == \
-        "An orange umbrella, a red cube, and an icy owl."
+    assert (
+        caption([("orange", "umbrella"), ("red", "cube"), ("icy", "owl")])
+        == "An orange umbrella, a red cube, and an icy owl."
+    )
 
 
 @pytest.mark.parametrize("spec,expected", [("2-4", [2, 3, 4]), ("2,5", [2, 5]), ("3", [3])])

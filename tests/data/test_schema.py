@@ -27,14 +27,17 @@ def _mutate(line, fn):
     return json.dumps(obj)
 
 
-@pytest.mark.parametrize("mutation,message", [
-    (lambda o: o["candidates"].pop(), "exactly 4 candidates, got 3"),
-    (lambda o: o.__setitem__("answer", 7), "answer index 7 is out of range"),
-    (lambda o: o["query"].__setitem__("text", "  "), "'text' is missing or empty"),
-    (lambda o: o.pop("query"), "missing field"),
-    (lambda o: o["candidates"][1].__setitem__("role", "wild"), "role 'wild'"),
-    (lambda o: o.__setitem__("subset", "other"), "subset 'other'"),
-])
+@pytest.mark.parametrize(
+    "mutation,message",
+    [
+        (lambda o: o["candidates"].pop(), "exactly 4 candidates, got 3"),
+        (lambda o: o.__setitem__("answer", 7), "answer index 7 is out of range"),
+        (lambda o: o["query"].__setitem__("text", "  "), "'text' is missing or empty"),
+        (lambda o: o.pop("query"), "missing field"),
+        (lambda o: o["candidates"][1].__setitem__("role", "wild"), "role 'wild'"),
+        (lambda o: o.__setitem__("subset", "other"), "subset 'other'"),
+    ],
+)
 def test_bad_question_refuses_file_naming_the_line(tmp_path, good_lines, mutation, message):
     lines = list(good_lines)
     lines[2] = _mutate(lines[2], mutation)
@@ -70,16 +73,19 @@ def test_duplicate_ids_and_empty_files(tmp_path, good_lines):
         load_mcqs(tmp_path)
 
 
-@pytest.mark.parametrize("mutation,message", [
-    (lambda o: o.__setitem__("answer", (o["answer"] + 1) % 4), "binding-preserving candidate is"),
-    (lambda o: [c.__setitem__("role", "preserve") for c in o["candidates"]], "exactly one 'preserve'"),
-    (lambda o: o.__setitem__("n_objects", 1_000_000_000), "above the cap"),
-    (lambda o: o.__setitem__("n_objects", 7), "does not match the query's"),
-    (lambda o: o.__setitem__("n_objects", True), "must be a positive integer"),
-    (lambda o: o.__setitem__("chain_pos", -1), "chain_pos must be a non-negative"),
-    (lambda o: o["query"].__setitem__("image", "../../etc/passwd"), "outside the data file's folder"),
-    (lambda o: o["candidates"][0].__setitem__("image", "/etc/passwd"), "outside the data file's folder"),
-])
+@pytest.mark.parametrize(
+    "mutation,message",
+    [
+        (lambda o: o.__setitem__("answer", (o["answer"] + 1) % 4), "binding-preserving candidate is"),
+        (lambda o: [c.__setitem__("role", "preserve") for c in o["candidates"]], "exactly one 'preserve'"),
+        (lambda o: o.__setitem__("n_objects", 1_000_000_000), "above the cap"),
+        (lambda o: o.__setitem__("n_objects", 7), "does not match the query's"),
+        (lambda o: o.__setitem__("n_objects", True), "must be a positive integer"),
+        (lambda o: o.__setitem__("chain_pos", -1), "chain_pos must be a non-negative"),
+        (lambda o: o["query"].__setitem__("image", "../../etc/passwd"), "outside the data file's folder"),
+        (lambda o: o["candidates"][0].__setitem__("image", "/etc/passwd"), "outside the data file's folder"),
+    ],
+)
 def test_semantic_checks_name_file_and_line(tmp_path, good_lines, mutation, message):
     lines = list(good_lines)
     lines[1] = _mutate(lines[1], mutation)
@@ -111,9 +117,11 @@ def test_sizes_inside_a_file_are_capped_where_they_enter(tmp_path, monkeypatch):
     with pytest.raises(DataError, match="more than 3 questions"):
         load_mcqs(path)
     monkeypatch.delenv("BINDLAB_MAX_QUESTIONS")
-    for mutate, says in [(lambda r: r["query"].update(text="red " * 5000), "characters"),
-                         (lambda r: r["candidates"][1].update(bindings=[["red", "cube"]] * 500), "bindings"),
-                         (lambda r: r["query"].update(bindings=[["x" * 20000, "cube"]]), "attribute")]:
+    for mutate, says in [
+        (lambda r: r["query"].update(text="red " * 5000), "characters"),
+        (lambda r: r["candidates"][1].update(bindings=[["red", "cube"]] * 500), "bindings"),
+        (lambda r: r["query"].update(bindings=[["x" * 20000, "cube"]]), "attribute"),
+    ]:
         bad = json.loads(json.dumps(rows[0]))
         mutate(bad)
         f = tmp_path / f"bad-{says}.jsonl"

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from bindlab.data.files import DataError, _depth, _text_depth, iter_jsonl_bounded
 
 _TEXT = st.text(alphabet=st.sampled_from(list('ab "\\[]{}\n\tü☃')), max_size=6)
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | _TEXT,
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
-                     max_leaves=30)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -23,8 +25,11 @@ def test_the_bracket_depth_is_the_walked_depth(value, ascii_only):
     raw = json.dumps(value, ensure_ascii=ascii_only).encode()
     depth = _text_depth(raw, cap=100)
     assert depth is None or depth == _depth(value)
-    if not any(c in raw.decode() for c in '\\') and "[" not in json.dumps(_strings(value)) \
-            and "{" not in json.dumps(_strings(value)):
+    if (
+        not any(c in raw.decode() for c in "\\")
+        and "[" not in json.dumps(_strings(value))
+        and "{" not in json.dumps(_strings(value))
+    ):
         assert depth is not None  # strings without brackets or escapes never need the walk
 
 
@@ -36,11 +41,14 @@ def _strings(value):
     return [value] if isinstance(value, str) else []
 
 
-@pytest.mark.parametrize("line", [
-    "[" * 70 + "]" * 70,  # plain
-    '{"a": ' * 70 + '"[[["' + "}" * 70,  # a string with brackets: the walk decides
-    '[' * 70 + '"\\"]"' + "]" * 70,  # an escaped quote
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[" * 70 + "]" * 70,  # plain
+        '{"a": ' * 70 + '"[[["' + "}" * 70,  # a string with brackets: the walk decides
+        "[" * 70 + '"\\"]"' + "]" * 70,  # an escaped quote
+    ],
+)
 def test_too_deep_lines_are_refused_on_every_path(tmp_path, line):
     path = tmp_path / "d.jsonl"
     path.write_text('{"ok": [[1]]}\n' + line + "\n")

@@ -23,15 +23,20 @@ def held_out_run():
 
 def test_template_uses_reads_each_template():
     attrs, objs = {"red", "wooden"}, {"kite", "bench"}
-    assert template_uses("A tiny red kite sat near a wooden bench.", attrs, objs) == \
-        [("red", "attributive"), ("wooden", "attributive")]
-    assert {t for _, t in template_uses("The kite, as usual, looked red and the bench was wooden.", attrs, objs)} \
-        == {"predicative"}
-    assert {t for _, t in template_uses("The kite, which was red, sat by the bench, which looked wooden.",
-                                        attrs, objs)} == {"relative"}
+    assert template_uses("A tiny red kite sat near a wooden bench.", attrs, objs) == [
+        ("red", "attributive"),
+        ("wooden", "attributive"),
+    ]
+    assert {t for _, t in template_uses("The kite, as usual, looked red and the bench was wooden.", attrs, objs)} == {
+        "predicative"
+    }
+    assert {
+        t for _, t in template_uses("The kite, which was red, sat by the bench, which looked wooden.", attrs, objs)
+    } == {"relative"}
     assert {t for _, t in template_uses("A kite that is red and a bench that is wooden", attrs, objs)} == {"relative"}
-    assert {t for _, t in template_uses("A kite with a red colour and a bench with a wooden finish", attrs, objs)} \
-        == {"with"}
+    assert {t for _, t in template_uses("A kite with a red colour and a bench with a wooden finish", attrs, objs)} == {
+        "with"
+    }
 
 
 def test_held_out_templates_and_words_are_absent_from_training(held_out_run):

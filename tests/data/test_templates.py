@@ -62,12 +62,18 @@ def test_every_text_is_valid_in_its_template(by_template, template):
         assert q.extra.get("template", "attributive") == template
         for item in (q.query, *q.candidates):
             assert caption_problems(template, item.text, item.bindings, _cats(item.bindings)) == [], item.text
-            gen = caption_problems(template, item.gen_text, [(q.extra["realisations"][a], o) for a, o in item.bindings],
-                                   _cats(item.bindings))
+            gen = caption_problems(
+                template,
+                item.gen_text,
+                [(q.extra["realisations"][a], o) for a, o in item.bindings],
+                _cats(item.bindings),
+            )
             assert not [p for p in gen if "article" in p or "full stop" in p or "capital" in p], item.gen_text
         assert sorted(c.role for c in q.candidates) == (
-            ["attr_swap", "obj_swap", "preserve", "replace"] if q.n_objects == 2
-            else ["attr_swap", "joint_swap", "obj_swap", "preserve"])
+            ["attr_swap", "obj_swap", "preserve", "replace"]
+            if q.n_objects == 2
+            else ["attr_swap", "joint_swap", "obj_swap", "preserve"]
+        )
         assert q.candidates[q.answer].binding_set() == q.query.binding_set()
 
 
@@ -93,8 +99,10 @@ def test_predicative_and_attributive_forms():
     assert render("attributive", pairs) == caption(pairs) == "A red cube, an orange umbrella, and a striped hourglass."
     assert render("predicative", pairs[:2]) == "The cube is red and the umbrella is orange."
     assert render("relative", pairs[:2]) == "A cube that is red and an umbrella that is orange."
-    assert (render("with", pairs, ["colour", "colour", "pattern"])
-            == "A cube with a red colour, an umbrella with an orange colour, and an hourglass with a striped pattern.")
+    assert (
+        render("with", pairs, ["colour", "colour", "pattern"])
+        == "A cube with a red colour, an umbrella with an orange colour, and an hourglass with a striped pattern."
+    )
     with pytest.raises(ValueError, match="cannot express the effect attribute 'glowing'"):
         render("with", [("glowing", "cube")], ["effect"])
 
@@ -104,12 +112,15 @@ def test_caption_problems_catches_bad_grammar_and_bindings():
     assert caption_problems("predicative", "The cube is red and the umbrella is orange.", pairs) == []
     assert any("article" in p for p in caption_problems("attributive", "A red cube and a orange umbrella.", pairs))
     assert "not capitalised" in caption_problems("predicative", "the cube is red and the umbrella is orange.", pairs)
-    assert "no single final full stop" in caption_problems("relative", "A cube that is red and an umbrella that is "
-                                                                       "orange", pairs)
+    assert "no single final full stop" in caption_problems(
+        "relative", "A cube that is red and an umbrella that is orange", pairs
+    )
     twice = caption_problems("predicative", "The cube is red and the cube is orange.", pairs)
     assert "'cube' occurs 2 times" in twice and "'umbrella' occurs 0 times" in twice
-    assert any("not the relative form" in p
-               for p in caption_problems("relative", "The cube is red and the umbrella is orange.", pairs))
+    assert any(
+        "not the relative form" in p
+        for p in caption_problems("relative", "The cube is red and the umbrella is orange.", pairs)
+    )
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
@@ -178,8 +189,10 @@ def test_agreement_forms_and_the_checker():
     assert render("relative", [("red", "binoculars")]) == "A pair of binoculars that are red."
     assert render("with", [("red", "headphones")], ["colour"]) == "A pair of headphones with a red colour."
     assert render("predicative", [("folded-paper origami", "jar")]) == "The jar is in a folded-paper origami style."
-    assert render("relative", [("orange and white polka-dot", "kite")]) == \
-        "A kite that is in an orange and white polka-dot pattern."
+    assert (
+        render("relative", [("orange and white polka-dot", "kite")])
+        == "A kite that is in an orange and white polka-dot pattern."
+    )
     assert render("predicative", [("white marble", "jar")]) == "The jar is white marble."  # noun materials are English
     # the checker finds each error by itself, not by comparing with render()
     assert any("pair of" in p for p in grammar_problems("A red scissors and a cube."))
@@ -202,8 +215,12 @@ def test_triplet_texts_agree():
     from bindlab.data.triplet_templates import ATTRIBUTE_POOL
     from bindlab.data.triplets.example import template_allows
 
-    queries = [query_text([(a, "kite"), ("red", "scissors")], t) for t in TEMPLATES for a in ATTRIBUTE_POOL
-               if a != "red" and template_allows(t, [(a, "kite"), ("red", "scissors")])]
+    queries = [
+        query_text([(a, "kite"), ("red", "scissors")], t)
+        for t in TEMPLATES
+        for a in ATTRIBUTE_POOL
+        if a != "red" and template_allows(t, [(a, "kite"), ("red", "scissors")])
+    ]
     assert len(queries) > 3 * len(ATTRIBUTE_POOL) and [q for q in queries if grammar_problems(q)] == []
 
 
@@ -267,8 +284,12 @@ def test_template_cannot_be_trained_and_held_out():
 def test_no_heldout_word_in_train_or_val(variant_run):
     held, rows, stats = variant_run
     words = held.words
-    assert stats["holdout_words"] == {"fraction": 0.2, "seed": 4, "n_objects": len(held.objects),
-                                      "n_attributes": len(held.attributes)}
+    assert stats["holdout_words"] == {
+        "fraction": 0.2,
+        "seed": 4,
+        "n_objects": len(held.objects),
+        "n_attributes": len(held.attributes),
+    }
     unseen = [r for r in rows if r["split"] == UNSEEN_WORDS_SPLIT]
     assert unseen and stats["splits"][UNSEEN_WORDS_SPLIT] == len(unseen)
     for r in rows:
@@ -322,8 +343,27 @@ def test_saber_vocab_from_too_small(tmp_path):
 # --- CLI round trips -------------------------------------------------------------------------------------------
 def test_cli_round_trip(tmp_path, capsys):
     tr = tmp_path / "tr"
-    assert main(["generate", "triplets", "--out", str(tr), "--n", "400", "--seed", "2", "--templates",
-                 "attributive,predicative", "--holdout-templates", "relative", "--holdout-words", "0.2"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "triplets",
+                "--out",
+                str(tr),
+                "--n",
+                "400",
+                "--seed",
+                "2",
+                "--templates",
+                "attributive,predicative",
+                "--holdout-templates",
+                "relative",
+                "--holdout-words",
+                "0.2",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "held-out template relative" in out and "holdout_vocab.json" in out
     stats = json.loads((tr / "stats.json").read_text())
@@ -332,8 +372,25 @@ def test_cli_round_trip(tmp_path, capsys):
     assert load_triplets(tr, split=UNSEEN_WORDS_SPLIT) and load_triplets(tr, split="test_template_relative")
 
     s = tmp_path / "s"
-    assert main(["generate", "saber", "--out", str(s), "--per-size", "2", "--sizes", "2-4", "--template",
-                 "predicative", "--vocab-from", str(tr / "holdout_vocab.json")]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "saber",
+                "--out",
+                str(s),
+                "--per-size",
+                "2",
+                "--sizes",
+                "2-4",
+                "--template",
+                "predicative",
+                "--vocab-from",
+                str(tr / "holdout_vocab.json"),
+            ]
+        )
+        == 0
+    )
     meta = json.loads((s / "meta.json").read_text())
     assert meta["template"] == "predicative" and meta["vocab_from"].endswith("holdout_vocab.json")
     qs, _ = load_mcqs(s / "mcq.jsonl")
@@ -341,8 +398,23 @@ def test_cli_round_trip(tmp_path, capsys):
     assert all(c.text.startswith("The ") for q in qs for c in (q.query, *q.candidates))
     assert {w for q in qs for b in q.query.bindings for w in b} <= held.words
 
-    assert main(["generate", "saber", "--out", str(s), "--per-size", "2", "--sizes", "2-20", "--vocab-from",
-                 str(tr / "holdout_vocab.json")]) == 2
+    assert (
+        main(
+            [
+                "generate",
+                "saber",
+                "--out",
+                str(s),
+                "--per-size",
+                "2",
+                "--sizes",
+                "2-20",
+                "--vocab-from",
+                str(tr / "holdout_vocab.json"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: sizes 2-20") and "largest scene size is N = " in err and "\n" == err[-1]
     assert main(["generate", "saber", "--out", str(s), "--template", "passive"]) == 2
@@ -359,8 +431,28 @@ def test_cli_default_saber_records_template(tmp_path):
 
 
 def test_cli_images_with_a_template(tmp_path):
-    assert main(["generate", "saber", "--out", str(tmp_path), "--per-size", "1", "--sizes", "2", "--images",
-                 "--size", "32", "--workers", "1", "--template", "predicative"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "saber",
+                "--out",
+                str(tmp_path),
+                "--per-size",
+                "1",
+                "--sizes",
+                "2",
+                "--images",
+                "--size",
+                "32",
+                "--workers",
+                "1",
+                "--template",
+                "predicative",
+            ]
+        )
+        == 0
+    )
     qs, _ = load_mcqs(tmp_path / "mcq.jsonl")
     assert qs[0].query.text.startswith("The ") and (tmp_path / qs[0].query.image).is_file()
 

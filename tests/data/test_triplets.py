@@ -83,8 +83,7 @@ def test_rows_are_two_per_example_with_both_negative_kinds(generated):
         assert (a["negative_kind"], o["negative_kind"]) == ("attribute", "object")
         assert a["query"] == o["query"] and a["positive"] == o["positive"] and a["split"] == o["split"]
         assert a["negative"] != o["negative"]
-    assert set(rows[0]) == {"id", "construction", "query", "positive", "negative", "negative_kind", "bindings",
-                            "split"}
+    assert set(rows[0]) == {"id", "construction", "query", "positive", "negative", "negative_kind", "bindings", "split"}
 
 
 def test_negatives_are_word_permutations_that_change_every_binding(generated):
@@ -166,10 +165,18 @@ def test_n_counts_rows_and_must_be_even():
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _example(construction: str, positive: str, bindings: list[tuple[str, str]], *, query: str | None = None,
-             attr_map: dict[str, str] | None = None, obj_map: dict[str, str] | None = None,
-             band: tuple[int, int] = (10, 15), distance: tuple[int, int] = (0, 26),
-             distractors: list[tuple[str, str]] | None = None) -> Example:
+def _example(
+    construction: str,
+    positive: str,
+    bindings: list[tuple[str, str]],
+    *,
+    query: str | None = None,
+    attr_map: dict[str, str] | None = None,
+    obj_map: dict[str, str] | None = None,
+    band: tuple[int, int] = (10, 15),
+    distance: tuple[int, int] = (0, 26),
+    distractors: list[tuple[str, str]] | None = None,
+) -> Example:
     """A hand-made example whose negatives are built by the same word permutation the generator uses."""
     objects = list(dict.fromkeys(o for _, o in bindings))
     attrs = [a for a, _ in bindings]
@@ -178,34 +185,60 @@ def _example(construction: str, positive: str, bindings: list[tuple[str, str]], 
     if query is None:
         query = " and ".join(f"a {a} {o}" for a, o in bindings)
     return Example(
-        id="hand", construction=construction, query=query, positive=positive,
+        id="hand",
+        construction=construction,
+        query=query,
+        positive=positive,
         negatives={"attribute": permute_words(positive, attr_map), "object": permute_words(positive, obj_map)},
         bindings=list(bindings),
-        negative_bindings={"attribute": [(attr_map.get(a, a), o) for a, o in bindings],
-                           "object": [(a, obj_map.get(o, o)) for a, o in bindings]},
-        distractors=distractors or [], length_band=band, distance_range=distance)
+        negative_bindings={
+            "attribute": [(attr_map.get(a, a), o) for a, o in bindings],
+            "object": [(a, obj_map.get(o, o)) for a, o in bindings],
+        },
+        distractors=distractors or [],
+        length_band=band,
+        distance_range=distance,
+    )
 
 
-PAIR = _example("pair_swap", "In the garden, a wooden bench sat next to a red kite at dusk.",
-                [("red", "kite"), ("wooden", "bench")], distance=(3, 5))
+PAIR = _example(
+    "pair_swap",
+    "In the garden, a wooden bench sat next to a red kite at dusk.",
+    [("red", "kite"), ("wooden", "bench")],
+    distance=(3, 5),
+)
 TRIPLE = [("red", "kite"), ("wooden", "bench"), ("striped", "lamp")]
-CYCLE = _example("triple_bind_cycle", "In the garden, a red kite, a wooden bench and a striped lamp stood in a row.",
-                 TRIPLE, attr_map={"red": "wooden", "wooden": "striped", "striped": "red"},
-                 obj_map={"kite": "bench", "bench": "lamp", "lamp": "kite"}, band=(14, 19), distance=(0, 2),
-                 query="a striped lamp, a red kite, and a wooden bench")
+CYCLE = _example(
+    "triple_bind_cycle",
+    "In the garden, a red kite, a wooden bench and a striped lamp stood in a row.",
+    TRIPLE,
+    attr_map={"red": "wooden", "wooden": "striped", "striped": "red"},
+    obj_map={"kite": "bench", "bench": "lamp", "lamp": "kite"},
+    band=(14, 19),
+    distance=(0, 2),
+    query="a striped lamp, a red kite, and a wooden bench",
+)
 
 
 def test_hand_made_valid_examples_pass():
     assert validate(PAIR) == []
     assert validate(CYCLE) == []
-    respective = _example("deferred_bind_respective",
-                          "At noon, an apple and a kite, as usual, were red and wooden, respectively.",
-                          [("red", "apple"), ("wooden", "kite")], band=(10, 15), distance=(1, 4))
+    respective = _example(
+        "deferred_bind_respective",
+        "At noon, an apple and a kite, as usual, were red and wooden, respectively.",
+        [("red", "apple"), ("wooden", "kite")],
+        band=(10, 15),
+        distance=(1, 4),
+    )
     assert respective.negatives["object"].startswith("At noon, a kite and an apple")  # a/an repaired
     assert validate(respective) == []
-    anaphoric = _example("deferred_bind_anaphoric",
-                         "At noon, a kite lay beside a bench; the latter was wooden, while the former was red.",
-                         [("red", "kite"), ("wooden", "bench")], band=(16, 22), distance=(1, 4))
+    anaphoric = _example(
+        "deferred_bind_anaphoric",
+        "At noon, a kite lay beside a bench; the latter was wooden, while the former was red.",
+        [("red", "kite"), ("wooden", "bench")],
+        band=(16, 22),
+        distance=(1, 4),
+    )
     assert validate(anaphoric) == []
 
 
@@ -214,59 +247,160 @@ FAILING: list[tuple[str, Example]] = [
     ("multi_word_attribute", replace(PAIR, bindings=[("light blue", "kite"), ("wooden", "bench")])),
     ("multi_word_object", replace(PAIR, bindings=[("red", "teddy bear"), ("wooden", "bench")])),
     ("duplicate_word", replace(PAIR, distractors=[("red", "lamp")])),
-    ("attribute_not_exactly_once",
-     _example("pair_swap", "In the garden, a wooden bench sat next to a red kite with a red tail.",
-              [("red", "kite"), ("wooden", "bench")])),
-    ("object_not_exactly_once",
-     _example("pair_swap", "In the garden, a wooden bench sat next to a red kite, a kite indeed.",
-              [("red", "kite"), ("wooden", "bench")])),
-    ("distractor_in_query",
-     _example("pair_swap", "In the garden, a wooden bench sat next to a red kite and a dusty lamp.",
-              [("red", "kite"), ("wooden", "bench")], distractors=[("dusty", "lamp")],
-              query="a red kite and a wooden bench near a dusty lamp")),
+    (
+        "attribute_not_exactly_once",
+        _example(
+            "pair_swap",
+            "In the garden, a wooden bench sat next to a red kite with a red tail.",
+            [("red", "kite"), ("wooden", "bench")],
+        ),
+    ),
+    (
+        "object_not_exactly_once",
+        _example(
+            "pair_swap",
+            "In the garden, a wooden bench sat next to a red kite, a kite indeed.",
+            [("red", "kite"), ("wooden", "bench")],
+        ),
+    ),
+    (
+        "distractor_in_query",
+        _example(
+            "pair_swap",
+            "In the garden, a wooden bench sat next to a red kite and a dusty lamp.",
+            [("red", "kite"), ("wooden", "bench")],
+            distractors=[("dusty", "lamp")],
+            query="a red kite and a wooden bench near a dusty lamp",
+        ),
+    ),
     ("query_structure", replace(PAIR, query="a kite red and a wooden bench")),
-    ("article_mismatch",
-     _example("pair_swap", "In the garden, a wooden bench sat next to an red kite at dusk.",
-              [("red", "kite"), ("wooden", "bench")], distance=(3, 5))),
-    ("agreement",
-     _example("predicative", "In the garden, the kite was polka-dot while the bench, as usual, looked wooden.",
-              [("polka-dot", "kite"), ("wooden", "bench")], distance=(1, 2))),
+    (
+        "article_mismatch",
+        _example(
+            "pair_swap",
+            "In the garden, a wooden bench sat next to an red kite at dusk.",
+            [("red", "kite"), ("wooden", "bench")],
+            distance=(3, 5),
+        ),
+    ),
+    (
+        "agreement",
+        _example(
+            "predicative",
+            "In the garden, the kite was polka-dot while the bench, as usual, looked wooden.",
+            [("polka-dot", "kite"), ("wooden", "bench")],
+            distance=(1, 2),
+        ),
+    ),
     ("length_out_of_band", replace(PAIR, length_band=(23, 30))),
     ("binding_distance_out_of_range", replace(PAIR, distance_range=(0, 2))),
     ("missing_negative", replace(PAIR, negatives={"attribute": PAIR.negatives["attribute"]})),
-    ("negative_not_permutation", replace(PAIR, negatives={
-        **PAIR.negatives, "attribute": "In the garden, a red bench sat right next to a wooden kite at dusk."})),
-    ("negative_moves_other_words", replace(PAIR, negatives={
-        **PAIR.negatives, "attribute": "In the garden, a red bench next to sat a wooden kite at dusk."})),
-    ("negative_kind_mismatch", replace(PAIR, negatives={
-        "attribute": PAIR.negatives["object"], "object": PAIR.negatives["object"]})),
+    (
+        "negative_not_permutation",
+        replace(
+            PAIR,
+            negatives={
+                **PAIR.negatives,
+                "attribute": "In the garden, a red bench sat right next to a wooden kite at dusk.",
+            },
+        ),
+    ),
+    (
+        "negative_moves_other_words",
+        replace(
+            PAIR,
+            negatives={**PAIR.negatives, "attribute": "In the garden, a red bench next to sat a wooden kite at dusk."},
+        ),
+    ),
+    (
+        "negative_kind_mismatch",
+        replace(PAIR, negatives={"attribute": PAIR.negatives["object"], "object": PAIR.negatives["object"]}),
+    ),
     ("negative_identical", replace(PAIR, negatives={**PAIR.negatives, "attribute": PAIR.positive})),
-    ("negative_keeps_binding", _example(
-        "triple_bind_cycle", CYCLE.positive, TRIPLE, attr_map={"red": "wooden", "wooden": "red"},
-        obj_map={"kite": "bench", "bench": "lamp", "lamp": "kite"}, band=(14, 19), distance=(0, 2))),
-    ("negative_wrong_bindings", replace(CYCLE, negative_bindings={
-        **CYCLE.negative_bindings, "attribute": [("striped", "kite"), ("red", "bench"), ("wooden", "lamp")]})),
-    ("structure:pair_swap",
-     _example("pair_swap", "In the garden, the bench was wooden and the kite was red at dusk.",
-              [("red", "kite"), ("wooden", "bench")])),
-    ("structure:triple_bind_cycle", replace(CYCLE, bindings=TRIPLE[:2], negative_bindings={
-        "attribute": [("wooden", "kite"), ("striped", "bench")], "object": [("red", "bench"), ("wooden", "lamp")]})),
+    (
+        "negative_keeps_binding",
+        _example(
+            "triple_bind_cycle",
+            CYCLE.positive,
+            TRIPLE,
+            attr_map={"red": "wooden", "wooden": "red"},
+            obj_map={"kite": "bench", "bench": "lamp", "lamp": "kite"},
+            band=(14, 19),
+            distance=(0, 2),
+        ),
+    ),
+    (
+        "negative_wrong_bindings",
+        replace(
+            CYCLE,
+            negative_bindings={
+                **CYCLE.negative_bindings,
+                "attribute": [("striped", "kite"), ("red", "bench"), ("wooden", "lamp")],
+            },
+        ),
+    ),
+    (
+        "structure:pair_swap",
+        _example(
+            "pair_swap",
+            "In the garden, the bench was wooden and the kite was red at dusk.",
+            [("red", "kite"), ("wooden", "bench")],
+        ),
+    ),
+    (
+        "structure:triple_bind_cycle",
+        replace(
+            CYCLE,
+            bindings=TRIPLE[:2],
+            negative_bindings={
+                "attribute": [("wooden", "kite"), ("striped", "bench")],
+                "object": [("red", "bench"), ("wooden", "lamp")],
+            },
+        ),
+    ),
     ("structure:triple_bind_swap", replace(CYCLE, construction="triple_bind_swap")),  # cycles: keeps no pair
-    ("structure:attr_bundle", _example(
-        "attr_bundle", "In the garden, a red blue kite sat next to a wooden woven bench at dusk.",
-        [("red", "kite"), ("blue", "kite"), ("wooden", "bench"), ("woven", "bench")],
-        attr_map={"red": "wooden", "wooden": "red"}, band=(10, 15),
-        query="a red blue kite and a wooden woven bench")),
+    (
+        "structure:attr_bundle",
+        _example(
+            "attr_bundle",
+            "In the garden, a red blue kite sat next to a wooden woven bench at dusk.",
+            [("red", "kite"), ("blue", "kite"), ("wooden", "bench"), ("woven", "bench")],
+            attr_map={"red": "wooden", "wooden": "red"},
+            band=(10, 15),
+            query="a red blue kite and a wooden woven bench",
+        ),
+    ),
     ("structure:predicative", replace(PAIR, construction="predicative", distance_range=(0, 26))),
-    ("structure:deferred_bind_respective", _example(
-        "deferred_bind_respective", "At noon, an apple and a kite, as usual, were wooden and red, respectively.",
-        [("red", "apple"), ("wooden", "kite")], band=(10, 15), distance=(1, 4))),
-    ("structure:deferred_bind_anaphoric", _example(  # a bare "it" is an ambiguous reference (B.2)
-        "deferred_bind_anaphoric", "At noon, a kite lay beside a bench; it was red, while the latter was wooden.",
-        [("red", "kite"), ("wooden", "bench")], band=(16, 22), distance=(1, 4))),
-    ("structure:deferred_bind_anaphoric", _example(  # "the former" points at the kite, not the bench
-        "deferred_bind_anaphoric", "At noon, a kite lay beside a bench; the former was wooden, while the latter "
-        "was red.", [("red", "kite"), ("wooden", "bench")], band=(16, 22), distance=(1, 4))),
+    (
+        "structure:deferred_bind_respective",
+        _example(
+            "deferred_bind_respective",
+            "At noon, an apple and a kite, as usual, were wooden and red, respectively.",
+            [("red", "apple"), ("wooden", "kite")],
+            band=(10, 15),
+            distance=(1, 4),
+        ),
+    ),
+    (
+        "structure:deferred_bind_anaphoric",
+        _example(  # a bare "it" is an ambiguous reference (B.2)
+            "deferred_bind_anaphoric",
+            "At noon, a kite lay beside a bench; it was red, while the latter was wooden.",
+            [("red", "kite"), ("wooden", "bench")],
+            band=(16, 22),
+            distance=(1, 4),
+        ),
+    ),
+    (
+        "structure:deferred_bind_anaphoric",
+        _example(  # "the former" points at the kite, not the bench
+            "deferred_bind_anaphoric",
+            "At noon, a kite lay beside a bench; the former was wooden, while the latter was red.",
+            [("red", "kite"), ("wooden", "bench")],
+            band=(16, 22),
+            distance=(1, 4),
+        ),
+    ),
 ]
 
 
@@ -277,8 +411,12 @@ def test_each_rule_rejects_its_failing_example(reason, example):
 
 
 def test_every_validator_reason_has_a_failing_example():
-    covered = {r for r, _ in FAILING} | {"frequency_cap", "duplicate_word_set", "engine_output_unparsable",
-                                         "bindings_differ_from_plan"}
+    covered = {r for r, _ in FAILING} | {
+        "frequency_cap",
+        "duplicate_word_set",
+        "engine_output_unparsable",
+        "bindings_differ_from_plan",
+    }
     assert covered == set(REJECTION_REASONS)
 
 
@@ -287,8 +425,12 @@ def test_frequency_cap_and_duplicate_word_set():
     for _ in range(10):
         usage.accept(PAIR)
     assert usage.check(PAIR) == ["frequency_cap", "duplicate_word_set"]
-    fresh = _example("pair_swap", "In the garden, a striped lamp sat next to a blue cube at dusk.",
-                     [("blue", "cube"), ("striped", "lamp")], distance=(3, 5))
+    fresh = _example(
+        "pair_swap",
+        "In the garden, a striped lamp sat next to a blue cube at dusk.",
+        [("blue", "cube"), ("striped", "lamp")],
+        distance=(3, 5),
+    )
     assert validate(fresh) == [] and usage.check(fresh) == []
     assert usage.cap(2) == 10 and UsageTracker(n_accepted=10_000).cap(4) == pytest.approx(300)
 
@@ -335,8 +477,10 @@ def test_permute_words_repairs_articles_and_keeps_case_and_punctuation():
     text = "An apple, oddly, lay beside a kite; an orange umbrella too."
     out = permute_words(text, {"apple": "kite", "kite": "apple", "orange": "red"})
     assert out == "A kite, oddly, lay beside an apple; a red umbrella too."
-    assert permute_words("the hourglass and a unicorn", {"hourglass": "unicorn", "unicorn": "hourglass"}) == \
-        "the unicorn and an hourglass"
+    assert (
+        permute_words("the hourglass and a unicorn", {"hourglass": "unicorn", "unicorn": "hourglass"})
+        == "the unicorn and an hourglass"
+    )
 
 
 def test_binding_distance_definitions():
@@ -376,13 +520,14 @@ def test_lexicon_is_clean():
 
 
 def test_assemble_builds_query_and_negatives_from_any_engine_output():
-    plan = ExamplePlan("pair_swap", (("red", "kite"), ("wooden", "bench")), length_band=(10, 15),
-                       distance_range=(3, 5))
+    plan = ExamplePlan("pair_swap", (("red", "kite"), ("wooden", "bench")), length_band=(10, 15), distance_range=(3, 5))
     written = WrittenExample("In the garden, a red kite sat next to a wooden bench at dusk.", plan.pairs)
     ex = assemble("ex1", plan, written, random.Random(0))
     assert validate(ex) == []
-    assert ex.negatives == {"attribute": "In the garden, a wooden kite sat next to a red bench at dusk.",
-                            "object": "In the garden, a red bench sat next to a wooden kite at dusk."}
+    assert ex.negatives == {
+        "attribute": "In the garden, a wooden kite sat next to a red bench at dusk.",
+        "object": "In the garden, a red bench sat next to a wooden kite at dusk.",
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -416,14 +561,17 @@ def test_write_and_load_round_trip(tmp_path):
         load_triplets(paths["triplets"], split="dev")
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda r: r.pop("negative"), "missing field"),
-    (lambda r: r.update(negative_kind="both"), "negative_kind"),
-    (lambda r: r.update(split="dev"), "split"),
-    (lambda r: r.update(construction="novel"), "construction"),
-    (lambda r: r.update(bindings=[["red"]]), "bindings"),
-    (lambda r: r.update(negative=r["negative"] + " extra"), "permutation"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda r: r.pop("negative"), "missing field"),
+        (lambda r: r.update(negative_kind="both"), "negative_kind"),
+        (lambda r: r.update(split="dev"), "split"),
+        (lambda r: r.update(construction="novel"), "construction"),
+        (lambda r: r.update(bindings=[["red"]]), "bindings"),
+        (lambda r: r.update(negative=r["negative"] + " extra"), "permutation"),
+    ],
+)
 def test_load_reports_bad_lines_with_line_numbers(tmp_path, mutate, message):
     rows, stats = generate_triplets(6, seed=4)
     mutate(rows[1])
@@ -442,8 +590,11 @@ def test_validator_never_crashes_on_scrambled_text(data):
     words = (base.negatives[field_name] if field_name in ("attribute", "object") else getattr(base, field_name)).split()
     words = data.draw(st.permutations(words))
     cut = data.draw(st.integers(0, len(words)))
-    text = " ".join(words[:cut] + data.draw(st.lists(st.sampled_from(["a", "an", "red", "kite", "it", "the"]),
-                                                       max_size=3)) + words[cut:])
+    text = " ".join(
+        words[:cut]
+        + data.draw(st.lists(st.sampled_from(["a", "an", "red", "kite", "it", "the"]), max_size=3))
+        + words[cut:]
+    )
     if field_name in ("attribute", "object"):
         mutated = replace(base, negatives={**base.negatives, field_name: text})
     else:

@@ -49,13 +49,20 @@ def test_an_object_with_encode_text_embeds_through_the_cache_and_is_loadable_by_
         enc.embed_images([np.zeros((8, 8, 3), np.uint8)])
 
 
-@pytest.mark.parametrize("case, out, said", [
-    (0, lambda t: np.ones((len(t) + 1, 4)), r"shape \({m}, 4\) for {n} inputs"),
-    (1, lambda t: np.ones(len(t)), r"shape \({n},\) for {n} inputs"),
-    (2, lambda t: np.where(np.eye(len(t), 4) > 0, np.nan, 1.0), r"{n} non-finite values \(NaN or inf\) in {n} of {n} rows"),
-    (3, lambda t: "not numbers", "returned str, not an array of numbers"),
-    (4, lambda t: np.ones((len(t), 0)), r"shape \({n}, 0\)"),
-])
+@pytest.mark.parametrize(
+    "case, out, said",
+    [
+        (0, lambda t: np.ones((len(t) + 1, 4)), r"shape \({m}, 4\) for {n} inputs"),
+        (1, lambda t: np.ones(len(t)), r"shape \({n},\) for {n} inputs"),
+        (
+            2,
+            lambda t: np.where(np.eye(len(t), 4) > 0, np.nan, 1.0),
+            r"{n} non-finite values \(NaN or inf\) in {n} of {n} rows",
+        ),
+        (3, lambda t: "not numbers", "returned str, not an array of numbers"),
+        (4, lambda t: np.ones((len(t), 0)), r"shape \({n}, 0\)"),
+    ],
+)
 def test_a_wrong_output_is_a_message_naming_the_model_before_anything_is_cached(case, out, said):
     name = f"adopt-bad-{case}"
     enc = adopt(Returns(out, name=name))
@@ -130,8 +137,9 @@ def test_wrap_transformers_embeds_exactly_as_the_hf_backend(tiny_id, tmp_path):
 
     folder = tiny_id("hf-clip").removeprefix("hf:")
     by_id = load_encoder(f"hf:{folder}", device="cpu")
-    wrapped = bindlab.wrap_transformers(AutoModel.from_pretrained(folder), AutoProcessor.from_pretrained(folder),
-                                        name="tiny-clip-wrapped")
+    wrapped = bindlab.wrap_transformers(
+        AutoModel.from_pretrained(folder), AutoProcessor.from_pretrained(folder), name="tiny-clip-wrapped"
+    )
     assert wrapped.id == "py:tiny-clip-wrapped" and wrapped.fingerprint.startswith("py:tiny-clip-wrapped|weights:")
     img = Image.fromarray(np.random.default_rng(0).integers(0, 255, (40, 30, 3), dtype=np.uint8))
     assert np.array_equal(wrapped.embed_texts(TEXTS), by_id.embed_texts(TEXTS))
@@ -150,8 +158,9 @@ def test_wrap_open_clip_embeds_exactly_as_the_open_clip_backend(tiny_id):
     wrapped = bindlab.wrap_open_clip(by_id.model, by_id.preprocess, by_id.tokenizer, name="tiny-oc-wrapped")
     folder = eid.removeprefix("open_clip:local-dir:")
     model, _, preprocess = open_clip.create_model_and_transforms(f"local-dir:{folder}", weights_only=True)
-    fresh = bindlab.wrap_open_clip(model, preprocess, open_clip.get_tokenizer(f"local-dir:{folder}"),
-                                   name="tiny-oc-fresh")
+    fresh = bindlab.wrap_open_clip(
+        model, preprocess, open_clip.get_tokenizer(f"local-dir:{folder}"), name="tiny-oc-fresh"
+    )
     img = Image.fromarray(np.random.default_rng(1).integers(0, 255, (33, 47, 3), dtype=np.uint8))
     for enc in (wrapped, fresh):
         assert np.allclose(enc.embed_texts(TEXTS), by_id.embed_texts(TEXTS), atol=1e-6)
@@ -317,8 +326,14 @@ def test_two_models_under_one_name_in_two_processes_get_their_own_scores_and_the
     env = {**os.environ, "BINDLAB_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
 
     def run(seed: int) -> dict:
-        done = subprocess.run([sys.executable, str(script), str(seed)], capture_output=True, text=True, env=env,
-                              cwd=Path(__file__).resolve().parents[2], timeout=300)
+        done = subprocess.run(
+            [sys.executable, str(script), str(seed)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path(__file__).resolve().parents[2],
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -35,8 +35,12 @@ TEST_CASES = [
     Case("qwen3vl", "qwen3vl", 32, images=True, causal=True, options={"batch_size": 2, "max_length": 256}),
 ]
 IMAGE_CASES = [c for c in TEST_CASES if c.images]
-TEXTS = ["a red cube and a blue sphere", "a dog", "a white and orange striped xylophone with a glowing hat",
-         "A Wooden Chair, a metal lamp."]
+TEXTS = [
+    "a red cube and a blue sphere",
+    "a dog",
+    "a white and orange striped xylophone with a glowing hat",
+    "A Wooden Chair, a metal lamp.",
+]
 LONG = " ".join(["red cube"] * 1000)  # 2,000 words
 
 
@@ -50,9 +54,11 @@ def _enc(tiny_encoder, case: Case):
 
 def _images() -> list[Image.Image]:
     rng = np.random.default_rng(0)
-    return [Image.fromarray(rng.integers(0, 256, (48, 40, 3), dtype=np.uint8)),
-            Image.new("RGB", (1, 1), (10, 200, 30)),
-            Image.fromarray(rng.integers(0, 256, (30, 90, 3), dtype=np.uint8))]
+    return [
+        Image.fromarray(rng.integers(0, 256, (48, 40, 3), dtype=np.uint8)),
+        Image.new("RGB", (1, 1), (10, 200, 30)),
+        Image.fromarray(rng.integers(0, 256, (30, 90, 3), dtype=np.uint8)),
+    ]
 
 
 # -- protocol: shapes, normalisation, batching ----------------------------------------------------------------
@@ -82,13 +88,20 @@ def test_images_shape_norm_and_batch_invariance(tiny_encoder, case):
 @pytest.mark.parametrize("case", IMAGE_CASES, ids=_ids(IMAGE_CASES))
 def test_image_modes_follow_the_library(tiny_encoder, case, tmp_path):
     enc = _enc(tiny_encoder, case)
-    a16 = (np.arange(32 * 32, dtype=np.uint16).reshape(32, 32) * 60)
+    a16 = np.arange(32 * 32, dtype=np.uint16).reshape(32, 32) * 60
     path = tmp_path / "rgba.png"
     Image.new("RGBA", (20, 20), (255, 0, 0, 128)).save(path)
-    inputs = [Image.new("CMYK", (24, 24), (0, 255, 255, 0)), Image.new("RGBA", (24, 24), (0, 0, 255, 0)),
-              Image.new("LA", (24, 24), (0, 0)), Image.new("P", (24, 24)), Image.fromarray(a16, mode="I;16"),
-              Image.fromarray(a16.astype(np.int32), mode="I"), Image.new("1", (1, 1)), path,
-              np.zeros((16, 16, 3), np.uint8)]
+    inputs = [
+        Image.new("CMYK", (24, 24), (0, 255, 255, 0)),
+        Image.new("RGBA", (24, 24), (0, 0, 255, 0)),
+        Image.new("LA", (24, 24), (0, 0)),
+        Image.new("P", (24, 24)),
+        Image.fromarray(a16, mode="I;16"),
+        Image.fromarray(a16.astype(np.int32), mode="I"),
+        Image.new("1", (1, 1)),
+        path,
+        np.zeros((16, 16, 3), np.uint8),
+    ]
     out = enc.embed_images(inputs)
     assert out.shape == (len(inputs), case.dim) and np.isfinite(out).all()
     if case.backend != "open_clip":  # open_clip drops alpha after resizing: see test_equivalence.py
@@ -109,8 +122,9 @@ def test_image_conversion_rules():
     assert ims[0].size == (8192, 8192) and ims[0].mode == "RGB" and ims[1].size == (1, 1)
     assert len(notes) == 1 and "10000x10000" in notes[0]
     # rgb=False keeps 8-bit modes for the library and scales only high-bit-depth greyscale
-    kept, _ = load_images([Image.new("P", (2, 2)), Image.new("RGBA", (2, 2)), Image.fromarray(a16, mode="I;16")],
-                          "test", rgb=False)
+    kept, _ = load_images(
+        [Image.new("P", (2, 2)), Image.new("RGBA", (2, 2)), Image.fromarray(a16, mode="I;16")], "test", rgb=False
+    )
     assert [im.mode for im in kept] == ["P", "RGBA", "L"] and kept[2].getpixel((0, 0)) == 255
 
 
@@ -153,16 +167,19 @@ def test_bad_images_are_clear_errors(tiny_encoder, tmp_path):
         enc.embed_images(Image.new("RGB", (4, 4)))
 
 
-@pytest.mark.parametrize("eid,pattern", [
-    ("nope:thing", "unknown encoder backend"),
-    ("hf:/no/such/folder", "not found"),
-    ("qwen3vl:/no/such/folder", "not found"),
-    ("open_clip:local-dir:/no/such/folder", "not found"),
-    ("open_clip:NoSuchArch-1/tag", "unknown open_clip architecture"),
-    ("hf:openai/clip-vit-base-patch32", "unreachable"),
-    ("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "unreachable"),
-    ("open_clip:hf-hub:timm/ViT-B-16-SigLIP", "unreachable"),
-])
+@pytest.mark.parametrize(
+    "eid,pattern",
+    [
+        ("nope:thing", "unknown encoder backend"),
+        ("hf:/no/such/folder", "not found"),
+        ("qwen3vl:/no/such/folder", "not found"),
+        ("open_clip:local-dir:/no/such/folder", "not found"),
+        ("open_clip:NoSuchArch-1/tag", "unknown open_clip architecture"),
+        ("hf:openai/clip-vit-base-patch32", "unreachable"),
+        ("qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "unreachable"),
+        ("open_clip:hf-hub:timm/ViT-B-16-SigLIP", "unreachable"),
+    ],
+)
 def test_load_errors_name_the_id(eid, pattern, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EncoderError, match=pattern) as info:
@@ -271,8 +288,9 @@ def test_qwen3vl_instruction_and_resize(tiny_encoder):
     default = enc.embed_texts(["a red cube"])
     custom = enc.embed_texts(["a red cube"], instruction="Find the matching image")
     assert not np.allclose(default, custom)
-    np.testing.assert_allclose(enc.embed_texts(["a red cube"], instruction="Represent the user's input."), default,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        enc.embed_texts(["a red cube"], instruction="Represent the user's input."), default, atol=1e-6
+    )
     assert format_instruction("Find it") == "Find it." and format_instruction(None) == "Represent the user's input."
     for h, w in [(1, 1), (224, 224), (10000, 10000), (50, 3000)]:
         rh, rw = smart_resize(h, w)
@@ -319,9 +337,13 @@ def test_tiny_builder_rejects_unknown_kind(tmp_path):
 
 
 # -- real checkpoints (deselected by default) -------------------------------------------------------------------
-REAL_IDS = ["hf:openai/clip-vit-base-patch32", "hf:google/siglip-base-patch16-224",
-            "hf:google/siglip2-base-patch16-224",
-            "open_clip:ViT-B-32/laion2b_s34b_b79k", "qwen3vl:Qwen/Qwen3-VL-Embedding-2B"]
+REAL_IDS = [
+    "hf:openai/clip-vit-base-patch32",
+    "hf:google/siglip-base-patch16-224",
+    "hf:google/siglip2-base-patch16-224",
+    "open_clip:ViT-B-32/laion2b_s34b_b79k",
+    "qwen3vl:Qwen/Qwen3-VL-Embedding-2B",
+]
 
 
 @pytest.mark.slow

@@ -76,8 +76,12 @@ WRITER = textwrap.dedent("""
 
 def test_two_processes_write_at_once(tmp_path):
     path = tmp_path / "shared.sqlite"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for tag in ("p1", "p2")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), tag], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for tag in ("p1", "p2")
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err

@@ -39,10 +39,16 @@ def test_damaged_rows_in_a_bulk_read_are_missing_and_counted(tmp_path):
     nan = np.array([1, np.nan, 0, 0], np.float32).tobytes()
     zero = np.zeros(4, np.float32).tobytes()
     short = np.ones(3, np.float32).tobytes()
-    conn.executemany("INSERT INTO emb VALUES (?, ?, ?, ?, 0)", [
-        ("nan", 4, zlib.crc32(nan), nan), ("zero", 4, zlib.crc32(zero), zero),
-        ("badcrc", 4, 12345, np.ones(4, np.float32).tobytes()), ("short", 4, zlib.crc32(short), short),
-        ("dim8", 8, zlib.crc32(np.ones(8, np.float32).tobytes()), np.ones(8, np.float32).tobytes())])
+    conn.executemany(
+        "INSERT INTO emb VALUES (?, ?, ?, ?, 0)",
+        [
+            ("nan", 4, zlib.crc32(nan), nan),
+            ("zero", 4, zlib.crc32(zero), zero),
+            ("badcrc", 4, 12345, np.ones(4, np.float32).tobytes()),
+            ("short", 4, zlib.crc32(short), short),
+            ("dim8", 8, zlib.crc32(np.ones(8, np.float32).tobytes()), np.ones(8, np.float32).tobytes()),
+        ],
+    )
     conn.commit()
     conn.close()
     found = cache.get_many(["nan", "zero", "badcrc", "short", "dim8", *good])

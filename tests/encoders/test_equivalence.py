@@ -36,10 +36,18 @@ from bindlab.encoders.base import load_encoder
 
 TOL = 1e-5
 TEXTS = [
-    "a red cube and a blue sphere", "A Red Cube, and a BLUE sphere!", "a dog", "the cat",
-    "a white and orange striped xylophone with a glowing hat", "a wooden chair; a metal lamp. a glass bottle?",
-    "two  spaces   here", "a photo of a green apple on a black table next to a yellow banana and a pink cup",
-    "book", "a furry brown dog with a shiny red ball", "(a) cone - cylinder / house & tree", "light dark",
+    "a red cube and a blue sphere",
+    "A Red Cube, and a BLUE sphere!",
+    "a dog",
+    "the cat",
+    "a white and orange striped xylophone with a glowing hat",
+    "a wooden chair; a metal lamp. a glass bottle?",
+    "two  spaces   here",
+    "a photo of a green apple on a black table next to a yellow banana and a pink cup",
+    "book",
+    "a furry brown dog with a shiny red ball",
+    "(a) cone - cylinder / house & tree",
+    "light dark",
 ]
 QWEN_OPTIONS = {"max_pixels": 64 * 32 * 32}  # keeps the huge image's token count small in the tiny model
 
@@ -104,12 +112,20 @@ def hf_texts(folder: str, texts: list[str]) -> np.ndarray:
     for t in texts:
         with torch.inference_mode():
             if family == "clip":
-                rows.append(_pooled(model.get_text_features(**proc(text=[t], padding=True, truncation=True,
-                                                                     return_tensors="pt"))))
+                rows.append(
+                    _pooled(
+                        model.get_text_features(**proc(text=[t], padding=True, truncation=True, return_tensors="pt"))
+                    )
+                )
                 continue
             proc.tokenizer.padding_side = "right"  # the trained setup (the hub folders' tokenizer.json says so)
-            enc = proc(text=[t.lower() if family == "siglip2" else t], padding="max_length", max_length=64,
-                       truncation=True, return_tensors="pt")
+            enc = proc(
+                text=[t.lower() if family == "siglip2" else t],
+                padding="max_length",
+                max_length=64,
+                truncation=True,
+                return_tensors="pt",
+            )
             rows.append(_pooled(model.get_text_features(input_ids=enc["input_ids"])))
     return _norm(np.concatenate(rows))
 
@@ -149,8 +165,9 @@ def open_clip_images(folder: str, images: list[Image.Image]) -> np.ndarray:
 
     model, preprocess, _ = _open_clip(folder)
     with torch.inference_mode():
-        return _norm(np.concatenate([model.encode_image(preprocess(usual_fix(im)).unsqueeze(0)).numpy()
-                                     for im in images]))
+        return _norm(
+            np.concatenate([model.encode_image(preprocess(usual_fix(im)).unsqueeze(0)).numpy() for im in images])
+        )
 
 
 def _qwen_smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -183,8 +200,10 @@ def _qwen_embed(folder: str, content: list[dict[str, Any]], image: Image.Image |
     import torch
 
     model, proc = _hf(folder)
-    messages = [{"role": "system", "content": [{"type": "text", "text": "Represent the user's input."}]},
-                {"role": "user", "content": content}]
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "Represent the user's input."}]},
+        {"role": "user", "content": content},
+    ]
     prompt = proc.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     images = [_qwen_fetch_image(image)] if image is not None else None
     with torch.inference_mode():
@@ -197,8 +216,11 @@ def qwen_texts(folder: str, texts: list[str]) -> np.ndarray:
 
 
 def qwen_images(folder: str, images: list[Image.Image]) -> np.ndarray:
-    return _norm(np.concatenate([_qwen_embed(folder, [{"type": "image", "image": usual_fix(im)}], usual_fix(im))
-                                 for im in images]))
+    return _norm(
+        np.concatenate(
+            [_qwen_embed(folder, [{"type": "image", "image": usual_fix(im)}], usual_fix(im)) for im in images]
+        )
+    )
 
 
 Reference = tuple[Callable[[str, list[str]], np.ndarray], Callable[[str, list[Image.Image]], np.ndarray]]
@@ -244,10 +266,8 @@ def test_images_of_every_mode_match_the_library(tiny_id, tiny_encoder, kind):
 def test_batches_do_not_change_embeddings(tiny_encoder, kind):
     enc = tiny_encoder(kind, batch_size=4)
     ims = list(images_of_every_mode().values())[:8]
-    np.testing.assert_allclose(enc.embed_texts(TEXTS), np.concatenate([enc.embed_texts([t]) for t in TEXTS]),
-                               atol=TOL)
-    np.testing.assert_allclose(enc.embed_images(ims), np.concatenate([enc.embed_images([im]) for im in ims]),
-                               atol=TOL)
+    np.testing.assert_allclose(enc.embed_texts(TEXTS), np.concatenate([enc.embed_texts([t]) for t in TEXTS]), atol=TOL)
+    np.testing.assert_allclose(enc.embed_images(ims), np.concatenate([enc.embed_images([im]) for im in ims]), atol=TOL)
 
 
 def test_open_clip_alpha_and_palette_follow_open_clip_not_white(tiny_encoder):
@@ -303,8 +323,13 @@ def test_real_size_architectures_match(kind, tmp_path, monkeypatch):
     """The same comparison on CLIP ViT-B/32 / SigLIP B/16 / open_clip ViT-B-32-sized towers."""
     from bindlab.encoders import tiny
 
-    for name, value in {"WIDTH": 768, "LAYERS": 12, "HEADS": 12, "IMAGE_SIZE": 224,
-                        "PATCH_SIZE": 32 if kind != "hf-siglip-spm" else 16}.items():
+    for name, value in {
+        "WIDTH": 768,
+        "LAYERS": 12,
+        "HEADS": 12,
+        "IMAGE_SIZE": 224,
+        "PATCH_SIZE": 32 if kind != "hf-siglip-spm" else 16,
+    }.items():
         monkeypatch.setattr(tiny, name, value)
     eid = tiny.build_tiny(kind, tmp_path / kind)
     enc = load_encoder(eid, device="cpu", batch_size=4)

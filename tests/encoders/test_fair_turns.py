@@ -28,8 +28,12 @@ class SlowEncoder:
         self.calls.append(len(texts))
         time.sleep(self.seconds)
         self.log.append(texts[0].split()[0])
-        vecs = np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint8)[:8].astype(np.float32) + 1
-                         for t in texts])
+        vecs = np.stack(
+            [
+                np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint8)[:8].astype(np.float32) + 1
+                for t in texts
+            ]
+        )
         return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
 
@@ -161,7 +165,9 @@ def test_lookups_go_in_chunks_into_one_output(tmp_path, monkeypatch):
     cache = EmbeddingCache(tmp_path / "c.sqlite")
     sizes: list[int] = []
     real = cache.get_or_compute
-    monkeypatch.setattr(cache, "get_or_compute", lambda keys, compute: (sizes.append(len(keys)), real(keys, compute))[1])
+    monkeypatch.setattr(
+        cache, "get_or_compute", lambda keys, compute: (sizes.append(len(keys)), real(keys, compute))[1]
+    )
     texts = [f"w{i} x" for i in range(11)] + ["w0 x"]  # the last repeats the first, in another chunk
     vecs = embed_texts(enc, texts, cache=cache)
     assert sizes == [5, 5, 2]

@@ -94,7 +94,10 @@ def tiny_open_clip_tag(tiny_id, hub_cache, monkeypatch):
 
 def _images() -> list[Image.Image]:
     rng = np.random.default_rng(1)
-    return [Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)), Image.new("RGBA", (9, 9), (1, 2, 3, 90))]
+    return [
+        Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)),
+        Image.new("RGBA", (9, 9), (1, 2, 3, 90)),
+    ]
 
 
 def _same_as_local(hub_id: str, local_id: str) -> None:
@@ -135,13 +138,47 @@ def test_eval_mcq_end_to_end_on_cached_hub_ids(tiny_id, hub_cache, tmp_path, cap
     from bindlab.cli import main
 
     data = tmp_path / "saber"
-    assert main(["generate", "saber", "--out", str(data), "--per-size", "2", "--sizes", "2,3", "--images",
-                 "--size", "48", "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "saber",
+                "--out",
+                str(data),
+                "--per-size",
+                "2",
+                "--sizes",
+                "2,3",
+                "--images",
+                "--size",
+                "48",
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     for eid in ("hf:openai/clip-vit-base-patch32", "hf:google/siglip-base-patch16-224"):
         cache_folder(hub_cache, eid.split(":", 1)[1], Path(tiny_id(HF_IDS[eid]).split(":", 1)[1]))
         out = tmp_path / f"{HF_IDS[eid]}.json"
-        code = main(["eval", "mcq", "--data", str(data / "mcq.jsonl"), "--model", eid, "--pairings", "tt,ti",
-                     "--device", "cpu", "--batch-size", "4", "--out", str(out)])
+        code = main(
+            [
+                "eval",
+                "mcq",
+                "--data",
+                str(data / "mcq.jsonl"),
+                "--model",
+                eid,
+                "--pairings",
+                "tt,ti",
+                "--device",
+                "cpu",
+                "--batch-size",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
         assert code == 0, capsys.readouterr().err
         result = json.loads(out.read_text())
         assert eid in json.dumps(result) and COMMIT in json.dumps(result)

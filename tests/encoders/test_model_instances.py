@@ -8,8 +8,9 @@ from bindlab.encoders import service
 from bindlab.encoders.base import EncoderError, load_encoder
 
 
-@pytest.mark.parametrize("model", ["st:all-MiniLM-L6-v2@r0", "toy:clip@v2", "bow:bow@x",
-                                   "toy:clip@<img src=x onerror=alert(1)>"])
+@pytest.mark.parametrize(
+    "model", ["st:all-MiniLM-L6-v2@r0", "toy:clip@v2", "bow:bow@x", "toy:clip@<img src=x onerror=alert(1)>"]
+)
 def test_a_revision_of_weights_on_this_machine_is_refused_before_loading(model):
     with pytest.raises(EncoderError, match="one version; drop"):
         load_encoder(model)

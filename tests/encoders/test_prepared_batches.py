@@ -20,7 +20,11 @@ def image_files(tmp_path_factory):
     paths = []
     for i, mode in enumerate(["RGB", "L", "RGBA", "P", "RGB", "LA", "I;16", "RGB"] * 3):
         arr = rng.integers(0, 255, (40 + i, 50 + 2 * i, 3), dtype=np.uint8)
-        img = Image.fromarray(arr).convert(mode) if mode != "I;16" else Image.fromarray(arr[..., 0].astype(np.uint16) * 200)
+        img = (
+            Image.fromarray(arr).convert(mode)
+            if mode != "I;16"
+            else Image.fromarray(arr[..., 0].astype(np.uint16) * 200)
+        )
         p = folder / f"im{i}.png"
         img.save(p)
         paths.append(str(p))

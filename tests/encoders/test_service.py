@@ -13,8 +13,16 @@ def test_spellings_of_one_folder_give_one_instance(tiny_id, tmp_path, monkeypatc
     shutil.copytree(tiny_id("st").removeprefix("st:"), folder)
     (tmp_path / "link").symlink_to(folder)
     monkeypatch.chdir(tmp_path)
-    spellings = [f"st:{folder}", f"st:/{folder}", f"st://{folder}", "st:model/", "st:./model", f"st:{tmp_path}/link",
-                 "st:link/", f"st:{tmp_path}/./link/../model"]
+    spellings = [
+        f"st:{folder}",
+        f"st:/{folder}",
+        f"st://{folder}",
+        "st:model/",
+        "st:./model",
+        f"st:{tmp_path}/link",
+        "st:link/",
+        f"st:{tmp_path}/./link/../model",
+    ]
     assert {str(canonical_id(parse_encoder_id(s))) for s in spellings} == {f"st:{folder.resolve()}"}
     first = get_encoder(spellings[0])
     assert all(get_encoder(s) is first for s in spellings)

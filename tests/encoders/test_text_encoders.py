@@ -35,10 +35,16 @@ def test_minilm_batching_invariance(minilm):
     np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
-@pytest.mark.parametrize("bad,match", [
-    ("", "empty encoder id"), ("nonsense", "has no backend"), ("zzz:thing", "unknown encoder backend"),
-    ("bow:other", "only one is 'bow:words'"), ("st:/no/such/folder", "folder not found"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ("", "empty encoder id"),
+        ("nonsense", "has no backend"),
+        ("zzz:thing", "unknown encoder backend"),
+        ("bow:other", "only one is 'bow:words'"),
+        ("st:/no/such/folder", "folder not found"),
+    ],
+)
 def test_bad_ids_give_clear_errors(bad, match):
     with pytest.raises(EncoderError, match=match):
         load_encoder(bad)

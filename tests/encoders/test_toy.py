@@ -58,7 +58,9 @@ def test_images_from_pil_paths_and_arrays(toy, eid, tmp_path):
 
     enc = toy(eid)
     imgs = [render_scene([ObjectSpec("cube", "red")], size=96, seed=i) for i in range(3)]
-    imgs.append(render_scene([ObjectSpec("star", "blue"), ObjectSpec("key", "golden")], size=50, seed=1).crop((0, 0, 50, 40)))
+    imgs.append(
+        render_scene([ObjectSpec("star", "blue"), ObjectSpec("key", "golden")], size=50, seed=1).crop((0, 0, 50, 40))
+    )
     paths = []
     for i, im in enumerate(imgs):
         paths.append(tmp_path / f"{i}.png")
@@ -212,9 +214,36 @@ def test_shape_hard_groups_share_an_attribute_and_differ_in_shape():
 def _train(out, steps, extra=()):
     from bindlab.cli import main
 
-    return main(["train", "toy", "--arch", "shared", "--out", str(out), "--steps", str(steps), "--pool-size", "24",
-                 "--batch-size", "8", "--width", "16", "--layers", "1", "--heads", "2", "--image-size", "64",
-                 "--checkpoint-every", "2", "--eval-sample", "0", "--no-progress", *extra])
+    return main(
+        [
+            "train",
+            "toy",
+            "--arch",
+            "shared",
+            "--out",
+            str(out),
+            "--steps",
+            str(steps),
+            "--pool-size",
+            "24",
+            "--batch-size",
+            "8",
+            "--width",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--image-size",
+            "64",
+            "--checkpoint-every",
+            "2",
+            "--eval-sample",
+            "0",
+            "--no-progress",
+            *extra,
+        ]
+    )
 
 
 def test_training_cli_checkpoints_and_resumes_exactly(tmp_path, monkeypatch, capsys):
@@ -288,8 +317,19 @@ def test_image_head_mlp_spans_more_than_the_width():
     ranks = {}
     for hidden in (0, 32):
         torch.manual_seed(0)
-        cfg = ToyConfig(arch="lit", width=8, heads=2, layers=1, image_size=32, patch_size=8, embed_dim=48,
-                        vocab_size=0, max_text_len=0, text_model="minilm", head_hidden=hidden)
+        cfg = ToyConfig(
+            arch="lit",
+            width=8,
+            heads=2,
+            layers=1,
+            image_size=32,
+            patch_size=8,
+            embed_dim=48,
+            vocab_size=0,
+            max_text_len=0,
+            text_model="minilm",
+            head_hidden=hidden,
+        )
         model = build_model(cfg).eval()
         with torch.no_grad():
             emb = model.encode_image(torch.rand(96, 3, 32, 32)).numpy()
@@ -321,6 +361,8 @@ def test_a_long_text_is_truncated_and_counted_where_the_number_is(toy):
     assert (enc.last_truncated, enc.last_text_notes) == (0, [])  # counted per call
     report = truncation(enc, [long, long, short])  # duplicates counted once
     assert report == {"model": "toy:shared", "n_truncated": 1, "n_texts": 2, "max_tokens": 48, "max_words": 46}
-    assert truncation_text(report) == "toy:shared truncated 1 of 2 texts to 48 tokens (words after word 46 are not read)."
+    assert (
+        truncation_text(report) == "toy:shared truncated 1 of 2 texts to 48 tokens (words after word 46 are not read)."
+    )
     assert truncation_text(truncation(enc, [short])) == ""  # nothing cut: nothing said
     assert truncation(load_encoder("bow"), [long]) is None  # an encoder that cannot say: nothing claimed

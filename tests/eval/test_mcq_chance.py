@@ -65,8 +65,13 @@ def _question(texts, bindings, answer=0, n=2):
 def test_candidates_are_grouped_by_bindings_else_by_their_words():
     rc, bs = ("red", "cube"), ("blue", "sphere")
     swap = [("blue", "cube"), ("red", "sphere")]
-    texts = ["a red cube and a blue sphere", "a blue sphere and a red cube", "a blue cube and a red sphere",
-             "a red sphere and a blue cube", "a red cube and a green sphere"]
+    texts = [
+        "a red cube and a blue sphere",
+        "a blue sphere and a red cube",
+        "a blue cube and a red sphere",
+        "a red sphere and a blue cube",
+        "a red cube and a green sphere",
+    ]
     binds = [[rc, bs], [bs, rc], swap, swap[::-1], [rc, ("green", "sphere")]]
     assert question_chance([_question(texts, binds)])[0] == pytest.approx(1 / 3)
     # no bindings: the bag of content words decides, with the same result
@@ -90,8 +95,18 @@ def test_summarize_gives_chance_by_n_and_subset_and_refuses_mismatched_lengths(s
 
 
 def test_unknown_word_summary_matches_naive_counts():
-    texts = ["a red cube and a zorbly sphere", "a zorbly sphere and a red cube", "the glorp", "a blue cone", "x y",
-             "a quux cat", "a cat", "a cat", "a cat", "a cat"]
+    texts = [
+        "a red cube and a zorbly sphere",
+        "a zorbly sphere and a red cube",
+        "the glorp",
+        "a blue cone",
+        "x y",
+        "a quux cat",
+        "a cat",
+        "a cat",
+        "a cat",
+        "a cat",
+    ]
     known = {"a", "red", "cube", "and", "sphere", "the", "blue", "cone", "x", "y", "cat"}
     unknown = [[w for w in WORD_RE.findall(t) if w not in known] for t in texts]
     got = unknown_word_summary(texts, unknown, per_question=5, top=2)
@@ -102,7 +117,8 @@ def test_unknown_word_summary_matches_naive_counts():
     assert got["share"] == pytest.approx(sum(n_unk) / sum(words))
     assert got["query_share"] == pytest.approx(sum(n_unk[i] for i in queries) / sum(words[i] for i in queries))
     assert got["candidate_share"] == pytest.approx(
-        sum(n_unk[i] for i in range(10) if i not in queries) / sum(words[i] for i in range(10) if i not in queries))
+        sum(n_unk[i] for i in range(10) if i not in queries) / sum(words[i] for i in range(10) if i not in queries)
+    )
     assert got["questions_with_unknown"] == 2 and got["n_questions"] == 2
     counts = Counter(w for u in unknown for w in u)
     assert got["top"] == [{"word": "zorbly", "count": counts["zorbly"]}, {"word": "glorp", "count": 1}]

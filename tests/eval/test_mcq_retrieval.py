@@ -51,18 +51,52 @@ class FixedEncoder:
 
 
 def _q(qid, query, cands, answer, subset="independent", n=2):
-    return MCQ(id=qid, n_objects=n, subset=subset, query=Item(query[0], query[1]),
-               candidates=[Item(t, b, role=r) for t, b, r in cands], answer=answer)
+    return MCQ(
+        id=qid,
+        n_objects=n,
+        subset=subset,
+        query=Item(query[0], query[1]),
+        candidates=[Item(t, b, role=r) for t, b, r in cands],
+        answer=answer,
+    )
 
 
 def test_mcq_and_retrieval_on_a_hand_built_fixture():
     rb, bb = [("red", "cube"), ("blue", "ball")], [("blue", "cube"), ("red", "ball")]
-    q1 = _q("q1", ("Q1", rb), [("P1", rb, "preserve"), ("S1", bb, "attr_swap"), ("O1", bb, "obj_swap"),
-                               ("R1", [("red", "cube"), ("green", "ball")], "replace")], 0)
-    q2 = _q("q2", ("Q2", bb), [("S2", rb, "attr_swap"), ("P2", bb, "preserve"), ("O2", rb, "obj_swap"),
-                               ("R2", [("blue", "cube"), ("pink", "ball")], "replace")], 1)
-    table = {"Q1": [1, 0, 0], "P1": [0.9, 0.1, 0], "S1": [1, 0.05, 0], "O1": [0, 1, 0], "R1": [0, 0, 1],
-             "Q2": [0, 1, 0], "P2": [0, 1, 0.1], "S2": [0.2, 1, 0], "O2": [1, 0, 0], "R2": [0, 0, 1]}
+    q1 = _q(
+        "q1",
+        ("Q1", rb),
+        [
+            ("P1", rb, "preserve"),
+            ("S1", bb, "attr_swap"),
+            ("O1", bb, "obj_swap"),
+            ("R1", [("red", "cube"), ("green", "ball")], "replace"),
+        ],
+        0,
+    )
+    q2 = _q(
+        "q2",
+        ("Q2", bb),
+        [
+            ("S2", rb, "attr_swap"),
+            ("P2", bb, "preserve"),
+            ("O2", rb, "obj_swap"),
+            ("R2", [("blue", "cube"), ("pink", "ball")], "replace"),
+        ],
+        1,
+    )
+    table = {
+        "Q1": [1, 0, 0],
+        "P1": [0.9, 0.1, 0],
+        "S1": [1, 0.05, 0],
+        "O1": [0, 1, 0],
+        "R1": [0, 0, 1],
+        "Q2": [0, 1, 0],
+        "P2": [0, 1, 0.1],
+        "S2": [0.2, 1, 0],
+        "O2": [1, 0, 0],
+        "R2": [0, 0, 1],
+    }
     enc = FixedEncoder(table)
     res, rows = evaluate_mcq([q1, q2], ".", enc, ["tt"])
     # q1: S1 beats P1 -> wrong; q2: P2 (cos .995) beats S2 (cos .98) -> right
@@ -162,10 +196,19 @@ def test_four_pairings_on_a_hand_built_fixture(tmp_path):
     names = ["Q", "P", "S", "O", "R"]
     for i, n in enumerate(names):  # distinct file contents (the cache keys images by content)
         Image.new("RGB", (4, 4), (i * 40, 0, 0)).save(tmp_path / f"{n}.png")
-    q = MCQ(id="q", n_objects=2, subset="independent", query=Item("Q", rb, image="Q.png"),
-            candidates=[Item("P", rb, image="P.png", role="preserve"), Item("S", bb, image="S.png", role="attr_swap"),
-                        Item("O", bb, image="O.png", role="obj_swap"),
-                        Item("R", [("red", "cube"), ("green", "ball")], image="R.png", role="replace")], answer=0)
+    q = MCQ(
+        id="q",
+        n_objects=2,
+        subset="independent",
+        query=Item("Q", rb, image="Q.png"),
+        candidates=[
+            Item("P", rb, image="P.png", role="preserve"),
+            Item("S", bb, image="S.png", role="attr_swap"),
+            Item("O", bb, image="O.png", role="obj_swap"),
+            Item("R", [("red", "cube"), ("green", "ball")], image="R.png", role="replace"),
+        ],
+        answer=0,
+    )
     text = {"Q": [1, 0, 0], "P": [1, 0.1, 0], "S": [0, 1, 0], "O": [0, 0, 1], "R": [0, 1, 1]}
     image = {"Q": [0, 1, 0], "P": [0, 0, 1], "S": [0, 1, 0.2], "O": [1, 0, 0], "R": [0.5, 0.5, 0]}
     enc = FixedImageTextEncoder(text, image)

@@ -17,10 +17,24 @@ def _running_job(root, progress: dict | None, started: str | None = None) -> str
     d.mkdir(parents=True)
     now = started or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     write_json_atomic(d / "config.json", {})
-    write_json_atomic(d / "status.json", {
-        "id": job_id, "kind": "finetune", "model_id": f"lora:{job_id}", "base_model": "bow", "state": "running",
-        "heavy": False, "created": now, "started": now, "pid": os.getpid(), "pgid": os.getpid(),
-        "pid_start": _proc_start(os.getpid()), "attempts": 1, "message": "starting"})
+    write_json_atomic(
+        d / "status.json",
+        {
+            "id": job_id,
+            "kind": "finetune",
+            "model_id": f"lora:{job_id}",
+            "base_model": "bow",
+            "state": "running",
+            "heavy": False,
+            "created": now,
+            "started": now,
+            "pid": os.getpid(),
+            "pgid": os.getpid(),
+            "pid_start": _proc_start(os.getpid()),
+            "attempts": 1,
+            "message": "starting",
+        },
+    )
     if progress is not None:
         write_json_atomic(d / "progress.json", progress)
     return job_id

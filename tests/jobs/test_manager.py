@@ -58,7 +58,9 @@ def test_two_step_job_runs_reports_progress_and_its_model_loads(tiny_st_job):
     tiny = (tiny_st_job["model"], tiny_st_job["triplets"])
     m = JobManager(tiny_st_job["root"])
     job = tiny_st_job["job"]
-    assert read_json(m.job_dir(job) / "config.json", {}).items() >= _cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5).items()
+    assert (
+        read_json(m.job_dir(job) / "config.json", {}).items() >= _cfg(tiny, max_steps=2, lr=1e-2, lines_a=0.5).items()
+    )
     st = m.wait(job, timeout=300)
     d = m.job_dir(job)
     assert st["state"] == "done", m.log_tail(job)
@@ -190,10 +192,11 @@ def test_jobs_belong_to_their_owner_and_a_failed_job_shows_one_line(tiny, tmp_pa
     # Alice's page: the one-line error, no traceback, log, pid or server folder anywhere.
     info = alice.show(job)
     page = json.dumps([info, alice.list(), alice.wait(job)])
-    assert info["status"]["error"] == "RuntimeError: injected failure (debug fail_at_step)" or \
-        info["status"]["error"].startswith("RuntimeError: injected failure")
+    assert info["status"]["error"] == "RuntimeError: injected failure (debug fail_at_step)" or info["status"][
+        "error"
+    ].startswith("RuntimeError: injected failure")
     assert "\n" not in info["status"]["error"] and info["log_tail"] == "" and alice.log_tail(job) == ""
-    for secret in ("Traceback", "log_tail\": \"=", str(root), '"pid"', '"pgid"'):
+    for secret in ("Traceback", 'log_tail": "=', str(root), '"pid"', '"pgid"'):
         assert secret not in page, secret
     # The traceback is in the job's log on the server, and the local admin (the CLI) sees it and every job.
     assert "Traceback" in (root / job / "log.txt").read_text()
@@ -205,8 +208,9 @@ def test_jobs_belong_to_their_owner_and_a_failed_job_shows_one_line(tiny, tmp_pa
 def test_one_line_hides_server_paths():
     from bindlab.jobs.manager import one_line
 
-    msg = one_line("FileNotFoundError: [Errno 2] No such file: '/srv/app/.cache/x/trip.jsonl'\nTraceback ...",
-                   hide_paths=True)
+    msg = one_line(
+        "FileNotFoundError: [Errno 2] No such file: '/srv/app/.cache/x/trip.jsonl'\nTraceback ...", hide_paths=True
+    )
     assert msg == "FileNotFoundError: [Errno 2] No such file: '…/trip.jsonl'"
     assert len(one_line("x" * 1000)) == 240
 
@@ -214,8 +218,14 @@ def test_one_line_hides_server_paths():
 def test_caps_are_checked_in_submit_before_anything_is_queued(tiny, tmp_path, monkeypatch):
     from bindlab.jobs.manager import JobLimitError
 
-    for name, value in (("JOBS_PER_SESSION", 1), ("QUEUED_PER_SESSION", 1), ("JOBS_GLOBAL", 1),
-                        ("QUEUED_GLOBAL", 2), ("EPOCHS", 2), ("STEPS", 50)):
+    for name, value in (
+        ("JOBS_PER_SESSION", 1),
+        ("QUEUED_PER_SESSION", 1),
+        ("JOBS_GLOBAL", 1),
+        ("QUEUED_GLOBAL", 2),
+        ("EPOCHS", 2),
+        ("STEPS", 50),
+    ):
         monkeypatch.setenv(f"BINDLAB_MAX_{name}", str(value))
     root = tmp_path / "jobs"
     a, b, c = (JobManager(root, owner=f"session:{x}") for x in "abc")
@@ -258,8 +268,13 @@ def test_public_mode_keeps_the_last_queue_places_for_visitors_with_no_job(tiny, 
 
     assert [queue_reserve(n) for n in (1, 2, 4, 8, 64)] == [0, 1, 1, 2, 16]
     monkeypatch.setenv("BINDLAB_PUBLIC", "1")
-    for name, value in (("JOBS_PER_SESSION", 1), ("QUEUED_PER_SESSION", 2), ("JOBS_GLOBAL", 1),
-                        ("QUEUED_GLOBAL", 4), ("STEPS", 100)):
+    for name, value in (
+        ("JOBS_PER_SESSION", 1),
+        ("QUEUED_PER_SESSION", 2),
+        ("JOBS_GLOBAL", 1),
+        ("QUEUED_GLOBAL", 4),
+        ("STEPS", 100),
+    ):
         monkeypatch.setenv(f"BINDLAB_MAX_{name}", str(value))
     root = tmp_path / "jobs"
     a, b, c, d = (JobManager(root, owner=f"session:{x}") for x in "abcd")
@@ -269,8 +284,11 @@ def test_public_mode_keeps_the_last_queue_places_for_visitors_with_no_job(tiny, 
         a.submit(_cfg(tiny, max_steps=1, **slow))
         a.submit(_cfg(tiny, max_steps=1, **slow))  # 2 queued
         b.submit(_cfg(tiny, max_steps=1, **slow))  # 3 queued: b had no job
-        with pytest.raises(JobLimitError, match=r"nearly full \(3 of 4 places taken; the last 1 are kept for "
-                                                r"visitors with no job yet\)"):
+        with pytest.raises(
+            JobLimitError,
+            match=r"nearly full \(3 of 4 places taken; the last 1 are kept for "
+            r"visitors with no job yet\)",
+        ):
             b.submit(_cfg(tiny, max_steps=1, **slow))
         c.submit(_cfg(tiny, max_steps=1, **slow))  # the kept place: c had no job
         with pytest.raises(JobLimitError, match="job queue is full"):

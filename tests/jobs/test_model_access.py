@@ -21,8 +21,17 @@ def jobs(tmp_path, monkeypatch):
     d = tmp_path / "home" / "jobs" / JOB
     d.mkdir(parents=True)
     (d / "config.json").write_text(json.dumps({"model": "bow", "data": str(tmp_path)}))
-    (d / "status.json").write_text(json.dumps({"id": JOB, "state": "running", "owner": "session:alice",
-                                               "created": "2099-01-01T00:00:00+00:00", "model_id": f"lora:{JOB}"}))
+    (d / "status.json").write_text(
+        json.dumps(
+            {
+                "id": JOB,
+                "state": "running",
+                "owner": "session:alice",
+                "created": "2099-01-01T00:00:00+00:00",
+                "model_id": f"lora:{JOB}",
+            }
+        )
+    )
     return d
 
 
@@ -37,9 +46,16 @@ def test_public_mode_a_visitor_loads_only_their_own_jobs_models(jobs, monkeypatc
     for model in (f"lora:{JOB}", f"lora:{JOB}/unscaled", f"lora:{JOB}/lines", "bow", "toy:clip"):
         assert check_model_access(model, "alice") == model
     # Someone else's job, a job that does not exist, a folder path, a traversal: one message, no owner, no path.
-    texts = {_refusal(m, s).replace(m.removeprefix("lora:")[:80], "X")
-             for m, s in [(f"lora:{JOB}", "bob"), ("lora:20990101-000000-ffffff", "alice"), (f"lora:{jobs}", "alice"),
-                          (f"lora:{JOB}/../{JOB}", "alice"), (f"lora:{JOB}", None)]}
+    texts = {
+        _refusal(m, s).replace(m.removeprefix("lora:")[:80], "X")
+        for m, s in [
+            (f"lora:{JOB}", "bob"),
+            ("lora:20990101-000000-ffffff", "alice"),
+            (f"lora:{jobs}", "alice"),
+            (f"lora:{JOB}/../{JOB}", "alice"),
+            (f"lora:{JOB}", None),
+        ]
+    }
     assert len(texts) == 1, texts
     text = texts.pop()
     assert "alice" not in text and "session:" not in text and str(jobs.parent) not in text
@@ -62,9 +78,13 @@ def test_every_page_path_runs_the_check_before_any_cache(jobs, monkeypatch, smal
 
     monkeypatch.setenv("BINDLAB_PUBLIC", "1")
     model = f"lora:{JOB}"
-    calls = [lambda: browse.get_encoder(model), lambda: browse.scored_set(small_benchmark[0], model, "tt"),
-             lambda: pairs.scored_pairs(small_benchmark[0], model), lambda: grounding.open_session("x", model),
-             lambda: check_config({"model": model, "data": str(jobs)})]
+    calls = [
+        lambda: browse.get_encoder(model),
+        lambda: browse.scored_set(small_benchmark[0], model, "tt"),
+        lambda: pairs.scored_pairs(small_benchmark[0], model),
+        lambda: grounding.open_session("x", model),
+        lambda: check_config({"model": model, "data": str(jobs)}),
+    ]
     for call in calls:
         with visitor("bob"), pytest.raises(ValueError, match="not one of your finetuned models"):
             call()

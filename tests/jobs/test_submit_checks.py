@@ -57,12 +57,19 @@ def test_max_steps_zero_cannot_step_past_the_cap(triplets, tmp_path, monkeypatch
     assert per_epoch > 10 and planned_steps(2, 0, n_train, 4) == 2 * per_epoch
     jobs = JobManager(tmp_path / "jobs", owner="session:a")
     for cfg in ({"max_steps": 0, "epochs": 2}, {"epochs": 1}):  # 0 and absent: no explicit cap
-        with pytest.raises(JobLimitError, match=rf"= {per_epoch * cfg['epochs']} steps, over the cap of 10 "
-                                                r"\(BINDLAB_MAX_STEPS\)"):
+        with pytest.raises(
+            JobLimitError,
+            match=rf"= {per_epoch * cfg['epochs']} steps, over the cap of 10 "
+            r"\(BINDLAB_MAX_STEPS\)",
+        ):
             submit_finetune({"model": "bow", "data": str(data), "batch_size": 4, **cfg}, jobs)
     assert _queued(tmp_path / "jobs") == set()
-    assert main(["finetune", "--model", "bow", "--data", str(data), "--batch-size", "4", "--max-steps", "0",
-                 "--background"]) == 2
+    assert (
+        main(
+            ["finetune", "--model", "bow", "--data", str(data), "--batch-size", "4", "--max-steps", "0", "--background"]
+        )
+        == 2
+    )
     assert "over the cap of 10 (BINDLAB_MAX_STEPS)" in capsys.readouterr().err
     # Within the cap: an explicit max_steps, or few enough rows per epoch with a larger batch.
     assert check_config({"model": "bow", "data": str(data), "batch_size": 4, "max_steps": 10})["max_steps"] == 10

@@ -17,10 +17,9 @@ import pytest
 
 from bindlab.jobs import manager as jm
 
-STUBBORN = ("import signal, time\n"
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "print('ready', flush=True)\n"
-            "time.sleep(600)\n")
+STUBBORN = (
+    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('ready', flush=True)\ntime.sleep(600)\n"
+)
 
 
 @pytest.fixture()
@@ -33,9 +32,21 @@ def stubborn_job(tmp_path):
     assert proc.stdout.readline().strip() == b"ready"  # the SIGTERM handler is in place
     started = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).isoformat(timespec="seconds")
     (d / "config.json").write_text("{}")
-    (d / "status.json").write_text(json.dumps({
-        "id": d.name, "state": "running", "owner": jm.local_owner(), "heavy": True, "created": started,
-        "started": started, "pid": proc.pid, "pgid": proc.pid, "pid_start": jm._proc_start(proc.pid)}))
+    (d / "status.json").write_text(
+        json.dumps(
+            {
+                "id": d.name,
+                "state": "running",
+                "owner": jm.local_owner(),
+                "heavy": True,
+                "created": started,
+                "started": started,
+                "pid": proc.pid,
+                "pgid": proc.pid,
+                "pid_start": jm._proc_start(proc.pid),
+            }
+        )
+    )
     yield root, d, proc
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -59,7 +70,9 @@ def test_a_job_ignoring_sigterm_is_killed_after_the_grace_period(stubborn_job, m
     assert not _dead_within(proc, 0.5), "SIGTERM alone should not stop a process that ignores it"
     assert _dead_within(proc, 15), "no SIGKILL after the grace period"
     assert proc.returncode == -signal.SIGKILL and time.time() - t0 >= 1.0
-    deadline = time.time() + 15  # the timer writes the status just after its SIGKILL: on a loaded machine, a moment later
+    deadline = (
+        time.time() + 15
+    )  # the timer writes the status just after its SIGKILL: on a loaded machine, a moment later
     while jm.read_json(d / "status.json").get("kill_after") is not None and time.time() < deadline:
         time.sleep(0.1)
     assert jm.read_json(d / "status.json")["kill_after"] is None

@@ -19,13 +19,27 @@ HOSTILE = '<script>alert("x")</script> & <img src=x onerror=alert(1)> \x00\x07 ]
 
 def _question_view(image: str | None = None, text: str = "A red cube and a blue sphere.") -> dict:
     cands = []
-    for k, (role, score) in enumerate((("obj_swap", 0.91), ("preserve", 0.93), ("attr_swap", 0.5),
-                                       ("replace", 0.2))):
-        cands.append({"role": role, "text": text if k != 2 else HOSTILE, "bindings": [], "kept": [k == 1, True],
-                      "score": score, "is_answer": role == "preserve", "image": image})
-    return {"id": "n02-ind-007", "n_objects": 2, "subset": "independent",
-            "query": {"text": "A red cube and a blue sphere.", "bindings": [], "image": image},
-            "candidates": cands, "margin": 0.02, "credit": 1.0}
+    for k, (role, score) in enumerate((("obj_swap", 0.91), ("preserve", 0.93), ("attr_swap", 0.5), ("replace", 0.2))):
+        cands.append(
+            {
+                "role": role,
+                "text": text if k != 2 else HOSTILE,
+                "bindings": [],
+                "kept": [k == 1, True],
+                "score": score,
+                "is_answer": role == "preserve",
+                "image": image,
+            }
+        )
+    return {
+        "id": "n02-ind-007",
+        "n_objects": 2,
+        "subset": "independent",
+        "query": {"text": "A red cube and a blue sphere.", "bindings": [], "image": image},
+        "candidates": cands,
+        "margin": 0.02,
+        "credit": 1.0,
+    }
 
 
 def _svg_texts(svg: str) -> list[str]:
@@ -39,8 +53,14 @@ def test_question_card_svg_has_every_text_escaped_and_no_markup_from_the_data():
     assert "<script" not in svg and "<img" not in svg and "onerror=alert(1)>" not in svg
     assert "&lt;script&gt;" in svg and "\x00" not in svg and "\x07" not in svg
     texts = " ".join(_svg_texts(svg))
-    for shown in ("Query · n02-ind-007 · N=2 · independent", "2. preserve ✓", "score 0.930 · rank 1",
-                  "bindings kept 2/2", "Margin (preserve − best other): +0.020 → correct", '<script>alert("x")'):
+    for shown in (
+        "Query · n02-ind-007 · N=2 · independent",
+        "2. preserve ✓",
+        "score 0.930 · rank 1",
+        "bindings kept 2/2",
+        "Margin (preserve − best other): +0.020 → correct",
+        '<script>alert("x")',
+    ):
         assert shown in texts, shown
     assert card.texts() == _svg_texts(svg)  # the PNG draws the same lines
 
@@ -112,8 +132,9 @@ def test_the_card_buttons_write_both_files():
     files = browse.card_files("", "bow", "tt", "n02-ind-003")
     assert [f.rsplit("/", 1)[1] for f in files] == ["n02-ind-003_card.png", "n02-ind-003_card.svg"]
     assert "n02-ind-003" in open(files[1], encoding="utf-8").read()
-    pid = pairs_study.filter_pairs(pairs_study.scored_pairs(str(pairs_study.default_pairs_dataset()), "toy:clip",
-                                                            "all"))[0]
+    pid = pairs_study.filter_pairs(
+        pairs_study.scored_pairs(str(pairs_study.default_pairs_dataset()), "toy:clip", "all")
+    )[0]
     files = pairs.card_files("", "toy:clip", "all", "short", pid)
     with Image.open(files[0]) as im:
         assert im.format == "PNG"

@@ -52,8 +52,15 @@ def test_plane_zooms_to_the_images_and_names_its_axes():
     n = 200
     x, y = 0.2 + 0.01 * rng.standard_normal(n), 0.1 + 0.01 * rng.standard_normal(n)
     labels = [("red", "green", "blue")[i % 3] for i in range(n)]
-    plane = {"x": x.tolist(), "y": y.tolist(), "positive": [lab == "red" for lab in labels], "labels": labels,
-             "q": [0.3, 0.95], "q_alpha": [0.8, 0.6], "d": [1.0, 0.0]}
+    plane = {
+        "x": x.tolist(),
+        "y": y.tolist(),
+        "positive": [lab == "red" for lab in labels],
+        "labels": labels,
+        "q": [0.3, 0.95],
+        "q_alpha": [0.8, 0.6],
+        "d": [1.0, 0.0],
+    }
     fig = gf.grounding_plane(plane, "red", 1.0)
     xr, yr = fig.layout.xaxis.range, fig.layout.yaxis.range
     assert xr[0] <= x.min() and xr[1] >= x.max() and xr[1] - xr[0] < 0.2  # zoomed on the blob, not 0..1
@@ -67,9 +74,11 @@ def test_plane_zooms_to_the_images_and_names_its_axes():
 
 
 def _pair_rows():
-    return [{"edit_type": "modify_color", "category": "attribute", "n": 40, "i2t": 0.5, "t2i": 0.25, "group": 0.1},
-            {"edit_type": "swap_color", "category": "attribute", "n": 12, "i2t": 0.0, "t2i": 0.0, "group": 0.0},
-            {"edit_type": "modify_size", "category": "attribute", "n": 0, "i2t": None, "t2i": None, "group": None}]
+    return [
+        {"edit_type": "modify_color", "category": "attribute", "n": 40, "i2t": 0.5, "t2i": 0.25, "group": 0.1},
+        {"edit_type": "swap_color", "category": "attribute", "n": 12, "i2t": 0.0, "t2i": 0.0, "group": 0.0},
+        {"edit_type": "modify_size", "category": "attribute", "n": 0, "i2t": None, "t2i": None, "group": None},
+    ]
 
 
 def test_pairs_chart_lists_every_edit_type_with_n_and_tells_zero_from_missing():
@@ -90,12 +99,21 @@ def test_pairs_chart_lists_every_edit_type_with_n_and_tells_zero_from_missing():
 def test_pairs_chart_says_pairs_and_rows_and_draws_each_score_s_interval():
     """With the pairs behind each n and each score's 95 % interval (``studies.pairs.edit_type_table``), every label
     says both counts and every bar carries its interval as an error bar and in its hover; missing stays missing."""
-    rows = [{**r, "pairs": r["n"] // 4, **{f"{k}_ci95": None if r[k] is None else [r[k] / 2, (r[k] + 1) / 2]
-                                           for k in ("i2t", "t2i", "group")}} for r in _pair_rows()]
+    rows = [
+        {
+            **r,
+            "pairs": r["n"] // 4,
+            **{f"{k}_ci95": None if r[k] is None else [r[k] / 2, (r[k] + 1) / 2] for k in ("i2t", "t2i", "group")},
+        }
+        for r in _pair_rows()
+    ]
     fig = figures.pairs_by_edit_type(rows)
     bars = {t.name: t for t in fig.data if t.type == "bar"}
-    assert list(bars["I2T"].y) == ["modify_color (10 pairs, n=40)", "swap_color (3 pairs, n=12)",
-                                   "modify_size (0 pairs, n=0)"]
+    assert list(bars["I2T"].y) == [
+        "modify_color (10 pairs, n=40)",
+        "swap_color (3 pairs, n=12)",
+        "modify_size (0 pairs, n=0)",
+    ]
     err = bars["I2T"].error_x
     assert err.array[0] == 0.25 and err.arrayminus[0] == 0.25  # 0.5 in [0.25, 0.75]
     assert err.array[2] is None  # no pairs: no interval
@@ -104,12 +122,23 @@ def test_pairs_chart_says_pairs_and_rows_and_draws_each_score_s_interval():
 
 
 def test_accuracy_by_n_download_figure_has_error_bars_from_the_rows_intervals():
-    rows = [{"n_objects": n, "subset": "all", "accuracy": a, "n": 20, "chance": 0.25, "ci95_low": a - 0.1,
-             "ci95_high": a + 0.2} for n, a in ((2, 0.5), (3, 0.4))]
+    rows = [
+        {
+            "n_objects": n,
+            "subset": "all",
+            "accuracy": a,
+            "n": 20,
+            "chance": 0.25,
+            "ci95_low": a - 0.1,
+            "ci95_high": a + 0.2,
+        }
+        for n, a in ((2, 0.5), (3, 0.4))
+    ]
     fig = figures.accuracy_by_n(rows)
     line = next(t for t in fig.data if t.name == "all")
     assert list(line.error_y.array) == pytest.approx([0.2, 0.2]) and list(line.error_y.arrayminus) == pytest.approx(
-        [0.1, 0.1])
+        [0.1, 0.1]
+    )
     assert list(line.customdata) == [20, 20] and "95% CI 0.400–0.700" in line.text[0]  # n, then the interval
     assert "bars: 95% bootstrap interval" in fig.layout.title.text
     plain = figures.accuracy_by_n([{k: v for k, v in r.items() if not k.startswith("ci95")} for r in rows])

@@ -9,8 +9,32 @@ import pytest
 
 from bindlab.present.glossary import GLOSSARY, glossary_text
 
-REQUIRED = ["margin", "Group", "I2T", "T2I", "α", "α*", "LiNeS", "unscaled", "tt", "ti", "it", "ii", "chance", "n",
-            "N", "95 % interval", "preserve", "attr swap", "obj swap", "joint swap", "mAP", "AP", "R@1", "leader"]
+REQUIRED = [
+    "margin",
+    "Group",
+    "I2T",
+    "T2I",
+    "α",
+    "α*",
+    "LiNeS",
+    "unscaled",
+    "tt",
+    "ti",
+    "it",
+    "ii",
+    "chance",
+    "n",
+    "N",
+    "95 % interval",
+    "preserve",
+    "attr swap",
+    "obj swap",
+    "joint swap",
+    "mAP",
+    "AP",
+    "R@1",
+    "leader",
+]
 
 
 def _terms() -> dict[str, str]:
@@ -48,7 +72,9 @@ def test_the_numbers_in_the_definitions_are_the_codes():
     assert PAPER_DEFAULT_A == 0.1 and "default a = 0.1" in t["LiNeS"]
     assert "λ(ℓ) = a + (1 - a) ℓ / (L - 1)" in t["LiNeS"]
     lam = lines_factors(12, 0.1)  # the first block keeps a, the last all of it
-    assert lam[0] == pytest.approx(0.1) and lam[-1] == pytest.approx(1.0) and lam[5] == pytest.approx(0.1 + 0.9 * 5 / 11)
+    assert (
+        lam[0] == pytest.approx(0.1) and lam[-1] == pytest.approx(1.0) and lam[5] == pytest.approx(0.1 + 0.9 * 5 / 11)
+    )
     assert "wholly above every other model's interval" in t["leader"] and "wholly above every other" in LEADER_RULE
 
 

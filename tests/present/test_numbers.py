@@ -11,8 +11,7 @@ from bindlab.present import numbers
 
 
 def test_scores_have_three_decimals_whatever_their_value():
-    assert [numbers.score(x) for x in (1, 1.0, 0.25, 0.2593, 0.99671)] == ["1.000", "1.000", "0.250", "0.259",
-                                                                          "0.997"]
+    assert [numbers.score(x) for x in (1, 1.0, 0.25, 0.2593, 0.99671)] == ["1.000", "1.000", "0.250", "0.259", "0.997"]
     assert numbers.score(None) == "n/a" and numbers.score(math.nan) == "n/a" and numbers.score("n/a") == "n/a"
     assert numbers.interval([0.25, 0.3]) == "0.250–0.300" and numbers.interval(None) == "n/a"
 
@@ -26,8 +25,15 @@ def test_a_difference_keeps_its_sign_and_one_digit_when_it_would_round_to_zero()
 def test_table_shows_three_decimals_and_keeps_the_numbers():
     import gradio as gr
 
-    frame = pd.DataFrame({"model": ["bow", "toy:clip"], "score": [1.0, 0.9967], "n": [3, 4], "rank": ["=1", "2"],
-                          "gap": [math.nan, 0.25]})
+    frame = pd.DataFrame(
+        {
+            "model": ["bow", "toy:clip"],
+            "score": [1.0, 0.9967],
+            "n": [3, 4],
+            "rank": ["=1", "2"],
+            "gap": [math.nan, 0.25],
+        }
+    )
     out = gr.Dataframe(interactive=False).postprocess(numbers.table(frame))
     # the values underneath, unrounded (they sort as numbers)
     assert [row[:4] for row in out.data] == [["bow", 1.0, 3, "=1"], ["toy:clip", 0.9967, 4, "2"]]
@@ -74,12 +80,27 @@ def test_attention_margins_are_shown_as_every_other_margin():
     from bindlab.ui import attention as tab
     from bindlab.ui import walkthrough as w
 
-    line = w.attention_md({"model": "minilm", "peak": 0.01234, "last": 0.00004, "first": -0.0021, "n_captions": 3,
-                           "peak_layer": 1, "layers": [0, 1, 2]})
+    line = w.attention_md(
+        {
+            "model": "minilm",
+            "peak": 0.01234,
+            "last": 0.00004,
+            "first": -0.0021,
+            "n_captions": 3,
+            "peak_layer": 1,
+            "layers": [0, 1, 2],
+        }
+    )
     assert "-0.002</span> at layer 0" in line
     assert ">+0.012</span> at layer 1" in line and ">+4e-05</span> at the last layer" in line
-    summary = tab._summary({"model": "minilm", "sets": {"all": {"margin_mean": [0.00412, 0.0307, None], "n_captions": 5,
-                                                                 "n_skipped": 0, "layers": [0, 1, 2]}},
-                            "direction": "later_to_earlier"})
+    summary = tab._summary(
+        {
+            "model": "minilm",
+            "sets": {
+                "all": {"margin_mean": [0.00412, 0.0307, None], "n_captions": 5, "n_skipped": 0, "layers": [0, 1, 2]}
+            },
+            "direction": "later_to_earlier",
+        }
+    )
     assert "peak margin +0.031 at layer 1" in summary
     assert not re.search(r"\d\.\d{4}", line + summary)

@@ -30,9 +30,22 @@ def test_import_bindlab_is_cheap_and_lists_the_api():
     code = "import bindlab, sys; print('torch' in sys.modules, 'gradio' in sys.modules, sorted(bindlab.__all__))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("False False")
-    for name in ("load_encoder", "evaluate_mcq", "evaluate_retrieval", "evaluate_pairs", "evaluate_benchmark",
-                 "compare", "ground", "attention_margins", "generate_saber", "generate_pairs", "export_dataset",
-                 "adopt", "wrap_open_clip", "wrap_transformers"):
+    for name in (
+        "load_encoder",
+        "evaluate_mcq",
+        "evaluate_retrieval",
+        "evaluate_pairs",
+        "evaluate_benchmark",
+        "compare",
+        "ground",
+        "attention_margins",
+        "generate_saber",
+        "generate_pairs",
+        "export_dataset",
+        "adopt",
+        "wrap_open_clip",
+        "wrap_transformers",
+    ):
         assert name in out and callable(getattr(bindlab, name))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         bindlab.nope  # noqa: B018
@@ -53,8 +66,18 @@ def test_the_issue_snippet_runs_as_written(default_scores_cached):
 
 def test_ids_loaded_encoders_and_own_objects_give_the_cli_numbers(small_benchmark, tmp_path):
     path, _ = small_benchmark
-    run("eval", "mcq", "--data", path, "--model", "minilm", "--out", tmp_path / "cli.json",
-        "--per-item", tmp_path / "cli.jsonl")
+    run(
+        "eval",
+        "mcq",
+        "--data",
+        path,
+        "--model",
+        "minilm",
+        "--out",
+        tmp_path / "cli.json",
+        "--per-item",
+        tmp_path / "cli.jsonl",
+    )
     cli = json.loads((tmp_path / "cli.json").read_text())
     cli_rows = [json.loads(line) for line in (tmp_path / "cli.jsonl").read_text().splitlines()]
     enc = bindlab.load_encoder("minilm")
@@ -84,12 +107,32 @@ def test_generate_and_pairs_equal_the_commands(tmp_path):
     assert api == tmp_path / "api-s" / "mcq.jsonl"
     assert api.read_bytes() == (tmp_path / "cli-s" / "mcq.jsonl").read_bytes()
 
-    run("generate", "composet", "--out", tmp_path / "cli-p", "--scenes", "1", "--foils-per-scene", "15", "--size",
-        "64", "--workers", "1")
+    run(
+        "generate",
+        "composet",
+        "--out",
+        tmp_path / "cli-p",
+        "--scenes",
+        "1",
+        "--foils-per-scene",
+        "15",
+        "--size",
+        "64",
+        "--workers",
+        "1",
+    )
     pairs = bindlab.generate_pairs(tmp_path / "api-p", scenes=1, foils_per_scene=15, size=64, workers=1)
     assert pairs.read_bytes() == (tmp_path / "cli-p" / "pairs.jsonl").read_bytes()
-    run("eval", "pairs", "--data", tmp_path / "cli-p" / "pairs.jsonl", "--model", "toy:clip", "--out",
-        tmp_path / "p.json")
+    run(
+        "eval",
+        "pairs",
+        "--data",
+        tmp_path / "cli-p" / "pairs.jsonl",
+        "--model",
+        "toy:clip",
+        "--out",
+        tmp_path / "p.json",
+    )
     cli = json.loads((tmp_path / "p.json").read_text())
     res = bindlab.evaluate_pairs("toy:clip", data=pairs)
     assert res.primary == cli["group"] and res.summary["overall"] == cli["overall"]

@@ -18,14 +18,17 @@ def _noop(*args, **kwargs):
     return None
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"limit": -1}, r"limit \(captions per set, 0 = all\) must be at least 0, got -1"),
-    ({"limit": 2.5}, "limit .* must be a whole number, got 2.5"),
-    ({"direction": "sideways"}, "sideways"),
-    ({"seed": -3}, "seed must be at least 0, got -3"),
-    ({"n_boot": 0}, "n_boot must be at least 1, got 0"),
-    ({"model": " "}, "model is empty"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"limit": -1}, r"limit \(captions per set, 0 = all\) must be at least 0, got -1"),
+        ({"limit": 2.5}, "limit .* must be a whole number, got 2.5"),
+        ({"direction": "sideways"}, "sideways"),
+        ({"seed": -3}, "seed must be at least 0, got -3"),
+        ({"n_boot": 0}, "n_boot must be at least 1, got 0"),
+        ({"model": " "}, "model is empty"),
+    ],
+)
 def test_request_names_the_bad_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         study.AttentionRequest(**{"model": "minilm", **kwargs})
@@ -42,8 +45,12 @@ def test_caption_length_is_checked_before_any_model_loads():
     with pytest.raises(ValueError, match="type a caption"):
         study.CaptionRequest("minilm", "  ", "red:cube")
     ok = study.CaptionRequest("", " a red cube and a blue ball ", "red:cube; blue:ball", layer=2.0)
-    assert (ok.model, ok.text, ok.bindings, ok.layer) == ("minilm", "a red cube and a blue ball",
-                                                          [["red", "cube"], ["blue", "ball"]], 2)
+    assert (ok.model, ok.text, ok.bindings, ok.layer) == (
+        "minilm",
+        "a red cube and a blue ball",
+        [["red", "cube"], ["blue", "ball"]],
+        2,
+    )
 
 
 def test_cli_and_tab_give_the_same_margins(tmp_path, small_benchmark):
@@ -51,8 +58,26 @@ def test_cli_and_tab_give_the_same_margins(tmp_path, small_benchmark):
 
     path = str(small_benchmark[0])
     out, items = tmp_path / "cli.json", tmp_path / "items.jsonl"
-    assert main(["attention", "--model", "minilm", "--data", path, "--limit", "6", "--seed", "7", "--out", str(out),
-                 "--per-item", str(items)]) == 0
+    assert (
+        main(
+            [
+                "attention",
+                "--model",
+                "minilm",
+                "--data",
+                path,
+                "--limit",
+                "6",
+                "--seed",
+                "7",
+                "--out",
+                str(out),
+                "--per-item",
+                str(items),
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
     summary, _, _, stored, _, result = tab.compute("minilm", "", path, 6, "later_to_earlier", 7, progress=_noop)
     assert result.summary == {k: v for k, v in cli.items() if k not in ("provenance", "primary_metric", "notes")}
@@ -69,8 +94,10 @@ def test_cli_and_tab_give_the_same_margins(tmp_path, small_benchmark):
 def test_tab_caption_view_is_the_study_view(small_benchmark):
     from bindlab.ui import attention as tab
 
-    text, bindings = "a polka-dot teddy-bear, a red cube, and a striped yo-yo", \
-        "polka-dot:teddy-bear, red:cube, striped:yo-yo"
+    text, bindings = (
+        "a polka-dot teddy-bear, a red cube, and a striped yo-yo",
+        "polka-dot:teddy-bear, red:cube, striped:yo-yo",
+    )
     fig, info, grid, item = tab.analyse_text("minilm", "later_to_earlier", text, bindings, 3)
     view = study.caption_view(study.CaptionRequest("minilm", text, bindings, layer=3))
     shown = re.search(r"id='at-caption-margin'>([^<]+)<", info).group(1)
@@ -110,8 +137,19 @@ def test_curves_of_models_with_different_layer_counts_share_a_depth_axis():
     lines = [t for t in fig.data if t.mode == "lines+markers"]
     assert list(lines[0].x) == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0]) and list(lines[1].x) == [0, 0.5, 1.0]
     assert "relative depth" in fig.layout.xaxis.title.text and "layer counts differ" in fig.layout.title.text
-    same = margin_curves([a, {**b, "label": "six too", "layers": list(range(6)), "margin_mean": [0.3] * 6,
-                              "ci_low": [0.2] * 6, "ci_high": [0.4] * 6}])
+    same = margin_curves(
+        [
+            a,
+            {
+                **b,
+                "label": "six too",
+                "layers": list(range(6)),
+                "margin_mean": [0.3] * 6,
+                "ci_low": [0.2] * 6,
+                "ci_high": [0.4] * 6,
+            },
+        ]
+    )
     assert list(same.data[1].x) == list(range(6)) and "layer (0 = first" in same.layout.xaxis.title.text
 
 
@@ -132,8 +170,9 @@ def test_compare_with_a_model_of_fewer_layers_uses_relative_depth(small_benchmar
     """MiniLM (6 layers) against toy:clip (3 layers): both curves on a [0, 1] depth axis, and the tab says so."""
     from bindlab.ui import attention as tab
 
-    summary, fig, *_, result = tab.compute("minilm", "toy:clip", str(small_benchmark[0]), 4, "later_to_earlier", 0,
-                                           progress=_noop)
+    summary, fig, *_, result = tab.compute(
+        "minilm", "toy:clip", str(small_benchmark[0]), 4, "later_to_earlier", 0, progress=_noop
+    )
     curves = result.figures_data["curves"]
     assert [len(c["layers"]) for c in curves] == [6, 3] and curves[1]["depth"] == [0.0, 0.5, 1.0]
     lines = [t for t in fig.data if t.mode == "lines+markers"]

@@ -27,8 +27,27 @@ def test_eval_mcq_and_the_browse_tab_give_the_same_numbers(small_benchmark, tmp_
 
     path, questions = small_benchmark
     out, items, folder = tmp_path / "mcq.json", tmp_path / "items.jsonl", tmp_path / "export"
-    assert main(["eval", "mcq", "--data", str(path), "--model", "minilm", "--out", str(out), "--per-item", str(items),
-                 "--export", str(folder), "--export-formats", "csv,json"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mcq",
+                "--data",
+                str(path),
+                "--model",
+                "minilm",
+                "--out",
+                str(out),
+                "--per-item",
+                str(items),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json",
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
     tt = cli["pairings"]["tt"]
     assert tt["n"] == len(questions) == 54 and cli["primary_metric"] == "accuracy" and cli["accuracy"] == tt["accuracy"]
@@ -55,8 +74,25 @@ def test_eval_mcq_and_the_browse_tab_give_the_same_numbers(small_benchmark, tmp_
 def test_several_pairings_and_a_limit_through_the_study_and_the_command(small_benchmark, tmp_path):
     path, _ = small_benchmark
     out = tmp_path / "mcq.json"
-    assert main(["eval", "mcq", "--data", str(path), "--model", "bow", "--pairings", "tt", "--limit", "12",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mcq",
+                "--data",
+                str(path),
+                "--model",
+                "bow",
+                "--pairings",
+                "tt",
+                "--limit",
+                "12",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
     res = study.run_mcq(study.McqRequest(data=path, model="bow", limit=12))
     assert res.summary["pairings"] == cli["pairings"] and res.summary["pairings"]["tt"]["n"] == 12
@@ -74,8 +110,9 @@ def test_eval_retrieval_and_run_retrieval_agree(small_benchmark, tmp_path):
     res = study.run_retrieval(study.McqRequest(data=path, model="minilm"))
     assert res.feature == "retrieval" and res.primary_metric == "map"
     assert res.summary["pairings"] == cli["pairings"] and cli["map"] == cli["pairings"]["tt"]["map"]["all"]
-    assert res.tables["map_by_n"] == [{"pairing": "tt", "n_objects": int(n), "map": v}
-                                      for n, v in cli["pairings"]["tt"]["map_by_n"].items()]
+    assert res.tables["map_by_n"] == [
+        {"pairing": "tt", "n_objects": int(n), "map": v} for n, v in cli["pairings"]["tt"]["map_by_n"].items()
+    ]
 
 
 def test_skipped_lines_are_a_note_and_a_warning(small_benchmark, tmp_path, capsys):
@@ -90,16 +127,19 @@ def test_skipped_lines_are_a_note_and_a_warning(small_benchmark, tmp_path, capsy
     assert main(["eval", "mcq", "--data", str(bad), "--model", "bow"]) == 2  # strict by default
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"limit": -1}, "--limit must be 0 or more, got -1"),
-    ({"limit": 2.5}, "--limit must be a whole number"),
-    ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
-    ({"pairings": "tt,xy"}, r"unknown pairing\(s\) \['xy'\]"),
-    ({"pairings": ""}, "unknown pairing"),
-    ({"model": "  "}, "model: give an encoder id"),
-    ({"data": ""}, "data: give an MCQ JSONL file"),
-    ({"device": ""}, "device must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"limit": -1}, "--limit must be 0 or more, got -1"),
+        ({"limit": 2.5}, "--limit must be a whole number"),
+        ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
+        ({"pairings": "tt,xy"}, r"unknown pairing\(s\) \['xy'\]"),
+        ({"pairings": ""}, "unknown pairing"),
+        ({"model": "  "}, "model: give an encoder id"),
+        ({"data": ""}, "data: give an MCQ JSONL file"),
+        ({"device": ""}, "device must be"),
+    ],
+)
 def test_bad_requests_are_refused_naming_the_value(small_benchmark, kwargs, match):
     path, _ = small_benchmark
     with pytest.raises(ValueError, match=match):
@@ -157,8 +197,9 @@ def test_the_scored_sets_share_a_smaller_cap_in_public_mode(monkeypatch):
     assert study.scored_cap() == 64 * MIB
 
 
-def test_a_toy_model_reports_its_unknown_words_and_defaults_to_the_renderable_benchmark(small_benchmark, monkeypatch,
-                                                                                          capsys):
+def test_a_toy_model_reports_its_unknown_words_and_defaults_to_the_renderable_benchmark(
+    small_benchmark, monkeypatch, capsys
+):
     """Issue 30: the MCQ result says how many caption words the model does not know, and which (the command and the
     tab's summary line show it); with no data given, a model that does not know the full benchmark's words (a toy)
     is scored on the renderable one, a model that knows them (MiniLM) on the full one."""
@@ -186,5 +227,7 @@ def test_a_toy_model_reports_its_unknown_words_and_defaults_to_the_renderable_be
     assert study.resolve_inputs("", "toy:clip", "tt")[0] == "/rendered/saber-mini-images/mcq.jsonl"
     assert Path(study.resolve_inputs("", "minilm", "tt")[0]).parent.name == "saber-mini"
     assert study.resolve_inputs(str(path), "toy:clip", "tt")[0] == str(path)  # a file given is the file used
-    assert study.default_dataset_for([study.get_encoder("bow"), study.get_encoder("toy:shared")]).parent.name == \
-        "saber-mini-images"
+    assert (
+        study.default_dataset_for([study.get_encoder("bow"), study.get_encoder("toy:shared")]).parent.name
+        == "saber-mini-images"
+    )

@@ -25,13 +25,30 @@ def test_tie_ranks_follow_the_credit_s_tie_rule():
 
 
 def _view(scores, answer, credit):
-    cands = [{"role": r, "text": f"a red {o} and a blue {o}", "bindings": [("red", o)], "kept": [True], "score": s,
-              "is_answer": k == answer, "image": None} for k, (r, o, s) in
-             enumerate(zip(("replace", "obj_swap", "preserve", "attr_swap"), ("cube", "ball", "cone", "ring"), scores,
-                           strict=True))]
+    cands = [
+        {
+            "role": r,
+            "text": f"a red {o} and a blue {o}",
+            "bindings": [("red", o)],
+            "kept": [True],
+            "score": s,
+            "is_answer": k == answer,
+            "image": None,
+        }
+        for k, (r, o, s) in enumerate(
+            zip(("replace", "obj_swap", "preserve", "attr_swap"), ("cube", "ball", "cone", "ring"), scores, strict=True)
+        )
+    ]
     others = [s for k, s in enumerate(scores) if k != answer]
-    return {"id": "q1", "n_objects": 2, "subset": "independent", "credit": credit, "margin": scores[answer] - max(others),
-            "query": {"text": "a red cone", "bindings": [("red", "cone")], "image": None}, "candidates": cands}
+    return {
+        "id": "q1",
+        "n_objects": 2,
+        "subset": "independent",
+        "credit": credit,
+        "margin": scores[answer] - max(others),
+        "query": {"text": "a red cone", "bindings": [("red", "cone")], "image": None},
+        "candidates": cands,
+    }
 
 
 def _card_scores(html: str) -> list[tuple[str, str]]:
@@ -70,7 +87,10 @@ def test_accuracy_rows_carry_each_point_s_bootstrap_interval(small_benchmark):
     rows = study.accuracy_table(s)
     assert rows and all(r["ci95_low"] <= r["accuracy"] <= r["ci95_high"] for r in rows)
     for r in rows[:3] + rows[-2:]:
-        credit = [float(c) for q, c in zip(s.questions, s.credit, strict=True)
-                  if q.n_objects == r["n_objects"] and r["subset"] in ("all", q.subset)]
+        credit = [
+            float(c)
+            for q, c in zip(s.questions, s.credit, strict=True)
+            if q.n_objects == r["n_objects"] and r["subset"] in ("all", q.subset)
+        ]
         assert len(credit) == r["n"]
         assert [r["ci95_low"], r["ci95_high"]] == list(bootstrap_ci(np.array(credit)))

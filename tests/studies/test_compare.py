@@ -87,8 +87,7 @@ def test_scene_agreement_uses_the_common_scenes():
 
 # --- the study ---------------------------------------------------------------------------------------------------
 def test_per_question_diff_matches_each_models_own_scores(tiny_set):
-    res = study.run_compare(study.CompareRequest(models=["bow", "minilm"], suite="mcq", data=tiny_set,
-                                                 use_cache=False))
+    res = study.run_compare(study.CompareRequest(models=["bow", "minilm"], suite="mcq", data=tiny_set, use_cache=False))
     alone = {m: browse.run_mcq(browse.McqRequest(data=tiny_set, model=m)) for m in ("bow", "minilm")}
     credit = {m: {r["id"]: r["credit"] for r in alone[m].rows} for m in alone}
     want = {q for q in credit["minilm"] if credit["minilm"][q] >= 1.0 and credit["bow"][q] < 1.0}
@@ -113,8 +112,26 @@ def test_compare_cli_and_tab_write_the_same_table(tiny_set, tmp_path):
     from bindlab.ui import compare as tab
 
     out, folder = tmp_path / "res.json", tmp_path / "export"
-    assert main(["compare", "--models", "minilm,bow", "--suite", "mcq,retrieval", "--data", tiny_set,
-                 "--out", str(out), "--export", str(folder), "--export-formats", "csv,json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--models",
+                "minilm,bow",
+                "--suite",
+                "mcq,retrieval",
+                "--data",
+                tiny_set,
+                "--out",
+                str(out),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json",
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
     res = study.run_compare(study.CompareRequest(models="minilm,bow", suite=["mcq", "retrieval"], data=tiny_set))
     assert cli["leaderboard"] == json.loads(json.dumps(res.summary["leaderboard"]))
@@ -134,7 +151,9 @@ def test_compare_cli_and_tab_write_the_same_table(tiny_set, tmp_path):
     assert frame["MCQ tt"].tolist() == pytest.approx([r["MCQ tt"] for r in cli["leaderboard"]], abs=5e-5)
     lo, hi = cli["leaderboard"][0]["mAP tt 95% CI"]
     assert frame["mAP tt 95% CI"][0] == f"{lo:.3f}–{hi:.3f}"
-    assert len(shown[7].data if isinstance(shown[7], Styler) else shown[7]) == len(cli["question_diff"])  # the diff table: minilm right, bow wrong
+    assert len(shown[7].data if isinstance(shown[7], Styler) else shown[7]) == len(
+        cli["question_diff"]
+    )  # the diff table: minilm right, bow wrong
 
 
 def test_a_corrupt_cache_entry_is_recomputed(tiny_set):
@@ -148,9 +167,11 @@ def test_a_corrupt_cache_entry_is_recomputed(tiny_set):
 
 
 def test_text_only_models_get_na_on_pairs_and_the_cross_benchmark_table_says_vs_chance():
-    scores = [study._score("m", "mcq", "MCQ tt", 0.5, [0.4, 0.6], 10, 0.25),
-              study._score("m", "pairs", "Pairs Group", 0.17, [0.1, 0.2], 10, 1 / 6),
-              study._score("m", "retrieval", "mAP tt", 0.3, [0.2, 0.4], 10, None)]
+    scores = [
+        study._score("m", "mcq", "MCQ tt", 0.5, [0.4, 0.6], 10, 0.25),
+        study._score("m", "pairs", "Pairs Group", 0.17, [0.1, 0.2], 10, 1 / 6),
+        study._score("m", "retrieval", "mAP tt", 0.3, [0.2, 0.4], 10, None),
+    ]
     (row,) = study.cross_benchmark(scores, ["m"])
     assert row["MCQ tt vs chance"] == "above chance" and row["Pairs Group vs chance"] == "at chance"
     assert "mAP tt" not in row  # no chance level, not in the cross-benchmark table
@@ -176,9 +197,11 @@ def test_bow_is_at_chance_on_the_embedded_default_in_the_leaderboard(tmp_path):
 
 
 def test_the_leaderboard_labels_scores_with_a_chance_level_and_gives_unknown_words():
-    scores = [study._score("a", "mcq", "MCQ tt", 0.5, [0.4, 0.6], 10, 0.259),
-              study._score("a", "retrieval", "mAP tt", 0.3, [0.2, 0.4], 10, None),
-              study._score("b", "mcq", "MCQ tt", 0.26, [0.255, 0.263], 10, 0.259)]
+    scores = [
+        study._score("a", "mcq", "MCQ tt", 0.5, [0.4, 0.6], 10, 0.259),
+        study._score("a", "retrieval", "mAP tt", 0.3, [0.2, 0.4], 10, None),
+        study._score("b", "mcq", "MCQ tt", 0.26, [0.255, 0.263], 10, 0.259),
+    ]
     rows, sort_by = study.leaderboard(scores, ["a", "b", "c"], {"a": 0.365, "b": 0.0})
     by = {r["model"]: r for r in rows}
     assert sort_by == "MCQ tt" and by["a"]["MCQ tt vs chance"] == "above chance"
@@ -187,13 +210,16 @@ def test_the_leaderboard_labels_scores_with_a_chance_level_and_gives_unknown_wor
     assert by["a"][study.UNKNOWN_COLUMN] == pytest.approx(36.5) and by["c"][study.UNKNOWN_COLUMN] is None
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"models": "bow"}, "at least two encoder ids"),
-    ({"models": "bow,minilm", "suite": "mcq,nope"}, "unknown task 'nope'"),
-    ({"models": "bow,minilm", "suite": "benchmark:"}, "unknown task"),
-    ({"models": "bow,minilm", "pairings": "xx"}, "xx"),
-    ({"models": "bow,minilm", "limit": -1}, "limit"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"models": "bow"}, "at least two encoder ids"),
+        ({"models": "bow,minilm", "suite": "mcq,nope"}, "unknown task 'nope'"),
+        ({"models": "bow,minilm", "suite": "benchmark:"}, "unknown task"),
+        ({"models": "bow,minilm", "pairings": "xx"}, "xx"),
+        ({"models": "bow,minilm", "limit": -1}, "limit"),
+    ],
+)
 def test_bad_requests_are_refused_naming_the_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         study.CompareRequest(**kwargs)

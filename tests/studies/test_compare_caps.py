@@ -22,8 +22,11 @@ def local(monkeypatch):
 
 def test_models_per_request_are_capped_locally_and_tighter_in_public_mode(local, monkeypatch):
     assert CompareRequest(models=MODELS[:8]).models == MODELS[:8]
-    with pytest.raises(ValueError, match=r"9 encoders given; one comparison takes at most 8 "
-                                         r"\(BINDLAB_MAX_COMPARE_MODELS\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"9 encoders given; one comparison takes at most 8 "
+        r"\(BINDLAB_MAX_COMPARE_MODELS\)",
+    ):
         CompareRequest(models=",".join(MODELS[:9]))
     monkeypatch.setenv("BINDLAB_PUBLIC", "1")
     assert len(CompareRequest(models=MODELS[:4]).models) == 4
@@ -60,8 +63,11 @@ def test_the_cap_is_checked_by_the_cli_and_the_tab_before_any_model_loads(local,
 def test_every_data_path_of_a_comparison_resolves_inside_the_roots(local, field):
     messages = set()
     for outside in ("/etc/passwd", "/etc/no-such-file-bindlab"):
-        kwargs = ({"suite": ["mcq", f"benchmark:sugarcrepe={outside}"]} if field == "benchmark"
-                  else {field: outside, "suite": ["mcq", "pairs"]})
+        kwargs = (
+            {"suite": ["mcq", f"benchmark:sugarcrepe={outside}"]}
+            if field == "benchmark"
+            else {field: outside, "suite": ["mcq", "pairs"]}
+        )
         with pytest.raises(ValueError) as e:
             CompareRequest(models="bow,minilm", **kwargs)
         messages.add(str(e.value))

@@ -48,15 +48,26 @@ def test_no_leader_without_intervals_or_without_a_second_scored_model():
 
 # --- the set used: its text ------------------------------------------------------------------------------------------
 def test_set_used_text_says_n_what_was_left_out_and_why():
-    row = {"task": "mcq", "pairing": "ti", "set": "my/mcq.jsonl", "detail": None, "n_scored": 12, "n_total": 180,
-           "n_dropped": 168, "dropped_why": "limit 12: only the first 12 questions are scored",
-           "not_scored": "bow: no image tower (ti: text queries, image candidates)"}
+    row = {
+        "task": "mcq",
+        "pairing": "ti",
+        "set": "my/mcq.jsonl",
+        "detail": None,
+        "n_scored": 12,
+        "n_total": 180,
+        "n_dropped": 168,
+        "dropped_why": "limit 12: only the first 12 questions are scored",
+        "not_scored": "bow: no image tower (ti: text queries, image candidates)",
+    }
     assert study.set_used_text(row, "questions") == (
         "MCQ ti: 12 of 180 questions of my/mcq.jsonl — 168 left out: limit 12: only the first 12 questions are "
-        "scored; not scored: bow: no image tower (ti: text queries, image candidates)")
+        "scored; not scored: bow: no image tower (ti: text queries, image candidates)"
+    )
     none = {**row, "n_scored": None, "n_dropped": None}
-    assert study.set_used_text(none) == "MCQ ti: scored by no model — bow: no image tower (ti: text queries, image " \
-                                        "candidates)"
+    assert (
+        study.set_used_text(none) == "MCQ ti: scored by no model — bow: no image tower (ti: text queries, image "
+        "candidates)"
+    )
 
 
 # --- end to end: real models -----------------------------------------------------------------------------------------
@@ -89,41 +100,47 @@ def _separated(board, column, leader):
 
 
 def test_real_models_a_leader_where_intervals_separate_none_where_they_overlap(renderable_set):
-    res = study.run_compare(study.CompareRequest(models="bow,toy:negclip", suite="mcq", data=renderable_set,
-                                                 use_cache=False))
+    res = study.run_compare(
+        study.CompareRequest(models="bow,toy:negclip", suite="mcq", data=renderable_set, use_cache=False)
+    )
     board = {r["model"]: r for r in res.summary["leaderboard"]}
     assert res.summary["leader"] == "toy:negclip" and _separated(board, "MCQ tt", "toy:negclip")
     assert res.summary["leader_text"].startswith("leader on MCQ tt: toy:negclip")
 
-    near = study.run_compare(study.CompareRequest(models="bow,minilm", suite="mcq", data=renderable_set,
-                                                  use_cache=False))  # MiniLM binds little better than bag-of-words
+    near = study.run_compare(
+        study.CompareRequest(models="bow,minilm", suite="mcq", data=renderable_set, use_cache=False)
+    )  # MiniLM binds little better than bag-of-words
     board = {r["model"]: r for r in near.summary["leaderboard"]}
     top = near.summary["leaderboard"][0]["model"]
     assert near.summary["leader"] is None and not _separated(board, "MCQ tt", top)
-    assert near.summary["leader_text"] == ("no clear leader on MCQ tt: the 95 % intervals of "
-                                           f"{top} and {({'bow', 'minilm'} - {top}).pop()} overlap")
+    assert near.summary["leader_text"] == (
+        f"no clear leader on MCQ tt: the 95 % intervals of {top} and {({'bow', 'minilm'} - {top}).pop()} overlap"
+    )
     assert near.summary["top_score"] == board[top]["MCQ tt"]  # the top score is still given
 
 
 def test_each_pairing_states_its_set_n_and_what_was_left_out(image_set):
-    res = study.run_compare(study.CompareRequest(models="bow,toy:clip", suite="mcq,retrieval", data=image_set,
-                                                 pairings="tt,ti", limit=3, use_cache=False))
+    res = study.run_compare(
+        study.CompareRequest(
+            models="bow,toy:clip", suite="mcq,retrieval", data=image_set, pairings="tt,ti", limit=3, use_cache=False
+        )
+    )
     used = {(r["task"], r["pairing"]): r for r in res.summary["set_used"]}
     assert list(used) == [("mcq", "tt"), ("mcq", "ti"), ("retrieval", "tt"), ("retrieval", "ti")]
     assert res.tables["set_used"] == res.summary["set_used"]
     name = f"{Path(image_set).parent.name}/mcq.jsonl"
     tt, ti = used["mcq", "tt"], used["mcq", "ti"]
     assert (tt["n_scored"], tt["n_total"], tt["n_dropped"]) == (3, 4, 1)
-    assert tt["text"] == f"MCQ tt: 3 of 4 questions of {name} — 1 left out: limit 3: only the first 3 questions are " \
-                         "scored"
+    assert (
+        tt["text"] == f"MCQ tt: 3 of 4 questions of {name} — 1 left out: limit 3: only the first 3 questions are scored"
+    )
     assert tt["scored_models"] == "bow, toy:clip" and tt["not_scored"] is None
     assert ti["scored_models"] == "toy:clip"  # bow is text-only: it says so instead of a silent gap
     assert ti["text"].endswith("; not scored: bow: no image tower (ti: text queries, image candidates)")
     assert ti["n_scored"] == len([r for r in res.rows if r["pairing"] == "ti"]) == 3
     assert used["retrieval", "ti"]["n_scored"] == 3
 
-    full = study.run_compare(study.CompareRequest(models="bow,toy:clip", suite="mcq", data=image_set,
-                                                  use_cache=False))
+    full = study.run_compare(study.CompareRequest(models="bow,toy:clip", suite="mcq", data=image_set, use_cache=False))
     assert full.summary["set_used"][0]["text"] == f"MCQ tt: 4 of 4 questions of {name} — none left out"
 
 
@@ -137,7 +154,8 @@ def test_the_embedded_default_says_which_vocabulary_and_why():
     assert "toy:clip does not know every word of the full one" in text
     bow_only = {"bow": enc["bow"], "b2": enc["bow"]}
     assert study.mcq_source(study.CompareRequest(models="bow,b2"), bow_only, default_dataset()).startswith(
-        "the embedded mini benchmark (full SABER vocabulary")
+        "the embedded mini benchmark (full SABER vocabulary"
+    )
 
 
 def test_the_cli_prints_the_leader_verdict_and_the_set_used(renderable_set, capsys):

@@ -37,8 +37,9 @@ REQUESTS = {
     "compare": lambda d, f: CompareRequest(models=["bow", "minilm"], device=d),
     "benchmark": lambda d, f: BenchmarkRequest(name="winoground", model="bow", device=d),
     "attention": lambda d, f: AttentionRequest(model="minilm", device=d),
-    "caption": lambda d, f: CaptionRequest(model="minilm", text="a red cube and a blue sphere", bindings="red:cube, blue:sphere",
-                                       device=d),
+    "caption": lambda d, f: CaptionRequest(
+        model="minilm", text="a red cube and a blue sphere", bindings="red:cube, blue:sphere", device=d
+    ),
     "grounding": lambda d, f: GroundingRequest(data="", model="toy:clip", device=d),
     "sweep": lambda d, f: SweepRequest(data="", model="toy:clip", device=d),
 }

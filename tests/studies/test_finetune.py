@@ -38,27 +38,30 @@ def triplets(tmp_path_factory):
 
 
 # --- validation before any job ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("change, match", [
-    ({"lr": math.inf}, "--lr must be a finite number"),
-    ({"lr": "inf"}, "--lr must be a finite number"),
-    ({"lr": 0}, "--lr must be > 0"),
-    ({"lr": 1e308}, "--lr must be <= 1"),  # accepted once, and the job failed at its first step
-    ({"lora_alpha": math.nan}, "--lora-alpha must be a finite number"),
-    ({"margin": 0}, "--margin must be > 0"),
-    ({"margin": -0.1}, "--margin must be"),
-    ({"weight_decay": math.nan}, "--weight-decay must be a finite number"),
-    ({"epochs": 0}, "--epochs must be at least 1"),
-    ({"epochs": 10**9}, "--epochs 1,000,000,000 is above the cap"),
-    ({"batch_size": 0}, "--batch-size must be at least 1"),
-    ({"max_steps": -1}, "--max-steps must be 0 or more"),
-    ({"max_steps": 2.5}, "--max-steps must be a whole number"),
-    ({"lora_rank": 10**6}, "--lora-rank 1000000 is above"),
-    ({"lines_a": math.nan}, "--lines-a must be a finite number"),
-    ({"lines_a": 2}, "--lines-a must be <= 1"),
-    ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
-    ({"threads": 10**8}, "--threads 100,000,000 is above the cap"),  # was a job that crashed
-    ({"model": ""}, "base model id"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"lr": math.inf}, "--lr must be a finite number"),
+        ({"lr": "inf"}, "--lr must be a finite number"),
+        ({"lr": 0}, "--lr must be > 0"),
+        ({"lr": 1e308}, "--lr must be <= 1"),  # accepted once, and the job failed at its first step
+        ({"lora_alpha": math.nan}, "--lora-alpha must be a finite number"),
+        ({"margin": 0}, "--margin must be > 0"),
+        ({"margin": -0.1}, "--margin must be"),
+        ({"weight_decay": math.nan}, "--weight-decay must be a finite number"),
+        ({"epochs": 0}, "--epochs must be at least 1"),
+        ({"epochs": 10**9}, "--epochs 1,000,000,000 is above the cap"),
+        ({"batch_size": 0}, "--batch-size must be at least 1"),
+        ({"max_steps": -1}, "--max-steps must be 0 or more"),
+        ({"max_steps": 2.5}, "--max-steps must be a whole number"),
+        ({"lora_rank": 10**6}, "--lora-rank 1000000 is above"),
+        ({"lines_a": math.nan}, "--lines-a must be a finite number"),
+        ({"lines_a": 2}, "--lines-a must be <= 1"),
+        ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
+        ({"threads": 10**8}, "--threads 100,000,000 is above the cap"),  # was a job that crashed
+        ({"model": ""}, "base model id"),
+    ],
+)
 def test_a_bad_config_is_refused_before_a_job_exists(triplets, tmp_path, change, match):
     manager = JobManager(root=tmp_path / "jobs")
     cfg = {"model": "minilm", "data": str(triplets), "epochs": 1, "max_steps": 1, **change}
@@ -77,18 +80,29 @@ def test_a_missing_data_folder_is_refused_before_a_job_exists(tmp_path):
 
 
 def test_check_config_keeps_good_values_and_coerces_numbers(triplets):
-    cfg = fs.check_config({"model": " minilm ", "data": str(triplets), "epochs": 2.0, "lr": "1e-4", "lines_a": "auto",
-                           "debug": {"sleep_per_step": 0}})
+    cfg = fs.check_config(
+        {
+            "model": " minilm ",
+            "data": str(triplets),
+            "epochs": 2.0,
+            "lr": "1e-4",
+            "lines_a": "auto",
+            "debug": {"sleep_per_step": 0},
+        }
+    )
     assert cfg["model"] == "minilm" and cfg["epochs"] == 2 and cfg["lr"] == 1e-4 and cfg["lines_a"] == "auto"
     assert cfg["debug"] == {"sleep_per_step": 0}  # keys it does not check pass through to FinetuneConfig
 
 
-@pytest.mark.parametrize("flags, match", [
-    (["--lr", "inf"], r"lr must be a finite number"),
-    (["--lora-alpha", "nan"], r"lora.alpha must be a finite number"),
-    (["--epochs", "0"], r"epochs must be at least 1"),
-    (["--model", "nope:x"], r"unknown encoder backend"),
-])
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--lr", "inf"], r"lr must be a finite number"),
+        (["--lora-alpha", "nan"], r"lora.alpha must be a finite number"),
+        (["--epochs", "0"], r"epochs must be at least 1"),
+        (["--model", "nope:x"], r"unknown encoder backend"),
+    ],
+)
 def test_the_command_refuses_before_queueing(triplets, tmp_path, monkeypatch, capsys, flags, match):
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     argv = ["finetune", "--model", "minilm", "--data", str(triplets), "--background", *flags]
@@ -145,8 +159,11 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
 
     page = SimpleNamespace(session_hash="test-page")  # a page visitor (outside public mode: sees CLI jobs too)
     head, table, trip, fig, _, att, report, note, shown, pick_models, pick_pairings = tab.compare(
-        job, str(mcq), request=page, progress=_noop_progress)
-    assert job in " ".join(cli["models"].values()) and str(mcq) in head and "LiNeS \\(a=0.5\\)" in head  # Markdown-escaped
+        job, str(mcq), request=page, progress=_noop_progress
+    )
+    assert (
+        job in " ".join(cli["models"].values()) and str(mcq) in head and "LiNeS \\(a=0.5\\)" in head
+    )  # Markdown-escaped
     from pandas.io.formats.style import Styler
 
     # the page shows 3 decimals through a Styler (bindlab.present.numbers.table); the numbers underneath are the CLI's
@@ -155,8 +172,11 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     assert list(table.columns) == ["pairing", "N", "base", "unscaled", "LiNeS (a=0.5)"]
     # the report on the page: each model's value and its 95 % CI in one cell, so the table fits without scrolling
     rows = fs.report_rows(cli["report"], 0.5)
-    assert list(report.columns) == ["evaluation", "format", "N", "chance", "base (95% CI)", "unscaled (95% CI)",
-                                    "LiNeS (a=0.5) (95% CI)"] and "training distribution" in note
+    assert (
+        list(report.columns)
+        == ["evaluation", "format", "N", "chance", "base (95% CI)", "unscaled (95% CI)", "LiNeS (a=0.5) (95% CI)"]
+        and "training distribution" in note
+    )
     assert list(report["evaluation"]) == [r["evaluation"] for r in rows]
     for shown_row, row in zip(report.to_dict(orient="records"), rows, strict=True):
         for name in ("base", "unscaled", "LiNeS (a=0.5)"):
@@ -166,8 +186,11 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     assert "_" not in "".join(trip.columns) and len(cli["triplets"]) == 3
     # the accuracy-by-N chart: base vs the job's model (LiNeS) on the first pairing, the pickers offering the rest
     assert [t.name for t in fig.data] == ["base", "LiNeS (a=0.5)"]
-    assert pick_models["value"] == ["base", "lines"] and [c[1] for c in pick_models["choices"]] == ["base", "unscaled",
-                                                                                                    "lines"]
+    assert pick_models["value"] == ["base", "lines"] and [c[1] for c in pick_models["choices"]] == [
+        "base",
+        "unscaled",
+        "lines",
+    ]
     assert pick_pairings["value"] == ["tt"]
     assert [t.name for t in tab.by_n_view(shown, ["unscaled"], ["tt"]).data] == ["unscaled"]
     want = pd.DataFrame(fs.attention_rows(cli["attention"], fs.display_labels(0.5)), columns=tab.ATTENTION_COLUMNS)
@@ -178,30 +201,52 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     # its chart, the separated report (as shown and in long form), triplets, attention and the curves, and one zip
     paths, dl_note = tab.export_compare(job, shown, ["csv", "json", "html"], request=page)
     files = {Path(f).name: Path(f) for f in paths}
-    assert {"compare_mcq.csv", "compare_accuracy_by_n.html", "compare_report.csv", "compare_report_values.csv",
-            "compare_triplets.csv", "compare_attention.csv", "compare_attention_per_layer.csv",
-            "compare_attention.html", "compare_training.csv", "compare_training.html", "compare_jobs.csv",
-            "provenance.json", "compare_all.zip"} <= set(files), sorted(files)
-    assert pd.read_csv(files["compare_mcq.csv"]).columns.tolist() == ["pairing", "N", "base", "unscaled",
-                                                                        "LiNeS (a=0.5)"]
+    assert {
+        "compare_mcq.csv",
+        "compare_accuracy_by_n.html",
+        "compare_report.csv",
+        "compare_report_values.csv",
+        "compare_triplets.csv",
+        "compare_attention.csv",
+        "compare_attention_per_layer.csv",
+        "compare_attention.html",
+        "compare_training.csv",
+        "compare_training.html",
+        "compare_jobs.csv",
+        "provenance.json",
+        "compare_all.zip",
+    } <= set(files), sorted(files)
+    assert pd.read_csv(files["compare_mcq.csv"]).columns.tolist() == [
+        "pairing",
+        "N",
+        "base",
+        "unscaled",
+        "LiNeS (a=0.5)",
+    ]
     shown_report = pd.read_csv(files["compare_report.csv"])
     assert list(shown_report["evaluation"]) == [r["evaluation"] for r in fs.report_rows(cli["report"], 0.5)]
     assert set(shown_report["in training distribution"]) == {"yes", "no"}
     values = pd.read_csv(files["compare_report_values.csv"])
     assert set(values["model"]) == {"base", "unscaled", "LiNeS (a=0.5)"}
-    assert (values["ci95_low"] <= values["value"] + 1e-9).all() and (values["value"] <= values["ci95_high"] + 1e-9).all()
+    assert (values["ci95_low"] <= values["value"] + 1e-9).all() and (
+        values["value"] <= values["ci95_high"] + 1e-9
+    ).all()
     with zipfile.ZipFile(files["compare_all.zip"]) as z:
         assert sorted(z.namelist()) == sorted(n for n in files if n != "compare_all.zip")
     assert "files ready" in dl_note
     # another job selected than the one compared: its own curves, no stale comparison
-    other_paths, other_note = tab.export_compare(job, SimpleNamespace(summary={"job": "another"}), ["csv"], request=page)
+    other_paths, other_note = tab.export_compare(
+        job, SimpleNamespace(summary={"job": "another"}), ["csv"], request=page
+    )
     assert not any("report" in Path(f).name for f in other_paths) and "another" in other_note
 
     # the study both faces call (the report, compared above, left out: it is most of a compare's work)
     res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), report=False))
     assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
     assert res.summary["mcq"] == cli["mcq"] and res.provenance["settings"] == cli["provenance"]["settings"]
-    assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(cli["attention"], fs.display_labels(0.5))
+    assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(
+        cli["attention"], fs.display_labels(0.5)
+    )
 
 
 # --- the separated report: in-format vs general, each row with its label and CI ---------------------------------------
@@ -233,17 +278,25 @@ def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):
     for t in TEMPLATES:  # the whole grid, generated like the given questions
         trained = "trained" if t == "attributive" else "held out of training"
         in_t = t == "attributive"
-        assert fmt[f"MCQ, {t} template ({trained}), {seen} (generated)"] == \
-            ("in-format" if in_t else "out-of-template", in_t)
-        assert fmt[f"MCQ, {t} template ({trained}), {unseen} (generated)"] == \
-            ("unseen words" if in_t else "out-of-template, unseen words", False)
+        assert fmt[f"MCQ, {t} template ({trained}), {seen} (generated)"] == (
+            "in-format" if in_t else "out-of-template",
+            in_t,
+        )
+        assert fmt[f"MCQ, {t} template ({trained}), {unseen} (generated)"] == (
+            "unseen words" if in_t else "out-of-template, unseen words",
+            False,
+        )
     assert by_name[f"MCQ, predicative template (held out of training), {seen} (generated)"]["n"] == 6
-    assert [e["evaluation"] for e in entries if e["in_format"] and e["kind"] == "mcq"] == \
-        [e["evaluation"] for e in entries if e["kind"] == "mcq" and e["template"] == "attributive"
-         and e["vocabulary"] == "seen"]
+    assert [e["evaluation"] for e in entries if e["in_format"] and e["kind"] == "mcq"] == [
+        e["evaluation"]
+        for e in entries
+        if e["kind"] == "mcq" and e["template"] == "attributive" and e["vocabulary"] == "seen"
+    ]
     assert fmt[f"triplets, attributive query (trained), {seen} (split val)"] == ("in-format", True)
-    assert fmt[f"triplets, predicative query (held out of training), {seen} (split test_template_predicative)"] \
-        == ("out-of-template", False)
+    assert fmt[f"triplets, predicative query (held out of training), {seen} (split test_template_predicative)"] == (
+        "out-of-template",
+        False,
+    )
     assert fmt[f"triplets, attributive query (trained), {unseen} (split test_unseen_words)"] == ("unseen words", False)
     assert any(f == ("held-out construction", False) for name, f in fmt.items() if "deferred-binding" in name)
     assert {f for f, _ in fmt.values()} >= {"control"}
@@ -320,16 +373,24 @@ def test_default_compare_data_is_the_text_benchmark_for_a_text_model(report_jobs
 # --- progress: a launched job followed to its end, a compare's parts with the time left --------------------------------
 def test_job_progress_says_phase_step_loss_and_time_left():
     running = {"state": "running", "message": "training: step 12/300"}
-    fraction, line = fs.job_progress(running, {"phase": "training", "step": 12, "total_steps": 300, "loss": 0.31274,
-                                               "eta_s": 130.0})
+    fraction, line = fs.job_progress(
+        running, {"phase": "training", "step": 12, "total_steps": 300, "loss": 0.31274, "eta_s": 130.0}
+    )
     assert fraction == pytest.approx(0.04)
     assert line == "training: step 12/300 · loss 0.3127 · about 2 min left"
     assert fs.job_progress(running, {"phase": "baseline", "step": 0, "total_steps": 300}) == (
-        0.0, "baseline: training: step 12/300")
+        0.0,
+        "baseline: training: step 12/300",
+    )
     assert fs.job_progress({"state": "queued", "message": "waiting"}, {}) == (0.0, "queued: waiting")
     assert fs.job_progress({"state": "done", "message": "finished"}, {})[0] == 1.0
-    assert [fs.about(s) for s in (None, 0.2, 40, 240, 3900)] == ["", "about 1 s", "about 40 s", "about 4 min",
-                                                                  "about 1 h 5 min"]
+    assert [fs.about(s) for s in (None, 0.2, 40, 240, 3900)] == [
+        "",
+        "about 1 s",
+        "about 40 s",
+        "about 4 min",
+        "about 1 h 5 min",
+    ]
 
 
 def test_with_estimate_adds_the_time_left_once_it_can_tell():
@@ -339,19 +400,26 @@ def test_with_estimate_adds_the_time_left_once_it_can_tell():
     now[0] = 60.0
     report(0.5, "part 2/3 (attention margins)")  # 60 s for half: about 60 s left
     report(1.0, "done")
-    assert said == [(0.01, "part 1/3 (MCQs): scoring base"),
-                    (0.5, "part 2/3 (attention margins) · about 60 s left (estimate)"), (1.0, "done")]
+    assert said == [
+        (0.01, "part 1/3 (MCQs): scoring base"),
+        (0.5, "part 2/3 (attention margins) · about 60 s left (estimate)"),
+        (1.0, "done"),
+    ]
 
 
 def test_compare_parts_report_one_rising_fraction_with_their_names():
     said = []
-    part = fs._parts(lambda f, msg: said.append((round(f, 3), msg)), {"MCQs": 1.0, "attention margins": 0.0,
-                                                                       "report": 3.0})
+    part = fs._parts(
+        lambda f, msg: said.append((round(f, 3), msg)), {"MCQs": 1.0, "attention margins": 0.0, "report": 3.0}
+    )
     part("MCQs")(0.5, "scoring base")
     part("report")(0.0, "report: first set")
     part("report")(1.0, "report: controls")
-    assert said == [(0.125, "part 1/2 (MCQs): scoring base"), (0.25, "part 2/2 (report): first set"),
-                    (1.0, "part 2/2 (report): controls")]
+    assert said == [
+        (0.125, "part 1/2 (MCQs): scoring base"),
+        (0.25, "part 2/2 (report): first set"),
+        (1.0, "part 2/2 (report): controls"),
+    ]
 
 
 def test_follow_job_reports_a_finished_job_and_returns(done_job):

@@ -17,8 +17,11 @@ def long_caption_mcq(tmp_path_factory):
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber, write_benchmark
 
-    path = write_benchmark(tmp_path_factory.mktemp("long") / "saber",
-                           generate_saber(per_size=2, sizes=[2, 3], seed=5, vocab=RENDER_VOCAB), {"seed": 5})
+    path = write_benchmark(
+        tmp_path_factory.mktemp("long") / "saber",
+        generate_saber(per_size=2, sizes=[2, 3], seed=5, vocab=RENDER_VOCAB),
+        {"seed": 5},
+    )
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     lines[0]["query"]["text"] = LONG
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -51,11 +54,21 @@ def test_finetune_compare_notes_say_how_many_texts_were_truncated(long_caption_m
 
     model = build_random(tmp_path / "model", arch="shared", width=16, layers=2, heads=2)
     m = JobManager()
-    job = m.submit({"model": model, "data": str(toy_triplets()), "max_steps": 2, "batch_size": 4, "eval_rows": 8,
-                    "device": "cpu", "threads": 1})
+    job = m.submit(
+        {
+            "model": model,
+            "data": str(toy_triplets()),
+            "max_steps": 2,
+            "batch_size": 4,
+            "eval_rows": 8,
+            "device": "cpu",
+            "threads": 1,
+        }
+    )
     st = m.wait(job, timeout=900)
     assert st["state"] == "done", m.log_tail(job)
-    res = fs.run_finetune_compare(fs.CompareRequest(job, str(long_caption_mcq), pairings="tt", attention_limit=None,
-                                                    report=False))
+    res = fs.run_finetune_compare(
+        fs.CompareRequest(job, str(long_caption_mcq), pairings="tt", attention_limit=None, report=False)
+    )
     assert res.summary["truncated"]["n_truncated"] == 1
     assert any(n.startswith(f"{model} truncated 1 of ") and "to 48 tokens" in n for n in res.notes), res.notes

@@ -15,8 +15,22 @@ from bindlab.cli import main
 from bindlab.data.factors import FACTORS, load_index
 from bindlab.studies import grounding as gs
 
-GRID_ARGS = ["--shapes", "3", "--hues", "4", "--patterns", "3", "--contexts", "3", "--replicas", "2", "--size", "32",
-             "--workers", "1"]
+GRID_ARGS = [
+    "--shapes",
+    "3",
+    "--hues",
+    "4",
+    "--patterns",
+    "3",
+    "--contexts",
+    "3",
+    "--replicas",
+    "2",
+    "--size",
+    "32",
+    "--workers",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +45,10 @@ def setup(tmp_path_factory):
 
 def _ground(root, model, out, *extra):
     gs.clear_sessions()
-    assert main(["ground", "--data", str(root / "grid"), "--model", model, "--out", str(out), "--n-boot", "100",
-                 *extra]) == 0
+    assert (
+        main(["ground", "--data", str(root / "grid"), "--model", model, "--out", str(out), "--n-boot", "100", *extra])
+        == 0
+    )
     return json.loads(out.read_text())
 
 
@@ -71,8 +87,24 @@ def test_alpha_is_chosen_on_validation_only(setup, tmp_path):
         if r.context in index.splits["test"]:
             Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(grid / r.image)
     gs.clear_sessions()
-    assert main(["ground", "--data", str(grid), "--model", model, "--factor", "hue", "--n-boot", "100",
-                 "--out", str(tmp_path / "tampered.json")]) == 0
+    assert (
+        main(
+            [
+                "ground",
+                "--data",
+                str(grid),
+                "--model",
+                model,
+                "--factor",
+                "hue",
+                "--n-boot",
+                "100",
+                "--out",
+                str(tmp_path / "tampered.json"),
+            ]
+        )
+        == 0
+    )
     tampered = json.loads((tmp_path / "tampered.json").read_text())["factors"]["hue"]
     assert tampered["validation"] == clean["validation"]
     for key in ("alpha", "lambda", "validation", "gate"):
@@ -137,20 +169,23 @@ def test_user_errors_are_one_line(setup, capsys):
 
 
 # --- the study's request, and the two faces giving the same numbers ----------------------------------------------
-@pytest.mark.parametrize("field, value, message", [
-    ("alpha", "lots", "alpha must be 'auto' or a number in \\[0, 8\\], got 'lots'"),
-    ("alpha", float("nan"), "alpha must be .* got nan"),
-    ("alpha", float("inf"), "got inf"),
-    ("alpha", 8.5, "got 8.5"),
-    ("alpha", -0.1, "got -0.1"),
-    ("alpha", True, "got True"),
-    ("factors", "size", "factor 'size': choose from shape, hue, pattern"),
-    ("factors", "", "choose from shape, hue, pattern"),
-    ("n_boot", 0, "n_boot must be at least 1, got 0"),
-    ("batch_size", 0, "batch_size must be at least 1, got 0"),
-    ("seed", 1.5, "seed must be a whole number, got 1.5"),
-    ("model", "  ", "model is empty"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("alpha", "lots", "alpha must be 'auto' or a number in \\[0, 8\\], got 'lots'"),
+        ("alpha", float("nan"), "alpha must be .* got nan"),
+        ("alpha", float("inf"), "got inf"),
+        ("alpha", 8.5, "got 8.5"),
+        ("alpha", -0.1, "got -0.1"),
+        ("alpha", True, "got True"),
+        ("factors", "size", "factor 'size': choose from shape, hue, pattern"),
+        ("factors", "", "choose from shape, hue, pattern"),
+        ("n_boot", 0, "n_boot must be at least 1, got 0"),
+        ("batch_size", 0, "batch_size must be at least 1, got 0"),
+        ("seed", 1.5, "seed must be a whole number, got 1.5"),
+        ("model", "  ", "model is empty"),
+    ],
+)
 def test_request_names_the_bad_value(field, value, message):
     kwargs = {"data": "grid", "model": "toy:clip", field: value}
     with pytest.raises(ValueError, match=message):
@@ -172,8 +207,9 @@ def test_run_grounding_result_is_the_cli_json(setup, tmp_path):
     result = gs.run_grounding(gs.GroundingRequest(root / "grid", model, "hue,pattern", n_boot=50))
     assert result.feature == "grounding" and result.primary_metric == "grounded_macro_map"
     assert result.summary["factors"] == cli["factors"]
-    assert result.primary == pytest.approx(np.mean([cli["factors"][f]["test"]["grounded"]["macro_map"]
-                                                    for f in ("hue", "pattern")]))
+    assert result.primary == pytest.approx(
+        np.mean([cli["factors"][f]["test"]["grounded"]["macro_map"] for f in ("hue", "pattern")])
+    )
     assert cli["grounded_macro_map"] == result.primary and cli["primary_metric"] == "grounded_macro_map"
     assert len(result.rows) == 4 + 3 and {r["factor"] for r in result.rows} == {"hue", "pattern"}
     curve = result.figures_data["curves"]["hue"]
@@ -196,8 +232,10 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     grid = str(root / "grid")
     fixed = _ground(root, model, tmp_path / "fixed.json", "--factor", "hue", "--alpha", "2.5")["factors"]["hue"]
     key, _payload, _value, summary, *_ = tab.load(grid, model, "hue", 2.5, progress=_noop)
-    shown = {k: float(re.search(f"id='gd-{k}' class='gd-num'>([0-9.]+)<", summary).group(1))
-             for k in ("map-native", "map-grounded")}
+    shown = {
+        k: float(re.search(f"id='gd-{k}' class='gd-num'>([0-9.]+)<", summary).group(1))
+        for k in ("map-native", "map-grounded")
+    }
     # the page shows 3 decimals; the numbers underneath (the export below) are the CLI's to the last digit
     assert shown["map-native"] == pytest.approx(fixed["test"]["native"]["macro_map"], abs=5e-4)
     assert shown["map-grounded"] == pytest.approx(fixed["test"]["grounded"]["macro_map"], abs=5e-4)
@@ -206,8 +244,9 @@ def test_tab_and_cli_give_the_same_numbers(setup, tmp_path):
     table = shown_table["value"]  # a gr.update: the table is hidden until controls have run
     table = table.data if isinstance(table, Styler) else table  # the page shows 3 decimals of these numbers
     auto = _ground(root, model, tmp_path / "auto.json", "--factor", "hue")["factors"]["hue"]
-    assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == pytest.approx({
-        k: v["macro_map"] for k, v in auto["controls"]["test"].items() if v is not None}, abs=5e-5)
+    assert dict(zip(table["readout"], table["macro-mAP"], strict=True)) == pytest.approx(
+        {k: v["macro_map"] for k, v in auto["controls"]["test"].items() if v is not None}, abs=5e-5
+    )
 
     # the alignment baseline's table: 3 decimals on the page (one format for every macro-mAP and top-1), the numbers
     # underneath and in its state (the export) as computed

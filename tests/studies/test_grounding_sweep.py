@@ -13,8 +13,22 @@ from bindlab.studies import grounding as gs
 from bindlab.studies import grounding_align as ga
 from bindlab.studies.grounding_sweep import SweepRequest, run_grounding_sweep
 
-GRID_ARGS = ["--shapes", "3", "--hues", "3", "--patterns", "plain,striped,glittery", "--contexts", "3",
-             "--replicas", "1", "--size", "32", "--workers", "1"]
+GRID_ARGS = [
+    "--shapes",
+    "3",
+    "--hues",
+    "3",
+    "--patterns",
+    "plain,striped,glittery",
+    "--contexts",
+    "3",
+    "--replicas",
+    "1",
+    "--size",
+    "32",
+    "--workers",
+    "1",
+]
 FAST = {"epochs": 3, "lrs": (1e-3,), "batch_size": 32}
 
 
@@ -24,8 +38,7 @@ def setup(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("sweep")
     model = build_tiny("hf-clip", root / "tiny-clip")
-    assert main(["generate", "factors", "--out", str(root / "grid"), *GRID_ARGS,
-                 "--signal-strengths", "1,.5,0"]) == 0
+    assert main(["generate", "factors", "--out", str(root / "grid"), *GRID_ARGS, "--signal-strengths", "1,.5,0"]) == 0
     return root, model
 
 
@@ -67,8 +80,23 @@ def test_combination_protocol_holds_out_cells_not_values(setup):
     root, model = setup
     gs.clear_sessions()
     out = root / "comb.json"
-    assert main(["ground", "--data", str(root / "grid"), "--model", model, "--no-controls", "--protocol",
-                 "combination", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "ground",
+                "--data",
+                str(root / "grid"),
+                "--model",
+                model,
+                "--no-controls",
+                "--protocol",
+                "combination",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert res["provenance"]["settings"]["protocol"] == "combination"
     session = gs.open_session(root / "grid", model).view("combination")
@@ -116,8 +144,9 @@ def test_alignment_sees_no_test_image_and_identity_is_native(setup, monkeypatch)
         t = r["test"]
         native = gs.factor_report(base, f, controls=False)
         assert t["native"] == native["test"]["native"] and t["matched"] == native["test"]["grounded"]
-        ident = gs.factor_report(base.view(queries={f: base.native(f) @ np.eye(base.embeddings.shape[1])}), f,
-                                 controls=False)
+        ident = gs.factor_report(
+            base.view(queries={f: base.native(f) @ np.eye(base.embeddings.shape[1])}), f, controls=False
+        )
         assert ident["test"] == native["test"] and ident["per_value"] == native["per_value"]  # A = I: native
 
 
@@ -125,11 +154,29 @@ def test_cli_align_reports_global_and_global_matched(setup, capsys, monkeypatch)
     root, model = setup
     gs.clear_sessions()
     monkeypatch.setattr(ga, "fit_global_map", lambda *a, **k: ga.__dict__["_real_fit"](*a, **{**k, **FAST}))
-    monkeypatch.setitem(ga.__dict__, "_real_fit", __import__("bindlab.analysis.alignment",
-                                                             fromlist=["x"]).fit_global_map)
+    monkeypatch.setitem(
+        ga.__dict__, "_real_fit", __import__("bindlab.analysis.alignment", fromlist=["x"]).fit_global_map
+    )
     out = root / "align.json"
-    assert main(["ground", "--data", str(root / "grid"), "--model", model, "--no-controls", "--factor",
-                 "pattern,shape", "--align", "shared", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "ground",
+                "--data",
+                str(root / "grid"),
+                "--model",
+                model,
+                "--no-controls",
+                "--factor",
+                "pattern,shape",
+                "--align",
+                "shared",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert "global map" in capsys.readouterr().out
     for f in ("pattern", "shape"):
@@ -137,7 +184,8 @@ def test_cli_align_reports_global_and_global_matched(setup, capsys, monkeypatch)
         assert al["scope"] == "shared" and set(al["test"]) == {"native", "matched", "global", "global_matched"}
         assert al["map"]["factors"] == ["shape", "hue", "pattern"]
     assert res["factors"]["pattern"]["alignment"]["map"] == res["factors"]["shape"]["alignment"]["map"]  # one map
-    assert res["global_macro_map"] == pytest.approx(np.mean(
-        [res["factors"][f]["alignment"]["test"]["global"]["macro_map"] for f in ("pattern", "shape")]))
+    assert res["global_macro_map"] == pytest.approx(
+        np.mean([res["factors"][f]["alignment"]["test"]["global"]["macro_map"] for f in ("pattern", "shape")])
+    )
     with pytest.raises(SystemExit):
         main(["ground", "--data", str(root / "grid"), "--model", model, "--align", "rotate"])

@@ -22,17 +22,39 @@ def test_cli_and_tab_give_the_same_points_and_coordinates(small_benchmark, tmp_p
 
     path, _ = small_benchmark
     out = tmp_path / "map.html"
-    assert main(["map", "--model", "bow", "--data", str(path), "--n-objects", "2,3", "--limit", "6", "--seed", "4",
-                 "--method", "pca", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "map",
+                "--model",
+                "bow",
+                "--data",
+                str(path),
+                "--n-objects",
+                "2,3",
+                "--limit",
+                "6",
+                "--seed",
+                "4",
+                "--method",
+                "pca",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.with_suffix(".json").read_text())
 
-    _, state, status, *cleared = tab.make_map(str(path), "bow", ["2", "3"], 6.0, 4.0, "role", "pca",
-                                              progress=_noop_progress)
+    _, state, status, *cleared = tab.make_map(
+        str(path), "bow", ["2", "3"], 6.0, 4.0, "role", "pca", progress=_noop_progress
+    )
     assert cleared == ["", "", ""]  # a new map clears the clicked point and the selection of the old one
     m = state["map"]
     assert [p["id"] for p in m.points] == [p["id"] for p in cli["points"]]
-    np.testing.assert_array_equal(np.asarray(state["layouts"]["pca"], dtype=np.float64),
-                                  [[p["x"], p["y"]] for p in cli["points"]])
+    np.testing.assert_array_equal(
+        np.asarray(state["layouts"]["pca"], dtype=np.float64), [[p["x"], p["y"]] for p in cli["points"]]
+    )
     assert [p["correct"] for p in m.points] == [p["correct"] for p in cli["points"]]
     assert "6 questions, 30 points" in status
 
@@ -50,14 +72,35 @@ def test_cli_and_tab_export_the_same_points_table(small_benchmark, tmp_path):
 
     path, _ = small_benchmark
     folder = tmp_path / "export"
-    assert main(["map", "--model", "bow", "--data", str(path), "--limit", "4", "--method", "pca",
-                 "--out", str(tmp_path / "map.html"), "--export", str(folder), "--export-formats", "csv"]) == 0
+    assert (
+        main(
+            [
+                "map",
+                "--model",
+                "bow",
+                "--data",
+                str(path),
+                "--limit",
+                "4",
+                "--method",
+                "pca",
+                "--out",
+                str(tmp_path / "map.html"),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv",
+            ]
+        )
+        == 0
+    )
     _, state, *_ = tab.make_map(str(path), "bow", [], 4, 0, "role", "pca", progress=_noop_progress)
     files, _ = tab.export(state, "role", formats=["csv"])
     from_tab = next(f for f in files if f.endswith("map_points.csv"))
     pd.testing.assert_frame_equal(pd.read_csv(from_tab), pd.read_csv(folder / "map_points.csv"))
-    pd.testing.assert_frame_equal(pd.read_csv(next(f for f in files if f.endswith("map_summary.csv"))),
-                                  pd.read_csv(folder / "map_summary.csv"))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(next(f for f in files if f.endswith("map_summary.csv"))), pd.read_csv(folder / "map_summary.csv")
+    )
 
 
 def test_a_prepared_map_is_laid_out_again_without_re_embedding(small_benchmark, tmp_path, monkeypatch):
@@ -71,24 +114,27 @@ def test_a_prepared_map_is_laid_out_again_without_re_embedding(small_benchmark, 
     np.testing.assert_array_equal(first.figures_data["xy"], again.figures_data["xy"])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"limit": 0}, "limit"),
-    ({"limit": ms.MAX_LIMIT + 1}, f"1 to {ms.MAX_LIMIT}"),
-    ({"limit": 2.5}, "whole number"),
-    ({"limit": math.nan}, "whole number"),
-    ({"min_dist": math.nan}, "min.dist must be a finite number"),
-    ({"min_dist": math.inf}, "min.dist must be a finite number"),
-    ({"min_dist": 1.5}, "min_dist must be between 0 and 1"),
-    ({"n_neighbors": 1}, "n.neighbors must be between 2 and"),
-    ({"n_neighbors": 100_000}, "n.neighbors must be between 2 and"),
-    ({"seed": 2**32}, "seed must be between 0 and"),
-    ({"seed": -1}, "seed"),
-    ({"method": "tsne"}, "choose from"),
-    ({"color": "hue"}, "choose from"),
-    ({"metric": "hamming"}, "unknown metric"),
-    ({"n_objects": "two"}, "sizes"),
-    ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": ms.MAX_LIMIT + 1}, f"1 to {ms.MAX_LIMIT}"),
+        ({"limit": 2.5}, "whole number"),
+        ({"limit": math.nan}, "whole number"),
+        ({"min_dist": math.nan}, "min.dist must be a finite number"),
+        ({"min_dist": math.inf}, "min.dist must be a finite number"),
+        ({"min_dist": 1.5}, "min_dist must be between 0 and 1"),
+        ({"n_neighbors": 1}, "n.neighbors must be between 2 and"),
+        ({"n_neighbors": 100_000}, "n.neighbors must be between 2 and"),
+        ({"seed": 2**32}, "seed must be between 0 and"),
+        ({"seed": -1}, "seed"),
+        ({"method": "tsne"}, "choose from"),
+        ({"color": "hue"}, "choose from"),
+        ({"metric": "hamming"}, "unknown metric"),
+        ({"n_objects": "two"}, "sizes"),
+        ({"model": "nope:x"}, "unknown encoder backend 'nope'"),
+    ],
+)
 def test_bad_requests_are_refused_before_any_work(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ms.MapRequest(**kwargs)
@@ -102,8 +148,22 @@ def test_request_defaults_and_coercion():
 
 
 def test_a_missing_file_is_one_clear_error(tmp_path, capsys):
-    assert main(["map", "--model", "bow", "--data", str(tmp_path / "none.jsonl"), "--method", "pca",
-                 "--out", str(tmp_path / "m.html")]) == 2
+    assert (
+        main(
+            [
+                "map",
+                "--model",
+                "bow",
+                "--data",
+                str(tmp_path / "none.jsonl"),
+                "--method",
+                "pca",
+                "--out",
+                str(tmp_path / "m.html"),
+            ]
+        )
+        == 2
+    )
     assert "file not found" in capsys.readouterr().err
     assert main(["map", "--model", "bow", "--limit", "0", "--method", "pca", "--out", str(tmp_path / "m.html")]) == 2
     assert "limit" in capsys.readouterr().err
@@ -164,7 +224,8 @@ def test_the_sessions_map_keeps_no_vectors_and_gives_the_same_neighbours(small_b
     _, state, *_ = tab.make_map(str(path), "bow", [], 40, 2, "role", "pca", progress=_noop_progress)
     light = state["map"]
     assert state["result"].figures_data["map"] is light and [p["id"] for p in light.points] == [
-        p["id"] for p in full.points]
+        p["id"] for p in full.points
+    ]
     _same_neighbours_as_with_the_vectors(light, full, tab.NEIGHBOURS_K)  # bow: many exact ties, broken the same
     xy, hit = ms.cached_layout(light, "pca", folder=tmp_path)  # a layout not cached yet reads the vectors back
     assert not hit

@@ -42,8 +42,27 @@ def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path
 
     data, model = pairs_setup
     out, folder = tmp_path / "pairs.json", tmp_path / "export"
-    assert main(["eval", "pairs", "--data", data, "--model", model, "--verbosity", "short", "--out", str(out),
-                 "--export", str(folder), "--export-formats", "csv,json"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "pairs",
+                "--data",
+                data,
+                "--model",
+                model,
+                "--verbosity",
+                "short",
+                "--out",
+                str(out),
+                "--export",
+                str(folder),
+                "--export-formats",
+                "csv,json",
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
     assert cli["n_pairs"] == 30 and cli["overall"]["n"] == 30 and cli["primary_metric"] == "group"
     assert cli["group"] == cli["overall"]["group"]
@@ -52,8 +71,10 @@ def test_eval_pairs_and_the_pairs_tab_give_the_same_scores(pairs_setup, tmp_path
     summary, *_ = tab.score(data, model, "short", progress=_noop_progress)
     o = cli["overall"]
     for k, name in (("i2t", "I2T"), ("t2i", "T2I"), ("group", "Group")):  # each score beside its interval
-        assert (f"{name} **{o[k]:.3f}** (95% CI {o[f'{k}_ci95'][0]:.3f}–{o[f'{k}_ci95'][1]:.3f}; chance "
-                f"{o['chance'][k]:.3f}") in summary
+        assert (
+            f"{name} **{o[k]:.3f}** (95% CI {o[f'{k}_ci95'][0]:.3f}–{o[f'{k}_ci95'][1]:.3f}; chance "
+            f"{o['chance'][k]:.3f}"
+        ) in summary
     s = study.scored_pairs(data, model, "short")  # the tab's memoised session, built by run_pairs
     assert s.summary["overall"] == o and len(s.pairs) == 30
     assert _per_edit_type(s.summary) == _per_edit_type(cli)  # I2T / T2I / Group and N per edit type
@@ -79,14 +100,17 @@ def test_run_pairs_limit_and_seed(pairs_setup):
     assert sum(r["n"] for r in res.tables["by_edit_type"]) == 12
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"limit": -1}, "--limit must be 0 or more, got -1"),
-    ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
-    ({"seed": -2}, "--seed must be 0 or more, got -2"),
-    ({"verbosity": "huge"}, "huge"),
-    ({"model": ""}, "model: give an image\\+text encoder id"),
-    ({"data": " "}, "data: give a Pairs JSONL file"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"limit": -1}, "--limit must be 0 or more, got -1"),
+        ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
+        ({"seed": -2}, "--seed must be 0 or more, got -2"),
+        ({"verbosity": "huge"}, "huge"),
+        ({"model": ""}, "model: give an image\\+text encoder id"),
+        ({"data": " "}, "data: give a Pairs JSONL file"),
+    ],
+)
 def test_bad_pairs_requests_are_refused_naming_the_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         study.PairsRequest(**{"data": "pairs.jsonl", "model": "toy:clip", **kwargs})
@@ -100,23 +124,44 @@ def test_a_text_only_model_is_refused_in_one_line(pairs_setup, capsys):
 
 def test_eval_benchmark_and_run_benchmark_agree(tmp_path):
     out = tmp_path / "bench.json"
-    assert main(["eval", "benchmark", "--name", "sugarcrepe_pp", "--data", str(FIX / "sugarcrepe_pp"), "--model",
-                 "bow", "--task", "tot", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "benchmark",
+                "--name",
+                "sugarcrepe_pp",
+                "--data",
+                str(FIX / "sugarcrepe_pp"),
+                "--model",
+                "bow",
+                "--task",
+                "tot",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     cli = json.loads(out.read_text())
-    res = bench_study.run_benchmark(bench_study.BenchmarkRequest(name="sugarcrepe_pp", model="bow", task="tot",
-                                                                 data=str(FIX / "sugarcrepe_pp")))
+    res = bench_study.run_benchmark(
+        bench_study.BenchmarkRequest(name="sugarcrepe_pp", model="bow", task="tot", data=str(FIX / "sugarcrepe_pp"))
+    )
     assert res.summary["native_metric"] == cli["native_metric"] and res.summary["n"] == cli["n"] == 10
     assert res.primary_metric == "native_value" and res.primary == cli["native_metric"]["value"]
     assert res.provenance["settings"]["task"] == "tot" and res.provenance["encoder"]["id"] == "bow:words"
     assert res.summary["validity"]["model_on_same_bag"] == 0.0  # a bag of words cannot pass a reordering
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"name": ""}, "name: give a benchmark name"),
-    ({"source": "web"}, "source must be one of"),
-    ({"task": "xyz"}, "task must be one of"),
-    ({"limit": -5}, "--limit must be 0 or more, got -5"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"name": ""}, "name: give a benchmark name"),
+        ({"source": "web"}, "source must be one of"),
+        ({"task": "xyz"}, "task must be one of"),
+        ({"limit": -5}, "--limit must be 0 or more, got -5"),
+    ],
+)
 def test_bad_benchmark_requests_are_refused_naming_the_value(kwargs, match):
     with pytest.raises(ValueError, match=match):
         bench_study.BenchmarkRequest(**{"name": "winoground", "model": "bow", **kwargs})
@@ -163,8 +208,14 @@ def test_every_edit_type_carries_its_origin_and_the_paper_s_types_are_scored_apa
     items, _ = load_pairs(data)
     assert {p.extra["edit_origin"] for p in items} <= {"composet", "bindlab"}
     assert all(p.extra["edit_origin"] == ("composet" if p.edit_type in PAPER_NAMES else "bindlab") for p in items)
-    assert sorted(set(PAPER_NAMES.values())) == ["modify_color", "modify_material", "modify_presence",
-                                                 "modify_transparency", "swap_color", "swap_material"]  # the six
+    assert sorted(set(PAPER_NAMES.values())) == [
+        "modify_color",
+        "modify_material",
+        "modify_presence",
+        "modify_transparency",
+        "swap_color",
+        "swap_material",
+    ]  # the six
     s = study.scored_pairs(data, model, "short")
     by = s.summary["by_origin"]
     n_paper = sum(p.edit_type in PAPER_NAMES for p in items)
@@ -177,4 +228,6 @@ def test_every_edit_type_carries_its_origin_and_the_paper_s_types_are_scored_apa
     summary, *_ = tab.score(data, model, "short", progress=_noop_progress)
     assert line in html.unescape(summary).replace("\\", "")  # Markdown-escaped as text in the tab
     labels = pairs_by_edit_type(rows).data[0].y
-    assert all(lab.startswith("◆ ") == (EDIT_ORIGIN[r["edit_type"]] == "composet") for lab, r in zip(labels, rows, strict=True))
+    assert all(
+        lab.startswith("◆ ") == (EDIT_ORIGIN[r["edit_type"]] == "composet") for lab, r in zip(labels, rows, strict=True)
+    )

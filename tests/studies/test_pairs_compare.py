@@ -36,8 +36,9 @@ def test_compare_sets_each_models_own_scores_side_by_side(two_models):
         mine = [r for r in c.rows if r["model"] == s.model]
         assert [r["edit_type"] for r in mine] == list(by_type)  # every edit type, in the taxonomy's order
         for r in mine:
-            assert (r["n"], r["i2t"], r["t2i"], r["group"]) == tuple(by_type[r["edit_type"]][k]
-                                                                     for k in ("n", "i2t", "t2i", "group"))
+            assert (r["n"], r["i2t"], r["t2i"], r["group"]) == tuple(
+                by_type[r["edit_type"]][k] for k in ("n", "i2t", "t2i", "group")
+            )
     # the wide table: overall first, then one row per edit type, a column per (score, model)
     top = c.table[0]
     assert top["edit_type"] == "overall" and top["n"] == 30

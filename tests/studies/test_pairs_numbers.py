@@ -29,10 +29,12 @@ def _row(c0_i0, c0_i1, c1_i0, c1_i1):
 
 
 def test_failures_are_told_apart_by_which_side_prefers_what():
-    rows = [_row(0.9, 0.1, 0.1, 0.9),   # passes both
-            _row(0.9, 0.8, 0.5, 0.4),   # both images prefer c0 (base caption); c0 prefers i0, c1 prefers i0
-            _row(0.1, 0.9, 0.9, 0.1),   # each image prefers the other's caption; each caption the other's image
-            _row(0.5, 0.1, 0.5, 0.9)]   # image i0 ties: I2T fails by the tie; T2I passes
+    rows = [
+        _row(0.9, 0.1, 0.1, 0.9),  # passes both
+        _row(0.9, 0.8, 0.5, 0.4),  # both images prefer c0 (base caption); c0 prefers i0, c1 prefers i0
+        _row(0.1, 0.9, 0.9, 0.1),  # each image prefers the other's caption; each caption the other's image
+        _row(0.5, 0.1, 0.5, 0.9),
+    ]  # image i0 ties: I2T fails by the tie; T2I passes
     kinds = study.failure_kinds(rows)
     assert kinds["i2t"] == {"fail": 3, "same": 1, "same_base": 1, "same_foil": 0, "swapped": 1, "tie": 1}
     assert kinds["t2i"] == {"fail": 2, "same": 1, "same_base": 1, "same_foil": 0, "swapped": 1, "tie": 0}
@@ -44,14 +46,25 @@ def _scored(rows, overall):
 
 def test_a_score_below_chance_is_read_by_how_its_rows_fail():
     rows = [_row(0.9, 0.8, 0.5, 0.4)] * 8 + [_row(0.1, 0.9, 0.9, 0.1)] * 2
-    overall = {"n": 10, "i2t": 0.0, "i2t_ci95": [0.0, 0.0], "t2i": 0.3, "t2i_ci95": [0.1, 0.6], "group": 0.0,
-               "group_ci95": [0.0, 0.0]}
+    overall = {
+        "n": 10,
+        "i2t": 0.0,
+        "i2t_ci95": [0.0, 0.0],
+        "t2i": 0.3,
+        "t2i_ci95": [0.1, 0.6],
+        "group": 0.0,
+        "group_ci95": [0.0, 0.0],
+    }
     notes = study.below_chance_notes(_scored(rows, overall))
     assert len(notes) == 2  # I2T and Group below chance; T2I's interval holds chance 0.25: nothing to explain
     i2t, group = notes
     assert i2t.startswith("I2T is below chance (0.000, 95% CI 0.000–0.000, chance 0.250)")
-    assert "1 time in 4" in i2t and "of its 10 failing rows, 8 have both images preferring the same caption" in i2t.lower()
-    assert "(8 the base caption, 0 the foil caption)" in i2t and "2 have each image preferring the other's caption" in i2t
+    assert (
+        "1 time in 4" in i2t and "of its 10 failing rows, 8 have both images preferring the same caption" in i2t.lower()
+    )
+    assert (
+        "(8 the base caption, 0 the foil caption)" in i2t and "2 have each image preferring the other's caption" in i2t
+    )
     assert "barely depends on the image" in i2t  # the same caption wins more often than a swap
     assert group.startswith("Group is below chance") and "1 time in 6" in group
     # a model that mostly swaps is said to confuse the two
@@ -84,8 +97,19 @@ def test_every_n_says_what_it_counts_and_every_score_has_its_interval(pairs_file
 
     # the per-edit-type table: every edit type with its pairs and rows, each score beside its interval
     frame = tab.edit_type_frame(s).data
-    assert list(frame.columns) == ["edit type", "category", "origin", "pairs", "n (rows)", "I2T", "I2T 95% CI",
-                                   "T2I", "T2I 95% CI", "Group", "Group 95% CI"]
+    assert list(frame.columns) == [
+        "edit type",
+        "category",
+        "origin",
+        "pairs",
+        "n (rows)",
+        "I2T",
+        "I2T 95% CI",
+        "T2I",
+        "T2I 95% CI",
+        "Group",
+        "Group 95% CI",
+    ]
     assert frame["pairs"].sum() == 30 and frame["n (rows)"].sum() == 90
     scored = frame[frame["pairs"] > 0]
     assert (scored["n (rows)"] == 3 * scored["pairs"]).all()

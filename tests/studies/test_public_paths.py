@@ -74,31 +74,53 @@ def _mcq(folder: Path) -> Path:
 def _pairs(folder: Path) -> Path:
     """A one-pair Pairs file whose two images are not there."""
     folder.mkdir(parents=True, exist_ok=True)
-    side = {"base": ("images/base.png", "A red cube to the left of a blue sphere."),
-            "foil": ("images/foil.png", "A red cube to the right of a blue sphere.")}
-    row = {"id": "p0", "scene_id": "s0", "edit_type": "move_object", "edit_category": "spatial",
-           **{k: {"image": img, "captions": {"short": cap}} for k, (img, cap) in side.items()}}
+    side = {
+        "base": ("images/base.png", "A red cube to the left of a blue sphere."),
+        "foil": ("images/foil.png", "A red cube to the right of a blue sphere."),
+    }
+    row = {
+        "id": "p0",
+        "scene_id": "s0",
+        "edit_type": "move_object",
+        "edit_category": "spatial",
+        **{k: {"image": img, "captions": {"short": cap}} for k, (img, cap) in side.items()},
+    }
     path = folder / "pairs.jsonl"
     path.write_text(json.dumps(row) + "\n")
     return path
 
 
 # --- (1) published benchmarks: a manifest's name, a local copy inside the roots -------------------------------------
-BAD_NAMES = ["../../etc/passwd", "/etc/passwd.json", "x/../../y", "winoground.json", "../winoground", "~/x",
-             "winoground/", "no_such_benchmark"]
+BAD_NAMES = [
+    "../../etc/passwd",
+    "/etc/passwd.json",
+    "x/../../y",
+    "winoground.json",
+    "../winoground",
+    "~/x",
+    "winoground/",
+    "no_such_benchmark",
+]
 
 
 def test_a_benchmark_is_named_only_by_a_manifests_name(public, outside):
     from bindlab.studies.benchmark import BenchmarkRequest
     from bindlab.studies.compare import CompareRequest
 
-    names = [*BAD_NAMES, str(adapters.manifests_dir() / "winoground.json"), str(outside / "evil.json"),
-             str(outside / "missing.json")]
+    names = [
+        *BAD_NAMES,
+        str(adapters.manifests_dir() / "winoground.json"),
+        str(outside / "evil.json"),
+        str(outside / "missing.json"),
+    ]
     expected = adapters.benchmark_refused()
     assert "winoground" in expected and "sugarcrepe_pp" in expected
-    calls = {"load_manifest": adapters.load_manifest, "load_benchmark": adapters.load_benchmark,
-             "BenchmarkRequest": lambda n: BenchmarkRequest(name=n, model="bow"),
-             "CompareRequest": lambda n: CompareRequest(models="bow,minilm", suite=["mcq", f"benchmark:{n}"])}
+    calls = {
+        "load_manifest": adapters.load_manifest,
+        "load_benchmark": adapters.load_benchmark,
+        "BenchmarkRequest": lambda n: BenchmarkRequest(name=n, model="bow"),
+        "CompareRequest": lambda n: CompareRequest(models="bow,minilm", suite=["mcq", f"benchmark:{n}"]),
+    }
     for label, call in calls.items():
         for name in names:
             msg = _message(call, name)
@@ -113,8 +135,13 @@ def test_the_compare_tab_refuses_a_benchmark_path_with_the_same_words(public, ou
     from bindlab.ui import compare
 
     expected = adapters.benchmark_refused()
-    for bench in ("../../etc/passwd", str(outside / "evil.json"), str(outside / "missing.json"),
-                  f"winoground={outside}", f"benchmark:winoground={outside / 'nope'}"):
+    for bench in (
+        "../../etc/passwd",
+        str(outside / "evil.json"),
+        str(outside / "missing.json"),
+        f"winoground={outside}",
+        f"benchmark:winoground={outside / 'nope'}",
+    ):
         msg = _message(compare.run, ["bow", "minilm"], [], "tt", "", "", bench)
         assert msg == expected, (bench, msg)
 
@@ -130,8 +157,9 @@ def manifests(tmp_path, monkeypatch, outside, public):
     folder.mkdir()
     local = {"evil": str(outside), "ghost": str(outside / "nope"), "climb": "../outside", "good": "benchmarks/good"}
     for name, path in local.items():
-        (folder / f"{name}.json").write_text(json.dumps({"name": name, "adapter": "winoground",
-                                                         "source": {"local": path}, "url": "https://example.org"}))
+        (folder / f"{name}.json").write_text(
+            json.dumps({"name": name, "adapter": "winoground", "source": {"local": path}, "url": "https://example.org"})
+        )
     (public / "benchmarks" / "good").mkdir(parents=True)
     opened: list[Path] = []
 
@@ -165,18 +193,38 @@ def test_a_manifests_local_copy_outside_the_roots_is_never_opened_nor_named(mani
 
 
 # --- (2) model ids: listed ids, bow, the visitor's own lora: jobs; never a server path -------------------------------
-PATH_IDS = ["st:/proc/self", "hf:/root", "toy:/tmp/x", "qwen3vl:/", "open_clip:local-dir:/etc", "st:~", "hf:../x",
-            "st:./bindlab", "hf:~/.cache", "toy:clip/../../etc", "hf:openai/clip-vit-base-patch32@..", "nope:model",
-            "hf:someone/unlisted-model", "/etc/passwd"]
+PATH_IDS = [
+    "st:/proc/self",
+    "hf:/root",
+    "toy:/tmp/x",
+    "qwen3vl:/",
+    "open_clip:local-dir:/etc",
+    "st:~",
+    "hf:../x",
+    "st:./bindlab",
+    "hf:~/.cache",
+    "toy:clip/../../etc",
+    "hf:openai/clip-vit-base-patch32@..",
+    "nope:model",
+    "hf:someone/unlisted-model",
+    "/etc/passwd",
+]
 
 
 def _existing_and_missing(home: Path, outside: Path) -> list[str]:
     """Path ids in pairs: a folder that exists and one that does not (a job folder, a folder holding weights)."""
     job = home / "jobs" / "20990101-000000-a1a1a1"
     job.mkdir(parents=True)
-    return [f"hf:{job}", f"hf:{job.parent / '20990101-000000-ffffff'}", f"qwen3vl:{outside}",
-            f"qwen3vl:{outside / 'nope'}", f"st:{outside}", f"st:{outside}-nope", f"open_clip:local-dir:{outside}",
-            f"toy:{outside}"]
+    return [
+        f"hf:{job}",
+        f"hf:{job.parent / '20990101-000000-ffffff'}",
+        f"qwen3vl:{outside}",
+        f"qwen3vl:{outside / 'nope'}",
+        f"st:{outside}",
+        f"st:{outside}-nope",
+        f"open_clip:local-dir:{outside}",
+        f"toy:{outside}",
+    ]
 
 
 def test_a_model_id_naming_a_path_gets_one_message_whether_it_exists_or_not(public, outside, monkeypatch):
@@ -206,8 +254,12 @@ def test_listed_models_still_load_in_public_mode_and_any_id_locally(public, monk
             assert browse.get_encoder(model).embed_texts(["a red cube"]).shape[0] == 1
         monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "16")  # a CPU Space
         monkeypatch.setenv("BINDLAB_PUBLIC_REVISIONS", "hf:openai/clip-vit-base-patch32@main")
-        for model in ("hf:openai/clip-vit-base-patch32", "open_clip:ViT-B-32/openai",
-                      "qwen3vl:Qwen/Qwen3-VL-Embedding-2B", "hf:openai/clip-vit-base-patch32@main"):
+        for model in (
+            "hf:openai/clip-vit-base-patch32",
+            "open_clip:ViT-B-32/openai",
+            "qwen3vl:Qwen/Qwen3-VL-Embedding-2B",
+            "hf:openai/clip-vit-base-patch32@main",
+        ):
             assert check_model_access(model) == model  # listed hub ids pass the check (loading needs the hub)
     monkeypatch.setenv("BINDLAB_PUBLIC", "0")
     for model in PATH_IDS:
@@ -218,8 +270,11 @@ def test_public_mode_offers_no_free_revisions_and_no_model_too_large_for_the_ser
     """Issue 56, item 6: any revision of a listed hub id, and an 8B model on a 16 GB CPU Space, were accepted."""
     monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "16")
     with visitor(SESSION):
-        with pytest.raises(ValueError, match=r"too large for this server: about 8.8 B parameters need 53 GB .* "
-                                             r"declares 16 GB \(BINDLAB_SERVER_MEMORY_GB\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"too large for this server: about 8.8 B parameters need 53 GB .* "
+            r"declares 16 GB \(BINDLAB_SERVER_MEMORY_GB\)",
+        ):
             check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-8B")
         with pytest.raises(ValueError, match=r"offered here at its default revision only: drop the '@0123abc'"):
             check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-2B@0123abc")
@@ -229,7 +284,9 @@ def test_public_mode_offers_no_free_revisions_and_no_model_too_large_for_the_ser
         with pytest.raises(ValueError, match="must be a positive number of GB"):
             check_model_access("hf:openai/clip-vit-base-patch32")
     monkeypatch.setenv("BINDLAB_PUBLIC", "0")  # locally: the person's own machine, any id and revision
-    assert check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123abc") == "qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123abc"
+    assert (
+        check_model_access("qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123abc") == "qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123abc"
+    )
 
 
 def test_every_listed_model_has_a_size():
@@ -253,8 +310,7 @@ def _model_callbacks(mcq: str, pairs_file: str, home: Path):
         ("attention-text", lambda m: attention.analyse_text(m, "later_to_earlier", "a red cube", "red:cube", 0)),
         ("map", lambda m: embedding_map.make_map(mcq, m, [], 20, 0, "role", "pca")),
         ("compare", lambda m: compare.run([m, "bow"], ["mcq"], "tt", mcq, "", "")),
-        ("finetune", lambda m: finetune.launch(m, str(home / "triplets"), 1, 1, 8, 5e-5, 4, "auto",
-                                               request=request)),
+        ("finetune", lambda m: finetune.launch(m, str(home / "triplets"), 1, 1, 8, 5e-5, 4, "auto", request=request)),
         ("walkthrough-attention", lambda m: walkthrough.run_attention(m, None, None)),
     ]
 
@@ -282,8 +338,9 @@ def _server_words(home: Path, tokens: list[str]) -> list[str]:
     return sorted({str(home), os.path.realpath(home), SESSION, "/tmp", str(ROOT), *tokens})
 
 
-def test_public_error_messages_name_no_server_path_session_or_upload_token(public, outside, page_session, tmp_path,
-                                                                           monkeypatch):
+def test_public_error_messages_name_no_server_path_session_or_upload_token(
+    public, outside, page_session, tmp_path, monkeypatch
+):
     from bindlab.studies import datasets
     from bindlab.ui import browse, compare, pairs
     from bindlab.ui.common import friendly
@@ -303,16 +360,19 @@ def test_public_error_messages_name_no_server_path_session_or_upload_token(publi
     big.write_bytes(b"x" * (2 << 20))
     cases = {
         "upload over the cap": lambda: friendly(datasets.store_upload)(str(big), "mcq", SESSION),
-        "upload gone": lambda: friendly(datasets.store_upload)(str(tmp_path / "gradio" / "abc" / "gone.jsonl"), "mcq",
-                                                             SESSION),
+        "upload gone": lambda: friendly(datasets.store_upload)(
+            str(tmp_path / "gradio" / "abc" / "gone.jsonl"), "mcq", SESSION
+        ),
         "malformed upload": lambda: browse.score(str(bad_mcq), "bow", "tt", "all", "all", "all", 8),
         "missing pair image": lambda: pairs.score(str(no_images), "toy:clip", "short"),
-        "missing file in the roots": lambda: browse.score(str(public / "nope" / "mcq.jsonl"), "bow", "tt", "all",
-                                                          "all", "all", 8),
+        "missing file in the roots": lambda: browse.score(
+            str(public / "nope" / "mcq.jsonl"), "bow", "tt", "all", "all", "all", 8
+        ),
         "bad model": lambda: browse.score(str(bad_mcq), f"st:{public}", "tt", "all", "all", "all", 8),
         "bad benchmark": lambda: compare.run(["bow", "minilm"], [], "tt", "", "", f"winoground={bad_mcq}"),
         "a study's message quoting paths": lambda: friendly(_raise)(
-            f"{bad_mcq}:2 and {public}/sets and {tmp_path}/gradio/abc/x.png and upload:{tokens[0]} of {SESSION}"),
+            f"{bad_mcq}:2 and {public}/sets and {tmp_path}/gradio/abc/x.png and upload:{tokens[0]} of {SESSION}"
+        ),
     }
     words = _server_words(public, tokens)
     for label, call in cases.items():
@@ -333,11 +393,15 @@ def test_redact_rules_and_local_mode_unchanged(public, tmp_path, monkeypatch):
 
     own = datasets.session_uploads(SESSION) / "mcq-abcd1234"
     other = datasets.session_uploads("someone-else") / "pairs-zzzz9999"
-    text = (f"{own}/mcq.jsonl:3: bad; {other}/p.jsonl; {public}/sets/tiny/mcq.jsonl; {public}2/x; "
-            f"/var/tmp/keep; {tmp_path}/gradio/9f/a.png; {ROOT}/bindlab/data_manifests/x.json; session {SESSION}")
+    text = (
+        f"{own}/mcq.jsonl:3: bad; {other}/p.jsonl; {public}/sets/tiny/mcq.jsonl; {public}2/x; "
+        f"/var/tmp/keep; {tmp_path}/gradio/9f/a.png; {ROOT}/bindlab/data_manifests/x.json; session {SESSION}"
+    )
     out = redact(text, SESSION)
-    assert out == ("[your upload]/mcq.jsonl:3: bad; [an upload]/p.jsonl; home/sets/tiny/mcq.jsonl; x; /var/tmp/keep; "
-                   "a.png; [app]/bindlab/data_manifests/x.json; session [session]"), out
+    assert out == (
+        "[your upload]/mcq.jsonl:3: bad; [an upload]/p.jsonl; home/sets/tiny/mcq.jsonl; x; /var/tmp/keep; "
+        "a.png; [app]/bindlab/data_manifests/x.json; session [session]"
+    ), out
     monkeypatch.setenv("BINDLAB_PUBLIC", "0")
     assert redact(text, SESSION) == text
 
@@ -383,8 +447,16 @@ def test_one_address_holds_a_bounded_number_of_live_jobs(monkeypatch, tmp_path, 
     monkeypatch.setenv("BINDLAB_MAX_JOBS_PER_SESSION", "1")
     monkeypatch.setenv("BINDLAB_MAX_QUEUED_PER_SESSION", "1")
     monkeypatch.setenv("BINDLAB_MAX_JOBS_GLOBAL", "1")
-    cfg = {"model": tiny_st_job["model"], "data": tiny_st_job["triplets"], "max_steps": 1, "batch_size": 4,
-           "eval_rows": 8, "device": "cpu", "evaluate": False, "debug": {"sleep_per_step": 30.0}}
+    cfg = {
+        "model": tiny_st_job["model"],
+        "data": tiny_st_job["triplets"],
+        "max_steps": 1,
+        "batch_size": 4,
+        "eval_rows": 8,
+        "device": "cpu",
+        "evaluate": False,
+        "debug": {"sleep_per_step": 30.0},
+    }
     root = tmp_path / "jobs"
     jobs = []
     try:

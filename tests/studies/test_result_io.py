@@ -27,8 +27,9 @@ def results(tmp_path_factory, small_benchmark):
     """One real result of each study the API runs, on small inputs (bow, MiniLM, the toy CLIP)."""
     path, _ = small_benchmark
     root = tmp_path_factory.mktemp("results")
-    grid = bindlab.generate_factors(root / "grid", shapes=3, hues=4, patterns=3, contexts=3, replicas=2, size=32,
-                                    workers=1)
+    grid = bindlab.generate_factors(
+        root / "grid", shapes=3, hues=4, patterns=3, contexts=3, replicas=2, size=32, workers=1
+    )
     return {
         "mcq": bindlab.evaluate_mcq("minilm", limit=40),
         "mcq-bow": bindlab.evaluate_mcq("bow", data=path, pairings="tt"),
@@ -37,8 +38,9 @@ def results(tmp_path_factory, small_benchmark):
         "compare": bindlab.compare(["bow", "minilm"], data=path, limit=40, use_cache=False),
         "attention": bindlab.attention_margins("minilm", limit=10, n_boot=50),
         "grounding": bindlab.ground("toy:clip", data=grid, factors="hue", n_boot=50),
-        "benchmark": bindlab.evaluate_benchmark("minilm", "sugarcrepe_pp", data=str(FIXTURES / "sugarcrepe_pp"),
-                                                task="tot"),
+        "benchmark": bindlab.evaluate_benchmark(
+            "minilm", "sugarcrepe_pp", data=str(FIXTURES / "sugarcrepe_pp"), task="tot"
+        ),
     }
 
 
@@ -61,8 +63,9 @@ def test_same_tells_nan_and_values_apart():
 
 
 # --- repr ----------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["mcq", "mcq-bow", "retrieval", "pairs", "compare", "attention", "grounding",
-                                  "benchmark"])
+@pytest.mark.parametrize(
+    "kind", ["mcq", "mcq-bow", "retrieval", "pairs", "compare", "attention", "grounding", "benchmark"]
+)
 def test_repr_is_a_few_lines_naming_the_model_and_headline(results, kind):
     res = results[kind]
     text = repr(res)
@@ -117,9 +120,17 @@ def test_to_csv_writes_the_rows_or_a_table(results, tmp_path):
         res.to_csv(table="nope")
 
 
-@pytest.mark.parametrize("kind, name", [("mcq", "accuracy_by_n"), ("retrieval", "map_by_n"),
-                                        ("pairs", "by_edit_type"), ("compare", "leaderboard"),
-                                        ("attention", "margins"), ("grounding", "ap_hue")])
+@pytest.mark.parametrize(
+    "kind, name",
+    [
+        ("mcq", "accuracy_by_n"),
+        ("retrieval", "map_by_n"),
+        ("pairs", "by_edit_type"),
+        ("compare", "leaderboard"),
+        ("attention", "margins"),
+        ("grounding", "ap_hue"),
+    ],
+)
 def test_plot_draws_the_results_figure(results, kind, name):
     from bindlab.present.result_figures import result_figures
 
@@ -149,8 +160,9 @@ def test_plot_refuses_what_it_cannot_draw(results, tmp_path):
 
 
 # --- save / load ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["mcq", "mcq-bow", "retrieval", "pairs", "compare", "attention", "grounding",
-                                  "benchmark"])
+@pytest.mark.parametrize(
+    "kind", ["mcq", "mcq-bow", "retrieval", "pairs", "compare", "attention", "grounding", "benchmark"]
+)
 def test_a_saved_result_loads_back_equal(results, kind, tmp_path):
     res = results[kind]
     path = res.save(tmp_path / "deep" / f"{kind}.json")
@@ -165,9 +177,13 @@ def test_a_saved_result_loads_back_equal(results, kind, tmp_path):
 
 
 def test_nan_and_infinity_travel_as_floats(tmp_path):
-    res = Result("custom", {"a": float("nan"), "b": [float("inf"), -float("inf"), 0.5]},
-                 rows=[{"x": float("nan")}], figures_data={"xy": np.array([[1.0, np.nan]], dtype=np.float32)},
-                 primary_metric="a")
+    res = Result(
+        "custom",
+        {"a": float("nan"), "b": [float("inf"), -float("inf"), 0.5]},
+        rows=[{"x": float("nan")}],
+        figures_data={"xy": np.array([[1.0, np.nan]], dtype=np.float32)},
+        primary_metric="a",
+    )
     back = Result.load(res.save(tmp_path / "r.json"))
     assert math.isnan(back.summary["a"]) and back.summary["b"] == [math.inf, -math.inf, 0.5]
     assert math.isnan(back.rows[0]["x"]) and math.isnan(back.primary)
@@ -224,14 +240,23 @@ def test_the_compare_cache_writes_result_files(tmp_path, monkeypatch, small_benc
 
 def test_a_newer_format_or_another_file_is_refused(tmp_path):
     future = tmp_path / "future.json"
-    future.write_text(json.dumps({"format": RESULT_FILE_FORMAT + 1, "kind": "bindlab-result", "feature": "mcq",
-                                  "summary": {}}))
+    future.write_text(
+        json.dumps({"format": RESULT_FILE_FORMAT + 1, "kind": "bindlab-result", "feature": "mcq", "summary": {}})
+    )
     with pytest.raises(ValueError, match=rf"format {RESULT_FILE_FORMAT + 1}, newer than this bindlab reads .*upgrade"):
         bindlab.load_result(future)
-    cases = {"list.json": "[1, 2]", "other.json": '{"name": "x"}', "bad.json": "{not json",
-             "damaged.json": json.dumps({"format": 1, "feature": "mcq", "summary": [1]})}
-    messages = {"list.json": "holds a JSON list", "other.json": "not a bindlab result file: expected",
-                "bad.json": "not JSON", "damaged.json": "summary is a list, not a dict"}
+    cases = {
+        "list.json": "[1, 2]",
+        "other.json": '{"name": "x"}',
+        "bad.json": "{not json",
+        "damaged.json": json.dumps({"format": 1, "feature": "mcq", "summary": [1]}),
+    }
+    messages = {
+        "list.json": "holds a JSON list",
+        "other.json": "not a bindlab result file: expected",
+        "bad.json": "not JSON",
+        "damaged.json": "summary is a list, not a dict",
+    }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(ValueError, match=messages[name]):

@@ -17,21 +17,27 @@ def random_toy(tmp_path_factory):
     return build_random(tmp_path_factory.mktemp("toy") / "m", arch="clip", width=16, layers=1, heads=2)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"model": "nope:x"}, "unknown encoder backend"),
-    ({"model": "toy:clip", "sample": -1}, "sample must be >= 0"),
-    ({"model": "toy:clip", "per_size": -2}, "per_size must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"model": "nope:x"}, "unknown encoder backend"),
+        ({"model": "toy:clip", "sample": -1}, "sample must be >= 0"),
+        ({"model": "toy:clip", "per_size": -2}, "per_size must be >= 0"),
+    ],
+)
 def test_eval_request_is_checked_before_work(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ToyEvalRequest(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"arch": "big", "out": "x"}, "unknown toy arch"),
-    ({"arch": "clip", "out": ""}, "output folder"),
-    ({"arch": "clip", "out": "x", "batch_size": 1}, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"arch": "big", "out": "x"}, "unknown toy arch"),
+        ({"arch": "clip", "out": ""}, "output folder"),
+        ({"arch": "clip", "out": "x", "batch_size": 1}, "batch_size"),
+    ],
+)
 def test_train_request_is_checked_before_work(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ToyTrainRequest(**kwargs)

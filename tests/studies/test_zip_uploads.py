@@ -20,10 +20,35 @@ SESSION = "zip-session"
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory):
     root = tmp_path_factory.mktemp("zipsets")
-    run("generate", "saber", "--out", root / "mcq", "--per-size", "2", "--sizes", "2-3", "--images", "--size", "32",
-        "--workers", "1")
-    run("generate", "composet", "--out", root / "pairs", "--scenes", "1", "--foils-per-scene", "15", "--size", "64",
-        "--workers", "1")
+    run(
+        "generate",
+        "saber",
+        "--out",
+        root / "mcq",
+        "--per-size",
+        "2",
+        "--sizes",
+        "2-3",
+        "--images",
+        "--size",
+        "32",
+        "--workers",
+        "1",
+    )
+    run(
+        "generate",
+        "composet",
+        "--out",
+        root / "pairs",
+        "--scenes",
+        "1",
+        "--foils-per-scene",
+        "15",
+        "--size",
+        "64",
+        "--workers",
+        "1",
+    )
     return root
 
 
@@ -74,18 +99,27 @@ def _symlink(zf: zipfile.ZipFile) -> None:
     zf.writestr("mcq.jsonl", "{}\n")
 
 
-@pytest.mark.parametrize("build, said", [
-    (lambda zf: zf.writestr("../../escape.jsonl", "{}\n"), "climbs out of the zip's folder"),
-    (lambda zf: zf.writestr("/abs/mcq.jsonl", "{}\n"), "absolute or Windows path"),
-    (lambda zf: zf.writestr("C:\\x\\mcq.jsonl", "{}\n"), "absolute or Windows path"),
-    (_symlink, "is a symbolic link"),
-    (lambda zf: zf.writestr(".hidden/mcq.jsonl", "{}\n"), "is hidden or has an unusable name"),
-    (lambda zf: zf.writestr("big.bin", b"\0" * (81 << 20)), "unpacks to 81 MiB; an upload may unpack to at most 80"),
-    (lambda zf: [zf.writestr(f"f{i}", b"") for i in range(datasets.ZIP_MAX_MEMBERS + 1)], "entries; an upload takes"),
-    (lambda zf: zf.writestr("notes.txt", "no data here"), r"put one MCQ JSONL file \(mcq.jsonl\) at the top"),
-    (lambda zf: (zf.writestr("a.jsonl", "{}\n"), zf.writestr("b.jsonl", "{}\n")), "found 2 JSONL files there"),
-    (lambda zf: None, "holds no files"),
-])
+@pytest.mark.parametrize(
+    "build, said",
+    [
+        (lambda zf: zf.writestr("../../escape.jsonl", "{}\n"), "climbs out of the zip's folder"),
+        (lambda zf: zf.writestr("/abs/mcq.jsonl", "{}\n"), "absolute or Windows path"),
+        (lambda zf: zf.writestr("C:\\x\\mcq.jsonl", "{}\n"), "absolute or Windows path"),
+        (_symlink, "is a symbolic link"),
+        (lambda zf: zf.writestr(".hidden/mcq.jsonl", "{}\n"), "is hidden or has an unusable name"),
+        (
+            lambda zf: zf.writestr("big.bin", b"\0" * (81 << 20)),
+            "unpacks to 81 MiB; an upload may unpack to at most 80",
+        ),
+        (
+            lambda zf: [zf.writestr(f"f{i}", b"") for i in range(datasets.ZIP_MAX_MEMBERS + 1)],
+            "entries; an upload takes",
+        ),
+        (lambda zf: zf.writestr("notes.txt", "no data here"), r"put one MCQ JSONL file \(mcq.jsonl\) at the top"),
+        (lambda zf: (zf.writestr("a.jsonl", "{}\n"), zf.writestr("b.jsonl", "{}\n")), "found 2 JSONL files there"),
+        (lambda zf: None, "holds no files"),
+    ],
+)
 def test_what_an_upload_must_not_carry_is_refused_and_nothing_is_kept(tmp_path, public, build, said):
     archive = _bad_zip(tmp_path, build)
     before = set(datasets.session_uploads(SESSION).glob("*")) if datasets.session_uploads(SESSION).exists() else set()
@@ -104,7 +138,7 @@ def test_a_zip_that_lies_about_its_sizes_is_stopped_while_writing(tmp_path, publ
     raw = bytearray(archive.read_bytes())
     entry = zipfile.ZipFile(io.BytesIO(bytes(raw))).infolist()[0]
     for at in (raw.find(b"PK\x03\x04") + 22, raw.find(b"PK\x01\x02") + 24):  # uncompressed size: local + central
-        raw[at:at + 4] = (1000).to_bytes(4, "little")
+        raw[at : at + 4] = (1000).to_bytes(4, "little")
     archive.write_bytes(bytes(raw))
     assert entry.file_size == 3 << 20
     with pytest.raises(ValueError, match="more than 1 MiB|cannot be unpacked"):
@@ -112,8 +146,26 @@ def test_a_zip_that_lies_about_its_sizes_is_stopped_while_writing(tmp_path, publ
 
 
 def test_a_grid_comes_as_one_zip(tmp_path, public):
-    run("generate", "factors", "--out", tmp_path / "grid", "--shapes", "2", "--hues", "2", "--patterns", "2",
-        "--contexts", "6", "--replicas", "1", "--size", "32", "--workers", "1")
+    run(
+        "generate",
+        "factors",
+        "--out",
+        tmp_path / "grid",
+        "--shapes",
+        "2",
+        "--hues",
+        "2",
+        "--patterns",
+        "2",
+        "--contexts",
+        "6",
+        "--replicas",
+        "1",
+        "--size",
+        "32",
+        "--workers",
+        "1",
+    )
     stored = datasets.store_upload(_zip(tmp_path / "grid", tmp_path / "g.zip", prefix="grid/"), "grid", SESSION)
     assert stored.is_dir() and (stored / "index.csv").is_file()
     from bindlab.data.factors import load_index

@@ -27,9 +27,18 @@ def toy_world(tmp_path_factory):
     rows = []
     for i, q in enumerate(generate_saber(per_size=12, sizes=(2, 3), seed=5, vocab=RENDER_VOCAB)):
         c = next(c for c in q.candidates if c.role == "attr_swap")
-        rows.append({"id": f"{q.id}-a", "construction": "pair_swap", "query": q.query.text,
-                     "positive": q.candidates[q.answer].text, "negative": c.text, "negative_kind": "attribute",
-                     "bindings": [list(b) for b in q.query.bindings], "split": "train" if i % 4 else "val"})
+        rows.append(
+            {
+                "id": f"{q.id}-a",
+                "construction": "pair_swap",
+                "query": q.query.text,
+                "positive": q.candidates[q.answer].text,
+                "negative": c.text,
+                "negative_kind": "attribute",
+                "bindings": [list(b) for b in q.query.bindings],
+                "split": "train" if i % 4 else "val",
+            }
+        )
     write_triplets(root / "data", rows, {"n_rows": len(rows)})
     return build_random(root / "model", arch="shared", width=16, layers=2, heads=2), str(root / "data"), rows
 
@@ -57,8 +66,12 @@ def test_zero_weight_trains_exactly_like_plain_and_a_weight_changes_the_update(t
     plain, zero, att = _adapter(tmp_path / "plain"), _adapter(tmp_path / "zero"), _adapter(tmp_path / "att")
     assert all(torch.equal(plain[k], zero[k]) for k in plain)  # same seed, same weights, bit for bit
     assert any(not torch.equal(plain[k], att[k]) for k in plain)
-    assert res["objective"] == {"supervision": "text", "attention_loss": 2.0, "attention_layers": [0, 1],
-                                "loss": "triplet + 2.0 x attention"}
+    assert res["objective"] == {
+        "supervision": "text",
+        "attention_loss": 2.0,
+        "attention_layers": [0, 1],
+        "loss": "triplet + 2.0 x attention",
+    }
     saved = json.loads((tmp_path / "att" / "result.json").read_text())
     assert saved["provenance"]["settings"]["attention_loss"] == 2.0
 
@@ -98,8 +111,11 @@ def _lora_grads(model: str, rows: list[dict], band: str) -> dict[str, float]:
     inject_lora(tower, LoraSettings())
     loss = AttentionLoss.for_encoder(enc, 1.0, band)(rows)
     loss.backward()
-    return {n: float(p.grad.abs().sum()) if p.grad is not None else 0.0
-            for n, p in tower.module.named_parameters() if "lora_B" in n}
+    return {
+        n: float(p.grad.abs().sum()) if p.grad is not None else 0.0
+        for n, p in tower.module.named_parameters()
+        if "lora_B" in n
+    }
 
 
 def test_the_attention_loss_sends_gradients_into_the_band_and_not_beyond(toy_world):
@@ -145,14 +161,17 @@ def test_image_supervision_trains_through_the_shared_blocks(toy_world, tmp_path)
     assert res["objective"]["supervision"] == "image" and res["objective"]["attention_layers"] is None
 
 
-@pytest.mark.parametrize("settings,match", [
-    ({"attention_loss": "nan"}, "finite number >= 0"),
-    ({"attention_loss": -1}, "finite number >= 0"),
-    ({"attention_loss": 1, "attention_layers": "1-5"}, "has layers 0 to 1"),
-    ({"attention_loss": 1, "attention_layers": "2-1"}, "A-B with 0 <= A <= B"),
-    ({"attention_layers": "0-1"}, "no effect without --attention-loss"),
-    ({"supervision": "audio"}, "text, image"),
-])
+@pytest.mark.parametrize(
+    "settings,match",
+    [
+        ({"attention_loss": "nan"}, "finite number >= 0"),
+        ({"attention_loss": -1}, "finite number >= 0"),
+        ({"attention_loss": 1, "attention_layers": "1-5"}, "has layers 0 to 1"),
+        ({"attention_loss": 1, "attention_layers": "2-1"}, "A-B with 0 <= A <= B"),
+        ({"attention_layers": "0-1"}, "no effect without --attention-loss"),
+        ({"supervision": "audio"}, "text, image"),
+    ],
+)
 def test_bad_objective_settings_are_refused_before_a_job(toy_world, settings, match):
     from bindlab.studies.finetune import check_config
 
@@ -176,8 +195,9 @@ def test_image_supervision_needs_toy_shared_and_renderable_triplets(toy_world, t
     write_triplets(tmp_path / "general", rows, stats)
     with pytest.raises(ValueError, match="cannot be rendered"):
         check_config({"model": model, "data": str(tmp_path / "general"), "supervision": "image"})
-    ok = check_config({"model": model, "data": data, "supervision": "image", "attention_loss": 0.5,
-                       "attention_layers": "1-1"})
+    ok = check_config(
+        {"model": model, "data": data, "supervision": "image", "attention_loss": 0.5, "attention_layers": "1-1"}
+    )
     assert (ok["supervision"], ok["attention_loss"], ok["attention_layers"]) == ("image", 0.5, "1-1")
 
 
@@ -286,7 +306,11 @@ def test_a_minilm_style_finetune_job_trains_with_the_attention_loss(toy_world, t
     train(_cfg(toy_world, model=model, max_steps=2), tmp_path / "plain")
     res = train(_cfg(toy_world, model=model, max_steps=2, attention_loss=1.0), tmp_path / "att")
     assert res["family"] == "st"
-    assert res["objective"] == {"supervision": "text", "attention_loss": 1.0, "attention_layers": [1, 1],
-                                "loss": "triplet + 1.0 x attention"}
+    assert res["objective"] == {
+        "supervision": "text",
+        "attention_loss": 1.0,
+        "attention_layers": [1, 1],
+        "loss": "triplet + 1.0 x attention",
+    }
     plain, att = _adapter(tmp_path / "plain"), _adapter(tmp_path / "att")
     assert any(not torch.equal(plain[k], att[k]) for k in plain)

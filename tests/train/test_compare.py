@@ -29,8 +29,9 @@ def done_job(tiny_st_job):
     zero = f"{job}-zero-{os.getpid()}"  # each xdist worker that runs these tests makes its own copy
     d = m.job_dir(job)
     shutil.copytree(d, m.root / zero)
-    write_json_atomic(m.root / zero / "status.json", {**read_json(d / "status.json"), "id": zero,
-                                                       "model_id": f"lora:{zero}"})
+    write_json_atomic(
+        m.root / zero / "status.json", {**read_json(d / "status.json"), "id": zero, "model_id": f"lora:{zero}"}
+    )
     for name in ("adapter_lines.safetensors", "adapter_unscaled.safetensors"):
         state = read_adapter(d / name)
         assert any(float(v.abs().max()) > 0 for k, v in state.items() if "lora_B" in k)
@@ -111,13 +112,34 @@ def test_jobs_compare_cli_prints_and_writes_the_attention_part(done_job, small_b
     _, job, _ = done_job
     out = tmp_path / "cmp.json"
     # --no-report: the separated report (most of a compare's work) is the CLI's in tests/studies/test_finetune.py
-    assert main(["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "9", "--no-report",
-                 "--attention-limit", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "jobs",
+                "compare",
+                job,
+                "--data",
+                str(small_benchmark[0]),
+                "--limit",
+                "9",
+                "--no-report",
+                "--attention-limit",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "MCQ accuracy" in text and "attention binding margin (later_to_earlier, 5 queries)" in text
     res = json.loads(out.read_text())
     assert set(res["attention"]["models"]) == set(LABELS)
     assert np.isfinite(res["attention"]["diff"]["lines"]["deep"]["mean"])
-    assert main(["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "3", "--no-attention",
-                 "--no-report"]) == 0
+    assert (
+        main(
+            ["jobs", "compare", job, "--data", str(small_benchmark[0]), "--limit", "3", "--no-attention", "--no-report"]
+        )
+        == 0
+    )
     assert "attention binding margin" not in capsys.readouterr().out

@@ -67,7 +67,6 @@ def test_forgetting_metrics():
     assert paraphrase_r1(_unit(pairs[[0, 2, 1, 4, 3, 5]])) < 1.0
 
 
-
 def test_forgetting_single_objects_are_the_model_cards_held_out_renders():
     """The finetune's single-object check draws its objects exactly as the toy cards' evaluation does (same captions,
     same pixels), so base figures agree: toy:shared finds nearly every one of the 40 (card: 0.84 over 1,008)."""
@@ -81,6 +80,7 @@ def test_forgetting_single_objects_are_the_model_cards_held_out_renders():
     assert all(np.array_equal(im, px) for (_, im), px in zip(items, pixels, strict=True))
     enc = get_encoder("toy:shared")
     assert forgetting_control(enc, forgetting_reference(enc, with_images=True))["single_object_t2i_r1"] >= 0.8
+
 
 # --- LiNeS --------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n_blocks,a", [(6, 0.1), (12, 0.0), (2, 0.5), (5, 1.0)])
@@ -100,16 +100,19 @@ def test_lines_rejects_bad_a_and_handles_one_block():
     assert lines_factors(1, 0.3).tolist() == [1.0]
 
 
-@pytest.mark.parametrize("name,idx", [
-    ("encoder.layer.3.attention.self.query.lora_B.default.weight", 3),  # BERT / MiniLM
-    ("text_model.encoder.layers.11.self_attn.q_proj.lora_B.default.weight", 11),  # CLIP
-    ("model.language_model.layers.27.self_attn.o_proj.lora_A.default.weight", 27),  # Qwen3-VL
-    ("stack.blocks.2.attn.v_proj.lora_B.default.weight", 2),  # toy
-    ("transformer.h.0.attn.c_attn.weight", 0),
-    ("embeddings.word_embeddings.weight", None),
-    ("text_projection.weight", None),
-    ("encoder.layernorm.weight", None),  # "layer" must be followed by .N.
-])
+@pytest.mark.parametrize(
+    "name,idx",
+    [
+        ("encoder.layer.3.attention.self.query.lora_B.default.weight", 3),  # BERT / MiniLM
+        ("text_model.encoder.layers.11.self_attn.q_proj.lora_B.default.weight", 11),  # CLIP
+        ("model.language_model.layers.27.self_attn.o_proj.lora_A.default.weight", 27),  # Qwen3-VL
+        ("stack.blocks.2.attn.v_proj.lora_B.default.weight", 2),  # toy
+        ("transformer.h.0.attn.c_attn.weight", 0),
+        ("embeddings.word_embeddings.weight", None),
+        ("text_projection.weight", None),
+        ("encoder.layernorm.weight", None),  # "layer" must be followed by .N.
+    ],
+)
 def test_block_index_from_parameter_names(name, idx):
     assert block_index(name) == idx
 
@@ -173,8 +176,11 @@ def test_lines_on_a_real_peft_model_scales_each_layer_output_change(tmp_path):
 
 
 def test_choose_lines_a_trades_gain_against_drift():
-    grid = [{"a": 0.0, "val": 0.60, "drift": 0.00}, {"a": 0.5, "val": 0.70, "drift": 0.02},
-            {"a": 1.0, "val": 0.72, "drift": 0.10}]
+    grid = [
+        {"a": 0.0, "val": 0.60, "drift": 0.00},
+        {"a": 0.5, "val": 0.70, "drift": 0.02},
+        {"a": 1.0, "val": 0.72, "drift": 0.10},
+    ]
     assert choose_lines_a(grid, base_val=0.6, forget_weight=1.0) == 0.5  # 0.08 beats 0.0 and 0.02
     assert choose_lines_a(grid, base_val=0.6, forget_weight=0.0) == 1.0  # only gain counts
     assert choose_lines_a(grid, base_val=0.6, forget_weight=10.0) == 0.0  # drift dominates
@@ -217,8 +223,16 @@ def test_text_lora_moves_images_only_where_blocks_are_shared(tmp_path, arch, ima
     from bindlab.encoders.toy_tokenizer import WordTokenizer
 
     tok = WordTokenizer.build()
-    cfg = ToyConfig(arch=arch, width=32, heads=2, layers=2, text_layers=2, embed_dim=16, vocab_size=len(tok),
-                    max_text_len=tok.max_len)
+    cfg = ToyConfig(
+        arch=arch,
+        width=32,
+        heads=2,
+        layers=2,
+        text_layers=2,
+        embed_dim=16,
+        vocab_size=len(tok),
+        max_text_len=tok.max_len,
+    )
     torch.manual_seed(0)
     save_model(tmp_path / arch, build_model(cfg), tok, {})
     enc = load_encoder(f"toy:{tmp_path / arch}", device="cpu")
@@ -257,8 +271,17 @@ class _Recorder:
 
         self.events: list[tuple[str, int]] = []
         self.stop_at, self.control = stop_at, control
-        for name in ("on_phase", "on_train_start", "on_step_end", "on_eval", "on_step_complete", "on_checkpoint",
-                     "on_stop", "on_loop_end", "on_train_end"):
+        for name in (
+            "on_phase",
+            "on_train_start",
+            "on_step_end",
+            "on_eval",
+            "on_step_complete",
+            "on_checkpoint",
+            "on_stop",
+            "on_loop_end",
+            "on_train_end",
+        ):
             setattr(self, name, self._note(name))
         self.should_stop = Callback().should_stop
 
@@ -267,6 +290,7 @@ class _Recorder:
             self.events.append((name, state.step))
             if name == "on_step_end" and self.stop_at and state.step == self.stop_at:
                 self.control.stop = True  # a SIGTERM arriving during this step
+
         return hook
 
 
@@ -274,8 +298,17 @@ def _cfg(tiny_run, **kw):
     from bindlab.train.finetune import FinetuneConfig
 
     model, data = tiny_run
-    return FinetuneConfig(model=model, data=data, batch_size=8, max_steps=4, evaluate=False, checkpoint_every=2,
-                          threads=1, device="cpu", **kw)
+    return FinetuneConfig(
+        model=model,
+        data=data,
+        batch_size=8,
+        max_steps=4,
+        evaluate=False,
+        checkpoint_every=2,
+        threads=1,
+        device="cpu",
+        **kw,
+    )
 
 
 def test_events_come_in_order_and_checkpoints_are_callbacks(tiny_run, tmp_path):
@@ -285,12 +318,21 @@ def test_events_come_in_order_and_checkpoints_are_callbacks(tiny_run, tmp_path):
     result = train(_cfg(tiny_run), tmp_path / "job", [rec])
     assert result["steps"] == 4
     names = [e for e in rec.events if e[0] not in ("on_phase",)]
-    assert names == [("on_train_start", 0),
-                     ("on_step_end", 1), ("on_step_complete", 1),
-                     ("on_step_end", 2), ("on_checkpoint", 2), ("on_step_complete", 2),
-                     ("on_step_end", 3), ("on_step_complete", 3),
-                     ("on_step_end", 4), ("on_step_complete", 4),
-                     ("on_checkpoint", 4), ("on_loop_end", 4), ("on_train_end", 4)]
+    assert names == [
+        ("on_train_start", 0),
+        ("on_step_end", 1),
+        ("on_step_complete", 1),
+        ("on_step_end", 2),
+        ("on_checkpoint", 2),
+        ("on_step_complete", 2),
+        ("on_step_end", 3),
+        ("on_step_complete", 3),
+        ("on_step_end", 4),
+        ("on_step_complete", 4),
+        ("on_checkpoint", 4),
+        ("on_loop_end", 4),
+        ("on_train_end", 4),
+    ]
     assert (tmp_path / "job" / "checkpoints" / "last.pt").is_file()
 
 

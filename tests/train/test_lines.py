@@ -49,8 +49,17 @@ def test_alpha_beta_map_onto_a_exactly_and_refuse_the_multi_task_setting():
         L.from_alpha_beta(1.5, -0.5)
 
 
-@pytest.mark.parametrize("a, label", [(1.0, "unscaled"), (1, "unscaled"), (None, "unscaled"),
-                                      (0.1, "LiNeS (a=0.1)"), (0.0, "LiNeS (a=0)"), (0.9, "LiNeS (a=0.9)")])
+@pytest.mark.parametrize(
+    "a, label",
+    [
+        (1.0, "unscaled"),
+        (1, "unscaled"),
+        (None, "unscaled"),
+        (0.1, "LiNeS (a=0.1)"),
+        (0.0, "LiNeS (a=0)"),
+        (0.9, "LiNeS (a=0.9)"),
+    ],
+)
 def test_a_of_one_is_labelled_unscaled_never_lines(a, label):
     assert L.model_label(a) == label
     if a in (1, 1.0, None):

@@ -79,8 +79,9 @@ def test_shuffled_twin_layout_moves_the_objects_to_other_slots_and_keeps_the_twi
         assert sorted(m) == sorted(sc)  # the same objects, bindings intact
         assert (m != sc) == (len(sc) > 1)  # every scene of 2+ objects in another order; one object stays
     same = toy_data.load_pool(48, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True)
-    shuffled = toy_data.load_pool(48, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
-                                  twin_layout="shuffled")
+    shuffled = toy_data.load_pool(
+        48, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True, twin_layout="shuffled"
+    )
     assert {i: t for i, (t, _) in shuffled.twins.items()} == {i: t for i, (t, _) in same.twins.items()}
     for i, (twin, img) in same.twins.items():
         moved_img = shuffled.twins[i][1]
@@ -120,13 +121,35 @@ def test_training_records_the_heldout_list_and_eval_splits_seen_unseen(tmp_path,
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     tiny = {"width": 16, "layers": 1, "text_layers": 1, "heads": 2, "image_size": 64, "embed_dim": 16}
     out = tmp_path / "m"
-    run_toy_train(ToyTrainRequest(arch="clip", out=str(out), steps=2, batch_size=8, pool_size=32, model=tiny,
-                                  holdout_fraction=0.15, progress=False))
+    run_toy_train(
+        ToyTrainRequest(
+            arch="clip",
+            out=str(out),
+            steps=2,
+            batch_size=8,
+            pool_size=32,
+            model=tiny,
+            holdout_fraction=0.15,
+            progress=False,
+        )
+    )
     record = json.loads((out / "training.json").read_text())
     assert {tuple(c) for c in record["heldout_combinations"]} == HELD
     twin = tmp_path / "t"
-    run_toy_train(ToyTrainRequest(arch="clip", out=str(twin), steps=2, batch_size=8, pool_size=32, model=tiny,
-                                  holdout_fraction=0.15, twin_share=0.5, init_from=str(out), progress=False))
+    run_toy_train(
+        ToyTrainRequest(
+            arch="clip",
+            out=str(twin),
+            steps=2,
+            batch_size=8,
+            pool_size=32,
+            model=tiny,
+            holdout_fraction=0.15,
+            twin_share=0.5,
+            init_from=str(out),
+            progress=False,
+        )
+    )
     res = run_toy_eval(ToyEvalRequest(model=f"toy:{twin}", sample=200, per_size=0, card=True))
     split = res.summary["single_object"]["by_combination"]
     assert split["seen"]["n"] + split["unseen"]["n"] == 200 and split["unseen"]["n"] > 10
@@ -177,8 +200,9 @@ def test_a_pool_drawn_at_128_px_is_what_the_encoder_reads_from_a_128_px_file(tmp
 
     from bindlab.encoders.toy import _square
 
-    pool = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
-                              max_objects=5, render_size=128)
+    pool = toy_data.load_pool(
+        12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True, max_objects=5, render_size=128
+    )
     native = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, max_objects=5)
     seeds = pool_scenes(12, seed=0, heldout=HELD, max_objects=5)[1]
     for i in range(12):
@@ -197,10 +221,21 @@ def test_a_pool_drawn_at_128_px_is_what_the_encoder_reads_from_a_128_px_file(tmp
     sizes = toy_data.pool_render_sizes(12, 0, 128, 0.5)
     assert sizes == toy_data.pool_render_sizes(12, 0, 128, 0.5) and set(sizes) == {0, 128}
     assert abs(toy_data.pool_render_sizes(4000, 0, 128, 0.5).count(128) / 4000 - 0.5) < 0.03
-    native_twins = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
-                                      max_objects=5)
-    mixed = toy_data.load_pool(12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True,
-                               max_objects=5, render_size=128, render_share=0.5)
+    native_twins = toy_data.load_pool(
+        12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True, max_objects=5
+    )
+    mixed = toy_data.load_pool(
+        12,
+        64,
+        seed=0,
+        cache_dir=tmp_path,
+        workers=1,
+        heldout=HELD,
+        twins=True,
+        max_objects=5,
+        render_size=128,
+        render_share=0.5,
+    )
     for i, r in enumerate(sizes):
         np.testing.assert_array_equal(mixed.images[i], (pool if r else native).images[i])
         if i in mixed.twins:
@@ -214,8 +249,16 @@ def test_train_config_records_and_refuses_the_pool_options():
     from bindlab.train.toy_train import TrainConfig
 
     cfg = TrainConfig(arch="lit", max_objects=5, render_size=128)
-    t = {"arch": "lit", "steps": 10, "seed": 0, "batch_size": 8, "lr": 0.001, "pool_size": 64,
-         "max_objects": cfg.max_objects, "render_size": cfg.render_size}
+    t = {
+        "arch": "lit",
+        "steps": 10,
+        "seed": 0,
+        "batch_size": 8,
+        "lr": 0.001,
+        "pool_size": 64,
+        "max_objects": cfg.max_objects,
+        "render_size": cfg.render_size,
+    }
     assert "--max-objects 5 --render-size 128" in train_command(t)
     assert "--max-objects" not in train_command({**t, "max_objects": 4, "render_size": 0})
     assert "--render-size 128 --render-share 0.5" in train_command({**t, "render_share": 0.5})

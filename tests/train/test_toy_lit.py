@@ -17,9 +17,36 @@ def _train(out, steps: int, extra: list[str] = ()) -> int:
     from bindlab.cli import main
 
     try:
-        return main(["train", "toy", "--arch", "lit", "--text", "minilm", "--out", str(out), "--steps", str(steps),
-                     "--batch-size", "8", "--pool-size", "24", "--captions-per-scene", "2", "--holdout-combos",
-                     "0.15", "--eval-sample", "0", "--no-progress", *TINY, *extra]) or 0
+        return (
+            main(
+                [
+                    "train",
+                    "toy",
+                    "--arch",
+                    "lit",
+                    "--text",
+                    "minilm",
+                    "--out",
+                    str(out),
+                    "--steps",
+                    str(steps),
+                    "--batch-size",
+                    "8",
+                    "--pool-size",
+                    "24",
+                    "--captions-per-scene",
+                    "2",
+                    "--holdout-combos",
+                    "0.15",
+                    "--eval-sample",
+                    "0",
+                    "--no-progress",
+                    *TINY,
+                    *extra,
+                ]
+            )
+            or 0
+        )
     except SystemExit as e:
         return int(e.code or 0)
 
@@ -104,14 +131,24 @@ def _card(out) -> str:
     by_n = {str(n): 0.4 for n in range(2, 11)}
     chance = {str(n): 0.25 for n in range(2, 11)}
     evaluation = {
-        "single_object": {**score, "chance": {"top1": 0.25, "attribute": 0.5, "shape": 0.5},
-                          "i2t_attribute_by_category": {"colour": 1.0},
-                          "by_combination": {"seen": score, "unseen": score, "unseen_clean": score}},
-        "mcq": {"per_size": 2, "sizes": list(range(2, 11)), "seed": 0, "render_size": 128,
-                "pairings": {p: {"accuracy": 0.4, "by_n": by_n, "chance": 0.25, "chance_by_n": chance}
-                             for p in ("tt", "ti", "it", "ii")},
-                "small_n": {p: 0.4 for p in ("tt", "ti", "it", "ii")},
-                "tt_text_model": {"model": "minilm", "accuracy": 0.4, "equal": True}},
+        "single_object": {
+            **score,
+            "chance": {"top1": 0.25, "attribute": 0.5, "shape": 0.5},
+            "i2t_attribute_by_category": {"colour": 1.0},
+            "by_combination": {"seen": score, "unseen": score, "unseen_clean": score},
+        },
+        "mcq": {
+            "per_size": 2,
+            "sizes": list(range(2, 11)),
+            "seed": 0,
+            "render_size": 128,
+            "pairings": {
+                p: {"accuracy": 0.4, "by_n": by_n, "chance": 0.25, "chance_by_n": chance}
+                for p in ("tt", "ti", "it", "ii")
+            },
+            "small_n": {p: 0.4 for p in ("tt", "ti", "it", "ii")},
+            "tt_text_model": {"model": "minilm", "accuracy": 0.4, "equal": True},
+        },
     }
     return card_text("toy:lit-minilm", training, evaluation, "python -m bindlab train toy --arch lit --text minilm")
 
@@ -227,8 +264,13 @@ def _cache(emb: np.ndarray, per_scene: int):
     from bindlab.train.toy_lit import CaptionCache
 
     n = len(emb) // per_scene
-    return CaptionCache([f"t{i}" for i in range(len(emb))], emb.astype(np.float32),
-                        np.arange(n * per_scene, dtype=np.int32).reshape(n, per_scene), 0.0, "synthetic")
+    return CaptionCache(
+        [f"t{i}" for i in range(len(emb))],
+        emb.astype(np.float32),
+        np.arange(n * per_scene, dtype=np.int32).reshape(n, per_scene),
+        0.0,
+        "synthetic",
+    )
 
 
 def test_discriminant_targets_are_the_whitened_scene_mean_against_the_twin():
@@ -269,18 +311,22 @@ def test_discriminant_targets_separate_twins_where_the_plain_mean_does_not():
     n, k, d = 200, 4, 8
     content = rng.normal(size=(n, d)) * np.r_[0.0, 0.0, np.ones(d - 2)]  # what the scene shows, shared with its twin
     binding = np.where(rng.random(n) < 0.5, 1.0, -1.0) * 0.05  # the twin has the opposite binding
+
     def captions(sign):
         e = np.repeat(content, k, 0)
         e[:, 0] = np.repeat(sign * binding, k) + rng.normal(scale=0.02, size=n * k)  # binding: small, clean
         e[:, 1] = rng.normal(scale=3.0, size=n * k)  # wording: large, scene-independent
         return e
+
     own, other = captions(1.0), captions(-1.0)
     scene, _ = discriminant_targets(_cache(own, k), _cache(other, k), 1e-4, 0.5)
     plain = own.reshape(n, k, d).mean(1)
     plain /= np.linalg.norm(plain, axis=1, keepdims=True)
     fresh_own, fresh_twin = captions(1.0), captions(-1.0)  # new captions (queries) of each scene and its twin
+
     def right(target):
         return np.mean(np.einsum("nd,nd->n", fresh_own[::k], target) > np.einsum("nd,nd->n", fresh_twin[::k], target))
+
     assert right(scene) > 0.95 and right(plain) < 0.75
 
 
@@ -351,8 +397,10 @@ def test_phrase_targets_are_the_whitened_phrase_sum_less_the_bag():
     two = [("cube", "red", "red"), ("ball", "blue", "blue")]
     three = [("cube", "blue", "blue"), ("kite", "green", "green"), ("ball", "red", "red")]  # (kite, red) held out
     got = phrase_targets([one, two, three], table, w, bag_weight=0.5)
+
     def unit(v):
         return v / np.linalg.norm(v)
+
     np.testing.assert_allclose(got[0], unit((0.5 * (e[("cube", "red")] - mu)) @ w), rtol=1e-4)
     x = e[("cube", "red")] + e[("ball", "blue")] - 2 * mu
     bag = sum(e[(s, a)] - mu for s in ("cube", "ball") for a in ("red", "blue")) / 2  # the mean over both bindings
@@ -417,8 +465,23 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
     assert "loss 1 - cosine between each image embedding and its scene's phrase target" in card
 
     twins = tmp_path / "lit-pt"
-    assert _train(twins, 6, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-contrastive", "1",
-                             "--target-pair-weight", "1"]) == 0
+    assert (
+        _train(
+            twins,
+            6,
+            [
+                "--lit-target",
+                "phrases",
+                "--twin-share",
+                "0.5",
+                "--target-contrastive",
+                "1",
+                "--target-pair-weight",
+                "1",
+            ],
+        )
+        == 0
+    )
     c = json.loads((twins / "training.json").read_text())["captions"]
     assert c["target_contrastive"] == 1.0 and c["target_pair_weight"] == 1.0
     assert not (twins / "twin_captions.npz").exists()
@@ -427,16 +490,27 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
 
     # a second stage from the first: its record keeps the first's settings, its card reproduces both in turn
     stage2 = tmp_path / "lit-pt2"
-    assert _train(stage2, 4, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-pair-weight", "2",
-                              "--init-from", str(twins)]) == 0
+    assert (
+        _train(
+            stage2,
+            4,
+            ["--lit-target", "phrases", "--twin-share", "0.5", "--target-pair-weight", "2", "--init-from", str(twins)],
+        )
+        == 0
+    )
     record = json.loads((stage2 / "training.json").read_text())
     [first] = record["earlier_stages"]
-    assert first["steps"] == 6 and first["train_config"]["target_contrastive"] == 1.0 and not first["train_config"]["init_from"]
+    assert (
+        first["steps"] == 6
+        and first["train_config"]["target_contrastive"] == 1.0
+        and not first["train_config"]["init_from"]
+    )
     command = _write_card(stage2, ToyEvalRequest(model=f"toy:{stage2}"), {})
     one, two = command.split(" && ")
     assert "--out DIR1 --steps 6" in one and "--init-from" not in one and "--target-contrastive 1.0" in one
-    assert "--out DIR2 --steps 4" in two and two.endswith("--target-pair-weight 2.0 --width 16 --layers 1 --heads 2 "
-                                                          "--image-size 32 --patch-size 8 --init-from DIR1")
+    assert "--out DIR2 --steps 4" in two and two.endswith(
+        "--target-pair-weight 2.0 --width 16 --layers 1 --heads 2 --image-size 32 --patch-size 8 --init-from DIR1"
+    )
     card = _card(stage2)
     assert "trained from scratch in 2 stages" in card and "**trained in 2 stages**" in card
     assert "stage 1 (6 steps at lr " in card and "contrastive 1, twin-difference weight 1" in card
@@ -474,8 +548,27 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-blend"
-    assert _train(out, 6, ["--lit-target", "phrases", "--twin-share", "0.5", "--target-pair-weight", "1",
-                           "--target-caption-weight", "0.5", "--lr", "0.005", "--head-hidden", "24"]) == 0
+    assert (
+        _train(
+            out,
+            6,
+            [
+                "--lit-target",
+                "phrases",
+                "--twin-share",
+                "0.5",
+                "--target-pair-weight",
+                "1",
+                "--target-caption-weight",
+                "0.5",
+                "--lr",
+                "0.005",
+                "--head-hidden",
+                "24",
+            ],
+        )
+        == 0
+    )
     record = json.loads((out / "training.json").read_text())
     c = record["captions"]
     assert c["target"] == "phrases" and c["target_caption_weight"] == 0.5 and c["captions"] == 24 * 2
@@ -505,9 +598,29 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-ranked"
-    assert _train(out, 20, ["--lit-target", "phrases", "--target-bag-weight", "0", "--target-rank-steps", "20",
-                            "--twin-share", "0.5", "--twin-layout", "shuffled", "--image-rank-weight", "1",
-                            "--lr", "0.005"]) == 0
+    assert (
+        _train(
+            out,
+            20,
+            [
+                "--lit-target",
+                "phrases",
+                "--target-bag-weight",
+                "0",
+                "--target-rank-steps",
+                "20",
+                "--twin-share",
+                "0.5",
+                "--twin-layout",
+                "shuffled",
+                "--image-rank-weight",
+                "1",
+                "--lr",
+                "0.005",
+            ],
+        )
+        == 0
+    )
     record = json.loads((out / "training.json").read_text())
     c = record["captions"]
     assert c["captions"] == 24 * 2 and c["twin_captions"] > 0 and (out / "twin_captions.npz").exists()
@@ -524,8 +637,9 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
 
     parsed = build_parser().parse_args(["train", "toy", "--arch", "lit", "--out", "x"])
     assert parsed.image_rank_scale == RANK_SCALE  # the CLI's default is the metric's scale
-    assert "--image-rank-weight 1.0 --image-rank-scale 300.0" in train_command({**record["train_config"],
-                                                                                "image_rank_scale": 300.0})
+    assert "--image-rank-weight 1.0 --image-rank-scale 300.0" in train_command(
+        {**record["train_config"], "image_rank_scale": 300.0}
+    )
     assert "--twin-share 0.5 --twin-layout shuffled" in command and record["train_config"]["twin_layout"] == "shuffled"
     card = _card(out)
     assert "binding twins in shuffled slots" in card and "in another random order (`--twin-layout shuffled`" in card
@@ -678,8 +792,16 @@ def test_slot_head_sums_its_slots_phrases_and_sure_slots_give_the_phrase_target(
     held = full.pairs.index(("cube", "red"))  # a held-out phrase has its text's place in the grid
     assert np.allclose(grid[0, 0], (full.embeddings[held] - mu) @ metric, atol=1e-5)
 
-    cfg = ToyConfig(arch="lit", text_model="minilm", embed_dim=384, width=16, heads=2, head_slots=3,
-                    head_shapes=n_s, head_attributes=n_a)
+    cfg = ToyConfig(
+        arch="lit",
+        text_model="minilm",
+        embed_dim=384,
+        width=16,
+        heads=2,
+        head_slots=3,
+        head_shapes=n_s,
+        head_attributes=n_a,
+    )
     head = SlotPhraseHead(cfg)
     head.phrases.copy_(torch.from_numpy(grid))
     states = torch.randn(2, 16, 16)
@@ -690,7 +812,9 @@ def test_slot_head_sums_its_slots_phrases_and_sure_slots_give_the_phrase_target(
     with pytest.raises(ValueError, match="needs every renderable phrase"):
         phrase_grid(table, table, metric)
     g = torch.from_numpy(grid)
-    expect = sum(presence[:, k, None] * torch.einsum("bs,sad,ba->bd", shape[:, k], g, attribute[:, k]) for k in range(3))
+    expect = sum(
+        presence[:, k, None] * torch.einsum("bs,sad,ba->bd", shape[:, k], g, attribute[:, k]) for k in range(3)
+    )
     assert torch.allclose(out, expect, atol=1e-4)
 
 
@@ -707,8 +831,27 @@ def test_slot_head_trains_saves_its_grid_and_is_refused_elsewhere(tmp_path, monk
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-slots"
-    assert _train(out, 6, ["--lit-target", "phrases", "--target-bag-weight", "0", "--head-slots", "3",
-                           "--twin-share", "0.5", "--target-pair-weight", "1", "--target-contrastive", "1"]) == 0
+    assert (
+        _train(
+            out,
+            6,
+            [
+                "--lit-target",
+                "phrases",
+                "--target-bag-weight",
+                "0",
+                "--head-slots",
+                "3",
+                "--twin-share",
+                "0.5",
+                "--target-pair-weight",
+                "1",
+                "--target-contrastive",
+                "1",
+            ],
+        )
+        == 0
+    )
     config = json.loads((out / "config.json").read_text())
     assert config["head_slots"] == 3 and config["head_shapes"] == 28 and config["head_attributes"] == 36
     grid = load_file(str(out / "model.safetensors"))["image_head.phrases"]
@@ -760,8 +903,9 @@ def test_slot_counts_are_the_scenes_objects_and_their_loss_vanishes_only_there()
     diffuse[1] = diffuse[1] * 0.5 + 0.5 / diffuse[1].numel()  # half the object spread over every cell
     assert float(slot_count_loss(diffuse, scenes)) > 0.1
 
-    cfg = ToyConfig(arch="lit", text_model="minilm", embed_dim=8, width=16, heads=2, head_slots=3,
-                    head_shapes=4, head_attributes=5)
+    cfg = ToyConfig(
+        arch="lit", text_model="minilm", embed_dim=8, width=16, heads=2, head_slots=3, head_shapes=4, head_attributes=5
+    )
     head = SlotPhraseHead(cfg)
     head.phrases.copy_(torch.randn(4, 5, 8))
     states = torch.randn(2, 16, 16)
@@ -784,16 +928,37 @@ def test_slot_count_weight_trains_records_and_is_refused_without_a_slot_head(tmp
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-counted"
-    assert _train(out, 4, ["--lit-target", "phrases", "--target-bag-weight", "0", "--head-slots", "3",
-                           "--slot-count-weight", "0.5", "--max-objects", "5", "--render-size", "64",
-                           "--render-share", "0.5"]) == 0
+    assert (
+        _train(
+            out,
+            4,
+            [
+                "--lit-target",
+                "phrases",
+                "--target-bag-weight",
+                "0",
+                "--head-slots",
+                "3",
+                "--slot-count-weight",
+                "0.5",
+                "--max-objects",
+                "5",
+                "--render-size",
+                "64",
+                "--render-share",
+                "0.5",
+            ],
+        )
+        == 0
+    )
     record = json.loads((out / "training.json").read_text())
     assert record["train_config"]["slot_count_weight"] == 0.5 and record["captions"]["slot_count_weight"] == 0.5
     assert all(np.isfinite(v) for _, v in record["losses"])
     assert "--slot-count-weight 0.5" in train_command(record["train_config"])
     monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
-    assert "--max-objects 5 --render-size 64 --render-share 0.5" in _write_card(out, ToyEvalRequest(model=f"toy:{out}"),
-                                                                                {})
+    assert "--max-objects 5 --render-size 64 --render-share 0.5" in _write_card(
+        out, ToyEvalRequest(model=f"toy:{out}"), {}
+    )
     card = _card(out)
     assert "`--slot-count-weight 0.5`" in card and "1–5 objects" in card
     assert "50.0 % of them drawn at 64 px" in card and "`--render-size 64 --render-share 0.5`" in card
@@ -814,8 +979,7 @@ def test_slot_count_weight_trains_records_and_is_refused_without_a_slot_head(tmp
         lit_plain.encode_image_counts(pixels)
 
 
-def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_on_them(tmp_path, monkeypatch,
-                                                                                        minilm):
+def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_on_them(tmp_path, monkeypatch, minilm):
     """--rank-scenes N: the ranked metric's captions (and its twins') are the pool's first N scenes' only, so the pool
     can grow without embedding every caption; the targets still cover the whole pool; the record, the command and
     the card say so; options that need every scene's captions refuse it."""
@@ -824,8 +988,27 @@ def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_o
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-rank-first"
-    assert _train(out, 4, ["--lit-target", "phrases", "--target-bag-weight", "0", "--target-rank-steps", "5",
-                           "--rank-scenes", "10", "--twin-share", "0.5", "--target-pair-weight", "1"]) == 0
+    assert (
+        _train(
+            out,
+            4,
+            [
+                "--lit-target",
+                "phrases",
+                "--target-bag-weight",
+                "0",
+                "--target-rank-steps",
+                "5",
+                "--rank-scenes",
+                "10",
+                "--twin-share",
+                "0.5",
+                "--target-pair-weight",
+                "1",
+            ],
+        )
+        == 0
+    )
     with np.load(out / "captions.npz") as z, np.load(out / "twin_captions.npz") as zt:
         assert z["index"].shape == (10, 2) and zt["index"].shape == (10, 2)
     record = json.loads((out / "training.json").read_text())
@@ -835,7 +1018,8 @@ def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_o
     with pytest.raises(ValueError, match="--rank-scenes is for --target-rank-steps"):
         TrainConfig(arch="lit", lit_target="phrases", rank_scenes=10)
     with pytest.raises(ValueError, match="--image-rank-weight needs every pool scene's"):
-        TrainConfig(arch="lit", lit_target="phrases", target_rank_steps=5, rank_scenes=10, twin_share=0.5,
-                    image_rank_weight=1.0)
+        TrainConfig(
+            arch="lit", lit_target="phrases", target_rank_steps=5, rank_scenes=10, twin_share=0.5, image_rank_weight=1.0
+        )
     with pytest.raises(ValueError, match="rank_scenes must be at least 0"):
         TrainConfig(arch="lit", lit_target="phrases", target_rank_steps=5, rank_scenes=-1)

@@ -61,8 +61,9 @@ def test_batch_appends_base_and_foil_with_one_shift_and_flip_per_pair(tmp_path):
     twins = toy_pairs.load_pair_twins(10, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD)
     tok = WordTokenizer.build()
     plain_px, plain_ids = toy_data.make_batch(pool, tok, step=2, batch_size=16, seed=0, hard_share=0.0)
-    px, ids = toy_data.make_batch(pool, tok, step=2, batch_size=16, seed=0, hard_share=0.0, pairs=twins,
-                                  pair_share=0.25)
+    px, ids = toy_data.make_batch(
+        pool, tok, step=2, batch_size=16, seed=0, hard_share=0.0, pairs=twins, pair_share=0.25
+    )
     assert px.shape[0] == ids.shape[0] == 16 + 2 * 4
     np.testing.assert_array_equal(px[:16], plain_px)  # the scenes are unchanged by adding pairs
     w = plain_ids.shape[1]  # the batch pads to its longest caption: the pairs' are longer
@@ -76,10 +77,17 @@ def test_batch_appends_base_and_foil_with_one_shift_and_flip_per_pair(tmp_path):
 
 
 def test_pair_batch_walks_seeded_epochs():
-    twins = toy_pairs.PairTwins(np.arange(5 * 2 * 2 * 2 * 3, dtype=np.uint8).reshape(5, 2, 2, 2, 3),
-                                [({"short": f"b{i}", "medium": f"b{i}", "long": f"b{i}"},
-                                  {"short": f"f{i}", "medium": f"f{i}", "long": f"f{i}"}) for i in range(5)],
-                                ["modify_color"] * 5)
+    twins = toy_pairs.PairTwins(
+        np.arange(5 * 2 * 2 * 2 * 3, dtype=np.uint8).reshape(5, 2, 2, 2, 3),
+        [
+            (
+                {"short": f"b{i}", "medium": f"b{i}", "long": f"b{i}"},
+                {"short": f"f{i}", "medium": f"f{i}", "long": f"f{i}"},
+            )
+            for i in range(5)
+        ],
+        ["modify_color"] * 5,
+    )
     seen = []
     for step in range(5):  # 5 steps x 2 pairs = 2 epochs of 5 pairs
         imgs, caps = toy_pairs.pair_batch(twins, 2, step, seed=0, rng=random.Random(step))

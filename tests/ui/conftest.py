@@ -34,7 +34,9 @@ def app_url():
 @pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium); .ci/run installs it")
+        pytest.skip(
+            f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium); .ci/run installs it"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -86,8 +88,9 @@ def pick_option(page, elem_id: str, label: str) -> None:
     page.click(f"[role='option'][aria-label='{label}']")
 
 
-def download_export(page, prefix: str, filename: str, folder: Path, images: bool = False,
-                    main: bool = False) -> tuple[Path, set[str]]:
+def download_export(
+    page, prefix: str, filename: str, folder: Path, images: bool = False, main: bool = False
+) -> tuple[Path, set[str]]:
     """Use a tab's Download panel (element ids ``<prefix>-export…``): open it, leave PNG/SVG out unless ``images``
     (kaleido takes seconds per figure), untick *main files only* unless ``main`` (so: everything), prepare the files,
     download ``filename``.

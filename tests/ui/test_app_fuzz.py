@@ -19,8 +19,17 @@ import pytest
 HUGE = "w " * 60_000  # 120,000 characters
 # What Gradio can hand a callback: a Textbox / Dropdown gives a str (or None), a Number / Slider a float (or None),
 # a multiselect a list of str. Malformed values of each type:
-BAD_PATHS: list[Any] = ["/etc/passwd", "/etc", "../../.git/config", "/dev/zero", "/proc/self/environ", "a\x00b",
-                        "/" + "x" * 5000, "~root/.ssh/id_rsa", "file:///etc/passwd"]  # (blank = the default set)
+BAD_PATHS: list[Any] = [
+    "/etc/passwd",
+    "/etc",
+    "../../.git/config",
+    "/dev/zero",
+    "/proc/self/environ",
+    "a\x00b",
+    "/" + "x" * 5000,
+    "~root/.ssh/id_rsa",
+    "file:///etc/passwd",
+]  # (blank = the default set)
 BAD_TEXT: list[Any] = [None, "", "   ", "\x00", HUGE, "nan", "-1", "../../x", "nope:model", "é" * 3000]
 BAD_NUMBERS: list[Any] = [None, float("nan"), float("inf"), -float("inf"), -1.0, 1e15, 0.5]
 BAD_LISTS: list[Any] = [None, [], [""], ["\x00"], [HUGE], ["nope:x", "nope:y"]]
@@ -38,8 +47,11 @@ def mcq(tmp_path_factory) -> str:
     """A tiny valid SABER file (text only): what a valid base call scores with the bag-of-words model."""
     from bindlab.data.saber import generate_saber, write_benchmark
 
-    return str(write_benchmark(tmp_path_factory.mktemp("fuzz-mcq"), generate_saber(per_size=2, sizes=[2, 3],
-                                                                                    seed=1), {"seed": 1}))
+    return str(
+        write_benchmark(
+            tmp_path_factory.mktemp("fuzz-mcq"), generate_saber(per_size=2, sizes=[2, 3], seed=1), {"seed": 1}
+        )
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -71,14 +83,22 @@ def _cases(mcq: str, missing: str) -> list[tuple[str, Callable[..., Any], tuple[
         ("pairs.score", pairs.score, (missing, "toy:shared", "short"), "ptt"),
         ("grounding.load", grounding.load, (missing, "toy:clip", "hue", 0.0), "pttn"),
         ("grounding.move", grounding.move, (None, "red", 0.0), "-tn"),
-        ("attention.analyse_text", attention.analyse_text,
-         ("bow", "later_to_earlier", "a red cube", "red:cube", 0, ""), "-tttnt"),
+        (
+            "attention.analyse_text",
+            attention.analyse_text,
+            ("bow", "later_to_earlier", "a red cube", "red:cube", 0, ""),
+            "-tttnt",
+        ),
         ("attention.compute", attention.compute, ("minilm", "", missing, 5, "later_to_earlier"), "ttpnt"),
         ("map.make_map", embedding_map.make_map, (mcq, "bow", [], 20, 0, "role", "pca"), "p-lnntt"),
         ("map.select_point", embedding_map.select_point, (None, "q1"), "-t"),
         ("compare.run", compare.run, (["bow", "minilm"], ["mcq"], "tt", missing, "", ""), "lltppt"),
-        ("finetune.launch", lambda *a: finetune.launch(*a, request=req),
-         ("minilm", missing, 1, 1, 8, 5e-5, 4, "auto"), "tpnnnnnt"),
+        (
+            "finetune.launch",
+            lambda *a: finetune.launch(*a, request=req),
+            ("minilm", missing, 1, 1, 8, 5e-5, 4, "auto"),
+            "tpnnnnnt",
+        ),
         ("finetune.cancel", lambda *a: finetune.cancel(*a, request=req), ("job-x",), "t"),
         ("finetune.resume", lambda *a: finetune.resume(*a, request=req), ("job-x",), "t"),
     ]

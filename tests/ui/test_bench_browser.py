@@ -9,7 +9,9 @@ from bindlab.bench_browser import bench_startup, bench_walkthrough
 pytestmark = pytest.mark.ui
 
 
-def test_startup_measures_the_page_and_the_first_tab(browser):  # the fixture skips without Chromium; one sync Playwright per process, so the bench uses it
+def test_startup_measures_the_page_and_the_first_tab(
+    browser,
+):  # the fixture skips without Chromium; one sync Playwright per process, so the bench uses it
     out = bench_startup(browser)
     assert "error" not in out, out
     assert 0 < out["seconds_to_page"] <= out["seconds_to_first_tab"]

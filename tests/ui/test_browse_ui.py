@@ -49,7 +49,9 @@ def test_browse_select_question_read_score_and_download(app_url, page, tmp_path)
     pick_option(page, "bl-question", "n02-ind-003")
     page.wait_for_function(
         "() => document.querySelector('#bl-question-html') && "
-        "document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')", timeout=60_000)
+        "document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')",
+        timeout=60_000,
+    )
 
     text = page.inner_text("#bl-question-html")
     scores = [float(s) for s in re.findall(r"score (-?\d\.\d{3,7})\b", text)]  # 3 decimals, more to part ranks
@@ -102,8 +104,9 @@ def image_benchmark(tmp_path_factory):
     return path, model
 
 
-def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_keeps_working(app_url, page,
-                                                                                            image_benchmark):
+def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_keeps_working(
+    app_url, page, image_benchmark
+):
     """One visitor's path through the tab (one page load: a load costs Chromium ~8 s of CPU): text–text shows no
     image boxes; an image pairing shows the query and its four candidates, and the top-k images; an unknown model is
     a message that clears every earlier result; the bag-of-words baseline then scores again."""
@@ -117,12 +120,14 @@ def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_ke
     page.fill("#bl-data textarea, #bl-data input", str(path))
     set_dropdown(page, "bl-model", model)
     page.click("#bl-pairing label:has-text('ti')")
-    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('pairing ti')",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-summary').innerText.includes('pairing ti')", timeout=120_000
+    )
     page.wait_for_function(
         "() => { const imgs = document.querySelectorAll('#bl-images img');"
         " return imgs.length === 5 && Array.from(imgs).every(i => i.complete && i.naturalWidth > 0); }",
-        timeout=60_000)
+        timeout=60_000,
+    )
     assert page.locator("#bl-images").is_visible() and page.locator("#bl-topk-images").is_visible()
     assert page.locator("#bl-topk-images img").count() >= 1
     assert "positive" in page.inner_text("#bl-topk")
@@ -137,12 +142,14 @@ def test_images_show_in_an_image_pairing_and_an_error_clears_them_and_the_tab_ke
     # the tab keeps working: the bag-of-words baseline scores the same file's text
     set_dropdown(page, "bl-model", "bow")
     page.click("#bl-pairing label:has-text('tt')")
-    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-summary').innerText.includes('bow:words')", timeout=60_000
+    )
     page.wait_for_selector("#bl-question-html .bl-card", timeout=60_000)
     # the bag of words ties preserve with the attribute swap (same words): one shared rank, a tie, its 1/t credit
-    page.wait_for_function("() => document.querySelector('#bl-question-html').innerText.includes('(tie)')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-question-html').innerText.includes('(tie)')", timeout=30_000
+    )
     card = page.inner_text("#bl-question-html")
     preserve = page.locator("#bl-question-html .bl-card.answer .bl-score").inner_text()
     assert preserve.endswith("rank =1 (tie)"), preserve  # a bag of words scores the preserve caption 1.000

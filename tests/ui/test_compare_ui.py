@@ -45,8 +45,9 @@ def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_
     for label in ("retrieval mAP", "Pairs 2x2"):  # MCQ only: the four default models on the tiny set
         page.locator("#cmp-suite label", has_text=label).click()
     page.click("#cmp-run")
-    page.wait_for_function("() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
-                           timeout=300_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')", timeout=300_000
+    )
     board = page.inner_text("#cmp-leaderboard")
     for text in ("bow", "minilm", "toy:clip", "MCQ tt", "95% CI"):
         assert text in board
@@ -58,24 +59,29 @@ def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_
     # the diff: minilm right, bow wrong (bow ties on every exact binding swap, so it never has full credit)
     set_dropdown(page, "cmp-a", "minilm")
     set_dropdown(page, "cmp-b", "bow")
-    page.wait_for_function("() => (document.querySelector('#cmp-diff') || {}).innerText?.includes('n0')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#cmp-diff') || {}).innerText?.includes('n0')", timeout=60_000
+    )
     first = page.locator("#cmp-diff [data-testid='cell-0-0']")  # Gradio 6 draws body cells as grid cells
     qid = first.inner_text().strip()
     first.click()  # choosing a row selects its question
     page.wait_for_function(
-        f"() => (document.querySelector('#cmp-question input') || {{}}).value === {qid!r}", timeout=30_000)
+        f"() => (document.querySelector('#cmp-question input') || {{}}).value === {qid!r}", timeout=30_000
+    )
     screenshot(page, "tab-compare")
 
     page.click("#cmp-open")
     page.wait_for_function(
         f"() => document.querySelector('#bl-question-html') && "
-        f"document.querySelector('#bl-question-html').innerText.includes({qid + ' ·'!r})", timeout=120_000)
+        f"document.querySelector('#bl-question-html').innerText.includes({qid + ' ·'!r})",
+        timeout=120_000,
+    )
     assert page.locator("button[role='tab'][aria-selected='true']").inner_text().strip() == "Browse"
     assert page.input_value("#bl-question input") == qid
     assert "MiniLM" in page.inner_text("#bl-summary")  # model A, by its resolved id (st:all-MiniLM-L6-v2)
-    page.wait_for_function("() => (document.querySelector('#bl-compare') || {}).innerText?.includes(' vs bow')",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#bl-compare') || {}).innerText?.includes(' vs bow')", timeout=120_000
+    )
     side = page.inner_text("#bl-compare")
     assert qid in side and "MiniLM-L6-v2 score" in side and "bow" in side and "(correct)" in side
     assert side.count("score") >= 2 and ("(wrong)" in side or "(tie" in side)  # A right, B not: "(tied)" / "(tie)"
@@ -89,8 +95,9 @@ def test_compare_table_and_diff_open_in_browse_and_a_failed_run_clears_them(app_
     page.fill("#cmp-data textarea, #cmp-data input", "/nonexistent/mcq.jsonl")
     page.click("#cmp-run")
     page.wait_for_selector("text=file not found", timeout=120_000)
-    page.wait_for_function("() => !(document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => !(document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')", timeout=60_000
+    )
     assert "sorted by" not in page.inner_text("#cmp-status")
     assert page.locator("#cmp-by-n .js-plotly-plot").count() == 0
     assert page.input_value("#cmp-a input") == ""

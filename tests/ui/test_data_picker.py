@@ -105,8 +105,18 @@ def test_a_refused_value_gets_one_message_that_names_no_server_path(home):
     jobs = home / "jobs" / "x"
     jobs.mkdir(parents=True)
     (jobs / "mcq.jsonl").write_text("{}\n")
-    for value in [offered, "/etc/passwd", str(jobs / "mcq.jsonl"), str(home / "sets"), "../../.git/config",
-                  "set:../../etc/passwd", "set:" + offered, "upload:mcq-x", "upload:../../etc", "x" * 5000]:
+    for value in [
+        offered,
+        "/etc/passwd",
+        str(jobs / "mcq.jsonl"),
+        str(home / "sets"),
+        "../../.git/config",
+        "set:../../etc/passwd",
+        "set:" + offered,
+        "upload:mcq-x",
+        "upload:../../etc",
+        "x" * 5000,
+    ]:
         msg = _refusal(choice, value)  # a set's own path is no value either: only its opaque one is
         assert msg == NOT_OFFERED, msg
         assert str(home) not in msg and "/etc" not in msg and "choices" not in msg
@@ -197,8 +207,10 @@ def test_open_in_browse_from_compare_hands_browse_a_value_its_dropdown_accepts(h
     _, browse_data = _picker()
     rendered = _mcq(home / "default" / "saber-mini")  # what Browse renders on first use, after the page loaded
     uploaded = datasets.store_upload(str(_mcq(tmp_path / "src")), "mcq", "s1")
-    for path, value in ((rendered, f"set:{home.name}/default/saber-mini/mcq.jsonl"),
-                        (uploaded, f"upload:{uploaded.parent.name}")):
+    for path, value in (
+        (rendered, f"set:{home.name}/default/saber-mini/mcq.jsonl"),
+        (uploaded, f"upload:{uploaded.parent.name}"),
+    ):
         result = SimpleNamespace(summary={"data": str(path), "pairings": ["tt"]})
         out = compare.open_target(result, "n02-ind-000 (tt)", "bow", "minilm", request=FakeRequest("s1"))
         update = out[2]
@@ -209,8 +221,15 @@ def test_open_in_browse_from_compare_hands_browse_a_value_its_dropdown_accepts(h
         assert session_copy.kind == "mcq" and session_copy.preprocess(value) == value
         assert _as_callback_sees(session_copy.preprocess(value), "s1") == _real(path)
     # another session opening that upload: not offered to it, refused with the one message
-    msg = _refusal_of(lambda: compare.open_target(SimpleNamespace(summary={"data": str(uploaded), "pairings": ["tt"]}),
-                                                  "q (tt)", "bow", "minilm", request=FakeRequest("s2")))
+    msg = _refusal_of(
+        lambda: compare.open_target(
+            SimpleNamespace(summary={"data": str(uploaded), "pairings": ["tt"]}),
+            "q (tt)",
+            "bow",
+            "minilm",
+            request=FakeRequest("s2"),
+        )
+    )
     assert msg == NOT_OFFERED
 
 

@@ -31,7 +31,11 @@ def user_app(default_scores_cached):
     seed_embedding_cache(Path(home) / ".cache" / "bindlab")
     env = {"HOME": home, "BINDLAB_HOME": "", "BINDLAB_TEST_OWN_HOME": ""}
     try:
-        with running_app(env, timeout_s=float(os.environ.get("BINDLAB_TEST_APP_START_S", "120")), log=LOG) as (url, _, _):
+        with running_app(env, timeout_s=float(os.environ.get("BINDLAB_TEST_APP_START_S", "120")), log=LOG) as (
+            url,
+            _,
+            _,
+        ):
             yield url, Path(home) / ".cache" / "bindlab"
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -74,8 +78,9 @@ def test_browse_and_pairs_images_through_the_api(user_app):
 
 
 def _loaded_images(page, selector: str) -> int:
-    return page.eval_on_selector_all(f"{selector} img", "els => els.filter(e => e.complete && e.naturalWidth > 0)"
-                                                        ".length")
+    return page.eval_on_selector_all(
+        f"{selector} img", "els => els.filter(e => e.complete && e.naturalWidth > 0).length"
+    )
 
 
 def test_a_first_time_user_sees_every_image(user_app, page):
@@ -85,15 +90,20 @@ def test_a_first_time_user_sees_every_image(user_app, page):
     # Browse, image -> image: switching the pairing picks the image model and scores
     page.click("#bl-pairing [data-testid='ii-radio-label']")
     page.wait_for_function("() => document.querySelectorAll('#bl-images img').length >= 5", timeout=300_000)
-    page.wait_for_function("() => [...document.querySelectorAll('#bl-images img')].every(e => e.complete && "
-                           "e.naturalWidth > 0)", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#bl-images img')].every(e => e.complete && e.naturalWidth > 0)",
+        timeout=60_000,
+    )
     no_error_toast(page)
     screenshot(page, "default-home-browse-ii")
 
     page.get_by_role("tab", name="Pairs").click()
     page.click("#bl-pairs-score-btn")
-    page.wait_for_function("() => [...document.querySelectorAll('#bl-pairs-base-img img, #bl-pairs-foil-img img')]"
-                           ".filter(e => e.complete && e.naturalWidth > 0).length >= 2", timeout=300_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#bl-pairs-base-img img, #bl-pairs-foil-img img')]"
+        ".filter(e => e.complete && e.naturalWidth > 0).length >= 2",
+        timeout=300_000,
+    )
     no_error_toast(page)
     screenshot(page, "default-home-pairs")
 
@@ -101,16 +111,23 @@ def test_a_first_time_user_sees_every_image(user_app, page):
     page.click("#map-method [data-testid='PCA-radio-label']")
     page.click("#map-run")
     page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=300_000)
-    point = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
-                          ".points.find(p => p.modality === 'image').id")
+    point = page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
+        ".points.find(p => p.modality === 'image').id"
+    )
     page.fill("#map-point textarea, #map-point input", point)
     page.wait_for_selector("#map-thumb img", timeout=60_000)
     page.click("#map-open")
     qid = point.split("/")[0]
-    page.wait_for_function(f"() => (document.querySelector('#bl-question-html') || {{}}).innerText?.includes("
-                           f"{qid + ' ·'!r})", timeout=300_000)
-    page.wait_for_function("() => [...document.querySelectorAll('#bl-images img')].filter(e => e.complete && "
-                           "e.naturalWidth > 0).length >= 5", timeout=120_000)
+    page.wait_for_function(
+        f"() => (document.querySelector('#bl-question-html') || {{}}).innerText?.includes({qid + ' ·'!r})",
+        timeout=300_000,
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#bl-images img')].filter(e => e.complete && "
+        "e.naturalWidth > 0).length >= 5",
+        timeout=120_000,
+    )
     no_error_toast(page)
     screenshot(page, "default-home-map-open-in-browse")
     assert ARTIFACTS.exists()

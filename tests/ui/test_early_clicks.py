@@ -39,13 +39,20 @@ def test_launch_imports_torch_before_the_server_starts():
         app.launch(port=1)
         print(json.dumps({"before": before, "at_launch": seen}))
     """)
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "SPACES_ZERO_GPU": ""})
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SPACES_ZERO_GPU": ""},
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["before"] is False  # importing the app stays light
-    assert out["at_launch"] == dict.fromkeys(("torch", "torch.distributed", "transformers", "torchvision",
-                                              "accelerate"), True)
+    assert out["at_launch"] == dict.fromkeys(
+        ("torch", "torch.distributed", "transformers", "torchvision", "accelerate"), True
+    )
 
 
 def test_module_refuses_a_library_that_is_preloaded():
@@ -60,10 +67,14 @@ def test_every_late_library_is_imported_through_the_lock():
     offenders = []
     for path in sorted((ROOT / "bindlab").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
-                          if n.split(".")[0] in heavy.LATE]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in heavy.LATE]
     # the speed bench times the libraries' own loops in a process of its own, never inside the server
     assert [o for o in offenders if not o.startswith("bindlab/bench")] == []
 

@@ -41,8 +41,16 @@ def test_every_panel_hands_its_inputs_and_then_the_formats_to_its_callback():
 
     demo = build_app()
     panels = {f.api_name: f for f in demo.fns.values() if (f.api_name or "").endswith("_export")}
-    assert set(panels) == {"browse_export", "pairs_export", "grounding_export", "attention_export", "ft_export",
-                           "map_export", "compare_export", "wt_export"}
+    assert set(panels) == {
+        "browse_export",
+        "pairs_export",
+        "grounding_export",
+        "attention_export",
+        "ft_export",
+        "map_export",
+        "compare_export",
+        "wt_export",
+    }
     for name, f in panels.items():
         params = [p for p, v in inspect.signature(f.fn).parameters.items() if p not in ("request", "progress")]
         assert params.index("formats") == len(f.inputs) - 1, name
@@ -56,8 +64,16 @@ def test_browse_download_holds_the_question_on_screen_and_model_b(small_benchmar
     path, qs = small_benchmark
     qid = qs[5].id
     files = _files(tab.export(str(path), "minilm", "tt", qid, 4, "bow", FORMATS)[0])
-    assert {"mcq_summary.csv", "mcq_accuracy_by_n.csv", "mcq_scores.csv", "mcq_items.jsonl", "mcq_accuracy_by_n.html",
-            "mcq_question.csv", "mcq_topk.csv", "mcq_all.zip"} <= set(files)
+    assert {
+        "mcq_summary.csv",
+        "mcq_accuracy_by_n.csv",
+        "mcq_scores.csv",
+        "mcq_items.jsonl",
+        "mcq_accuracy_by_n.html",
+        "mcq_question.csv",
+        "mcq_topk.csv",
+        "mcq_all.zip",
+    } <= set(files)
     import pandas as pd
 
     question = pd.read_csv(files["mcq_question.csv"])
@@ -84,8 +100,15 @@ def test_pairs_download_holds_the_two_model_table_and_chart(pairs_setup):
 
     data, model, other = pairs_setup
     files = _files(tab.export(data, model, "short", other, FORMATS)[0])
-    assert {"pairs_scores.csv", "pairs_by_edit_type.csv", "pairs_by_edit_type.html", "pairs_items.jsonl",
-            "pairs_two_models.csv", "pairs_two_models_long.csv", "pairs_two_models.html"} <= set(files)
+    assert {
+        "pairs_scores.csv",
+        "pairs_by_edit_type.csv",
+        "pairs_by_edit_type.html",
+        "pairs_items.jsonl",
+        "pairs_two_models.csv",
+        "pairs_two_models_long.csv",
+        "pairs_two_models.html",
+    } <= set(files)
     alone = _files(tab.export(data, model, "short", "none", FORMATS)[0])
     assert not any("two_models" in n for n in alone)
 
@@ -99,9 +122,15 @@ def test_attention_download_works_with_the_head_box_and_holds_the_caption_on_scr
     current = stored[0]
     for head in ("", "1"):  # empty = the mean over heads
         files = _files(tab.export(result, "minilm", "later_to_earlier", current, 2, head, FORMATS)[0])
-        assert {"attention_margins.csv", "attention_captions.csv", "attention_margins.html",
-                "attention_heatmap.html", "attention_heads.html", "attention_caption_heads.csv",
-                "attention_caption_layers.csv"} <= set(files)
+        assert {
+            "attention_margins.csv",
+            "attention_captions.csv",
+            "attention_margins.html",
+            "attention_heatmap.html",
+            "attention_heads.html",
+            "attention_caption_heads.csv",
+            "attention_caption_layers.csv",
+        } <= set(files)
     files = _files(tab.export(result, "minilm", "later_to_earlier", None, 2, "", ["csv"])[0])
     assert "attention_heatmap.html" not in files and "attention_margins.csv" in files
 
@@ -113,7 +142,9 @@ def test_map_download_holds_neighbours_selection_and_the_marks_on_screen(small_b
     _, state, *_ = tab.make_map(str(path), "bow", [], 4, 0, "role", "pca", progress=_noop)
     point = state["map"].points[0]["id"]
     files = _files(tab.export(state, "role", "red", True, point, json.dumps([0, 1, 2]), FORMATS)[0])
-    assert {"map_points.csv", "map_summary.csv", "map_pca.html", "map_neighbours.csv", "map_selection.csv"} <= set(files)
+    assert {"map_points.csv", "map_summary.csv", "map_pca.html", "map_neighbours.csv", "map_selection.csv"} <= set(
+        files
+    )
     import pandas as pd
 
     assert len(pd.read_csv(files["map_selection.csv"])) == 3
@@ -146,8 +177,31 @@ def grounding_setup(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("ground-panel")
     model = build_tiny("hf-clip", root / "tiny-clip")
-    assert main(["generate", "factors", "--out", str(root / "grid"), "--shapes", "3", "--hues", "4", "--patterns", "3",
-                 "--contexts", "3", "--replicas", "2", "--size", "32", "--workers", "1"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "factors",
+                "--out",
+                str(root / "grid"),
+                "--shapes",
+                "3",
+                "--hues",
+                "4",
+                "--patterns",
+                "3",
+                "--contexts",
+                "3",
+                "--replicas",
+                "2",
+                "--size",
+                "32",
+                "--workers",
+                "1",
+            ]
+        )
+        == 0
+    )
     return str(root / "grid"), model
 
 
@@ -157,14 +211,37 @@ def test_grounding_download_holds_top_images_and_the_experiments_run(grounding_s
     grid, model = grounding_setup
     key, _payload, value, *_ = tab.load(grid, model, "hue", 1.0, progress=_noop)
     value = value["value"]
-    sweep = {"rows": [{"gamma": g, "image_prototype": 0.9, "native": 0.5, "matched": 0.6 + g / 10, "gain": 0.1,
-                       "alpha": 1.0, "cosine": 1.0} for g in (0.0, 0.5, 1.0)]}
-    alignment = {**{k: key[k] for k in ("data", "model", "factor")},
-                 "rows": [{"map": "factor", "readout": "native q", "macro-mAP": 0.5, "top-1": 0.4}]}
+    sweep = {
+        "rows": [
+            {
+                "gamma": g,
+                "image_prototype": 0.9,
+                "native": 0.5,
+                "matched": 0.6 + g / 10,
+                "gain": 0.1,
+                "alpha": 1.0,
+                "cosine": 1.0,
+            }
+            for g in (0.0, 0.5, 1.0)
+        ]
+    }
+    alignment = {
+        **{k: key[k] for k in ("data", "model", "factor")},
+        "rows": [{"map": "factor", "readout": "native q", "macro-mAP": 0.5, "top-1": 0.4}],
+    }
     files = _files(tab.export(key, value, 1.0, None, sweep, alignment, FORMATS)[0])
-    assert {"grounding_summary.csv", "grounding_per_value.csv", "grounding_margin_curves.csv",
-            "grounding_margin_curve.html", "grounding_plane.html", "grounding_ap_hue.html", "grounding_top_images.csv",
-            "grounding_sweep.csv", "grounding_sweep.html", "grounding_alignment.csv"} <= set(files)
+    assert {
+        "grounding_summary.csv",
+        "grounding_per_value.csv",
+        "grounding_margin_curves.csv",
+        "grounding_margin_curve.html",
+        "grounding_plane.html",
+        "grounding_ap_hue.html",
+        "grounding_top_images.csv",
+        "grounding_sweep.csv",
+        "grounding_sweep.html",
+        "grounding_alignment.csv",
+    } <= set(files)
     # an alignment of another factor is not what the page's loaded factor shows: left out
     stale = {**alignment, "factor": "shape"}
     assert "grounding_alignment.csv" not in _files(tab.export(key, value, 1.0, None, None, stale, ["csv"])[0])

@@ -23,8 +23,23 @@ def figure_files(tmp_path_factory):
     root = tmp_path_factory.mktemp("export-figures")
     data = write_benchmark(root / "saber", generate_saber(per_size=4, sizes=[2, 3, 4], seed=7), {"seed": 7})
     formats = "svg,html" if exports.find_browser() else "html"
-    assert main(["eval", "mcq", "--data", str(data), "--model", "bow", "--export", str(root / "x"),
-                 "--export-formats", formats]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "mcq",
+                "--data",
+                str(data),
+                "--model",
+                "bow",
+                "--export",
+                str(root / "x"),
+                "--export-formats",
+                formats,
+            ]
+        )
+        == 0
+    )
     return root / "x" / "mcq_accuracy_by_n.svg", root / "x" / "mcq_accuracy_by_n.html"
 
 
@@ -73,24 +88,36 @@ def test_finetune_downloads_after_compare_with_the_separated_report(app_url, pag
     page.goto(app_url)
     page.get_by_role("tab", name="Finetune").click(timeout=180_000)
     set_dropdown(page, "ft-job", job)
-    page.wait_for_function("() => { const s = document.querySelector('#ft-state');"
-                           " return s && s.innerText === 'done'; }", timeout=120_000)
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#ft-state'); return s && s.innerText === 'done'; }", timeout=120_000
+    )
     box = page.locator("#ft-mcq input, #ft-mcq textarea").first
     box.fill(mcq)
     box.press("Tab")
     page.click("#ft-compare-btn")
-    page.wait_for_function("() => document.querySelector('#ft-report').innerText.includes('out-of-template')",
-                           timeout=600_000)  # a row's format: the "in-format" header is there from the start
+    page.wait_for_function(
+        "() => document.querySelector('#ft-report').innerText.includes('out-of-template')", timeout=600_000
+    )  # a row's format: the "in-format" header is there from the start
     shown = page.inner_text("#ft-report")
 
     path, names = download_export(page, "ft", "compare_report.csv", tmp_path)
     assert "Error" not in page.inner_text("#ft-export-note")
-    assert {"compare_mcq.csv", "compare_accuracy_by_n.html", "compare_report.csv", "compare_report_values.csv",
-            "compare_triplets.csv", "compare_training.csv", "compare_training.html", "compare_all.zip"} <= names
+    assert {
+        "compare_mcq.csv",
+        "compare_accuracy_by_n.html",
+        "compare_report.csv",
+        "compare_report_values.csv",
+        "compare_triplets.csv",
+        "compare_training.csv",
+        "compare_training.html",
+        "compare_all.zip",
+    } <= names
     report = pd.read_csv(path)
     assert {"in-format", "out-of-template", "unseen words", "held-out construction", "control"} <= set(report["format"])
     flat = " ".join(shown.split())  # the page's table wraps long cells
-    assert all(f in flat for f in set(report["format"])), [f for f in set(report["format"]) if f not in flat]  # the rows the page shows
+    assert all(f in flat for f in set(report["format"])), [
+        f for f in set(report["format"]) if f not in flat
+    ]  # the rows the page shows
     assert {"base 95% CI", "unscaled 95% CI"} <= set(report.columns)  # each model's value with its interval
     assert zip_names(download_file(page, "ft", "compare_all.zip", tmp_path)) == names - {"compare_all.zip"}
     screenshot(page, "export-finetune")

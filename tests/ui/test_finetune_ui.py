@@ -29,8 +29,11 @@ def small_mcq(tmp_path_factory):
     """A few MCQs, so the compare step stays quick on a loaded 2-core machine."""
     from bindlab.data.saber import generate_saber, write_benchmark
 
-    return str(write_benchmark(tmp_path_factory.mktemp("ft-ui-mcq"), generate_saber(per_size=2, sizes=range(2, 6)),
-                               {"per_size": 2}))
+    return str(
+        write_benchmark(
+            tmp_path_factory.mktemp("ft-ui-mcq"), generate_saber(per_size=2, sizes=range(2, 6)), {"per_size": 2}
+        )
+    )
 
 
 def _fill(page, elem_id: str, value: str) -> None:
@@ -86,25 +89,34 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
     job_id = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
     assert f"lora:{job_id}" in page.inner_text("#ft-message")
     # the launch's own output lists the job and shows its status at once: no waiting for the timer (every 2 s)
-    page.wait_for_function("(id) => document.querySelector('#ft-jobs').innerText.includes(id) && "
-                           "document.querySelector('#ft-status').innerText.includes(id)", arg=job_id, timeout=1_500)
+    page.wait_for_function(
+        "(id) => document.querySelector('#ft-jobs').innerText.includes(id) && "
+        "document.querySelector('#ft-status').innerText.includes(id)",
+        arg=job_id,
+        timeout=1_500,
+    )
     assert "No jobs yet" not in page.inner_text("#ft-status")
     # then Gradio's progress bar follows the job (its words name it), and says how it ended
-    page.wait_for_function("(id) => document.querySelector('#ft-follow').innerText.includes(id)", arg=job_id,
-                           timeout=60_000)
+    page.wait_for_function(
+        "(id) => document.querySelector('#ft-follow').innerText.includes(id)", arg=job_id, timeout=60_000
+    )
 
     # The timer polls the job; the page shows its state, then the progress bar at 100 % and the result table. The
     # state read is this job's (the tab may first show an earlier job of the run's home, already done).
-    page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
-                           "(document.querySelector('#ft-state') || {}).innerText === 'done'", arg=job_id,
-                           timeout=300_000)
+    page.wait_for_function(
+        "(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
+        "(document.querySelector('#ft-state') || {}).innerText === 'done'",
+        arg=job_id,
+        timeout=300_000,
+    )
     assert "step 2/2" in page.inner_text("#ft-progress")
     assert "100%" in page.inner_text("#ft-progress")
     status = page.inner_text("#ft-status")
     assert "LiNeS a =" in status and "unscaled" in status
     # the jobs table refreshes on the same tick as the status (a busy machine may draw it a moment later)
-    page.wait_for_function("(id) => document.querySelector('#ft-jobs').innerText.includes(id)", arg=job_id,
-                           timeout=60_000)
+    page.wait_for_function(
+        "(id) => document.querySelector('#ft-jobs').innerText.includes(id)", arg=job_id, timeout=60_000
+    )
     page.wait_for_selector(f"#ft-follow :text('Job {job_id}: done')", timeout=60_000)
     screenshot(page, "finetune")
 
@@ -122,28 +134,40 @@ def test_launch_a_job_and_follow_it_to_done(app_url, page, tiny_job_inputs, smal
 
     # The separated report: every row says its format and whether it is in-format, each model with its 95 % CI.
     report = page.inner_text("#ft-report")
-    for label in ("in-format", "out-of-template", "held-out construction", "control", "LiNeS (a=0.1) (95% CI)",
-                  "predicative template (held out of training)"):
+    for label in (
+        "in-format",
+        "out-of-template",
+        "held-out construction",
+        "control",
+        "LiNeS (a=0.1) (95% CI)",
+        "predicative template (held out of training)",
+    ):
         assert label in report, label
     assert "not binding in general" in page.inner_text("#ft-report-note")
     assert "2–5 minutes" in page.inner_text("#ft-expect")  # the page says how long the default job takes
 
     # The accuracy-by-N chart draws only the picked models and pairings: base vs the job's model at first
-    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length > 0",
-                           timeout=30_000)
+    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length > 0", timeout=30_000)
     assert _legend(page, "ft-compare-fig") == ["base", "LiNeS (a=0.1)"]
     page.locator("#ft-by-n-models label", has_text="unscaled").click()
-    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length === 3",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#ft-compare-fig .legendtext').length === 3", timeout=30_000
+    )
     assert _legend(page, "ft-compare-fig") == ["base", "unscaled", "LiNeS (a=0.1)"]
     page.locator("#ft-by-n-models label", has_text="base").click()
-    page.wait_for_function("() => document.querySelectorAll('#ft-compare-fig .legendtext').length === 2",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#ft-compare-fig .legendtext').length === 2", timeout=30_000
+    )
     assert _legend(page, "ft-compare-fig") == ["unscaled", "LiNeS (a=0.1)"]
 
     # No table scrolls sideways at 1400 px: each fits its box
-    for elem_id in ("ft-status", "ft-compare",  # ft-jobs: 12 px too wide in CI (open, see the note)
-                     "ft-compare-triplets", "ft-report", "ft-compare-attention"):
+    for elem_id in (
+        "ft-status",
+        "ft-compare",  # ft-jobs: 12 px too wide in CI (open, see the note)
+        "ft-compare-triplets",
+        "ft-report",
+        "ft-compare-attention",
+    ):
         assert page.evaluate(SIDEWAYS, elem_id) == [], elem_id
     screenshot(page, "finetune-compare")
 
@@ -156,13 +180,25 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
     model, data = tiny_job_inputs
     m = JobManager()  # the app's jobs folder: the same BINDLAB_HOME
     # evaluate=False: no baseline evaluation before step 1 (what is checked here is the tab following a running job)
-    job = m.submit({"model": model, "data": data, "max_steps": 300, "epochs": 100, "batch_size": 4, "eval_rows": 8,
-                    "device": "cpu", "evaluate": False, "debug": {"sleep_per_step": 1.0}})
+    job = m.submit(
+        {
+            "model": model,
+            "data": data,
+            "max_steps": 300,
+            "epochs": 100,
+            "batch_size": 4,
+            "eval_rows": 8,
+            "device": "cpu",
+            "evaluate": False,
+            "debug": {"sleep_per_step": 1.0},
+        }
+    )
     try:
         page.goto(app_url)
         page.get_by_role("tab", name="Finetune").click(timeout=180_000)
-        page.wait_for_function("() => { const i = document.querySelector('#ft-job input'); return i && i.value; }",
-                               timeout=120_000)
+        page.wait_for_function(
+            "() => { const i = document.querySelector('#ft-job input'); return i && i.value; }", timeout=120_000
+        )
         assert "No job selected" not in page.inner_text("#ft-status")
         shown = page.input_value("#ft-job input")
         if shown != job:
@@ -170,8 +206,11 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
             # workers share the run's BINDLAB_HOME); then it must be running, and this test follows its own job
             assert m.show(shown)["status"]["state"] in ("running", "queued", "done"), shown
             set_dropdown(page, "ft-job", job)
-            page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job)",
-                                   arg=job, timeout=60_000)
+            page.wait_for_function(
+                "(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job)",
+                arg=job,
+                timeout=60_000,
+            )
         assert job in page.inner_text("#ft-status")
         # the polled table: the job's row says its step once it has one (never "starting" at step k > 0); a loaded
         # machine may take minutes to start the job's process, so wait for its first step on disk first
@@ -179,12 +218,16 @@ def test_the_tab_opens_on_the_running_job_and_its_status_follows_its_progress(ap
         while (read_json(m.job_dir(job) / "progress.json", {}) or {}).get("step", 0) < 1:
             assert time.time() < deadline, f"job {job} reported no step: {m.log_tail(job)}"
             time.sleep(1)
-        page.wait_for_function("(job) => { const t = document.querySelector('#ft-jobs');"
-                               " return t && /step [1-9][0-9]*\\/[0-9]+/.test(t.innerText); }", arg=job, timeout=120_000)
+        page.wait_for_function(
+            "(job) => { const t = document.querySelector('#ft-jobs');"
+            " return t && /step [1-9][0-9]*\\/[0-9]+/.test(t.innerText); }",
+            arg=job,
+            timeout=120_000,
+        )
         # cells wrap, so the table's text has one cell per line: the job's row is its id and the 4 cells after it
         lines = [x.strip() for x in page.inner_text("#ft-jobs").splitlines() if x.strip()]
         start = next(i for i, x in enumerate(lines) if x == job)
-        row = " | ".join(lines[start:start + 5])
+        row = " | ".join(lines[start : start + 5])
         assert "starting" not in row and "running" in row
     finally:
         with contextlib.suppress(ValueError):  # already finished
@@ -203,15 +246,25 @@ def toy_world_inputs(tmp_path_factory):
     rows = []
     for i, q in enumerate(generate_saber(per_size=8, sizes=(2, 3), seed=5, vocab=RENDER_VOCAB)):
         c = next(c for c in q.candidates if c.role == "attr_swap")
-        rows.append({"id": f"{q.id}-a", "construction": "pair_swap", "query": q.query.text,
-                     "positive": q.candidates[q.answer].text, "negative": c.text, "negative_kind": "attribute",
-                     "bindings": [list(b) for b in q.query.bindings], "split": "train" if i % 4 else "val"})
+        rows.append(
+            {
+                "id": f"{q.id}-a",
+                "construction": "pair_swap",
+                "query": q.query.text,
+                "positive": q.candidates[q.answer].text,
+                "negative": c.text,
+                "negative_kind": "attribute",
+                "bindings": [list(b) for b in q.query.bindings],
+                "split": "train" if i % 4 else "val",
+            }
+        )
     write_triplets(root / "trip", rows, {"n_rows": len(rows)})
     return build_random(root / "model", arch="shared", width=16, layers=2, heads=2), str(root / "trip")
 
 
-def test_objective_controls_reach_the_job_config_and_a_refused_launch_clears_its_message(app_url, page,
-                                                                                          toy_world_inputs):
+def test_objective_controls_reach_the_job_config_and_a_refused_launch_clears_its_message(
+    app_url, page, toy_world_inputs
+):
     """The attention-loss weight, its layer band and the supervision radio go into the job's config; a launch the
     model refuses (a band outside its layers) shows why and clears the earlier "Started job" line; so does a launch
     with a missing data folder."""
@@ -226,8 +279,9 @@ def test_objective_controls_reach_the_job_config_and_a_refused_launch_clears_its
     # SABER's transfer question: the button fills the base model box with toy:lit-minilm
     assert "transfer question" in page.inner_text("#ft-transfer-hint")
     page.click("#ft-use-lit")
-    page.wait_for_function("() => document.querySelector('#ft-model textarea, #ft-model input').value === "
-                           "'toy:lit-minilm'", timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('#ft-model textarea, #ft-model input').value === 'toy:lit-minilm'", timeout=30_000
+    )
     _fill(page, "ft-model", model)
     _fill(page, "ft-data", data)
     _fill(page, "ft-max-steps", "2")
@@ -245,8 +299,9 @@ def test_objective_controls_reach_the_job_config_and_a_refused_launch_clears_its
         _fill(page, "ft-attention-layers", "0-7")  # the tiny model has layers 0 and 1
         page.click("#ft-launch")
         page.wait_for_selector("text=has layers 0 to 1", timeout=60_000)
-        page.wait_for_function("() => !document.querySelector('#ft-message').innerText.includes('Started job')",
-                               timeout=30_000)
+        page.wait_for_function(
+            "() => !document.querySelector('#ft-message').innerText.includes('Started job')", timeout=30_000
+        )
         # a missing folder inside the allowed data roots (a path outside them is refused before existence is
         # checked) is a message too
         _fill(page, "ft-data", str(repo_root() / "data" / "no-such-triplets"))

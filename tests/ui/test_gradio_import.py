@@ -13,8 +13,13 @@ from bindlab.config import repo_root
 
 
 def _run(code: str, cwd: str | None = None) -> str:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd or repo_root(), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd or repo_root(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
 
@@ -23,7 +28,8 @@ def test_importing_bindlab_ui_first_skips_stubs_and_ipython(tmp_path):
     # a component class defined after the import writes no stub next to its module, and no notebook check loads
     # IPython; the component still works
     (tmp_path / "mycomp.py").write_text("import gradio as gr\n\n\nclass MyBox(gr.Textbox):\n    pass\n")
-    out = _run(f"""
+    out = _run(
+        f"""
         import sys
         sys.path.insert(0, {str(repo_root())!r})
         import bindlab.ui
@@ -34,7 +40,9 @@ def test_importing_bindlab_ui_first_skips_stubs_and_ipython(tmp_path):
         print(component_meta.create_or_modify_pyi.__name__, "IPython" in sys.modules,
               utils.colab_check(), utils.ipython_check(), workflow.colab_check(), "IPython" in sys.modules,
               box.value)
-    """, cwd=str(tmp_path))
+    """,
+        cwd=str(tmp_path),
+    )
     assert out == "_no_stub False False False False False x"
     assert not (tmp_path / "mycomp.pyi").exists()
 
@@ -53,7 +61,8 @@ def test_a_notebook_keeps_its_ipython_magic_and_checks():
 
 def test_gradio_imported_before_bindlab_still_gets_no_stubs(tmp_path):
     (tmp_path / "mycomp.py").write_text("import gradio as gr\n\n\nclass MyBox(gr.Textbox):\n    pass\n")
-    out = _run(f"""
+    out = _run(
+        f"""
         import sys
         sys.path.insert(0, {str(repo_root())!r})
         import gradio
@@ -61,7 +70,9 @@ def test_gradio_imported_before_bindlab_still_gets_no_stubs(tmp_path):
         import mycomp
         from gradio import component_meta
         print(component_meta.create_or_modify_pyi.__name__)
-    """, cwd=str(tmp_path))
+    """,
+        cwd=str(tmp_path),
+    )
     assert out == "_no_stub"
     assert not (tmp_path / "mycomp.pyi").exists()
 

@@ -15,8 +15,14 @@ def tiny_grid(tmp_path_factory):
     from bindlab.encoders.tiny import build_tiny
 
     root = tmp_path_factory.mktemp("grounding-ui")
-    spec = FactorGridSpec(shapes=("cube", "sphere", "torus"), hues=("red", "green", "blue", "yellow"),
-                          patterns=("striped", "checkered", "glowing"), n_contexts=3, replicas=2, size=32)
+    spec = FactorGridSpec(
+        shapes=("cube", "sphere", "torus"),
+        hues=("red", "green", "blue", "yellow"),
+        patterns=("striped", "checkered", "glowing"),
+        n_contexts=3,
+        replicas=2,
+        size=32,
+    )
     generate_grid(root / "grid", spec, workers=1)
     return str(root / "grid"), build_tiny("hf-clip", root / "tiny-clip")
 
@@ -49,8 +55,9 @@ def test_slider_click_drag_and_a_failed_load(app_url, page, tiny_grid):
     # Move the slider as a user does: click three quarters of the way along the track (alpha ~ 6).
     box = page.locator("#gd-alpha input[type=range]").bounding_box()
     page.mouse.click(box["x"] + 0.75 * box["width"], box["y"] + box["height"] / 2)
-    page.wait_for_function("() => document.querySelector('#gd-alpha-shown').innerText.trim() !== '1.00'",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#gd-alpha-shown').innerText.trim() !== '1.00'", timeout=60_000
+    )
     alpha = float(_text(page, "#gd-alpha-shown"))
     assert 5 <= alpha <= 7
     after = (_text(page, "#gd-map-grounded"), _text(page, "#gd-ap-value"))
@@ -61,8 +68,9 @@ def test_slider_click_drag_and_a_failed_load(app_url, page, tiny_grid):
     page.click("#gd-select")
     page.wait_for_selector("#gd-chosen", timeout=60_000)
     chosen = _text(page, "#gd-chosen")
-    page.wait_for_function(f"() => document.querySelector('#gd-alpha-shown').innerText.trim() === '{chosen}'",
-                           timeout=60_000)
+    page.wait_for_function(
+        f"() => document.querySelector('#gd-alpha-shown').innerText.trim() === '{chosen}'", timeout=60_000
+    )
     screenshot(page, "grounding")
 
     # drag the slider: the page redraws by itself
@@ -77,14 +85,16 @@ def test_slider_click_drag_and_a_failed_load(app_url, page, tiny_grid):
     for i in range(1, 21):
         page.mouse.move(box["x"] + (0.1 + 0.03 * i) * box["width"], y)
         page.wait_for_timeout(30)
-    page.wait_for_function("(m) => window.bindlabSlider && window.bindlabSlider.moves >= m + 10", arg=moved,
-                           timeout=30_000)
+    page.wait_for_function(
+        "(m) => window.bindlabSlider && window.bindlabSlider.moves >= m + 10", arg=moved, timeout=30_000
+    )
     during = list(posts)
     page.mouse.up()
     assert during == [], during  # nothing asked of the server while dragging
     alpha = float(page.locator("#gd-alpha input[type=number]").input_value())
-    page.wait_for_function("(a) => document.querySelector('#gd-alpha-shown').innerText.trim() === a",
-                           arg=f"{alpha:.2f}", timeout=30_000)
+    page.wait_for_function(
+        "(a) => document.querySelector('#gd-alpha-shown').innerText.trim() === a", arg=f"{alpha:.2f}", timeout=30_000
+    )
     value = page.input_value("#gd-value input")
     view = gs.slider_view(gs.open_session(grid, model), "hue", value, alpha)
     assert _text(page, "#gd-map-grounded") == f"{view['map_grounded']:.3f}"
@@ -117,8 +127,10 @@ def _crossings(grid: str, model: str) -> dict[str, dict[str, float]]:
     from bindlab.studies import grounding as gs
 
     session = gs.open_session(grid, model)
-    return {f: dict(zip(session.state(f).values.tolist(), session.state(f).c.tolist(), strict=True))
-            for f in ("shape", "hue", "pattern")}
+    return {
+        f: dict(zip(session.state(f).values.tolist(), session.state(f).c.tolist(), strict=True))
+        for f in ("shape", "hue", "pattern")
+    }
 
 
 def _load(page, app_url, grid, model, factor):
@@ -142,11 +154,15 @@ def test_alpha_star_is_marked_on_the_curve_when_a_crossing_exists(app_url, page,
     if page.input_value("#gd-value input") != value:
         page.click("#gd-value input")
         page.click(f"[role='option'][aria-label='{value}']")
-    page.wait_for_function(f"() => document.querySelector('#gd-summary-line').innerText.includes('value {value}')",
-                           timeout=60_000)
+    page.wait_for_function(
+        f"() => document.querySelector('#gd-summary-line').innerText.includes('value {value}')", timeout=60_000
+    )
     assert _text(page, "#gd-alpha-star") == f"{-c:.2f}"
-    page.wait_for_function("() => Array.from(document.querySelectorAll('#gd-margin .legendtext'))"
-                           ".some(t => t.textContent.startsWith('α* ='))", timeout=60_000)
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('#gd-margin .legendtext'))"
+        ".some(t => t.textContent.startsWith('α* ='))",
+        timeout=60_000,
+    )
     legend = page.locator("#gd-margin .legendtext").all_text_contents()
     assert f"α* = {-c:.2f} (zero crossing)" in legend
     # the 2-D view names its axes without the stray dot
@@ -159,8 +175,9 @@ def test_alpha_star_is_marked_on_the_curve_when_a_crossing_exists(app_url, page,
     if no_cross:
         page.click("#gd-value input")
         page.click(f"[role='option'][aria-label='{no_cross[0]}']")
-        page.wait_for_function("() => document.querySelector('#gd-alpha-star').innerText.trim() === 'no crossing'",
-                               timeout=60_000)
+        page.wait_for_function(
+            "() => document.querySelector('#gd-alpha-star').innerText.trim() === 'no crossing'", timeout=60_000
+        )
 
     # controls: the table appears only once they have run
     page.click("#gd-controls")
@@ -199,15 +216,20 @@ def test_browser_numbers_equal_the_servers_at_20_alphas(browser, tiny_grid):
                     js = page.evaluate("([a, v]) => window.bindlabSlider.readout(a, v, window.P)", [alpha, value])
                     view = gs.slider_view(session, factor, value, float(alpha))
                     v = view["value_index"]
-                    np.testing.assert_allclose(np.array(js["ap_grounded"], dtype=float), view["ap_grounded"],
-                                               atol=1e-6, equal_nan=True, err_msg=f"{factor}={value} α={alpha}")
+                    np.testing.assert_allclose(
+                        np.array(js["ap_grounded"], dtype=float),
+                        view["ap_grounded"],
+                        atol=1e-6,
+                        equal_nan=True,
+                        err_msg=f"{factor}={value} α={alpha}",
+                    )
                     assert abs(js["map_grounded"] - view["map_grounded"]) <= 1e-6
                     assert abs(js["top1_grounded"] - view["top1_grounded"]) <= 1e-6
                     assert abs(js["top_precision"] - view["top_precision"]) <= 1e-6
                     curve = view["curve"]
                     assert abs(js["point"] - float(np.interp(alpha, curve["alphas"], curve["margin"]))) <= 1e-6
                     s = pencil_scores(session.state(factor).test, 1.0, float(alpha))[:, v]
-                    assert js["top_rows"] == np.argsort(-s, kind="stable")[:gs.TOP_K].tolist()
+                    assert js["top_rows"] == np.argsort(-s, kind="stable")[: gs.TOP_K].tolist()
         finally:
             page.close()
 
@@ -216,8 +238,18 @@ def test_browser_formats_numbers_as_python_does(browser, tiny_grid):
     """The summary's numbers read as the server writes them (f"{x:.3f}": exact ties go to the even digit)."""
     page = _slider_page(browser, None)
     try:
-        cases = [(0.5625, 3), (0.125, 2), (-0.0625, 3), (1 / 3, 3), (0.6665, 3), (2.675, 2), (0.0, 2), (-0.00001, 3),
-                 (7.95, 2), (0.99951, 3)]
+        cases = [
+            (0.5625, 3),
+            (0.125, 2),
+            (-0.0625, 3),
+            (1 / 3, 3),
+            (0.6665, 3),
+            (2.675, 2),
+            (0.0, 2),
+            (-0.00001, 3),
+            (7.95, 2),
+            (0.99951, 3),
+        ]
         for x, d in cases:
             assert page.evaluate("([x, d]) => window.bindlabSlider.fmt(x, d)", [x, d]) == f"{x:.{d}f}", (x, d)
             assert page.evaluate("([x, d]) => window.bindlabSlider.fmt(x, d, true)", [x, d]) == f"{x:+.{d}f}", (x, d)
@@ -238,11 +270,17 @@ def test_walkthrough_step5_summary_moves_in_the_page_as_the_server_writes_it(bro
     page = _slider_page(browser, payload)
     try:
         page.set_content(f"<html><body>{grounding_md(start)}</body></html>")
-        ids = ("wt-grounding-alpha", "wt-grounding-grounded", "wt-grounding-gain", "wt-grounding-map",
-               "wt-grounding-margin")
+        ids = (
+            "wt-grounding-alpha",
+            "wt-grounding-grounded",
+            "wt-grounding-gain",
+            "wt-grounding-map",
+            "wt-grounding-margin",
+        )
         for alpha in (0.35, 1.0, 2.5, 7.95):
-            page.evaluate("([a, v, p]) => window.bindlabSlider.move('walkthrough', a, v, p)",
-                          [alpha, start["value"], payload])
+            page.evaluate(
+                "([a, v, p]) => window.bindlabSlider.move('walkthrough', a, v, p)", [alpha, start["value"], payload]
+            )
             expected = grounding_md(wt.step_grounding(alpha=alpha, value=start["value"], grid=grid, model=model))
             for elem_id in ids:
                 want = re.search(rf"id='{elem_id}'>([^<]*)<", expected).group(1)

@@ -122,7 +122,11 @@ def user_url(default_scores_cached):
     seed_embedding_cache(Path(home) / ".cache" / "bindlab")
     env = {"HOME": home, "BINDLAB_HOME": "", "BINDLAB_TEST_OWN_HOME": ""}
     try:
-        with running_app(env, timeout_s=float(os.environ.get("BINDLAB_TEST_APP_START_S", "120")), log=LOG) as (url, _, _):
+        with running_app(env, timeout_s=float(os.environ.get("BINDLAB_TEST_APP_START_S", "120")), log=LOG) as (
+            url,
+            _,
+            _,
+        ):
             yield url
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -146,13 +150,25 @@ def small_data(tmp_path_factory):
     render_mcq_images(qs, root / "images", size=64, workers=1)
     images = write_benchmark(root / "images", qs, {"seed": 2})
     pairs = generate_composet(root / "cs", scenes=2, foils_per_scene=15, seed=1, size=96, workers=1)
-    spec = FactorGridSpec(shapes=("cube", "sphere", "torus"), hues=("red", "green", "blue", "yellow"),
-                          patterns=("striped", "checkered", "glowing"), n_contexts=3, replicas=2, size=32)
+    spec = FactorGridSpec(
+        shapes=("cube", "sphere", "torus"),
+        hues=("red", "green", "blue", "yellow"),
+        patterns=("striped", "checkered", "glowing"),
+        n_contexts=3,
+        replicas=2,
+        size=32,
+    )
     generate_grid(root / "grid", spec, workers=1)
     rows, stats = generate_triplets(80, seed=0)
     write_triplets(root / "trip", rows, stats)
-    return {"mcq": str(mcq), "images": str(images), "pairs": str(pairs), "grid": str(root / "grid"),
-            "st": build_tiny("st", root / "st"), "triplets": str(root / "trip")}
+    return {
+        "mcq": str(mcq),
+        "images": str(images),
+        "pairs": str(pairs),
+        "grid": str(root / "grid"),
+        "st": build_tiny("st", root / "st"),
+        "triplets": str(root / "trip"),
+    }
 
 
 def _fill(page, elem_id: str, value: str) -> None:
@@ -167,8 +183,9 @@ def _tab(page, label: str) -> None:
 
 
 def _text_has(page, selector: str, text: str, timeout: int = 240_000) -> None:
-    page.wait_for_function("([s, t]) => (document.querySelector(s) || {}).innerText?.includes(t)", arg=[selector, text],
-                           timeout=timeout)
+    page.wait_for_function(
+        "([s, t]) => (document.querySelector(s) || {}).innerText?.includes(t)", arg=[selector, text], timeout=timeout
+    )
 
 
 def _launch_and_finish(page, timeout: int) -> None:
@@ -189,17 +206,23 @@ def _launch_and_finish(page, timeout: int) -> None:
     deadline = time.time() + timeout / 1000
     while True:
         try:
-            page.wait_for_function("(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
-                                   "['done', 'failed', 'cancelled'].includes((document.querySelector('#ft-state') "
-                                   "|| {}).innerText)", arg=job, timeout=30_000)
+            page.wait_for_function(
+                "(job) => (document.querySelector('#ft-status') || {}).innerText?.includes(job) && "
+                "['done', 'failed', 'cancelled'].includes((document.querySelector('#ft-state') "
+                "|| {}).innerText)",
+                arg=job,
+                timeout=30_000,
+            )
             break
         except PlaywrightTimeout:
             shown, status = page.input_value("#ft-job input"), page.inner_text("#ft-status")
-            assert time.time() < deadline, f"job {job} not finished after {timeout / 1000:.0f} s; the page " \
-                                           f"shows {shown!r}: {status}"
+            assert time.time() < deadline, (
+                f"job {job} not finished after {timeout / 1000:.0f} s; the page shows {shown!r}: {status}"
+            )
             if job not in status:
-                warnings.warn(f"the Finetune tab showed job {shown!r} 30 s after launching {job}; picked {job}",
-                              stacklevel=1)
+                warnings.warn(
+                    f"the Finetune tab showed job {shown!r} 30 s after launching {job}; picked {job}", stacklevel=1
+                )
                 set_dropdown(page, "ft-job", job)
     assert page.inner_text("#ft-state") == "done", page.inner_text("#ft-status")
 
@@ -256,8 +279,11 @@ def test_every_tab_is_readable_at_1280_and_1920(user_url, browser, small_data):
         _text_has(page, "#bl-summary", "bow")
         page.wait_for_selector("#bl-topk [data-testid='cell-0-0']", timeout=60_000)
         # bag-of-words ties share a rank (waited for: the card may be drawn a moment after the summary)
-        page.wait_for_function("() => [...document.querySelectorAll('#bl-question-html .bl-score')]"
-                               ".some(e => e.innerText.includes('rank =1'))", timeout=30_000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#bl-question-html .bl-score')]"
+            ".some(e => e.innerText.includes('rank =1'))",
+            timeout=30_000,
+        )
         ranks = page.locator("#bl-question-html .bl-score").all_inner_texts()
         assert all(re.search(r"score -?\d\.\d{3} ", r) for r in ranks), ranks  # 3 decimals
         problems += _check_at_both_sizes(page, "browse", "#bl-summary")
@@ -307,8 +333,10 @@ def test_every_tab_is_readable_at_1280_and_1920(user_url, browser, small_data):
         page.click("#map-method [data-testid='PCA-radio-label']")
         page.click("#map-run")
         page.wait_for_selector("#map-plot .js-plotly-plot .scatterlayer .point", timeout=240_000)
-        order = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot')._fullData"
-                              ".filter(t => t.mode === 'markers').map(t => t.name)")
+        order = page.evaluate(
+            "() => document.querySelector('#map-plot .js-plotly-plot')._fullData"
+            ".filter(t => t.mode === 'markers').map(t => t.name)"
+        )
         assert order[0] == "query" and "query" not in order[1:], order  # candidates drawn above the queries
         problems += _check_at_both_sizes(page, "map", "#map-status")
 
@@ -323,9 +351,11 @@ def test_every_tab_is_readable_at_1280_and_1920(user_url, browser, small_data):
         if page.input_value("#cmp-question input"):  # the default diff lists a question: open it in Browse
             page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
             page.click("#cmp-open")
-            page.wait_for_function("() => [...document.querySelectorAll('[role=tab]')].some("
-                                   "t => t.getAttribute('aria-selected') === 'true' && t.innerText.includes('Browse'))",
-                                   timeout=60_000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('[role=tab]')].some("
+                "t => t.getAttribute('aria-selected') === 'true' && t.innerText.includes('Browse'))",
+                timeout=60_000,
+            )
             _text_has(page, "#bl-compare", " vs ", timeout=240_000)
             problems += _check_at_both_sizes(page, "browse-opened", "#bl-question-html")
 

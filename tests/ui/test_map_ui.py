@@ -50,12 +50,12 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
     page.wait_for_selector("#bl-hover-box img", state="visible", timeout=30_000)
     hover = page.inner_text("#bl-hover-box")
     page.mouse.click(x, y)
-    page.wait_for_function("() => (document.querySelector('#map-point textarea, #map-point input') || {}).value",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#map-point textarea, #map-point input') || {}).value", timeout=30_000
+    )
     point = page.input_value("#map-point textarea, #map-point input")
     qid = point.split("/")[0]
-    page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})",
-                           timeout=30_000)
+    page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})", timeout=30_000)
     page.wait_for_selector("#map-thumb img", timeout=30_000)  # the item's image beside the plot
     assert point in hover  # the hover box described the point that was then clicked
     screenshot(page, "tab-map")
@@ -63,7 +63,9 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
     page.click("#map-open")
     page.wait_for_function(
         f"() => document.querySelector('#bl-question-html') && "
-        f"document.querySelector('#bl-question-html').innerText.includes({qid + ' ·'!r})", timeout=120_000)
+        f"document.querySelector('#bl-question-html').innerText.includes({qid + ' ·'!r})",
+        timeout=120_000,
+    )
     assert page.locator("button[role='tab'][aria-selected='true']").inner_text().strip() == "Browse"
     assert page.input_value("#bl-question input") == qid
     assert "toy:clip" in page.inner_text("#bl-summary")
@@ -72,9 +74,11 @@ def test_map_point_opens_its_question_in_browse(app_url, page, image_benchmark):
 
 def _plot_traces(page) -> list[dict]:
     """The drawn traces (plotly's full data: arrays decoded): name, number of points, mode, visibility, marker size."""
-    return page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot')._fullData.map(t => ({name: t.name, "
-                         "n: t._length, mode: t.mode, visible: t.visible, size: t.marker && t.marker.size, "
-                         "group: t.legendgroup}))")
+    return page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot')._fullData.map(t => ({name: t.name, "
+        "n: t._length, mode: t.mode, visible: t.visible, size: t.marker && t.marker.size, "
+        "group: t.legendgroup}))"
+    )
 
 
 def test_map_tools_a_typed_point_a_failed_map_and_a_text_only_model(app_url, page, image_benchmark, tmp_path):
@@ -92,11 +96,17 @@ def test_map_tools_a_typed_point_a_failed_map_and_a_text_only_model(app_url, pag
 
     # Legend click hides a role, a second click shows it again.
     page.locator("#map-plot .legend .traces", has_text="joint_swap").click()
-    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
-                           ".find(t => t.name === 'joint_swap').visible === 'legendonly'", timeout=10_000)
+    page.wait_for_function(
+        "() => document.querySelector('#map-plot .js-plotly-plot').data"
+        ".find(t => t.name === 'joint_swap').visible === 'legendonly'",
+        timeout=10_000,
+    )
     page.locator("#map-plot .legend .traces", has_text="joint_swap").click()
-    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
-                           ".find(t => t.name === 'joint_swap').visible !== 'legendonly'", timeout=10_000)
+    page.wait_for_function(
+        "() => document.querySelector('#map-plot .js-plotly-plot').data"
+        ".find(t => t.name === 'joint_swap').visible !== 'legendonly'",
+        timeout=10_000,
+    )
 
     # Box selection over the whole plot area lists every point with the model's accuracy.
     page.locator("#map-plot").scroll_into_view_if_needed()
@@ -113,37 +123,44 @@ def test_map_tools_a_typed_point_a_failed_map_and_a_text_only_model(app_url, pag
     assert "model correct on" in page.inner_text("#map-selection")
 
     # Caption search rings the matches and says how many.
-    word = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
-                         ".points[0].caption.split(' ').pop()")
+    word = page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
+        ".points[0].caption.split(' ').pop()"
+    )
     page.fill("#map-search textarea, #map-search input", word)
     page.press("#map-search textarea, #map-search input", "Enter")
-    page.wait_for_function("() => (document.querySelector('#map-search-note') || {}).innerText"
-                           " && document.querySelector('#map-search-note').innerText.includes('match')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#map-search-note') || {}).innerText"
+        " && document.querySelector('#map-search-note').innerText.includes('match')",
+        timeout=60_000,
+    )
     ring = next(t for t in _plot_traces(page) if (t["name"] or "").startswith("search"))
     assert ring["n"] >= 2 and f"{ring['n']} point" in page.inner_text("#map-search-note")
 
     # Click a query: its nearest neighbours (full embedding space) are listed with their roles; join draws its lines.
     page.check("#map-join input")
     page.wait_for_timeout(1500)
-    k = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').data.findIndex(t => t.name === 'query')")
+    k = page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot').data.findIndex(t => t.name === 'query')"
+    )
     q = page.locator("#map-plot .scatterlayer .trace").nth(k).locator(".point").first.bounding_box()
     page.mouse.move(q["x"] + q["width"] / 2, q["y"] + q["height"] / 2)
     page.mouse.click(q["x"] + q["width"] / 2, q["y"] + q["height"] / 2)
     page.wait_for_selector("#map-neighbours tbody tr", timeout=60_000)
     assert page.locator("#map-neighbours tbody tr").count() == 10
     assert "full embedding space" in page.inner_text("#map-neighbours")
-    page.wait_for_function("() => document.querySelector('#map-plot .js-plotly-plot').data"
-                           ".some(t => t.mode === 'lines')", timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#map-plot .js-plotly-plot').data.some(t => t.mode === 'lines')", timeout=60_000
+    )
     screenshot(page, "tab-map-tools")
 
     # a point typed by its id (question/modality/role): its description and nearest neighbours show
-    point = page.evaluate("() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map"
-                          ".points[0].id")
+    point = page.evaluate(
+        "() => document.querySelector('#map-plot .js-plotly-plot').layout.meta.bindlab_map.points[0].id"
+    )
     qid = point.split("/")[0]
     page.fill("#map-point textarea, #map-point input", point)
-    page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})",
-                           timeout=60_000)
+    page.wait_for_function(f"() => document.querySelector('#map-detail').innerText.includes({qid!r})", timeout=60_000)
     page.wait_for_selector("#map-neighbours tbody tr", timeout=60_000)
 
     # an error: the map, its status and the point shown no longer match the inputs and are cleared
@@ -160,8 +177,9 @@ def test_map_tools_a_typed_point_a_failed_map_and_a_text_only_model(app_url, pag
     page.fill("#map-data textarea, #map-data input", str(image_benchmark))
     unknown_model_then_bow(page, "map-model", "#map-run")
     # bow has no image tower: a map of its text points, with a note saying so
-    page.wait_for_function("() => document.querySelector('#map-status').innerText.includes('text points only')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#map-status').innerText.includes('text points only')", timeout=60_000
+    )
     assert "bow:words: 4 questions, 20 points (text)" in page.inner_text("#map-status")
 
     # Download: the points with their PCA coordinates, as a CSV that pandas reads, and the map as HTML

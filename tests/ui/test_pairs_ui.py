@@ -42,8 +42,11 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     page.goto(app_url)
     page.get_by_role("tab", name="Pairs").click()
     # the page-load note names the default pair; "Compare with" defaults to toy:negclip (toy:clip's fix)
-    page.wait_for_function("() => { const t = document.querySelector('#bl-pairs-summary').innerText;"
-                           " return t.includes('toy:clip') && t.includes('toy:negclip'); }", timeout=120_000)
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#bl-pairs-summary').innerText;"
+        " return t.includes('toy:clip') && t.includes('toy:negclip'); }",
+        timeout=120_000,
+    )
     assert page.input_value("#bl-pairs-compare input") == "toy:negclip"
     # before any scoring no table stands empty (an empty Dataframe shows only a placeholder header, "1 2 3")
     assert not page.locator("#bl-pairs-compare-table").is_visible()
@@ -80,8 +83,9 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     page.wait_for_selector("#bl-pairs-chart .ytick text", timeout=60_000)
     ticks = page.locator("#bl-pairs-chart .ytick text")
     top_down = sorted((ticks.nth(i).bounding_box()["y"], ticks.nth(i).text_content()) for i in range(ticks.count()))
-    assert [t for _, t in top_down] == [f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} ({n} pairs, n={3 * n})"
-                                        for t, n in counts.items()]
+    assert [t for _, t in top_down] == [
+        f"{'◆ ' if EDIT_ORIGIN[t] == 'composet' else ''}{t} ({n} pairs, n={3 * n})" for t, n in counts.items()
+    ]
     chart = " ".join(page.locator("#bl-pairs-chart text").all_text_contents())
     if 0 in counts.values():
         assert "no pairs (missing)" in chart  # an edit type without pairs says so
@@ -98,8 +102,9 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
 
     # the same click scored toy:negclip too: both models' I2T / T2I / Group per edit type side by side, each the
     # numbers the study computes for that model alone
-    page.wait_for_function("() => document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
-                           timeout=300_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')", timeout=300_000
+    )
     expected = study.compare_pairs(data, model, "toy:negclip", "all")
     first, second = expected.models
     # a score whose interval lies below chance is explained, in each model's summary, as the study words it
@@ -123,8 +128,9 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
 
     # filter by edit type, as a user would: every listed pair now has that edit type
     pick_option(page, "bl-pairs-edit-type", "modify_color")
-    page.wait_for_function("() => document.querySelector('#bl-pairs-matrix').innerText.includes('modify_color')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-pairs-matrix').innerText.includes('modify_color')", timeout=60_000
+    )
     n = int(re.search(r"(\d+) pairs match", page.inner_text("#bl-pairs-count")).group(1))
     assert 0 < n < 30
     # the foil caption differs from the base caption (one edit), both visible
@@ -136,9 +142,11 @@ def test_pairs_tab_from_scoring_to_compare_filters_and_errors(app_url, page, pai
     # "Compare with" none: one model only, the comparison is gone
     set_dropdown(page, "bl-pairs-compare", "none")
     page.click("#bl-pairs-score-btn")
-    page.wait_for_function("() => !document.querySelector('#bl-pairs-compare-table') || "
-                           "!document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => !document.querySelector('#bl-pairs-compare-table') || "
+        "!document.querySelector('#bl-pairs-compare-table').innerText.includes('overall')",
+        timeout=120_000,
+    )
     assert "Group" in page.inner_text("#bl-pairs-summary")
     assert not page.locator("#bl-pairs-compare-table").is_visible()  # hidden, not an empty "1 2 3" table
     assert page.locator("#bl-pairs-edit-table").is_visible()

@@ -34,8 +34,7 @@ def public_url(tmp_path_factory, default_scores_cached):
 
 
 def _summary_says(page, text: str) -> None:
-    page.wait_for_function(f"() => document.querySelector('#bl-summary').innerText.includes({text!r})",
-                           timeout=180_000)
+    page.wait_for_function(f"() => document.querySelector('#bl-summary').innerText.includes({text!r})", timeout=180_000)
 
 
 def test_a_visitor_scores_an_offered_set_and_an_upload_by_opaque_values(public_url, page, tmp_path):
@@ -53,8 +52,9 @@ def test_a_visitor_scores_an_offered_set_and_an_upload_by_opaque_values(public_u
     # an upload becomes the chosen value (by its label on the page, an upload:<token> value underneath)
     src = write_benchmark(tmp_path / "up", generate_saber(per_size=1, sizes=[2, 3, 4], seed=3), {"seed": 3})
     page.set_input_files("#bl-data-upload input[type=file]", str(src))
-    page.wait_for_function("() => document.querySelector('#bl-data input').value.startsWith('uploaded: ')",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-data input').value.startsWith('uploaded: ')", timeout=120_000
+    )
     page.click("#bl-score-btn")
     _summary_says(page, "3 questions")
     assert str(home) not in page.content() and os.path.realpath(home) not in page.content()
@@ -65,21 +65,36 @@ def test_a_visitor_scores_an_offered_set_and_an_upload_by_opaque_values(public_u
 
     from tests.cli_run import run
 
-    run("generate", "saber", "--out", tmp_path / "img", "--per-size", "1", "--sizes", "2-3", "--images", "--size",
-        "32", "--workers", "1")
+    run(
+        "generate",
+        "saber",
+        "--out",
+        tmp_path / "img",
+        "--per-size",
+        "1",
+        "--sizes",
+        "2-3",
+        "--images",
+        "--size",
+        "32",
+        "--workers",
+        "1",
+    )
     archive = tmp_path / "img-set.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         for f in sorted((tmp_path / "img").rglob("*")):
             if f.is_file():
                 zf.write(f, f"img-set/{f.relative_to(tmp_path / 'img').as_posix()}")
     page.set_input_files("#bl-data-upload input[type=file]", str(archive))
-    page.wait_for_function("() => document.querySelector('#bl-data input').value === 'uploaded: mcq.jsonl + 10 "
-                           "images'", timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-data input').value === 'uploaded: mcq.jsonl + 10 images'", timeout=120_000
+    )
     pick_option(page, "bl-model", "toy:clip")
     page.click("#bl-pairing label:has-text('ti')")
     _summary_says(page, "pairing ti")
     page.wait_for_function(
         "() => { const imgs = document.querySelectorAll('#bl-images img');"
         " return imgs.length === 5 && Array.from(imgs).every(i => i.complete && i.naturalWidth > 0); }",
-        timeout=60_000)
+        timeout=60_000,
+    )
     assert "2 questions" in page.inner_text("#bl-summary") and str(home) not in page.content()

@@ -112,8 +112,9 @@ def test_an_uploaded_mcq_with_hostile_image_fields_is_refused_without_reading_th
     stored = datasets.store_upload(str(src), "mcq", "session-a")
     assert datasets.session_uploads("session-a") in stored.parents and stored.read_bytes() == src.read_bytes()
     for pairing in ("tt", "ti", "it", "ii"):
-        msg = _error(browse.score, str(stored), "bow" if pairing == "tt" else "toy:clip", pairing, "all", "all",
-                     "all", 8)
+        msg = _error(
+            browse.score, str(stored), "bow" if pairing == "tt" else "toy:clip", pairing, "all", "all", "all", 8
+        )
         assert "outside the data file's folder" in msg, msg
         assert "root:" not in msg and "[core]" not in msg
     msg = _error(embedding_map.make_map, str(stored), "toy:clip", [], 20, 0, "role", "pca")
@@ -191,8 +192,7 @@ def public_app(tmp_path_factory, default_scores_cached):
     # a set under $BINDLAB_HOME before the start: the page offers it (by an opaque value, never its path)
     write_benchmark(home / "sets" / "tiny", generate_saber(per_size=2, sizes=[2, 3], seed=0), {"seed": 0})
     seed_embedding_cache(home)
-    env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": "",
-           "BINDLAB_MAX_UPLOAD_MB": "2"}
+    env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": "", "BINDLAB_MAX_UPLOAD_MB": "2"}
     start_s = float(os.environ.get("BINDLAB_TEST_APP_START_S", "180"))
     with running_app(env=env, timeout_s=start_s, log=ROOT / ".app-public-test.log") as (url, _, _):
         yield url, home
@@ -222,12 +222,21 @@ def _get(url: str) -> tuple[int, bytes]:
 def test_file_routes_never_serve_server_files(public_app):
     url, home = public_app
     (home / "secret.txt").write_text(SECRET)
-    for target in ["/etc/passwd", str(ROOT / ".git" / "config"), str(ROOT / "app.py"), str(home / "secret.txt"),
-                   "../../../../etc/passwd"]:
+    for target in [
+        "/etc/passwd",
+        str(ROOT / ".git" / "config"),
+        str(ROOT / "app.py"),
+        str(home / "secret.txt"),
+        "../../../../etc/passwd",
+    ]:
         for route in ("/gradio_api/file=", "/file="):
             status, body = _get(url + route + urllib.parse.quote(target))
-            assert status >= 400 or (b"root:" not in body and b"[core]" not in body and SECRET.encode() not in body
-                                     and b"build_app" not in body), (route, target, status)
+            assert status >= 400 or (
+                b"root:" not in body
+                and b"[core]" not in body
+                and SECRET.encode() not in body
+                and b"build_app" not in body
+            ), (route, target, status)
 
 
 def test_hostile_upload_free_paths_and_sessions_through_the_api(public_app, tmp_path):
@@ -274,7 +283,7 @@ def test_the_page_config_and_api_description_name_no_server_path(public_app):
     _, info = _get(url + "/gradio_api/info")
     for name, text in (("/config", body.decode()), ("view_api", api), ("/gradio_api/info", info.decode())):
         for path in _server_paths(home):
-            assert path not in text, (name, path, text[max(0, text.find(path) - 200):text.find(path) + 100])
+            assert path not in text, (name, path, text[max(0, text.find(path) - 200) : text.find(path) + 100])
     config = json.loads(body)
     data = next(c["props"] for c in config["components"] if c.get("props", {}).get("elem_id") == "bl-data")
     values = [v for _, v in data["choices"]]
@@ -285,13 +294,15 @@ def test_the_page_config_and_api_description_name_no_server_path(public_app):
 def test_scoring_with_an_opaque_data_value_works_through_the_api(public_app):
     url, home = public_app
     client = _client(url)
-    out = client.predict(f"set:{home.name}/sets/tiny/mcq.jsonl", "bow", "tt", "all", "all", "all", 8,
-                         api_name="/browse_score")
+    out = client.predict(
+        f"set:{home.name}/sets/tiny/mcq.jsonl", "bow", "tt", "all", "all", "all", 8, api_name="/browse_score"
+    )
     text = json.dumps(out, default=str)
     assert "4 questions" in text and "accuracy" in text, text[:600]
     # the set's own server path is no value the input takes
-    msg = _api_error(client, str(home / "sets" / "tiny" / "mcq.jsonl"), "bow", "tt", "all", "all", "all", 8,
-                     api_name="/browse_score")
+    msg = _api_error(
+        client, str(home / "sets" / "tiny" / "mcq.jsonl"), "bow", "tt", "all", "all", "all", 8, api_name="/browse_score"
+    )
     assert "not one offered here" in msg and str(home) not in msg
 
 
@@ -334,8 +345,9 @@ def test_a_visitors_job_survives_a_page_reload(public_app, browser):
         job = page.inner_text("#ft-message").split("job ")[1].split(";")[0].strip()
         page.reload()
         page.get_by_role("tab", name="Finetune").click(timeout=180_000)
-        page.wait_for_function("(job) => (document.querySelector('#ft-jobs') || {}).innerText?.includes(job)",
-                               arg=job, timeout=120_000)  # the reloaded page lists the job as its own
+        page.wait_for_function(
+            "(job) => (document.querySelector('#ft-jobs') || {}).innerText?.includes(job)", arg=job, timeout=120_000
+        )  # the reloaded page lists the job as its own
         _cancel_as_admin(home, job)  # its training is not what is tested: free the CPU for the stranger's page
         stranger = other.new_page()
         stranger.goto(url, timeout=120_000)

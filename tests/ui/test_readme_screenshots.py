@@ -17,8 +17,9 @@ def test_compare_on_the_embedded_defaults(app_url, page):
     page.wait_for_selector("#cmp-run", state="visible")
     page.locator("#cmp-suite label", has_text="retrieval mAP").click()  # MCQ and Pairs: both charts drawn
     page.click("#cmp-run")
-    page.wait_for_function("() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')",
-                           timeout=1_200_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#cmp-leaderboard') || {}).innerText?.includes('95% CI')", timeout=1_200_000
+    )
     board = page.inner_text("#cmp-leaderboard")
     assert all(m in board for m in ("bow", "minilm", "toy:clip", "toy:shared")) and "Group" in board
     page.wait_for_selector("#cmp-by-edit .js-plotly-plot .bars", timeout=120_000)

@@ -19,12 +19,14 @@ def test_two_sessions_do_not_affect_each_other(app_url, browser):
             page.wait_for_selector("#bl-question-html .bl-card", timeout=300_000)
         # A picks a two-object question; B switches to the bag-of-words model and re-scores.
         pick_option(a, "bl-question", "n02-ind-005")
-        a.wait_for_function("() => document.querySelector('#bl-question-html').innerText.includes('n02-ind-005')",
-                            timeout=60_000)
+        a.wait_for_function(
+            "() => document.querySelector('#bl-question-html').innerText.includes('n02-ind-005')", timeout=60_000
+        )
         set_dropdown(b, "bl-model", "bow")
         b.click("#bl-score-btn")
-        b.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('bow:words')",
-                            timeout=60_000)
+        b.wait_for_function(
+            "() => document.querySelector('#bl-summary').innerText.includes('bow:words')", timeout=60_000
+        )
         # A still shows its own question with MiniLM's scores; B shows bag-of-words scores for the first question.
         assert "n02-ind-005" in a.inner_text("#bl-question-html")
         assert "MiniLM" in a.inner_text("#bl-summary")

@@ -16,12 +16,15 @@ from bindlab.ui.share import Link, build_query, build_url, parse_query
 
 
 # --- the address: build and read ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("link", [
-    Link("browse", "minilm", pairing="tt", question="n02-ind-003"),
-    Link("browse", "toy:clip", pairing="ti"),
-    Link("grounding", "toy:clip", factor="pattern", value="striped", alpha=1.25),
-    Link("grounding", "toy:negclip", factor="hue"),
-])
+@pytest.mark.parametrize(
+    "link",
+    [
+        Link("browse", "minilm", pairing="tt", question="n02-ind-003"),
+        Link("browse", "toy:clip", pairing="ti"),
+        Link("grounding", "toy:clip", factor="pattern", value="striped", alpha=1.25),
+        Link("grounding", "toy:negclip", factor="hue"),
+    ],
+)
 def test_a_link_reads_back_as_it_was_written(link):
     url = build_url("http://host:7860/", link)
     assert url.startswith("http://host:7860/?tab=")
@@ -29,10 +32,14 @@ def test_a_link_reads_back_as_it_was_written(link):
 
 
 def test_the_address_names_the_view_in_plain_parameters():
-    assert build_url("http://host:7860", Link("browse", "minilm", question="n02-ind-003")) == \
-        "http://host:7860/?tab=browse&model=minilm&pairing=tt&q=n02-ind-003"
-    assert build_query(Link("grounding", "toy:clip", value="striped", alpha=1.25)) == \
-        "?tab=grounding&model=toy:clip&factor=pattern&value=striped&alpha=1.25"
+    assert (
+        build_url("http://host:7860", Link("browse", "minilm", question="n02-ind-003"))
+        == "http://host:7860/?tab=browse&model=minilm&pairing=tt&q=n02-ind-003"
+    )
+    assert (
+        build_query(Link("grounding", "toy:clip", value="striped", alpha=1.25))
+        == "?tab=grounding&model=toy:clip&factor=pattern&value=striped&alpha=1.25"
+    )
 
 
 def test_no_link_in_an_address_without_one_gradios_own_parameters_ignored():
@@ -43,7 +50,7 @@ def test_no_link_in_an_address_without_one_gradios_own_parameters_ignored():
 
 def test_a_page_address_that_is_not_plain_http_gives_a_relative_link():
     link = Link("browse", "bow")
-    for base in ("javascript:alert(1)", "http://x/\"><script>", "file:///etc/passwd", "", None, "h" * 600):
+    for base in ("javascript:alert(1)", 'http://x/"><script>', "file:///etc/passwd", "", None, "h" * 600):
         assert build_url(base, link) == "?tab=browse&model=bow&pairing=tt"
     assert build_url("https://me.hf.space/app?x=1#y", link) == "https://me.hf.space/app?tab=browse&model=bow&pairing=tt"
 
@@ -54,34 +61,37 @@ def test_alpha_snaps_to_the_slider_step():
 
 
 # --- hostile links: refused, the parameter named ------------------------------------------------------------------------
-@pytest.mark.parametrize("query, named", [
-    ("?tab=admin&model=bow", "tab"),
-    ("?model=bow", "tab"),
-    ("?tab=browse&model=nope:model", "model"),
-    ("?tab=browse&model=st:/etc", "model"),
-    ("?tab=browse&model=hf:~/secret-model", "model"),
-    ("?tab=browse&model=open_clip:local-dir:/tmp/x", "model"),
-    ("?tab=browse&model=", "model"),
-    ("?tab=browse&model=bow&data=../../etc/passwd", "data"),
-    ("?tab=browse&model=bow&data=/etc/passwd", "data"),
-    ("?tab=browse&model=bow&data=set:../../etc", "data"),
-    ("?tab=browse&model=bow&data=upload:0123456789abcdef", "data"),
-    ("?tab=browse&model=bow&pairing=xx", "pairing"),
-    ("?tab=browse&model=bow&q=" + "a" * 201, "q"),
-    ("?tab=browse&model=bow&q=a%00b", "q"),
-    ("?tab=browse&model=bow&alpha=1", "alpha"),
-    ("?tab=browse&model=bow&model=minilm", "model"),
-    ("?tab=grounding&model=toy:clip&factor=colour", "factor"),
-    ("?tab=grounding&model=toy:clip&alpha=nan", "alpha"),
-    ("?tab=grounding&model=toy:clip&alpha=inf", "alpha"),
-    ("?tab=grounding&model=toy:clip&alpha=-inf", "alpha"),
-    ("?tab=grounding&model=toy:clip&alpha=1e308", "alpha"),
-    ("?tab=grounding&model=toy:clip&alpha=8.5", "alpha"),
-    ("?tab=grounding&model=toy:clip&alpha=-0.5", "alpha"),
-    ("?tab=grounding&model=toy:clip&alpha=abc", "alpha"),
-    ("?tab=grounding&model=toy:clip&value=" + "v" * 300, "value"),
-    ("?tab=grounding&model=toy:clip&q=x", "q"),
-])
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ("?tab=admin&model=bow", "tab"),
+        ("?model=bow", "tab"),
+        ("?tab=browse&model=nope:model", "model"),
+        ("?tab=browse&model=st:/etc", "model"),
+        ("?tab=browse&model=hf:~/secret-model", "model"),
+        ("?tab=browse&model=open_clip:local-dir:/tmp/x", "model"),
+        ("?tab=browse&model=", "model"),
+        ("?tab=browse&model=bow&data=../../etc/passwd", "data"),
+        ("?tab=browse&model=bow&data=/etc/passwd", "data"),
+        ("?tab=browse&model=bow&data=set:../../etc", "data"),
+        ("?tab=browse&model=bow&data=upload:0123456789abcdef", "data"),
+        ("?tab=browse&model=bow&pairing=xx", "pairing"),
+        ("?tab=browse&model=bow&q=" + "a" * 201, "q"),
+        ("?tab=browse&model=bow&q=a%00b", "q"),
+        ("?tab=browse&model=bow&alpha=1", "alpha"),
+        ("?tab=browse&model=bow&model=minilm", "model"),
+        ("?tab=grounding&model=toy:clip&factor=colour", "factor"),
+        ("?tab=grounding&model=toy:clip&alpha=nan", "alpha"),
+        ("?tab=grounding&model=toy:clip&alpha=inf", "alpha"),
+        ("?tab=grounding&model=toy:clip&alpha=-inf", "alpha"),
+        ("?tab=grounding&model=toy:clip&alpha=1e308", "alpha"),
+        ("?tab=grounding&model=toy:clip&alpha=8.5", "alpha"),
+        ("?tab=grounding&model=toy:clip&alpha=-0.5", "alpha"),
+        ("?tab=grounding&model=toy:clip&alpha=abc", "alpha"),
+        ("?tab=grounding&model=toy:clip&value=" + "v" * 300, "value"),
+        ("?tab=grounding&model=toy:clip&q=x", "q"),
+    ],
+)
 def test_a_hostile_parameter_is_refused_and_named(query, named):
     with pytest.raises(ValueError) as e:
         parse_query(query)
@@ -137,8 +147,11 @@ def test_the_data_a_link_may_carry(tmp_path, monkeypatch):
 # --- in a browser -------------------------------------------------------------------------------------------------------
 def _share_link(page, prefix: str) -> str:
     page.click(f"#{prefix}-share-btn")
-    page.wait_for_function(f"() => document.querySelector('#{prefix}-share-link textarea, #{prefix}-share-link input')"
-                           "?.value.includes('tab=')", timeout=60_000)
+    page.wait_for_function(
+        f"() => document.querySelector('#{prefix}-share-link textarea, #{prefix}-share-link input')"
+        "?.value.includes('tab=')",
+        timeout=60_000,
+    )
     return page.input_value(f"#{prefix}-share-link textarea, #{prefix}-share-link input")
 
 
@@ -149,8 +162,9 @@ def test_browse_link_reopens_the_same_question(app_url, page, browser):
     page.goto(app_url)
     page.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
     pick_option(page, "bl-question", "n02-ind-003")
-    page.wait_for_function("() => document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-question-html').innerText.includes('n02-ind-003')", timeout=60_000
+    )
     url = _share_link(page, "bl")
     assert url.startswith(app_url.rstrip("/")) and "tab=browse" in url and "q=n02-ind-003" in url, url
     # the card beside it: the question shown, as PNG and SVG downloads
@@ -161,8 +175,9 @@ def test_browse_link_reopens_the_same_question(app_url, page, browser):
     fresh = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
     try:
         fresh.goto(url)
-        fresh.wait_for_function("() => document.querySelector('#bl-question-html')?.innerText.includes('n02-ind-003')",
-                                timeout=180_000)
+        fresh.wait_for_function(
+            "() => document.querySelector('#bl-question-html')?.innerText.includes('n02-ind-003')", timeout=180_000
+        )
         assert fresh.input_value("#bl-question input") == "n02-ind-003"
         assert fresh.input_value("#bl-model input") == "minilm"
         no_error_toast(fresh)
@@ -170,8 +185,9 @@ def test_browse_link_reopens_the_same_question(app_url, page, browser):
         # a crafted link: the default view, one sentence on why, no toast
         fresh.goto(app_url.rstrip("/") + "/?tab=browse&model=st:/etc&q=%3Cb%3Ex%3C/b%3E")
         fresh.wait_for_selector("#bl-question-html .bl-card", timeout=180_000)
-        fresh.wait_for_function("() => document.querySelector('#bl-link-note')?.innerText.includes('could not be')",
-                                timeout=60_000)
+        fresh.wait_for_function(
+            "() => document.querySelector('#bl-link-note')?.innerText.includes('could not be')", timeout=60_000
+        )
         assert "n02-ind-000" in fresh.inner_text("#bl-question-html")
         no_error_toast(fresh)
     finally:

@@ -33,8 +33,18 @@ def test_readme_front_matter_is_a_gradio_space_config():
     import gradio
 
     meta, body = _front_matter()
-    for key in ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "python_version", "app_file",
-                "pinned", "short_description"):
+    for key in (
+        "title",
+        "emoji",
+        "colorFrom",
+        "colorTo",
+        "sdk",
+        "sdk_version",
+        "python_version",
+        "app_file",
+        "pinned",
+        "short_description",
+    ):
         assert key in meta, key
     assert meta["sdk"] == "gradio" and meta["sdk_version"] == gradio.__version__
     assert (ROOT / meta["app_file"]).is_file() and meta["app_file"] == "app.py"
@@ -45,8 +55,9 @@ def test_readme_front_matter_is_a_gradio_space_config():
     lines = [ln for ln in body.splitlines() if ln.strip()]
     assert lines[0].startswith("# ") and lines[1] == "```bash"
     assert "python -m venv .venv && . .venv/bin/activate && pip install -e . && python app.py" in lines[2]
-    assert ('python -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && ruff check . && '
-            "python -m pytest") in lines[3] and lines[4] == "```"
+    assert (
+        'python -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && ruff check . && python -m pytest'
+    ) in lines[3] and lines[4] == "```"
     assert lines[3].split("#")[0].strip() == ci_test_command()  # the README's test command is what CI runs
     assert "docs/deploy.md" in body and (ROOT / "docs" / "deploy.md").is_file()
 
@@ -56,8 +67,9 @@ def _run_py(code: str, env: dict[str, str] | None = None, pythonpath: str | None
     env = {**os.environ, **(env or {})}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -65,7 +77,8 @@ def _run_py(code: str, env: dict[str, str] | None = None, pythonpath: str | None
 def test_importing_the_app_loads_no_model_code_and_changes_nothing_off_zerogpu():
     """As on a laptop or an ordinary Space (``spaces`` installed or not, no ZeroGPU): no model code imported, and
     the GPU decorator hands callbacks back unchanged."""
-    out = _run_py("""
+    out = _run_py(
+        """
         import json, sys
         import bindlab.ui.app
         from bindlab.ui import browse, gpu
@@ -75,7 +88,9 @@ def test_importing_the_app_loads_no_model_code_and_changes_nothing_off_zerogpu()
             return x
         print(json.dumps({"heavy": sorted(m for m in heavy if m in sys.modules), "same": gpu.gpu_task(45)(f) is f,
                           "zerogpu": hasattr(browse.score, "zerogpu")}))
-    """, env={"SPACES_ZERO_GPU": ""})
+    """,
+        env={"SPACES_ZERO_GPU": ""},
+    )
     assert out == {"heavy": [], "same": True, "zerogpu": False}
 
 
@@ -90,13 +105,18 @@ def test_gpu_task_is_the_identity_without_spaces():
                           "score": browse.score.__name__, "zerogpu": hasattr(browse.score, "zerogpu"),
                           "queue": gpu.GPU_QUEUE}))
     """)
-    assert out == {"same": True, "spaces": False, "score": "score", "zerogpu": False,
-                   "queue": {"concurrency_id": "gpu", "concurrency_limit": 1}}
+    assert out == {
+        "same": True,
+        "spaces": False,
+        "score": "score",
+        "zerogpu": False,
+        "queue": {"concurrency_id": "gpu", "concurrency_limit": 1},
+    }
 
 
 # With the real `spaces` package in ZeroGPU mode (it decorates without contacting its device API); where it is not
 # installed, a stand-in module with the same decorator signature (GPU(task=None, *, duration=None)) is used.
-SPACES_STANDIN = '''
+SPACES_STANDIN = """
 import functools
 
 def GPU(task=None, *, duration=None, size=None):
@@ -108,7 +128,7 @@ def GPU(task=None, *, duration=None, size=None):
     wrapper.zerogpu = None
     wrapper.duration = duration
     return wrapper
-'''
+"""
 
 
 def test_gpu_task_applies_spaces_gpu_when_spaces_is_installed(tmp_path):
@@ -119,7 +139,8 @@ def test_gpu_task_applies_spaces_gpu_when_spaces_is_installed(tmp_path):
     except ImportError:
         (tmp_path / "spaces.py").write_text(SPACES_STANDIN)
         pythonpath, real = str(tmp_path), False
-    out = _run_py("""
+    out = _run_py(
+        """
         import json
         import gradio  # as in the app: gradio first, then spaces through bindlab.ui.gpu
         from bindlab.ui import attention, browse, gpu
@@ -130,7 +151,10 @@ def test_gpu_task_applies_spaces_gpu_when_spaces_is_installed(tmp_path):
         print(json.dumps({"wrapped": g is not f, "inner": getattr(g, "__wrapped__", None) is f,
                           "zerogpu": hasattr(g, "zerogpu"), "score": hasattr(browse.score, "zerogpu"),
                           "caption": hasattr(attention.show_caption, "zerogpu"), "name": browse.score.__name__}))
-    """, env={"SPACES_ZERO_GPU": "true", "SPACES_ZERO_DEVICE_API_URL": "http://127.0.0.1:9"}, pythonpath=pythonpath)
+    """,
+        env={"SPACES_ZERO_GPU": "true", "SPACES_ZERO_DEVICE_API_URL": "http://127.0.0.1:9"},
+        pythonpath=pythonpath,
+    )
     assert out["wrapped"] and out["inner"] and out["zerogpu"] and out["score"] and out["caption"], (real, out)
     assert out["name"] == "score"
 
@@ -177,16 +201,27 @@ def space_app(tmp_path_factory):
     from bindlab.bench_browser import running_app
 
     home = tmp_path_factory.mktemp("space-home")
-    env = {"BINDLAB_MAX_UPLOAD_MB": "1", "BINDLAB_HOME": str(home), "BINDLAB_UPLOAD_QUOTA_MB": "2",
-           "BINDLAB_UPLOAD_SPACE_MB": "5", "GRADIO_TEMP_DIR": str(home / "gradio-tmp")}
+    env = {
+        "BINDLAB_MAX_UPLOAD_MB": "1",
+        "BINDLAB_HOME": str(home),
+        "BINDLAB_UPLOAD_QUOTA_MB": "2",
+        "BINDLAB_UPLOAD_SPACE_MB": "5",
+        "GRADIO_TEMP_DIR": str(home / "gradio-tmp"),
+    }
     with running_app(env, timeout_s=180, log=home / "app.log") as (url, _, _):
         yield url
 
 
 def _upload(url: str, size: int, address: str | None = None) -> tuple[int, str]:
     boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"data.jsonl\"\r\n"
-            f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"x" * size + f"\r\n--{boundary}--\r\n".encode()
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="data.jsonl"\r\n'
+            f"Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + b"x" * size
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
     if address:
         headers["X-Forwarded-For"] = address  # as a Space's proxy sets it
@@ -268,5 +303,6 @@ def ci_test_command() -> str:
 
     script = (ROOT / ".ci" / "run").read_text()
     line = next(ln for ln in script.splitlines() if ln.startswith("cmd=$("))
-    return subprocess.run(["bash", "-c", f"cd {ROOT} && {line} && printf %s \"$cmd\""], capture_output=True,
-                          text=True, check=True).stdout
+    return subprocess.run(
+        ["bash", "-c", f'cd {ROOT} && {line} && printf %s "$cmd"'], capture_output=True, text=True, check=True
+    ).stdout

@@ -16,11 +16,14 @@ def test_text_parameters_are_found_from_the_annotations():
     assert _text_params(cb) == {"data": 0, "model": 1, "pairing": 3}
 
 
-@pytest.mark.parametrize(("callback", "args"), [
-    (browse.score, ("", 123, "tt", "all", "all", "all", 5)),
-    (pairs.score, ("", 7.5, "all")),
-    (attention.analyse_text, ("minilm", "later_to_earlier", ["a", "list"], "red:cube", 0)),
-])
+@pytest.mark.parametrize(
+    ("callback", "args"),
+    [
+        (browse.score, ("", 123, "tt", "all", "all", "all", 5)),
+        (pairs.score, ("", 7.5, "all")),
+        (attention.analyse_text, ("minilm", "later_to_earlier", ["a", "list"], "red:cube", 0)),
+    ],
+)
 def test_a_number_where_text_belongs_is_refused_in_one_sentence(callback, args):
     with pytest.raises(gr.Error) as e:
         callback(*args)

@@ -109,10 +109,15 @@ def test_steps_1_and_4_their_download_and_the_messages_for_bad_entries(app_url, 
     _open(page, app_url)  # the same address again: a reload
     assert page.locator("#wt-objects-small").count() == 0
     (tmp_path / "reloaded").mkdir()
-    path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path / "reloaded",
-                                  main=True)
-    assert names == {"walkthrough_step1_bow.csv", "walkthrough_step4_small_vs_large.csv",
-                     "walkthrough_step4_accuracy_by_n.html", "provenance.json", "README.txt", "walkthrough_all.zip"}
+    path, names = download_export(page, "wt", "walkthrough_step4_small_vs_large.csv", tmp_path / "reloaded", main=True)
+    assert names == {
+        "walkthrough_step1_bow.csv",
+        "walkthrough_step4_small_vs_large.csv",
+        "walkthrough_step4_accuracy_by_n.html",
+        "provenance.json",
+        "README.txt",
+        "walkthrough_all.zip",
+    }
     groups = pd.read_csv(path).set_index("group")
     assert f"{groups.loc['large', 'accuracy']:.3f}" == f"{objects['large']['accuracy']:.3f}"
     readme = download_file(page, "wt", "README.txt", tmp_path / "reloaded").read_text()
@@ -121,9 +126,11 @@ def test_steps_1_and_4_their_download_and_the_messages_for_bad_entries(app_url, 
 
     # "Open the Browse tab" (step 1) switches tabs
     page.click("#wt-bow-open")
-    page.wait_for_function("() => [...document.querySelectorAll('[role=tab]')].some("
-                           "t => t.innerText.trim() === 'Browse' && t.getAttribute('aria-selected') === 'true')",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[role=tab]')].some("
+        "t => t.innerText.trim() === 'Browse' && t.getAttribute('aria-selected') === 'true')",
+        timeout=30_000,
+    )
 
 
 @pytest.mark.slow
@@ -146,8 +153,9 @@ def test_step3_failure_and_fix_shows_both_models_with_live_numbers(app_url, page
     page.evaluate(_WATCH_PROGRESS, "images")
     page.click("#wt-images-run")
     # Gradio's progress shows within a second of the click, then the step's own description and fraction
-    page.wait_for_function("() => '.progress-level' in window.__seen || document.querySelector('#wt-images-fix-ii')",
-                           timeout=1_200_000)
+    page.wait_for_function(
+        "() => '.progress-level' in window.__seen || document.querySelector('#wt-images-fix-ii')", timeout=1_200_000
+    )
     seen = page.evaluate("window.__seen")
     assert min(seen.values()) < 1000, seen
     page.wait_for_selector("#wt-images-fix-ii", timeout=1_200_000)
@@ -160,8 +168,9 @@ def test_step3_failure_and_fix_shows_both_models_with_live_numbers(app_url, page
         assert page.inner_text(f"{item} .wt-fix-before").strip() == f"{x['before']:.3f}"
         assert page.inner_text(f"{item} .wt-fix-after").strip() == f"{x['after']:.3f}"
     assert "toy:clip → toy:negclip" in page.inner_text("#wt-images-fix")
-    page.wait_for_function("() => document.querySelector('#wt-images-table').innerText.includes('toy:negclip')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#wt-images-table').innerText.includes('toy:negclip')", timeout=60_000
+    )
     table = page.inner_text("#wt-images-table")
     assert all(m in table for m in ("toy:clip", "toy:negclip", "toy:shared"))
     page.wait_for_selector("#wt-images-fig .js-plotly-plot", timeout=120_000)
@@ -221,14 +230,18 @@ def test_step5_slider_moves_in_the_page_with_no_request_and_lands_on_the_servers
     for i in range(1, 21):
         page.mouse.move(box["x"] + (0.05 + 0.03 * i) * box["width"], y)
         page.wait_for_timeout(30)
-    page.wait_for_function("(a) => document.querySelector('#wt-grounding-alpha').innerText.trim() !== a", arg=start,
-                           timeout=30_000)
+    page.wait_for_function(
+        "(a) => document.querySelector('#wt-grounding-alpha').innerText.trim() !== a", arg=start, timeout=30_000
+    )
     during = list(posts)
     page.mouse.up()
     assert during == [], during  # the drag asked nothing of the server
     alpha = float(page.locator("#wt-grounding-alpha-slider input[type=number]").input_value())
-    page.wait_for_function("(a) => document.querySelector('#wt-grounding-alpha').innerText.trim() === a",
-                           arg=f"{alpha:.2f}", timeout=30_000)
+    page.wait_for_function(
+        "(a) => document.querySelector('#wt-grounding-alpha').innerText.trim() === a",
+        arg=f"{alpha:.2f}",
+        timeout=30_000,
+    )
     value = page.input_value("#wt-grounding-value input")
     expected = grounding_md(wt.step_grounding(alpha=alpha, value=value))  # the same default grid and model
     for elem_id in ("wt-grounding-grounded", "wt-grounding-gain", "wt-grounding-map", "wt-grounding-margin"):
@@ -246,12 +259,15 @@ def test_step7_finetune_runs_in_the_background_and_shows_before_after(app_url, p
     page.wait_for_selector("#wt-ft-state", timeout=60_000)
     page.click("#wt-bow-run")  # the page stays usable while the job runs
     page.wait_for_selector("#wt-bow-acc", timeout=120_000)
-    page.wait_for_function("() => { const s = document.querySelector('#wt-ft-state');"
-                           " return s && s.innerText === 'done'; }", timeout=1_500_000)
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#wt-ft-state'); return s && s.innerText === 'done'; }",
+        timeout=1_500_000,
+    )
     drift = _text(page, "#wt-ft-drift", 1_200_000)
     assert float(drift) >= 0
-    page.wait_for_function("() => document.querySelector('#wt-ft-table').innerText.includes('image → image')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#wt-ft-table').innerText.includes('image → image')", timeout=60_000
+    )
     screenshot(page, "walkthrough-finetune")
     table = page.inner_text("#wt-ft-table")
     assert all(p in table for p in ("text → text", "text → image", "image → text", "image → image"))

@@ -62,8 +62,14 @@ def _grids(sets: Path) -> None:
     """``sets/grid``: a 24-image grid; ``sets/grid-bad``: the same with a pattern value that is a payload."""
     from bindlab.data.factors import FactorGridSpec, generate_grid
 
-    spec = FactorGridSpec(shapes=("cube", "sphere"), hues=("red", "blue"), patterns=("plain", "striped"),
-                          n_contexts=3, replicas=1, size=32)
+    spec = FactorGridSpec(
+        shapes=("cube", "sphere"),
+        hues=("red", "blue"),
+        patterns=("plain", "striped"),
+        n_contexts=3,
+        replicas=1,
+        size=32,
+    )
     generate_grid(sets / "grid", spec, workers=1)
     generate_grid(sets / "grid-bad", spec, workers=1)
     index = sets / "grid-bad" / "index.csv"
@@ -126,10 +132,12 @@ def test_hostile_data_and_ids_show_as_text_and_never_run(hostile_url, page, tmp_
     model = model_id(home, 15)
     set_dropdown(page, "bl-model", model)
     page.click("#bl-score-btn")
-    page.wait_for_function("() => document.querySelector('#bl-summary').innerText.includes('2 questions')",
-                           timeout=180_000)
-    page.wait_for_function(f"() => document.querySelector('#bl-question-html').innerText.includes({OCTAL!r})",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#bl-summary').innerText.includes('2 questions')", timeout=180_000
+    )
+    page.wait_for_function(
+        f"() => document.querySelector('#bl-question-html').innerText.includes({OCTAL!r})", timeout=60_000
+    )
     assert model in page.inner_text("#bl-summary")  # the typed characters, not an element
     card = page.inner_text("#bl-question-html")
     assert any(f"{p}-{k}" in card for k, p in enumerate([xss(1), '"><script>window.__xss=12</script>']))

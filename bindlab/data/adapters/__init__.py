@@ -49,8 +49,10 @@ def manifest_names() -> list[str]:
 def benchmark_refused() -> str:
     """The one message for a benchmark name that is not offered in public mode: it lists the valid names and quotes
     nothing of what was given (which may be a server path)."""
-    return (f"not a benchmark offered here: give one of the names {', '.join(manifest_names()) or '(none)'} "
-            "(a name, not a path)")
+    return (
+        f"not a benchmark offered here: give one of the names {', '.join(manifest_names()) or '(none)'} "
+        "(a name, not a path)"
+    )
 
 
 def check_benchmark_name(name: str) -> str:
@@ -80,8 +82,9 @@ def load_manifest(name_or_path: str) -> dict[str, Any]:
         if not (p.suffix == ".json" and p.exists()):
             p = manifests_dir() / f"{name_or_path}.json"
     if not p.exists():
-        raise DataError(f"unknown benchmark {name_or_path!r}; known: {sorted(list_manifests())} "
-                        "(or give a manifest .json path)")
+        raise DataError(
+            f"unknown benchmark {name_or_path!r}; known: {sorted(list_manifests())} (or give a manifest .json path)"
+        )
     m = load_json_bounded(p, dict, "manifest")
     if m.get("adapter") not in ADAPTERS:
         raise DataError(f"manifest {p}: adapter {m.get('adapter')!r} is not one of {sorted(ADAPTERS)}")
@@ -124,8 +127,14 @@ class Benchmark:
     manifest: dict[str, Any]
 
 
-def load_benchmark(name_or_path: str, data: str | None = None, split: str | None = None, limit: int = 0,
-                   images: str | None = None, source: str = "auto") -> Benchmark:
+def load_benchmark(
+    name_or_path: str,
+    data: str | None = None,
+    split: str | None = None,
+    limit: int = 0,
+    images: str | None = None,
+    source: str = "auto",
+) -> Benchmark:
     """Load a benchmark's items.
 
     Args:
@@ -158,8 +167,10 @@ def load_benchmark(name_or_path: str, data: str | None = None, split: str | None
     if source == "hub" or (source == "auto" and (path is None or not path.exists()) and not data):
         if not hub or not hasattr(mod, "load_hub"):
             where = f" (looked for {path})" if path and not public else ""
-            raise DataError(f"{m['name']}: no local copy found{where} and no hub loader for it; download the "
-                            f"published files ({m.get('url', 'see the manifest')}) and pass --data PATH")
+            raise DataError(
+                f"{m['name']}: no local copy found{where} and no hub loader for it; download the "
+                f"published files ({m.get('url', 'see the manifest')}) and pass --data PATH"
+            )
         from bindlab.config import home
 
         items = mod.load_hub(hub, home() / "hub_images" / m["name"], split, limit, images=images)
@@ -167,8 +178,10 @@ def load_benchmark(name_or_path: str, data: str | None = None, split: str | None
     else:
         if not path.exists():
             where = "" if public else f" {path}"
-            raise DataError(f"{m['name']}: local copy{where} not found; download the published files "
-                            f"({m.get('url', 'see the manifest')}) there or pass --data PATH")
+            raise DataError(
+                f"{m['name']}: local copy{where} not found; download the published files "
+                f"({m.get('url', 'see the manifest')}) there or pass --data PATH"
+            )
         if images is None and (m.get("source") or {}).get("images"):
             default = _public_local(local_path({"name": m["name"], "source": {"local": m["source"]["images"]}}))
             images = str(default) if default and default.is_dir() else None  # absent images: text-only use

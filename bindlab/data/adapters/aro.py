@@ -28,8 +28,9 @@ FIELDS = ("image_path", "bbox_x", "bbox_y", "bbox_w", "bbox_h", "true_caption", 
 MIN_COUNT = 25  # attribute pairs with fewer items are left out of the macro average (as the ARO code does)
 
 
-def load_local(path: Path, split: str | None = None, limit: int = 0, images: str | Path | None = None,
-               **_: Any) -> list[ChoiceItem]:
+def load_local(
+    path: Path, split: str | None = None, limit: int = 0, images: str | Path | None = None, **_: Any
+) -> list[ChoiceItem]:
     """Items from the folder holding ``visual_genome_attribution.json`` (and ``images/``), or the file itself."""
     file = path / "visual_genome_attribution.json" if path.is_dir() else path
     rows = read_json(file, "aro_vg_attribution")
@@ -43,17 +44,24 @@ def load_local(path: Path, split: str | None = None, limit: int = 0, images: str
         if not isinstance(attrs, list) or len(attrs) != 2:
             raise DataError(f"{file} item {k}: 'attributes' must be a list of two attribute words")
         x, y, w, h = (int(round(float(row[f"bbox_{c}"]))) for c in "xywh")
-        out.append(ChoiceItem(id=str(k), image=str(folder / row["image_path"]), positives=[row["true_caption"]],
-                              negative=row["false_caption"], group=f"{attrs[0]}_{attrs[1]}", box=(x, y, x + w, y + h),
-                              extra={"image_id": row.get("image_id")}))
+        out.append(
+            ChoiceItem(
+                id=str(k),
+                image=str(folder / row["image_path"]),
+                positives=[row["true_caption"]],
+                negative=row["false_caption"],
+                group=f"{attrs[0]}_{attrs[1]}",
+                box=(x, y, x + w, y + h),
+                extra={"image_id": row.get("image_id")},
+            )
+        )
     return out
 
 
 HUB_FIELDS = ("image", "true_caption", "false_caption")
 
 
-def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: int = 0, **_: Any
-             ) -> list[ChoiceItem]:
+def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: int = 0, **_: Any) -> list[ChoiceItem]:
     """Items from the hub repo's parquet files; images are written under ``cache/test``."""
     _, files = hub_files(hub, ("data/test-*.parquet",), "aro_vg_attribution")
     out = []
@@ -64,9 +72,17 @@ def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: 
         attrs = row.get("attributes")
         if not (isinstance(attrs, list) and len(attrs) == 2):
             attrs = swapped_words(row["true_caption"], row["false_caption"], where)
-        out.append(ChoiceItem(id=str(k), image=image, positives=[row["true_caption"]], negative=row["false_caption"],
-                              group=f"{attrs[0]}_{attrs[1]}", box=_box(row.get("bbox"), image, where),
-                              extra={"image_id": row.get("image_id")}))
+        out.append(
+            ChoiceItem(
+                id=str(k),
+                image=image,
+                positives=[row["true_caption"]],
+                negative=row["false_caption"],
+                group=f"{attrs[0]}_{attrs[1]}",
+                box=_box(row.get("bbox"), image, where),
+                extra={"image_id": row.get("image_id")},
+            )
+        )
     return out
 
 
@@ -75,8 +91,10 @@ def swapped_words(true: str, false: str, where: str) -> tuple[str, str]:
     t, f = true.split(), false.split()
     diff = [i for i, (a, b) in enumerate(zip(t, f, strict=True)) if a != b] if len(t) == len(f) else []
     if len(diff) != 2 or t[diff[0]] != f[diff[1]] or t[diff[1]] != f[diff[0]]:
-        raise DataError(f"{where}: no 'attributes' and the captions do not differ by one swapped pair of words "
-                        f"({true!r} vs {false!r})")
+        raise DataError(
+            f"{where}: no 'attributes' and the captions do not differ by one swapped pair of words "
+            f"({true!r} vs {false!r})"
+        )
     return t[diff[0]], t[diff[1]]
 
 

@@ -38,8 +38,9 @@ def _image(folder: Path | None, value: Any, where: str, images: Path | None = No
     return str(p)
 
 
-def from_rows(rows: Iterable[dict[str, Any]], folder: Path | None, where: str,
-              images: Path | None = None) -> list[PairItem]:
+def from_rows(
+    rows: Iterable[dict[str, Any]], folder: Path | None, where: str, images: Path | None = None
+) -> list[PairItem]:
     """2x2 items from ColorSwap rows; image cells are paths (relative to ``folder``) or, from parquet, bytes
     that are written once under ``images``."""
     out = []
@@ -47,11 +48,17 @@ def from_rows(rows: Iterable[dict[str, Any]], folder: Path | None, where: str,
         w = f"{where} item {k}"
         require(row, FIELDS, w)
         src = str(row.get("image_source") or "colorswap")
-        out.append(PairItem(
-            id=str(row["id"]), scene_id=str(row["id"]), edit_type="swap_color", edit_category=src,
-            base=PairSide(_image(folder, row["image_1"], w, images, f"{row['id']}_1"), {"short": row["caption_1"]}),
-            foil=PairSide(_image(folder, row["image_2"], w, images, f"{row['id']}_2"), {"short": row["caption_2"]}),
-            extra={"image_source": row.get("image_source"), "caption_source": row.get("caption_source")}))
+        out.append(
+            PairItem(
+                id=str(row["id"]),
+                scene_id=str(row["id"]),
+                edit_type="swap_color",
+                edit_category=src,
+                base=PairSide(_image(folder, row["image_1"], w, images, f"{row['id']}_1"), {"short": row["caption_1"]}),
+                foil=PairSide(_image(folder, row["image_2"], w, images, f"{row['id']}_2"), {"short": row["caption_2"]}),
+                extra={"image_source": row.get("image_source"), "caption_source": row.get("caption_source")},
+            )
+        )
     return out
 
 
@@ -62,7 +69,9 @@ def load_local(path: Path, split: str | None = None, limit: int = 0, **_: Any) -
         return _from_parquet(path if path.is_file() else None, path, split, limit)
     file = path
     if path.is_dir():
-        found = [path / n for n in ("test.jsonl", "test.json", "colorswap.jsonl", "colorswap.json") if (path / n).exists()]
+        found = [
+            path / n for n in ("test.jsonl", "test.json", "colorswap.jsonl", "colorswap.json") if (path / n).exists()
+        ]
         if not found:
             raise DataError(f"colorswap: no *.parquet, test.jsonl or test.json in {path}")
         file = found[0]
@@ -70,8 +79,9 @@ def load_local(path: Path, split: str | None = None, limit: int = 0, **_: Any) -
     return from_rows(rows[:limit] if limit else rows, file.parent, str(file))
 
 
-def _from_parquet(file: Path | None, root: Path, split: str | None, limit: int,
-                  images: Path | None = None) -> list[PairItem]:
+def _from_parquet(
+    file: Path | None, root: Path, split: str | None, limit: int, images: Path | None = None
+) -> list[PairItem]:
     files = [file] if file else split_files(matching(root, PARQUET), split or "test")
     if not files[0].exists():
         raise DataError(f"colorswap: {files[0]} not found")

@@ -25,12 +25,20 @@ PARQUET_BRANCH = "refs/convert/parquet"  # the hub's automatic parquet export of
 
 
 def _local_hint(name: str) -> str:
-    return (f"use a local copy instead: download the published files (see bindlab/data_manifests/{name}.json) and pass "
-            "--data PATH, or run once where the hub is reachable so the hub cache holds them")
+    return (
+        f"use a local copy instead: download the published files (see bindlab/data_manifests/{name}.json) and pass "
+        "--data PATH, or run once where the hub is reachable so the hub cache holds them"
+    )
 
 
-def snapshot(hub: dict[str, Any], patterns: Sequence[str], name: str, repo: str | None = None,
-             revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
+def snapshot(
+    hub: dict[str, Any],
+    patterns: Sequence[str],
+    name: str,
+    repo: str | None = None,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Path:
     """The local folder of a hub dataset repo's files matching ``patterns`` (downloaded on first use).
 
     Args:
@@ -54,25 +62,40 @@ def snapshot(hub: dict[str, Any], patterns: Sequence[str], name: str, repo: str 
     offline = hub_offline()
     at = f"{repo}" + (f" (revision {revision})" if revision else "")
     try:
-        path = snapshot_download(repo, repo_type="dataset", revision=revision, allow_patterns=list(patterns),
-                                 cache_dir=cache_dir, local_files_only=offline)
+        path = snapshot_download(
+            repo,
+            repo_type="dataset",
+            revision=revision,
+            allow_patterns=list(patterns),
+            cache_dir=cache_dir,
+            local_files_only=offline,
+        )
     except errors.GatedRepoError:
-        raise DataError(f"{name}: the hub dataset {repo} is gated; accept its conditions at "
-                        f"https://huggingface.co/datasets/{repo} and log in (hf auth login, or set HF_TOKEN); "
-                        f"or {_local_hint(name)}") from None
+        raise DataError(
+            f"{name}: the hub dataset {repo} is gated; accept its conditions at "
+            f"https://huggingface.co/datasets/{repo} and log in (hf auth login, or set HF_TOKEN); "
+            f"or {_local_hint(name)}"
+        ) from None
     except errors.RepositoryNotFoundError:
-        raise DataError(f"{name}: hub dataset {repo} not found (or private without a token); "
-                        f"{_local_hint(name)}") from None
+        raise DataError(
+            f"{name}: hub dataset {repo} not found (or private without a token); {_local_hint(name)}"
+        ) from None
     except errors.RevisionNotFoundError:
-        raise DataError(f"{name}: revision {revision!r} of hub dataset {repo} does not exist; fix "
-                        f"source.hub.revision in bindlab/data_manifests/{name}.json") from None
+        raise DataError(
+            f"{name}: revision {revision!r} of hub dataset {repo} does not exist; fix "
+            f"source.hub.revision in bindlab/data_manifests/{name}.json"
+        ) from None
     except (errors.LocalEntryNotFoundError, errors.IncompleteSnapshotError):
-        why = ("the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set)" if offline
-               else "the Hugging Face hub could not be reached")
+        why = (
+            "the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set)"
+            if offline
+            else "the Hugging Face hub could not be reached"
+        )
         raise DataError(f"{name}: {why} and {at} is not in the local hub cache; {_local_hint(name)}") from None
     except (OSError, errors.HfHubHTTPError) as e:
-        raise DataError(f"{name}: could not download {at} from the hub ({type(e).__name__}: {e}); "
-                        f"{_local_hint(name)}") from None
+        raise DataError(
+            f"{name}: could not download {at} from the hub ({type(e).__name__}: {e}); {_local_hint(name)}"
+        ) from None
     return Path(path)
 
 
@@ -86,8 +109,14 @@ def matching(root: Path, patterns: Sequence[str]) -> list[Path]:
     return out
 
 
-def hub_files(hub: dict[str, Any], patterns: Sequence[str], name: str, repo: str | None = None,
-              cache_dir: str | Path | None = None, parquet_fallback: bool = False) -> tuple[Path, list[Path]]:
+def hub_files(
+    hub: dict[str, Any],
+    patterns: Sequence[str],
+    name: str,
+    repo: str | None = None,
+    cache_dir: str | Path | None = None,
+    parquet_fallback: bool = False,
+) -> tuple[Path, list[Path]]:
     """(snapshot folder, files matching ``patterns``). With ``parquet_fallback``, when the repo's main branch
     has none of them and no revision is pinned, the hub's automatic parquet export (``refs/convert/parquet``,
     ``<config>/<split>/0000.parquet``) is tried instead."""
@@ -97,8 +126,10 @@ def hub_files(hub: dict[str, Any], patterns: Sequence[str], name: str, repo: str
         root = snapshot(hub, ["*.parquet"], name, repo=repo, revision=PARQUET_BRANCH, cache_dir=cache_dir)
         files = matching(root, ["*.parquet"])
     if not files:
-        raise DataError(f"{name}: hub dataset {repo or hub['dataset']} has no files matching {list(patterns)}; "
-                        f"check source.hub in bindlab/data_manifests/{name}.json")
+        raise DataError(
+            f"{name}: hub dataset {repo or hub['dataset']} has no files matching {list(patterns)}; "
+            f"check source.hub in bindlab/data_manifests/{name}.json"
+        )
     return root, files
 
 

@@ -51,8 +51,9 @@ def pick_splits(split: str | None, splits: tuple[str, ...], what: str) -> list[s
     return wanted
 
 
-def load_local(path: Path, split: str | None = None, limit: int = 0, images: str | Path | None = None,
-               **_: Any) -> list[ChoiceItem]:
+def load_local(
+    path: Path, split: str | None = None, limit: int = 0, images: str | Path | None = None, **_: Any
+) -> list[ChoiceItem]:
     """Items of the chosen split(s) (``limit`` per split)."""
     if not path.is_dir():
         raise DataError(f"sugarcrepe: {path} must be the folder holding the <split>.json files")
@@ -64,14 +65,20 @@ def load_local(path: Path, split: str | None = None, limit: int = 0, images: str
         rows = list(data.items()) if isinstance(data, dict) else list(enumerate(data))
         for key, row in rows[:limit] if limit else rows:
             require(row, FIELDS, f"{file} item {key}")
-            out.append(ChoiceItem(id=f"{s}/{key}", image=str(folder / row["filename"]) if folder else None,
-                                  positives=[row["caption"]], negative=row["negative_caption"], group=s,
-                                  extra={"filename": row["filename"]}))
+            out.append(
+                ChoiceItem(
+                    id=f"{s}/{key}",
+                    image=str(folder / row["filename"]) if folder else None,
+                    positives=[row["caption"]],
+                    negative=row["negative_caption"],
+                    group=s,
+                    extra={"filename": row["filename"]},
+                )
+            )
     return out
 
 
-def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: int = 0, **_: Any
-             ) -> list[ChoiceItem]:
+def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: int = 0, **_: Any) -> list[ChoiceItem]:
     """Items of the chosen split(s) from the per-split hub repos (``hub["dataset"]`` has a ``{split}`` slot);
     images are written under ``cache/<split>``."""
     out: list[ChoiceItem] = []
@@ -85,8 +92,16 @@ def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: 
             pos, neg = hub_captions(row["tested_labels"], row["true_label"], names, where)
             image = row["image"]
             filename = Path(image.get("path") or "").name if isinstance(image, dict) else ""
-            out.append(ChoiceItem(id=f"{s}/{k}", image=save_image(image, cache / s, f"{k:05d}", where),
-                                  positives=[pos], negative=neg, group=s, extra={"filename": filename or None}))
+            out.append(
+                ChoiceItem(
+                    id=f"{s}/{k}",
+                    image=save_image(image, cache / s, f"{k:05d}", where),
+                    positives=[pos],
+                    negative=neg,
+                    group=s,
+                    extra={"filename": filename or None},
+                )
+            )
     return out
 
 

@@ -26,8 +26,9 @@ TASKS: tuple[str, ...] = ("itt", "tot")
 FIELDS = ("filename", "caption", "caption2", "negative_caption")
 
 
-def load_local(path: Path, split: str | None = None, limit: int = 0, images: str | Path | None = None,
-               **_: Any) -> list[ChoiceItem]:
+def load_local(
+    path: Path, split: str | None = None, limit: int = 0, images: str | Path | None = None, **_: Any
+) -> list[ChoiceItem]:
     """Items of the chosen split(s) (``limit`` per split); images only when a COCO folder is found/given."""
     if not path.is_dir():
         raise DataError(f"sugarcrepe_pp: {path} must be the folder holding the <split>.json files")
@@ -40,14 +41,27 @@ def load_local(path: Path, split: str | None = None, limit: int = 0, images: str
             raise DataError(f"sugarcrepe_pp: {file} must be a JSON list of items")
         for k, row in enumerate(rows[:limit] if limit else rows):
             require(row, FIELDS, f"{file} item {k}")
-            out.append(ChoiceItem(id=f"{s}/{row.get('id', k)}", image=str(folder / row["filename"]) if folder else None,
-                                  positives=[row["caption"], row["caption2"]], negative=row["negative_caption"],
-                                  group=s, extra={"filename": row["filename"]}))
+            out.append(
+                ChoiceItem(
+                    id=f"{s}/{row.get('id', k)}",
+                    image=str(folder / row["filename"]) if folder else None,
+                    positives=[row["caption"], row["caption2"]],
+                    negative=row["negative_caption"],
+                    group=s,
+                    extra={"filename": row["filename"]},
+                )
+            )
     return out
 
 
-def load_hub(hub: dict[str, Any], cache: Path, split: str | None = None, limit: int = 0,
-             images: str | Path | None = None, **_: Any) -> list[ChoiceItem]:
+def load_hub(
+    hub: dict[str, Any],
+    cache: Path,
+    split: str | None = None,
+    limit: int = 0,
+    images: str | Path | None = None,
+    **_: Any,
+) -> list[ChoiceItem]:
     """Items from the hub repo's ``data/<split>.json`` files (text-only unless ``images`` is a COCO folder)."""
     from bindlab.data.adapters.hub import hub_files
 

@@ -37,21 +37,32 @@ def _default_images() -> Path:
     return home() / "hub_images" / "winoground" / "images"
 
 
-def from_rows(rows: Iterable[dict[str, Any]], folder: Path | None, where: str,
-              images: Path | None = None) -> list[PairItem]:
+def from_rows(
+    rows: Iterable[dict[str, Any]], folder: Path | None, where: str, images: Path | None = None
+) -> list[PairItem]:
     """Convert Winoground rows to 2x2 pairs. Image fields are names under ``folder/images`` (or ``folder``),
     or, with ``folder=None``, image cells (paths, or parquet bytes written once under ``images``)."""
     out = []
     for k, row in enumerate(rows):
         require(row, FIELDS, f"{where} item {k}")
-        imgs = [_image(folder, str(row[f"image_{j}"])) if folder is not None
-                else save_image(row[f"image_{j}"], images or _default_images(), f"{row['id']}_{j}", f"{where} item {k}")
-                for j in (0, 1)]
+        imgs = [
+            _image(folder, str(row[f"image_{j}"]))
+            if folder is not None
+            else save_image(row[f"image_{j}"], images or _default_images(), f"{row['id']}_{j}", f"{where} item {k}")
+            for j in (0, 1)
+        ]
         tag = str(row.get("collapsed_tag") or row.get("tag") or "untagged")
-        out.append(PairItem(
-            id=str(row["id"]), scene_id=str(row["id"]), edit_type=tag, edit_category=str(row.get("tag") or tag),
-            base=PairSide(imgs[0], {"short": row["caption_0"]}), foil=PairSide(imgs[1], {"short": row["caption_1"]}),
-            extra={"secondary_tag": row.get("secondary_tag"), "num_main_preds": row.get("num_main_preds")}))
+        out.append(
+            PairItem(
+                id=str(row["id"]),
+                scene_id=str(row["id"]),
+                edit_type=tag,
+                edit_category=str(row.get("tag") or tag),
+                base=PairSide(imgs[0], {"short": row["caption_0"]}),
+                foil=PairSide(imgs[1], {"short": row["caption_1"]}),
+                extra={"secondary_tag": row.get("secondary_tag"), "num_main_preds": row.get("num_main_preds")},
+            )
+        )
     return out
 
 

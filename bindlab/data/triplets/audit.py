@@ -50,7 +50,7 @@ def template_uses(text: str, attributes: set[str], objects: set[str]) -> list[tu
             k -= 1
         if k < 0:
             continue
-        between = words[k + 1:i]
+        between = words[k + 1 : i]
         after = words[i + 1] if i + 1 < len(words) else ""
         if "with" in between and after in WITH_NOUNS.values():
             uses.append((w, "with"))
@@ -64,12 +64,17 @@ def template_uses(text: str, attributes: set[str], objects: set[str]) -> list[tu
 def _held_templates(rows: list[dict[str, Any]]) -> list[str]:
     from bindlab.data.triplets.spec import TEMPLATE_SPLIT_PREFIX
 
-    return sorted({r["split"][len(TEMPLATE_SPLIT_PREFIX):] for r in rows
-                   if r["split"].startswith(TEMPLATE_SPLIT_PREFIX)})
+    return sorted(
+        {r["split"][len(TEMPLATE_SPLIT_PREFIX) :] for r in rows if r["split"].startswith(TEMPLATE_SPLIT_PREFIX)}
+    )
 
 
-def audit_rows(rows: list[dict[str, Any]], held_words: frozenset[str] = frozenset(),
-               held_templates: list[str] | None = None, examples: int = 3) -> dict[str, Any]:
+def audit_rows(
+    rows: list[dict[str, Any]],
+    held_words: frozenset[str] = frozenset(),
+    held_templates: list[str] | None = None,
+    examples: int = 3,
+) -> dict[str, Any]:
     """Count, per split, the texts that use a held-out template or contain a held-out word.
 
     Returns:
@@ -97,16 +102,32 @@ def audit_rows(rows: list[dict[str, Any]], held_words: frozenset[str] = frozense
                 template_leaks[split] += 1
             if bad_w and split != "test_unseen_words":
                 word_leaks[split] += 1
-            if (bad_t and not own_split or bad_w and split != "test_unseen_words") and split in TRAINING_SPLITS \
-                    and len(found) < examples:
-                found.append({"id": r.get("id"), "split": split, "field": field, "text": text,
-                              "templates": bad_t, "words": bad_w})
+            if (
+                (bad_t and not own_split or bad_w and split != "test_unseen_words")
+                and split in TRAINING_SPLITS
+                and len(found) < examples
+            ):
+                found.append(
+                    {
+                        "id": r.get("id"),
+                        "split": split,
+                        "field": field,
+                        "text": text,
+                        "templates": bad_t,
+                        "words": bad_w,
+                    }
+                )
     clean = not any(template_leaks[s] or word_leaks[s] for s in TRAINING_SPLITS)
-    return {"held_templates": sorted(held_t), "held_words": len(held_words),
-            "rows": dict(Counter(r["split"] for r in rows)),
-            "template_uses": {s: dict(c) for s, c in uses.items()},
-            "template_leaks": dict(template_leaks), "word_leaks": dict(word_leaks), "examples": found,
-            "clean": clean}
+    return {
+        "held_templates": sorted(held_t),
+        "held_words": len(held_words),
+        "rows": dict(Counter(r["split"] for r in rows)),
+        "template_uses": {s: dict(c) for s, c in uses.items()},
+        "template_leaks": dict(template_leaks),
+        "word_leaks": dict(word_leaks),
+        "examples": found,
+        "clean": clean,
+    }
 
 
 def audit_triplets(data: str | Path) -> dict[str, Any]:
@@ -123,20 +144,27 @@ def audit_triplets(data: str | Path) -> dict[str, Any]:
 
 def format_audit(report: dict[str, Any]) -> str:
     """The audit as plain text: per split its rows, template uses and leaks, then the verdict."""
-    out = [f"held-out templates: {', '.join(report['held_templates']) or 'none'}; "
-           f"held-out words: {report['held_words']}",
-           f"{'split':<28}{'role':<11}{'rows':>7}  {'uses of held-out templates':>27}  {'held-out words':>14}  "
-           "template uses (texts)"]
+    out = [
+        f"held-out templates: {', '.join(report['held_templates']) or 'none'}; held-out words: {report['held_words']}",
+        f"{'split':<28}{'role':<11}{'rows':>7}  {'uses of held-out templates':>27}  {'held-out words':>14}  "
+        "template uses (texts)",
+    ]
     for split, n in sorted(report["rows"].items()):
         uses = ", ".join(f"{t} {c}" for t, c in sorted(report["template_uses"].get(split, {}).items()))
         role = "training" if split in TRAINING_SPLITS else "evaluation"
-        out.append(f"{split:<28}{role:<11}{n:>7}  {report['template_leaks'].get(split, 0):>27}  "
-                   f"{report['word_leaks'].get(split, 0):>14}  {uses}")
+        out.append(
+            f"{split:<28}{role:<11}{n:>7}  {report['template_leaks'].get(split, 0):>27}  "
+            f"{report['word_leaks'].get(split, 0):>14}  {uses}"
+        )
     for e in report["examples"]:
-        out.append(f"  leak in {e['split']} {e['id']} ({e['field']}): {e['templates'] or ''} {e['words'] or ''} "
-                   f"{e['text']!r}")
-    out.append("clean: no train/val text uses a held-out template or word" if report["clean"] else
-               "NOT CLEAN: held-out templates or words occur in training rows (see above)")
+        out.append(
+            f"  leak in {e['split']} {e['id']} ({e['field']}): {e['templates'] or ''} {e['words'] or ''} {e['text']!r}"
+        )
+    out.append(
+        "clean: no train/val text uses a held-out template or word"
+        if report["clean"]
+        else "NOT CLEAN: held-out templates or words occur in training rows (see above)"
+    )
     return "\n".join(out)
 
 

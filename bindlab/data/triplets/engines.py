@@ -33,18 +33,24 @@ class EngineOutputError(ValueError):
 
 
 _TYPE_INSTRUCTIONS = {
-    "pair_swap": "Each queried attribute directly precedes its object (\"a red kite\").",
-    "triple_bind_cycle": "Each queried attribute directly precedes its object (\"a red kite\").",
-    "triple_bind_swap": "Each queried attribute directly precedes its object (\"a red kite\").",
-    "attr_bundle": "Each object is directly preceded by both of its attributes (\"a red wooden kite\").",
-    "predicative": ("Detach every queried attribute from its object with a copula, change-of-state verb or "
-                    "relative clause (\"the kite was red\"); never write the attribute right before any object."),
-    "deferred_bind_respective": ("Mention both objects first, then assign the attributes together in the same "
-                                 "order followed by the word 'respectively' (\"the kite and the bench were red "
-                                 "and wooden, respectively\")."),
-    "deferred_bind_anaphoric": ("Mention both objects first, then assign each attribute by back-reference with "
-                                "'the {r1}' (first-mentioned object) and 'the {r2}' (second-mentioned object); "
-                                "never use it, its, they, them or their."),
+    "pair_swap": 'Each queried attribute directly precedes its object ("a red kite").',
+    "triple_bind_cycle": 'Each queried attribute directly precedes its object ("a red kite").',
+    "triple_bind_swap": 'Each queried attribute directly precedes its object ("a red kite").',
+    "attr_bundle": 'Each object is directly preceded by both of its attributes ("a red wooden kite").',
+    "predicative": (
+        "Detach every queried attribute from its object with a copula, change-of-state verb or "
+        'relative clause ("the kite was red"); never write the attribute right before any object.'
+    ),
+    "deferred_bind_respective": (
+        "Mention both objects first, then assign the attributes together in the same "
+        "order followed by the word 'respectively' (\"the kite and the bench were red "
+        'and wooden, respectively").'
+    ),
+    "deferred_bind_anaphoric": (
+        "Mention both objects first, then assign each attribute by back-reference with "
+        "'the {r1}' (first-mentioned object) and 'the {r2}' (second-mentioned object); "
+        "never use it, its, they, them or their."
+    ),
 }
 
 
@@ -59,7 +65,7 @@ def parse_engine_json(text: str) -> str:
         end = text.find("}", start)
         while end != -1:
             try:
-                obj = json.loads(text[start:end + 1])
+                obj = json.loads(text[start : end + 1])
             except json.JSONDecodeError:
                 end = text.find("}", end + 1)
                 continue
@@ -85,8 +91,14 @@ class HFEngine:
         revision: optional hub revision.
     """
 
-    def __init__(self, model_id: str, device: str = "auto", max_new_tokens: int = 160, temperature: float = 0.8,
-                 revision: str | None = None) -> None:
+    def __init__(
+        self,
+        model_id: str,
+        device: str = "auto",
+        max_new_tokens: int = 160,
+        temperature: float = 0.8,
+        revision: str | None = None,
+    ) -> None:
         if not model_id:
             raise ValueError("HFEngine needs a model id, e.g. hf:google/gemma-3-1b-it")
         self.model_id = model_id
@@ -109,19 +121,24 @@ class HFEngine:
             raise ValueError(
                 f"engine {self.name}: the Hugging Face hub is unreachable (offline), so {self.model_id!r} could not "
                 "be downloaded; download it while online, pass a local folder (hf:/path/to/model) or use "
-                "--engine template")
+                "--engine template"
+            )
         try:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             self._tokenizer = AutoTokenizer.from_pretrained(self.model_id, revision=self.revision)
-            model = AutoModelForCausalLM.from_pretrained(self.model_id, revision=self.revision,
-                                                         use_safetensors=True, dtype="auto")
+            model = AutoModelForCausalLM.from_pretrained(
+                self.model_id, revision=self.revision, use_safetensors=True, dtype="auto"
+            )
         except (OSError, ValueError, ImportError) as e:
-            raise ValueError(f"engine {self.name}: could not load {self.model_id!r} ({type(e).__name__}: {e}); "
-                             "check the id, that it has safetensors weights, or use --engine template") from None
+            raise ValueError(
+                f"engine {self.name}: could not load {self.model_id!r} ({type(e).__name__}: {e}); "
+                "check the id, that it has safetensors weights, or use --engine template"
+            ) from None
         if getattr(self._tokenizer, "chat_template", None) is None:
-            raise ValueError(f"engine {self.name}: {self.model_id!r} has no chat template; use an instruction-tuned "
-                             "model")
+            raise ValueError(
+                f"engine {self.name}: {self.model_id!r} has no chat template; use an instruction-tuned model"
+            )
         self._model = model.to(resolve_device(self.device)).eval()
 
     def prompt(self, plan: ExamplePlan) -> str:
@@ -131,13 +148,17 @@ class HFEngine:
             "Write one caption sentence for a text-retrieval dataset.",
             f"Construction: {plan.construction}. " + _TYPE_INSTRUCTIONS[plan.construction].format(r1=r1, r2=r2),
             "Attribute-object bindings to express (objects in this order of first mention): "
-            + "; ".join(f"{a} -> {o}" for a, o in plan.pairs) + ".",
+            + "; ".join(f"{a} -> {o}" for a, o in plan.pairs)
+            + ".",
         ]
         if plan.construction == "deferred_bind_anaphoric" and plan.reverse_reference:
             lines.append(f"Assign the second-mentioned object's attribute first (start with 'the {r2}').")
         if plan.distractors:
-            lines.append("Also weave in these extra pairs, each attribute right before its object: "
-                         + ", ".join(f"{a} {o}" for a, o in plan.distractors) + ".")
+            lines.append(
+                "Also weave in these extra pairs, each attribute right before its object: "
+                + ", ".join(f"{a} {o}" for a, o in plan.distractors)
+                + "."
+            )
         lines += [
             f"Setting: {plan.context}. Register: {plan.register}. Opener style: {plan.opener.replace('_', ' ')}.",
             f"Length: {plan.length_band[0]}-{plan.length_band[1]} words. Binding distance: "
@@ -159,10 +180,14 @@ class HFEngine:
         sample = self.temperature > 0
         with torch.no_grad():
             out = self._model.generate(
-                **inputs, max_new_tokens=self.max_new_tokens, do_sample=sample,
-                temperature=self.temperature if sample else None, top_p=0.95 if sample else None,
-                pad_token_id=self._tokenizer.pad_token_id or self._tokenizer.eos_token_id)
-        text = self._tokenizer.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+                **inputs,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=sample,
+                temperature=self.temperature if sample else None,
+                top_p=0.95 if sample else None,
+                pad_token_id=self._tokenizer.pad_token_id or self._tokenizer.eos_token_id,
+            )
+        text = self._tokenizer.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
         return WrittenExample(parse_engine_json(text), plan.pairs, plan.distractors, self.name)
 
 
@@ -173,5 +198,4 @@ def make_engine(spec: str) -> Engine:
         return TemplateEngine()
     if spec.startswith("hf:") and len(spec) > 3:
         return HFEngine(spec[3:])
-    raise ValueError(f"unknown engine {spec!r}; choose 'template' or 'hf:ORG/NAME' (a causal LM with a chat "
-                     "template)")
+    raise ValueError(f"unknown engine {spec!r}; choose 'template' or 'hf:ORG/NAME' (a causal LM with a chat template)")

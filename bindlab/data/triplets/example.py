@@ -51,9 +51,16 @@ class Example:
         templates; without it the query is attributive.
         """
         out = [
-            {"id": f"{self.id}-{kind[0]}", "construction": self.construction, "query": self.query,
-             "positive": self.positive, "negative": self.negatives[kind], "negative_kind": kind,
-             "bindings": [list(b) for b in self.bindings], "split": split}
+            {
+                "id": f"{self.id}-{kind[0]}",
+                "construction": self.construction,
+                "query": self.query,
+                "positive": self.positive,
+                "negative": self.negatives[kind],
+                "negative_kind": kind,
+                "bindings": [list(b) for b in self.bindings],
+                "split": split,
+            }
             for kind in NEGATIVE_KINDS
         ]
         if self.template is not None:
@@ -94,8 +101,10 @@ def negative_maps(plan: ExamplePlan, rng: random.Random) -> dict[str, dict[str, 
         order[i], order[j] = j, i
     else:
         order = [1, 0]
-    return {"attribute": {attrs[i]: attrs[order[i]] for i in range(n)},
-            "object": {objects[i]: objects[order[i]] for i in range(n)}}
+    return {
+        "attribute": {attrs[i]: attrs[order[i]] for i in range(n)},
+        "object": {objects[i]: objects[order[i]] for i in range(n)},
+    }
 
 
 def query_text(pairs: list[Pair], template: str | None = None) -> str:
@@ -124,8 +133,9 @@ def template_allows(template: str | None, pairs: list[Pair] | tuple[Pair, ...]) 
     return template is None or all(allows(template, family_name(a)) for a, _ in pairs)
 
 
-def assemble(example_id: str, plan: ExamplePlan, written: WrittenExample, rng: random.Random,
-             template: str | None = None) -> Example:
+def assemble(
+    example_id: str, plan: ExamplePlan, written: WrittenExample, rng: random.Random, template: str | None = None
+) -> Example:
     """Build the query (pairs in random order, written in ``template``) and both negatives from an engine's output."""
     groups = list(group_by_object(plan.pairs).items())
     rng.shuffle(groups)
@@ -136,6 +146,17 @@ def assemble(example_id: str, plan: ExamplePlan, written: WrittenExample, rng: r
         "attribute": [(maps["attribute"].get(a, a), o) for a, o in plan.pairs],
         "object": [(a, maps["object"].get(o, o)) for a, o in plan.pairs],
     }
-    return Example(example_id, plan.construction, query_text(query_pairs, template), written.positive, negatives,
-                   query_pairs, intended, list(written.distractors), plan.length_band, plan.distance_range,
-                   written.engine, template)
+    return Example(
+        example_id,
+        plan.construction,
+        query_text(query_pairs, template),
+        written.positive,
+        negatives,
+        query_pairs,
+        intended,
+        list(written.distractors),
+        plan.length_band,
+        plan.distance_range,
+        written.engine,
+        template,
+    )

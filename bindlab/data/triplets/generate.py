@@ -43,8 +43,10 @@ class Variants:
             raise ValueError("--templates needs at least one template")
         clash = set(self.templates or (DEFAULT_TEMPLATE,)) & set(self.holdout_templates)
         if clash:
-            raise ValueError(f"template(s) {', '.join(sorted(clash))} cannot be both trained on and held out; "
-                             "drop them from --templates or --holdout-templates")
+            raise ValueError(
+                f"template(s) {', '.join(sorted(clash))} cannot be both trained on and held out; "
+                "drop them from --templates or --holdout-templates"
+            )
 
     @property
     def active(self) -> bool:
@@ -77,8 +79,12 @@ class Variants:
         for t in self.templates or (None,):
             pools = self.pools(t, unseen=False)
             if pools is not None:
-                attrs = [w for w in ATTRIBUTE_POOL if (pools.attributes is None or w in pools.attributes)
-                         and (pools.families is None or FAMILY_OF[w].name in pools.families)]
+                attrs = [
+                    w
+                    for w in ATTRIBUTE_POOL
+                    if (pools.attributes is None or w in pools.attributes)
+                    and (pools.families is None or FAMILY_OF[w].name in pools.families)
+                ]
                 ratios += [len(OBJECT_POOL) / len(pools.objects), len(ATTRIBUTE_POOL) / max(1, len(attrs))]
         return max(ratios)
 
@@ -106,10 +112,14 @@ def _planned_splits(schedule: list[str], seed: int, variants: Variants) -> list[
     return splits
 
 
-def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "template",
-                      max_attempts_factor: int = 5,
-                      progress: Callable[[int, int], None] | None = None,
-                      variants: Variants | None = None) -> tuple[list[Example], dict[str, Any]]:
+def generate_examples(
+    n_examples: int,
+    seed: int = 0,
+    engine: Engine | str = "template",
+    max_attempts_factor: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+    variants: Variants | None = None,
+) -> tuple[list[Example], dict[str, Any]]:
     """Generate ``n_examples`` validated examples (see :func:`generate_triplets` for the row form)."""
     variants = variants or Variants()
     if n_examples < 1:
@@ -133,8 +143,10 @@ def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "te
             attempts += 1
             if attempts > max_attempts_factor * n_examples:
                 top = ", ".join(f"{r} ({n})" for r, n in rejected.most_common(3))
-                raise RuntimeError(f"gave up after {attempts - 1} attempts for {n_examples} examples "
-                                   f"({len(examples)} accepted); most common rejections: {top}")
+                raise RuntimeError(
+                    f"gave up after {attempts - 1} attempts for {n_examples} examples "
+                    f"({len(examples)} accepted); most common rejections: {top}"
+                )
             plan = plan_example(construction, rng, usage, pools, forms)
             try:
                 written = eng.write(plan, rng)
@@ -156,8 +168,11 @@ def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "te
         if progress is not None and (i + 1) % 1000 == 0:
             progress(i + 1, n_examples)
     stats = {
-        "seed": seed, "engine": getattr(eng, "name", type(eng).__name__), "n_examples": len(examples),
-        "attempts": attempts, "n_rejected_examples": n_rejected,
+        "seed": seed,
+        "engine": getattr(eng, "name", type(eng).__name__),
+        "n_examples": len(examples),
+        "attempts": attempts,
+        "n_rejected_examples": n_rejected,
         "rejected": dict(sorted(rejected.items(), key=lambda kv: -kv[1])),
         "constructions": dict(Counter(ex.construction for ex in examples)),
         "distinct_attributes": len({a for ex in examples for a, _ in ex.bindings}),
@@ -170,9 +185,14 @@ def generate_examples(n_examples: int, seed: int = 0, engine: Engine | str = "te
     return examples, stats
 
 
-def generate_triplets(n: int, seed: int = 0, engine: Engine | str = "template", max_attempts_factor: int = 5,
-                      progress: Callable[[int, int], None] | None = None,
-                      variants: Variants | None = None) -> tuple[list[dict], dict[str, Any]]:
+def generate_triplets(
+    n: int,
+    seed: int = 0,
+    engine: Engine | str = "template",
+    max_attempts_factor: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+    variants: Variants | None = None,
+) -> tuple[list[dict], dict[str, Any]]:
     """Generate ``n`` triplet rows (two per example: attribute negative, then object negative).
 
     Args:
@@ -205,13 +225,18 @@ def generate_triplets(n: int, seed: int = 0, engine: Engine | str = "template", 
         stats["templates"] = dict(Counter(r.get("template", DEFAULT_TEMPLATE) for r in rows))
     if variants.holdout is not None:
         h = variants.holdout
-        extra["holdout_words"] = {"fraction": h.fraction, "seed": h.seed, "n_objects": len(h.objects),
-                                  "n_attributes": len(h.attributes)}
+        extra["holdout_words"] = {
+            "fraction": h.fraction,
+            "seed": h.seed,
+            "n_objects": len(h.objects),
+            "n_attributes": len(h.attributes),
+        }
     return rows, {**stats, **extra}
 
 
-def _template_copies(examples: list[Example], splits: list[str],
-                     templates: tuple[str, ...]) -> tuple[list[dict], dict[str, dict[str, int]]]:
+def _template_copies(
+    examples: list[Example], splits: list[str], templates: tuple[str, ...]
+) -> tuple[list[dict], dict[str, dict[str, int]]]:
     """Each ``test`` example with its query re-written in each held-out template -> ``test_template_<name>``."""
     rows: list[dict] = []
     report: dict[str, dict[str, int]] = {}

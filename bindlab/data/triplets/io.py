@@ -21,8 +21,9 @@ from bindlab.data.triplets.spec import (
 from bindlab.data.triplets.words import folded, words_of
 
 
-def write_triplets(out_dir: str | Path, rows: list[dict], stats: dict[str, Any],
-                   holdout: HeldOutWords | None = None) -> dict[str, str]:
+def write_triplets(
+    out_dir: str | Path, rows: list[dict], stats: dict[str, Any], holdout: HeldOutWords | None = None
+) -> dict[str, str]:
     """Write ``triplets.jsonl`` (all rows, each with its split) and ``stats.json`` (and, with ``holdout``, the
     held-out words as ``holdout_vocab.json``); return their paths."""
     out = Path(out_dir)
@@ -55,11 +56,14 @@ def check_row(obj: Any) -> str | None:
     if obj["negative_kind"] not in NEGATIVE_KINDS:
         return f"negative_kind {obj['negative_kind']!r} not in {list(NEGATIVE_KINDS)}"
     if not isinstance(obj["split"], str) or not is_split(obj["split"]):
-        return (f"split {obj['split']!r} not in {list(SPLITS)}, {UNSEEN_WORDS_SPLIT!r} or "
-                f"{template_split('<template>')!r}")
+        return (
+            f"split {obj['split']!r} not in {list(SPLITS)}, {UNSEEN_WORDS_SPLIT!r} or {template_split('<template>')!r}"
+        )
     b = obj["bindings"]
-    if not isinstance(b, list) or not b or not all(
-        isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w for w in p) for p in b
+    if (
+        not isinstance(b, list)
+        or not b
+        or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w for w in p) for p in b)
     ):
         return "bindings must be a non-empty list of [attribute, object] string pairs"
     if Counter(folded(words_of(obj["negative"]))) != Counter(folded(words_of(obj["positive"]))):
@@ -77,8 +81,10 @@ def load_triplets(path: str | Path, split: str | None = None) -> list[dict]:
             or a file without rows.
     """
     if split is not None and not is_split(split):
-        raise ValueError(f"unknown split {split!r}; choose from {list(SPLITS)}, {UNSEEN_WORDS_SPLIT!r} or "
-                         f"{template_split('<template>')!r}")
+        raise ValueError(
+            f"unknown split {split!r}; choose from {list(SPLITS)}, {UNSEEN_WORDS_SPLIT!r} or "
+            f"{template_split('<template>')!r}"
+        )
     p = Path(path)
     if p.is_dir():
         p = p / "triplets.jsonl"

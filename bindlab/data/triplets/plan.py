@@ -73,8 +73,9 @@ class UsageTracker:
         self.n_accepted += 1
 
 
-def _sample(pool: Sequence[str], k: int, rng: random.Random, usage: UsageTracker, cap: float,
-            exclude: set[str]) -> list[str]:
+def _sample(
+    pool: Sequence[str], k: int, rng: random.Random, usage: UsageTracker, cap: float, exclude: set[str]
+) -> list[str]:
     """``k`` distinct words of ``pool`` under the cap (falls back to capped words, which then get rejected)."""
     chosen: list[str] = []
     for _ in range(20 * k):  # rejection sampling: caps rarely bind, so this almost always succeeds
@@ -119,8 +120,9 @@ class WordPools:
     distractor_attributes: frozenset[str] | None = None
 
 
-def restrict_families(families: tuple[AttributeFamily, ...], allowed: frozenset[str] | None,
-                      names: frozenset[str] | None, need: int) -> tuple[AttributeFamily, ...]:
+def restrict_families(
+    families: tuple[AttributeFamily, ...], allowed: frozenset[str] | None, names: frozenset[str] | None, need: int
+) -> tuple[AttributeFamily, ...]:
     """``families`` limited to the allowed names and words, keeping only those with at least ``need`` words."""
     if allowed is None and names is None:
         return families
@@ -136,14 +138,20 @@ def restrict_families(families: tuple[AttributeFamily, ...], allowed: frozenset[
 
 def _plan_families(objects: list[str], pools: WordPools, per: int) -> tuple[AttributeFamily, ...]:
     """The attribute families a plan may draw from for ``objects``; empty when they cannot fill the plan."""
-    families = restrict_families(_families_for(frozenset(object_kind(o) for o in objects)), pools.attributes,
-                                 pools.families, len(objects))
+    families = restrict_families(
+        _families_for(frozenset(object_kind(o) for o in objects)), pools.attributes, pools.families, len(objects)
+    )
     enough = len(families) >= 2 if per == 2 else sum(len(f.words) for f in families) >= len(objects)
     return families if enough else ()
 
 
-def plan_example(construction: str, rng: random.Random, usage: UsageTracker | None = None,
-                 pools: WordPools | None = None, forms: tuple[str, ...] = ("conjoined", "relative")) -> ExamplePlan:
+def plan_example(
+    construction: str,
+    rng: random.Random,
+    usage: UsageTracker | None = None,
+    pools: WordPools | None = None,
+    forms: tuple[str, ...] = ("conjoined", "relative"),
+) -> ExamplePlan:
     """Sample every diversity control of B.3 for one example of ``construction`` (words from ``pools``; ``forms``:
     the forms a ``predicative`` example may take)."""
     if construction not in CONSTRUCTIONS:
@@ -154,8 +162,9 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
     cap = usage.cap(n_obj * per)
     objects = _sample(pools.objects, n_obj, rng, usage, cap, set())
     if construction not in ADJACENT_TYPES:  # attributes after their nouns: no noun attributes ("the kite was origami")
-        pools = replace(pools, attributes=frozenset(w for w in (pools.attributes or ATTRIBUTE_POOL)
-                                                    if w not in NOUN_ATTRIBUTES))
+        pools = replace(
+            pools, attributes=frozenset(w for w in (pools.attributes or ATTRIBUTE_POOL) if w not in NOUN_ATTRIBUTES)
+        )
     families = _plan_families(objects, pools, per)
     for _ in range(50):  # restricted pools only: other objects may leave enough attribute words
         if families:
@@ -163,8 +172,10 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
         objects = _sample(pools.objects, n_obj, rng, usage, cap, set())
         families = _plan_families(objects, pools, per)
     if not families:
-        raise ValueError(f"too few allowed attribute words for {construction} examples; hold out a larger fraction "
-                         "of words (--holdout-words) or use another template")
+        raise ValueError(
+            f"too few allowed attribute words for {construction} examples; hold out a larger fraction "
+            "of words (--holdout-words) or use another template"
+        )
     if per == 2:
         f1, f2 = sorted(rng.sample(families, 2), key=lambda f: f.rank)
         col1 = _sample(f1.words, n_obj, rng, usage, cap, set())
@@ -178,19 +189,27 @@ def plan_example(construction: str, rng: random.Random, usage: UsageTracker | No
         used = {w for p in pairs for w in p}
         for _ in range(rng.randint(0, MAX_DISTRACTORS)):
             o = _sample(pools.distractor_objects, 1, rng, usage, float("inf"), used)[0]
-            family = rng.choice(restrict_families(_families_for(frozenset({object_kind(o)})),
-                                                  pools.distractor_attributes, None, 1))
+            family = rng.choice(
+                restrict_families(_families_for(frozenset({object_kind(o)})), pools.distractor_attributes, None, 1)
+            )
             a = _sample(family.words, 1, rng, usage, float("inf"), used)[0]
             used |= {a, o}
             distractors.append((a, o))
     distance = rng.choice(DISTANCE_RANGES[construction])
     return ExamplePlan(
-        construction=construction, pairs=pairs, distractors=tuple(distractors), place=rng.choice(PLACES),
+        construction=construction,
+        pairs=pairs,
+        distractors=tuple(distractors),
+        place=rng.choice(PLACES),
         time=rng.choice(TIMES) if rng.random() < 0.5 else "",
         weather=rng.choice(WEATHERS) if rng.random() < 0.4 else "",
-        register=rng.choice(REGISTERS)[0], opener=rng.choice(OPENERS)[0],
-        length_band=_pick_band(construction, distance, len(distractors), rng), distance_range=distance,
-        reverse_reference=rng.random() < 0.5, references=rng.choice(REFERENCE_PAIRS), forms=forms,
+        register=rng.choice(REGISTERS)[0],
+        opener=rng.choice(OPENERS)[0],
+        length_band=_pick_band(construction, distance, len(distractors), rng),
+        distance_range=distance,
+        reverse_reference=rng.random() < 0.5,
+        references=rng.choice(REFERENCE_PAIRS),
+        forms=forms,
     )
 
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 CONSTRUCTIONS: tuple[str, ...] = (
-    "pair_swap", "triple_bind_cycle", "triple_bind_swap", "attr_bundle", "predicative",
-    "deferred_bind_anaphoric", "deferred_bind_respective",
+    "pair_swap",
+    "triple_bind_cycle",
+    "triple_bind_swap",
+    "attr_bundle",
+    "predicative",
+    "deferred_bind_anaphoric",
+    "deferred_bind_respective",
 )
 HELD_OUT: tuple[str, ...] = ("deferred_bind_anaphoric", "deferred_bind_respective")
 IN_DISTRIBUTION: tuple[str, ...] = tuple(c for c in CONSTRUCTIONS if c not in HELD_OUT)
@@ -51,19 +56,43 @@ DISTANCE_RANGES: dict[str, tuple[tuple[int, int], ...]] = {
     "deferred_bind_respective": ((1, 4), (5, 9), (10, 16)),
 }
 # Shortest caption (context included) each type needs at distance 0, to pick a band that fits the distance.
-MIN_WORDS = {"pair_swap": 10, "attr_bundle": 12, "triple_bind_cycle": 13, "triple_bind_swap": 13,
-              "predicative": 10, "deferred_bind_respective": 12, "deferred_bind_anaphoric": 16}
+MIN_WORDS = {
+    "pair_swap": 10,
+    "attr_bundle": 12,
+    "triple_bind_cycle": 13,
+    "triple_bind_swap": 13,
+    "predicative": 10,
+    "deferred_bind_respective": 12,
+    "deferred_bind_anaphoric": 16,
+}
 # B.3 frequency cap: max(10, fraction x accepted examples); the fraction is 0.75 % per attribute in the example
 # (1.5 %, 2.25 %, 3 % for two, three, four attributes). Applied to queried words; distractors are free.
 CAP_MIN = 10
 CAP_FRACTION_PER_ATTRIBUTE = 0.0075
 
 REJECTION_REASONS: tuple[str, ...] = (
-    "unknown_construction", "multi_word_attribute", "multi_word_object", "duplicate_word",
-    "attribute_not_exactly_once", "object_not_exactly_once", "distractor_in_query", "query_structure",
-    "article_mismatch", "agreement", "length_out_of_band", "binding_distance_out_of_range", "missing_negative",
-    "negative_not_permutation", "negative_moves_other_words", "negative_kind_mismatch", "negative_identical",
-    "negative_keeps_binding", "negative_wrong_bindings", "bindings_differ_from_plan", "frequency_cap",
-    "duplicate_word_set", "engine_output_unparsable",
+    "unknown_construction",
+    "multi_word_attribute",
+    "multi_word_object",
+    "duplicate_word",
+    "attribute_not_exactly_once",
+    "object_not_exactly_once",
+    "distractor_in_query",
+    "query_structure",
+    "article_mismatch",
+    "agreement",
+    "length_out_of_band",
+    "binding_distance_out_of_range",
+    "missing_negative",
+    "negative_not_permutation",
+    "negative_moves_other_words",
+    "negative_kind_mismatch",
+    "negative_identical",
+    "negative_keeps_binding",
+    "negative_wrong_bindings",
+    "bindings_differ_from_plan",
+    "frequency_cap",
+    "duplicate_word_set",
+    "engine_output_unparsable",
     *(f"structure:{c}" for c in CONSTRUCTIONS),
 )

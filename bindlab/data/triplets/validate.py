@@ -70,8 +70,7 @@ def _structure_ok(c: str, bindings: list[Pair], words: list[str], slots: dict[Pa
     by_obj = sorted(slots.values(), key=lambda s: s[1])
     if c == "deferred_bind_respective":
         resp = [i for i, w in enumerate(words) if w == "respectively"]
-        return (len(resp) == 1 and resp[0] > max(attr_pos)
-                and [a for a, _ in by_obj] == sorted(a for a, _ in by_obj))
+        return len(resp) == 1 and resp[0] > max(attr_pos) and [a for a, _ in by_obj] == sorted(a for a, _ in by_obj)
     # anaphoric: no bare pronouns; each attribute resolved by the nearest back-reference word before it
     if AMBIGUOUS_PRONOUNS.intersection(words):
         return False
@@ -186,8 +185,13 @@ def validate(ex: Example) -> list[str]:
     return reasons
 
 
-def _negative_reasons(ex: Example, bindings: list[Pair], pos_words: list[str], words: dict[str, list[str]],
-                      slots: dict[Pair, tuple[int, int]]) -> list[str]:
+def _negative_reasons(
+    ex: Example,
+    bindings: list[Pair],
+    pos_words: list[str],
+    words: dict[str, list[str]],
+    slots: dict[Pair, tuple[int, int]],
+) -> list[str]:
     """Negative rules: word-level permutation, only binding words moved, every targeted binding broken."""
     out: list[str] = []
     attr_slots = {a for a, _ in slots.values()}

@@ -39,7 +39,7 @@ def permute_words(text: str, replacements: dict[str, str]) -> str:
             continue
         start = tok.find(core)
         new = new[0].upper() + new[1:] if core[:1].isupper() else new
-        toks[i] = tok[:start] + new + tok[start + len(core):]
+        toks[i] = tok[:start] + new + tok[start + len(core) :]
         changed.append(i)
     for i in changed:
         j = i - 1
