@@ -54,11 +54,14 @@ FIGURE_FORMATS = ("png", "svg", "html")
 ITEM_FORMATS = ("jsonl",)
 FORMATS = (*TABLE_FORMATS, *ITEM_FORMATS, *FIGURE_FORMATS)
 README = "README.txt"
-FORMAT_NOTES = {"csv": "a table: one header row, opens in a spreadsheet or pandas.read_csv",
-                "json": "the same table as JSON, with the provenance record",
-                "jsonl": "per-item rows, one JSON object per line",
-                "html": "an interactive chart, standalone: opens offline in a browser",
-                "png": "the chart as a PNG image", "svg": "the chart as an SVG image"}
+FORMAT_NOTES = {
+    "csv": "a table: one header row, opens in a spreadsheet or pandas.read_csv",
+    "json": "the same table as JSON, with the provenance record",
+    "jsonl": "per-item rows, one JSON object per line",
+    "html": "an interactive chart, standalone: opens offline in a browser",
+    "png": "the chart as a PNG image",
+    "svg": "the chart as an SVG image",
+}
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 IMAGE_TIMEOUT_S = 90  # per image, kaleido's own limit
 
@@ -106,8 +109,10 @@ def check_no_links(paths: Iterable[str | Path]) -> None:
     """
     for path in paths:
         if os.path.islink(path):
-            raise ValueError(f"refusing to write {path}: it is a symbolic link (to {os.readlink(path)}); an export "
-                             "never writes through a link: remove it or choose another folder")
+            raise ValueError(
+                f"refusing to write {path}: it is a symbolic link (to {os.readlink(path)}); an export "
+                "never writes through a link: remove it or choose another folder"
+            )
 
 
 @contextmanager
@@ -206,8 +211,12 @@ def _write_table(table: Any, path_stem: str | Path, provenance: dict[str, Any], 
     if "json" in formats:
         js = stem.with_name(stem.name + ".json")
         with _replacing(js) as tmp:
-            tmp.write_text(json.dumps({"provenance": _plain(provenance), "columns": columns, "rows": rows}, indent=1,
-                                      ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(
+                json.dumps(
+                    {"provenance": _plain(provenance), "columns": columns, "rows": rows}, indent=1, ensure_ascii=False
+                ),
+                encoding="utf-8",
+            )
         out.append(js)
     return out
 
@@ -279,19 +288,27 @@ def _render_images(jobs: list[tuple[Any, Path, str]]) -> tuple[list[Path], str |
         return [], f"{kinds} not written: the kaleido package is missing (pip install kaleido); HTML written instead"
     browser = find_browser()
     if browser is None:
-        where = f"BROWSER_PATH={os.environ['BROWSER_PATH']!r} is not a file" if os.environ.get("BROWSER_PATH") else \
-            "no chromium or google-chrome on the PATH"
-        return [], (f"{kinds} not written: they need Chromium ({where}; on Debian: apt-get install chromium, or set "
-                    f"BROWSER_PATH); the interactive HTML was written instead")
+        where = (
+            f"BROWSER_PATH={os.environ['BROWSER_PATH']!r} is not a file"
+            if os.environ.get("BROWSER_PATH")
+            else "no chromium or google-chrome on the PATH"
+        )
+        return [], (
+            f"{kinds} not written: they need Chromium ({where}; on Debian: apt-get install chromium, or set "
+            f"BROWSER_PATH); the interactive HTML was written instead"
+        )
     tmps = {path: _temp_beside(path) for _, path, _ in jobs}
     done, failed = [], None
     try:
-        specs = [{"fig": fig, "path": tmps[path], "opts": {"format": fmt, "scale": 2 if fmt == "png" else 1}}
-                 for fig, path, fmt in jobs]
+        specs = [
+            {"fig": fig, "path": tmps[path], "opts": {"format": fmt, "scale": 2 if fmt == "png" else 1}}
+            for fig, path, fmt in jobs
+        ]
         try:
             # mathjax=False: the default loads MathJax from a CDN, and exports must work offline
-            kaleido.write_fig_from_object_sync(specs, kopts={"path": browser, "mathjax": False,
-                                                             "timeout": IMAGE_TIMEOUT_S})
+            kaleido.write_fig_from_object_sync(
+                specs, kopts={"path": browser, "mathjax": False, "timeout": IMAGE_TIMEOUT_S}
+            )
         except Exception as e:  # noqa: BLE001 - a failed render must not lose the tables already written
             failed = f"{kinds} not written: {browser} failed ({type(e).__name__}: {e})"
         for _, path, _ in jobs:
@@ -371,14 +388,15 @@ def _what(view: ResultView, path: Path) -> str:
     if path.name == "provenance.json":
         return f"{path.name} — what was run (bindlab version, models, data, settings) and the list of files"
     stem, fmt = path.stem, path.suffix.lstrip(".")
-    name = stem[len(view.name) + 1:] if stem.startswith(view.name + "_") else stem
+    name = stem[len(view.name) + 1 :] if stem.startswith(view.name + "_") else stem
     kind = "items" if fmt == "jsonl" else "figure" if fmt in FIGURE_FORMATS else "table"
     about = view.about.get(name) or f"{kind} '{name.replace('_', ' ')}'"
     return f"{path.name} — {about} ({FORMAT_NOTES.get(fmt, fmt)})"
 
 
-def write_readme(view: ResultView, folder: str | Path, paths: Sequence[Path], left_out: ResultView | None = None
-                 ) -> Path:
+def write_readme(
+    view: ResultView, folder: str | Path, paths: Sequence[Path], left_out: ResultView | None = None
+) -> Path:
     """``README.txt`` in ``folder``: one line per file of ``paths`` saying what it is; ``left_out``: the parts of
     the full view a main-files download did not write (named, with how to get them)."""
     lines = [f"bindlab download: {view.name}", "", "Files:"]
@@ -386,10 +404,16 @@ def write_readme(view: ResultView, folder: str | Path, paths: Sequence[Path], le
     lines.append(f"- {README} — this list")
     lines.append(f"- {view.name}_all.zip (beside these files) — every file above in one zip")
     if left_out is not None:
-        rest = [*left_out.tables, *(f"{k} (chart)" for k in left_out.figures),
-                *(f"{k} (items)" for k in left_out.items)]
-        lines += ["", "These are the main files. Also available (tick 'everything' in the Download panel, or use the "
-                  "command line's --export DIR): " + (", ".join(rest) if rest else "nothing else") + "."]
+        rest = [
+            *left_out.tables,
+            *(f"{k} (chart)" for k in left_out.figures),
+            *(f"{k} (items)" for k in left_out.items),
+        ]
+        lines += [
+            "",
+            "These are the main files. Also available (tick 'everything' in the Download panel, or use the "
+            "command line's --export DIR): " + (", ".join(rest) if rest else "nothing else") + ".",
+        ]
     path = Path(folder) / README
     with _replacing(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -406,8 +430,14 @@ def planned_files(view: ResultView, folder: str | Path, formats: Iterable[str] |
     return [*out, folder / "provenance.json"]
 
 
-def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
-               formats: Iterable[str] | None = None, bundle: bool = False, main: bool = False) -> Written:
+def write_view(
+    view: ResultView,
+    folder: str | Path,
+    provenance: dict[str, Any],
+    formats: Iterable[str] | None = None,
+    bundle: bool = False,
+    main: bool = False,
+) -> Written:
     """Write every table, figure and item set of ``view`` into ``folder`` in the chosen formats.
 
     Args:
@@ -441,16 +471,29 @@ def write_view(view: ResultView, folder: str | Path, provenance: dict[str, Any],
         out.extend(write_figures({folder / f"{view.name}_{k}": fig for k, fig in view.figures.items()}, chosen))
     manifest = folder / "provenance.json"
     with _replacing(manifest) as tmp:
-        tmp.write_text(json.dumps({"provenance": _plain(provenance), "view": view.name,
-                                   "files": [p.name for p in out.paths], "notes": out.notes}, indent=1,
-                                  ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "provenance": _plain(provenance),
+                    "view": view.name,
+                    "files": [p.name for p in out.paths],
+                    "notes": out.notes,
+                },
+                indent=1,
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
     out.paths.append(manifest)
     if bundle:
         left_out = None
         if main:
-            left_out = ResultView(view.name, {k: v for k, v in full.tables.items() if k not in view.tables},
-                                  {k: v for k, v in full.figures.items() if k not in view.figures},
-                                  {k: v for k, v in full.items.items() if k not in view.items})
+            left_out = ResultView(
+                view.name,
+                {k: v for k, v in full.tables.items() if k not in view.tables},
+                {k: v for k, v in full.figures.items() if k not in view.figures},
+                {k: v for k, v in full.items.items() if k not in view.items},
+            )
         out.paths.append(write_readme(view, folder, out.paths, left_out))
         out.paths.append(zip_files(out.paths, folder / f"{view.name}_all.zip"))
     return out
@@ -471,35 +514,69 @@ def mcq_export(result: Result) -> ResultView:
 
     summaries, items = result.summary["pairings"], result.rows
     unknown = result.summary.get("unknown_words") or {}
-    summary = [{"pairing": p, "accuracy": s["accuracy"], "ci95_low": s["ci95"][0], "ci95_high": s["ci95"][1],
-                "n": s["n"], "chance": s.get("chance", 0.25), "vs_chance": s.get("vs_chance", ""),
-                **{f"accuracy_{k}": v for k, v in s.get("by_subset", {}).items()},
-                **({"unknown_word_share": unknown["share"], "unknown_query_word_share": unknown["query_share"],
-                    "unknown_words_top": ", ".join(f"{t['word']} ({t['count']})" for t in unknown["top"]) or None}
-                   if unknown else {})} for p, s in summaries.items()]
+    summary = [
+        {
+            "pairing": p,
+            "accuracy": s["accuracy"],
+            "ci95_low": s["ci95"][0],
+            "ci95_high": s["ci95"][1],
+            "n": s["n"],
+            "chance": s.get("chance", 0.25),
+            "vs_chance": s.get("vs_chance", ""),
+            **{f"accuracy_{k}": v for k, v in s.get("by_subset", {}).items()},
+            **(
+                {
+                    "unknown_word_share": unknown["share"],
+                    "unknown_query_word_share": unknown["query_share"],
+                    "unknown_words_top": ", ".join(f"{t['word']} ({t['count']})" for t in unknown["top"]) or None,
+                }
+                if unknown
+                else {}
+            ),
+        }
+        for p, s in summaries.items()
+    ]
     by_n = result.tables["accuracy_by_n"]
     figs = {}
     for p in summaries:
         rows = [{k: v for k, v in r.items() if k != "pairing"} for r in by_n if r["pairing"] == p]
         figs["accuracy_by_n" if len(summaries) == 1 else f"accuracy_by_n_{p}"] = figures.accuracy_by_n(
-            rows, title=f"{plot_text(p)}: accuracy by number of objects")
+            rows, title=f"{plot_text(p)}: accuracy by number of objects"
+        )
     roles = [role for role in ROLES if any(role in r["roles"] for r in items)]  # fixed column order
     scores = []
     for r in items:
         by_role = dict(zip(r["roles"], r["scores"], strict=True))
-        scores.append({**{k: r.get(k) for k in ("id", "pairing", "n_objects", "subset", "answer", "predicted", "credit",
-                                                "chance")},
-                       **{f"score_{role}": by_role.get(role) for role in roles}})
-    return ResultView("mcq", {"summary": summary, "accuracy_by_n": by_n, "scores": scores}, figs, {"items": items},
-                      main=("summary", "scores", *figs),
-                      about={"summary": "accuracy per pairing with its 95 % interval and chance",
-                             "accuracy_by_n": "accuracy by number of objects N and subset",
-                             "scores": "per question: the answer, the prediction, the credit and each candidate's "
-                                       "score", "items": "per question, as the backend scored it"})
+        scores.append(
+            {
+                **{
+                    k: r.get(k)
+                    for k in ("id", "pairing", "n_objects", "subset", "answer", "predicted", "credit", "chance")
+                },
+                **{f"score_{role}": by_role.get(role) for role in roles},
+            }
+        )
+    return ResultView(
+        "mcq",
+        {"summary": summary, "accuracy_by_n": by_n, "scores": scores},
+        figs,
+        {"items": items},
+        main=("summary", "scores", *figs),
+        about={
+            "summary": "accuracy per pairing with its 95 % interval and chance",
+            "accuracy_by_n": "accuracy by number of objects N and subset",
+            "scores": "per question: the answer, the prediction, the credit and each candidate's score",
+            "items": "per question, as the backend scored it",
+        },
+    )
 
 
-def question_tables(view: dict[str, Any] | None, model: str, topk: list[dict[str, Any]] | None = None,
-                    other: tuple[str, dict[str, Any]] | None = None) -> dict[str, list[dict[str, Any]]]:
+def question_tables(
+    view: dict[str, Any] | None,
+    model: str,
+    topk: list[dict[str, Any]] | None = None,
+    other: tuple[str, dict[str, Any]] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
     """The one question a tab shows (Browse): ``question`` = its query and candidates with the model's scores and
     ranks (and a second model's rows beside them, column ``model``, when ``other`` = ``(model B, its view)``), and
     ``topk`` = its top-k items of the pooled gallery. Empty when no question is shown.
@@ -525,10 +602,15 @@ def retrieval_export(result: Result) -> ResultView:
     Args:
         result: :func:`bindlab.studies.browse.run_retrieval`'s result.
     """
-    summary = [{"pairing": p, **{k: v for k, v in r.items() if k != "map_by_n"}}
-               for p, r in result.summary["pairings"].items()]
-    return ResultView("retrieval", {"summary": summary, "map_by_n": result.tables["map_by_n"], "queries": result.rows},
-                      {}, {"items": result.rows})
+    summary = [
+        {"pairing": p, **{k: v for k, v in r.items() if k != "map_by_n"}} for p, r in result.summary["pairings"].items()
+    ]
+    return ResultView(
+        "retrieval",
+        {"summary": summary, "map_by_n": result.tables["map_by_n"], "queries": result.rows},
+        {},
+        {"items": result.rows},
+    )
 
 
 def _score_rows(group: str, blocks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -554,22 +636,35 @@ def pairs_export(result: Result) -> ResultView:
     from bindlab.present import figures
 
     summary, items = result.summary, result.rows
-    scores = (_score_rows("overall", {"all": summary["overall"]})
-              + _score_rows("verbosity", summary.get("by_verbosity", {}))
-              + _score_rows("category", summary.get("by_category", {})))
+    scores = (
+        _score_rows("overall", {"all": summary["overall"]})
+        + _score_rows("verbosity", summary.get("by_verbosity", {}))
+        + _score_rows("category", summary.get("by_category", {}))
+    )
     edit = result.tables["by_edit_type"]
     model = result.provenance.get("encoder", {}).get("id", "")
     title = f"{plot_text(model)}: 2x2 scores by edit type" if model else "2x2 scores by edit type"
-    return ResultView("pairs", {"scores": scores, "by_edit_type": edit, "pairs": items},
-                      {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)}, {"items": items},
-                      main=("scores", "pairs", "by_edit_type"),
-                      about={"scores": "I2T / T2I / Group scores with 95 % intervals, overall and by group",
-                             "pairs": "per pair: its scores", "by_edit_type": "the scores by edit type"})
+    return ResultView(
+        "pairs",
+        {"scores": scores, "by_edit_type": edit, "pairs": items},
+        {"by_edit_type": figures.pairs_by_edit_type(edit, title=title)},
+        {"items": items},
+        main=("scores", "pairs", "by_edit_type"),
+        about={
+            "scores": "I2T / T2I / Group scores with 95 % intervals, overall and by group",
+            "pairs": "per pair: its scores",
+            "by_edit_type": "the scores by edit type",
+        },
+    )
 
 
-def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: float | None = None,
-                     sweep: list[dict[str, Any]] | None = None, alignment: list[dict[str, Any]] | None = None
-                     ) -> ResultView:
+def grounding_export(
+    result: Any,
+    shown: dict[str, Any] | None = None,
+    chosen: float | None = None,
+    sweep: list[dict[str, Any]] | None = None,
+    alignment: list[dict[str, Any]] | None = None,
+) -> ResultView:
     """Matched visual grounding (``ground``, the Grounding tab): both faces pass the same study result.
 
     Args:
@@ -588,35 +683,71 @@ def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: f
     reports, curves = result.summary["factors"], result.figures_data["curves"]
     summary, per_value, margins, controls, figs = [], [], [], [], {}
     for f, r in reports.items():
-        summary.append({"factor": f, "alpha": r["alpha"], "alpha_source": r["alpha_source"],
-                        "validation_alpha": r["validation"]["alpha"],
-                        "validation_macro_map": r["validation"]["macro_map"],
-                        "native_macro_map": r["test"]["native"]["macro_map"],
-                        "grounded_macro_map": r["test"]["grounded"]["macro_map"],
-                        "native_top1": r["test"]["native"]["top1"], "grounded_top1": r["test"]["grounded"]["top1"],
-                        **{f"n_{k}": v for k, v in r["n_images"].items()}})
+        summary.append(
+            {
+                "factor": f,
+                "alpha": r["alpha"],
+                "alpha_source": r["alpha_source"],
+                "validation_alpha": r["validation"]["alpha"],
+                "validation_macro_map": r["validation"]["macro_map"],
+                "native_macro_map": r["test"]["native"]["macro_map"],
+                "grounded_macro_map": r["test"]["grounded"]["macro_map"],
+                "native_top1": r["test"]["native"]["top1"],
+                "grounded_top1": r["test"]["grounded"]["top1"],
+                **{f"n_{k}": v for k, v in r["n_images"].items()},
+            }
+        )
         per_value += [{"factor": f, **row} for row in r["per_value"]]
         for readout, d in (r.get("controls") or {}).get("test", {}).items():
             if d is not None:
-                controls.append({"factor": f, "readout": readout, "macro_map": d["macro_map"], "top1": d["top1"],
-                                 **{f"ap_{v}": ap for v, ap in zip(r["values"], d["ap"], strict=True)}})
-        figs[f"ap_{f}"] = gf.ap_bars(r["values"], [x["ap_native"] for x in r["per_value"]],
-                                     [x["ap_grounded"] for x in r["per_value"]], r["alpha"])
+                controls.append(
+                    {
+                        "factor": f,
+                        "readout": readout,
+                        "macro_map": d["macro_map"],
+                        "top1": d["top1"],
+                        **{f"ap_{v}": ap for v, ap in zip(r["values"], d["ap"], strict=True)},
+                    }
+                )
+        figs[f"ap_{f}"] = gf.ap_bars(
+            r["values"],
+            [x["ap_native"] for x in r["per_value"]],
+            [x["ap_grounded"] for x in r["per_value"]],
+            r["alpha"],
+        )
     for f, c in curves.items():
-        margins += [{"factor": f, "value": v, "alpha": a, "margin": row[k]}
-                    for a, row in zip(c["alphas"], c["margins"], strict=True) for k, v in enumerate(c["values"])]
+        margins += [
+            {"factor": f, "value": v, "alpha": a, "margin": row[k]}
+            for a, row in zip(c["alphas"], c["margins"], strict=True)
+            for k, v in enumerate(c["values"])
+        ]
     if shown is not None:
         v = shown["value_index"]
-        figs["margin_curve"] = gf.margin_curve(shown["curve"]["alphas"], shown["curve"]["margin"], shown["alpha"],
-                                               shown["alpha_star"][v], chosen, shown["value"])
+        figs["margin_curve"] = gf.margin_curve(
+            shown["curve"]["alphas"],
+            shown["curve"]["margin"],
+            shown["alpha"],
+            shown["alpha_star"][v],
+            chosen,
+            shown["value"],
+        )
         figs["plane"] = gf.grounding_plane(shown["plane"], shown["value"], shown["alpha"])
     tables = {"summary": summary, "per_value": per_value, "margin_curves": margins}
     if controls:
         tables["controls"] = controls
     if shown is not None and shown.get("top"):
-        tables["top_images"] = [{"value": shown["value"], "alpha": shown["alpha"], "rank": k + 1,
-                                 "image": os.path.basename(t["path"]), "label": t["label"], "score": t["score"],
-                                 "hit": t["hit"]} for k, t in enumerate(shown["top"])]
+        tables["top_images"] = [
+            {
+                "value": shown["value"],
+                "alpha": shown["alpha"],
+                "rank": k + 1,
+                "image": os.path.basename(t["path"]),
+                "label": t["label"],
+                "score": t["score"],
+                "hit": t["hit"],
+            }
+            for k, t in enumerate(shown["top"])
+        ]
     if sweep:
         tables["sweep"] = sweep
         figs["sweep"] = gf.sweep_figure(sweep)
@@ -625,8 +756,9 @@ def grounding_export(result: Any, shown: dict[str, Any] | None = None, chosen: f
     return ResultView("grounding", tables, figs)
 
 
-def attention_export(result: Any, heatmap: Any = None, heads: Any = None, caption: dict[str, Any] | None = None
-                     ) -> ResultView:
+def attention_export(
+    result: Any, heatmap: Any = None, heads: Any = None, caption: dict[str, Any] | None = None
+) -> ResultView:
     """Attention binding margins (``attention``, the Attention tab): per-layer margins with 95 % intervals per model
     and caption set, the per-layer ratio with ``--compare``, per-caption margins, the curves figure (and the caption
     on screen, if given: its word x word heatmap, its layer x head margin grid and the grid's numbers).
@@ -643,44 +775,78 @@ def attention_export(result: Any, heatmap: Any = None, heads: Any = None, captio
 
     res, items = result.summary, result.rows
     margins = []
-    for model, sets in [(res["model"], res["sets"])] + ([(res["compare"]["model"], res["compare"]["sets"])]
-                                                        if "compare" in res else []):
+    for model, sets in [(res["model"], res["sets"])] + (
+        [(res["compare"]["model"], res["compare"]["sets"])] if "compare" in res else []
+    ):
         for name, s in sets.items():
-            margins += [{"model": model, "set": name, "layer": layer, "margin_mean": s["margin_mean"][i],
-                         "ci_low": s["ci_low"][i], "ci_high": s["ci_high"][i], "n_captions": s["n_captions"]}
-                        for i, layer in enumerate(s["layers"])]
+            margins += [
+                {
+                    "model": model,
+                    "set": name,
+                    "layer": layer,
+                    "margin_mean": s["margin_mean"][i],
+                    "ci_low": s["ci_low"][i],
+                    "ci_high": s["ci_high"][i],
+                    "n_captions": s["n_captions"],
+                }
+                for i, layer in enumerate(s["layers"])
+            ]
     tables: dict[str, Any] = {"margins": margins}
     if "compare" in res:
         tables["ratio"] = []
         for name, r in res["compare"]["ratio"].items():
             ratio = r.get("ratio") or []  # absent when the two models' layer counts differ (r["note"] says so)
             lo, hi = r.get("ci_low") or [None] * len(ratio), r.get("ci_high") or [None] * len(ratio)
-            tables["ratio"] += [{"model": res["compare"]["model"], "over": res["model"], "set": name, "layer": i,
-                                 "ratio": x, "ci_low": lo[i], "ci_high": hi[i], "n_captions": r.get("n_captions")}
-                                for i, x in enumerate(ratio)]
-    tables["captions"] = [{**{k: r[k] for k in ("set", "id", "text", "skipped")},
-                           "bindings": ", ".join(f"{a}:{o}" for a, o in r["bindings"]),
-                           **{f"margin_L{i}": m for i, m in enumerate(r["margins"] or [])}} for r in items]
-    figs = {"margins": af.margin_curves(result.figures_data["curves"], title=f"Attention binding margin per layer "
-                                                                            f"({plot_text(res['direction'])})")}
+            tables["ratio"] += [
+                {
+                    "model": res["compare"]["model"],
+                    "over": res["model"],
+                    "set": name,
+                    "layer": i,
+                    "ratio": x,
+                    "ci_low": lo[i],
+                    "ci_high": hi[i],
+                    "n_captions": r.get("n_captions"),
+                }
+                for i, x in enumerate(ratio)
+            ]
+    tables["captions"] = [
+        {
+            **{k: r[k] for k in ("set", "id", "text", "skipped")},
+            "bindings": ", ".join(f"{a}:{o}" for a, o in r["bindings"]),
+            **{f"margin_L{i}": m for i, m in enumerate(r["margins"] or [])},
+        }
+        for r in items
+    ]
+    figs = {
+        "margins": af.margin_curves(
+            result.figures_data["curves"], title=f"Attention binding margin per layer ({plot_text(res['direction'])})"
+        )
+    }
     if heatmap is not None:
         figs["heatmap"] = heatmap
     if heads is not None:
         figs["heads"] = heads
     if caption is not None:
         hm = caption.get("head_margins")
-        tables["caption_heads"] = [{"text": caption["text"], "layer": li, "head": h, "margin": m}
-                                   for li, row in enumerate(hm if hm is not None else [])
-                                   for h, m in enumerate(row)]
-        tables["caption_layers"] = [{"text": caption["text"], "layer": li, "margin": m}
-                                    for li, m in enumerate([] if caption.get("margins") is None
-                                                           else caption["margins"])]
+        tables["caption_heads"] = [
+            {"text": caption["text"], "layer": li, "head": h, "margin": m}
+            for li, row in enumerate(hm if hm is not None else [])
+            for h, m in enumerate(row)
+        ]
+        tables["caption_layers"] = [
+            {"text": caption["text"], "layer": li, "margin": m}
+            for li, m in enumerate([] if caption.get("margins") is None else caption["margins"])
+        ]
     return ResultView("attention", tables, figs, {"items": items})
 
 
-def compare_export(result: Result | None, metrics: list[dict[str, Any]] | None = None,
-                   job_rows: list[dict[str, Any]] | None = None, jobs: list[dict[str, Any]] | None = None
-                   ) -> ResultView:
+def compare_export(
+    result: Result | None,
+    metrics: list[dict[str, Any]] | None = None,
+    job_rows: list[dict[str, Any]] | None = None,
+    jobs: list[dict[str, Any]] | None = None,
+) -> ResultView:
     """Base vs finetuned (``jobs compare``, the Finetune tab), from the study's result: MCQ accuracy per pairing and N
     (the models named for a reader: ``LiNeS (a=…)``, or only ``unscaled`` when a = 1) and its accuracy-by-N figure, the
     separated report (in-format vs out-of-template / unseen words / held-out construction / controls, each value with
@@ -729,8 +895,9 @@ def compare_export(result: Result | None, metrics: list[dict[str, Any]] | None =
     return ResultView("compare", tables, figs)
 
 
-def finetune_by_n_figure(result: Result, models: Sequence[str] | None = None,
-                         pairings: Sequence[str] | None = None) -> Any:
+def finetune_by_n_figure(
+    result: Result, models: Sequence[str] | None = None, pairings: Sequence[str] | None = None
+) -> Any:
     """The Finetune compare's accuracy-by-N chart from the study's raw rows, the models named for a reader (LiNeS
     left out when a = 1); the tab and its Download draw this same figure, the tab only the ``models`` (keys
     ``base``, ``unscaled``, ``lines``) and ``pairings`` its pickers show (default: all)."""
@@ -741,8 +908,9 @@ def finetune_by_n_figure(result: Result, models: Sequence[str] | None = None,
     first = next(iter((result.summary.get("mcq") or {}).get("base", {}).values()), {})
     labels = [k for k in report_models(a) if models is None or k in models]
     rows = [r for r in result.rows if pairings is None or r["pairing"] in pairings]
-    return figures.compare_by_n(rows, labels=tuple(labels), names=display_labels(a),
-                                chance=float(first.get("chance", 0.25)))
+    return figures.compare_by_n(
+        rows, labels=tuple(labels), names=display_labels(a), chance=float(first.get("chance", 0.25))
+    )
 
 
 def models_compare_export(result: Result) -> ResultView:
@@ -757,8 +925,21 @@ def models_compare_export(result: Result) -> ResultView:
     from bindlab.present import compare_figures as cf
 
     t = result.tables
-    tables = {k: t[k] for k in ("leaderboard", "scores", "by_n", "by_edit_type", "cross_benchmark",
-                                "per_scene_margin", "agreement", "question_diff", "unknown_words") if t.get(k)}
+    tables = {
+        k: t[k]
+        for k in (
+            "leaderboard",
+            "scores",
+            "by_n",
+            "by_edit_type",
+            "cross_benchmark",
+            "per_scene_margin",
+            "agreement",
+            "question_diff",
+            "unknown_words",
+        )
+        if t.get(k)
+    }
     if result.rows:
         tables["questions"] = result.rows
     figs = {}
@@ -769,10 +950,15 @@ def models_compare_export(result: Result) -> ResultView:
     return ResultView("compare_models", tables, figs, {"items": result.rows} if result.rows else {})
 
 
-def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: str | None = None,
-               shown: str | None = None, marks: dict[str, Any] | None = None,
-               neighbours: list[dict[str, Any]] | None = None, selection: list[dict[str, Any]] | None = None
-               ) -> ResultView:
+def map_export(
+    result: Result,
+    layouts: dict[str, Any] | None = None,
+    color_by: str | None = None,
+    shown: str | None = None,
+    marks: dict[str, Any] | None = None,
+    neighbours: list[dict[str, Any]] | None = None,
+    selection: list[dict[str, Any]] | None = None,
+) -> ResultView:
     """Embedding map (``map``, the Map tab): one row per point with its coordinates in every computed layout
     (``pca_x``, ``pca_y``, ``umap_x``, …), the correct share per modality, and the map figure of the layout shown
     (default: UMAP if computed, else PCA). The figure's HTML keeps the hover captions; the ``map`` command's own
@@ -799,14 +985,33 @@ def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: 
     shown = shown or ("umap" if "umap" in layouts else next(iter(layouts)))
     points = []
     for k, p in enumerate(data.points):
-        row = {key: p[key] for key in ("id", "question", "item", "role", "modality", "n_objects", "subset",
-                                       "correct", "caption", "image")}
+        row = {
+            key: p[key]
+            for key in (
+                "id",
+                "question",
+                "item",
+                "role",
+                "modality",
+                "n_objects",
+                "subset",
+                "correct",
+                "caption",
+                "image",
+            )
+        }
         for method, xy in layouts.items():
             row[f"{method}_x"], row[f"{method}_y"] = (float(v) for v in np.asarray(xy)[k])
         points.append(row)
-    summary = [{"model": data.model, "modality": m, "correct_share": a, "n_points": sum(p["modality"] == m
-                                                                                    for p in data.points)}
-               for m, a in data.accuracy.items()]
+    summary = [
+        {
+            "model": data.model,
+            "modality": m,
+            "correct_share": a,
+            "n_points": sum(p["modality"] == m for p in data.points),
+        }
+        for m, a in data.accuracy.items()
+    ]
     title = f"{plot_text(data.model)} · {shown.upper()} of {len(data.points)} points (circle = text, square = image)"
     tables: dict[str, Any] = {"points": points, "summary": summary}
     if neighbours:
@@ -819,12 +1024,31 @@ def map_export(result: Result, layouts: dict[str, Any] | None = None, color_by: 
 def _example_rows(view: dict[str, Any], model: str | None = None) -> list[dict[str, Any]]:
     """One example question's query and candidates as rows (what the step's question card shows)."""
     head = {"question": view["id"], "n_objects": view["n_objects"], **({"model": model} if model else {})}
-    rows = [{**head, "item": "query", "role": "query", "text": view["query"]["text"],
-             "bindings": ", ".join(f"{a}:{o}" for a, o in view["query"]["bindings"]), "score": None, "rank": None,
-             "is_answer": None}]
-    rows += [{**head, "item": f"candidate {k + 1}", "role": c["role"], "text": c["text"],
-              "bindings": ", ".join(f"{a}:{o}" for a, o in c["bindings"]), "score": c["score"], "rank": c["rank"],
-              "is_answer": c["is_answer"]} for k, c in enumerate(view["candidates"])]
+    rows = [
+        {
+            **head,
+            "item": "query",
+            "role": "query",
+            "text": view["query"]["text"],
+            "bindings": ", ".join(f"{a}:{o}" for a, o in view["query"]["bindings"]),
+            "score": None,
+            "rank": None,
+            "is_answer": None,
+        }
+    ]
+    rows += [
+        {
+            **head,
+            "item": f"candidate {k + 1}",
+            "role": c["role"],
+            "text": c["text"],
+            "bindings": ", ".join(f"{a}:{o}" for a, o in c["bindings"]),
+            "score": c["score"],
+            "rank": c["rank"],
+            "is_answer": c["is_answer"],
+        }
+        for k, c in enumerate(view["candidates"])
+    ]
     return rows
 
 
@@ -860,15 +1084,29 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
     scalar = lambda r, keys: [_split_ci({k: r[k] for k in keys if k in r}, "ci95", "gain_ci95")]  # noqa: E731
     if "bow" in results:
         r = results["bow"]
-        tables["step1_bow"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "ci95", "chance", "tie_share",
-                                         "n_swaps"))
+        tables["step1_bow"] = scalar(
+            r, ("model", "pairing", "n_questions", "accuracy", "ci95", "chance", "tie_share", "n_swaps")
+        )
         tables["step1_bow_by_n"] = [{"n_objects": int(n), "accuracy": a} for n, a in r["by_n"].items()]
         if r.get("example"):
             tables["step1_example"] = _example_rows(r["example"], r["model"])
     if "text" in results:
         r = results["text"]
-        tables["step2_text"] = scalar(r, ("model", "pairing", "n_questions", "accuracy", "ci95", "chance",
-                                          "share_correct", "median_abs_gap", "median_preserve", "median_other"))
+        tables["step2_text"] = scalar(
+            r,
+            (
+                "model",
+                "pairing",
+                "n_questions",
+                "accuracy",
+                "ci95",
+                "chance",
+                "share_correct",
+                "median_abs_gap",
+                "median_preserve",
+                "median_other",
+            ),
+        )
         if r.get("example"):
             tables["step2_example"] = _example_rows(r["example"], r["model"])
     if "images" in results:
@@ -876,46 +1114,93 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
         tables["step3_images"] = [_split_ci(x, "ci95") for x in r["rows"]]
         fix = r.get("fix")
         if fix:
-            tables["step3_fix"] = [{"before_model": fix["before"], "after_model": fix["after"],
-                                    **_split_ci(x, "before_ci95", "after_ci95", "change_ci95")} for x in fix["rows"]]
+            tables["step3_fix"] = [
+                {
+                    "before_model": fix["before"],
+                    "after_model": fix["after"],
+                    **_split_ci(x, "before_ci95", "after_ci95", "change_ci95"),
+                }
+                for x in fix["rows"]
+            ]
             figs["step3_fix"] = wf.fix_chart(r)
         if r.get("example"):
             tables["step3_example"] = _example_rows(r["example"], r.get("example_model"))
     if "objects" in results:
         r = results["objects"]
-        tables["step4_objects"] = [{"model": r["model"], "pairing": r["pairing"], **_split_ci(row, "ci95")}
-                                   for row in r["rows"]]
-        tables["step4_small_vs_large"] = [{"group": g, **_split_ci({**r[g], "sizes": r[g]["sizes"]}, "ci95")}
-                                          for g in ("small", "large")]
+        tables["step4_objects"] = [
+            {"model": r["model"], "pairing": r["pairing"], **_split_ci(row, "ci95")} for row in r["rows"]
+        ]
+        tables["step4_small_vs_large"] = [
+            {"group": g, **_split_ci({**r[g], "sizes": r[g]["sizes"]}, "ci95")} for g in ("small", "large")
+        ]
         if r.get("change"):  # large − small, its bootstrap interval and verdict
             c = r["change"]
-            tables["step4_small_vs_large"].append({"group": "change (large - small)", "accuracy": c["value"],
-                                                   "ci95_low": c["ci95"][0], "ci95_high": c["ci95"][1],
-                                                   "verdict": c["verdict"]})
+            tables["step4_small_vs_large"].append(
+                {
+                    "group": "change (large - small)",
+                    "accuracy": c["value"],
+                    "ci95_low": c["ci95"][0],
+                    "ci95_high": c["ci95"][1],
+                    "verdict": c["verdict"],
+                }
+            )
         figs["step4_accuracy_by_n"] = wf.objects_figure(r)
     if "grounding" in results:
         r = results["grounding"]
-        tables["step5_grounding"] = scalar(r, ("model", "factor", "value", "alpha", "ap_native", "ap_grounded",
-                                               "gain", "gain_ci95", "margin_native", "margin_grounded", "alpha_star", "map_native",
-                                               "map_grounded", "map_prototype", "ap_prototype", "alpha_validation"))
-        tables["step5_ap_per_value"] = [{"value": v, "ap_native": a, "ap_grounded": b} for v, a, b in
-                                        zip(r["values"], r["ap_native_all"], r["ap_grounded_all"], strict=True)]
-        tables["step5_margin_curve"] = [{"alpha": a, "margin": m} for a, m in
-                                        zip(r["curve"]["alphas"], r["curve"]["margin"], strict=True)]
+        tables["step5_grounding"] = scalar(
+            r,
+            (
+                "model",
+                "factor",
+                "value",
+                "alpha",
+                "ap_native",
+                "ap_grounded",
+                "gain",
+                "gain_ci95",
+                "margin_native",
+                "margin_grounded",
+                "alpha_star",
+                "map_native",
+                "map_grounded",
+                "map_prototype",
+                "ap_prototype",
+                "alpha_validation",
+            ),
+        )
+        tables["step5_ap_per_value"] = [
+            {"value": v, "ap_native": a, "ap_grounded": b}
+            for v, a, b in zip(r["values"], r["ap_native_all"], r["ap_grounded_all"], strict=True)
+        ]
+        tables["step5_margin_curve"] = [
+            {"alpha": a, "margin": m} for a, m in zip(r["curve"]["alphas"], r["curve"]["margin"], strict=True)
+        ]
         figs["step5_margin_curve"] = wf.grounding_curve(r)
         figs["step5_ap_per_value"] = wf.grounding_bars(r)
     if "attention" in results:
         r = results["attention"]
-        tables["step6_attention"] = [{"model": r["model"], "layer": layer, "margin_mean": m, "ci_low": lo,
-                                      "ci_high": hi, "n_captions": r["n_captions"]}
-                                     for layer, m, lo, hi in zip(r["layers"], r["margin_mean"], r["ci_low"],
-                                                                 r["ci_high"], strict=True)]
+        tables["step6_attention"] = [
+            {
+                "model": r["model"],
+                "layer": layer,
+                "margin_mean": m,
+                "ci_low": lo,
+                "ci_high": hi,
+                "n_captions": r["n_captions"],
+            }
+            for layer, m, lo, hi in zip(r["layers"], r["margin_mean"], r["ci_low"], r["ci_high"], strict=True)
+        ]
         figs["step6_attention"] = wf.attention_figure(r)
     if "finetune" in results:
         r = results["finetune"]
         models = wf.finetune_models(r)
-        named = lambda row: {**{k: v for k, v in row.items() if k not in ("base", "unscaled", "lines")},  # noqa: E731
-                             **{name: row[k] for k, name in models}}
+
+        def named(row):
+            return {
+                **{k: v for k, v in row.items() if k not in ("base", "unscaled", "lines")},
+                **{name: row[k] for k, name in models},
+            }
+
         tables["step7_finetune"] = [{"job": r["job"], **named(row)} for row in r["rows"]]
         tables["step7_finetune_by_n"] = [named(row) for row in r["by_n"]]
         if r.get("report_rows"):
@@ -924,16 +1209,33 @@ def walkthrough_export(results: dict[str, dict[str, Any]]) -> ResultView:
             tables["step7_report_moves"] = [_split_ci(x, "change_ci95") for x in r["report_moves"]]
         if r.get("triplets"):
             tables["step7_triplets"] = r["triplets"]
-        tables["step7_image_drift"] = [{"job": r["job"], **r["image_drift"], "steps": r["steps"],
-                                        "train_seconds": r["train_seconds"], "lr": r["lr"], "lines_a": r["lines_a"]}]
+        tables["step7_image_drift"] = [
+            {
+                "job": r["job"],
+                **r["image_drift"],
+                "steps": r["steps"],
+                "train_seconds": r["train_seconds"],
+                "lr": r["lr"],
+                "lines_a": r["lines_a"],
+            }
+        ]
         figs["step7_accuracy_by_n"] = wf.finetune_figure(r)
     return ResultView("walkthrough", tables, figs, main=WALKTHROUGH_MAIN, about=WALKTHROUGH_ABOUT)
 
 
 # a step's headline table and its chart: what a main-files download of the Walkthrough holds
-WALKTHROUGH_MAIN = ("step1_bow", "step2_text", "step3_fix", "step4_small_vs_large", "step4_accuracy_by_n",
-                    "step5_grounding", "step5_ap_per_value", "step6_attention", "step7_finetune",
-                    "step7_accuracy_by_n")
+WALKTHROUGH_MAIN = (
+    "step1_bow",
+    "step2_text",
+    "step3_fix",
+    "step4_small_vs_large",
+    "step4_accuracy_by_n",
+    "step5_grounding",
+    "step5_ap_per_value",
+    "step6_attention",
+    "step7_finetune",
+    "step7_accuracy_by_n",
+)
 WALKTHROUGH_ABOUT = {
     "step1_bow": "step 1: the bag of words' accuracy, chance and share of swaps tied with the right answer",
     "step1_bow_by_n": "step 1: the bag of words' accuracy by number of objects N",
@@ -942,7 +1244,7 @@ WALKTHROUGH_ABOUT = {
     "step2_example": "step 2: the same example question scored by MiniLM",
     "step3_images": "step 3: accuracy of each toy model in all four pairings, with 95 % intervals",
     "step3_fix": "step 3: the failure and its fix, toy:clip → toy:negclip per pairing: both accuracies and the "
-                 "paired change with its 95 % interval",
+    "paired change with its 95 % interval",
     "step3_example": "step 3: the example image question, each candidate's score and rank",
     "step4_objects": "step 4: accuracy at each number of objects N with its 95 % interval",
     "step4_small_vs_large": "step 4: small vs large scenes, each with its accuracy and 95 % interval",
