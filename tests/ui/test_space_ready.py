@@ -56,7 +56,7 @@ def test_readme_front_matter_is_a_gradio_space_config():
     assert lines[0].startswith("# ") and lines[1] == "```bash"
     assert "python -m venv .venv && . .venv/bin/activate && pip install -e . && python app.py" in lines[2]
     assert (
-        'python -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && ruff check . && python -m pytest'
+        'python -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && ruff check . && ruff format --check . && python -m pytest'
     ) in lines[3] and lines[4] == "```"
     assert lines[3].split("#")[0].strip() == ci_test_command()  # the README's test command is what CI runs
     assert "docs/deploy.md" in body and (ROOT / "docs" / "deploy.md").is_file()
