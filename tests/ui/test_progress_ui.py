@@ -103,6 +103,25 @@ def test_long_actions_announce_themselves_within_a_second(fresh_app, browser):
     assert all(v[0].startswith("progress: ") for v in seen.values()), f"a bare spinner or queue only: {seen}"
 
 
+@pytest.mark.slow  # the cold first Browse view first (tens of seconds on a 2-core machine), then one click
+def test_walkthrough_step3_announces_itself_on_a_cold_server(fresh_app, browser):
+    """Walkthrough step 3 (render the image benchmark, embed it with three toy models: minutes when cold) shows
+    gr.Progress's description within a second of its click, on a free queue. Its answer is not waited for."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
+    try:
+        page.goto(fresh_app, wait_until="commit")
+        page.wait_for_selector("button[role='tab']", timeout=120_000)
+        answered(page, "#bl-summary")  # the page load's first view done: the queue is free
+        page.get_by_role("tab", name="Walkthrough").click()
+        page.click("#wt-images-run")
+        seen = announced(page, "#wt-images-result", "#wt-images-fix")
+    finally:
+        ctx.close()
+    assert seen[0].startswith("progress: "), f"a bare spinner, the queue, or nothing cold to announce: {seen}"
+    assert seen[1] <= WITHIN_S, f"announced {seen[1]:.2f} s after the click: {seen}"
+
+
 def test_a_queued_click_shows_its_place(fresh_app, browser):
     """Clicks while the first Browse view still runs wait in the queue, and say so at once."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
