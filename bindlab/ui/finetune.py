@@ -525,13 +525,14 @@ def build_tab() -> dict[str, Any]:
     status = gr.Markdown(elem_id="ft-status")
     bar = gr.HTML(elem_id="ft-progress")
     curves = gr.Plot(label="Loss and validation triplet accuracy", elem_id="ft-curves")
+    # columns sized by their content, as in the other tables: a fixed share per column let one long value with no place
+    # to break (a base model's folder_name_with_underscores) widen its column and push the table past its box
     jobs = gr.Dataframe(
         headers=SHOWN_JOB_COLUMNS,
         label="All jobs",
         interactive=False,
         wrap=True,
         elem_id="ft-jobs",
-        column_widths=["22%", "30%", "10%", "10%", "28%"],
     )
     gr.Markdown("### Before vs after")
     with gr.Row():
