@@ -154,7 +154,9 @@ def _upload(client: Any, path: Path, api_name: str = "/bl_data_upload") -> str:
     """Upload ``path`` through a tab's upload widget (Browse's by default); the opaque choice it becomes."""
     from gradio_client import handle_file
 
-    choice, _ = client.predict(handle_file(str(path)), api_name=api_name)
+    files = handle_file(str(path))
+    # a folder kind (a grid) takes several files: the upload widget sends a list
+    choice, _ = client.predict([files] if api_name == "/gd_data_upload" else files, api_name=api_name)
     return choice["value"] if isinstance(choice, dict) else choice
 
 
@@ -539,11 +541,11 @@ def bomb_zips(folder: Path) -> dict[str, Path]:
     def datasets_zip(name: str, tables: list[Any]) -> Path:
         out = folder / f"{name}.zip"
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr("set/bindlab/export.json", json.dumps({"kind": "mcq", "rows": 0}))
+            zf.writestr("bindlab/export.json", json.dumps({"kind": "grid", "rows": 0}))
             for i, table in enumerate(tables):
                 buf = io.BytesIO()
                 pq.write_table(table, buf, compression="zstd")
-                zf.writestr(f"set/data/test-{i:05d}-of-{len(tables):05d}.parquet", buf.getvalue())
+                zf.writestr(f"data/test-{i:05d}-of-{len(tables):05d}.parquet", buf.getvalue())
         return out
 
     record = json.dumps({"id": "q", "pad": "a" * (1 << 20)})
@@ -567,9 +569,9 @@ def bomb_zips(folder: Path) -> dict[str, Path]:
     write_index(grid_dir / "index.csv", rows)
     grid = folder / "many_values.zip"
     with zipfile.ZipFile(grid, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.write(grid_dir / "index.csv", "grid/index.csv")
+        zf.write(grid_dir / "index.csv", "index.csv")
         for r in rows:
-            zf.writestr(f"grid/{r.image}", png)
+            zf.writestr(r.image, png)
     return {"memory_bomb": memory, "disk_bomb": disk, "many_values": grid}
 
 
@@ -577,7 +579,9 @@ def _disk_mb(folder: Path) -> float:
     return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / (1 << 20), 1)
 
 
-def run_replay(model: str, sessions: int = 1000, search_chars: int = 100_000) -> dict[str, Any]:
+def run_replay(
+    model: str, sessions: int = 1000, search_chars: int = 100_000, only: set[str] | None = None
+) -> dict[str, Any]:
     """(f) Every attack of issue 56 at full size against one public-mode server, one after another: per attack the
     server's peak growth over its steady memory before it (target <= +200 MB), what the attacker was told, and the
     slowest light request (a Browse *Score* of 20 questions, repeated from another address while the attack runs;
@@ -625,7 +629,8 @@ def run_replay(model: str, sessions: int = 1000, search_chars: int = 100_000) ->
         def search() -> str:
             data = _upload(attacker, mcq_file(work / "map", 200, seed=302), "/map_data_upload")
             attacker.predict(data, "bow", [], 200, 0, "role", "pca", "", api_name="/map_make")
-            attacker.predict("role", "red cube " * (search_chars // 9), api_name="/map_search")
+            sampler.reset()  # the attack is the search, not the map it searches
+            attacker.predict("role", "red cube " * (search_chars // 9), False, "", api_name="/map_search")
             return "answered"
 
         def grid() -> str:
@@ -634,9 +639,9 @@ def run_replay(model: str, sessions: int = 1000, search_chars: int = 100_000) ->
             return "answered"
 
         def datasets(name: str) -> Any:
-            def go() -> str:
-                stored = _upload(attacker, zips[name])
-                _score(attacker, stored, "bow")
+            def go() -> str:  # a datasets folder in a Grounding upload, as the issue sent it
+                stored = _upload(attacker, zips[name], "/gd_data_upload")
+                attacker.predict(stored, "toy:clip", "pattern", 1.0, api_name="/grounding_load")
                 return "answered"
 
             return go
@@ -667,6 +672,8 @@ def run_replay(model: str, sessions: int = 1000, search_chars: int = 100_000) ->
             ("hub_8b_model", hub),
         ]
         for name, attack in plan:
+            if only and name not in only:
+                continue
             before = _steady_rss(pid)
             sampler.reset()
             stop, light_s = threading.Event(), []
@@ -878,6 +885,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: every attack of issue 56 at full size against one server (check (f))",
     )
+    ap.add_argument("--attacks", default="", help="(f) only these attacks, comma-separated (default: all)")
     ap.add_argument(
         "--fair",
         type=int,
@@ -887,7 +895,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     if a.replay:
-        report = run_replay(a.model)
+        report = run_replay(a.model, only=set(filter(None, a.attacks.split(","))))
         if a.json:
             Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
         names = [k for k, v in report.items() if isinstance(v, dict) and "peak_growth_mb" in v]
