@@ -659,7 +659,10 @@ def run_replay(
             return f"{jobs} of 9 jobs queued from one real address; then: {said}"
 
         def hub() -> str:
-            _score(attacker, small, "qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123456789abcdef0123456789abcdef01234567")
+            own = _upload(
+                attacker, mcq_file(work / "hub", 20, seed=303)
+            )  # the attacker's own data: only the model is hostile
+            _score(attacker, own, "qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123456789abcdef0123456789abcdef01234567")
             return "answered"
 
         plan = [
