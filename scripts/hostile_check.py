@@ -565,7 +565,7 @@ def bomb_zips(folder: Path) -> dict[str, Path]:
     )
     rows = []
     for i in range(7500):
-        rows.append(FactorRow(f"img/{i}.png", ("circle", "square", "star")[i % 3], "red", f"p{i // 3}", 0, 0))
+        rows.append(FactorRow(f"img/{i}.png", ("circle", "square", "star")[i % 3], "red", f"p{i // 3}", i % 3, 0))
     write_index(grid_dir / "index.csv", rows)
     grid = folder / "many_values.zip"
     with zipfile.ZipFile(grid, "w", zipfile.ZIP_DEFLATED) as zf:
