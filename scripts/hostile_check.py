@@ -16,11 +16,19 @@ public data roots), drives it through ``gradio_client`` as scripted visitors wou
 (d) with ``--sessions N``: N visitors one after another, each keeping a Map and a Browse score of its own upload:
     the memory each active session holds (target <= +150 MB) and what is left after they all leave (<= +300 MB);
 (e) with ``--flood N``: N POSTs of a page-load event, each with a fresh session hash and no page (no heartbeat), as
-    a script would send them: the server's growth (target <= +200 MB).
+    a script would send them: the server's growth (target <= +200 MB);
+(f) with ``--replay``: every attack of issue 56 at full size against one server — 1,000 fresh sessions, 100 KB of
+    map search text, a grid with 2,500 values of one factor, a zip with a parquet memory bomb, a disk bomb, forged
+    forwarding headers, an 8B hub model — each attack's peak growth (target <= +200 MB) and a light request's time
+    during it (target <= 2 s), an ordinary active session's growth (<= +150 MB), what is left on disk after a
+    restart, and a fresh visitor's job launch;
+(g) with ``--fair N``: N visitors at N addresses, each launching a finetune job at once (a visitor the full queue
+    refuses comes back when it is told): a light request meanwhile (target <= 10 s), the high-water mark with the
+    jobs (target < 4 GB), and every visitor served in turn within the job time limit.
 
 A measurement, not a unit test: run it by hand, on the machine you deploy to, and read the numbers with the load
 average it prints (a busy machine slows both sides). Exit status 1 when (a) fails, 3 when (b) or (c)
-misses its target, 4 when (d) does, 5 when (e) does.
+misses its target, 4 when (d) does, 5 when (e) does, 6 when (f) does, 7 when (g) does.
 
 Usage::
 
@@ -28,6 +36,8 @@ Usage::
     python scripts/hostile_check.py --visitors 10      # (c) ten heavy visitors and a light one
     python scripts/hostile_check.py --sessions 6 --model bow   # (d) memory held per session, and after they leave
     python scripts/hostile_check.py --flood 1000               # (e) fresh session hashes with no page
+    python scripts/hostile_check.py --replay                   # (f) every attack at full size, one server
+    python scripts/hostile_check.py --fair 10                  # (g) ten visitors with a job each, at ten addresses
 """
 
 from __future__ import annotations
@@ -144,7 +154,9 @@ def _upload(client: Any, path: Path, api_name: str = "/bl_data_upload") -> str:
     """Upload ``path`` through a tab's upload widget (Browse's by default); the opaque choice it becomes."""
     from gradio_client import handle_file
 
-    choice, _ = client.predict(handle_file(str(path)), api_name=api_name)
+    files = handle_file(str(path))
+    # a folder kind (a grid) takes several files: the upload widget sends a list
+    choice, _ = client.predict([files] if api_name == "/gd_data_upload" else files, api_name=api_name)
     return choice["value"] if isinstance(choice, dict) else choice
 
 
@@ -491,6 +503,358 @@ def run_flood(posts: int) -> dict[str, Any]:
     return report
 
 
+# --- (f) the attacks of issue 56 at full size, against one server ---------------------------------------------------
+LIGHT_ADDRESS = "192.0.2.1"
+
+
+def _client_at(url: str, address: str, timeout_s: float = 900) -> Any:
+    """A ``gradio_client`` visitor behind the platform's proxy, which appends ``address`` (one trusted hop)."""
+    from gradio_client import Client
+
+    return Client(
+        url,
+        verbose=False,
+        download_files=False,
+        httpx_kwargs={"timeout": timeout_s},
+        headers={"X-Forwarded-For": address},
+    )
+
+
+def _said(e: BaseException) -> str:
+    return " ".join(str(e).split())[:200]
+
+
+def bomb_zips(folder: Path) -> dict[str, Path]:
+    """The issue's upload attacks as zips: a datasets folder whose one shard repeats a 1 MiB record over 1,000 rows
+    (a few KB), one whose ten shards name 250 images sharing one 4 MiB blob, and a factor grid whose ``pattern``
+    factor has 2,500 values (7,500 one-pixel images)."""
+    import io
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bindlab.data.factors import FactorRow, write_index
+
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def datasets_zip(name: str, tables: list[Any]) -> Path:
+        out = folder / f"{name}.zip"
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("bindlab/export.json", json.dumps({"kind": "grid", "rows": 0}))
+            for i, table in enumerate(tables):
+                buf = io.BytesIO()
+                pq.write_table(table, buf, compression="zstd")
+                zf.writestr(f"data/test-{i:05d}-of-{len(tables):05d}.parquet", buf.getvalue())
+        return out
+
+    record = json.dumps({"id": "q", "pad": "a" * (1 << 20)})
+    memory = datasets_zip("memory_bomb", [pa.table({"record": pa.array([record] * 1000).dictionary_encode()})])
+    blob = os.urandom(64) * ((4 << 20) // 64)
+    tables = []
+    for s in range(10):
+        recs = [json.dumps({"id": f"q{s}-{r}", "query": {"image": f"img/{s}-{r}.png"}}) for r in range(25)]
+        images = [{"bytes": blob, "path": f"img/{s}-{r}.png"} for r in range(25)]
+        tables.append(pa.table({"record": recs, "image": pa.array(images)}))
+    disk = datasets_zip("disk_bomb", tables)
+    grid_dir = folder / "grid"
+    (grid_dir / "img").mkdir(parents=True, exist_ok=True)
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cfc0000003010100"
+        "c9fe92ef0000000049454e44ae426082"
+    )
+    rows = []
+    for i in range(7500):
+        rows.append(FactorRow(f"img/{i}.png", ("circle", "square", "star")[i % 3], "red", f"p{i // 3}", i % 3, 0))
+    write_index(grid_dir / "index.csv", rows)
+    grid = folder / "many_values.zip"
+    with zipfile.ZipFile(grid, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.write(grid_dir / "index.csv", "index.csv")
+        for r in rows:
+            zf.writestr(r.image, png)
+    return {"memory_bomb": memory, "disk_bomb": disk, "many_values": grid}
+
+
+def _disk_mb(folder: Path) -> float:
+    return round(sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / (1 << 20), 1)
+
+
+def run_replay(
+    model: str, sessions: int = 1000, search_chars: int = 100_000, only: set[str] | None = None
+) -> dict[str, Any]:
+    """(f) Every attack of issue 56 at full size against one public-mode server, one after another: per attack the
+    server's peak growth over its steady memory before it (target <= +200 MB), what the attacker was told, and the
+    slowest light request (a Browse *Score* of 20 questions, repeated from another address while the attack runs;
+    target <= 2 s); then an ordinary active session's growth (a Map and a Browse score of its own 2,000-question
+    upload; target <= +150 MB), what is left on disk, and a fresh visitor's job launch."""
+    import urllib.request
+    import uuid
+
+    from bindlab.bench_browser import running_app
+
+    work = Path(tempfile.mkdtemp(prefix="bindlab-replay-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    home = work / "home"
+    env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": ""}
+    report: dict[str, Any] = {"model": model, "cpus": os.cpu_count()}
+    _say(report, "load_before", os.getloadavg())
+    zips = bomb_zips(work / "zips")
+    _say(report, "zip_bytes", {k: v.stat().st_size for k, v in zips.items()})
+    mb = 1 << 20
+    with running_app(env=env, timeout_s=300, log=work / "app.log") as (url, _, _):
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        sampler = Sampler(pid)
+        light = _client_at(url, LIGHT_ADDRESS)
+        small = _upload(light, mcq_file(work / "light", 20, seed=300))
+        _score(light, small, model)  # warm: the model loaded
+        attacker = _client_at(url, "198.51.100.66")
+        _score(attacker, _upload(attacker, mcq_file(work / "warm2", 20, seed=301)), "bow")
+        attacks: dict[str, Any] = {}
+
+        def flood() -> str:
+            deps = json.loads(urllib.request.urlopen(url + "/config", timeout=30).read())["dependencies"]
+            load = next(d for d in deps if any(t[1] == "load" for t in d.get("targets", [])))
+            accepted = 0
+            for _ in range(sessions):
+                body = {"data": [""], "fn_index": load["id"], "session_hash": uuid.uuid4().hex[:11]}
+                req = urllib.request.Request(
+                    url + "/gradio_api/queue/join",
+                    data=json.dumps({**body, "event_data": None, "trigger_id": None}).encode(),
+                    headers={"Content-Type": "application/json"},
+                    method="POST",
+                )
+                with contextlib.suppress(OSError), urllib.request.urlopen(req, timeout=30) as r:
+                    accepted += r.status == 200
+            return f"{accepted} of {sessions} page loads accepted (headless sessions are capped)"
+
+        def search() -> str:
+            data = _upload(attacker, mcq_file(work / "map", 200, seed=302), "/map_data_upload")
+            attacker.predict(data, "bow", [], 200, 0, "role", "pca", "", api_name="/map_make")
+            sampler.reset()  # the attack is the search, not the map it searches
+            attacker.predict("role", "red cube " * (search_chars // 9), False, "", api_name="/map_search")
+            return "answered"
+
+        def grid() -> str:
+            stored = _upload(attacker, zips["many_values"], "/gd_data_upload")
+            attacker.predict(stored, "toy:clip", "pattern", 0.5, api_name="/grounding_load")
+            return "answered"
+
+        def datasets(name: str) -> Any:
+            def go() -> str:  # a datasets folder in a Grounding upload, as the issue sent it
+                stored = _upload(attacker, zips[name], "/gd_data_upload")
+                attacker.predict(stored, "toy:clip", "pattern", 1.0, api_name="/grounding_load")
+                return "answered"
+
+            return go
+
+        def forged() -> str:
+            jobs = 0
+            said = ""
+            for k in range(9):  # three sessions x three forged first hops, one real address behind the proxy
+                c = _client_at(url, f"203.0.113.{k % 3 + 1}, 198.51.100.77")
+                try:
+                    c.predict("toy:shared", "", 1, 20, 16, 2e-3, 4, "0.1", 0.0, "", "text", api_name="/ft_launch")
+                    jobs += 1
+                except Exception as e:  # noqa: BLE001 - the refusal is the result
+                    said = _said(e)
+            return f"{jobs} of 9 jobs queued from one real address; then: {said}"
+
+        def hub() -> str:
+            own = _upload(
+                attacker, mcq_file(work / "hub", 20, seed=303)
+            )  # the attacker's own data: only the model is hostile
+            _score(attacker, own, "qwen3vl:Qwen/Qwen3-VL-Embedding-8B@0123456789abcdef0123456789abcdef01234567")
+            return "answered"
+
+        plan = [
+            ("fresh_session_flood", flood),
+            ("long_search", search),
+            ("many_valued_grid", grid),
+            ("parquet_memory_bomb", datasets("memory_bomb")),
+            ("disk_bomb", datasets("disk_bomb")),
+            ("forged_forwarding_headers", forged),
+            ("hub_8b_model", hub),
+        ]
+        for name, attack in plan:
+            if only and name not in only:
+                continue
+            before = _steady_rss(pid)
+            sampler.reset()
+            stop, light_s = threading.Event(), []
+
+            def lights(stop: threading.Event = stop, light_s: list[float] = light_s) -> None:
+                while not stop.is_set() or not light_s:
+                    t = _score(light, small, model, timeout_s=120)
+                    light_s.append(round(t if t is not None else 120.0, 2))
+
+            thread = threading.Thread(target=lights, daemon=True)
+            thread.start()
+            t0 = time.perf_counter()
+            try:
+                outcome = attack()
+            except Exception as e:  # noqa: BLE001 - a refusal comes back as the client's error
+                outcome = "refused: " + _said(e)
+            seconds = time.perf_counter() - t0
+            stop.set()
+            thread.join(timeout=180)
+            attacks[name] = {
+                "outcome": outcome,
+                "seconds": round(seconds, 1),
+                "peak_growth_mb": round((sampler.peak - before) / mb, 1),
+                "light_max_s": max(light_s) if light_s else None,
+                "light_requests": len(light_s),
+            }
+            _say(report, name, attacks[name])
+        # an ordinary visitor: a Map and a Browse score of its own 2,000-question upload
+        before = _steady_rss(pid)
+        visitor = _client_at(url, "198.51.100.88")
+        data = mcq_file(work / "ordinary", 2000, seed=7)
+        try:
+            visitor.predict(
+                _upload(visitor, data, "/map_data_upload"), model, [], 2000, 0, "role", "pca", "", api_name="/map_make"
+            )
+            _score(visitor, _upload(visitor, data), model)
+        except Exception as e:  # noqa: BLE001 - e.g. the request time limit on a loaded machine
+            _say(report, "ordinary_session_error", _said(e))
+        _say(report, "ordinary_session_growth_mb", round((_steady_rss(pid) - before) / mb, 1))
+        fresh = _client_at(url, "198.51.100.99")
+        try:
+            _, said, *_ = fresh.predict(
+                "toy:shared", "", 1, 5, 16, 2e-3, 4, "0.1", 0.0, "", "text", api_name="/ft_launch"
+            )
+            _say(report, "fresh_visitor_launch", " ".join(str(said).split())[:160])
+        except Exception as e:  # noqa: BLE001
+            _say(report, "fresh_visitor_launch", "refused: " + _said(e))
+        _say(report, "uploads_and_copies_mb", _disk_mb(home / "uploads") if (home / "uploads").is_dir() else 0.0)
+        _say(report, "datasets_copies_mb", _disk_mb(home / "datasets") if (home / "datasets").is_dir() else 0.0)
+        _say(report, "load_during", os.getloadavg())
+        for c in (light, attacker, visitor, fresh):
+            c.close()
+        sampler.stop()
+        _cancel_all(home)
+    _say(report, "uploads_after_restart_mb", _restart_leftovers(env, home, work))
+    _say(report, "load_after", os.getloadavg())
+    return report
+
+
+def _cancel_all(home: Path) -> None:
+    """Cancel every job still queued or running under ``home`` (the check's own jobs)."""
+    from bindlab.jobs.manager import JobManager
+
+    root = home / "jobs"
+    if root.is_dir():
+        admin = JobManager(root, owner="local:check", admin=True)
+        for j in admin.list():
+            if j["state"] in ("queued", "running"):
+                with contextlib.suppress(ValueError, KeyError):
+                    admin.cancel(j["id"], grace_s=2)
+
+
+def _job_statuses(home: Path) -> list[dict[str, Any]]:
+    """Every job's ``status.json`` under ``home``, read from disk only: a manager made here would promote the queue
+    with this process's limits (local ones), not the server's."""
+    root = home / "jobs"
+    out = []
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            out.append(json.loads((d / "status.json").read_text()))
+    return out
+
+
+def _restart_leftovers(env: dict[str, str], home: Path, work: Path) -> float:
+    """MiB left under ``uploads/`` and ``datasets/`` once the app has started again on the same home."""
+    from bindlab.bench_browser import running_app
+
+    with running_app(env=env, timeout_s=300, log=work / "app2.log"):
+        pass
+    return sum(_disk_mb(home / d) for d in ("uploads", "datasets") if (home / d).is_dir())
+
+
+# --- (g) ten heavy visitors at ten addresses, each with a job ---------------------------------------------------------
+def run_fair(model: str, visitors: int, max_steps: int = 20, timeout_s: float = 1500) -> dict[str, Any]:
+    """(g) ``visitors`` heavy visitors, each behind its own address as a Space's proxy reports it, each launching a
+    finetune job (``toy:shared``, ``max_steps`` steps) at once; a visitor the full queue refuses is told when a place
+    frees and tries again then. Reported: each visitor's first answer (its place and estimate), when its job started
+    and ended and its state; the light visitor's Browse *Score* times meanwhile (target <= 10 s); the server's
+    memory high-water mark, its jobs included (target < 4 GB); whether every visitor was served, once each, within
+    the job time limit."""
+    import concurrent.futures
+
+    from bindlab.bench_browser import running_app
+    from bindlab.config import LIMIT_DEFAULTS
+
+    work = Path(tempfile.mkdtemp(prefix="bindlab-fair-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    home = work / "home"
+    env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(home), "BINDLAB_DATA_ROOTS": ""}
+    cap_s = LIMIT_DEFAULTS["max_job_seconds"][1]
+    report: dict[str, Any] = {"model": model, "visitors": visitors, "max_steps": max_steps, "cpus": os.cpu_count()}
+    _say(report, "load_before", os.getloadavg())
+    with running_app(env=env, timeout_s=300, log=work / "app.log") as (url, _, _):
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        sampler = Sampler(pid)
+        light = _client_at(url, LIGHT_ADDRESS)
+        small = _upload(light, mcq_file(work / "light", 20, seed=300))
+        _score(light, small, model)
+        sampler.reset()
+        t0 = time.perf_counter()
+
+        def visit(i: int) -> dict[str, Any]:
+            c = _client_at(url, f"198.51.100.{i + 1}")
+            tries, first = 0, None
+            while time.perf_counter() - t0 < timeout_s:
+                tries += 1
+                try:
+                    job, said, *_ = c.predict(
+                        "toy:shared", "", 1, max_steps, 16, 2e-3, 4, "0.1", 0.0, "", "text", api_name="/ft_launch"
+                    )
+                    job = job.get("value") if isinstance(job, dict) else job
+                    return {"visitor": i + 1, "job": job, "tries": tries, "told": first or " ".join(str(said).split())}
+                except Exception as e:  # noqa: BLE001 - a full queue says when to come back
+                    first = first or "refused: " + _said(e)
+                    time.sleep(10.0)
+            return {"visitor": i + 1, "job": None, "tries": tries, "told": first}
+
+        with concurrent.futures.ThreadPoolExecutor(visitors) as pool:
+            futures = [pool.submit(visit, i) for i in range(visitors)]
+            light_s = []
+            while time.perf_counter() - t0 < timeout_s:
+                t = _score(light, small, model, timeout_s=60)
+                light_s.append(round(t if t is not None else 60.0, 2))
+                jobs = _job_statuses(home)
+                if (
+                    all(f.done() for f in futures)
+                    and jobs
+                    and all(j["state"] not in ("queued", "running") for j in jobs)
+                ):
+                    break
+                time.sleep(5.0)
+            outcomes = [f.result() for f in futures]
+        _say(report, "light_request_s", {"max": max(light_s), "median": statistics.median(light_s), "n": len(light_s)})
+        by_id = {j["id"]: j for j in _job_statuses(home)}
+
+        def span(j: dict[str, Any], a: str, b: str) -> float | None:
+            import datetime as dt
+
+            if not j.get(a) or not j.get(b):
+                return None
+            return (dt.datetime.fromisoformat(j[b]) - dt.datetime.fromisoformat(j[a])).total_seconds()
+
+        for o in outcomes:
+            j = by_id.get(o["job"] or "", {})
+            o.update(state=j.get("state"), waited_s=span(j, "created", "started"), ran_s=span(j, "started", "finished"))
+        _say(report, "heavy", outcomes)
+        order = [
+            o["visitor"] for o in sorted(outcomes, key=lambda o: o["waited_s"] if o["waited_s"] is not None else 1e9)
+        ]
+        _say(report, "start_order", order)
+        served = all(o["state"] == "done" and (o["ran_s"] or 0) <= cap_s for o in outcomes)
+        _say(report, "every_visitor_served_once", served and len({o["job"] for o in outcomes}) == visitors)
+        _say(report, "peak_mb", round(sampler.peak / (1 << 20), 1))
+        _say(report, "load_during", os.getloadavg())
+        sampler.stop()
+        _cancel_all(home)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="minilm", help="the encoder both visitors use (default: minilm)")
@@ -531,7 +895,45 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="instead: this many page-load POSTs with fresh session hashes and no page (check (e))",
     )
+    ap.add_argument(
+        "--replay",
+        action="store_true",
+        help="instead: every attack of issue 56 at full size against one server (check (f))",
+    )
+    ap.add_argument("--attacks", default="", help="(f) only these attacks, comma-separated (default: all)")
+    ap.add_argument(
+        "--fair",
+        type=int,
+        default=0,
+        help="instead: this many visitors at as many addresses, each "
+        "launching a finetune job; the light visitor meanwhile (check (g))",
+    )
     a = ap.parse_args(argv)
+    if a.replay:
+        report = run_replay(a.model, only=set(filter(None, a.attacks.split(","))))
+        if a.json:
+            Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
+        names = [k for k, v in report.items() if isinstance(v, dict) and "peak_growth_mb" in v]
+        grew = max(report[k]["peak_growth_mb"] for k in names)
+        slow = max(report[k]["light_max_s"] or 0 for k in names)
+        ordinary = report["ordinary_session_growth_mb"]
+        ok = grew <= 200 and slow <= 2 and ordinary <= 150
+        print(
+            f"(f) largest growth per attack {grew:+.0f} MB (target <= 200), slowest light request {slow:.2f} s "
+            f"(target <= 2), ordinary session {ordinary:+.0f} MB (target <= 150): {'ok' if ok else 'MISSED'}"
+        )
+        return 0 if ok else 6
+    if a.fair:
+        report = run_fair(a.model, a.fair)
+        if a.json:
+            Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
+        light, peak, served = report["light_request_s"]["max"], report["peak_mb"], report["every_visitor_served_once"]
+        ok = light <= 10 and peak < 4096 and served
+        print(
+            f"(g) {a.fair} visitors with jobs: light request at most {light} s (target <= 10), peak {peak:.0f} MB "
+            f"(target < 4096), every visitor served in turn within the job limit: {served}: {'ok' if ok else 'MISSED'}"
+        )
+        return 0 if ok else 7
     if a.flood:
         report = run_flood(a.flood)
         if a.json:

@@ -7,6 +7,8 @@ must not succeed silently, and must end with exactly one line holding ``error:``
 tiny bundled toy model are used, so the suite runs in well under two minutes — except the out-of-memory cases, which
 run MiniLM with its weight loading made to fail as running out of memory does (:data:`FAULTS`). Some cases check
 more after the run (:data:`AFTER`): a link planted in an export folder still points at an untouched file.
+Finetune cases run with ``--background``, so a setting accepted without a word (a silent success) would queue a job
+and fail its case: a model with no trainable text tower, and ``--config`` settings no flag carries (:data:`CONFIGS`).
 """
 
 from __future__ import annotations
@@ -250,10 +252,37 @@ def world(tmp_path_factory) -> dict[str, Path]:
     w["out_file"].write_text("{}")
     w["home_file"] = root / "home_is_a_file"
     w["home_file"].write_text("not a folder")
+    # finetune: real triplets (so each case meets its own check, not a missing folder), --config files whose one
+    # setting only a file can carry, and a home with one finished job (for `jobs export-script`)
+    from bindlab.data.triplets import generate_triplets, write_triplets
+    from bindlab.jobs.manager import local_owner
+
+    rows, stats = generate_triplets(40, seed=0)
+    write_triplets(root / "trip", rows, stats)
+    for name, cfg in CONFIGS.items():
+        w[f"config_{name}"] = root / f"config_{name}.json"
+        w[f"config_{name}"].write_text(json.dumps(cfg))
+    job = root / "jobhome" / "jobs" / FUZZ_JOB
+    job.mkdir(parents=True)
+    (job / "config.json").write_text(json.dumps({"model": "minilm", "data": str(root / "trip"), "num_processes": 2}))
+    (job / "status.json").write_text(
+        json.dumps({"id": FUZZ_JOB, "state": "done", "owner": local_owner(), "created": "2026-01-01T00:00:00+00:00"})
+    )
     return w
 
 
 # --- the table -------------------------------------------------------------------------------------------------------
+# --config settings a flag cannot carry, each once accepted without a word (and ignored, or failing the job later)
+CONFIGS: dict[str, dict] = {
+    "debug_unknown": {"debug": {"sleep_per_stp": 1}},
+    "debug_sleep_huge": {"debug": {"sleep_per_step": 1e9}},
+    "debug_fail_text": {"debug": {"fail_at_step": "x"}},
+    "heavy_text": {"heavy": "no"},
+    "evaluate_text": {"evaluate": "no"},
+    "lora_alpha_huge": {"lora_alpha": 1e308},
+    "lora_dropout_5": {"lora_dropout": 5},
+}
+FUZZ_JOB = "20260101-000000-f00f00"  # the finished job of the world's jobhome
 MCQ_CMDS = [("eval", "mcq"), ("eval", "retrieval")]
 BAD_POSITIVE = ["0", "-1", "-100", "abc", "1.5", "nan", "inf", "", "1e999", "0x10"]
 BAD_NONNEG = ["-1", "-5", "abc", "nan", "-inf", "2.5", "1e999"]
@@ -328,7 +357,14 @@ def _cases() -> list[tuple[str, list[str], dict[str, str]]]:
             for v in ["0", "-1", "abc", "nan", HUGE, "1e999"]:
                 add(f"gen-{name}{flag}={v}", base + [flag, v])
         add(f"gen-{name}-seed-negative", base + ["--seed", "-1"])
-    ft = ["finetune", "--model", "bow", "--data", "{root}/trip"]
+    ft = ["finetune", "--model", "minilm", "--data", "{root}/trip", "--background"]
+    add("finetune-model-bow", ["finetune", "--model", "bow", "--data", "{root}/trip", "--background"])
+    add("finetune-model-open-clip", ft[:2] + ["open_clip:ViT-B-32/openai"] + ft[3:])
+    for name in CONFIGS:
+        add(f"finetune-config-{name}", ft + ["--config", "{config_" + name + "}"])
+    export = ["jobs", "export-script", FUZZ_JOB]
+    for flag, v in [("--nproc", "0"), ("--nproc", "-1"), ("--nodes", "0")]:
+        add(f"jobs-export-script{flag}={v}", export + [flag, v], {"BINDLAB_HOME": "{root}/jobhome"})
     for flag in ["--lr", "--lora-alpha", "--margin", "--weight-decay"]:
         for v in BAD_FLOAT:
             add(f"finetune{flag}={v}", ft + [flag, v])

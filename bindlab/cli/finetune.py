@@ -83,6 +83,34 @@ _FT_KEYS = (
 )
 
 
+DEBUG_KEYS = {"fail_at_step": 1e9, "sleep_per_step": 60.0}  # the test hooks a config may set, and their caps
+MAX_LORA_ALPHA = 10_000.0  # alpha / r scales the update: past this the first step already overflows
+
+
+def _check_file_settings(cfg: dict[str, Any], where: str) -> None:
+    """Refuse the settings only a ``--config`` file can carry that would otherwise pass unchecked and be ignored or
+    fail the job later: switches that are not JSON true/false (``"no"`` would read as true), unknown or non-numeric
+    ``debug`` hooks, ``lora_alpha`` past :data:`MAX_LORA_ALPHA` and ``lora_dropout`` outside [0, 1)."""
+    for name in ("heavy", "evaluate"):
+        if name in cfg and not isinstance(cfg[name], bool):
+            raise ValueError(f"{where}: {name} must be true or false, got {cfg[name]!r}")
+    debug = cfg.get("debug", {})
+    if not isinstance(debug, dict) or any(k not in DEBUG_KEYS for k in debug):
+        raise ValueError(f"{where}: debug may hold only {', '.join(DEBUG_KEYS)} (test hooks), got {debug!r:.120}")
+    for key, value in debug.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= DEBUG_KEYS[key]:
+            raise ValueError(f"{where}: debug.{key} must be a number from 0 to {DEBUG_KEYS[key]:g}, got {value!r:.60}")
+    alpha = cfg.get("lora_alpha")
+    if isinstance(alpha, int | float) and not isinstance(alpha, bool) and alpha > MAX_LORA_ALPHA:
+        raise ValueError(
+            f"lora_alpha {alpha:g} is above {MAX_LORA_ALPHA:,.0f}: the update is scaled by alpha / rank and would "
+            "overflow at the first step (the default is 4)"
+        )
+    dropout = cfg.get("lora_dropout")
+    if isinstance(dropout, int | float) and not isinstance(dropout, bool) and not 0 <= dropout < 1:
+        raise ValueError(f"{where}: lora_dropout must be at least 0 and below 1, got {dropout:g}")
+
+
 def _finetune_config(a: argparse.Namespace) -> dict[str, Any]:
     cfg: dict[str, Any] = {}
     if a.config:
@@ -93,6 +121,7 @@ def _finetune_config(a: argparse.Namespace) -> dict[str, Any]:
         if not isinstance(cfg, dict):
             raise ValueError(f"--config {a.config}: must hold a JSON object of finetune settings")
     cfg.update({k: getattr(a, k) for k in _FT_KEYS if getattr(a, k) is not None})  # flags override the file
+    _check_file_settings(cfg, f"--config {a.config}")
     missing = [k for k in ("model", "data") if not cfg.get(k)]
     if missing:
         raise ValueError(f"finetune needs {' and '.join('--' + k for k in missing)} (or a --config file with them)")
@@ -261,7 +290,7 @@ def cmd_jobs_export_script(a: argparse.Namespace) -> None:
 
     info = fs.job_info(a.job, log_lines=0)  # a missing job, or another owner's, is refused here
     d = fs.jobs_folder() / info["status"]["id"]
-    nproc = a.nproc or int((info.get("config") or {}).get("num_processes", 1) or 1)
+    nproc = a.nproc if a.nproc is not None else int((info.get("config") or {}).get("num_processes", 1) or 1)
     if nproc < 1 or a.nodes < 1:
         raise ValueError(f"--nproc and --nodes must be >= 1, got {nproc} and {a.nodes}")
     for name, text in job_scripts(d, info["status"]["id"], nproc, a.nodes).items():

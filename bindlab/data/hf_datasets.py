@@ -611,6 +611,7 @@ def materialise(folder: Path, kind: str | None = None) -> Path:
     if data_file.is_file():
         return data_file
     budget = _check_shards(shards)  # rows and sizes from the metadata, before a value is decoded
+    budget.charge_session(target.parent, folder.name)  # an upload's copy counts against its visitor's quota
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=_parent(target)))
     try:
         records: list[dict[str, Any]] = []
@@ -667,15 +668,52 @@ class _Budget:
         self.value = lim.max_value_mb * MIB
         self.images = lim.max_images_per_item
         self.used = 0
+        self.quota_mb = lim.upload_quota_mb
+        self.left: int | None = None  # bytes the upload's session may still hold (None: not an upload, or no quota)
+        self.name = ""
+
+    def charge_session(self, import_root: Path, name: str) -> None:
+        """When the copy goes into an upload session's folder (``uploads/<session>/.imported``) and public mode's
+        upload quota is on (``BINDLAB_UPLOAD_QUOTA_MB``): what the session's folder holds already (its uploads and
+        earlier copies) is taken from the quota, and the copy's decoded bytes must fit in the rest."""
+        if import_root.name != IMPORTED or not self.quota_mb:
+            return
+        self.left = max(0, self.quota_mb * (1 << 20) - folder_bytes(import_root.parent))
+        self.name = name
 
     def spend(self, n: int, where: str) -> None:
         self.used += n
+        if self.left is not None and self.used > self.left:
+            raise DataError(
+                f"{self.name}: unpacking this upload would take your uploads over the {self.quota_mb:,} MiB "
+                f"quota (BINDLAB_UPLOAD_QUOTA_MB; {self.left / (1 << 20):,.1f} MiB left, unpacked copies "
+                "included); nothing was kept — remove an upload or send a smaller set"
+            )
         if self.used > self.bytes:
             raise DataError(
                 f"{where}: the dataset decodes to more than {self.bytes // (1 << 20):,} MiB (records and "
                 "images; BINDLAB_MAX_DATASET_MB); nothing was kept — split it, or raise the limit on your "
                 "own machine"
             )
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the regular files under ``folder`` (links not followed; 0 when it does not exist)."""
+    total, stack = 0, [str(folder)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                elif e.is_file(follow_symlinks=False):
+                    total += e.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
+    return total
 
 
 BATCH_BYTES = 16 << 20  # decoded bytes one batch of rows may take at most (from the largest column chunk)

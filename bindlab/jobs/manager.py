@@ -8,7 +8,10 @@ root and see the same jobs: the app can restart and still list, follow, cancel a
 There is no scheduler process. Whenever a manager lists or submits, or a runner exits, the queue is *promoted*:
 jobs whose process died without saying so become ``failed`` (with the end of their log), and queued jobs start
 while fewer than ``max_heavy`` heavy jobs run (``$BINDLAB_MAX_HEAVY_JOBS``, default 1: one GPU-heavy job at a
-time). Each job runs as ``python -m bindlab jobs _run DIR`` in its own session, so :meth:`JobManager.cancel` can
+time). The queue is served in turn, not first come first served (:func:`fair_order`): a visitor's next job waits
+behind every other visitor's job that has fewer of its own visitor's jobs ahead, so ten visitors with one job
+each start one after another however many jobs the first of them queued. A queued job's view says its place and
+when it should start (:func:`queue_estimates`: from the running jobs' progress and the recent jobs' run times). Each job runs as ``python -m bindlab jobs _run DIR`` in its own session, so :meth:`JobManager.cancel` can
 stop the whole process group (SIGTERM, then SIGKILL after a grace period); the runner checkpoints on SIGTERM.
 
 Every job has an owner: a session id or a name passed to :class:`JobManager`, else the local owner
@@ -59,6 +62,113 @@ _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^/\\\s'\"]+){2,}")
 # Seconds a job stopped for its time cap has, after SIGTERM, to checkpoint and exit before its process group gets
 # SIGKILL (a process that ignores SIGTERM or hangs must not keep its slot's memory and CPU).
 KILL_GRACE_S = 30.0
+
+
+def visitor_key(st: dict[str, Any]) -> str:
+    """Who a job is served for in turn: its client address when the page gave one (however many sessions or owner
+    tokens it opened), else its owner."""
+    return str(st.get("address") or st.get("owner") or local_owner())
+
+
+TURN_WINDOW_S = 3600.0  # jobs started this recently still count as the visitor's turns taken
+
+
+def fair_order(statuses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The queued jobs in the order they start: by turn — how many of the same visitor's jobs run, ran (started in
+    the last :data:`TURN_WINDOW_S` seconds) or wait ahead of it (:func:`visitor_key`) — then oldest first. A
+    visitor's first job goes before anyone's second, and one whose job just ran waits behind those still waiting."""
+    now = _dt.datetime.now(_dt.UTC)
+    ahead: dict[str, int] = {}
+    for st in statuses:
+        if st.get("state") == "queued" or not st.get("started"):
+            continue
+        try:
+            recent = (now - _dt.datetime.fromisoformat(st["started"])).total_seconds() <= TURN_WINDOW_S
+        except (TypeError, ValueError):
+            recent = st.get("state") == "running"
+        if recent or st.get("state") == "running":
+            ahead[visitor_key(st)] = ahead.get(visitor_key(st), 0) + 1
+    keyed = []
+    for order, st in enumerate(statuses):  # statuses come oldest first
+        if st.get("state") != "queued":
+            continue
+        key = visitor_key(st)
+        keyed.append((ahead.get(key, 0), order, st))
+        ahead[key] = ahead.get(key, 0) + 1
+    return [st for _, _, st in sorted(keyed, key=lambda x: x[:2])]
+
+
+DEFAULT_JOB_S = 300.0  # a job's run time before any job on this server finished (the estimate's first guess)
+
+
+def typical_run_s(statuses: list[dict[str, Any]], cap_s: int) -> float:
+    """Seconds a job usually runs here: the median of the last ten finished jobs' run times (start to end), else
+    :data:`DEFAULT_JOB_S`; never above the time cap ``cap_s`` (0: none)."""
+    spans = []
+    for st in statuses[::-1]:
+        if st.get("state") in FINAL and st.get("started") and st.get("finished"):
+            with contextlib.suppress(TypeError, ValueError):
+                a, b = (_dt.datetime.fromisoformat(st[k]) for k in ("started", "finished"))
+                spans.append(max((b - a).total_seconds(), 1.0))
+        if len(spans) == 10:
+            break
+    typical = sorted(spans)[len(spans) // 2] if spans else DEFAULT_JOB_S
+    return min(typical, cap_s) if cap_s else typical
+
+
+def queue_estimates(
+    statuses: list[dict[str, Any]], slots: int, cap_s: int, progress: dict[str, dict[str, Any]] | None = None
+) -> dict[str, tuple[int, float]]:
+    """Each queued job's place (1 = next) and the seconds until it should start: the running jobs end when their
+    progress says (``eta_s``) or after a typical run (:func:`typical_run_s`), within the time cap; then the queue,
+    in :func:`fair_order`, fills the ``slots`` that free up, each job taking a typical run.
+
+    Args:
+        statuses: every job's status, oldest first.
+        slots: jobs that run at once (the smaller of the heavy slots and the server's running cap).
+        cap_s: the time cap of one job in seconds (0: none).
+        progress: ``progress.json`` per running job id, when read.
+    """
+    import heapq
+
+    now = _dt.datetime.now(_dt.UTC)
+    typical = typical_run_s(statuses, cap_s)
+    free: list[float] = []
+    for st in statuses:
+        if st.get("state") != "running":
+            continue
+        try:
+            elapsed = (now - _dt.datetime.fromisoformat(st["started"])).total_seconds()
+        except (KeyError, TypeError, ValueError):
+            elapsed = 0.0
+        eta = ((progress or {}).get(st.get("id", "")) or {}).get("eta_s")
+        left = float(eta) if isinstance(eta, int | float) else max(typical - elapsed, 0.0)
+        free.append(min(left, max(cap_s - elapsed, 0.0)) if cap_s else left)
+    free = sorted(free)[: max(slots, 1)]
+    free += [0.0] * (max(slots, 1) - len(free))
+    heapq.heapify(free)
+    out: dict[str, tuple[int, float]] = {}
+    for place, st in enumerate(fair_order(statuses), start=1):
+        start = heapq.heappop(free)
+        out[st["id"]] = (place, start)
+        heapq.heappush(free, start + typical)
+    return out
+
+
+def in_words(seconds: float) -> str:
+    """A wait in words: ``about 40 s``, ``about 4 min``, ``about 1 h 5 min``."""
+    s = max(round(seconds), 1)
+    if s < 90:
+        return f"about {s} s"
+    hours, minutes = divmod(round(s / 60), 60)
+    return f"about {hours} h {minutes} min" if hours else f"about {minutes} min"
+
+
+def waiting_message(place: int, length: int, starts_in_s: float) -> str:
+    """What a queued job says: ``waiting: 2nd of 5 in the queue; starts in about 4 min``."""
+    nth = f"{place}{'th' if 10 <= place % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(place % 10, 'th')}"
+    when = "as soon as a slot is free" if starts_in_s < 1 else f"in {in_words(starts_in_s)}"
+    return f"waiting: {nth} of {length} in the queue; starts {when} (jobs run in turn, one visitor's each)"
 
 
 def queue_reserve(max_queued: int) -> int:
@@ -458,9 +568,10 @@ class JobManager:
                 f"{lim.max_queued_per_session}); wait for one to finish or cancel one"
             )
         if queued_all >= lim.max_queued_global:
+            nxt = min((w["starts_in_s"] for w in self._waits(statuses).values()), default=0.0)
             raise JobLimitError(
                 f"the server's job queue is full ({queued_all} queued, BINDLAB_MAX_QUEUED_GLOBAL="
-                f"{lim.max_queued_global}); try again when a job has finished"
+                f"{lim.max_queued_global}); a place should free in {in_words(nxt)}: try again then"
             )
         # a share of the queue is kept for visitors with no job yet: one who already has jobs (by owner or by
         # address) cannot take the last places, so a few visitors cannot fill the queue for everyone else
@@ -503,9 +614,7 @@ class JobManager:
             for s in running:
                 per_owner[s.get("owner", local_owner())] = per_owner.get(s.get("owner", local_owner()), 0) + 1
             total = len(running)
-            for st in statuses:
-                if st["state"] != "queued":
-                    continue
+            for st in fair_order(statuses):
                 owner = st.get("owner", local_owner())
                 if total >= lim.max_jobs_global:
                     break
@@ -698,11 +807,33 @@ class JobManager:
         """This owner's jobs (all for an admin), oldest first, each status with its progress; promotes first."""
         self.promote()
         out = []
-        for s in self._statuses():
+        statuses = self._statuses()
+        waits = self._waits(statuses)
+        for s in statuses:
             if self._mine(s):
                 pr = read_json(self.root / s["id"] / "progress.json", {}) or {}
-                out.append(self._view({**s, "progress": pr, "message": live_message(s, pr)}))
+                out.append(self._view({**s, "progress": pr, "message": live_message(s, pr), **waits.get(s["id"], {})}))
         return out
+
+    def _waits(self, statuses: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Per queued job: ``queue_position`` (1 = next), ``queue_length``, ``starts_in_s`` and the message that
+        says them (:func:`queue_estimates`)."""
+        lim = limits()
+        progress = {
+            s["id"]: read_json(self.root / s["id"] / "progress.json", {}) or {}
+            for s in statuses
+            if s.get("state") == "running"
+        }
+        estimates = queue_estimates(statuses, min(self.max_heavy, lim.max_jobs_global), lim.max_job_seconds, progress)
+        return {
+            job_id: {
+                "queue_position": place,
+                "queue_length": len(estimates),
+                "starts_in_s": round(start, 1),
+                "message": waiting_message(place, len(estimates), start),
+            }
+            for job_id, (place, start) in estimates.items()
+        }
 
     def show(self, job_id: str, log_lines: int = 30) -> dict[str, Any]:
         """Everything about one job: status, config, progress, metrics, LiNeS choice, result, and with
@@ -710,8 +841,9 @@ class JobManager:
         self.promote()
         d = self.job_dir(job_id)
         st, pr = self._status(d), read_json(d / "progress.json", {}) or {}
+        wait = self._waits(self._statuses()).get(st.get("id", ""), {}) if st.get("state") == "queued" else {}
         out = {
-            "status": self._view({**st, "message": live_message(st, pr)}),
+            "status": self._view({**st, "message": live_message(st, pr), **wait}),
             "config": read_json(d / "config.json", {}),
             "progress": pr,
             "metrics": self.metrics(job_id),

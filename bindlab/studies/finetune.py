@@ -162,6 +162,30 @@ def _check_steps(cfg: dict[str, Any], n_train: int) -> None:
     check_training_caps(value["epochs"], value["max_steps"], n_train=n_train, batch_size=value["batch_size"])
 
 
+# backends with no text transformer LoRA can adapt, and why: refused before a job exists (not when it loads the model)
+NO_TEXT_TOWER = {
+    "bow": "a bag of words has no transformer layers to adapt",
+    "open_clip": "open_clip's fused attention projections cannot take LoRA adapters",
+    "lora": "it is a finetuned model already and adapters do not stack; finetune its base model again",
+}
+
+
+def check_finetunable(model: str) -> str:
+    """``model`` when its backend has a trainable text tower; refused at once (no weights loaded) for one that has
+    none, such as ``bow`` — a job would otherwise be queued only to fail when it loads the model.
+
+    Raises:
+        EncoderError: (a ValueError) naming the model, why, and the models that can be finetuned.
+    """
+    from bindlab.encoders.base import parse_encoder_id
+    from bindlab.encoders.text_tower import no_text_tower
+
+    why = NO_TEXT_TOWER.get(parse_encoder_id(model).backend)
+    if why:
+        raise no_text_tower(model, why)
+    return model
+
+
 def check_config(config: dict[str, Any]) -> dict[str, Any]:
     """A finetune config checked before any job exists: the same dict with its numbers as ints / floats.
 
@@ -182,7 +206,7 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     cfg = dict(config)
     if not str(cfg.get("model") or "").strip():
         raise ValueError("finetune needs a base model id (--model), e.g. minilm or toy:shared")
-    cfg["model"] = check_model_access(encoder_id(cfg["model"]))
+    cfg["model"] = check_finetunable(check_model_access(encoder_id(cfg["model"])))
     if str(cfg.get("data") or "").strip():
         input_path(str(cfg["data"]).strip(), "data", must_exist=False)  # inside the allowed data roots
     cfg["data"], n_train = _triplets_path(cfg.get("data"))

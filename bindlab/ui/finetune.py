@@ -40,6 +40,13 @@ JOB_COLUMNS = ["id", "model id", "base", "state", "step", "message"]
 SHOWN_JOB_COLUMNS = ["id", "base", "state", "step", "message"]  # on the page: the model id is lora:<id>
 
 
+def queue_place(job: dict[str, Any]) -> str:
+    """A waiting job's place, as the jobs table shows it in the step column (``queue 2/5``); "" for any other."""
+    if job.get("state") != "queued" or not job.get("queue_position"):
+        return ""
+    return f"queue {job['queue_position']}/{job.get('queue_length', '?')}"
+
+
 def jobs_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per job, newest first."""
     rows = [
@@ -48,7 +55,8 @@ def jobs_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
             "model id": j["model_id"],
             "base": j["base_model"],
             "state": j["state"],
-            "step": f"{j['progress'].get('step', 0)}/{j['progress'].get('total_steps', '?')}" if j["progress"] else "",
+            "step": queue_place(j)
+            or (f"{j['progress'].get('step', 0)}/{j['progress'].get('total_steps', '?')}" if j["progress"] else ""),
             "message": j.get("message", ""),
         }
         for j in reversed(jobs)
@@ -196,9 +204,11 @@ def launch(
     job_id = fs.submit_finetune(cfg, manager)  # checked before the job exists: a bad number is refused, nothing queued
     progress(0.1, desc=f"job {job_id} queued")
     jobs = fs.list_jobs(manager)
+    waiting = next((j for j in jobs if j["id"] == job_id and j["state"] == "queued"), None)
     return (
         gr.update(choices=job_ids(jobs), value=job_id),
-        f"Started job **{md_text(job_id)}**; it will produce {md_code(f'lora:{job_id}')}.",
+        f"Started job **{md_text(job_id)}**; it will produce {md_code(f'lora:{job_id}')}."
+        + (f" It is {md_text(waiting['message'])}." if waiting else ""),
         *job_view(job_id, jobs, manager),
     )
 

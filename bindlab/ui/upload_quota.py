@@ -7,7 +7,10 @@ say its size (``Content-Length``; browsers and ``gradio_client`` do); the reques
 would take its client address over ``BINDLAB_UPLOAD_QUOTA_MB`` in the last hour, or the upload folder over
 ``BINDLAB_UPLOAD_SPACE_MB``. The client address is the ``X-Forwarded-For`` entry of the outermost trusted proxy
 (:mod:`bindlab.ui.client_address`), else the connection's: a forged first hop no longer buys a fresh quota, and the
-folder cap, which no header changes, still bounds the disk. Gradio's own ``delete_cache`` empties the folder by age. Both limits are 0 (off)
+folder cap, which no header changes, still bounds the disk. Gradio's own ``delete_cache`` empties the folder by age.
+The folder cap counts bindlab's own upload folders too (``$BINDLAB_HOME/uploads``): the copies stored per session
+and what is unpacked from them (``uploads/<session>/.imported``, the datasets folders a zip carried), each session
+of which is also held to ``BINDLAB_UPLOAD_QUOTA_MB`` when it unpacks (:func:`bindlab.data.hf_datasets.materialise`). Both limits are 0 (off)
 locally and on in public mode (:func:`bindlab.config.limits`).
 """
 
@@ -31,8 +34,11 @@ MIB = 1 << 20
 class UploadLedger:
     """Bytes accepted per client address in the last hour, and the upload folder's size (thread-safe)."""
 
-    def __init__(self, folder: str | os.PathLike, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, folder: str | os.PathLike, clock: Any = time.monotonic, unpacked: str | os.PathLike | None = None
+    ) -> None:
         self.folder = Path(folder)
+        self.unpacked = Path(unpacked) if unpacked else None  # bindlab's uploads root: stored and unpacked copies
         self.clock = clock
         self._by_address: dict[str, deque[tuple[float, int]]] = {}
         self._folder_bytes = 0
@@ -41,7 +47,7 @@ class UploadLedger:
 
     def _scan(self) -> int:
         total = 0
-        stack = [self.folder]
+        stack = [self.folder] + ([self.unpacked] if self.unpacked and self.unpacked != self.folder else [])
         while stack:
             try:
                 entries = list(os.scandir(stack.pop()))
@@ -117,7 +123,9 @@ class UploadQuota:
             from gradio.utils import get_upload_folder
 
             folder = get_upload_folder()
-        self.ledger = UploadLedger(folder)
+        from bindlab.config import uploads_root
+
+        self.ledger = UploadLedger(folder, unpacked=uploads_root())
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if (

@@ -248,13 +248,14 @@ def test_caps_are_checked_in_submit_before_anything_is_queued(tiny, tmp_path, mo
     admin = JobManager(root)
     assert {j["id"]: j["state"] for j in admin.list()} == {a1: "running", a2: "queued", b1: "queued"}
 
-    # A job past the wall-clock cap is stopped (and can be resumed); the next queued job gets the slot.
+    # A job past the wall-clock cap is stopped (and can be resumed); the next queued job in turn gets the slot: b's
+    # first, since a just had one (jobs.manager.fair_order).
     _wait_progress(root / a1, 1)
     monkeypatch.setenv("BINDLAB_MAX_JOB_SECONDS", "1")
     time.sleep(1.5)
     states = {j["id"]: j for j in admin.list()}
     assert states[a1]["state"] == "cancelled" and "BINDLAB_MAX_JOB_SECONDS" in states[a1]["message"]
-    assert states[a2]["state"] == "running" and states[b1]["state"] == "queued"
+    assert states[b1]["state"] == "running" and states[a2]["state"] == "queued"
     monkeypatch.delenv("BINDLAB_MAX_JOB_SECONDS")
     for job in (a2, b1):
         with contextlib.suppress(ValueError):

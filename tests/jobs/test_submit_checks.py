@@ -37,9 +37,9 @@ def test_bad_triplets_are_named_by_file_and_line_before_a_job_exists(triplets, t
     no_train.write_text("\n".join(x for x in good if json.loads(x)["split"] != "train") + "\n")
     jobs = JobManager(tmp_path / "jobs", owner="session:a")
     with pytest.raises(ValueError, match=rf"{bad}:3: missing field"):
-        submit_finetune({"model": "bow", "data": str(bad)}, jobs)
+        submit_finetune({"model": "minilm", "data": str(bad)}, jobs)
     with pytest.raises(ValueError, match="no rows in the train split"):
-        submit_finetune({"model": "bow", "data": str(no_train)}, jobs)
+        submit_finetune({"model": "minilm", "data": str(no_train)}, jobs)
     assert _queued(tmp_path / "jobs") == set()
     assert main(["finetune", "--model", "minilm", "--data", str(bad), "--background"]) == 2
     err = capsys.readouterr().err
@@ -62,17 +62,47 @@ def test_max_steps_zero_cannot_step_past_the_cap(triplets, tmp_path, monkeypatch
             match=rf"= {per_epoch * cfg['epochs']} steps, over the cap of 10 "
             r"\(BINDLAB_MAX_STEPS\)",
         ):
-            submit_finetune({"model": "bow", "data": str(data), "batch_size": 4, **cfg}, jobs)
+            submit_finetune({"model": "minilm", "data": str(data), "batch_size": 4, **cfg}, jobs)
     assert _queued(tmp_path / "jobs") == set()
     assert (
         main(
-            ["finetune", "--model", "bow", "--data", str(data), "--batch-size", "4", "--max-steps", "0", "--background"]
+            [
+                "finetune",
+                "--model",
+                "minilm",
+                "--data",
+                str(data),
+                "--batch-size",
+                "4",
+                "--max-steps",
+                "0",
+                "--background",
+            ]
         )
         == 2
     )
     assert "over the cap of 10 (BINDLAB_MAX_STEPS)" in capsys.readouterr().err
     # Within the cap: an explicit max_steps, or few enough rows per epoch with a larger batch.
-    assert check_config({"model": "bow", "data": str(data), "batch_size": 4, "max_steps": 10})["max_steps"] == 10
+    assert check_config({"model": "minilm", "data": str(data), "batch_size": 4, "max_steps": 10})["max_steps"] == 10
     batch = math.ceil(n_train / 10)
     assert planned_steps(1, 0, n_train, batch) <= 10
-    check_config({"model": "bow", "data": str(data), "batch_size": batch, "max_steps": 0})
+    check_config({"model": "minilm", "data": str(data), "batch_size": batch, "max_steps": 0})
+
+
+@pytest.mark.usefixtures("tmp_roots")
+@pytest.mark.parametrize("model", ["bow", "open_clip:ViT-B-32/openai"])
+def test_a_model_without_a_trainable_text_tower_is_refused_before_a_job_exists(model, triplets, tmp_path, capsys):
+    """Issue 56: ``finetune --model bow`` used to queue a job that failed when it loaded the model (a traceback in
+    the foreground); it is refused at submit time, naming the model and those that can be finetuned."""
+    from bindlab.cli import main
+
+    data = str(triplets[0])
+    jobs = JobManager(tmp_path / "jobs", owner="session:a")
+    with pytest.raises(ValueError, match=rf"{model}: finetuning needs a transformer text encoder .*use minilm"):
+        submit_finetune({"model": model, "data": data, "max_steps": 2}, jobs)
+    assert _queued(tmp_path / "jobs") == set()
+    for background in ([], ["--background"]):
+        assert main(["finetune", "--model", model, "--data", data, "--max-steps", "2", *background]) == 2
+        err = capsys.readouterr().err
+        assert "finetuning needs a transformer text encoder" in err and "Traceback" not in err
+        assert len([x for x in err.splitlines() if "error:" in x]) == 1, err
