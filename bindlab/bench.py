@@ -69,6 +69,80 @@ def bench_eval_pipeline(model: str = "minilm", per_size: int = 200, batch_size: 
     }
 
 
+def bench_mcq_warm(model: str = "minilm", per_size: int = 1500) -> dict[str, Any]:
+    """A fully cached ``evaluate_mcq`` (text–text) of ``9 * per_size`` questions (13,500 by default): what a second
+    run over the same file costs (target <= 2.5 s on 2 cores).
+
+    The vectors are put in the cache beforehand as random unit vectors under the model's fingerprint, so no model
+    runs (the warm path reads them exactly as it reads the model's own); a first run fills the unknown-word lists
+    (the tokenizer's only work). Then ``in_process``: three runs in this process (the file's parse is remembered
+    between them, :func:`bindlab.data.schema.load_mcqs_memo`); ``new_process``: one run in a fresh interpreter (the
+    ``eval mcq`` command's case: the file is parsed again, nothing else is computed).
+    """
+    import json
+    import statistics
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    import bindlab
+    from bindlab.config import repo_root
+    from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.encoders.cache import content_keys
+    from bindlab.encoders.service import default_cache, get_encoder
+
+    load_before = round(os.getloadavg()[0], 2)
+    with _temporary_home() as home:
+        questions = generate_saber(per_size=per_size, seed=0)
+        path = write_benchmark(home / "saber", questions, {"seed": 0, "per_size": per_size})
+        encoder = get_encoder(model)
+        texts = list(dict.fromkeys(it.text for q in questions for it in (q.query, *q.candidates)))
+        vecs = np.random.default_rng(0).standard_normal((len(texts), 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        cache = default_cache()
+        for lo in range(0, len(texts), 4096):
+            keys = content_keys(encoder.fingerprint, "text", texts[lo : lo + 4096])
+            cache.put_many(dict(zip(keys, vecs[lo : lo + 4096], strict=True)))
+        del vecs
+
+        def run() -> Any:
+            return bindlab.evaluate_mcq(model, data=str(path), progress=False)
+
+        first = run()  # unknown words tokenized once; everything after is read from the cache
+        times, results = [], []
+        for _ in range(3):
+            t, res = _timed(run)
+            times.append(t)
+            results.append(res)
+        script = (
+            "import json, sys, time; import bindlab; t = time.perf_counter(); "
+            f"r = bindlab.evaluate_mcq({model!r}, data={str(path)!r}, progress=False); "
+            "print(json.dumps({'s': time.perf_counter() - t, 'accuracy': r.primary, 'torch': 'torch' in sys.modules}))"
+        )
+        env = {**os.environ, "BINDLAB_HOME": str(home)}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo_root()), os.environ.get("PYTHONPATH")]))
+        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"warm run in a new process failed: {proc.stderr.strip()[-400:]}")
+        fresh = json.loads(proc.stdout.strip().splitlines()[-1])
+    same = all(r.primary == first.primary and r.rows == first.rows for r in results)
+    return {
+        "model": encoder.id,
+        "questions": len(questions),
+        "texts": len(texts),
+        "vectors": "random unit vectors put in the cache under the model's fingerprint (no model runs)",
+        "load_avg_1m_before": load_before,
+        "in_process_s": [round(t, 3) for t in times],
+        "in_process_median_s": round(statistics.median(times), 3),
+        "new_process_s": round(fresh["s"], 3),
+        "new_process_loaded_torch": fresh["torch"],
+        "same_result_every_run": same and fresh["accuracy"] == first.primary,
+        "target": "in_process_median_s <= 2.5",
+        "load_avg_1m_after": round(os.getloadavg()[0], 2),
+    }
+
+
 def bench_retrieval(per_size: int = 200) -> dict[str, Any]:
     """Retrieval scoring time (relevance + AP + recall) on bag-of-words embeddings of a full-size benchmark."""
     from bindlab.data.saber import generate_saber
@@ -593,6 +667,7 @@ def bench_scale(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
 
 SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
     ("eval_mcq_pipeline", lambda quick, model: bench_eval_pipeline(model=model, per_size=20 if quick else 200)),
+    ("mcq_warm", lambda quick, model: bench_mcq_warm(model=model, per_size=200 if quick else 1500)),
     ("retrieval", lambda quick, model: bench_retrieval(per_size=20 if quick else 200)),
     ("grounding_slider", lambda quick, model: bench_grounding_slider(quick)),
     ("slider_browser", lambda quick, model: bench_slider_in_browser(quick)),

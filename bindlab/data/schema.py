@@ -9,13 +9,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.files import DataError, gc_paused, iter_jsonl_bounded, open_regular, resolve_image_field
+from bindlab.data.files import (
+    DataError,
+    gc_paused,
+    iter_jsonl_bounded,
+    open_regular,
+    read_bytes_bounded,
+    resolve_image_field,
+)
 
 ROLES = ("preserve", "attr_swap", "obj_swap", "joint_swap", "replace")
 SUBSETS = ("independent", "nested")
@@ -346,6 +355,41 @@ def load_mcqs(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadRep
     return load_records(path, mcq_from_json, "question", strict, images=mcq_images)
 
 
+MEMO_FILES = 2  # MCQ files whose parsed questions load_mcqs_memo keeps (13,500 questions hold ~60 MB)
+_MEMO: OrderedDict[tuple[Any, ...], tuple[list[MCQ], LoadReport]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def load_mcqs_memo(path: str | Path, strict: bool = True) -> tuple[list[MCQ], LoadReport]:
+    """:func:`load_mcqs`, remembered in this process by what decides its answer: the file's bytes (sha256), its path
+    as given and resolved, ``strict`` and the limits in force. A second run over an unchanged file (the Browse tab
+    scoring again, a warm ``evaluate_mcq``) parses and validates nothing; a changed file is read afresh.
+
+    The questions are shared between the calls that get them (each gets its own list and report): read them, never
+    change them. The last :data:`MEMO_FILES` files are kept.
+    """
+    from bindlab.config import limits
+
+    try:
+        data = read_bytes_bounded(path)
+    except (DataError, OSError):
+        return load_mcqs(path, strict)  # a folder, a missing or oversized file: the loader's own message
+    key = (str(path), str(Path(path).resolve()), hashlib.sha256(data).hexdigest(), strict, limits())
+    del data
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+    if hit is None:
+        hit = load_mcqs(path, strict)
+        with _MEMO_LOCK:
+            _MEMO[key] = hit
+            while len(_MEMO) > MEMO_FILES:
+                _MEMO.popitem(last=False)
+    questions, report = hit
+    return list(questions), replace(report, skipped=list(report.skipped))
+
+
 def mcq_images(q: MCQ) -> list[str | None]:
     """The image paths a question names (query first, then the candidates)."""
     return [q.query.image] + [c.image for c in q.candidates]
@@ -377,6 +421,7 @@ __all__ = [
     "DataError",
     "LoadReport",
     "load_mcqs",
+    "load_mcqs_memo",
     "mcq_from_json",
     "write_jsonl",
     "read_jsonl",

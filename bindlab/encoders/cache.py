@@ -27,7 +27,9 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
+from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -102,6 +104,21 @@ def word_keys(tokenizer_fingerprint: str, texts: Sequence[str]) -> list[str]:
     """The keys of texts' unknown-word lists (:meth:`EmbeddingCache.get_words`) for the tokenizer with
     ``tokenizer_fingerprint``: what a tokenizer does not know depends on it and the text alone."""
     return content_keys(tokenizer_fingerprint, "unknown-words", texts)
+
+
+def word_set_key(tokenizer_fingerprint: str, texts: Sequence[str]) -> str:
+    """The key of the unknown-word lists of a whole sequence of texts, in order (:meth:`EmbeddingCache.get_word_set`):
+    one sha256 over the tokenizer fingerprint and each text's length and UTF-8 bytes, so a run over the same
+    captions finds all its lists in one row instead of one lookup per caption."""
+    h = hashlib.sha256()
+    for part in (tokenizer_fingerprint.encode(), b"unknown-words-set"):
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    for text in texts:
+        data = text.encode("utf-8")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
 
 
 def bad_rows(vecs: np.ndarray) -> np.ndarray:
@@ -315,6 +332,31 @@ class EmbeddingCache:
         if self._db(lambda conn: self._write(conn, rows, "INSERT OR REPLACE INTO unk VALUES (?, ?)")) is None:
             self._memory_words.update({k: list(v) for k, v in items.items()})
 
+    def get_word_set(self, key: str, n: int) -> list[list[str]] | None:
+        """The ``n`` unknown-word lists stored under ``key`` (:func:`word_set_key`), or None when there is no such
+        row or it is not a JSON list of ``n`` lists of strings (then counted in ``corrupt_seen``)."""
+        if key in self._memory_words:
+            lists: Any = self._memory_words[key]
+        else:
+            rows = self._db(lambda conn: _select(conn, "key, words", "unk", [key])) or []
+            if not rows:
+                return None
+            try:
+                lists = json.loads(rows[0][1])
+            except (TypeError, ValueError):
+                lists = None
+        if not _word_lists(lists, n):
+            self.corrupt_seen += 1
+            return None
+        return [list(words) for words in lists] if key in self._memory_words else lists  # parsed rows are new lists
+
+    def put_word_set(self, key: str, lists: Sequence[Sequence[str]]) -> None:
+        """Store the unknown-word lists of a sequence of texts as one row under ``key`` (:func:`word_set_key`)."""
+        value = [list(words) for words in lists]
+        text = json.dumps(value, ensure_ascii=False)
+        if self._db(lambda conn: self._write(conn, [(key, text)], "INSERT OR REPLACE INTO unk VALUES (?, ?)")) is None:
+            self._memory_words[key] = value  # type: ignore[assignment]
+
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         """Store vectors (float32), replacing existing rows, in one transaction.
 
@@ -416,6 +458,13 @@ class EmbeddingCache:
         if not keys:
             return np.zeros((0, 0), dtype=np.float32), 0
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False), len(missing_keys)
+
+
+def _word_lists(value: Any, n: int) -> bool:
+    """Whether ``value`` is a list of ``n`` lists of strings (a stored :meth:`EmbeddingCache.put_word_set` row)."""
+    if not isinstance(value, list) or len(value) != n or not all(type(words) is list for words in value):
+        return False
+    return all(type(w) is str for w in chain.from_iterable(value))
 
 
 def _decode(dim: int, crc: int, blob: bytes) -> np.ndarray | None:

@@ -23,12 +23,20 @@ from typing import Any
 
 import numpy as np
 
+from bindlab.data.files import gc_paused
 from bindlab.data.saber_images import require_images
 from bindlab.data.schema import MCQ, Item
 from bindlab.data.toy_vocab import WORD_RE
 from bindlab.data.vocab import tokens
 from bindlab.encoders.base import Encoder, EncoderError
-from bindlab.encoders.service import embed_image_files, embed_texts, expect_work, unknown_words_cached
+from bindlab.encoders.cache import word_set_key
+from bindlab.encoders.service import (
+    default_cache,
+    embed_image_files,
+    embed_texts,
+    expect_work,
+    unknown_words_cached,
+)
 from bindlab.eval.metrics import bootstrap_ci, chance_label, mcq_credit, tie_chance
 
 PAIRINGS: dict[str, tuple[str, str]] = {
@@ -82,7 +90,8 @@ def content_key(item: Item, by_bindings: bool) -> tuple[tuple[str, ...], ...]:
     multiset (``by_bindings``), or else the sorted bag of its content words (:func:`bindlab.data.vocab.tokens`,
     the words ``bow`` counts)."""
     if by_bindings:
-        return tuple(sorted(a for a, _ in item.bindings)), tuple(sorted(o for _, o in item.bindings))
+        attributes, objects = zip(*item.bindings, strict=True)
+        return tuple(sorted(attributes)), tuple(sorted(objects))
     return (tuple(sorted(tokens(item.text))),)
 
 
@@ -102,12 +111,13 @@ def question_chance(questions: Sequence[MCQ]) -> np.ndarray:
     """
     if not questions:
         return np.zeros(0)
-    groups = np.zeros((len(questions), len(questions[0].candidates)), dtype=np.int64)
-    for i, q in enumerate(questions):
-        by_bindings = all(it.bindings for it in (q.query, *q.candidates))
-        keys: dict[Any, int] = {}
-        groups[i] = [keys.setdefault(content_key(c, by_bindings), len(keys)) for c in q.candidates]
-    return tie_chance(groups, np.array([q.answer for q in questions]))
+    groups = []
+    with gc_paused():  # many small tuples, no cycles
+        for q in questions:
+            by_bindings = all(it.bindings for it in (q.query, *q.candidates))
+            keys: dict[Any, int] = {}
+            groups.append([keys.setdefault(content_key(c, by_bindings), len(keys)) for c in q.candidates])
+    return tie_chance(np.array(groups, dtype=np.int64), np.array([q.answer for q in questions]))
 
 
 def summarize(credit: np.ndarray, questions: Sequence[MCQ], chance: np.ndarray | None = None) -> dict[str, Any]:
@@ -257,8 +267,27 @@ def unknown_word_report(questions: Sequence[MCQ], encoder: Encoder) -> dict[str,
     words it does not know (it has no ``unknown_words`` method). The answers are cached by tokenizer and text
     (:func:`bindlab.encoders.service.unknown_words_cached`): a second run over the same captions tokenizes none."""
     texts = [it.text for q in questions for it in (q.query, *q.candidates)]
-    unknown = unknown_words_cached(encoder, texts)
-    return None if unknown is None else unknown_word_summary(texts, unknown, per_question=5)
+    with gc_paused():  # one list per caption, no cycles
+        unknown = unknown_words_of_set(encoder, texts)
+        return None if unknown is None else unknown_word_summary(texts, unknown, per_question=5)
+
+
+def unknown_words_of_set(encoder: Encoder, texts: Sequence[str]) -> list[list[str]] | None:
+    """:func:`bindlab.encoders.service.unknown_words_cached` of ``texts``, with the whole answer kept as one cache row
+    by (tokenizer fingerprint, the texts in order) (:func:`bindlab.encoders.cache.word_set_key`): a run over the
+    captions of a file seen before reads one row instead of looking each caption up."""
+    fingerprint = getattr(encoder, "tokenizer_fingerprint", None)
+    if not isinstance(fingerprint, str) or not fingerprint or getattr(encoder, "unknown_words", None) is None:
+        return unknown_words_cached(encoder, texts)
+    cache = default_cache()
+    key = word_set_key(fingerprint, texts)
+    known = cache.get_word_set(key, len(texts))
+    if known is not None:
+        return known
+    unknown = unknown_words_cached(encoder, texts, cache)
+    if unknown is not None:
+        cache.put_word_set(key, unknown)
+    return unknown
 
 
 def evaluate_mcq(
@@ -308,10 +337,11 @@ def evaluate_mcq(
     chance = question_chance(questions)  # (q,) the same in every pairing
     results: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    for p in pairings:
-        credit = mcq_credit(scores[p], answer)
-        results[p] = summarize(credit, questions, chance)
-        rows.extend(item_rows(questions, scores[p], credit, p, chance))
+    with gc_paused():  # one dict per question and pairing, no cycles
+        for p in pairings:
+            credit = mcq_credit(scores[p], answer)
+            results[p] = summarize(credit, questions, chance)
+            rows.extend(item_rows(questions, scores[p], credit, p, chance))
     if progress:
         progress(1.0, "done")
     return results, rows

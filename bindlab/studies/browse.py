@@ -176,13 +176,16 @@ def get_encoder(model: str, device: str = "auto", batch_size: int | None = None)
 
 
 def load_questions(request: McqRequest) -> tuple[list[MCQ], LoadReport]:
-    """The request's questions (first ``limit`` of them) and the loader's report of skipped lines."""
+    """The request's questions (first ``limit`` of them) and the loader's report of skipped lines; an unchanged
+    file is parsed once per process (:func:`bindlab.data.schema.load_mcqs_memo`; the questions are only read)."""
+    from bindlab.data.schema import load_mcqs_memo
+
     path = Path(request.data)
     if not path.exists():
         raise FileNotFoundError(
             f"{path}: file not found; generate one with 'python -m bindlab generate saber --out DIR'"
         )
-    questions, report = load_mcqs(path, strict=not request.skip_bad)
+    questions, report = load_mcqs_memo(path, strict=not request.skip_bad)
     return (questions[: request.limit] if request.limit else questions), report
 
 
@@ -314,19 +317,15 @@ def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, A
     accuracy (``ci95_low``, ``ci95_high``: :func:`~bindlab.eval.metrics.bootstrap_ci` of its questions' credit, the
     interval the summary gives the overall accuracy)."""
     sel = [r for r in rows if r["pairing"] == pairing]
-    out = accuracy_by_n(
-        [r["n_objects"] for r in sel],
-        [r["subset"] for r in sel],
-        [r["credit"] for r in sel],
-        [r["chance"] for r in sel],
-    )
+    n_objects = np.array([int(r["n_objects"]) for r in sel], dtype=np.int64)
+    subsets = np.array([r["subset"] for r in sel], dtype=object)
+    credit = np.array([r["credit"] for r in sel], dtype=np.float64)
+    out = accuracy_by_n(n_objects, subsets, credit, [r["chance"] for r in sel])
     for row in out:
-        credit = [
-            r["credit"]
-            for r in sel
-            if int(r["n_objects"]) == row["n_objects"] and row["subset"] in ("all", r["subset"])
-        ]
-        row["ci95_low"], row["ci95_high"] = bootstrap_ci(np.asarray(credit, dtype=np.float64))
+        mask = n_objects == row["n_objects"]  # the row's questions, in file order (the bootstrap draws from them)
+        if row["subset"] != "all":
+            mask &= subsets == row["subset"]
+        row["ci95_low"], row["ci95_high"] = bootstrap_ci(credit[mask])
     return out
 
 
