@@ -298,7 +298,7 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
     from bindlab.encoders.tiny import build_tiny
     from bindlab.jobs.manager import JobManager, read_json
     from bindlab.jobs.runner import JobReporter
-    from bindlab.train.finetune import Callback, FinetuneConfig, batch_order, load_splits, train, train_step
+    from bindlab.train.finetune import FinetuneCallback, FinetuneConfig, batch_order, load_splits, train, train_step
 
     steps = steps or (20 if quick else 40)
     with _temporary_home() as home:
@@ -316,7 +316,7 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
             eval_every=-1,
         )
 
-        class Clock(Callback):
+        class Clock(FinetuneCallback):
             t0 = t1 = 0.0
 
             def on_train_start(self, s: Any) -> None:

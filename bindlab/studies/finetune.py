@@ -43,7 +43,7 @@ Progress = Callable[[float, str], None]
 
 __all__ = [
     "LABELS",
-    "CompareRequest",
+    "FinetuneCompareRequest",
     "attention_compare",
     "attention_curves",
     "attention_rows",
@@ -543,7 +543,7 @@ def _truncation(encoder: Any, questions: Sequence[Any]) -> dict[str, Any] | None
 
 
 @dataclass(frozen=True)
-class CompareRequest:
+class FinetuneCompareRequest:
     """Base vs finetuned for one finished job. Validated on construction (the job's state is checked on run)."""
 
     job: str  # job id, as `finetune` / `jobs list` print it
@@ -579,7 +579,9 @@ def default_compare_data(job_id: str, manager: Any = None) -> Path:
     return default_dataset_for([encoder], images="image" in encoder.modalities)
 
 
-def run_finetune_compare(request: CompareRequest, progress: Progress | None = None, manager: Any = None) -> Result:
+def run_finetune_compare(
+    request: FinetuneCompareRequest, progress: Progress | None = None, manager: Any = None
+) -> Result:
     """Base vs ``lora:<job>/unscaled`` vs ``lora:<job>`` on the request's MCQs: the study both faces call.
 
     Returns:

@@ -267,7 +267,7 @@ class _Recorder:
     """Records events (and the step each one saw); never touches the state."""
 
     def __init__(self, stop_at: int = 0, control=None):
-        from bindlab.train.finetune import Callback
+        from bindlab.train.finetune import FinetuneCallback
 
         self.events: list[tuple[str, int]] = []
         self.stop_at, self.control = stop_at, control
@@ -283,7 +283,7 @@ class _Recorder:
             "on_train_end",
         ):
             setattr(self, name, self._note(name))
-        self.should_stop = Callback().should_stop
+        self.should_stop = FinetuneCallback().should_stop
 
     def _note(self, name):
         def hook(state, *args):
