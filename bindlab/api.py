@@ -56,7 +56,7 @@ def load_encoder(model: str, device: str = "auto", batch_size: int | None = None
         bindlab.encoders.base.EncoderError: an unknown id or a model that cannot load, with what to do.
         ValueError: a device this machine does not have (e.g. ``"cuda"`` without a GPU), saying what to use.
     """
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
     from bindlab.studies.validate import check_device
 
     return get_encoder(str(model), device=check_device(device), batch_size=batch_size)
@@ -162,7 +162,8 @@ def evaluate_mcq(
         >>> res = bindlab.evaluate_mcq("minilm")
         >>> round(res.primary, 3), res.to_pandas().shape[0]
     """
-    from bindlab.studies.browse import McqRequest, embedded_data_for, parse_pairings, run_mcq
+    from bindlab.studies.browse import McqRequest, parse_pairings, run_mcq
+    from bindlab.studies.common import embedded_data_for
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
@@ -195,7 +196,8 @@ def evaluate_retrieval(
     Example:
         >>> bindlab.evaluate_retrieval("bow").summary["map"]
     """
-    from bindlab.studies.browse import McqRequest, embedded_data_for, parse_pairings, run_retrieval
+    from bindlab.studies.browse import McqRequest, parse_pairings, run_retrieval
+    from bindlab.studies.common import embedded_data_for
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)

@@ -568,9 +568,9 @@ class FinetuneCompareRequest:
 
 def default_compare_data(job_id: str, manager: Any = None) -> Path:
     """The MCQs a compare uses when none is given: the embedded mini benchmark the base model can read
-    (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable vocabulary, with images, for the toy models,
+    (:func:`~bindlab.studies.common.default_dataset_for`: the renderable vocabulary, with images, for the toy models,
     which know only those words; the Walkthrough compares on the same), with images when the base embeds them."""
-    from bindlab.studies.browse import default_dataset_for, get_encoder
+    from bindlab.studies.common import default_dataset_for, get_encoder
 
     base = str(job_info(job_id, log_lines=0, manager=manager)["status"].get("base_model") or "")
     if not base:  # a job written before its status named the base
@@ -641,7 +641,7 @@ def compare_provenance(job_id: str, dataset: str | None, manager: Any = None) ->
     """The provenance of a Finetune tab download: the job (its models and config) and, when a comparison is in it,
     the MCQ file it was scored on."""
     from bindlab.provenance import provenance
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
 
     info = job_info(job_id, log_lines=0, manager=manager)
     st = info["status"]

@@ -70,7 +70,7 @@ def test_forgetting_metrics():
 def test_forgetting_single_objects_are_the_model_cards_held_out_renders():
     """The finetune's single-object check draws its objects exactly as the toy cards' evaluation does (same captions,
     same pixels), so base figures agree: toy:shared finds nearly every one of the 40 (card: 0.84 over 1,008)."""
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
     from bindlab.train.finetune import forgetting_control, forgetting_reference, single_object_set
     from bindlab.train.toy_eval import render_single_objects
 
