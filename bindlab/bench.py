@@ -405,9 +405,9 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
 
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.throughput import embedding_throughput
-    from bindlab.encoders.toy_tokenizer import WordTokenizer
-    from bindlab.train.toy_data import make_caption, render_many, sample_scene
-    from bindlab.train.toy_train import contrastive_loss
+    from bindlab.encoders.toy.tokenizer import WordTokenizer
+    from bindlab.train.toy.data import make_caption, render_many, sample_scene
+    from bindlab.train.toy.train import contrastive_loss
 
     rng = random.Random(0)
     n = 64 if quick else 512
@@ -449,7 +449,7 @@ def _bench_lit_step(texts: list[str], images: list[Any], repeats: int) -> dict[s
 
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.throughput import embedding_throughput
-    from bindlab.train.toy_train import contrastive_loss
+    from bindlab.train.toy.train import contrastive_loss
 
     with _temporary_home():
         enc = load_encoder("toy:lit-minilm")

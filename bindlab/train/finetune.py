@@ -217,8 +217,8 @@ def evaluate_triplets(embed: Any, splits: dict[str, list[dict]]) -> dict[str, fl
 
 def single_object_set(n: int = 40, seed: int = 0) -> list[tuple[str, Any]]:
     """``n`` held-out single objects as ``(caption, image)``, with distinct (shape, attribute) pairs, drawn exactly
-    as the toy models' cards evaluate them (:func:`bindlab.train.toy_eval.render_single_objects`)."""
-    from bindlab.train.toy_eval import render_single_objects
+    as the toy models' cards evaluate them (:func:`bindlab.train.toy.eval.render_single_objects`)."""
+    from bindlab.train.toy.eval import render_single_objects
 
     _, captions, pixels = render_single_objects(sample=n, seed=seed, workers=1)
     return list(zip(captions, list(pixels), strict=True))

@@ -47,7 +47,7 @@ def test_browse_result_says_how_many_texts_were_truncated(long_caption_mcq):
 
 def test_finetune_compare_notes_say_how_many_texts_were_truncated(long_caption_mcq, tmp_path):
     """A real 2-step job of a tiny random toy:shared model, compared on the benchmark with the long caption."""
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
     from bindlab.jobs.manager import JobManager
     from bindlab.studies import finetune as fs
     from bindlab.studies.walkthrough import toy_triplets
