@@ -1,7 +1,7 @@
 """The import layering of the package: no cycles, and dependencies only run downward.
 
 Every ``import`` is read from the source with ``ast`` — function-level imports included, since a lazy import is still
-a dependency — so a cycle cannot hide behind ``def f(): from x import y``. The layer picture (DESIGN.md):
+a dependency — so a cycle cannot hide behind ``def f(): from x import y``. The layer picture (docs/architecture.md, "Layers"):
 
     ui, cli, api  ->  studies  ->  {eval, analysis, train, jobs}  ->  {encoders, data}  ->  config
     present/ (pure figures and the export writer) is used by the faces only: ui, cli and api.

@@ -295,7 +295,7 @@ def objects_md(r: dict[str, Any]) -> str:
 
 
 def _crossing(r: dict[str, Any]) -> str:
-    """Where the margin crosses zero: at α* = −c when −1 < c < 0, otherwise "no crossing" (DESIGN.md)."""
+    """Where the margin crosses zero: at α* = −c when −1 < c < 0, otherwise "no crossing" (docs/architecture.md, "Matched visual grounding (α and α*)")."""
     if r.get("alpha_star") is None:
         c = r.get("c")
         why = (
