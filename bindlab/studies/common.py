@@ -107,15 +107,10 @@ def get_encoder(model: str, device: str = "auto", batch_size: int | None = None)
 
     With the defaults the backend's own defaults apply (what the tabs use); a command passes its options.
     """
-    from bindlab.encoders.service import get_encoder as shared_encoder
+    from bindlab.encoders import service
 
     check_model_access(model)  # public mode: a visitor loads only their own jobs' lora: models
-    options: dict[str, Any] = {}
-    if device != "auto" or batch_size is not None:
-        options["device"] = device
-    if batch_size is not None:
-        options["batch_size"] = batch_size
-    return shared_encoder(model, **options)
+    return service.get_encoder(model, **service.loader_options(device, batch_size))
 
 
 IMAGE_MODELS = ("toy:clip", "toy:shared")  # the bundled image+text encoders, preferred in this order
