@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bindlab.bench_browser import PLACEMENTS, bench_slider_browser, bench_startup, bench_walkthrough
 from bindlab.config import temporary_home
+from bindlab.speed.browser import PLACEMENTS, bench_slider_browser, bench_startup, bench_walkthrough
 
 _temporary_home = temporary_home  # a throwaway $BINDLAB_HOME for one measurement (bindlab.config)
 
@@ -177,10 +177,10 @@ def bench_grounding_slider(quick: bool = False) -> dict[str, Any]:
 
 
 def bench_slider_in_browser(quick: bool = False, busy_clients: int = 3) -> dict[str, Any]:
-    """``slider_browser``: the α slider in Chromium (:func:`bindlab.bench_browser.bench_slider_browser`) on the
+    """``slider_browser``: the α slider in Chromium (:func:`bindlab.speed.browser.bench_slider_browser`) on the
     default grid (``quick``: a small grid rendered here), with ``busy_clients`` fresh SABER sets for the busy run and
     the payload of a worst-case grid (23,040 test images x 12 values); once per placement of server and browser
-    (:data:`bindlab.bench_browser.PLACEMENTS`): ``shared`` (both on every core, the server at a lower priority)
+    (:data:`bindlab.speed.browser.PLACEMENTS`): ``shared`` (both on every core, the server at a lower priority)
     decides ``met``; ``separate`` (the server on one core, the browser confined to the other) is reported beside it:
     no busy server can take the browser's core there, but the browser has one core for its several processes."""
     import json
@@ -567,7 +567,7 @@ def bench_scale(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
     for n in (1, 2):
         with tempfile.TemporaryDirectory(prefix="bindlab-bench-scale-") as d:
             res = Path(d) / "res.json"
-            run = ["-m", "bindlab.bench", "scale-worker", model, str(per_size), str(res)]
+            run = ["-m", "bindlab.speed.bench", "scale-worker", model, str(per_size), str(res)]
             launch = (
                 [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n)]
                 if n > 1
@@ -613,8 +613,8 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
 
 def bench_vs_library(**kwargs: Any) -> dict[str, Any]:
     """``vs_library``: bindlab vs open_clip's DataLoader loop and sentence-transformers' ``encode``
-    (:mod:`bindlab.bench_vs_library`; small sizes on CPU, the full ones on a GPU)."""
-    from bindlab.bench_vs_library import bench_vs_library as run
+    (:mod:`bindlab.speed.vs_library`; small sizes on CPU, the full ones on a GPU)."""
+    from bindlab.speed.vs_library import bench_vs_library as run
 
     return run(**kwargs)
 
@@ -646,5 +646,7 @@ if __name__ == "__main__":  # the processes of `bench --only scale` (under torch
     import sys
 
     if len(sys.argv) != 5 or sys.argv[1] != "scale-worker":
-        raise SystemExit("usage: python -m bindlab.bench scale-worker MODEL PER_SIZE OUT (run by 'bench --only scale')")
+        raise SystemExit(
+            "usage: python -m bindlab.speed.bench scale-worker MODEL PER_SIZE OUT (run by 'bench --only scale')"
+        )
     scale_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])
