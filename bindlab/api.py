@@ -56,10 +56,12 @@ def load_encoder(model: str, device: str = "auto", batch_size: int | None = None
         bindlab.encoders.base.EncoderError: an unknown id or a model that cannot load, with what to do.
         ValueError: a device this machine does not have (e.g. ``"cuda"`` without a GPU), saying what to use.
     """
-    from bindlab.studies.browse import get_encoder
+    from bindlab.encoders import service
+    from bindlab.studies.access import check_model_access
     from bindlab.studies.validate import check_device
 
-    return get_encoder(str(model), device=check_device(device), batch_size=batch_size)
+    options = service.loader_options(check_device(device), batch_size)  # the device is checked before any load
+    return service.get_encoder(check_model_access(str(model)), **options)
 
 
 def adopt(model: Any, name: str | None = None, batch_size: int = 64) -> Any:
@@ -162,7 +164,8 @@ def evaluate_mcq(
         >>> res = bindlab.evaluate_mcq("minilm")
         >>> round(res.primary, 3), res.to_pandas().shape[0]
     """
-    from bindlab.studies.browse import McqRequest, embedded_data_for, parse_pairings, run_mcq
+    from bindlab.studies.browse import McqRequest, parse_pairings, run_mcq
+    from bindlab.studies.common import embedded_data_for
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)
@@ -195,7 +198,8 @@ def evaluate_retrieval(
     Example:
         >>> bindlab.evaluate_retrieval("bow").summary["map"]
     """
-    from bindlab.studies.browse import McqRequest, embedded_data_for, parse_pairings, run_retrieval
+    from bindlab.studies.browse import McqRequest, parse_pairings, run_retrieval
+    from bindlab.studies.common import embedded_data_for
 
     model_id, device, batch = _ref(model, name)
     pairings = parse_pairings(pairings)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bindlab.bench_browser import CHROMIUM, CHROMIUM_ARGS, running_app  # noqa: E402
+from bindlab.speed.browser import CHROMIUM, CHROMIUM_ARGS, running_app  # noqa: E402
 
 # (page, what it clicks): a tab's label to open first (None: stays on Browse) and the button to press there
 CLICKS: list[list[tuple[str | None, str]]] = [

@@ -52,7 +52,7 @@ def synthetic_images(n: int, size: int = 224) -> list:
 def vs_library(out: str) -> int:
     """``bench --only vs_library`` (the full sizes on a GPU, the small ones on CPU): JSON to ``out``, a table on
     stdout, and exit 1 when a side failed to run or bindlab's vectors are not the library's."""
-    from bindlab.bench_vs_library import bench_vs_library
+    from bindlab.speed.vs_library import bench_vs_library
 
     r = bench_vs_library()
     Path(out).write_text(json.dumps(r, indent=2))

@@ -40,7 +40,7 @@ COUNTS="1"
 [ "$NGPU" -gt 1 ] && COUNTS="1 $NGPU"
 for N in $COUNTS; do
   # items/s: the benchmark's unique captions on a cold cache, sharded over N processes (one per GPU)
-  BINDLAB_HOME="$WORK/bench$N" torchrun --standalone --nproc_per_node "$N" -m bindlab.bench scale-worker "$MODEL" \
+  BINDLAB_HOME="$WORK/bench$N" torchrun --standalone --nproc_per_node "$N" -m bindlab.speed.bench scale-worker "$MODEL" \
     "$PER_SIZE" "$WORK/bench$N.json"
   python -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"N={r['processes']}: {r['items']} captions, \
 {r['items_per_s']} items/s, per rank {r['items_per_rank']}, overhead ratio {r['overhead_ratio']}\")" "$WORK/bench$N.json"

@@ -192,8 +192,8 @@ def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: floa
     """
     from gradio_client import Client
 
-    from bindlab.bench_browser import running_app
     from bindlab.config import LIMIT_DEFAULTS
+    from bindlab.speed.browser import running_app
 
     public = {k: v[1] for k, v in LIMIT_DEFAULTS.items()}
     work = Path(tempfile.mkdtemp(prefix="bindlab-hostile-"))
@@ -307,8 +307,8 @@ def run_crowd(model: str, visitors: int, light_timeout_s: float = 60.0) -> dict[
 
     from gradio_client import Client
 
-    from bindlab.bench_browser import running_app
     from bindlab.config import LIMIT_DEFAULTS
+    from bindlab.speed.browser import running_app
 
     public = {k: v[1] for k, v in LIMIT_DEFAULTS.items()}
     work = Path(tempfile.mkdtemp(prefix="bindlab-crowd-"))
@@ -385,7 +385,7 @@ def run_sessions(model: str, sessions: int, questions: int = 0, leave_wait_s: fl
     """
     from gradio_client import Client
 
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
     from bindlab.studies.map import MAX_LIMIT
 
     questions = questions or MAX_LIMIT
@@ -468,7 +468,7 @@ def run_flood(posts: int) -> dict[str, Any]:
     import urllib.request
     import uuid
 
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     home = tempfile.mkdtemp(prefix="bindlab-flood-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None)
     report: dict[str, Any] = {"posts": posts, "load_average_at_start": os.getloadavg()}

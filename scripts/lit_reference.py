@@ -4,17 +4,17 @@
 imitation* is where MiniLM puts its scene's captions. This script scores, on one image MCQ file (``generate saber
 --images``), each pairing of the models given and of that reference:
 
-- **reference** ("MiniLM imitation", :func:`bindlab.train.toy_eval.imitation_reference`): every image replaced by
+- **reference** ("MiniLM imitation", :func:`bindlab.train.toy.eval.imitation_reference`): every image replaced by
   the normalised mean MiniLM embedding of ``K`` captions of its own scene, written as toy:lit-minilm's training
   captions are, so the reference knows each image's exact bindings and has no image error at all. ti = text query
   vs reference candidates, it = reference query vs text candidates, ii = reference vs reference; tt is MiniLM's own.
 
-- **discriminant reference** (:func:`bindlab.train.toy_eval.discriminant_reference`): every image replaced by its
+- **discriminant reference** (:func:`bindlab.train.toy.eval.discriminant_reference`): every image replaced by its
   scene's point ``W [(P - mu) - lam (N - mu)]`` — its captions' mean against its binding twins', whitened by the
   within-scene covariance of training-like captions — the targets of ``train toy --arch lit --lit-target
   discriminant``: what a tower that learnt those targets exactly would score.
 
-- **phrase reference** (:func:`bindlab.train.toy_eval.phrase_reference`): every image replaced by its scene's
+- **phrase reference** (:func:`bindlab.train.toy.eval.phrase_reference`): every image replaced by its scene's
   phrase target — its objects' phrase embeddings ("a red cube") summed, less half its bag of pairings, in the same
   metric — the targets of ``--lit-target phrases`` (not the shipped toy:lit-minilm's): no caption sampling at all.
   With ``--caption-weights A,...`` also the targets of ``--target-caption-weight A``: A times the unit caption mean
@@ -29,7 +29,7 @@ imitation* is where MiniLM puts its scene's captions. This script scores, on one
   every point projected onto a subspace and renormalised: its own top K principal directions (centred on its mean),
   or the column space of a toy lit model's linear image projection (``image_proj``, width x 384). A tower whose
   embeddings are a linear map of its width-64 mean patch can only place images in such a 64-dimensional subspace;
-  this shows what that costs even a perfect imitation of the targets (:class:`bindlab.encoders.toy_models.ImageHead`).
+  this shows what that costs even a perfect imitation of the targets (:class:`bindlab.encoders.toy.models.ImageHead`).
 
 An image tower trained only to match caption embeddings approaches the imitation reference from below; one trained
 with hard negatives (``--twin-share``) or towards the discriminant targets could in principle go past it. Accuracies
@@ -89,8 +89,8 @@ def grid_points(questions: list[Any], root: Path, folder: Path) -> tuple[np.ndar
     import torch
 
     from bindlab.encoders.base import load_encoder
-    from bindlab.train.toy_eval import _item_scenes
-    from bindlab.train.toy_lit import count_grid
+    from bindlab.train.toy.eval import _item_scenes
+    from bindlab.train.toy.lit import count_grid
 
     enc = load_encoder(f"toy:{folder}", device="cpu")
     head = getattr(enc.model, "image_head", None)
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(a.data)
     questions, _ = load_mcqs(path)
     res: dict[str, Any] = {"data": str(path), "questions": len(questions), "k": a.k, "rows": {}}
-    from bindlab.train.toy_eval import (
+    from bindlab.train.toy.eval import (
         _pairing_credits,
         _question_texts,
         discriminant_reference,

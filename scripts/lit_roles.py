@@ -5,7 +5,7 @@ one decision per (question, distractor): the share of questions where the right 
 distractor of each role (``attr_swap``, ``obj_swap``, ``joint_swap``: the same words with the bindings changed;
 ``replace``: one attribute replaced), in ti (text query, image candidates) and it (image query, text candidates).
 Chance is .5 for every cell. Rows: the models given (their images embedded) and two stand-ins for the images, the
-phrase reference and the phrase reference with half caption mean (:func:`bindlab.train.toy_eval.phrase_reference`'s
+phrase reference and the phrase reference with half caption mean (:func:`bindlab.train.toy.eval.phrase_reference`'s
 points, the targets of ``train toy --lit-target phrases [--target-caption-weight 0.5]``, with the runs' metric,
 shrink .3, and 4 captions per scene, as trained).
 
@@ -23,7 +23,7 @@ import numpy as np
 def role_wins(questions: list, txt: np.ndarray, img: np.ndarray, pairing: str) -> dict[str, float]:
     """Share of (question, distractor) pairs, per distractor role, where the right candidate scores higher;
     ``txt``/``img`` (q, 5, d) unit vectors, query first."""
-    from bindlab.train.toy_eval import pairing_scores
+    from bindlab.train.toy.eval import pairing_scores
 
     wins: dict[str, list[bool]] = {}
     for q, s in zip(questions, pairing_scores(txt, img, pairing), strict=True):
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bindlab.data.schema import load_mcqs
     from bindlab.encoders.base import load_encoder
-    from bindlab.train.toy_eval import _question_texts, phrase_points
+    from bindlab.train.toy.eval import _question_texts, phrase_points
 
     path = Path(a.data)
     questions = [q for q in load_mcqs(path)[0] if not a.n or q.n_objects == a.n]

@@ -10,7 +10,7 @@ twin), the four twin decisions are split (:func:`bindlab.train.phrase_metric.twi
 - the *text bias* ``T = (x_s + x_t) / 2 . (t_s - t_t)`` (image->text margins ``I + T`` and ``I - T``).
 
 A decision is right both ways round only when its bias is smaller than ``I``. Rows: the run's targets (the points
-its image tower was trained towards, rebuilt as in training: :func:`bindlab.train.toy_train.lit_phrase_targets`) and
+its image tower was trained towards, rebuilt as in training: :func:`bindlab.train.toy.train.lit_phrase_targets`) and
 each model given (its images of the same pairs), with the cosine between each pair's image difference and its
 targets' difference. Medians over pairs x captions; ``|x_s - x_t|`` a mean.
 
@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     from PIL import Image
 
     from bindlab.encoders.base import load_encoder
-    from bindlab.train import toy_data
     from bindlab.train.phrase_metric import twin_terms
-    from bindlab.train.toy_lit import blend_targets, caption_cache, phrase_targets, scene_means
-    from bindlab.train.toy_train import TrainConfig, lit_phrase_targets
+    from bindlab.train.toy import data as toy_data
+    from bindlab.train.toy.lit import blend_targets, caption_cache, phrase_targets, scene_means
+    from bindlab.train.toy.train import TrainConfig, lit_phrase_targets
 
     run = Path(a.run)
     saved = json.loads((run / "training.json").read_text())["train_config"]

@@ -143,7 +143,7 @@ def test_commands_that_run_a_model_share_their_options_in_one_order():
 
 
 def test_bench_only_lists_every_section(capsys):
-    from bindlab.bench import SECTIONS
+    from bindlab.speed.bench import SECTIONS
 
     text = _help(("bench",), capsys)
     assert all(name in text for name, _ in SECTIONS)

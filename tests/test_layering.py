@@ -1,7 +1,7 @@
 """The import layering of the package: no cycles, and dependencies only run downward.
 
 Every ``import`` is read from the source with ``ast`` — function-level imports included, since a lazy import is still
-a dependency — so a cycle cannot hide behind ``def f(): from x import y``. The layer picture (DESIGN.md):
+a dependency — so a cycle cannot hide behind ``def f(): from x import y``. The layer picture (docs/architecture.md, "Layers"):
 
     ui, cli, api  ->  studies  ->  {eval, analysis, train, jobs}  ->  {encoders, data}  ->  config
     present/ (pure figures and the export writer) is used by the faces only: ui, cli and api.
@@ -36,29 +36,14 @@ ALLOWED: dict[str, set[str]] = {
     # the faces: a tab calls studies and present only; a command may also call the generators (data) and list
     # encoders, which are not features with a study of their own
     "ui": BASE | {"studies", "present"},
-    "cli": BASE | {"data", "encoders", "studies", "present", "bench"},
+    "cli": BASE | {"data", "encoders", "studies", "present", "speed"},
     # the Python API, a third face: it calls studies, adopts model objects and reads datasets folders itself, and
     # draws a result's figures (bindlab.plot) with present/ as the other faces do
     "api": BASE | {"data", "encoders", "studies", "present"},
     "__main__": BASE | {"cli"},
-    # the speed benchmarks measure every layer; the browser bench drives the app (tests/ui uses it too)
-    "bench": BASE
-    | {
-        "data",
-        "encoders",
-        "eval",
-        "analysis",
-        "train",
-        "jobs",
-        "provenance",
-        "studies",
-        "present",
-        "bench_browser",
-        "bench_vs_library",
-    },
-    "bench_browser": BASE | {"studies"},
-    # bindlab's loops beside the libraries' own (bench --only vs_library), run by the bench
-    "bench_vs_library": BASE | {"data", "encoders", "eval", "studies"},
+    # the speed benchmarks (python -m bindlab bench) measure every layer; the browser bench drives the app (tests/ui
+    # uses it too) and vs_library runs bindlab's loops beside the libraries' own; nothing else imports them but the CLI
+    "speed": BASE | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance", "studies", "present"},
 }
 
 

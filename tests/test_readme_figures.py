@@ -65,7 +65,7 @@ def _ci(row: dict, key: str = "MCQ tt") -> str:
 def test_the_text_benchmark_figures_are_a_fresh_run():
     """README: on the embedded text benchmark MiniLM 0.300 [0.239, 0.372], toy:clip 0.177 [0.133, 0.225], toy:shared
     0.191 [0.143, 0.246], 36.5 % of the words unknown to the toys; chance 0.259 = bow."""
-    from bindlab.studies.browse import default_dataset
+    from bindlab.studies.common import default_dataset
 
     text = str(default_dataset(images=False))
     rows, chance = _leaderboard(text, ["minilm", "toy:clip", "toy:shared", "bow"])

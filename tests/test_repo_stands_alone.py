@@ -66,3 +66,49 @@ def test_readme_has_the_reference_list():
         "LiNeS: Post-training Layer Scaling",
     ):
         assert title in refs, title
+
+
+# The design document is docs/architecture.md; the internal notes it replaced are named by no tracked file (the name
+# is spelled in two parts here so that this file does not name it either).
+OLD_DESIGN_NOTES = "DESIGN" + ".md"
+DOC_PATH = re.compile(r"(?<![\w./-])docs/[\w./-]+?\.md\b")
+SECTION_CITE = re.compile(r'docs/architecture\.md,? "([^"]+)"')
+
+
+def _tracked_text_files() -> list[Path]:
+    """README.md, docs/*.md and every text file under bindlab/, tests/ and scripts/."""
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for folder in ("bindlab", "tests", "scripts"):
+        files += sorted(p for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return [p for p in files if _text(p) is not None]
+
+
+def test_no_file_cites_the_old_design_notes():
+    hits = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in _tracked_text_files()
+        for n, line in enumerate(_text(p).splitlines(), 1)
+        if OLD_DESIGN_NOTES in line
+    ]
+    assert not hits, f"cite docs/architecture.md and its section instead: {hits}"
+
+
+def test_every_cited_document_is_in_the_repository():
+    """Every ``docs/*.md`` a file names exists, and every cited section of docs/architecture.md is a heading there."""
+    headings = {
+        line.lstrip("#").strip()
+        for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+    }
+    missing, sections = [], []
+    for path in _tracked_text_files():
+        text = _text(path)
+        for doc in sorted(set(DOC_PATH.findall(text))):
+            if not (ROOT / doc).is_file():
+                missing.append(f"{path.relative_to(ROOT)}: {doc}")
+        for section in sorted(set(SECTION_CITE.findall(text))):
+            if section not in headings:
+                sections.append(f"{path.relative_to(ROOT)}: {section!r}")
+    assert not missing, f"documents cited but not in the repository: {missing}"
+    assert not sections, f"sections of docs/architecture.md cited but not there: {sections}"
+    assert "Data formats" in headings and "Layers" in headings  # the check reads real headings

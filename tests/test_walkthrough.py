@@ -187,7 +187,7 @@ def test_grounding_at_zero_is_the_text_query_and_alpha_moves_it(tiny_grid):
     assert r0["margin_grounded"] == pytest.approx(r0["margin_native"])
     r = wt.step_grounding(alpha=3.0, value="striped", grid=tiny_grid)
     assert r["value"] == "striped" and r["alpha"] == 3.0
-    # the closed form of DESIGN.md: M(alpha) = |Delta| (c + alpha) / sqrt(1 + alpha^2 + 2 alpha c); alpha* = -c
+    # the closed form of docs/architecture.md, "Matched visual grounding (α and α*)": M(alpha) = |Delta| (c + alpha) / sqrt(1 + alpha^2 + 2 alpha c); alpha* = -c
     # only where the margin crosses zero (-1 < c < 0)
     c = r["c"]
     assert r["alpha_star"] == (pytest.approx(-c) if -1 < c < 0 else None)

@@ -1,4 +1,4 @@
-"""Attention binding margins per layer (SABER appendix C.3; DESIGN.md "Attention binding margin").
+"""Attention binding margins per layer (SABER appendix C.3; docs/architecture.md, "Attention binding margin").
 
 For one caption and one layer with attention map ``A`` of shape ``(heads, seq, seq)`` (row ``i`` = attention
 *from* token ``i``), the attention from word ``u`` to word ``v`` is

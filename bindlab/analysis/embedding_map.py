@@ -1,7 +1,7 @@
 """Embedding map: a 2-D layout of the queries and candidates of a SABER subset, in every modality a model has.
 
 One *point* is one item (the query or one of the four candidates) of one question in one modality. Points carry
-the question id, the item's role (``query`` or the candidate's DESIGN.md role), the modality, N, whether the
+the question id, the item's role (``query`` or the candidate's role in docs/architecture.md, "MCQ (SABER-style)"), the modality, N, whether the
 model answers that question correctly in that modality (text points: text→text, image points: image→image;
 correct = the preserve candidate scores strictly highest, so ties count as wrong), the caption and the image path.
 

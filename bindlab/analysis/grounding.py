@@ -1,4 +1,4 @@
-"""Matched visual grounding (FactorAtlas, DESIGN.md "Matched visual grounding"): pure numpy.
+"""Matched visual grounding (FactorAtlas; docs/architecture.md, "Matched visual grounding (α and α*)"): pure numpy.
 
 For one factor (shape, hue or pattern) with values ``v = 0..k-1``:
 
@@ -147,7 +147,7 @@ def grounded_margin(q: np.ndarray, delta: np.ndarray, alpha: float | np.ndarray)
 
 
 def zero_crossing(c: float | np.ndarray) -> np.ndarray:
-    """``alpha* = -c`` where the matched margin crosses zero, NaN where it has no crossing (DESIGN.md).
+    """``alpha* = -c`` where the matched margin crosses zero, NaN where it has no crossing (docs/architecture.md, "Matched visual grounding (α and α*)").
 
     Args:
         c: ``q . d`` per value (any shape), in [-1, 1].

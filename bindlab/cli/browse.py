@@ -74,7 +74,7 @@ def _request(a: argparse.Namespace):
 def _embedded_data(a: argparse.Namespace) -> str:
     """No ``--data``: the embedded mini benchmark, as Browse picks it (with images when a pairing needs them, over the
     renderable words when the model does not know the full vocabulary), named on stderr."""
-    from bindlab.studies.browse import embedded_data_for
+    from bindlab.studies.common import embedded_data_for
 
     path = embedded_data_for(a.model, str(a.pairings or "tt").replace(" ", "").split(","), device=a.device)
     print(f"data: the embedded mini benchmark ({path})", file=sys.stderr)

@@ -232,7 +232,7 @@ def cmd_jobs_compare(a: argparse.Namespace) -> None:
     from bindlab.present.exports import compare_export
     from bindlab.studies import finetune as fs
 
-    request = fs.CompareRequest(
+    request = fs.FinetuneCompareRequest(
         a.job,
         a.data or "",
         pairings=a.pairings,

@@ -24,7 +24,7 @@ def cmd_models(a: argparse.Namespace) -> None:
 
 
 def cmd_bench(a: argparse.Namespace) -> None:
-    from bindlab.bench import run_bench
+    from bindlab.speed.bench import run_bench
 
     result = run_bench(quick=a.quick, model=a.model, only=a.only.split(",") if a.only else None)
     print(json.dumps(result, indent=2))
@@ -32,7 +32,7 @@ def cmd_bench(a: argparse.Namespace) -> None:
 
 
 def _sections() -> list[str]:
-    from bindlab.bench import SECTIONS
+    from bindlab.speed.bench import SECTIONS
 
     return [name for name, _ in SECTIONS]
 

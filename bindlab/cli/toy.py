@@ -141,9 +141,9 @@ def add_commands(g: Groups) -> None:
         help="with --arch lit: captions = contrastive with one cached caption per scene (the shipped "
         "toy:lit-minilm's first stage); discriminant = pull each image towards W[(P - mu) - lam(N - "
         "mu)], its scene's caption mean against its binding twin's, whitened by the captions' "
-        "within-scene covariance (bindlab.train.toy_lit.discriminant_targets); phrases = pull it "
+        "within-scene covariance (bindlab.train.toy.lit.discriminant_targets); phrases = pull it "
         "towards its objects' phrase embeddings ('a red cube') summed, less lam of the scene's bag of "
-        "pairings, in that metric (bindlab.train.toy_lit.phrase_targets; not the shipped model's)",
+        "pairings, in that metric (bindlab.train.toy.lit.phrase_targets; not the shipped model's)",
     )
     p.add_argument(
         "--target-twin-weight",
@@ -175,7 +175,7 @@ def add_commands(g: Groups) -> None:
         default=0.0,
         metavar="A",
         help="with --lit-target phrases: share A of the scene's unit caption mean in its target (A * mean "
-        "+ (1 - A) * phrase target, renormalised; bindlab.train.toy_lit.blend_targets); the whole "
+        "+ (1 - A) * phrase target, renormalised; bindlab.train.toy.lit.blend_targets); the whole "
         "pool's captions (and, with --twin-share, its twins') are embedded once up front",
     )
     p.add_argument(
@@ -203,7 +203,7 @@ def add_commands(g: Groups) -> None:
         metavar="W",
         help="with --lit-target phrases and --twin-share: weight of a ranking term on the images themselves: "
         "each scene's cached caption must score its image above its binding twin's, and each image "
-        "its caption above the twin's (bindlab.train.toy_train.image_rank_loss)",
+        "its caption above the twin's (bindlab.train.toy.train.image_rank_loss)",
     )
     p.add_argument(
         "--image-rank-scale",
@@ -221,7 +221,7 @@ def add_commands(g: Groups) -> None:
         metavar="W",
         help="with --lit-target phrases and --twin-share: weight of a term that regresses each (scene, twin) "
         "pair's four decision margins under its cached caption, computed on the images, onto the same "
-        "margins of their targets (bindlab.train.toy_train.image_margin_loss)",
+        "margins of their targets (bindlab.train.toy.train.image_margin_loss)",
     )
     p.add_argument(
         "--image-bias-weight",
@@ -230,7 +230,7 @@ def add_commands(g: Groups) -> None:
         metavar="W",
         help="with --lit-target phrases and --twin-share: weight of a term that pins the component of each "
         "(scene, twin) pair's unit image difference along its captions' mean to the same component of "
-        "their targets' (bindlab.train.toy_train.image_bias_loss)",
+        "their targets' (bindlab.train.toy.train.image_bias_loss)",
     )
     p.add_argument(
         "--target-contrastive",
@@ -307,7 +307,7 @@ def add_commands(g: Groups) -> None:
         metavar="W",
         help="with --head-slots: weight of a term that regresses the slots' summed (shape, attribute) "
         "counts onto the objects each training scene shows, so each slot commits to one object "
-        "(bindlab.train.toy_train.slot_count_loss)",
+        "(bindlab.train.toy.train.slot_count_loss)",
     )
     p.add_argument(
         "--max-objects",

@@ -1,6 +1,6 @@
 """FactorAtlas-style factor grids: shape x hue x pattern x nuisance context x replica, fully crossed.
 
-A grid is a folder of PNG files plus ``index.csv`` (DESIGN.md: ``image, shape, hue, pattern, context, replica``)
+A grid is a folder of PNG files plus ``index.csv`` (docs/architecture.md, "Factor grids": ``image, shape, hue, pattern, context, replica``)
 and ``meta.json`` (the :class:`FactorGridSpec` and the context splits). Every semantic cell (shape, hue, pattern)
 appears once in every nuisance realisation (context, replica), and the nuisance of a realisation is the same for
 every cell (nuisance-matched), so the factors are balanced against everything else.

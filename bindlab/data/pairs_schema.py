@@ -1,4 +1,4 @@
-"""The Pairs format (DESIGN.md, "Data formats"): CompoSET / Winoground-style 2x2 items, with a validating reader.
+"""The Pairs format (docs/architecture.md, "Pairs 2x2"): CompoSET / Winoground-style 2x2 items, with a validating reader.
 
 One JSON object per line::
 

@@ -1,4 +1,4 @@
-"""Interchange formats (DESIGN.md, "Data formats") as dataclasses, with validating JSONL readers and writers.
+"""Interchange formats (docs/architecture.md, "Data formats") as dataclasses, with validating JSONL readers and writers.
 
 A reader never drops data silently: a malformed line either refuses the file (``strict=True``) or is skipped
 and reported in :class:`LoadReport` with its line number and reason.
@@ -57,7 +57,7 @@ class Item:
 
 @dataclass
 class MCQ:
-    """A SABER-style 4-way question (DESIGN.md MCQ format)."""
+    """A SABER-style 4-way question (docs/architecture.md, "MCQ (SABER-style)")."""
 
     id: str
     n_objects: int

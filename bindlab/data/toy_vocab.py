@@ -1,6 +1,6 @@
-"""The vocabulary of the toy models: every word the toy caption recipe (``bindlab.train.toy_data``) can write.
+"""The vocabulary of the toy models: every word the toy caption recipe (``bindlab.train.toy.data``) can write.
 
-The word tokenizer of the toy models (:class:`bindlab.encoders.toy_tokenizer.WordTokenizer`) is built from
+The word tokenizer of the toy models (:class:`bindlab.encoders.toy.tokenizer.WordTokenizer`) is built from
 :func:`default_words`; the benchmark captions over the renderable vocabulary use the same words.
 """
 
@@ -13,7 +13,7 @@ from bindlab.data.vocab import PALETTE
 
 WORD_RE = re.compile(r"\w+(?:[-']\w+)*")  # the caption-word regex of bindlab.encoders.attention_access
 
-# Words of the caption templates (bindlab.train.toy_data.TEMPLATES, PAIR_TEMPLATES) and of the benchmark captions.
+# Words of the caption templates (bindlab.train.toy.data.TEMPLATES, PAIR_TEMPLATES) and of the benchmark captions.
 EXTRA_WORDS = (
     "there",
     "is",

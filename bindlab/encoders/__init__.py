@@ -6,4 +6,5 @@ stays cheap. ``base`` itself imports no backend (a registry filled from outside,
 the backends can use ``base`` — ``lora:`` even loads its base encoder through it — without an import cycle.
 """
 
-from bindlab.encoders import adopted, bow, hf, lora, open_clip_backend, qwen3vl, sentence, toy  # noqa: F401
+from bindlab.encoders import adopted, bow, hf, lora, open_clip_backend, qwen3vl, sentence  # noqa: F401
+from bindlab.encoders.toy import backend as toy_backend  # noqa: F401

@@ -17,7 +17,7 @@ from bindlab.encoders.text_tower import TextTower
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """LoRA hyper-parameters (DESIGN.md: r = 4, alpha = 4, dropout 0 on q/k/v/o)."""
+    """LoRA hyper-parameters (docs/architecture.md, "Text-only finetune and LiNeS": r = 4, alpha = 4, dropout 0 on q/k/v/o)."""
 
     rank: int = 4  # r, the rank of B @ A
     alpha: float = 4.0  # scaling alpha / r

@@ -132,12 +132,20 @@ def load_encoder(encoder_id: str, **options: Any) -> Encoder:
     Raises:
         EncoderError: unknown backend, unknown name, or a load failure, with a message that says what to do.
     """
-    eid = canonical_id(parse_encoder_id(encoder_id))
+    return load_parsed(canonical_id(parse_encoder_id(encoder_id)), **options)
+
+
+def load_parsed(eid: EncoderId, **options: Any) -> Encoder:
+    """:func:`load_encoder` of an id already parsed (and made canonical): the id is read once on its way in.
+
+    Raises:
+        EncoderError: unknown backend, unknown name, or a load failure, with a message that says what to do.
+    """
     if options.get("batch_size") is not None:
         options["batch_size"] = check_batch_size(options["batch_size"])
     if eid.backend not in _BACKENDS:
         raise EncoderError(
-            f"unknown encoder backend {eid.backend!r} in {encoder_id!r}; known backends: {sorted(_BACKENDS)}"
+            f"unknown encoder backend {eid.backend!r} in {str(eid)!r}; known backends: {sorted(_BACKENDS)}"
         )
     if eid.revision and names_local_weights(eid):
         raise no_revision(eid)

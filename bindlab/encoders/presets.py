@@ -160,7 +160,7 @@ def cached_locally(eid: EncoderId) -> bool:
 
 def _toy_folder(name: str) -> Path:
     """The shipped folder of a bundled toy model (``bindlab/assets/toy-…``)."""
-    from bindlab.encoders.toy import shipped_folder
+    from bindlab.encoders.toy.backend import shipped_folder
 
     return shipped_folder(name)
 

@@ -33,10 +33,11 @@ from bindlab.encoders import admission, distributed
 from bindlab.encoders.base import (
     Encoder,
     EncoderError,
+    EncoderId,
     canonical_id,
     check_batch_size,
     check_texts,
-    load_encoder,
+    load_parsed,
     parse_encoder_id,
 )
 from bindlab.encoders.cache import EmbeddingCache, content_key, content_keys, word_keys
@@ -160,7 +161,10 @@ def instance_key(model: str, **options: Any) -> tuple[str, str, tuple[tuple[str,
     The canonical id spells a local folder as its real path; the fingerprint (a hash of the folder's safetensors
     and configs, memoised on disk) changes when the weights change, so new weights get a new instance.
     """
-    eid = canonical_id(parse_encoder_id(model))
+    return _instance_key(canonical_id(parse_encoder_id(model)), options)
+
+
+def _instance_key(eid: EncoderId, options: dict[str, Any]) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     if options.get("batch_size") is not None:
         options["batch_size"] = check_batch_size(options["batch_size"])
     weights = ""
@@ -175,15 +179,27 @@ def instance_key(model: str, **options: Any) -> tuple[str, str, tuple[tuple[str,
     return str(eid), weights, tuple(sorted((k, repr(v)) for k, v in options.items()))
 
 
+def loader_options(device: str = "auto", batch_size: int | None = None) -> dict[str, Any]:
+    """The options :func:`get_encoder` passes for a device and batch size: none with the defaults, so the backend's
+    own apply and the caller shares the instance the tabs use."""
+    options: dict[str, Any] = {}
+    if device != "auto" or batch_size is not None:
+        options["device"] = device
+    if batch_size is not None:
+        options["batch_size"] = batch_size
+    return options
+
+
 def get_encoder(model: str, **options: Any) -> Encoder:
     """One encoder instance per (resolved weights, options) for the whole process (thread-safe).
 
     Two visitors asking for the same model at once load it once: the second waits for the first.
 
     Raises:
-        EncoderError: an unknown id, a batch size < 1, or a load failure (from :func:`load_encoder`).
+        EncoderError: an unknown id, a batch size < 1, or a load failure (from :func:`~bindlab.encoders.base.load_parsed`).
     """
-    key = instance_key(model, **options)
+    eid = canonical_id(parse_encoder_id(model))  # the one parse: the key and the loader read this
+    key = _instance_key(eid, options)
     with _LOCK:
         if key in _INSTANCES:
             _INSTANCES.move_to_end(key)
@@ -194,7 +210,7 @@ def get_encoder(model: str, **options: Any) -> Encoder:
             found = _INSTANCES.get(key)
         if found is not None:
             return found
-        encoder = load_encoder(model, **options)
+        encoder = load_parsed(eid, **options)
         with _LOCK:
             _INSTANCES[key] = encoder
             _RECIPES[id(encoder)] = (model, dict(options))

@@ -1,7 +1,7 @@
 """Winoground-style 2x2 scoring of Pairs (CompoSET, Winoground, ColorSwap) and its aggregations.
 
 A pair's score matrix ``s`` is ``(2, 2)`` with ``s[c, i]`` = similarity of caption ``c`` with image ``i``
-(0 = base, 1 = foil). DESIGN.md, "Pairs 2x2":
+(0 = base, 1 = foil). docs/architecture.md, "Group":
 
 - I2T (text score):  s[0,0] > s[1,0] and s[1,1] > s[0,1]  (each image prefers its own caption)
 - T2I (image score): s[0,0] > s[0,1] and s[1,1] > s[1,0]  (each caption prefers its own image)

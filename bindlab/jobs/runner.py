@@ -24,10 +24,10 @@ from typing import Any
 from bindlab.config import limits
 from bindlab.encoders.distributed import world_from_env
 from bindlab.jobs.manager import JobManager, one_line, read_json, tail, write_json_atomic
-from bindlab.train.finetune import Callback, Control, FinetuneConfig, Stopped, TrainState, train
+from bindlab.train.finetune import Control, FinetuneCallback, FinetuneConfig, FinetuneState, Stopped, train
 
 
-class JobReporter(Callback):
+class JobReporter(FinetuneCallback):
     """Writes progress.json and metrics.jsonl, and a line to the log every ``log_every`` steps."""
 
     def __init__(self, job_dir: Path, min_interval_s: float = 0.25, log_every: int = 10) -> None:
@@ -40,7 +40,7 @@ class JobReporter(Callback):
         self._step0 = 0
         self._t_step0 = time.time()
 
-    def _progress(self, s: TrainState, force: bool = False) -> None:
+    def _progress(self, s: FinetuneState, force: bool = False) -> None:
         now = time.time()
         if not force and now - self._last < self.min_interval_s:
             return
@@ -65,29 +65,29 @@ class JobReporter(Callback):
             },
         )
 
-    def on_phase(self, s: TrainState) -> None:
+    def on_phase(self, s: FinetuneState) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] phase {s.phase}", flush=True)
         self._progress(s, force=True)
 
-    def on_train_start(self, s: TrainState) -> None:
+    def on_train_start(self, s: FinetuneState) -> None:
         self._step0, self._t_step0 = s.step, time.time()
         print(f"training {s.total_steps} steps (from step {s.step}), batch {s.config.batch_size}", flush=True)
         self._progress(s, force=True)
 
-    def on_step_end(self, s: TrainState) -> None:
+    def on_step_end(self, s: FinetuneState) -> None:
         self._metrics.write(json.dumps({"step": s.step, "loss": round(s.loss, 6), "t": round(time.time(), 3)}) + "\n")
         if s.step % self.log_every == 0 or s.step == s.total_steps:
             print(f"step {s.step}/{s.total_steps} loss {s.loss:.4f}", flush=True)
         self._progress(s, force=s.step == s.total_steps)
 
-    def on_eval(self, s: TrainState, metrics: dict[str, Any]) -> None:
+    def on_eval(self, s: FinetuneState, metrics: dict[str, Any]) -> None:
         self._metrics.write(json.dumps(metrics) + "\n")
         print(f"eval step {metrics['step']}: val triplet accuracy {metrics['val_acc']:.3f}", flush=True)
 
-    def on_checkpoint(self, s: TrainState, path: Path) -> None:
+    def on_checkpoint(self, s: FinetuneState, path: Path) -> None:
         self._progress(s, force=True)
 
-    def on_train_end(self, s: TrainState, result: dict[str, Any]) -> None:
+    def on_train_end(self, s: FinetuneState, result: dict[str, Any]) -> None:
         self._progress(s, force=True)
         print(
             f"done: {lines_label(result['lines']['a'])} ({result['lines']['chosen_on']}), "

@@ -1,5 +1,5 @@
 """Text a user supplied, put on a page, into Markdown, into a plotly figure or into an exported file: always text,
-never markup (DESIGN.md: "Everything a user supplies … is text, never HTML, in every view and export").
+never markup (docs/architecture.md, "Rules every view follows": user text is text, never markup, in every view and export).
 
 Anything that can come from a user goes through one of these before it meets markup: ids, captions, bindings,
 file and folder names, values read from a data file (an ``index.csv``'s factor values, roles, edit types), encoder

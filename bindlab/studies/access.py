@@ -7,7 +7,7 @@ the same one-line refusal, which names no owner and no path. A command line run 
 and loads the local owner's jobs only.
 
 :func:`check_model_access` is the one check; every study that loads an encoder for a page calls it
-(:func:`bindlab.studies.browse.get_encoder`, which the Browse, Pairs, Attention, Map, Compare and Walkthrough
+(:func:`bindlab.studies.common.get_encoder`, which the Browse, Pairs, Attention, Map, Compare and Walkthrough
 studies share; the Grounding session; the finetune config's base model). The Finetune tab's compare and the Walkthrough reach a job
 only through the visitor's job manager (:func:`bindlab.studies.finetune.page_manager`), which refuses another
 owner's job the same way. The visitor comes from the page event:

@@ -157,17 +157,17 @@ class CaptionRequest:
 
 def _encoder(model: str, device: str = "auto") -> Any:
     """The encoder, loaded once per process and shared with the other tabs."""
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
 
     return get_encoder(model, device)
 
 
 def _data_path(data: str, encoders: Sequence[Any] = ()) -> Path:
     """``data``, else the embedded benchmark every one of ``encoders`` can read
-    (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable one for the toy models)."""
+    (:func:`~bindlab.studies.common.default_dataset_for`: the renderable one for the toy models)."""
     if data:
         return Path(data)
-    from bindlab.studies.browse import default_dataset_for
+    from bindlab.studies.common import default_dataset_for
 
     return default_dataset_for(encoders)
 

@@ -2,7 +2,7 @@
 
 Two scans, each independent of the generator's bookkeeping: a triplet folder's texts
 (:mod:`bindlab.data.triplets.audit`) and a toy model's training streams regenerated from its ``training.json``
-(:mod:`bindlab.train.toy_audit`).
+(:mod:`bindlab.train.toy.audit`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def audit_splits(data: str | Path | None = None, toy: str | None = None) -> dict
 
         out["triplets"] = audit_triplets(data_input(str(data)))
     if toy:
-        from bindlab.train.toy_audit import audit_toy
+        from bindlab.train.toy.audit import audit_toy
 
         out["toy"] = audit_toy(toy)
     return out
@@ -37,7 +37,7 @@ def audit_splits(data: str | Path | None = None, toy: str | None = None) -> dict
 def format_audits(result: dict[str, Any]) -> str:
     """Both reports as plain text."""
     from bindlab.data.triplets.audit import format_audit
-    from bindlab.train.toy_audit import format_toy_audit
+    from bindlab.train.toy.audit import format_toy_audit
 
     parts = []
     if "triplets" in result:

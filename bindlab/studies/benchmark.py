@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bindlab.studies.browse import get_encoder
+from bindlab.studies.common import get_encoder
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, input_path, nonneg_int, positive_int
 

@@ -30,7 +30,7 @@ from bindlab.eval.mcq import PAIRINGS, parse_pairings
 from bindlab.eval.metrics import bootstrap_ci, chance_label
 from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
-from bindlab.studies.browse import get_encoder
+from bindlab.studies.common import get_encoder
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
@@ -277,8 +277,8 @@ def _run_job(
 
 def _resolve_paths(request: CompareRequest, encoders: dict[str, Any], progress: Progress | None) -> dict[str, Path]:
     """The MCQ and pairs files: the request's, else the embedded defaults; the MCQ default is one every model can
-    read (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable benchmark when a toy model is there)."""
-    from bindlab.studies.browse import default_dataset_for
+    read (:func:`~bindlab.studies.common.default_dataset_for`: the renderable benchmark when a toy model is there)."""
+    from bindlab.studies.common import default_dataset_for
     from bindlab.studies.pairs import default_pairs_dataset
 
     paths: dict[str, Path] = {}
@@ -670,13 +670,13 @@ def _records(path: Path | None) -> int | None:
 
 def mcq_source(request: CompareRequest, encoders: dict[str, Any], path: Path) -> str:
     """What the MCQ file is, in words: the visitor's file by name, or which embedded benchmark and why that one
-    (:func:`~bindlab.studies.browse.default_dataset_for`): the full SABER vocabulary, or the renderable one (the words
+    (:func:`~bindlab.studies.common.default_dataset_for`): the full SABER vocabulary, or the renderable one (the words
     the image renderer can draw, with images) when a pairing needs images or a model does not know every word."""
     if request.data:
         return f"{path.parent.name}/{path.name}"
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import SABER_VOCAB
-    from bindlab.studies.browse import reads_default_words
+    from bindlab.studies.common import reads_default_words
 
     full = f"{len(SABER_VOCAB.objects)} objects, {len(SABER_VOCAB.attributes)} attributes"
     if path.parent.name != "saber-mini-images":

@@ -43,7 +43,7 @@ Progress = Callable[[float, str], None]
 
 __all__ = [
     "LABELS",
-    "CompareRequest",
+    "FinetuneCompareRequest",
     "attention_compare",
     "attention_curves",
     "attention_rows",
@@ -567,7 +567,7 @@ def _truncation(encoder: Any, questions: Sequence[Any]) -> dict[str, Any] | None
 
 
 @dataclass(frozen=True)
-class CompareRequest:
+class FinetuneCompareRequest:
     """Base vs finetuned for one finished job. Validated on construction (the job's state is checked on run)."""
 
     job: str  # job id, as `finetune` / `jobs list` print it
@@ -592,9 +592,9 @@ class CompareRequest:
 
 def default_compare_data(job_id: str, manager: Any = None) -> Path:
     """The MCQs a compare uses when none is given: the embedded mini benchmark the base model can read
-    (:func:`~bindlab.studies.browse.default_dataset_for`: the renderable vocabulary, with images, for the toy models,
+    (:func:`~bindlab.studies.common.default_dataset_for`: the renderable vocabulary, with images, for the toy models,
     which know only those words; the Walkthrough compares on the same), with images when the base embeds them."""
-    from bindlab.studies.browse import default_dataset_for, get_encoder
+    from bindlab.studies.common import default_dataset_for, get_encoder
 
     base = str(job_info(job_id, log_lines=0, manager=manager)["status"].get("base_model") or "")
     if not base:  # a job written before its status named the base
@@ -603,7 +603,9 @@ def default_compare_data(job_id: str, manager: Any = None) -> Path:
     return default_dataset_for([encoder], images="image" in encoder.modalities)
 
 
-def run_finetune_compare(request: CompareRequest, progress: Progress | None = None, manager: Any = None) -> Result:
+def run_finetune_compare(
+    request: FinetuneCompareRequest, progress: Progress | None = None, manager: Any = None
+) -> Result:
     """Base vs ``lora:<job>/unscaled`` vs ``lora:<job>`` on the request's MCQs: the study both faces call.
 
     Returns:
@@ -663,7 +665,7 @@ def compare_provenance(job_id: str, dataset: str | None, manager: Any = None) ->
     """The provenance of a Finetune tab download: the job (its models and config) and, when a comparison is in it,
     the MCQ file it was scored on."""
     from bindlab.provenance import provenance
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
 
     info = job_info(job_id, log_lines=0, manager=manager)
     st = info["status"]

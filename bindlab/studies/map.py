@@ -156,7 +156,7 @@ def resolve_data(data: str | Path | None, encoder: Any, progress: Progress | Non
                 f"{p}: MCQ file not found; generate one with 'python -m bindlab generate saber --out DIR [--images]'"
             )
         return p
-    from bindlab.studies.browse import default_dataset
+    from bindlab.studies.common import default_dataset
 
     return default_dataset(images="image" in encoder.modalities, progress=progress)
 
@@ -171,7 +171,7 @@ def prepare_map(request: MapRequest, progress: Progress | None = None) -> MapDat
     from bindlab.data.saber_images import check_images
     from bindlab.data.schema import file_sha256, load_mcqs
     from bindlab.eval.mcq import embed_questions, score_mcq
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
 
     encoder = get_encoder(request.model)
     path = resolve_data(request.data, encoder, progress)

@@ -19,7 +19,7 @@ from bindlab.data.pairs_schema import PairItem, load_pairs
 from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.access import check_model_access
-from bindlab.studies.browse import get_encoder
+from bindlab.studies.common import get_encoder
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result

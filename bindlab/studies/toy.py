@@ -2,8 +2,8 @@
 
 :class:`ToyTrainRequest` and :class:`ToyEvalRequest` validate their inputs before any work starts;
 :func:`run_toy_train` and :func:`run_toy_eval` are what ``train toy`` and ``eval toy`` call, and return a
-:class:`~bindlab.studies.result.Result`. The training loop is :mod:`bindlab.train.toy_train`, the evaluations
-:mod:`bindlab.train.toy_eval`, the card :mod:`bindlab.train.toy_card`.
+:class:`~bindlab.studies.result.Result`. The training loop is :mod:`bindlab.train.toy.train`, the evaluations
+:mod:`bindlab.train.toy.eval`, the card :mod:`bindlab.train.toy.card`.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class ToyTrainRequest:
         self.config()  # TrainConfig checks arch, steps, batch size, ...
 
     def config(self) -> Any:
-        """The :class:`bindlab.train.toy_train.TrainConfig` of this request (raises ValueError when invalid)."""
-        from bindlab.train.toy_train import TrainConfig
+        """The :class:`bindlab.train.toy.train.TrainConfig` of this request (raises ValueError when invalid)."""
+        from bindlab.train.toy.train import TrainConfig
 
         return TrainConfig(
             arch=self.arch,
@@ -113,7 +113,7 @@ class ToyTrainRequest:
 
 def run_toy_train(request: ToyTrainRequest) -> Result:
     """Train (or resume) the model; ``summary`` is the training record (``finished`` False when stopped early)."""
-    from bindlab.train.toy_train import TqdmProgress, train_toy
+    from bindlab.train.toy.train import TqdmProgress, train_toy
 
     cfg = request.config()
     out = Path(request.out)
@@ -161,7 +161,7 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
     """
     from bindlab.encoders.base import load_encoder
     from bindlab.provenance import provenance
-    from bindlab.train.toy_eval import evaluate_toy
+    from bindlab.train.toy.eval import evaluate_toy
 
     encoder = load_encoder(request.model)
     folder = getattr(encoder, "folder", None)
@@ -174,7 +174,7 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
     heldout = frozenset(tuple(c) for c in record.get("heldout_combinations") or [])
     exposed = frozenset()
     if heldout and "train_config" in record:  # held-out pairs its training showed through a colour slot
-        from bindlab.train.toy_audit import exposed_pairs
+        from bindlab.train.toy.audit import exposed_pairs
 
         exposed = exposed_pairs(record["train_config"])
     result = evaluate_toy(
@@ -194,15 +194,15 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
 
 
 def summary_lines(result: dict[str, Any]) -> list[str]:
-    """Human summary of an evaluation (:func:`bindlab.train.toy_eval.summary_lines`)."""
-    from bindlab.train.toy_eval import summary_lines as lines
+    """Human summary of an evaluation (:func:`bindlab.train.toy.eval.summary_lines`)."""
+    from bindlab.train.toy.eval import summary_lines as lines
 
     return lines(result)
 
 
 def _training(folder: Any) -> dict[str, Any]:
-    """The ``training.json`` record of a toy model folder (:func:`bindlab.train.toy_train.read_training`)."""
-    from bindlab.train.toy_train import read_training
+    """The ``training.json`` record of a toy model folder (:func:`bindlab.train.toy.train.read_training`)."""
+    from bindlab.train.toy.train import read_training
 
     return read_training(folder)
 
@@ -210,7 +210,7 @@ def _training(folder: Any) -> dict[str, Any]:
 def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -> Path:
     """Write the card; its reproduce command is the whole sequence for a model trained in stages (``--init-from``
     with the earlier stages recorded in ``training.json``): ``DIR1``, ``DIR2``, ... each from the previous one."""
-    from bindlab.train.toy_card import write_card
+    from bindlab.train.toy.card import write_card
 
     record = _training(folder)
     stages = [s["train_config"] for s in record.get("earlier_stages", [])] + [record["train_config"]]
@@ -226,7 +226,7 @@ def _write_card(folder: Path, request: ToyEvalRequest, result: dict[str, Any]) -
 def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) -> str:
     """The ``train toy`` command line of one recorded ``train_config`` ``t`` (model size overrides included), writing
     to ``out``; ``init`` replaces its ``--init-from`` folder (a stage's predecessor in a sequence)."""
-    from bindlab.train.toy_card import shown_path
+    from bindlab.train.toy.card import shown_path
 
     command = (
         f"python -m bindlab train toy --arch {t['arch']} --out {out} --steps {t['steps']} --seed {t['seed']}"

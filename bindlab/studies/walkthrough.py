@@ -77,7 +77,7 @@ STEPS: tuple[Step, ...] = (
 # ---------------------------------------------------------------------------------------------- shared helpers
 def _dataset(data: str | Path | None, images: bool = False, progress: Progress | None = None) -> Path:
     """The given MCQ file, or the embedded default (with images when ``images``)."""
-    from bindlab.studies.browse import default_dataset
+    from bindlab.studies.common import default_dataset
 
     if data:
         p = Path(data)
@@ -218,7 +218,8 @@ def step_images(
     """
     from bindlab.data.schema import load_mcqs
     from bindlab.eval.mcq import PAIRINGS, evaluate_mcq, question_chance
-    from bindlab.studies.browse import get_encoder, scored_set
+    from bindlab.studies.browse import scored_set
+    from bindlab.studies.common import get_encoder
 
     models = tuple(dict.fromkeys((*fix, *models)))
     if progress:
@@ -347,7 +348,8 @@ def step_objects(
         three largest.
     """
     from bindlab.eval.metrics import bootstrap_ci
-    from bindlab.studies.browse import accuracy_table, needs_images, scored_set
+    from bindlab.studies.browse import accuracy_table, scored_set
+    from bindlab.studies.common import needs_images
 
     if progress:
         progress(0.05, f"scoring with {model} ({pairing})")
@@ -518,7 +520,7 @@ def step_attention(
     from bindlab.analysis import attention as att
     from bindlab.encoders.base import parse_encoder_id
     from bindlab.studies.access import check_model_access
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
 
     if limit < 1:
         raise ValueError(f"limit must be a positive number of captions, got {limit}")

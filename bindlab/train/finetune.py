@@ -2,7 +2,7 @@
 
 Read top to bottom: :class:`FinetuneConfig` (what a job asks for), the loss maths
 (:func:`compute_loss_from_embeddings`, pure), evaluation (:func:`triplet_accuracy`, :func:`forgetting_control`),
-the :class:`Callback` events, and :func:`train`, the loop. The loop knows nothing about jobs, files of progress or
+the :class:`FinetuneCallback` events, and :func:`train`, the loop. The loop knows nothing about jobs, files of progress or
 cancellation: those are callbacks (``bindlab/jobs/runner.py``) and a :class:`Control` flag that a signal handler
 sets. Callbacks observe; they never change the training state.
 
@@ -217,8 +217,8 @@ def evaluate_triplets(embed: Any, splits: dict[str, list[dict]]) -> dict[str, fl
 
 def single_object_set(n: int = 40, seed: int = 0) -> list[tuple[str, Any]]:
     """``n`` held-out single objects as ``(caption, image)``, with distinct (shape, attribute) pairs, drawn exactly
-    as the toy models' cards evaluate them (:func:`bindlab.train.toy_eval.render_single_objects`)."""
-    from bindlab.train.toy_eval import render_single_objects
+    as the toy models' cards evaluate them (:func:`bindlab.train.toy.eval.render_single_objects`)."""
+    from bindlab.train.toy.eval import render_single_objects
 
     _, captions, pixels = render_single_objects(sample=n, seed=seed, workers=1)
     return list(zip(captions, list(pixels), strict=True))
@@ -390,7 +390,7 @@ def check_objective(config: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class TrainState:
+class FinetuneState:
     """What callbacks see. Read-only for them."""
 
     config: FinetuneConfig
@@ -406,7 +406,7 @@ class TrainState:
     history: list[dict[str, Any]] = field(default_factory=list)  # eval events
 
 
-class Callback:
+class FinetuneCallback:
     """No-op event hooks (composer / minGPT style); subclass and override what you need.
 
     Events of one run, in order: ``on_phase`` (loading, baseline), ``on_train_start``, then per step
@@ -416,17 +416,17 @@ class Callback:
     ``on_train_end``. Callbacks read the state; they never change it.
     """
 
-    def on_phase(self, state: TrainState) -> None: ...
-    def on_train_start(self, state: TrainState) -> None: ...
-    def on_step_end(self, state: TrainState) -> None: ...
-    def on_eval(self, state: TrainState, metrics: dict[str, Any]) -> None: ...
-    def on_step_complete(self, state: TrainState) -> None: ...
-    def on_checkpoint(self, state: TrainState, path: Path) -> None: ...
-    def on_stop(self, state: TrainState) -> None: ...
-    def on_loop_end(self, state: TrainState) -> None: ...
-    def on_train_end(self, state: TrainState, result: dict[str, Any]) -> None: ...
+    def on_phase(self, state: FinetuneState) -> None: ...
+    def on_train_start(self, state: FinetuneState) -> None: ...
+    def on_step_end(self, state: FinetuneState) -> None: ...
+    def on_eval(self, state: FinetuneState, metrics: dict[str, Any]) -> None: ...
+    def on_step_complete(self, state: FinetuneState) -> None: ...
+    def on_checkpoint(self, state: FinetuneState, path: Path) -> None: ...
+    def on_stop(self, state: FinetuneState) -> None: ...
+    def on_loop_end(self, state: FinetuneState) -> None: ...
+    def on_train_end(self, state: FinetuneState, result: dict[str, Any]) -> None: ...
 
-    def should_stop(self, state: TrainState) -> bool:
+    def should_stop(self, state: FinetuneState) -> bool:
         """True ends training before the next step (after ``on_stop``, e.g. a checkpoint)."""
         return False
 
@@ -437,17 +437,17 @@ class Control:
     stop: bool = False
 
 
-class StopOnControl(Callback):
+class StopOnControl(FinetuneCallback):
     """Cancellation: asks to stop once :attr:`Control.stop` is set."""
 
     def __init__(self, control: Control) -> None:
         self.control = control
 
-    def should_stop(self, state: TrainState) -> bool:
+    def should_stop(self, state: FinetuneState) -> bool:
         return bool(self.control.stop)
 
 
-class Checkpointer(Callback):
+class Checkpointer(FinetuneCallback):
     """Writes ``checkpoints/last.pt`` every ``every`` steps, when stopped early, and after the last step.
 
     Args:
@@ -470,18 +470,18 @@ class Checkpointer(Callback):
         tmp.replace(self.path)
         self.written(self.path)
 
-    def on_step_complete(self, state: TrainState) -> None:
+    def on_step_complete(self, state: FinetuneState) -> None:
         if state.step % self.every == 0 and state.step < state.total_steps:
             self.save()
 
-    def on_stop(self, state: TrainState) -> None:
+    def on_stop(self, state: FinetuneState) -> None:
         self.save()
 
-    def on_loop_end(self, state: TrainState) -> None:
+    def on_loop_end(self, state: FinetuneState) -> None:
         self.save()
 
 
-class DebugHooks(Callback):
+class DebugHooks(FinetuneCallback):
     """Test-only hooks from ``FinetuneConfig.debug``: ``sleep_per_step`` seconds after each step (a slow job to
     cancel) and ``fail_at_step`` (an injected failure)."""
 
@@ -489,7 +489,7 @@ class DebugHooks(Callback):
         self.fail_at = int(debug.get("fail_at_step", 0) or 0)
         self.sleep = float(debug.get("sleep_per_step", 0) or 0)
 
-    def on_step_end(self, state: TrainState) -> None:
+    def on_step_end(self, state: FinetuneState) -> None:
         if self.sleep:
             time.sleep(self.sleep)
         if self.fail_at and state.step >= self.fail_at:
@@ -586,7 +586,7 @@ class _Dist:
 def train(
     cfg: FinetuneConfig,
     out_dir: str | Path,
-    callbacks: Sequence[Callback] = (),
+    callbacks: Sequence[FinetuneCallback] = (),
     control: Control | None = None,
     resume: bool = False,
 ) -> dict[str, Any]:
@@ -614,8 +614,8 @@ def train(
     out = Path(out_dir)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     dist = _Dist()
-    state = TrainState(cfg, out)
-    hooks: list[Callback] = [DebugHooks(cfg.debug), StopOnControl(control or Control())]
+    state = FinetuneState(cfg, out)
+    hooks: list[FinetuneCallback] = [DebugHooks(cfg.debug), StopOnControl(control or Control())]
     cbs = list(callbacks) if dist.main else []
 
     def emit(event: str, *args: Any) -> None:
@@ -706,7 +706,7 @@ def train(
     return _finish(cfg, out, state, encoder, tower, splits, baseline, ref, emit, phase, objective_record(cfg, aux))
 
 
-def _resume(ckpt: Path, tower: Any, optimizer: Any, state: TrainState) -> dict[str, Any]:
+def _resume(ckpt: Path, tower: Any, optimizer: Any, state: FinetuneState) -> dict[str, Any]:
     """Load ``checkpoints/last.pt`` into the adapter, the optimizer and the state; return the saved baseline."""
     import torch
 
@@ -783,7 +783,7 @@ def train_step(
 def _finish(
     cfg: FinetuneConfig,
     out: Path,
-    state: TrainState,
+    state: FinetuneState,
     encoder: Any,
     tower: Any,
     splits: dict[str, list[dict]],

@@ -1,8 +1,8 @@
 """A phrase metric learnt by ranking: where the phrase targets of ``--arch lit`` must put a scene so that its own
 captions prefer it to its binding twin (``train toy --lit-target phrases --target-rank-steps N``).
 
-The phrase targets (:func:`bindlab.train.toy_lit.phrase_targets`) put a scene at ``W x``: its object phrases'
-embeddings summed (``x``, :func:`bindlab.train.toy_lit.phrase_vectors`) in a fixed metric ``W``, the inverse of the
+The phrase targets (:func:`bindlab.train.toy.lit.phrase_targets`) put a scene at ``W x``: its object phrases'
+embeddings summed (``x``, :func:`bindlab.train.toy.lit.phrase_vectors`) in a fixed metric ``W``, the inverse of the
 captions' within-scene covariance. That metric says which directions captions of one scene share; it does not ask
 the question the image MCQs ask. A text→image (ti) answer is right when the query caption ``t`` scores its scene's
 point above the binding twin's, ``t . (y_s - y_t) > 0`` (``y`` the unit targets); an image→text (it) answer when
@@ -123,7 +123,7 @@ def ranked_metric(
     """Learn the ranked phrase metric (module docstring).
 
     Args:
-        vectors, twin_vectors: (n, d) phrase vectors (:func:`bindlab.train.toy_lit.phrase_vectors`) of scenes and of
+        vectors, twin_vectors: (n, d) phrase vectors (:func:`bindlab.train.toy.lit.phrase_vectors`) of scenes and of
             their binding twins; rows with NaN (no twin) are skipped.
         captions, twin_captions: (n, k, d) unit embeddings of the scenes' and the twins' cached captions.
         init: (d, d) the metric to start from (the within-scene whitener).

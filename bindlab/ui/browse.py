@@ -15,7 +15,7 @@ from bindlab.present.cards import question_card, write_card
 from bindlab.present.exports import mcq_export, question_tables
 from bindlab.present.safe_text import html_text, md_text
 from bindlab.present.svg_figures import accuracy_by_n_svg
-from bindlab.studies import browse
+from bindlab.studies import browse, common
 from bindlab.studies.browse import TIE_TOL
 from bindlab.ui import share
 from bindlab.ui.common import clear_on_error, data_picker, friendly, shown_image
@@ -354,7 +354,7 @@ def open_question(data: str, model: str, pairing: str, qid: str, k: int) -> tupl
 def _show(s: browse.ScoredSet, qid: str | None, k: int) -> tuple[Any, ...]:
     # image boxes only where the pairing has images (none for text–text); the top-k images where the gallery does
     k = _top_k(k)
-    with_images = browse.needs_images(s.pairing)
+    with_images = common.needs_images(s.pairing)
     gallery_images = s.pairing.endswith("i")
     if not qid:
         return (
@@ -608,7 +608,7 @@ def build_tab() -> dict[str, Any]:
 
 def _pairing_model(model: str, pairing: str) -> Any:
     """Switching to an image pairing with a text-only model selected picks the default image model instead."""
-    if pairing in browse.PAIRINGS and browse.needs_images(pairing) and (model or "").strip() in ("minilm", "bow", ""):
+    if pairing in browse.PAIRINGS and common.needs_images(pairing) and (model or "").strip() in ("minilm", "bow", ""):
         try:
             return browse.default_model(pairing)
         except ValueError:

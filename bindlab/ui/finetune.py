@@ -278,7 +278,7 @@ def compare(
     if not job_id:
         raise ValueError("select a finished job to compare")
     res = fs.run_finetune_compare(
-        fs.CompareRequest(job_id, mcq),
+        fs.FinetuneCompareRequest(job_id, mcq),
         progress=fs.with_estimate(lambda f, msg: progress(f, desc=msg)),
         manager=_manager(request),
     )

@@ -15,7 +15,7 @@ the app's start-up.
   without importing it. In a notebook IPython is already loaded and all of this works as before.
 
 :func:`fast_gradio_import` sets this up; ``bindlab.ui`` calls it on import, so anything that imports a tab (the app,
-the tests, ``bindlab.bench``) gets the faster import. It changes nothing else in Gradio, and does nothing for a module
+the tests, ``bindlab.speed.bench``) gets the faster import. It changes nothing else in Gradio, and does nothing for a module
 that has already been loaded or no longer has what it patches.
 """
 

@@ -295,7 +295,7 @@ def objects_md(r: dict[str, Any]) -> str:
 
 
 def _crossing(r: dict[str, Any]) -> str:
-    """Where the margin crosses zero: at α* = −c when −1 < c < 0, otherwise "no crossing" (DESIGN.md)."""
+    """Where the margin crosses zero: at α* = −c when −1 < c < 0, otherwise "no crossing" (docs/architecture.md, "Matched visual grounding (α and α*)")."""
     if r.get("alpha_star") is None:
         c = r.get("c")
         why = (
@@ -793,14 +793,8 @@ def _run_button(label: str, key: str) -> gr.Button:
     return gr.Button(label, variant="primary", elem_id=f"wt-{key}-run", scale=0, min_width=260)
 
 
-def build_tab() -> dict[str, Any]:
-    """Lay out the Walkthrough tab; returns the hook that wires its "open the full tab" buttons to the app's tabs."""
-    steps = {s.key: s for s in wt.STEPS}
-    links: list[tuple[gr.Button, str]] = []
-    gr.Markdown(INTRO, elem_id="wt-intro")
-    results = held_state({})  # this session's step results, for the Download panel
-    done = gr.BrowserState({}, storage_key="bindlab-walkthrough-steps")  # the steps run here, kept across reloads
-
+def _score_text_steps(steps: dict[str, Any], links: list[tuple[gr.Button, str]], results: Any, done: Any) -> None:
+    """Steps 1 and 2: the bag of words, then MiniLM, on the same text questions."""
     with _step(steps["bow"], links):
         bow_btn = _run_button("Score with the bag of words", "bow")
     bow_out = gr.HTML(elem_id="wt-bow-result")
@@ -813,6 +807,12 @@ def build_tab() -> dict[str, Any]:
     with gr.Accordion("The same example question (MiniLM)", open=False):
         text_q = gr.HTML(elem_id="wt-text-question")
 
+    bow_btn.click(run_bow, [results, done], [bow_out, bow_q, results, done], api_name="wt_bow")
+    text_btn.click(run_text, [results, done], [text_out, text_q, results, done], api_name="wt_text", **GPU_QUEUE)
+
+
+def _images_step(steps: dict[str, Any], links: list[tuple[gr.Button, str]], results: Any, done: Any) -> None:
+    """Step 3: the toy models in all four pairings (a table, a chart with intervals, an example question)."""
     with _step(steps["images"], links):
         img_btn = _run_button("Score the toy models in all four pairings", "images")
     img_out = gr.HTML(elem_id="wt-images-result")
@@ -835,6 +835,17 @@ def build_tab() -> dict[str, Any]:
         elem_id="wt-images-gallery",
     )
 
+    img_btn.click(
+        run_images,
+        [results, done],
+        [img_out, img_table, img_fig, img_gallery, results, done],
+        api_name="wt_images",
+        **GPU_QUEUE,
+    )
+
+
+def _objects_step(steps: dict[str, Any], links: list[tuple[gr.Button, str]], results: Any, done: Any) -> None:
+    """Step 4: accuracy by the number of objects, for a chosen model and pairing."""
     with _step(steps["objects"], links):
         obj_choice = gr.Dropdown(
             STEP_MODELS_N,
@@ -848,6 +859,13 @@ def build_tab() -> dict[str, Any]:
     obj_out = gr.HTML(elem_id="wt-objects-result")
     obj_fig = gr.Plot(label="Accuracy by number of objects", elem_id="wt-objects-fig")
 
+    obj_btn.click(
+        run_objects, [obj_choice, results, done], [obj_out, obj_fig, results, done], api_name="wt_objects", **GPU_QUEUE
+    )
+
+
+def _grounding_step(steps: dict[str, Any], links: list[tuple[gr.Button, str]], results: Any, done: Any) -> None:
+    """Step 5: the grounding grid and its α slider (moved in the page; the server's numbers kept on release)."""
     with _step(steps["grounding"], links):
         gr_btn = _run_button("Load the grid", "grounding")
         gr_value = gr.Dropdown([], label="Pattern", allow_custom_value=True, elem_id="wt-grounding-value", scale=1)
@@ -867,6 +885,35 @@ def build_tab() -> dict[str, Any]:
         gr_curve = gr.Plot(label="Margin M(α)", elem_id="wt-grounding-curve")
         gr_bars = gr.Plot(label="Test AP per value: text query vs grounded", elem_id="wt-grounding-bars")
 
+    gr_view = [gr_out, gr_curve, gr_bars, results, done]
+    gr_btn.click(
+        load_grounding,
+        [gr_alpha, results, done],
+        [gr_loaded, gr_payload, gr_value, *gr_view],
+        api_name="wt_grounding",
+        **GPU_QUEUE,
+    )
+    # the slider moves in the page (no server call); when let go, the server's numbers are kept for the export
+    gr_payload.change(None, [gr_payload], None, js=payload_js("walkthrough"), api_name=False)
+    gr_alpha.release(
+        move_grounding,
+        [gr_loaded, gr_value, gr_alpha, results, done],
+        gr_view,
+        api_name="wt_grounding_alpha",
+        trigger_mode="always_last",
+        show_progress="hidden",
+    )
+    gr_value.input(
+        move_grounding,
+        [gr_loaded, gr_value, gr_alpha, results, done],
+        gr_view,
+        api_name=False,
+        trigger_mode="always_last",
+    )
+
+
+def _attention_step(steps: dict[str, Any], links: list[tuple[gr.Button, str]], results: Any, done: Any) -> None:
+    """Step 6: attention binding margins per layer."""
     with _step(steps["attention"], links):
         at_model = gr.Dropdown(
             ATTENTION_MODELS,
@@ -880,6 +927,13 @@ def build_tab() -> dict[str, Any]:
     at_out = gr.HTML(elem_id="wt-attention-result")
     at_fig = gr.Plot(label="Attention binding margin per layer", elem_id="wt-attention-fig")
 
+    at_btn.click(
+        run_attention, [at_model, results, done], [at_out, at_fig, results, done], api_name="wt_attention", **GPU_QUEUE
+    )
+
+
+def _finetune_step(steps: dict[str, Any], links: list[tuple[gr.Button, str]], results: Any, done: Any) -> None:
+    """Step 7: a small finetune as a background job, polled by a timer, then before / after."""
     with _step(steps["finetune"], links):
         ft_btn = gr.Button("Start the finetune", variant="primary", elem_id="wt-ft-run", scale=0, min_width=260)
         ft_reuse = gr.Button("Show the last finished one", elem_id="wt-ft-reuse", scale=0)
@@ -908,49 +962,6 @@ def build_tab() -> dict[str, Any]:
     ft_done = gr.State(None)  # set to the job id by the timer once the job is done: triggers the before/after
     ft_timer = gr.Timer(2.0, active=False)
 
-    gr.Markdown("### Take the results with you", elem_classes=["wt-step"])
-    wire_export(export_panel("wt", "the steps run in this browser"), export, [results, done], api_name="wt_export")
-
-    bow_btn.click(run_bow, [results, done], [bow_out, bow_q, results, done], api_name="wt_bow")
-    text_btn.click(run_text, [results, done], [text_out, text_q, results, done], api_name="wt_text", **GPU_QUEUE)
-    img_btn.click(
-        run_images,
-        [results, done],
-        [img_out, img_table, img_fig, img_gallery, results, done],
-        api_name="wt_images",
-        **GPU_QUEUE,
-    )
-    obj_btn.click(
-        run_objects, [obj_choice, results, done], [obj_out, obj_fig, results, done], api_name="wt_objects", **GPU_QUEUE
-    )
-    gr_view = [gr_out, gr_curve, gr_bars, results, done]
-    gr_btn.click(
-        load_grounding,
-        [gr_alpha, results, done],
-        [gr_loaded, gr_payload, gr_value, *gr_view],
-        api_name="wt_grounding",
-        **GPU_QUEUE,
-    )
-    # the slider moves in the page (no server call); when let go, the server's numbers are kept for the export
-    gr_payload.change(None, [gr_payload], None, js=payload_js("walkthrough"), api_name=False)
-    gr_alpha.release(
-        move_grounding,
-        [gr_loaded, gr_value, gr_alpha, results, done],
-        gr_view,
-        api_name="wt_grounding_alpha",
-        trigger_mode="always_last",
-        show_progress="hidden",
-    )
-    gr_value.input(
-        move_grounding,
-        [gr_loaded, gr_value, gr_alpha, results, done],
-        gr_view,
-        api_name=False,
-        trigger_mode="always_last",
-    )
-    at_btn.click(
-        run_attention, [at_model, results, done], [at_out, at_fig, results, done], api_name="wt_attention", **GPU_QUEUE
-    )
     ft_btn.click(start_finetune, [ft_job], [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune")
     ft_reuse.click(reuse_finetune, None, [ft_job, ft_msg, ft_progress, ft_timer], api_name="wt_finetune_reuse")
     ft_timer.tick(
@@ -961,6 +972,10 @@ def build_tab() -> dict[str, Any]:
     ft_show.click(check_finished, [ft_job], None, api_name=False).success(
         show_finetune, [ft_job, results, done], ft_view, api_name="wt_finetune_result", **GPU_QUEUE
     )
+
+
+def _tab_links(links: list[tuple[gr.Button, str]]) -> Any:
+    """The hook that wires the steps' "Open the … tab" buttons to the app's tabs."""
 
     def wire(tabs: gr.Tabs, hooks: dict[str, dict[str, Any]]) -> None:
         """Each "Open the … tab" button selects that tab (a button whose tab is not in the app is hidden)."""
@@ -974,4 +989,18 @@ def build_tab() -> dict[str, Any]:
             else:
                 btn.visible = False
 
-    return {"wire": wire}
+    return wire
+
+
+def build_tab() -> dict[str, Any]:
+    """Lay out the Walkthrough tab; returns the hook that wires its "open the full tab" buttons to the app's tabs."""
+    steps = {s.key: s for s in wt.STEPS}
+    links: list[tuple[gr.Button, str]] = []
+    gr.Markdown(INTRO, elem_id="wt-intro")
+    results = held_state({})  # this session's step results, for the Download panel
+    done = gr.BrowserState({}, storage_key="bindlab-walkthrough-steps")  # the steps run here, kept across reloads
+    for step in (_score_text_steps, _images_step, _objects_step, _grounding_step, _attention_step, _finetune_step):
+        step(steps, links, results, done)
+    gr.Markdown("### Take the results with you", elem_classes=["wt-step"])
+    wire_export(export_panel("wt", "the steps run in this browser"), export, [results, done], api_name="wt_export")
+    return {"wire": _tab_links(links)}

@@ -257,7 +257,7 @@ def test_default_benchmark_an_older_bindlab_built_is_rebuilt(tmp_path, monkeypat
     import json
 
     from bindlab.data.saber import TEXT_FORMAT
-    from bindlab.studies.browse import default_dataset
+    from bindlab.studies.common import default_dataset
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path))
     path = default_dataset()

@@ -14,7 +14,7 @@ from bindlab.data.vocab import ATTRIBUTES, OBJECTS, PALETTE, article, caption
 
 
 def check_question(q) -> None:
-    """Every invariant of DESIGN.md's SABER MCQ definition for one question."""
+    """Every invariant of the SABER MCQ definition (docs/architecture.md, "SABER MCQ") for one question."""
     n = q.n_objects
     query = q.query.binding_set()
     assert len(q.query.bindings) == n == len(query)

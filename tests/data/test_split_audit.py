@@ -103,13 +103,13 @@ TOY_CFG = {"pool_size": 400, "seed": 0, "holdout_fraction": 0.15, "twin_share": 
 
 
 def test_toy_streams_hold_no_held_out_pair_but_colour_slots_show_some():
-    from bindlab.train.toy_audit import audit_streams
+    from bindlab.train.toy.audit import audit_streams
 
     r = audit_streams(TOY_CFG)
     assert r["clean"] and r["direct"] == 0 and r["heldout"] == 151 and r["objects"] > 800
     assert 0 < r["colour_slot"]["pairs"] < 151 and r["clean_pairs"] == 151 - r["colour_slot"]["pairs"]
     # every exposed pair is a held-out (shape, colour-word) pair shown by another attribute's form, pool or twin
-    from bindlab.train.toy_data import heldout_combinations, pool_scenes, pool_twins
+    from bindlab.train.toy.data import heldout_combinations, pool_scenes, pool_twins
 
     held = frozenset(heldout_combinations(0.15, 0))
     scenes, _ = pool_scenes(400, 0, held)
@@ -122,8 +122,8 @@ def test_toy_streams_hold_no_held_out_pair_but_colour_slots_show_some():
 
 
 def test_toy_audit_catches_a_stream_that_ignores_the_hold_out(monkeypatch):
-    import bindlab.train.toy_data as td
-    from bindlab.train.toy_audit import audit_streams
+    import bindlab.train.toy.data as td
+    from bindlab.train.toy.audit import audit_streams
 
     real = td.pool_scenes
     monkeypatch.setattr(td, "pool_scenes", lambda n, seed, heldout=frozenset(), **kw: real(n, seed, frozenset(), **kw))
@@ -132,7 +132,7 @@ def test_toy_audit_catches_a_stream_that_ignores_the_hold_out(monkeypatch):
 
 
 def test_toy_evaluation_splits_unseen_into_never_shown_and_colour_slot():
-    from bindlab.train.toy_eval import by_combination
+    from bindlab.train.toy.eval import by_combination
 
     items = [("cube", "red", "red"), ("cube", "striped", "x"), ("kite", "red", "red"), ("kite", "icy", "icy")]
     sim = np.eye(4)

@@ -9,7 +9,7 @@ import pytest
 from bindlab.data.render import RENDER_VOCAB
 from bindlab.data.saber import generate_saber
 from bindlab.encoders.base import load_encoder, unknown_words
-from bindlab.encoders.toy_tokenizer import UNK
+from bindlab.encoders.toy.tokenizer import UNK
 from bindlab.eval.mcq import unknown_word_summary
 
 TEXTS = ["a red cube and a blue sphere", "A zebra-striped Glass teapot, next to a red cube!", "mossy mossy cone"]

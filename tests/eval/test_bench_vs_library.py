@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 
-from bindlab.bench import SECTIONS
-from bindlab.bench_vs_library import bench_vs_library
+from bindlab.speed.bench import SECTIONS
+from bindlab.speed.vs_library import bench_vs_library
 
 
 def test_vs_library_runs_small_on_cpu(tmp_path):

@@ -73,13 +73,13 @@ def test_every_page_path_runs_the_check_before_any_cache(jobs, monkeypatch, smal
     """Shared loader, Browse and Pairs memos, the Grounding session, the finetune base model: refused for 'bob';
     'alice' gets past the check to the loader's own message (her job has no adapter yet)."""
     from bindlab.encoders.base import EncoderError
-    from bindlab.studies import browse, grounding, pairs
+    from bindlab.studies import browse, common, grounding, pairs
     from bindlab.studies.finetune import check_config
 
     monkeypatch.setenv("BINDLAB_PUBLIC", "1")
     model = f"lora:{JOB}"
     calls = [
-        lambda: browse.get_encoder(model),
+        lambda: common.get_encoder(model),
         lambda: browse.scored_set(small_benchmark[0], model, "tt"),
         lambda: pairs.scored_pairs(small_benchmark[0], model),
         lambda: grounding.open_session("x", model),
@@ -89,7 +89,7 @@ def test_every_page_path_runs_the_check_before_any_cache(jobs, monkeypatch, smal
         with visitor("bob"), pytest.raises(ValueError, match="not one of your finetuned models"):
             call()
     with visitor("alice"), pytest.raises(EncoderError, match="no adapter_lines.safetensors yet"):
-        browse.get_encoder(model)
+        common.get_encoder(model)
     assert current_visitor() is None
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from bindlab.cli import main
 from bindlab.studies import browse as study
+from bindlab.studies import common
 
 
 def _noop_progress(*_args, **_kwargs):
@@ -218,16 +219,16 @@ def test_a_toy_model_reports_its_unknown_words_and_defaults_to_the_renderable_be
     assert "chance 0.259" in summary and "Unknown words:" in summary and unknown["top"][0]["word"] in summary
     assert study.run_mcq(study.McqRequest(data=path, model="bow")).summary["unknown_words"]["n_unknown"] == 0
 
-    real = study.default_dataset
+    real = common.default_dataset
 
     def no_render(images=False, progress=None):  # the image version is rendered elsewhere; here only the choice
         return Path("/rendered/saber-mini-images/mcq.jsonl") if images else real()
 
-    monkeypatch.setattr(study, "default_dataset", no_render)
+    monkeypatch.setattr(common, "default_dataset", no_render)
     assert study.resolve_inputs("", "toy:clip", "tt")[0] == "/rendered/saber-mini-images/mcq.jsonl"
     assert Path(study.resolve_inputs("", "minilm", "tt")[0]).parent.name == "saber-mini"
     assert study.resolve_inputs(str(path), "toy:clip", "tt")[0] == str(path)  # a file given is the file used
     assert (
-        study.default_dataset_for([study.get_encoder("bow"), study.get_encoder("toy:shared")]).parent.name
+        common.default_dataset_for([common.get_encoder("bow"), common.get_encoder("toy:shared")]).parent.name
         == "saber-mini-images"
     )

@@ -145,7 +145,7 @@ def test_each_pairing_states_its_set_n_and_what_was_left_out(image_set):
 
 
 def test_the_embedded_default_says_which_vocabulary_and_why():
-    from bindlab.studies.browse import default_dataset, get_encoder
+    from bindlab.studies.common import default_dataset, get_encoder
 
     enc = {m: get_encoder(m) for m in ("bow", "toy:clip")}
     images = Path(str(default_dataset()).replace("saber-mini", "saber-mini-images"))  # only its name is read

@@ -127,12 +127,12 @@ def test_the_tab_refuses_before_queueing(triplets, tmp_path, monkeypatch):
 
 def test_compare_request_checks():
     with pytest.raises(ValueError, match="select a finished job"):
-        fs.CompareRequest(" ")
+        fs.FinetuneCompareRequest(" ")
     with pytest.raises(ValueError, match="limit must be 0 or more"):
-        fs.CompareRequest("j", limit=-1)
+        fs.FinetuneCompareRequest("j", limit=-1)
     with pytest.raises(ValueError, match="attention-limit must be a whole number"):
-        fs.CompareRequest("j", attention_limit=math.nan)
-    assert fs.CompareRequest("j", limit=3.0, attention_limit=None).limit == 3
+        fs.FinetuneCompareRequest("j", attention_limit=math.nan)
+    assert fs.FinetuneCompareRequest("j", limit=3.0, attention_limit=None).limit == 3
 
 
 # --- the same numbers from both faces ---------------------------------------------------------------------------------
@@ -241,7 +241,7 @@ def test_cli_and_tab_compare_give_the_same_tables(done_job, tmp_path, capsys):
     assert not any("report" in Path(f).name for f in other_paths) and "another" in other_note
 
     # the study both faces call (the report, compared above, left out: it is most of a compare's work)
-    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), report=False))
+    res = fs.run_finetune_compare(fs.FinetuneCompareRequest(job, str(mcq), report=False))
     assert res.feature == "finetune" and res.rows == fs.mcq_table(cli)
     assert res.summary["mcq"] == cli["mcq"] and res.provenance["settings"] == cli["provenance"]["settings"]
     assert res.figures_data["metrics"] and res.tables["attention"] == fs.attention_rows(
@@ -268,7 +268,7 @@ def test_separated_report_labels_every_row_and_gives_each_a_ci(report_jobs):
     from bindlab.data.templates import TEMPLATES
 
     job, _, mcq = report_jobs
-    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
+    res = fs.run_finetune_compare(fs.FinetuneCompareRequest(job, str(mcq), attention_limit=None))
     entries = res.summary["report"]
     by_name = {e["evaluation"]: e for e in entries}
     fmt = {e["evaluation"]: (e["format"], e["in_format"]) for e in entries}
@@ -353,7 +353,7 @@ def test_a_of_one_is_reported_as_unscaled_never_lines(report_jobs, tmp_path, cap
     assert cli["lines"]["a"] == 1.0 and cli["lines"]["label"] == "unscaled" and cli["labels"]["lines"] == "unscaled"
     assert "LiNeS (a=" not in printed and "scales nothing" in printed
     assert all(r["model"] in ("base", "unscaled") for r in cli["triplets"])  # the job's rows: no LiNeS row
-    res = fs.run_finetune_compare(fs.CompareRequest(job, str(mcq), attention_limit=None))
+    res = fs.run_finetune_compare(fs.FinetuneCompareRequest(job, str(mcq), attention_limit=None))
     assert all("LiNeS" not in k for r in res.tables["report"] for k in r)
     assert all("LiNeS" not in k for r in fs.labelled(res.rows, 1.0) for k in r)
     # its download names no LiNeS model either: not in a table, not in the chart's legend

@@ -47,7 +47,7 @@ def test_browse_result_says_how_many_texts_were_truncated(long_caption_mcq):
 
 def test_finetune_compare_notes_say_how_many_texts_were_truncated(long_caption_mcq, tmp_path):
     """A real 2-step job of a tiny random toy:shared model, compared on the benchmark with the long caption."""
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
     from bindlab.jobs.manager import JobManager
     from bindlab.studies import finetune as fs
     from bindlab.studies.walkthrough import toy_triplets
@@ -68,7 +68,7 @@ def test_finetune_compare_notes_say_how_many_texts_were_truncated(long_caption_m
     st = m.wait(job, timeout=900)
     assert st["state"] == "done", m.log_tail(job)
     res = fs.run_finetune_compare(
-        fs.CompareRequest(job, str(long_caption_mcq), pairings="tt", attention_limit=None, report=False)
+        fs.FinetuneCompareRequest(job, str(long_caption_mcq), pairings="tt", attention_limit=None, report=False)
     )
     assert res.summary["truncated"]["n_truncated"] == 1
     assert any(n.startswith(f"{model} truncated 1 of ") and "to 48 tokens" in n for n in res.notes), res.notes

@@ -229,7 +229,7 @@ def _existing_and_missing(home: Path, outside: Path) -> list[str]:
 
 def test_a_model_id_naming_a_path_gets_one_message_whether_it_exists_or_not(public, outside, monkeypatch):
     from bindlab.encoders import service
-    from bindlab.studies import browse
+    from bindlab.studies import common
 
     def no_load(*a, **k):
         raise AssertionError("a refused model id reached the loader")
@@ -238,20 +238,20 @@ def test_a_model_id_naming_a_path_gets_one_message_whether_it_exists_or_not(publ
     ids = PATH_IDS + _existing_and_missing(public, outside)
     with visitor(SESSION):
         messages = {m: _message(check_model_access, m) for m in ids}
-        messages.update({f"get_encoder {m}": _message(browse.get_encoder, m) for m in ids})
+        messages.update({f"get_encoder {m}": _message(common.get_encoder, m) for m in ids})
     assert set(messages.values()) == {MODEL_REFUSED}, messages
     for part in ("grades", "jobs", str(outside), "proc", "/root", "found", "exist"):
         assert part not in MODEL_REFUSED
 
 
 def test_listed_models_still_load_in_public_mode_and_any_id_locally(public, monkeypatch):
-    from bindlab.studies import browse
+    from bindlab.studies import common
 
     with visitor(SESSION):
         for model in ("toy:clip", "minilm", "bow", "bow:words", "st:all-MiniLM-L6-v2"):
             assert check_model_access(model) == model
         for model in ("toy:clip", "minilm", "bow"):
-            assert browse.get_encoder(model).embed_texts(["a red cube"]).shape[0] == 1
+            assert common.get_encoder(model).embed_texts(["a red cube"]).shape[0] == 1
         monkeypatch.setenv("BINDLAB_SERVER_MEMORY_GB", "16")  # a CPU Space
         monkeypatch.setenv("BINDLAB_PUBLIC_REVISIONS", "hf:openai/clip-vit-base-patch32@main")
         for model in (

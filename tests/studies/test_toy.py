@@ -12,7 +12,7 @@ from bindlab.studies.toy import ToyEvalRequest, ToyTrainRequest, run_toy_eval
 
 @pytest.fixture(scope="module")
 def random_toy(tmp_path_factory):
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
 
     return build_random(tmp_path_factory.mktemp("toy") / "m", arch="clip", width=16, layers=1, heads=2)
 

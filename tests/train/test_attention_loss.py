@@ -21,7 +21,7 @@ def toy_world(tmp_path_factory):
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
     from bindlab.data.triplets import write_triplets
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
 
     root = tmp_path_factory.mktemp("att")
     rows = []
@@ -182,7 +182,7 @@ def test_bad_objective_settings_are_refused_before_a_job(toy_world, settings, ma
 
 def test_image_supervision_needs_toy_shared_and_renderable_triplets(toy_world, tmp_path):
     from bindlab.data.triplets import generate_triplets, write_triplets
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
     from bindlab.studies.finetune import check_config
 
     model, data, _ = toy_world

@@ -70,9 +70,9 @@ def test_forgetting_metrics():
 def test_forgetting_single_objects_are_the_model_cards_held_out_renders():
     """The finetune's single-object check draws its objects exactly as the toy cards' evaluation does (same captions,
     same pixels), so base figures agree: toy:shared finds nearly every one of the 40 (card: 0.84 over 1,008)."""
-    from bindlab.studies.browse import get_encoder
+    from bindlab.studies.common import get_encoder
     from bindlab.train.finetune import forgetting_control, forgetting_reference, single_object_set
-    from bindlab.train.toy_eval import render_single_objects
+    from bindlab.train.toy.eval import render_single_objects
 
     items = single_object_set(n=6, seed=3)
     _, captions, pixels = render_single_objects(sample=6, seed=3, workers=1)
@@ -218,9 +218,9 @@ def test_text_lora_moves_images_only_where_blocks_are_shared(tmp_path, arch, ima
     from bindlab.encoders.adapter import LoraSettings, inject_lora
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.text_tower import text_tower
-    from bindlab.encoders.toy import save_model
-    from bindlab.encoders.toy_models import ToyConfig, build_model
-    from bindlab.encoders.toy_tokenizer import WordTokenizer
+    from bindlab.encoders.toy.backend import save_model
+    from bindlab.encoders.toy.models import ToyConfig, build_model
+    from bindlab.encoders.toy.tokenizer import WordTokenizer
 
     tok = WordTokenizer.build()
     cfg = ToyConfig(
@@ -255,7 +255,7 @@ def test_text_lora_moves_images_only_where_blocks_are_shared(tmp_path, arch, ima
 def tiny_run(tmp_path_factory):
     """A random tiny toy model and 80 triplet rows: a run of a few steps takes seconds."""
     from bindlab.data.triplets import generate_triplets, write_triplets
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
 
     root = tmp_path_factory.mktemp("ft")
     rows, stats = generate_triplets(80, seed=0)
@@ -267,7 +267,7 @@ class _Recorder:
     """Records events (and the step each one saw); never touches the state."""
 
     def __init__(self, stop_at: int = 0, control=None):
-        from bindlab.train.finetune import Callback
+        from bindlab.train.finetune import FinetuneCallback
 
         self.events: list[tuple[str, int]] = []
         self.stop_at, self.control = stop_at, control
@@ -283,7 +283,7 @@ class _Recorder:
             "on_train_end",
         ):
             setattr(self, name, self._note(name))
-        self.should_stop = Callback().should_stop
+        self.should_stop = FinetuneCallback().should_stop
 
     def _note(self, name):
         def hook(state, *args):

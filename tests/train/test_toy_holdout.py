@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bindlab.data.render import RENDER_VOCAB, render_scene
-from bindlab.train import toy_data
-from bindlab.train.toy_data import heldout_combinations, pool_scenes, specs, twin_scene
+from bindlab.train.toy import data as toy_data
+from bindlab.train.toy.data import heldout_combinations, pool_scenes, specs, twin_scene
 
 HELD = frozenset(heldout_combinations(0.15, seed=0))
 
@@ -94,7 +94,7 @@ def test_shuffled_twin_layout_moves_the_objects_to_other_slots_and_keeps_the_twi
 
 
 def test_batch_with_twins_appends_each_twin_with_its_scenes_shift_flip_and_wording(tmp_path):
-    from bindlab.encoders.toy_tokenizer import WordTokenizer
+    from bindlab.encoders.toy.tokenizer import WordTokenizer
 
     pool = toy_data.load_pool(64, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True)
     assert pool.twins and all(i in range(64) for i in pool.twins)
@@ -159,7 +159,7 @@ def test_training_records_the_heldout_list_and_eval_splits_seen_unseen(tmp_path,
 
 
 def test_train_request_refuses_a_bad_init_folder_or_share(tmp_path):
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     with pytest.raises(ValueError, match="not a toy model folder"):
         TrainConfig(init_from=str(tmp_path))
@@ -176,7 +176,7 @@ def test_heldout_pairs_are_renderable_words():
 
 def test_scenes_of_up_to_five_objects_keep_the_default_pool_and_are_audited():
     """``--max-objects 5``: a SABER-style MCQ asks about 2-5 objects; the default pool (1-4) is unchanged."""
-    from bindlab.train.toy_audit import _objects_of_pool
+    from bindlab.train.toy.audit import _objects_of_pool
 
     four, _ = pool_scenes(2000, seed=0, heldout=HELD, clean=True)
     assert pool_scenes(2000, seed=0, heldout=HELD, clean=True, max_objects=4)[0] == four
@@ -198,7 +198,7 @@ def test_a_pool_drawn_at_128_px_is_what_the_encoder_reads_from_a_128_px_file(tmp
     them, so a training image equals the file's pixels the model is later scored on (to one grey level)."""
     from PIL import Image
 
-    from bindlab.encoders.toy import _square
+    from bindlab.encoders.toy.backend import _square
 
     pool = toy_data.load_pool(
         12, 64, seed=0, cache_dir=tmp_path, workers=1, heldout=HELD, twins=True, max_objects=5, render_size=128
@@ -246,7 +246,7 @@ def test_a_pool_drawn_at_128_px_is_what_the_encoder_reads_from_a_128_px_file(tmp
 
 def test_train_config_records_and_refuses_the_pool_options():
     from bindlab.studies.toy import train_command
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     cfg = TrainConfig(arch="lit", max_objects=5, render_size=128)
     t = {

@@ -52,7 +52,7 @@ def _train(out, steps: int, extra: list[str] = ()) -> int:
 
 
 def test_lit_trains_end_to_end_and_loads_with_minilm_texts(tmp_path, monkeypatch, minilm):
-    from bindlab.train.toy_audit import audit_toy
+    from bindlab.train.toy.audit import audit_toy
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit"
@@ -103,14 +103,14 @@ def _target_run_command(out, record, minilm, monkeypatch) -> str:
     assert 0 <= losses[-1] < losses[0] <= 2  # 1 - cos, falling
     enc = load_encoder(f"toy:{out}")
     np.testing.assert_allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
-    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    monkeypatch.setattr("bindlab.train.toy.card.write_card", lambda folder, model, result, command, notes: command)
     return _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
 
 
 def test_twin_difference_loss_pairs_each_twin_row_with_its_scene():
     import torch
 
-    from bindlab.train.toy_train import twin_difference_loss
+    from bindlab.train.toy.train import twin_difference_loss
 
     target = torch.nn.functional.normalize(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
     scenes, twin = np.array([0, 1, 2, 0, 2]), np.array([0, 0, 0, 1, 1], bool)
@@ -118,13 +118,13 @@ def test_twin_difference_loss_pairs_each_twin_row_with_its_scene():
     swapped = target[[0, 1, 2, 4, 3]]  # rows 3 and 4 paired with the wrong scenes' twins
     assert float(twin_difference_loss(swapped, target, scenes, twin)) > 0.05
     with pytest.raises(ValueError, match="--twin-share"):
-        from bindlab.train.toy_train import TrainConfig
+        from bindlab.train.toy.train import TrainConfig
 
         TrainConfig(arch="lit", lit_target="discriminant", target_pair_weight=1.0)
 
 
 def _card(out) -> str:
-    from bindlab.train.toy_card import card_text
+    from bindlab.train.toy.card import card_text
 
     training = json.loads((out / "training.json").read_text())
     score = {"n": 4, "t2i_top1": 0.5, "i2t_top1": 0.5, "i2t_attribute": 0.5, "i2t_shape": 0.5}
@@ -155,8 +155,8 @@ def _card(out) -> str:
 
 def test_lit_captions_are_grammatical_and_use_all_four_templates():
     from bindlab.data.templates import grammar_problems
-    from bindlab.train.toy_data import heldout_combinations, pool_scenes
-    from bindlab.train.toy_lit import lit_captions
+    from bindlab.train.toy.data import heldout_combinations, pool_scenes
+    from bindlab.train.toy.lit import lit_captions
 
     held = frozenset(heldout_combinations(0.15, 0))
     scenes, _ = pool_scenes(400, 0, held, clean=True)
@@ -169,8 +169,8 @@ def test_lit_captions_are_grammatical_and_use_all_four_templates():
 
 
 def test_twin_captions_make_the_scene_captions_choices_and_twins_stay_clean():
-    from bindlab.train.toy_data import exposes, heldout_combinations, pool_scenes, pool_twins
-    from bindlab.train.toy_lit import lit_captions
+    from bindlab.train.toy.data import exposes, heldout_combinations, pool_scenes, pool_twins
+    from bindlab.train.toy.lit import lit_captions
 
     held = frozenset(heldout_combinations(0.15, 0))
     scenes, _ = pool_scenes(600, 0, held, clean=True)
@@ -195,8 +195,8 @@ def test_twin_captions_make_the_scene_captions_choices_and_twins_stay_clean():
 
 
 def test_lit_batch_brings_twins_with_their_own_cached_captions(tmp_path, monkeypatch, minilm):
-    from bindlab.train.toy_data import heldout_combinations, load_pool
-    from bindlab.train.toy_lit import caption_cache, lit_batch
+    from bindlab.train.toy.data import heldout_combinations, load_pool
+    from bindlab.train.toy.lit import caption_cache, lit_batch
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     held = frozenset(heldout_combinations(0.15, 0))
@@ -221,7 +221,7 @@ def test_lit_batch_brings_twins_with_their_own_cached_captions(tmp_path, monkeyp
 
 
 def test_clean_pool_shows_no_heldout_pair_through_a_colour_slot():
-    from bindlab.train.toy_data import exposes, heldout_combinations, pool_scenes
+    from bindlab.train.toy.data import exposes, heldout_combinations, pool_scenes
 
     held = frozenset(heldout_combinations(0.15, 0))
     plain, _ = pool_scenes(3000, 0, held)
@@ -233,7 +233,7 @@ def test_clean_pool_shows_no_heldout_pair_through_a_colour_slot():
 
 
 def test_lit_config_validates():
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     assert TrainConfig(arch="lit").text == "minilm"
     assert TrainConfig(arch="lit", twin_share=0.5).twin_share == 0.5  # binding twins: cached captions too
@@ -261,7 +261,7 @@ def test_lit_config_validates():
 
 
 def _cache(emb: np.ndarray, per_scene: int):
-    from bindlab.train.toy_lit import CaptionCache
+    from bindlab.train.toy.lit import CaptionCache
 
     n = len(emb) // per_scene
     return CaptionCache(
@@ -274,7 +274,7 @@ def _cache(emb: np.ndarray, per_scene: int):
 
 
 def test_discriminant_targets_are_the_whitened_scene_mean_against_the_twin():
-    from bindlab.train.toy_lit import discriminant_targets, scene_means, within_scene_whitener
+    from bindlab.train.toy.lit import discriminant_targets, scene_means, within_scene_whitener
 
     rng = np.random.default_rng(0)
     n, k, d = 40, 4, 6
@@ -305,7 +305,7 @@ def test_discriminant_targets_separate_twins_where_the_plain_mean_does_not():
     """Captions vary a lot along a wording direction and little along a binding direction that tells a scene from
     its twin: the plain caption mean scores a twin's caption almost as high as the scene's own; the discriminant
     target tells them apart."""
-    from bindlab.train.toy_lit import discriminant_targets
+    from bindlab.train.toy.lit import discriminant_targets
 
     rng = np.random.default_rng(1)
     n, k, d = 200, 4, 8
@@ -331,7 +331,7 @@ def test_discriminant_targets_separate_twins_where_the_plain_mean_does_not():
 
 
 def test_shipped_lit_minilm_loads_offline_with_minilm_texts(minilm):
-    from bindlab.encoders.toy import shipped_folder
+    from bindlab.encoders.toy.backend import shipped_folder
 
     folder = shipped_folder("lit-minilm")
     if not (folder / "model.safetensors").is_file():
@@ -348,7 +348,7 @@ def test_imitation_reference_scores_tt_as_the_text_tower_and_is_deterministic(tm
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
     from bindlab.eval.mcq import evaluate_mcq
-    from bindlab.train.toy_eval import imitation_reference
+    from bindlab.train.toy.eval import imitation_reference
 
     questions = generate_saber(per_size=3, sizes=(2, 3), seed=0, vocab=RENDER_VOCAB)
     credit = imitation_reference(questions, minilm, k=2)
@@ -364,7 +364,7 @@ def test_discriminant_reference_keeps_the_text_tower_and_tells_a_scene_from_its_
     above chance, where the plain caption mean (the imitation reference) barely does; a pure function."""
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
-    from bindlab.train.toy_eval import discriminant_reference, imitation_reference
+    from bindlab.train.toy.eval import discriminant_reference, imitation_reference
 
     questions = generate_saber(per_size=10, sizes=(2, 3), seed=3, vocab=RENDER_VOCAB)
     sweep = discriminant_reference(questions, minilm, k=4, twins=2, pool_scenes=300, twin_weights=(0.0, 0.5))
@@ -378,13 +378,13 @@ def test_discriminant_reference_keeps_the_text_tower_and_tells_a_scene_from_its_
 
 
 def _table(pairs, emb):
-    from bindlab.train.toy_lit import PhraseTable
+    from bindlab.train.toy.lit import PhraseTable
 
     return PhraseTable(list(pairs), np.asarray(emb, np.float32), 0.0)
 
 
 def test_phrase_targets_are_the_whitened_phrase_sum_less_the_bag():
-    from bindlab.train.toy_lit import phrase_targets
+    from bindlab.train.toy.lit import phrase_targets
 
     rng = np.random.default_rng(2)
     pairs = [(s, a) for s in ("cube", "ball", "kite") for a in ("red", "blue", "green")]
@@ -418,7 +418,7 @@ def test_phrase_targets_are_the_whitened_phrase_sum_less_the_bag():
 def test_phrase_targets_tell_a_scene_from_its_binding_swap():
     """Two objects with their attributes swapped have the same bag, so their targets differ only by the phrases of
     their own pairs; the swap's target is far from the scene's, and a scene's target is nearest its own phrases."""
-    from bindlab.train.toy_lit import phrase_targets
+    from bindlab.train.toy.lit import phrase_targets
 
     rng = np.random.default_rng(3)
     pairs = [(s, a) for s in ("cube", "ball") for a in ("red", "blue")]
@@ -434,7 +434,7 @@ def test_phrase_targets_tell_a_scene_from_its_binding_swap():
 
 def test_phrase_table_embeds_every_pair_but_the_heldout_ones(minilm):
     from bindlab.data.render import RENDER_VOCAB
-    from bindlab.train.toy_lit import phrase_table
+    from bindlab.train.toy.lit import phrase_table
 
     held = frozenset({("cube", "red"), ("key", "icy")})
     table = phrase_table("minilm", held)
@@ -521,7 +521,7 @@ def test_lit_trains_towards_phrase_targets(tmp_path, monkeypatch, minilm):
 def test_blend_targets_mix_unit_caption_means_with_phrase_targets():
     """A = 0 gives the phrase targets, A = 1 the unit caption means; in between a renormalised mix; NaN rows (no
     twin) stay NaN; A outside [0, 1] is refused."""
-    from bindlab.train.toy_lit import blend_targets
+    from bindlab.train.toy.lit import blend_targets
 
     rng = np.random.default_rng(0)
     phrase = rng.normal(size=(3, 5))
@@ -544,7 +544,7 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
     caption mean), the metric still comes from the first scenes, the record and the card's command say so; the
     option is refused without phrase targets."""
     from bindlab.studies.toy import ToyEvalRequest, _write_card
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-blend"
@@ -574,7 +574,7 @@ def test_lit_phrase_targets_with_a_share_of_caption_mean(tmp_path, monkeypatch, 
     assert c["target"] == "phrases" and c["target_caption_weight"] == 0.5 and c["captions"] == 24 * 2
     assert c["twin_captions"] > 0 and (out / "twin_captions.npz").exists()
     assert np.isfinite(record["final_loss"])
-    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    monkeypatch.setattr("bindlab.train.toy.card.write_card", lambda folder, model, result, command, notes: command)
     command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
     assert "--target-pair-weight 1.0 --target-caption-weight 0.5" in command and "--head-hidden 24" in command
     assert json.loads((out / "config.json").read_text())["head_hidden"] == 24
@@ -594,7 +594,7 @@ def test_lit_phrase_targets_in_a_ranked_metric(tmp_path, monkeypatch, minilm):
     without twins in the batch, the metric is fitted and scored on kept-out pairs, the record, the card and its
     command say so; the option is refused without phrase targets."""
     from bindlab.studies.toy import train_command
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-ranked"
@@ -673,8 +673,8 @@ def test_image_rank_loss_pairs_each_twin_with_its_scene_and_their_captions():
     exchanged rank every one wrong (high loss); the loss reads caption k of the pool scene of each twin row."""
     import torch
 
-    from bindlab.train.toy_lit import CaptionCache
-    from bindlab.train.toy_train import image_rank_loss
+    from bindlab.train.toy.lit import CaptionCache
+    from bindlab.train.toy.train import image_rank_loss
 
     rng = np.random.default_rng(0)
     cap = rng.normal(size=(3, 2, 6)).astype(np.float32)
@@ -700,8 +700,8 @@ def test_image_margin_loss_is_zero_on_the_targets_and_counts_the_common_part_of_
     component along the captions' common part (a bias that flips a text->image decision) costs, in MARGIN_UNITs."""
     import torch
 
-    from bindlab.train.toy_lit import CaptionCache
-    from bindlab.train.toy_train import MARGIN_UNIT, image_margin_loss
+    from bindlab.train.toy.lit import CaptionCache
+    from bindlab.train.toy.train import MARGIN_UNIT, image_margin_loss
 
     rng = np.random.default_rng(1)
     unit = lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True)  # noqa: E731
@@ -725,8 +725,8 @@ def test_image_bias_loss_is_blind_to_the_size_of_a_twin_difference_and_not_to_it
     costs nothing (a shrunk difference cannot meet it); one turned towards the pair's common words costs."""
     import torch
 
-    from bindlab.train.toy_lit import CaptionCache
-    from bindlab.train.toy_train import image_bias_loss
+    from bindlab.train.toy.lit import CaptionCache
+    from bindlab.train.toy.train import image_bias_loss
 
     rng = np.random.default_rng(2)
     unit = lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True)  # noqa: E731
@@ -750,7 +750,7 @@ def test_phrase_reference_keeps_the_text_tower_and_beats_the_caption_mean_image_
     or one word, it is far above the plain caption mean (the imitation reference); a pure function."""
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
-    from bindlab.train.toy_eval import imitation_reference, phrase_reference
+    from bindlab.train.toy.eval import imitation_reference, phrase_reference
 
     questions = generate_saber(per_size=10, sizes=(2, 3), seed=3, vocab=RENDER_VOCAB)
     credit = phrase_reference(questions, minilm, whitener_scenes=200)
@@ -770,8 +770,8 @@ def test_slot_head_sums_its_slots_phrases_and_sure_slots_give_the_phrase_target(
     import torch
 
     from bindlab.data.render import RENDER_VOCAB
-    from bindlab.encoders.toy_models import SlotPhraseHead, ToyConfig
-    from bindlab.train.toy_lit import PhraseTable, phrase_grid, phrase_targets
+    from bindlab.encoders.toy.models import SlotPhraseHead, ToyConfig
+    from bindlab.train.toy.lit import PhraseTable, phrase_grid, phrase_targets
 
     n_s, n_a = len(RENDER_VOCAB.objects), len(RENDER_VOCAB.attributes)
     heldout = frozenset({("cube", "red"), ("key", "icy")})
@@ -825,9 +825,9 @@ def test_slot_head_trains_saves_its_grid_and_is_refused_elsewhere(tmp_path, monk
     import torch
     from safetensors.torch import load_file
 
-    from bindlab.encoders.toy_models import ToyConfig
+    from bindlab.encoders.toy.models import ToyConfig
     from bindlab.studies.toy import ToyEvalRequest, _write_card
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-slots"
@@ -862,7 +862,7 @@ def test_slot_head_trains_saves_its_grid_and_is_refused_elsewhere(tmp_path, monk
     emb = enc.embed_images([Image.new("RGB", (32, 32), (200, 30, 30))])
     assert emb.shape == (1, 384) and np.isfinite(emb).all()
     assert np.allclose(enc.embed_texts(["a red cube"]), minilm.embed_texts(["a red cube"]), atol=1e-6)
-    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    monkeypatch.setattr("bindlab.train.toy.card.write_card", lambda folder, model, result, command, notes: command)
     command = _write_card(out, ToyEvalRequest(model=f"toy:{out}"), {})
     assert "--head-slots 3" in command
     assert "a slot head (`--head-slots 3`)" in _card(out)
@@ -885,9 +885,9 @@ def test_slot_counts_are_the_scenes_objects_and_their_loss_vanishes_only_there()
     import torch
 
     from bindlab.data.render import RENDER_VOCAB
-    from bindlab.encoders.toy_models import SlotPhraseHead, ToyConfig
-    from bindlab.train.toy_lit import count_grid
-    from bindlab.train.toy_train import slot_count_loss
+    from bindlab.encoders.toy.models import SlotPhraseHead, ToyConfig
+    from bindlab.train.toy.lit import count_grid
+    from bindlab.train.toy.train import slot_count_loss
 
     scenes = [[("sphere", "blue", ""), ("key", "striped", ""), ("sphere", "blue", "")], [("mug", "golden", "")]]
     grid = count_grid(scenes)
@@ -922,9 +922,9 @@ def test_slot_count_weight_trains_records_and_is_refused_without_a_slot_head(tmp
     import torch
     from safetensors.torch import load_file
 
-    from bindlab.encoders.toy_models import ToyConfig, build_model
+    from bindlab.encoders.toy.models import ToyConfig, build_model
     from bindlab.studies.toy import ToyEvalRequest, _write_card, train_command
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-counted"
@@ -955,7 +955,7 @@ def test_slot_count_weight_trains_records_and_is_refused_without_a_slot_head(tmp
     assert record["train_config"]["slot_count_weight"] == 0.5 and record["captions"]["slot_count_weight"] == 0.5
     assert all(np.isfinite(v) for _, v in record["losses"])
     assert "--slot-count-weight 0.5" in train_command(record["train_config"])
-    monkeypatch.setattr("bindlab.train.toy_card.write_card", lambda folder, model, result, command, notes: command)
+    monkeypatch.setattr("bindlab.train.toy.card.write_card", lambda folder, model, result, command, notes: command)
     assert "--max-objects 5 --render-size 64 --render-share 0.5" in _write_card(
         out, ToyEvalRequest(model=f"toy:{out}"), {}
     )
@@ -984,7 +984,7 @@ def test_rank_scenes_embeds_only_the_first_scenes_captions_and_fits_the_metric_o
     can grow without embedding every caption; the targets still cover the whole pool; the record, the command and
     the card say so; options that need every scene's captions refuse it."""
     from bindlab.studies.toy import train_command
-    from bindlab.train.toy_train import TrainConfig
+    from bindlab.train.toy.train import TrainConfig
 
     monkeypatch.setenv("BINDLAB_HOME", str(tmp_path / "home"))
     out = tmp_path / "lit-rank-first"

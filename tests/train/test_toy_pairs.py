@@ -1,4 +1,4 @@
-"""Pair twins for toy training (bindlab.train.toy_pairs): attribute edits only, no held-out pair, captions the toy's
+"""Pair twins for toy training (bindlab.train.toy.pairs): attribute edits only, no held-out pair, captions the toy's
 word table can tell apart, images that differ only where the edit is, and batches that carry them."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from collections import Counter
 
 import numpy as np
 
-from bindlab.encoders.toy_tokenizer import WordTokenizer
-from bindlab.train import toy_data, toy_pairs
-from bindlab.train.toy_data import heldout_combinations
+from bindlab.encoders.toy.tokenizer import WordTokenizer
+from bindlab.train.toy import data as toy_data
+from bindlab.train.toy import pairs as toy_pairs
+from bindlab.train.toy.data import heldout_combinations
 
 HELD = frozenset(heldout_combinations(0.15, seed=0))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bindlab.bench_browser import CHROMIUM, CHROMIUM_ARGS  # Debian's Chromium and its flags
+from bindlab.speed.browser import CHROMIUM, CHROMIUM_ARGS  # Debian's Chromium and its flags
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -24,7 +24,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def app_url():
     """Start ``python app.py`` on a free local port (output in .app-test.log); yield its URL; stop it afterwards."""
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     start_s = float(os.environ.get("BINDLAB_TEST_APP_START_S", "120"))  # raise it on a heavily loaded machine
     with running_app(timeout_s=start_s, log=ROOT / ".app-test.log") as (url, _, _):

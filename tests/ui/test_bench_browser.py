@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bindlab.bench_browser import bench_startup, bench_walkthrough
+from bindlab.speed.browser import bench_startup, bench_walkthrough
 
 pytestmark = pytest.mark.ui
 
@@ -27,7 +27,7 @@ def test_walkthrough_driver_clicks_steps_and_reads_results(browser):
 def test_slider_bench_places_the_server_on_a_core_of_its_own_and_gives_the_cores_back():
     import os
 
-    from bindlab.bench_browser import _placed
+    from bindlab.speed.browser import _placed
 
     mine = os.sched_getaffinity(0)
     with _placed("shared") as server:

@@ -23,7 +23,7 @@ LOG = ROOT / ".app-default-home-test.log"
 @pytest.fixture(scope="module")
 def user_app(default_scores_cached):
     """``python app.py`` with HOME = a fresh folder and BINDLAB_HOME unset: yields (url, the default home)."""
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     home = fresh_user_home()
     # the run's embedding cache (the default benchmark's MiniLM vectors): the page load reads them instead of spending

@@ -76,7 +76,7 @@ def test_every_late_library_is_imported_through_the_lock():
             )
             offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in heavy.LATE]
     # the speed bench times the libraries' own loops in a process of its own, never inside the server
-    assert [o for o in offenders if not o.startswith("bindlab/bench")] == []
+    assert [o for o in offenders if not o.startswith("bindlab/speed")] == []
 
 
 @pytest.mark.ui

@@ -287,7 +287,7 @@ def toy_world_inputs(tmp_path_factory):
     from bindlab.data.render import RENDER_VOCAB
     from bindlab.data.saber import generate_saber
     from bindlab.data.triplets import write_triplets
-    from bindlab.encoders.toy import build_random
+    from bindlab.encoders.toy.backend import build_random
 
     root = tmp_path_factory.mktemp("ft-ui-toy")
     rows = []

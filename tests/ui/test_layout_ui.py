@@ -116,7 +116,7 @@ CHECK_JS = r"""
 def user_url(default_scores_cached):
     """``python app.py`` as a user starts it: HOME a fresh folder, BINDLAB_HOME unset (so ``~/.cache/bindlab``), its
     embedding cache seeded with the run's (the page load reads the default benchmark's MiniLM vectors)."""
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     home = fresh_user_home()
     seed_embedding_cache(Path(home) / ".cache" / "bindlab")

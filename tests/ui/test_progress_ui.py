@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bindlab.bench_browser import running_app
+from bindlab.speed.browser import running_app
 
 pytestmark = pytest.mark.ui
 

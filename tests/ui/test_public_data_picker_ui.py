@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def public_url(tmp_path_factory, default_scores_cached):
     """``python app.py`` in public mode; its $BINDLAB_HOME holds one 4-question MCQ set from the start, and the run's
     embedding cache (its page load reads the embedded default's MiniLM vectors instead of computing them again)."""
-    from bindlab.bench_browser import running_app
     from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.speed.browser import running_app
 
     home = tmp_path_factory.mktemp("public-ui-home")
     write_benchmark(home / "sets" / "tiny", generate_saber(per_size=2, sizes=[2, 3], seed=0), {"seed": 0})

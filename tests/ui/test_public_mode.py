@@ -185,8 +185,8 @@ def test_unexpected_errors_show_no_detail_in_public_mode(public, caplog):
 def public_app(tmp_path_factory, default_scores_cached):
     """``python app.py`` in public mode with a fresh $BINDLAB_HOME and the default public roots; the home holds the
     run's embedding cache, so each page load reads the embedded default's MiniLM vectors instead of computing them."""
-    from bindlab.bench_browser import running_app
     from bindlab.data.saber import generate_saber, write_benchmark
+    from bindlab.speed.browser import running_app
 
     home = tmp_path_factory.mktemp("public-home")
     # a set under $BINDLAB_HOME before the start: the page offers it (by an opaque value, never its path)

@@ -1,4 +1,4 @@
-"""Nothing a user supplies is ever markup (DESIGN.md; issue 32 item 1): hostile ids, captions, bindings, grid
+"""Nothing a user supplies is ever markup (docs/architecture.md, "Rules every view follows"; issue 32 item 1): hostile ids, captions, bindings, grid
 values, model ids and error messages fed into every HTML / Markdown / plotly builder of the tabs come out as text.
 
 Fast: the builders are pure functions of plain dicts; no model loads, no browser (tests/ui/test_xss_ui.py drives the

@@ -198,7 +198,7 @@ def test_check_upload_refuses_a_file_over_the_limit(tmp_path, monkeypatch):
 def space_app(tmp_path_factory):
     """``python app.py`` started the way a Space starts it: host and port from the environment (GRADIO_SERVER_NAME,
     GRADIO_SERVER_PORT, set by ``running_app``), 1 MiB uploads."""
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     home = tmp_path_factory.mktemp("space-home")
     env = {

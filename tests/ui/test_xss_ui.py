@@ -87,7 +87,7 @@ def hostile_url(tmp_path_factory, default_scores_cached):
     """``python app.py`` (local mode, a fresh $BINDLAB_HOME holding the run's embedding cache, so the page load reads
     the embedded default's MiniLM vectors instead of computing them again) and a folder with the hostile MCQ file and
     two grids."""
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     home = tmp_path_factory.mktemp("xss-home")
     _hostile_mcq(home / "sets" / SET_NAME)

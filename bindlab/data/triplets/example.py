@@ -45,7 +45,7 @@ class Example:
     template: str | None = None
 
     def rows(self, split: str) -> list[dict[str, Any]]:
-        """The two triplet rows (DESIGN.md "Triplets"): attribute negative first, then object negative.
+        """The two triplet rows (docs/architecture.md, "Triplets"): attribute negative first, then object negative.
 
         A row carries ``template`` (the query's sentence template) only when the generator was asked for
         templates; without it the query is attributive.

@@ -204,7 +204,7 @@ def generate_triplets(
         variants: sentence templates and held-out words (:class:`Variants`); the default changes nothing.
 
     Returns:
-        ``(rows, stats)``: rows in the DESIGN.md "Triplets" format; stats with ``constructions`` (examples per
+        ``(rows, stats)``: rows in the docs/architecture.md "Triplets" format; stats with ``constructions`` (examples per
         type), ``splits`` (rows per split), ``rejected`` ({reason: count}; a rejected example counts once for each
         of its reasons), ``n_rejected_examples``, ``attempts``, ``seconds`` and provenance. With ``variants``
         also ``templates`` (rows per query template), ``holdout_templates`` (with rows and skipped examples per

@@ -1,4 +1,4 @@
-"""Triplet files: write ``triplets.jsonl`` and ``stats.json``, check and load rows (DESIGN.md "Triplets")."""
+"""Triplet files: write ``triplets.jsonl`` and ``stats.json``, check and load rows (docs/architecture.md, "Triplets")."""
 
 from __future__ import annotations
 

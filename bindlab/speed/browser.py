@@ -362,7 +362,7 @@ def _busy_clients(url: str, files: list[str], stop: Any) -> list[Any]:
     return threads
 
 
-SLIDER_SCRIPT = Path(__file__).resolve().parent / "ui" / "grounding_slider.js"  # defines window.bindlabSlider
+SLIDER_SCRIPT = Path(__file__).resolve().parent.parent / "ui" / "grounding_slider.js"  # defines window.bindlabSlider
 PLACEMENTS = ("separate", "shared")
 
 
@@ -405,7 +405,7 @@ def bench_slider_browser(
     server (target: none); (c) both again while one visitor per file in ``busy_sets`` keeps asking Browse to score it
     with MiniLM. Also ``worst_payload`` (the JSON of a large grid's payload): the page's time to parse it, to decode
     it and compute the first readout, and a readout's median time. ``placement``: where the server and the browser
-    run (:func:`_placed`). ``bindlab.bench`` prepares the inputs.
+    run (:func:`_placed`). ``bindlab.speed.bench`` prepares the inputs.
     """
     import threading
 

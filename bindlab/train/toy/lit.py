@@ -9,14 +9,14 @@ CPU thread); instead:
   of (scene, index, seed), written with the four sentence templates of :mod:`bindlab.data.templates`
   (attributive, predicative, relative, with; the scene's captions walk a shuffled order of them), a/an and is/are
   agreement (``templates.group_phrase``), the renderable vocabulary, and the toys' naming recipe (pattern
-  attributes named in only :data:`bindlab.train.toy_data.P_PATTERN_NAMED` of mentions, generation forms in
-  :data:`bindlab.train.toy_data.P_FORM`). The ``with`` form cannot say effect and style attributes; a caption that
+  attributes named in only :data:`bindlab.train.toy.data.P_PATTERN_NAMED` of mentions, generation forms in
+  :data:`bindlab.train.toy.data.P_FORM`). The ``with`` form cannot say effect and style attributes; a caption that
   names one uses another template.
 - **Cache** (:func:`caption_cache`): the distinct caption texts embedded once, up front, in batches, by the frozen
   text model, stored with the run as ``OUT/captions.npz`` (texts, embeddings, per-scene indices, seconds) and
   reused when the pool, seed and text model match. A training step then only looks embeddings up, so it costs
   what a toy:clip step costs minus its text tower.
-- **Batches** (:func:`lit_batch`): the same scenes, shifts and flips as :func:`bindlab.train.toy_data.make_batch`
+- **Batches** (:func:`lit_batch`): the same scenes, shifts and flips as :func:`bindlab.train.toy.data.make_batch`
   (shape-hard groups + seeded epochs), and for each scene one of its cached captions, drawn by a seeded rng.
 - **Discriminant targets** (:func:`discriminant_targets`, ``--lit-target discriminant``): instead of matching one
   caption embedding at a time, the image is pulled towards a fixed point of the frozen space computed from its
@@ -56,7 +56,7 @@ import numpy as np
 
 from bindlab.data.templates import TEMPLATES, WITH_NOUNS, group_phrase
 from bindlab.data.vocab import conjoin, copula, with_article
-from bindlab.train.toy_data import (
+from bindlab.train.toy.data import (
     MAX_SHIFT,
     P_FORM,
     P_PATTERN_NAMED,
@@ -118,7 +118,7 @@ def lit_captions(
     """``per_scene`` captions of every scene (a pure function of the scenes, the seed and ``per_scene``): scene i's
     captions walk the four templates in a shuffled order (so with 4 per scene, each template once).
 
-    With ``twins`` (one binding twin per scene, None where it has none; :func:`bindlab.train.toy_data.pool_twins`),
+    With ``twins`` (one binding twin per scene, None where it has none; :func:`bindlab.train.toy.data.pool_twins`),
     the twins' captions instead: twin i's k-th caption is written from the random state scene i's k-th caption
     started from, so it makes the same choices (template, opener, which mentions are named) and differs where the
     bindings do; a scene without a twin gets ``[]``.
@@ -242,7 +242,7 @@ def lit_batch(
     (:class:`LitBatch`) — a pure function of the step.
 
     With ``twin_cache`` and ``twin_share`` > 0, that share of the walked scenes that have a twin (``pool.twins``)
-    brings it along, as in :func:`bindlab.train.toy_data.make_batch`: the twin's image with its scene's shift and
+    brings it along, as in :func:`bindlab.train.toy.data.make_batch`: the twin's image with its scene's shift and
     flip, and its caption with the same index k as the scene's (the same wording choices), appended, so scene and
     twin are each other's hardest negatives — the only way a frozen text tower's small binding differences can
     pull the image tower's bindings apart.
@@ -369,7 +369,7 @@ def phrase_grid(full: PhraseTable, table: PhraseTable, metric: np.ndarray) -> np
     renderable phrase of ``full`` (:func:`phrase_table` with no hold-out: held-out pairs too, their text needs no
     image) as the phrase targets place one object, ``(e - mu) W`` with ``mu`` the mean of ``table`` (the training
     phrases, as :func:`phrase_vectors`) and ``W`` = ``metric``. The fixed grid of the slot head
-    (``bindlab.encoders.toy_models.SlotPhraseHead``); with presence 1 and sure slots its output is the phrase
+    (``bindlab.encoders.toy.models.SlotPhraseHead``); with presence 1 and sure slots its output is the phrase
     target (bag weight 0) before normalising.
 
     Raises:
@@ -435,7 +435,7 @@ def phrase_targets(
 def count_grid(scenes: Sequence[Scene]) -> np.ndarray:
     """(n, shapes, attributes) float32: how many objects of each (shape, attribute) every scene shows, rows and
     columns in the renderer's order (``RENDER_VOCAB``, as :func:`phrase_grid`): what a slot head's counts
-    (``bindlab.encoders.toy_models.SlotPhraseHead.counts``) are trained towards by ``--slot-count-weight``.
+    (``bindlab.encoders.toy.models.SlotPhraseHead.counts``) are trained towards by ``--slot-count-weight``.
 
     Raises:
         KeyError: a scene names a shape or attribute the renderer does not draw.

@@ -240,7 +240,7 @@ class ImageHead(nn.Module):
     a ``width``-dimensional subspace of the joint space. No limit when that space is the model's own; but a frozen
     text tower's space is wider (MiniLM: 384 against width 64), and its binding directions are low-variance ones that
     a 64-dimensional span leaves out. With the MLP the embedding is a mean of per-patch points anywhere in the space:
-    the shape of a phrase target, one phrase embedding per object (:mod:`bindlab.train.toy_lit`).
+    the shape of a phrase target, one phrase embedding per object (:mod:`bindlab.train.toy.lit`).
     """
 
     def __init__(self, cfg: "ToyConfig") -> None:
@@ -261,7 +261,7 @@ class SlotPhraseHead(nn.Module):
     shapes, one over attributes and a presence in [0, 1], and the embedding is
     ``sum_k presence_k * p_shape_k^T G p_attribute_k`` with ``G`` (shapes, attributes, embed_dim) a fixed *phrase
     grid*: the frozen text model's embedding of every "a/an <attribute> <shape>" in the targets' metric
-    (``bindlab.train.toy_lit.phrase_grid``; a buffer, saved with the weights).
+    (``bindlab.train.toy.lit.phrase_grid``; a buffer, saved with the weights).
 
     Why: a lit tower with a free head (:class:`ImageHead`) learns the binding part of its phrase targets but its
     image of a scene and of the scene's attribute swap also match the scene's words *at all* by different amounts
@@ -401,7 +401,7 @@ class ToyShared(ToyModel):
 
 class ToyLiT(ToyModel):
     """LiT with a locked text tower: the image tower of :class:`ToyCLIP`, projecting to the frozen text model's
-    ``embed_dim``. Texts are embedded outside this module by ``cfg.text_model`` (bindlab.encoders.toy)."""
+    ``embed_dim``. Texts are embedded outside this module by ``cfg.text_model`` (bindlab.encoders.toy.backend)."""
 
     def __init__(self, cfg: ToyConfig) -> None:
         super().__init__(cfg)

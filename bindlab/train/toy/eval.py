@@ -12,7 +12,7 @@
   ``training.json`` lists them), both evaluations are also reported on the items that contain a held-out pair
   ("unseen": composition) and on the rest ("seen": recognition of pairs the model was shown). Some held-out pairs
   are shown anyway through another attribute's colour slot ("orange glowing fish" while (fish, orange) is held out;
-  :mod:`bindlab.train.toy_audit`): with those ``exposed`` pairs given, "unseen" is split further into
+  :mod:`bindlab.train.toy.audit`): with those ``exposed`` pairs given, "unseen" is split further into
   ``unseen_clean`` (never shown at all: the composition test proper) and ``unseen_colour_slot``.
 - **The imitation reference** (lit models, :func:`imitation_reference`): how much cross-modal binding a frozen text
   tower can carry. Each image of the MCQs is replaced by the normalised mean text-tower embedding of ``k`` captions
@@ -35,7 +35,7 @@ import numpy as np
 from bindlab.data.render import RENDER_VOCAB
 from bindlab.data.vocab import with_article
 from bindlab.encoders.base import Encoder, EncoderError
-from bindlab.train.toy_data import EVAL_SEED_OFFSET, render_many
+from bindlab.train.toy.data import EVAL_SEED_OFFSET, render_many
 
 MCQ_SIZES = tuple(range(2, 11))
 EVAL_RENDER_SIZE = 64  # side of the single-object renders (the toy models' input side)
@@ -301,7 +301,7 @@ def imitation_reference(
     """Per-question credit (argmax == answer) in each pairing when every image is replaced by the normalised mean
     ``text_encoder`` embedding of ``k`` captions of its own scene.
 
-    The captions are written as ``--arch lit`` training captions are (:func:`bindlab.train.toy_lit.lit_caption`: the
+    The captions are written as ``--arch lit`` training captions are (:func:`bindlab.train.toy.lit.lit_caption`: the
     four templates in turn, objects in random order, openers, attributes by name or generation form), seeded per
     question and item, so the reference knows each image's exact bindings and makes no image error: it is where an
     image tower that imitates the frozen text tower perfectly would put the image. tt is the text tower's own.
@@ -315,7 +315,7 @@ def _caption_means(questions: list[Any], text_encoder: Encoder, k: int, seed: in
     """(n_questions, 5, d) mean ``text_encoder`` embedding of ``k`` training-like captions of each item's scene
     (seeded per question and item; the imitation reference's)."""
     from bindlab.data.templates import TEMPLATES
-    from bindlab.train.toy_lit import lit_caption
+    from bindlab.train.toy.lit import lit_caption
 
     texts: list[str] = []
     for qi, q in enumerate(questions):
@@ -336,7 +336,7 @@ def discriminant_reference(
     seed: int = 0,
 ) -> dict[float, dict[str, np.ndarray]]:
     """Like :func:`imitation_reference`, with every image replaced by its scene's *discriminant* point instead of
-    its caption mean: ``W [(P - mu) - lam (N - mu)]`` (:func:`bindlab.train.toy_lit.discriminant_targets`'s form),
+    its caption mean: ``W [(P - mu) - lam (N - mu)]`` (:func:`bindlab.train.toy.lit.discriminant_targets`'s form),
     P the mean embedding of ``k`` captions of the scene, N that of 2 captions each of ``twins`` binding twins (the
     scene with its attributes permuted among its objects), and W, mu from ``pool_scenes`` training-like scenes
     (``toy_data.sample_scene``, 4 captions each; never the questions' own scenes). One result per lam of
@@ -346,7 +346,7 @@ def discriminant_reference(
     read-out of a scene's captions against its twins' gets from the frozen text tower.
     """
     from bindlab.data.templates import TEMPLATES
-    from bindlab.train.toy_lit import (
+    from bindlab.train.toy.lit import (
         TARGET_SHRINK,
         TARGET_TWIN_WEIGHT,
         lit_caption,
@@ -381,9 +381,9 @@ def discriminant_reference(
 
 def _training_like_captions(text_encoder: Encoder, n: int, rng_key: str, seed: int) -> Any:
     """4 captions each of ``n`` training-like scenes (``toy_data.sample_scene`` drawn from ``rng_key``), embedded by
-    ``text_encoder``: a :class:`bindlab.train.toy_lit.CaptionCache` for the references' metric."""
-    from bindlab.train.toy_data import sample_scene
-    from bindlab.train.toy_lit import CaptionCache, lit_captions
+    ``text_encoder``: a :class:`bindlab.train.toy.lit.CaptionCache` for the references' metric."""
+    from bindlab.train.toy.data import sample_scene
+    from bindlab.train.toy.lit import CaptionCache, lit_captions
 
     rng = random.Random(rng_key)
     pool = [sample_scene(rng) for _ in range(n)]
@@ -418,7 +418,7 @@ def phrase_points(
     k: int = IMITATION_CAPTIONS,
 ) -> np.ndarray:
     """(n_questions, 5, d) unit points standing in for the questions' images: each scene's *phrase target*
-    (:func:`bindlab.train.toy_lit.phrase_targets`, the targets of ``train toy --arch lit --lit-target phrases``):
+    (:func:`bindlab.train.toy.lit.phrase_targets`, the targets of ``train toy --arch lit --lit-target phrases``):
     its objects' phrase embeddings ("a red cube") summed, less ``bag_weight`` of its bag of pairings, in the metric
     of the captions' within-scene covariance, estimated on ``whitener_scenes`` training-like scenes
     (``toy_data.sample_scene``, 4 captions each; never the questions' own). Defaults: toy_lit's.
@@ -426,9 +426,9 @@ def phrase_points(
     Where an image tower that had learnt its phrase targets exactly would put each image. The table holds every
     renderable pair (a training run's leaves its held-out pairs out). With ``caption_weight`` A > 0, the targets of
     ``--target-caption-weight A`` instead: A times the unit mean of ``k`` captions of the scene (the imitation
-    reference's) plus 1 - A times the phrase target, renormalised (:func:`bindlab.train.toy_lit.blend_targets`).
+    reference's) plus 1 - A times the phrase target, renormalised (:func:`bindlab.train.toy.lit.blend_targets`).
     """
-    from bindlab.train.toy_lit import (
+    from bindlab.train.toy.lit import (
         PHRASE_BAG_WEIGHT,
         TARGET_SHRINK,
         WHITENER_SCENES,

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bindlab.bench_browser import PLACEMENTS, bench_slider_browser, bench_startup, bench_walkthrough
 from bindlab.config import temporary_home
+from bindlab.speed.browser import PLACEMENTS, bench_slider_browser, bench_startup, bench_walkthrough
 
 _temporary_home = temporary_home  # a throwaway $BINDLAB_HOME for one measurement (bindlab.config)
 
@@ -251,10 +251,10 @@ def bench_grounding_slider(quick: bool = False) -> dict[str, Any]:
 
 
 def bench_slider_in_browser(quick: bool = False, busy_clients: int = 3) -> dict[str, Any]:
-    """``slider_browser``: the α slider in Chromium (:func:`bindlab.bench_browser.bench_slider_browser`) on the
+    """``slider_browser``: the α slider in Chromium (:func:`bindlab.speed.browser.bench_slider_browser`) on the
     default grid (``quick``: a small grid rendered here), with ``busy_clients`` fresh SABER sets for the busy run and
     the payload of a worst-case grid (23,040 test images x 12 values); once per placement of server and browser
-    (:data:`bindlab.bench_browser.PLACEMENTS`): ``shared`` (both on every core, the server at a lower priority)
+    (:data:`bindlab.speed.browser.PLACEMENTS`): ``shared`` (both on every core, the server at a lower priority)
     decides ``met``; ``separate`` (the server on one core, the browser confined to the other) is reported beside it:
     no busy server can take the browser's core there, but the browser has one core for its several processes."""
     import json
@@ -372,7 +372,7 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
     from bindlab.encoders.tiny import build_tiny
     from bindlab.jobs.manager import JobManager, read_json
     from bindlab.jobs.runner import JobReporter
-    from bindlab.train.finetune import Callback, FinetuneConfig, batch_order, load_splits, train, train_step
+    from bindlab.train.finetune import FinetuneCallback, FinetuneConfig, batch_order, load_splits, train, train_step
 
     steps = steps or (20 if quick else 40)
     with _temporary_home() as home:
@@ -390,7 +390,7 @@ def bench_finetune(quick: bool = True, model: str = "minilm", steps: int = 0, ba
             eval_every=-1,
         )
 
-        class Clock(Callback):
+        class Clock(FinetuneCallback):
             t0 = t1 = 0.0
 
             def on_train_start(self, s: Any) -> None:
@@ -479,9 +479,9 @@ def bench_toy(quick: bool = False) -> dict[str, Any]:
 
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.throughput import embedding_throughput
-    from bindlab.encoders.toy_tokenizer import WordTokenizer
-    from bindlab.train.toy_data import make_caption, render_many, sample_scene
-    from bindlab.train.toy_train import contrastive_loss
+    from bindlab.encoders.toy.tokenizer import WordTokenizer
+    from bindlab.train.toy.data import make_caption, render_many, sample_scene
+    from bindlab.train.toy.train import contrastive_loss
 
     rng = random.Random(0)
     n = 64 if quick else 512
@@ -523,7 +523,7 @@ def _bench_lit_step(texts: list[str], images: list[Any], repeats: int) -> dict[s
 
     from bindlab.encoders.base import load_encoder
     from bindlab.encoders.throughput import embedding_throughput
-    from bindlab.train.toy_train import contrastive_loss
+    from bindlab.train.toy.train import contrastive_loss
 
     with _temporary_home():
         enc = load_encoder("toy:lit-minilm")
@@ -641,7 +641,7 @@ def bench_scale(quick: bool = False, model: str = "minilm") -> dict[str, Any]:
     for n in (1, 2):
         with tempfile.TemporaryDirectory(prefix="bindlab-bench-scale-") as d:
             res = Path(d) / "res.json"
-            run = ["-m", "bindlab.bench", "scale-worker", model, str(per_size), str(res)]
+            run = ["-m", "bindlab.speed.bench", "scale-worker", model, str(per_size), str(res)]
             launch = (
                 [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n)]
                 if n > 1
@@ -688,8 +688,8 @@ SECTIONS: list[tuple[str, Callable[[bool, str], dict[str, Any]]]] = [
 
 def bench_vs_library(**kwargs: Any) -> dict[str, Any]:
     """``vs_library``: bindlab vs open_clip's DataLoader loop and sentence-transformers' ``encode``
-    (:mod:`bindlab.bench_vs_library`; small sizes on CPU, the full ones on a GPU)."""
-    from bindlab.bench_vs_library import bench_vs_library as run
+    (:mod:`bindlab.speed.vs_library`; small sizes on CPU, the full ones on a GPU)."""
+    from bindlab.speed.vs_library import bench_vs_library as run
 
     return run(**kwargs)
 
@@ -721,5 +721,7 @@ if __name__ == "__main__":  # the processes of `bench --only scale` (under torch
     import sys
 
     if len(sys.argv) != 5 or sys.argv[1] != "scale-worker":
-        raise SystemExit("usage: python -m bindlab.bench scale-worker MODEL PER_SIZE OUT (run by 'bench --only scale')")
+        raise SystemExit(
+            "usage: python -m bindlab.speed.bench scale-worker MODEL PER_SIZE OUT (run by 'bench --only scale')"
+        )
     scale_worker(sys.argv[2], int(sys.argv[3]), sys.argv[4])

@@ -1,6 +1,6 @@
 """Training data of the toy models: the caption recipe and a pre-rendered scene pool.
 
-The tokenizer is :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`; its vocabulary (every word this recipe
+The tokenizer is :class:`bindlab.encoders.toy.tokenizer.WordTokenizer`; its vocabulary (every word this recipe
 can write) is :func:`bindlab.data.toy_vocab.default_words`.
 
 The recipe (all in code, fixed by a seed):
@@ -23,7 +23,7 @@ The recipe (all in code, fixed by a seed):
   attribute replaced), rendered with the same seed, so layout and geometry are identical and only the bindings
   differ; in a batch, scene and twin are each other's hardest negatives (NegCLIP's hard negatives, with images).
   With ``twin_layout="shuffled"`` the twin's objects fill the same slots in another order (:func:`shuffled_slots`).
-- **Pair twins** (:mod:`bindlab.train.toy_pairs`): CompoSET-style base/foil pairs with one attribute edit, in the
+- **Pair twins** (:mod:`bindlab.train.toy.pairs`): CompoSET-style base/foil pairs with one attribute edit, in the
   Pairs sets' scenes and contexts, appended to a batch the same way.
 """
 
@@ -43,8 +43,8 @@ from PIL import Image
 
 from bindlab.data.render import RENDER_VOCAB, ObjectSpec, render_scene
 from bindlab.data.vocab import conjoin, with_article
-from bindlab.encoders.toy_tokenizer import WordTokenizer
-from bindlab.train.toy_pairs import PairTwins, pair_batch
+from bindlab.encoders.toy.tokenizer import WordTokenizer
+from bindlab.train.toy.pairs import PairTwins, pair_batch
 
 N_OBJECT_WEIGHTS = {1: 0.35, 2: 0.25, 3: 0.2, 4: 0.2}  # share of scenes with 1..4 objects (the default)
 # shares with up to 5 objects (``train toy --max-objects 5``): a SABER-style MCQ asks about 2-5
@@ -109,7 +109,7 @@ def heldout_combinations(fraction: float, seed: int = 0) -> list[Combo]:
 def exposes(shape: str, attribute: str, form: str, heldout: frozenset[Combo]) -> bool:
     """Whether an object shows a held-out pair through another attribute's colour slot: a word of its form other
     than its attribute is a held-out attribute of its shape ("orange glowing fish" while (fish, orange) is held
-    out). The same test as the split audit (:mod:`bindlab.train.toy_audit`)."""
+    out). The same test as the split audit (:mod:`bindlab.train.toy.audit`)."""
     return any((shape, w) in heldout for w in set(form.replace("-", " ").split()) - {attribute})
 
 
@@ -465,7 +465,7 @@ def make_batch(
     image gets its scene's shift and flip, its caption the scene's caption choices (the same random state), and
     the pair is appended, so the batch grows to ``b + m`` matched pairs in which scene and twin are each other's
     hard negatives. With ``pairs`` and ``pair_share`` > 0, ``round(batch_size * pair_share)`` CompoSET-style pair
-    twins (:func:`bindlab.train.toy_pairs.pair_batch`: base and foil, one shift and flip per pair) are appended too.
+    twins (:func:`bindlab.train.toy.pairs.pair_batch`: base and foil, one shift and flip per pair) are appended too.
     """
     hard = shape_hard_groups(pool.scenes, int(batch_size * hard_share), step, seed)
     walked = batch_indices(len(pool.scenes), batch_size - len(hard), step, seed)

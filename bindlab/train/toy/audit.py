@@ -2,7 +2,7 @@
 
 A toy model trained with ``--holdout-combos`` never sees a held-out (shape, attribute) pair as an object's
 attribute. Its training streams are pure functions of the recorded training config (``training.json``): the pool of
-scenes (:func:`bindlab.train.toy_data.pool_scenes`), their binding twins, and the CompoSET-style pair twins. This
+scenes (:func:`bindlab.train.toy.data.pool_scenes`), their binding twins, and the CompoSET-style pair twins. This
 module regenerates them (no rendering) and scans every object:
 
 - **direct**: an object whose shape and attribute are a held-out pair (the generator redraws these: expect 0);
@@ -13,9 +13,9 @@ module regenerates them (no rendering) and scans every object:
 The held-out pairs shown through a colour slot are reported apart; the toy evaluation splits its unseen figures the
 same way (``unseen_clean``: pairs never shown, not even through a colour slot).
 
-``--arch lit`` runs (``toy:lit-minilm``) draw a *clean* pool (:func:`bindlab.train.toy_data.sample_scene` with
+``--arch lit`` runs (``toy:lit-minilm``) draw a *clean* pool (:func:`bindlab.train.toy.data.sample_scene` with
 ``clean``): no held-out pair through a colour slot either, so the audit reports 0 of both kinds. Their captions
-(:mod:`bindlab.train.toy_lit`) mention only the scene's objects with their own attribute or its form, so the pool
+(:mod:`bindlab.train.toy.lit`) mention only the scene's objects with their own attribute or its form, so the pool
 scan covers them; the audit checks that too (``captions``: every caption's attribute words against the scene).
 """
 
@@ -31,7 +31,7 @@ Combo = tuple[str, str]
 
 def _objects_of_pool(cfg: dict[str, Any], heldout: frozenset[Combo]) -> list[tuple[str, str, str, str]]:
     """``(stream, shape, attribute, form)`` for every object of the pool and (when trained with them) its twins."""
-    from bindlab.train.toy_data import pool_scenes, pool_twins
+    from bindlab.train.toy.data import pool_scenes, pool_twins
 
     clean = {"clean": True} if cfg.get("arch") == "lit" else {}  # lit runs draw a clean pool
     scenes, _ = pool_scenes(
@@ -49,7 +49,7 @@ def _pair_twin_objects(cfg: dict[str, Any], heldout: frozenset[Combo]) -> list[t
     """``(shape, value)`` of every object of the pair twins' base and foil scenes (empty without pair twins)."""
     if not float(cfg.get("pair_share") or 0) > 0:
         return []
-    from bindlab.train.toy_pairs import pair_twin_specs
+    from bindlab.train.toy.pairs import pair_twin_specs
 
     side = int((cfg.get("model") or {}).get("image_size") or 64)
     out = []
@@ -71,7 +71,7 @@ def audit_streams(cfg: dict[str, Any], pair_twins: bool = True) -> dict[str, Any
         "objects": n, "examples": [...]}, "clean_pairs": n, "exposed_pairs": [[shape, attribute], ...],
         "clean": bool}``; ``clean`` = no direct occurrence (colour-slot exposure is reported, not a failure).
     """
-    from bindlab.train.toy_data import heldout_combinations
+    from bindlab.train.toy.data import heldout_combinations
 
     fraction = float(cfg.get("holdout_fraction") or 0)
     heldout = frozenset(heldout_combinations(fraction, int(cfg["seed"]))) if fraction else frozenset()
@@ -107,8 +107,8 @@ def _caption_check(cfg: dict[str, Any], heldout: frozenset[Combo]) -> dict[str, 
     captions naming an attribute (or a word of a form) that is not on one of their scene's objects (expect 0: then
     every attribute word of a caption belongs to the scene, whose objects the pool scan checked)."""
     from bindlab.data.render import RENDER_VOCAB
-    from bindlab.train.toy_data import pool_scenes
-    from bindlab.train.toy_lit import lit_captions
+    from bindlab.train.toy.data import pool_scenes
+    from bindlab.train.toy.lit import lit_captions
 
     scenes, _ = pool_scenes(
         int(cfg["pool_size"]), int(cfg["seed"]), heldout, clean=True, max_objects=int(cfg.get("max_objects") or 4)
@@ -132,7 +132,7 @@ def exposed_pairs(cfg: dict[str, Any]) -> frozenset[Combo]:
 def audit_toy(model: str | Path) -> dict[str, Any]:
     """:func:`audit_streams` for a toy model folder or bundled id (``toy:shared``), from its ``training.json``."""
     from bindlab.data.schema import DataError
-    from bindlab.encoders.toy import SHIPPED, shipped_folder
+    from bindlab.encoders.toy.backend import SHIPPED, shipped_folder
 
     name = str(model).removeprefix("toy:")
     folder = shipped_folder(name) if name in SHIPPED else Path(name).expanduser()

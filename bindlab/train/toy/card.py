@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bindlab.train import toy_data
+from bindlab.train.toy import data as toy_data
 
 _ARCH_TEXT = {
     "clip": (
@@ -107,7 +107,7 @@ def _holdout_lines(training: dict[str, Any]) -> list[str]:
     listed = ", ".join(f"{a} {s}" for s, a in held)
     return [
         f"- **{len(held)} of the 1,008 shape x attribute combinations ({_pct(len(held) / 1008)}) occur in no "
-        "training scene**, single or multi-object (`bindlab.train.toy_data.heldout_combinations("
+        "training scene**, single or multi-object (`bindlab.train.toy.data.heldout_combinations("
         f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
         "shape and every attribute still occurs, with other partners). The evaluation reports them separately "
         "as *unseen combinations*; the held-out (shape, colour) pairs that another attribute's colour still "
@@ -127,7 +127,7 @@ def _lit_holdout_lines(training: dict[str, Any]) -> list[str]:
         "and none shows one through another attribute's colour slot either (a scene drawing \"orange glowing "
         'fish" while (fish, orange) is held out is drawn again: `toy_data.sample_scene(clean=True)`), so every '
         "unseen pair is never shown (`python -m bindlab audit-splits --toy MODEL` reports 0 of both kinds). "
-        "`bindlab.train.toy_data.heldout_combinations("
+        "`bindlab.train.toy.data.heldout_combinations("
         f"{training['train_config'].get('holdout_fraction')}, seed={training['train_config']['seed']})`; every "
         f"shape and every attribute still occurs, with other partners. They are: {listed}."
     ]
@@ -141,7 +141,7 @@ def _lit_caption_lines(training: dict[str, Any]) -> list[str]:
     return [
         f"- captions in real English, **cached**: {c.get('per_scene', t.get('captions_per_scene'))} per pool scene "
         f"({c.get('captions', 0):,} captions, {c.get('distinct', 0):,} distinct), a pure function of the scene and "
-        "the seed (`bindlab/train/toy_lit.py`), written with all four sentence templates of "
+        "the seed (`bindlab/train/toy/lit.py`), written with all four sentence templates of "
         "`bindlab.data.templates` (attributive 'a red cube', predicative 'the cube is red', relative 'a cube that is "
         "red', with 'a cube with a red colour'; a scene's captions walk the four in a shuffled order, and a "
         "caption naming an effect or style attribute, which the with form cannot say, takes another), a/an and "
@@ -163,7 +163,7 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
     c = training.get("captions") or {}
     t = training["train_config"]
     return [
-        f"- **phrase targets, no caption sampling** (`--lit-target phrases`, `bindlab.train.toy_lit.phrase_targets`): "
+        f"- **phrase targets, no caption sampling** (`--lit-target phrases`, `bindlab.train.toy.lit.phrase_targets`): "
         "each training image is pulled towards one fixed point of the frozen space computed from its scene: the "
         f"frozen `{c.get('text_model', 'minilm')}` embeddings of its objects' phrases ('a red cube', 'an icy key'; "
         f"{c.get('phrases', 0):,} phrases — every renderable shape x attribute pair but the held-out ones — embedded "
@@ -236,7 +236,7 @@ def _blend_lines(training: dict[str, Any]) -> list[str]:
         return []
     return [
         f"- **with a share {a} of the caption mean** (`--target-caption-weight {a}`, "
-        "`bindlab.train.toy_lit.blend_targets`): the target is that share of the unit mean of the scene's cached "
+        "`bindlab.train.toy.lit.blend_targets`): the target is that share of the unit mean of the scene's cached "
         f"caption embeddings plus {1 - a:g} of the phrase point above, renormalised (a binding twin's from its "
         "own captions). Why: the phrase point says which attribute sits on which object but lies away from where "
         "real captions of the scene land; the caption mean lands there but keeps few of the bindings; the mix "
@@ -311,7 +311,7 @@ def _twin_lines(training: dict[str, Any]) -> list[str]:
             "same), and no twin creates a held-out combination."
         )
     if t.get("pair_share"):
-        from bindlab.train.toy_pairs import PAIR_EDIT_TYPES
+        from bindlab.train.toy.pairs import PAIR_EDIT_TYPES
 
         lines.append(
             f"- **CompoSET-style pair twins**: each step also adds {round(t['pair_share'] * t['batch_size'])} pairs "
@@ -324,7 +324,7 @@ def _twin_lines(training: dict[str, Any]) -> list[str]:
             "toy's word table lacks ('two', 'no', 'small', 'left', 'above'). The scenes come from their own random "
             "stream with render seeds far from the generator's, and none shows a held-out combination — but they "
             "are the Pairs sets' kind of scene, so Pairs results on these edit types are **in-distribution** "
-            "(`bindlab.train.toy_pairs`)."
+            "(`bindlab.train.toy.pairs`)."
         )
     return lines
 
@@ -478,7 +478,7 @@ def _lit_loss_lines(training: dict[str, Any]) -> list[str]:
         return [f"- loss 1 - cosine between each image embedding and its scene's phrase target (above); {optim}"]
     pair = t.get("target_pair_weight") or 0.0
     return [
-        f"- **discriminant targets** (`--lit-target discriminant`, `bindlab.train.toy_lit.discriminant_targets`):"
+        f"- **discriminant targets** (`--lit-target discriminant`, `bindlab.train.toy.lit.discriminant_targets`):"
         " each image is pulled (loss 1 - cosine) towards a fixed point of the frozen space, W [(P - mu) - lam "
         "(N - mu)] — P the mean embedding of its scene's cached captions, N its binding twin's, mu the mean over "
         f"scenes, W the inverse within-scene covariance of the captions shrunk by {t['target_shrink']} of its "
@@ -506,7 +506,7 @@ def _stage_lines(training: dict[str, Any]) -> list[str]:
     stages = training.get("earlier_stages") or []
     if not stages:
         return []
-    from bindlab.train.toy_train import stage_record
+    from bindlab.train.toy.train import stage_record
 
     last = stage_record(training)
     parts = []
@@ -587,7 +587,7 @@ def _lit_card_text(
         f"- texts: `{text}`'s WordPiece tokenizer (uncased, 256 tokens), so any English text is read, not only the "
         "renderable vocabulary; `encoder.text_tower()` and `encoder.attention_access()` are MiniLM's",
         "",
-        "## Training data (recipe in `bindlab/train/toy_data.py` and `bindlab/train/toy_lit.py`, fixed seed)",
+        "## Training data (recipe in `bindlab/train/toy/data.py` and `bindlab/train/toy/lit.py`, fixed seed)",
         "",
         _pool_line(t, m),
         f"- batches: {_pct(t.get('hard_share', 0.0))} of each batch is *shape-hard groups* — {toy_data.HARD_GROUP} "
@@ -642,7 +642,7 @@ def _lit_card_text(
             f"**How much binding can the frozen text tower carry across modalities?** The *imitation "
             f"reference* replaces every image of the same questions by the mean `{text}` embedding of "
             f"{imitation['captions_per_item']} captions of its own scene (written as the training captions "
-            "are; `bindlab.train.toy_eval.imitation_reference`): an image tower that imitated the frozen "
+            "are; `bindlab.train.toy.eval.imitation_reference`): an image tower that imitated the frozen "
             "text tower perfectly, with no image error. It scores, at N = 2–5, "
             + ", ".join(f"{p} {small[p]:.3f}" for p in ("ti", "it", "ii"))
             + " (all N: "
@@ -653,7 +653,7 @@ def _lit_card_text(
             "but it shows how little of the bindings the plain caption mean keeps for images to align with. "
             "It is not the most the frozen text tower allows: a whitened read-out of the same kind of "
             "captions against their binding twins' (the *discriminant reference*, "
-            "`bindlab.train.toy_eval.discriminant_reference`; docs/reproductions.md) keeps much more, so what "
+            "`bindlab.train.toy.eval.discriminant_reference`; docs/reproductions.md) keeps much more, so what "
             "limits this model's cross-modal binding is what its image tower learnt, not the text tower "
             "alone.",
             "",
@@ -722,7 +722,7 @@ def card_text(
         "- attention projections are `nn.Linear` modules `q_proj`, `k_proj`, `v_proj`, `o_proj` (peft/LoRA targets); "
         "per-head attention maps via `encoder.attention_access()`",
         "",
-        "## Training data (recipe in `bindlab/train/toy_data.py`, fixed seed)",
+        "## Training data (recipe in `bindlab/train/toy/data.py`, fixed seed)",
         "",
         _pool_line(t, m),
         f"- batches: {_pct(t.get('hard_share', 0.0))} of each batch is *shape-hard groups* — {toy_data.HARD_GROUP} "

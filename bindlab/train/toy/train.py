@@ -2,12 +2,12 @@
 resumably.
 
 ``--arch lit`` (LiT with the text tower locked) trains only an image tower into the space of a frozen text model
-(``text``, default ``minilm``) against cached caption embeddings (:mod:`bindlab.train.toy_lit`); its held-out
+(``text``, default ``minilm``) against cached caption embeddings (:mod:`bindlab.train.toy.lit`); its held-out
 combinations are *clean* (no held-out pair through another attribute's colour slot either). With ``lit_target
 "discriminant"`` the image is pulled towards a fixed point computed from its scene's and its binding twin's cached
-captions instead (:func:`bindlab.train.toy_lit.discriminant_targets`; :func:`cosine_loss`, optionally plus
+captions instead (:func:`bindlab.train.toy.lit.discriminant_targets`; :func:`cosine_loss`, optionally plus
 :func:`twin_difference_loss`); with ``"phrases"`` towards a point built from the scene's object phrases
-(:func:`bindlab.train.toy_lit.phrase_targets`), with the same optional terms; both may add a contrastive term
+(:func:`bindlab.train.toy.lit.phrase_targets`), with the same optional terms; both may add a contrastive term
 between the batch's images and targets (``target_contrastive``).
 
 The loop is short; everything around it (progress bar, checkpoints, cancellation) is a :class:`Callback` with
@@ -22,7 +22,7 @@ Output folder ``out``:
   in ``schedule``). ``touch out/STOP`` stops a run cleanly after a checkpoint.
 - at the end: ``model.safetensors``, ``config.json``, ``vocab.json``, ``training.json`` — a folder that
   ``toy:/path/to/out`` loads (lit: no ``vocab.json``; its texts go through the frozen text model). A lit run also
-  keeps ``captions.npz``, the caption cache (:func:`bindlab.train.toy_lit.caption_cache`).
+  keeps ``captions.npz``, the caption cache (:func:`bindlab.train.toy.lit.caption_cache`).
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from bindlab.encoders.toy import save_model
-from bindlab.encoders.toy_models import ARCHS, ToyConfig
-from bindlab.encoders.toy_tokenizer import WordTokenizer
+from bindlab.encoders.toy.backend import save_model
+from bindlab.encoders.toy.models import ARCHS, ToyConfig
+from bindlab.encoders.toy.tokenizer import WordTokenizer
 from bindlab.train.phrase_metric import RANK_SCALE
-from bindlab.train.toy_data import OBJECT_WEIGHTS, TWIN_LAYOUTS, heldout_combinations, load_pool, make_batch
-from bindlab.train.toy_lit import PHRASE_BAG_WEIGHT, TARGET_SHRINK, TARGET_TWIN_WEIGHT
-from bindlab.train.toy_pairs import load_pair_twins
+from bindlab.train.toy.data import OBJECT_WEIGHTS, TWIN_LAYOUTS, heldout_combinations, load_pool, make_batch
+from bindlab.train.toy.lit import PHRASE_BAG_WEIGHT, TARGET_SHRINK, TARGET_TWIN_WEIGHT
+from bindlab.train.toy.pairs import load_pair_twins
 
 # Architectures of the shipped models (small enough for 2 shared CPU cores).
 ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -69,7 +69,7 @@ class TrainConfig:
     weight_decay: float = 0.05
     seed: int = 0  # fixes init, pool, batch order and captions
     pool_size: int = 10000  # pre-rendered training scenes
-    hard_share: float = 0.5  # share of each batch in shape-hard groups (bindlab.train.toy_data.shape_hard_groups)
+    hard_share: float = 0.5  # share of each batch in shape-hard groups (bindlab.train.toy.data.shape_hard_groups)
     checkpoint_every: int = 100  # steps between checkpoints
     threads: int = 1  # torch CPU threads; on a busy 2-core machine 1 thread ran ~10x faster than 2 (measured)
     render_workers: int = 2  # processes that render the pool
@@ -332,9 +332,9 @@ _NO_EFFECT = ("threads", "render_workers", "checkpoint_every")  # settings a res
 
 
 def _first_scenes(cache: Any, n: int) -> Any:
-    """``cache`` (a :class:`bindlab.train.toy_lit.CaptionCache`) cut to its first ``n`` scenes (a scene's captions
+    """``cache`` (a :class:`bindlab.train.toy.lit.CaptionCache`) cut to its first ``n`` scenes (a scene's captions
     do not depend on the pool around it, so the phrase targets' metric is the same with a whole pool's cache)."""
-    from bindlab.train.toy_lit import CaptionCache
+    from bindlab.train.toy.lit import CaptionCache
 
     return CaptionCache(cache.texts, cache.embeddings, cache.index[:n], cache.seconds, cache.text_model)
 
@@ -461,7 +461,7 @@ def train_toy(
     """
     import torch
 
-    from bindlab.encoders.toy_models import build_model
+    from bindlab.encoders.toy.models import build_model
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -524,7 +524,7 @@ def train_toy(
     state.render_seconds += time.perf_counter() - t_render
     captions = twin_captions = targets = table = ranking = None
     if lit:
-        from bindlab.train.toy_lit import WHITENER_SCENES, caption_cache, discriminant_targets
+        from bindlab.train.toy.lit import WHITENER_SCENES, caption_cache, discriminant_targets
 
         blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
         # the scenes whose captions are embedded: the whitener's, the ranked metric's (--rank-scenes), or all
@@ -543,7 +543,7 @@ def train_toy(
         if phrases:
             targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
             if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
-                from bindlab.train.toy_lit import phrase_grid, phrase_table
+                from bindlab.train.toy.lit import phrase_grid, phrase_table
 
                 grid = phrase_grid(phrase_table(cfg.text), table, metric)
                 model.image_head.phrases.copy_(torch.from_numpy(grid))
@@ -560,7 +560,7 @@ def train_toy(
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
         if captions is not None:
-            from bindlab.train.toy_lit import lit_batch
+            from bindlab.train.toy.lit import lit_batch
 
             batch = lit_batch(
                 pool,
@@ -722,9 +722,9 @@ def lit_phrase_targets(cfg: TrainConfig, pool: Any, captions: Any, twin_captions
     """The phrase targets of a ``--lit-target phrases`` run: ((scene targets, twin targets or None), the phrase
     table, the ranked metric or None, the metric matrix the targets are in). The metric comes from the first scenes' captions (learnt by ranking with
     ``target_rank_steps``); the targets from the scenes' object phrases, blended with their caption mean when
-    ``target_caption_weight`` is set. ``pool`` a :class:`bindlab.train.toy_data.ScenePool`; ``captions`` and
-    ``twin_captions`` its :class:`bindlab.train.toy_lit.CaptionCache` s (twins' may be None when not needed)."""
-    from bindlab.train.toy_lit import (
+    ``target_caption_weight`` is set. ``pool`` a :class:`bindlab.train.toy.data.ScenePool`; ``captions`` and
+    ``twin_captions`` its :class:`bindlab.train.toy.lit.CaptionCache` s (twins' may be None when not needed)."""
+    from bindlab.train.toy.lit import (
         WHITENER_SCENES,
         blend_targets,
         phrase_table,
@@ -762,7 +762,7 @@ def _ranked_metric(
     """The phrase metric learnt on the pool's scenes, twins and cached captions
     (:func:`bindlab.train.phrase_metric.ranked_metric`), started from ``init``."""
     from bindlab.train.phrase_metric import ranked_metric
-    from bindlab.train.toy_lit import phrase_vectors
+    from bindlab.train.toy.lit import phrase_vectors
 
     vectors = phrase_vectors(scenes, table, cfg.target_bag_weight)
     twin_vectors = phrase_vectors(twins, table, cfg.target_bag_weight)
@@ -780,13 +780,13 @@ def _ranked_metric(
 
 def slot_count_loss(counts: Any, scenes: list) -> Any:
     """How far a slot head's counts (b, shapes, attributes) are from the objects the batch's ``scenes`` show
-    (:func:`bindlab.train.toy_lit.count_grid`), mean over the batch of ``n KL(t / n || c / m) + (m - n)^2`` with
+    (:func:`bindlab.train.toy.lit.count_grid`), mean over the batch of ``n KL(t / n || c / m) + (m - n)^2`` with
     ``t`` the true grid of ``n`` objects and ``c`` the counts of total mass ``m``: which objects (a log loss on the
     counts' shares, so a slot that hedges over shapes pays for it; a squared error let the slots stay diffuse) and
     how many. Zero only for the exact counts."""
     import torch
 
-    from bindlab.train.toy_lit import count_grid
+    from bindlab.train.toy.lit import count_grid
 
     target = torch.from_numpy(count_grid(scenes)).flatten(1)
     counts = counts.flatten(1)
@@ -799,7 +799,7 @@ def slot_count_loss(counts: Any, scenes: list) -> Any:
 
 def cosine_loss(img: Any, target: Any) -> Any:
     """Mean ``1 - cos(img_i, target_i)`` over a batch: the image embeddings pulled towards fixed points (a lit
-    run's discriminant targets, :func:`bindlab.train.toy_lit.discriminant_targets`)."""
+    run's discriminant targets, :func:`bindlab.train.toy.lit.discriminant_targets`)."""
     import torch.nn.functional as F
 
     return (1 - F.cosine_similarity(img, target, dim=-1)).mean()
@@ -807,7 +807,7 @@ def cosine_loss(img: Any, target: Any) -> Any:
 
 def twin_rows(scenes: np.ndarray, twin: np.ndarray) -> tuple[Any, Any]:
     """(rows, partners) as torch index tensors: the batch's twin rows and, for each, the row of its own scene (the
-    first row of that pool scene that is not a twin). ``scenes``/``twin`` as in :class:`bindlab.train.toy_lit.LitBatch`."""
+    first row of that pool scene that is not a twin). ``scenes``/``twin`` as in :class:`bindlab.train.toy.lit.LitBatch`."""
     import torch
 
     own = {int(sc): r for r, sc in reversed(list(enumerate(scenes))) if not twin[r]}
@@ -819,7 +819,7 @@ def twin_difference_loss(img: Any, target: Any, scenes: np.ndarray, twin: np.nda
     """Mean ``1 - cos(x_s - x_t, target_s - target_t)`` over the batch's (scene, twin) pairs, ``x`` the normalised
     image embeddings: the part of the discriminant targets that tells a scene from its binding twin, which the
     plain cosine loss leaves to a small share of each target's direction. ``scenes``/``twin`` as in
-    :class:`bindlab.train.toy_lit.LitBatch` (each twin row's scene also has a row of its own)."""
+    :class:`bindlab.train.toy.lit.LitBatch` (each twin row's scene also has a row of its own)."""
     import torch.nn.functional as F
 
     rows, partner = twin_rows(scenes, twin)

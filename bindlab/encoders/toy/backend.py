@@ -1,4 +1,4 @@
-"""``toy:`` — the toy vision–language models bindlab trains itself (``bindlab.train.toy_train``).
+"""``toy:`` — the toy vision–language models bindlab trains itself (``bindlab.train.toy.train``).
 
 ``toy:clip``, ``toy:shared``, ``toy:negclip`` and ``toy:lit-minilm`` load the shipped folders ``bindlab/assets/toy-clip/``,
 ``bindlab/assets/toy-shared/``, ``bindlab/assets/toy-negclip/`` (``toy:clip`` finetuned with binding hard negatives,
@@ -6,8 +6,8 @@ NegCLIP-style twins) and ``bindlab/assets/toy-lit-minilm/`` (LiT with the text t
 trained into the space of the bundled MiniLM, whose embeddings it uses for texts, unchanged: they equal
 ``minilm``'s);
 ``toy:/path/to/folder`` loads any folder written by ``python -m bindlab train toy``. A folder holds
-``model.safetensors``, ``config.json`` (:class:`bindlab.encoders.toy_models.ToyConfig`) and ``vocab.json`` (the
-word-level tokenizer, :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`). No hub, no network: these are the offline default for everything visual.
+``model.safetensors``, ``config.json`` (:class:`bindlab.encoders.toy.models.ToyConfig`) and ``vocab.json`` (the
+word-level tokenizer, :class:`bindlab.encoders.toy.tokenizer.WordTokenizer`). No hub, no network: these are the offline default for everything visual.
 
 Images: converted by :func:`bindlab.encoders.images.load_images`, centre-cropped to a square, resized to the
 model's side (area averaging when shrinking, bicubic when enlarging). Texts: lower-cased words, punctuation
@@ -57,7 +57,7 @@ class ToyEncoder:
 
     def __init__(self, eid: EncoderId, folder: Path, device: str = "cpu", batch_size: int = 256) -> None:
         from bindlab.encoders.runtime import check_batch_size
-        from bindlab.encoders.toy_tokenizer import WordTokenizer
+        from bindlab.encoders.toy.tokenizer import WordTokenizer
 
         self.id = str(eid)
         self.folder = folder
@@ -94,12 +94,12 @@ class ToyEncoder:
 
     @property
     def model(self) -> Any:
-        """The torch module (:class:`bindlab.encoders.toy_models.ToyModel`), in eval mode, loaded on first use."""
+        """The torch module (:class:`bindlab.encoders.toy.models.ToyModel`), in eval mode, loaded on first use."""
         if self._model is None:
             from safetensors.torch import load_file
 
             from bindlab.config import resolve_device
-            from bindlab.encoders.toy_models import ToyConfig, build_model
+            from bindlab.encoders.toy.models import ToyConfig, build_model
 
             try:
                 model = build_model(ToyConfig(**self.config))
@@ -268,8 +268,8 @@ def build_random(
     """
     import torch
 
-    from bindlab.encoders.toy_models import ToyConfig, build_model
-    from bindlab.encoders.toy_tokenizer import WordTokenizer
+    from bindlab.encoders.toy.models import ToyConfig, build_model
+    from bindlab.encoders.toy.tokenizer import WordTokenizer
 
     folder = Path(folder).expanduser().resolve()
     tok = WordTokenizer.build()
@@ -296,8 +296,8 @@ def save_model(out: Path, model: Any, tokenizer: Any, extra: dict[str, Any]) -> 
 
     Args:
         out: the folder (created if missing).
-        model: a :class:`bindlab.encoders.toy_models.ToyModel`.
-        tokenizer: its :class:`bindlab.encoders.toy_tokenizer.WordTokenizer`.
+        model: a :class:`bindlab.encoders.toy.models.ToyModel`.
+        tokenizer: its :class:`bindlab.encoders.toy.tokenizer.WordTokenizer`.
         extra: the training record written to ``training.json``.
     """
     from safetensors.torch import save_file
