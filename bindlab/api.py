@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bindlab.result import Result
 from bindlab.studies.progress import progress_for
-from bindlab.studies.result import Result
 
 __all__ = [
     "Result",

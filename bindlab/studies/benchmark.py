@@ -2,7 +2,7 @@
 
 :func:`run_benchmark` loads a benchmark through its manifest (``bindlab/data_manifests/``), scores it with its native metric
 and the bag-of-words validity check (``bindlab.eval.benchmarks``) and returns a
-:class:`~bindlab.studies.result.Result` with provenance (manifest license, citation and URL included).
+:class:`~bindlab.result.Result` with provenance (manifest license, citation and URL included).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bindlab.result import Result
 from bindlab.studies.browse import get_encoder
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, input_path, nonneg_int, positive_int
 
 SOURCES = ("auto", "local", "hub")

@@ -30,9 +30,9 @@ from bindlab.eval.mcq import PAIRINGS, parse_pairings
 from bindlab.eval.metrics import bootstrap_ci, chance_label
 from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
+from bindlab.result import Result
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.progress import Progress
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
 
 TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
