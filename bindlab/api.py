@@ -389,16 +389,13 @@ def run_task(
     Example:
         >>> bindlab.run_task("mcq", "bow", limit=20).primary
     """
-    from bindlab.eval.mcq import parse_pairings
     from bindlab.studies.compare import run_task as run
     from bindlab.tasks import TaskOptions
 
     model_id, own_device, own_batch = _ref(model)
     device = own_device if device == "auto" else device
     batch = own_batch if batch_size is None else batch_size
-    options = TaskOptions(
-        pairings=parse_pairings(pairings), verbosity=verbosity, limit=limit, seed=seed, batch_size=batch
-    )
+    options = TaskOptions(pairings=pairings, verbosity=verbosity, limit=limit, seed=seed, batch_size=batch)
     with progress_for(progress, task) as report:
         return run(task, model_id, _data(data), options, device, report)
 

@@ -1,17 +1,18 @@
 """Compare: several encoders on the same suite, one leaderboard (``compare``, the Compare tab).
 
-:func:`run_compare` runs each model through the existing studies — SABER MCQ per pairing and N
-(:func:`~bindlab.studies.browse.run_mcq`), pooled retrieval (:func:`~bindlab.studies.browse.run_retrieval`), 2x2
-pairs per edit type (:func:`~bindlab.studies.pairs.run_pairs`) and any local published benchmark
-(:func:`~bindlab.studies.benchmark.run_benchmark`): each suite entry is a task of the registry
-(:mod:`bindlab.tasks`), run by its own ``Task.run`` — and joins their results: a leaderboard with bootstrap 95 %
-intervals, accuracy by N, scores by edit type, a per-question table (each model's credit and margin) for the
-"A right, B wrong" diff, a cross-benchmark table ("above chance elsewhere, at chance here") and CompoSET's per-scene
+:func:`run_compare` runs each model on each task of the suite — a task of the registry (:mod:`bindlab.tasks`): SABER
+MCQ per pairing and N, pooled retrieval, 2x2 pairs per edit type, a published benchmark, or any task a module
+registers — through the task's own ``run`` (the scoring ``eval mcq``, ``eval pairs`` and ``eval benchmark`` use too),
+and joins their results: a leaderboard with bootstrap 95 % intervals (each task's ``scores``), accuracy by N, scores
+by edit type, a per-question table (each model's credit and margin) for the "A right, B wrong" diff, a
+cross-benchmark table ("above chance elsewhere, at chance here") and CompoSET's per-scene
 agreement (:mod:`bindlab.analysis.agreement`).
 
-Each model's result per task is cached on disk under ``$BINDLAB_HOME/compare/`` keyed by the encoder fingerprint,
-the data's hash and the settings, so adding a model to a comparison scores only the new one. A model that cannot do
-a task (a text-only encoder on image pairings or pairs) gets "n/a" there, with a note, instead of an error.
+Each model's result per task is cached on disk under ``$BINDLAB_HOME/compare/`` as a result file
+(:meth:`Result.save` / :meth:`Result.load`) keyed by the encoder fingerprint, the data's hash, the settings and the
+task's version, so adding a model to a comparison scores only the new one. A model that cannot do
+a task (``task.unable``: a text-only encoder on image pairings or pairs) gets "n/a" there, with a note, instead of an
+error.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from bindlab.result import Result
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.progress import Progress
 from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
-from bindlab.tasks import BENCHMARK_PREFIX, Task, TaskOptions, list_tasks, parse_spec
+from bindlab.tasks import BENCHMARK_PREFIX, Task, TaskOptions, list_tasks, parse_spec, with_options
 
 
 # --- the request ------------------------------------------------------------------------------------------------
@@ -330,6 +331,7 @@ def run_task(
     """
     task, path = parse_spec(entry)
     options = options or TaskOptions()
+    options = with_options(options, pairings=parse_pairings(options.pairings))
     encoder = get_encoder(model, check_device(device), options.batch_size)
     reason = task.unable(encoder, options)
     if reason:
