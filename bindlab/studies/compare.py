@@ -138,8 +138,8 @@ class CompareRequest:
 
                 if path:
                     raise ValueError(benchmark_refused())
-                if task.metadata.data_kind == "published":  # a manifest's name, as it is registered
-                    check_benchmark_name(task.metadata.name)
+                if task.metadata.data_kind == "published":  # the manifest's name as given, never a path
+                    check_benchmark_name(entry.removeprefix(BENCHMARK_PREFIX).partition("=")[0])
             elif path:
                 input_path(path, "suite", must_exist=False)
 
