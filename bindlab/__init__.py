@@ -21,10 +21,13 @@ _API = (
     "generate_factors",
     "generate_pairs",
     "generate_saber",
+    "get_task",
     "ground",
+    "list_tasks",
     "load_encoder",
     "load_result",
     "plot",
+    "run_task",
     "wrap_open_clip",
     "wrap_transformers",
 )

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bindlab.result import Result
 from bindlab.studies.progress import progress_for
-from bindlab.studies.result import Result
 
 __all__ = [
     "Result",
@@ -34,10 +34,13 @@ __all__ = [
     "generate_factors",
     "generate_pairs",
     "generate_saber",
+    "get_task",
     "ground",
+    "list_tasks",
     "load_encoder",
     "load_result",
     "plot",
+    "run_task",
     "wrap_open_clip",
     "wrap_transformers",
 ]
@@ -341,6 +344,64 @@ def compare(
     )
     with progress_for(progress, "compare") as report:
         return run_compare(request, report)
+
+
+# --- tasks: the registry of benchmarks ------------------------------------------------------------------------
+def list_tasks() -> list[Any]:
+    """Every benchmark bindlab runs (:mod:`bindlab.tasks`): ``mcq``, ``retrieval``, ``pairs``, one per published
+    benchmark, and any added by a module of its own; ``t.metadata`` has name, modalities, main score, chance, source.
+
+    Example:
+        >>> [t.metadata.name for t in bindlab.list_tasks()][:3]
+        ['mcq', 'retrieval', 'pairs']
+    """
+    from bindlab.tasks import list_tasks as registered
+
+    return registered()
+
+
+def get_task(name: str) -> Any:
+    """The task registered as ``name`` (ValueError naming the tasks there are)."""
+    from bindlab.tasks import get_task as registered
+
+    return registered(name)
+
+
+def run_task(
+    task: str,
+    model: Any,
+    data: Any = None,
+    pairings: Sequence[str] | str = ("tt",),
+    verbosity: str = "all",
+    limit: int = 0,
+    seed: int = 0,
+    batch_size: int | None = None,
+    device: str = "auto",
+    progress: Any = True,
+) -> Result:
+    """One model on one task of the registry — the run Compare makes for each model and task.
+
+    Args:
+        task: a task name (``bindlab.list_tasks()``), or ``benchmark:NAME[=PATH]`` as in Compare's suite.
+        model: an encoder id, an encoder or a model object.
+        data: the task's data file (None = the embedded one for mcq, retrieval and pairs; a published benchmark's
+            manifest copy).
+
+    Returns:
+        :class:`Result`: ``res.primary`` is the task's main score (``metadata.main_score``).
+
+    Example:
+        >>> bindlab.run_task("mcq", "bow", limit=20).primary
+    """
+    from bindlab.studies.compare import run_task as run
+    from bindlab.tasks import TaskOptions
+
+    model_id, own_device, own_batch = _ref(model)
+    device = own_device if device == "auto" else device
+    batch = own_batch if batch_size is None else batch_size
+    options = TaskOptions(pairings=pairings, verbosity=verbosity, limit=limit, seed=seed, batch_size=batch)
+    with progress_for(progress, task) as report:
+        return run(task, model_id, _data(data), options, device, report)
 
 
 def ground(

@@ -345,7 +345,7 @@ def test_compare_export_tables_and_figures(tmp_path):
     """The Finetune compare's download, from the study's result (raw rows keyed base / unscaled / lines): the MCQ
     table with the models named for a reader, its chart, the separated report as shown and in long form, triplets and
     the training curves; with a = 1 no LiNeS anywhere."""
-    from bindlab.studies.result import Result
+    from bindlab.result import Result
     from bindlab.train.compare import report_rows
 
     mcq = [

@@ -3,8 +3,10 @@
 Every ``import`` is read from the source with ``ast`` — function-level imports included, since a lazy import is still
 a dependency — so a cycle cannot hide behind ``def f(): from x import y``. The layer picture (docs/architecture.md, "Layers"):
 
-    ui, cli, api  ->  studies  ->  {eval, analysis, train, jobs}  ->  {encoders, data}  ->  config
+    ui, cli, api  ->  studies  ->  tasks  ->  {eval, analysis, train, jobs}  ->  {encoders, data}  ->  config
     present/ (pure figures and the export writer) is used by the faces only: ui, cli and api.
+    tasks/ (one Task per benchmark, in a registry) is asked by Compare, the CLI and the API; it scores with eval/ and
+    encoders/ and returns a result (bindlab/result.py: plain data that imports nothing of bindlab).
 """
 
 from __future__ import annotations
@@ -27,23 +29,27 @@ ALLOWED: dict[str, set[str]] = {
     "data": BASE,
     "encoders": BASE | {"data"},
     "provenance": BASE | {"data"},
+    "result": BASE,  # the one result shape: plain data, saved and loaded as JSON
     "eval": BASE | {"data", "encoders"},
     "analysis": BASE | {"data", "encoders", "eval"},
     "train": BASE | {"data", "encoders", "eval", "analysis", "provenance"},
     "jobs": BASE | {"data", "encoders", "train", "provenance"},
-    "studies": BASE | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance"},
-    "present": BASE | {"data", "encoders", "eval", "analysis", "train", "provenance", "studies"},
+    # a benchmark as an object: metadata, loader and scoring (eval/), returning a result; below the studies
+    "tasks": BASE | {"data", "encoders", "eval", "analysis", "provenance", "result"},
+    "studies": BASE | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance", "result", "tasks"},
+    "present": BASE | {"data", "encoders", "eval", "analysis", "train", "provenance", "result", "studies"},
     # the faces: a tab calls studies and present only; a command may also call the generators (data) and list
     # encoders, which are not features with a study of their own
     "ui": BASE | {"studies", "present"},
-    "cli": BASE | {"data", "encoders", "studies", "present", "speed"},
+    "cli": BASE | {"data", "encoders", "result", "tasks", "studies", "present", "speed"},
     # the Python API, a third face: it calls studies, adopts model objects and reads datasets folders itself, and
     # draws a result's figures (bindlab.plot) with present/ as the other faces do
-    "api": BASE | {"data", "encoders", "studies", "present"},
+    "api": BASE | {"data", "encoders", "result", "tasks", "studies", "present"},
     "__main__": BASE | {"cli"},
     # the speed benchmarks (python -m bindlab bench) measure every layer; the browser bench drives the app (tests/ui
     # uses it too) and vs_library runs bindlab's loops beside the libraries' own; nothing else imports them but the CLI
-    "speed": BASE | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance", "studies", "present"},
+    "speed": BASE
+    | {"data", "encoders", "eval", "analysis", "train", "jobs", "provenance", "result", "tasks", "studies", "present"},
 }
 
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bindlab.cli import attention, audit, browse, compare, datasets, finetune, grounding, map, models, pairs, toy
+from bindlab.cli import attention, audit, browse, compare, datasets, finetune, grounding, map, models, pairs, tasks, toy
 from bindlab.cli.common import Groups, Parser
 from bindlab.config import __version__
 
@@ -32,6 +32,7 @@ COMMAND_GROUPS: list[Callable[[Groups], None]] = [
     toy.add_commands,
     map.add_commands,
     compare.add_commands,
+    tasks.add_commands,
     datasets.add_commands,
     audit.add_commands,
 ]

@@ -17,8 +17,8 @@ from bindlab.cli.common import (
     add_output_args,
     add_run_args,
 )
+from bindlab.result import Result
 from bindlab.studies.progress import progress_for
-from bindlab.studies.result import Result
 
 
 # --- generate ----------------------------------------------------------------------------------------------------

@@ -121,7 +121,11 @@ def add_commands(g: Groups) -> None:
         data_required=False,
         model_flag="--models",
     )
-    p.add_argument("--suite", default="mcq", help="comma-separated tasks: mcq, retrieval, pairs, benchmark:NAME[=PATH]")
+    p.add_argument(
+        "--suite",
+        default="mcq",
+        help="comma-separated tasks (python -m bindlab tasks lists them): mcq, retrieval, pairs, benchmark:NAME[=PATH]",
+    )
     p.add_argument("--pairs-data", help="Pairs JSONL file (default: the embedded CompoSET-style mini set)")
     p.add_argument("--pairings", default="tt", help="MCQ/retrieval pairings, comma-separated: tt,ti,it,ii")
     p.add_argument("--verbosity", default="all", help="pairs caption level: short|medium|long|all")

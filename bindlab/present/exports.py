@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.present.safe_text import plot_text
-from bindlab.studies.result import Result
+from bindlab.result import Result
 
 TABLE_FORMATS = ("csv", "json")
 FIGURE_FORMATS = ("png", "svg", "html")
@@ -668,7 +668,7 @@ def grounding_export(
     """Matched visual grounding (``ground``, the Grounding tab): both faces pass the same study result.
 
     Args:
-        result: the :class:`~bindlab.studies.result.Result` of :func:`bindlab.studies.grounding.run_grounding`
+        result: the :class:`~bindlab.result.Result` of :func:`bindlab.studies.grounding.run_grounding`
             (``summary["factors"]`` = ``{factor: factor_report}``, ``figures_data["curves"]`` = closed-form margin
             curves of every value).
         shown: the tab's ``slider_view`` (adds the margin-curve and 2-D figures of the value on screen and its top
@@ -764,7 +764,7 @@ def attention_export(
     on screen, if given: its word x word heatmap, its layer x head margin grid and the grid's numbers).
 
     Args:
-        result: the :class:`~bindlab.studies.result.Result` of :func:`bindlab.studies.attention.run_attention`
+        result: the :class:`~bindlab.result.Result` of :func:`bindlab.studies.attention.run_attention`
             (``summary`` = the margins document, ``rows`` = per-caption rows, ``figures_data["curves"]``).
         heatmap: the tab's word x word figure, if one is on screen.
         heads: the tab's layer x head margin grid figure, if one is on screen.

@@ -1,4 +1,4 @@
-"""A study's :class:`~bindlab.studies.result.Result` as plotly figures, by its feature: the figures its export
+"""A study's :class:`~bindlab.result.Result` as plotly figures, by its feature: the figures its export
 writes (:mod:`bindlab.present.exports`, the ones the CLI's ``--export`` and the tabs draw), plus the mAP-by-N chart of
 a retrieval result and the leaderboard of a comparison. ``bindlab.plot(result)`` in the Python API calls this."""
 
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from bindlab.present.figures import SIDE_LEGEND, message_figure
 from bindlab.present.safe_text import plot_text
-from bindlab.studies.result import Result
+from bindlab.result import Result
 
 
 def map_by_n(rows: list[dict[str, Any]], title: str = "Retrieval mAP by number of objects") -> go.Figure:

@@ -9,6 +9,6 @@ returns, so a command and its tab give the same numbers for the same inputs.
 
 from __future__ import annotations
 
-from bindlab.studies.result import Result
+from bindlab.result import Result
 
 __all__ = ["Result"]

@@ -2,16 +2,15 @@
 
 :func:`run_benchmark` loads a benchmark through its manifest (``bindlab/data_manifests/``), scores it with its native metric
 and the bag-of-words validity check (``bindlab.eval.benchmarks``) and returns a
-:class:`~bindlab.studies.result.Result` with provenance (manifest license, citation and URL included).
+:class:`~bindlab.result.Result` with provenance (manifest license, citation and URL included).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from bindlab.result import Result
 from bindlab.studies.common import get_encoder
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, input_path, nonneg_int, positive_int
 
 SOURCES = ("auto", "local", "hub")
@@ -69,14 +68,9 @@ class BenchmarkRequest:
                 input_path(str(value).strip(), name, must_exist=False)
 
 
-def native_value(summary: dict) -> float | None:
-    """The benchmark's headline number: its native metric's value, or the Group score for 2x2 benchmarks."""
-    nm = summary["native_metric"]
-    return nm.get("value", nm.get("group_score"))
-
-
 def run_benchmark(request: BenchmarkRequest) -> Result:
-    """Score a published benchmark with its native metric and the bag-of-words validity check.
+    """Score a published benchmark with its native metric and the bag-of-words validity check: the benchmark's task
+    (:class:`bindlab.tasks.published.PublishedTask`, the one Compare runs too).
 
     Returns:
         ``Result("benchmark")``: summary = :func:`bindlab.eval.benchmarks.evaluate_benchmark`'s summary
@@ -84,39 +78,17 @@ def run_benchmark(request: BenchmarkRequest) -> Result:
         ``"native_value"`` (the primary metric); rows = per-item pass/fail; provenance settings carry the source
         and the manifest's license, citation and URL.
     """
-    import time
-
-    from bindlab.data.adapters import load_benchmark
-    from bindlab.eval.benchmarks import evaluate_benchmark
-    from bindlab.provenance import provenance
+    from bindlab.tasks import TaskOptions
+    from bindlab.tasks.published import for_manifest
 
     encoder = get_encoder(request.model, request.device, request.batch_size)
-    bench = load_benchmark(
-        request.name,
-        data=request.data,
-        split=request.split,
+    options = TaskOptions(
         limit=request.limit,
+        seed=request.seed,
+        batch_size=request.batch_size,
+        variant=request.task,
+        split=request.split,
         images=request.images,
         source=request.source,
     )
-    t = time.perf_counter()
-    summary, rows = evaluate_benchmark(bench, encoder, task=request.task, seed=request.seed)
-    settings = {
-        "kind": "benchmark",
-        "benchmark": bench.name,
-        "source": bench.source,
-        "split": request.split,
-        "task": summary["task"],
-        "limit": request.limit,
-        "seconds": round(time.perf_counter() - t, 3),
-        "manifest": {k: bench.manifest.get(k) for k in ("license", "citation", "url")},
-    }
-    dataset = bench.source if Path(bench.source).is_file() else None
-    summary = {**summary, "native_value": native_value(summary)}
-    return Result(
-        "benchmark",
-        summary,
-        rows,
-        provenance=provenance(dataset, encoder, settings, request.seed),
-        primary_metric="native_value",
-    )
+    return for_manifest(request.name).run(encoder, request.data, options)

@@ -9,7 +9,6 @@ this process, so switching questions never re-embeds anything and the tab shows 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,19 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from bindlab.data.schema import MCQ, LoadReport, load_mcqs
-from bindlab.encoders.truncation import truncation, truncation_text
+from bindlab.data.schema import MCQ, LoadReport
+from bindlab.encoders.truncation import truncation_text  # noqa: F401 (the Browse tab says what was cut)
 from bindlab.eval.mcq import (
     PAIRINGS,
-    accuracy_by_n,
     embed_questions,
-    evaluate_mcq,
     parse_pairings,
-    unknown_word_report,
 )
-from bindlab.eval.metrics import TIE_TOL, bootstrap_ci
-from bindlab.eval.retrieval import evaluate_retrieval
-from bindlab.provenance import provenance
+from bindlab.eval.metrics import TIE_TOL
 from bindlab.studies.access import check_model_access
 from bindlab.studies.common import IMAGE_MODELS, embedded_data_for, get_encoder, needs_images
 from bindlab.studies.memo import forget_under, remember
@@ -77,17 +71,12 @@ class McqRequest:
 
 
 def load_questions(request: McqRequest) -> tuple[list[MCQ], LoadReport]:
-    """The request's questions (first ``limit`` of them) and the loader's report of skipped lines; an unchanged
-    file is parsed once per process (:func:`bindlab.data.schema.load_mcqs_memo`; the questions are only read)."""
-    from bindlab.data.schema import load_mcqs_memo
+    """The request's questions (first ``limit`` of them) and the loader's report of skipped lines: the SABER task's
+    loader (:func:`bindlab.tasks.saber.load`; an unchanged file is parsed once per process)."""
+    from bindlab.tasks import TaskOptions
+    from bindlab.tasks.saber import load
 
-    path = Path(request.data)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path}: file not found; generate one with 'python -m bindlab generate saber --out DIR'"
-        )
-    questions, report = load_mcqs_memo(path, strict=not request.skip_bad)
-    return (questions[: request.limit] if request.limit else questions), report
+    return load(request.data, TaskOptions(limit=request.limit, skip_bad=request.skip_bad))
 
 
 def run_mcq(request: McqRequest, progress: Progress | None = None) -> Result:
@@ -118,83 +107,23 @@ def run_retrieval(request: McqRequest, progress: Progress | None = None) -> Resu
 
 
 def _expect_from_size(request: McqRequest) -> None:
-    """In an app request, announce the work from the file's line count before parsing it: a file too large for a
-    light request takes a heavy slot (or is refused as busy) in milliseconds, instead of after seconds of parsing
-    that hold up every other visitor's event. Cached vectors are not known yet, so a cached large file counts as
-    heavy too; it then holds its slot only for as long as reading the cache takes."""
-    from bindlab.encoders import admission
+    """:func:`bindlab.tasks.saber.expect_from_size`: in an app request, a file too large for a light request takes a
+    heavy slot (or is refused as busy) before it is parsed."""
+    from bindlab.tasks.saber import expect_from_size
 
-    path = Path(request.data)
-    if not admission.in_scope() or not path.is_file():
-        return
-    from bindlab.data.files import DataError, read_bytes_bounded
-
-    try:
-        lines = sum(1 for line in read_bytes_bounded(path).split(b"\n") if line.strip())
-    except DataError:
-        return  # the loader says what is wrong with the file
-    if request.limit:
-        lines = min(lines, request.limit)
-    modalities = {m for p in request.pairings for m in PAIRINGS[p]}
-    admission.expect(5 * lines * len(modalities))
+    expect_from_size(request.data, request.limit, request.pairings)
 
 
 def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Result, list[MCQ], Any]:
-    """Both studies: encoder first (an unknown id is reported before the file is read), then questions, then score."""
+    """Both studies: encoder first (an unknown id is reported before the file is read), then questions, then the
+    task's scoring (:mod:`bindlab.tasks.saber`, the one Compare runs too)."""
+    from bindlab.tasks import TaskOptions, get_task
+
     encoder = get_encoder(request.model, request.device, request.batch_size)  # cheap: weights load on first use
     _expect_from_size(request)
     questions, report = load_questions(request)
-    t = time.perf_counter()
-    evaluate = evaluate_mcq if kind == "mcq" else evaluate_retrieval
-    results, rows = evaluate(questions, Path(request.data).parent, encoder, request.pairings, progress=progress)
-    settings = {
-        "kind": kind,
-        "pairings": list(request.pairings),
-        "limit": request.limit,
-        "batch_size": request.batch_size,
-        "skipped_lines": len(report.skipped),
-        "seconds": round(time.perf_counter() - t, 3),
-    }
-    first = request.pairings[0]
-    if kind == "mcq":
-        summary = {
-            "pairings": results,
-            "pairing": first,
-            "accuracy": results[first]["accuracy"],
-            "unknown_words": (
-                unknown_word_report(questions, encoder)
-                if any("text" in PAIRINGS[p] for p in request.pairings)
-                else None
-            ),
-        }
-        tables = {"accuracy_by_n": [{"pairing": p, **r} for p in results for r in _accuracy_by_n(rows, p)]}
-        primary = "accuracy"
-    else:
-        summary = {"pairings": results, "pairing": first, "map": results[first]["map"]["all"]}
-        tables = {
-            "map_by_n": [
-                {"pairing": p, "n_objects": int(n), "map": v}
-                for p, r in results.items()
-                for n, v in r["map_by_n"].items()
-            ]
-        }
-        primary = "map"
-    # texts cut at the model's token limit: counted in the summary and said in the notes, not only in the server log
-    summary["truncated"] = (
-        truncation(encoder, [it.text for q in questions for it in (q.query, *q.candidates)])
-        if any("text" in PAIRINGS[p] for p in request.pairings)
-        else None
-    )
-    notes = ([report.summary()] if report.skipped else []) + [truncation_text(summary["truncated"])]
-    result = Result(
-        kind,
-        summary,
-        rows,
-        provenance=provenance(request.data, encoder, settings),
-        primary_metric=primary,
-        tables=tables,
-        notes=[n for n in notes if n],
-    )
+    options = TaskOptions(pairings=list(request.pairings), limit=request.limit, batch_size=request.batch_size)
+    result = get_task(kind).score(encoder, questions, report, request.data, options, progress)
     return result, questions, encoder
 
 
@@ -211,23 +140,6 @@ def unknown_words_text(report: dict[str, Any] | None, top: int = 8) -> str:
         f"of the query words; {report['questions_with_unknown']} of {report['n_questions']} questions have one); "
         f"most frequent: {words}"
     )
-
-
-def _accuracy_by_n(rows: list[dict[str, Any]], pairing: str) -> list[dict[str, Any]]:
-    """:func:`~bindlab.eval.mcq.accuracy_by_n` of one pairing, each row with the bootstrap 95 % interval of its
-    accuracy (``ci95_low``, ``ci95_high``: :func:`~bindlab.eval.metrics.bootstrap_ci` of its questions' credit, the
-    interval the summary gives the overall accuracy)."""
-    sel = [r for r in rows if r["pairing"] == pairing]
-    n_objects = np.array([int(r["n_objects"]) for r in sel], dtype=np.int64)
-    subsets = np.array([r["subset"] for r in sel], dtype=object)
-    credit = np.array([r["credit"] for r in sel], dtype=np.float64)
-    out = accuracy_by_n(n_objects, subsets, credit, [r["chance"] for r in sel])
-    for row in out:
-        mask = n_objects == row["n_objects"]  # the row's questions, in file order (the bootstrap draws from them)
-        if row["subset"] != "all":
-            mask &= subsets == row["subset"]
-        row["ci95_low"], row["ci95_high"] = bootstrap_ci(credit[mask])
-    return out
 
 
 # --- the Browse tab's session: one scored pairing in memory ------------------------------------------------------

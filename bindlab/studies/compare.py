@@ -1,16 +1,18 @@
 """Compare: several encoders on the same suite, one leaderboard (``compare``, the Compare tab).
 
-:func:`run_compare` runs each model through the existing studies — SABER MCQ per pairing and N
-(:func:`~bindlab.studies.browse.run_mcq`), pooled retrieval (:func:`~bindlab.studies.browse.run_retrieval`), 2x2
-pairs per edit type (:func:`~bindlab.studies.pairs.run_pairs`) and any local published benchmark
-(:func:`~bindlab.studies.benchmark.run_benchmark`) — and joins their results: a leaderboard with bootstrap 95 %
-intervals, accuracy by N, scores by edit type, a per-question table (each model's credit and margin) for the
-"A right, B wrong" diff, a cross-benchmark table ("above chance elsewhere, at chance here") and CompoSET's per-scene
+:func:`run_compare` runs each model on each task of the suite — a task of the registry (:mod:`bindlab.tasks`): SABER
+MCQ per pairing and N, pooled retrieval, 2x2 pairs per edit type, a published benchmark, or any task a module
+registers — through the task's own ``run`` (the scoring ``eval mcq``, ``eval pairs`` and ``eval benchmark`` use too),
+and joins their results: a leaderboard with bootstrap 95 % intervals (each task's ``scores``), accuracy by N, scores
+by edit type, a per-question table (each model's credit and margin) for the "A right, B wrong" diff, a
+cross-benchmark table ("above chance elsewhere, at chance here") and CompoSET's per-scene
 agreement (:mod:`bindlab.analysis.agreement`).
 
-Each model's result per task is cached on disk under ``$BINDLAB_HOME/compare/`` keyed by the encoder fingerprint,
-the data's hash and the settings, so adding a model to a comparison scores only the new one. A model that cannot do
-a task (a text-only encoder on image pairings or pairs) gets "n/a" there, with a note, instead of an error.
+Each model's result per task is cached on disk under ``$BINDLAB_HOME/compare/`` as a result file
+(:meth:`Result.save` / :meth:`Result.load`) keyed by the encoder fingerprint, the data's hash, the settings and the
+task's version, so adding a model to a comparison scores only the new one. A model that cannot do
+a task (``task.unable``: a text-only encoder on image pairings or pairs) gets "n/a" there, with a note, instead of an
+error.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -27,16 +30,14 @@ import numpy as np
 from bindlab.analysis.agreement import scene_agreement
 from bindlab.config import LIMIT_ENV, __version__, home, limits, public_mode
 from bindlab.eval.mcq import PAIRINGS, parse_pairings
-from bindlab.eval.metrics import bootstrap_ci, chance_label
+from bindlab.eval.metrics import chance_label
 from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
+from bindlab.result import Result
 from bindlab.studies.common import get_encoder
 from bindlab.studies.progress import Progress
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
-
-TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
-PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
+from bindlab.tasks import BENCHMARK_PREFIX, Task, TaskOptions, list_tasks, parse_spec, with_options
 
 
 # --- the request ------------------------------------------------------------------------------------------------
@@ -56,18 +57,38 @@ def parse_models(spec: str | Sequence[str]) -> list[str]:
     return models
 
 
+def _generated() -> list[str]:
+    """The names of the tasks over bindlab's generated data (mcq, retrieval, pairs …), in the registry's order."""
+    return [t.metadata.name for t in list_tasks() if t.metadata.data_kind != "published"]
+
+
+def suite_choices() -> list[tuple[str, str]]:
+    """``(label, name)`` of every registered task that needs no data path of its own (the tab's suite boxes)."""
+    return [(t.metadata.label, t.metadata.name) for t in list_tasks() if t.metadata.data_kind != "published"]
+
+
+def benchmark_entry(text: str) -> str:
+    """A published benchmark as a suite entry: ``NAME[=PATH]`` -> ``benchmark:NAME[=PATH]`` (kept if prefixed)."""
+    text = text.strip()
+    return text if text.startswith(BENCHMARK_PREFIX) else f"{BENCHMARK_PREFIX}{text}"
+
+
 def parse_suite(spec: str | Sequence[str]) -> list[str]:
-    """``"mcq,pairs,benchmark:sugarcrepe_pp"`` or a list -> distinct task names; unknown ones refused."""
+    """``"mcq,pairs,benchmark:sugarcrepe_pp"`` or a list -> distinct suite entries (registered tasks, see
+    :func:`bindlab.tasks.parse_spec`); unknown ones refused."""
     items = spec.split(",") if isinstance(spec, str) else list(spec or [])
     suite = list(dict.fromkeys(str(t).strip() for t in items if str(t).strip()))
     if not suite:
-        raise ValueError(f"suite: choose one or more of {', '.join(TASKS)}, benchmark:NAME[=PATH]")
+        raise ValueError(f"suite: choose one or more of {', '.join(_generated())}, benchmark:NAME[=PATH]")
     for t in suite:
-        if t not in TASKS and not (t.startswith("benchmark:") and t.split(":", 1)[1].split("=", 1)[0].strip()):
+        try:
+            parse_spec(t)
+        except ValueError:
+            names = ", ".join(x.metadata.name for x in list_tasks() if x.metadata.data_kind == "published")
             raise ValueError(
-                f"suite: unknown task {t!r}; choose from {', '.join(TASKS)} or benchmark:NAME[=PATH] "
-                "(NAME: winoground, colorswap, sugarcrepe, sugarcrepe_pp, aro_vg_attribution)"
-            )
+                f"suite: unknown task {t!r}; choose from {', '.join(_generated())} or benchmark:NAME[=PATH] "
+                f"(NAME: {names})"
+            ) from None
     return suite
 
 
@@ -110,16 +131,15 @@ class CompareRequest:
         for name, kind in (("data", "mcq"), ("pairs_data", "pairs")):  # inside the allowed roots; datasets read
             if getattr(self, name):
                 setattr(self, name, str(data_input(getattr(self, name), name, kind)))
-        for task in self.suite:  # a benchmark's name and local copy too, before any model loads
-            if not task.startswith("benchmark:"):
-                continue
-            name, path = _benchmark_spec(task)
-            if public_mode():  # a manifest's name only: no path to a manifest, no local copy by path
+        for entry in self.suite:  # a task's name and local copy too, before any model loads
+            task, path = parse_spec(entry)
+            if public_mode():  # a registered task or a manifest's name only: no local copy or manifest by path
                 from bindlab.data.adapters import benchmark_refused, check_benchmark_name
 
                 if path:
                     raise ValueError(benchmark_refused())
-                check_benchmark_name(name)
+                if task.metadata.data_kind == "published":  # the manifest's name as given, never a path
+                    check_benchmark_name(entry.removeprefix(BENCHMARK_PREFIX).partition("=")[0])
             elif path:
                 input_path(path, "suite", must_exist=False)
 
@@ -150,21 +170,17 @@ def _data_key(path: str | Path) -> str:
     return f"{p.resolve()}@{p.stat().st_mtime if p.exists() else 'missing'}"  # a benchmark folder
 
 
-# bumped when a cached result's contents change (2: per-question chance, unknown words; 3: benchmarks with splits
-# headlined by their macro mean with per-split rows, Pairs scored by edit-type origin)
-RESULT_FORMAT = 3
-
-
-def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any]) -> str:
-    """The cache file name of one model's result: sha256 of fingerprint, data hash, settings, bindlab version and
-    :data:`RESULT_FORMAT`."""
+def cache_key(fingerprint: str, data: str | Path, settings: dict[str, Any], version: int = 1) -> str:
+    """The cache file name of one model's result: sha256 of fingerprint, data hash, settings, bindlab version and the
+    task's ``metadata.version`` (bumped when its result's contents change; the file itself is a result file,
+    :meth:`Result.save`)."""
     text = json.dumps(
         {
             "fingerprint": fingerprint,
             "data": _data_key(data),
             "settings": settings,
             "version": __version__,
-            "format": RESULT_FORMAT,
+            "format": version,
         },
         sort_keys=True,
         default=str,
@@ -188,10 +204,16 @@ def _store(path: Path, result: Result) -> None:
 
 
 def cached_run(
-    encoder: Any, data: str | Path, settings: dict[str, Any], run: Callable[[], Result], use_cache: bool = True
+    encoder: Any,
+    data: str | Path,
+    settings: dict[str, Any],
+    run: Callable[[], Result],
+    use_cache: bool = True,
+    version: int = 1,
 ) -> tuple[Result, bool]:
-    """``run()`` through the disk cache; returns ``(result, from_cache)``."""
-    path = cache_dir() / f"{cache_key(encoder.fingerprint, data, settings)}.json"
+    """``run()`` through the disk cache (result files: :meth:`Result.save` / :meth:`Result.load`); returns
+    ``(result, from_cache)``."""
+    path = cache_dir() / f"{cache_key(encoder.fingerprint, data, settings, version)}.json"
     if use_cache:
         hit = _load_cached(path)
         if hit is not None:
@@ -205,101 +227,122 @@ def cached_run(
 # --- running the suite -------------------------------------------------------------------------------------------
 @dataclass
 class _Job:
-    task: str  # mcq | retrieval | pairs | benchmark:NAME[=PATH]
+    spec: str  # the suite entry: a task name, NAME=PATH or benchmark:NAME[=PATH]
     model: str
     result: Result | None = None
     skipped: str = ""  # why the model cannot do this task
     from_cache: bool = False
 
-
-def _benchmark_spec(task: str) -> tuple[str, str | None]:
-    name, _, path = task.split(":", 1)[1].partition("=")
-    return name.strip(), (path.strip() or None)
-
-
-def _skip_reason(task: str, encoder: Any, pairings: Sequence[str]) -> str:
-    mods = set(encoder.modalities)
-    if task in ("mcq", "retrieval"):
-        return "" if any(set(PAIRINGS[p]) <= mods for p in pairings) else "needs an image tower"
-    if task == "pairs":
-        return "" if {"text", "image"} <= mods else "text-only: pairs need an image+text encoder"
-    if "image" in mods:
-        return ""
-    from bindlab.data.adapters import load_manifest
-
-    adapter = load_manifest(_benchmark_spec(task)[0]).get("adapter")
-    return "" if adapter == "sugarcrepe_pp" else "text-only: this benchmark needs an image+text encoder"
+    @property
+    def task(self) -> Task:
+        return parse_spec(self.spec)[0]
 
 
-def _run_job(
-    job: _Job, encoder: Any, request: CompareRequest, paths: dict[str, Path], progress: Progress | None
-) -> None:
-    from bindlab.studies import benchmark as bench_study
-    from bindlab.studies import browse
-    from bindlab.studies import pairs as pairs_study
+def _options(request: CompareRequest) -> TaskOptions:
+    return TaskOptions(
+        pairings=list(request.pairings),
+        verbosity=request.verbosity,
+        limit=request.limit,
+        seed=request.seed,
+        batch_size=request.batch_size,
+    )
 
-    common = {"limit": request.limit, "batch_size": request.batch_size}
-    if job.task in ("mcq", "retrieval"):
-        pairings = [p for p in request.pairings if set(PAIRINGS[p]) <= set(encoder.modalities)]
-        req = browse.McqRequest(data=paths["mcq"], model=job.model, pairings=pairings, device=request.device, **common)
-        run = browse.run_mcq if job.task == "mcq" else browse.run_retrieval
-        settings = {"task": job.task, "pairings": pairings, "limit": request.limit}
-        job.result, job.from_cache = cached_run(
-            encoder, paths["mcq"], settings, lambda: run(req, progress), request.use_cache
+
+def _run_job(job: _Job, encoder: Any, request: CompareRequest, data: Path | None) -> None:
+    """One model on one task, through the cache where the data can key it (a file: its hash; a folder: its path and
+    mtime); a task's own default data (a manifest's copy) is always scored."""
+    task = job.task
+    options = task.options_for(encoder, _options(request))
+    run = lambda: task.run(encoder, data, options)  # noqa: E731
+    if data is None:
+        job.result = run()
+        return
+    settings = task.cache_settings(job.spec, options)
+    job.result, job.from_cache = cached_run(encoder, data, settings, run, request.use_cache, task.metadata.version)
+
+
+def _saber_data(request: CompareRequest, encoders: dict[str, Any], progress: Progress | None) -> Path:
+    """The MCQ file: the request's, else the embedded default one every model can read
+    (:func:`~bindlab.studies.common.default_dataset_for`: the renderable benchmark when a toy model is there)."""
+    from bindlab.studies.common import default_dataset_for
+
+    images = any("image" in PAIRINGS[p] for p in request.pairings)
+    path = (
+        Path(request.data)
+        if request.data
+        else default_dataset_for(list(encoders.values()), images=images, progress=progress)
+    )
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path}: file not found; generate one with 'python -m bindlab generate saber --out DIR'"
         )
-    elif job.task == "pairs":
-        req = pairs_study.PairsRequest(
-            data=paths["pairs"],
-            model=job.model,
-            verbosity=request.verbosity,
-            device=request.device,
-            seed=request.seed,
-            **common,
+    return path
+
+
+def _composet_data(request: CompareRequest, encoders: dict[str, Any], progress: Progress | None) -> Path:
+    """The Pairs file: the request's, else the embedded CompoSET-style mini set."""
+    from bindlab.studies.pairs import default_pairs_dataset
+
+    path = Path(request.pairs_data) if request.pairs_data else default_pairs_dataset()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path}: file not found; generate one with 'python -m bindlab generate composet --out DIR'"
         )
-        settings = {"task": "pairs", "verbosity": request.verbosity, "limit": request.limit, "seed": request.seed}
-        job.result, job.from_cache = cached_run(
-            encoder, paths["pairs"], settings, lambda: pairs_study.run_pairs(req, progress), request.use_cache
-        )
-    else:
-        name, data = _benchmark_spec(job.task)
-        task = "itt" if "image" in encoder.modalities else "tot"
-        req = bench_study.BenchmarkRequest(
-            name=name, model=job.model, data=data, task=task, device=request.device, seed=request.seed, **common
-        )
-        settings = {"task": job.task, "bench_task": task, "limit": request.limit, "seed": request.seed}
-        if data:  # a local copy given: cached by its hash (a file) or its path and mtime (a folder)
-            job.result, job.from_cache = cached_run(
-                encoder, data, settings, lambda: bench_study.run_benchmark(req), request.use_cache
-            )
-        else:  # the manifest's copy: nothing to key the cache on without loading it, so always scored
-            job.result = bench_study.run_benchmark(req)
+    return path
+
+
+# The data a comparison gives the tasks of each data kind (the request's file or the embedded default); a task of
+# another kind is given the path of its suite entry (NAME=PATH), or None for its own default.
+DATA_FOR_KIND = {"saber": _saber_data, "composet": _composet_data}
 
 
 def _resolve_paths(request: CompareRequest, encoders: dict[str, Any], progress: Progress | None) -> dict[str, Path]:
-    """The MCQ and pairs files: the request's, else the embedded defaults; the MCQ default is one every model can
-    read (:func:`~bindlab.studies.common.default_dataset_for`: the renderable benchmark when a toy model is there)."""
-    from bindlab.studies.common import default_dataset_for
-    from bindlab.studies.pairs import default_pairs_dataset
-
+    """The data files of the suite: by data kind where the comparison provides them (``"saber"``, ``"composet"``),
+    else by suite entry where the entry names a path of its own."""
     paths: dict[str, Path] = {}
-    if {"mcq", "retrieval"} & set(request.suite):
-        images = any("image" in PAIRINGS[p] for p in request.pairings)
-        paths["mcq"] = (
-            Path(request.data)
-            if request.data
-            else default_dataset_for(list(encoders.values()), images=images, progress=progress)
-        )
-        if not paths["mcq"].exists():
-            raise FileNotFoundError(
-                f"{paths['mcq']}: file not found; generate one with 'python -m bindlab generate saber --out DIR'"
-            )
-    if "pairs" in request.suite:
-        paths["pairs"] = Path(request.pairs_data) if request.pairs_data else default_pairs_dataset()
-        if not paths["pairs"].exists():
-            raise FileNotFoundError(
-                f"{paths['pairs']}: file not found; generate one with 'python -m bindlab generate composet --out DIR'"
-            )
+    for entry in request.suite:
+        task, path = parse_spec(entry)
+        kind = task.metadata.data_kind
+        if kind in DATA_FOR_KIND and kind not in paths:
+            paths[kind] = DATA_FOR_KIND[kind](request, encoders, progress)
+        elif path:
+            paths[entry] = Path(path)
     return paths
+
+
+def _data_of(job: _Job, paths: dict[str, Path]) -> Path | None:
+    kind = job.task.metadata.data_kind
+    return paths.get(kind if kind in DATA_FOR_KIND else job.spec)
+
+
+def run_task(
+    entry: str,
+    model: str,
+    data: str | Path | None = None,
+    options: TaskOptions | None = None,
+    device: str = "auto",
+    progress: Progress | None = None,
+) -> Result:
+    """One model on one suite entry, as :func:`run_compare` runs it (not cached): the data given, else the entry's
+    path, else the comparison's default for the task's data kind, else the task's own.
+
+    Raises:
+        ValueError: an unknown task, or a model that cannot do it (saying why).
+    """
+    task, path = parse_spec(entry)
+    options = options or TaskOptions()
+    options = with_options(options, pairings=parse_pairings(options.pairings))
+    encoder = get_encoder(model, check_device(device), options.batch_size)
+    reason = task.unable(encoder, options)
+    if reason:
+        raise ValueError(f"{model} cannot be scored on {task.metadata.name}: {reason}")
+    options = task.options_for(encoder, options)
+    data = data or path
+    kind = task.metadata.data_kind
+    if data is None and kind in DATA_FOR_KIND:
+        defaults = SimpleNamespace(data=None, pairs_data=None, pairings=options.pairings)
+        data = DATA_FOR_KIND[kind](defaults, {model: encoder}, progress)
+    return task.run(encoder, data, options, progress)
 
 
 def run_compare(request: CompareRequest, progress: Progress | None = None) -> Result:
@@ -323,13 +366,13 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Re
     paths = _resolve_paths(request, encoders, progress)
     jobs = [_Job(t, m) for m in request.models for t in request.suite]
     for k, job in enumerate(jobs):
-        reason = _skip_reason(job.task, encoders[job.model], request.pairings)
+        reason = job.task.unable(encoders[job.model], _options(request))
         if reason:
             job.skipped = reason
             continue
         if progress:
-            progress(k / len(jobs), f"{job.model}: {job.task} ({k + 1}/{len(jobs)})")
-        _run_job(job, encoders[job.model], request, paths, None)
+            progress(k / len(jobs), f"{job.model}: {job.spec} ({k + 1}/{len(jobs)})")
+        _run_job(job, encoders[job.model], request, _data_of(job, paths))
     if progress:
         progress(1.0, "joining results")
     return _assemble(request, jobs, encoders, paths)
@@ -360,51 +403,14 @@ def _score(
 
 
 def score_rows(job: _Job, seed: int = 0) -> list[dict[str, Any]]:
-    """Long-form scores of one (model, task): one row per leaderboard column, with its 95 % interval and chance."""
-    r, m, out = job.result, job.model, []
-    if r is None:
-        return out
-    s = r.summary
-    if job.task == "mcq":
-        for p, v in s["pairings"].items():
-            out.append(_score(m, "mcq", f"MCQ {p}", v["accuracy"], v["ci95"], v["n"], v["chance"]))
-    elif job.task == "retrieval":
-        for p, v in s["pairings"].items():
-            ap = [row["ap"] for row in r.rows if row["pairing"] == p]
-            out.append(
-                _score(
-                    m,
-                    "retrieval",
-                    f"mAP {p}",
-                    v["map"]["all"],
-                    bootstrap_ci(np.array(ap), seed=seed),
-                    v["n_queries"],
-                    None,
-                )
-            )
-    elif job.task == "pairs":
-        o = s["overall"]
-        for metric in ("group", "i2t", "t2i"):
-            out.append(
-                _score(
-                    m,
-                    "pairs",
-                    f"Pairs {metric.upper() if metric != 'group' else 'Group'}",
-                    o[metric],
-                    o[f"{metric}_ci95"],
-                    o["n"],
-                    PAIRS_CHANCE[metric],
-                )
-            )
-    else:
-        name = s["benchmark"]
-        if "overall" in s:  # a 2x2 benchmark: its Group score
-            ci, chance = s["overall"]["group_ci95"], PAIRS_CHANCE["group"]
-        else:  # per split first: a benchmark with splits is headlined by its macro mean over them
-            ci, chance = s.get("native_ci95", s.get("accuracy_ci95")), s.get("chance")
-        task = f"{s['task']}, macro over splits" if s.get("headline") == "macro" else s["task"]
-        out.append(_score(m, job.task, f"{name} ({task})", s["native_value"], ci, s["n"], chance))
-    return out
+    """Long-form scores of one (model, task): one row per leaderboard column (the task's ``scores``), with its 95 %
+    interval and chance."""
+    if job.result is None:
+        return []
+    return [
+        _score(job.model, job.spec, c["column"], c["value"], c["ci95"], c["n"], c["chance"])
+        for c in job.task.scores(job.result, seed)
+    ]
 
 
 def _model_rows(
@@ -518,14 +524,15 @@ def _and(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+def _scored(jobs: Sequence[_Job], feature: str) -> list[_Job]:
+    """The jobs with a result of ``feature`` (``Result.feature``: the joins below read one kind of result each)."""
+    return [j for j in jobs if j.result is not None and j.result.feature == feature]
+
+
 def unknown_shares(jobs: Sequence[_Job]) -> dict[str, float | None] | None:
     """model -> share of the MCQ captions' words it does not know (None: it cannot say), from the mcq results; None
     when no model was scored on MCQs."""
-    found = {
-        j.model: (j.result.summary.get("unknown_words") or {}).get("share")
-        for j in jobs
-        if j.task == "mcq" and j.result is not None
-    }
+    found = {j.model: (j.result.summary.get("unknown_words") or {}).get("share") for j in _scored(jobs, "mcq")}
     return found or None
 
 
@@ -533,8 +540,8 @@ def unknown_word_rows(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
     """One row per model scored on MCQs that can say which words it does not know: the shares of unknown words (all
     captions, queries, candidates), counts, and its most frequent unknown words as ``word (count)`` text."""
     rows = []
-    for j in jobs:
-        u = j.result.summary.get("unknown_words") if j.task == "mcq" and j.result is not None else None
+    for j in _scored(jobs, "mcq"):
+        u = j.result.summary.get("unknown_words")
         if u:
             rows.append(
                 {
@@ -569,9 +576,7 @@ def _margin(scores: Sequence[float], answer: int) -> float:
 def question_rows(jobs: Sequence[_Job], models: Sequence[str]) -> list[dict[str, Any]]:
     """One row per (question, pairing) with every model's credit and margin (None where a model was not scored)."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for job in jobs:
-        if job.task != "mcq" or job.result is None:
-            continue
+    for job in _scored(jobs, "mcq"):
         for r in job.result.rows:
             row = rows.setdefault(
                 (r["id"], r["pairing"]),
@@ -636,24 +641,18 @@ def question_diff(rows: Sequence[dict[str, Any]], a: str, b: str, pairing: str |
 def _by_n(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
     return [
         {"model": j.model, **{k: r[k] for k in ("pairing", "n_objects", "accuracy", "n", "chance")}}
-        for j in jobs
-        if j.task == "mcq" and j.result is not None
+        for j in _scored(jobs, "mcq")
         for r in j.result.tables["accuracy_by_n"]
         if r["subset"] == "all"
     ]
 
 
 def _by_edit_type(jobs: Sequence[_Job]) -> list[dict[str, Any]]:
-    return [
-        {"model": j.model, **r}
-        for j in jobs
-        if j.task == "pairs" and j.result is not None
-        for r in j.result.tables["by_edit_type"]
-    ]
+    return [{"model": j.model, **r} for j in _scored(jobs, "pairs") for r in j.result.tables["by_edit_type"]]
 
 
 def _per_scene(jobs: Sequence[_Job]) -> dict[str, dict[str, float]]:
-    return {j.model: j.result.summary["per_scene_margin"] for j in jobs if j.task == "pairs" and j.result is not None}
+    return {j.model: j.result.summary["per_scene_margin"] for j in _scored(jobs, "pairs")}
 
 
 # --- the set each task scored: how many items, and what was left out and why ---------------------------------------
@@ -766,72 +765,78 @@ def set_used(
         scored_models, not_scored, text}`` (``text``: :func:`set_used_text`; ``n_total`` None where the file is not
         counted here: a published benchmark).
     """
-    rows = []
-    limit = request.limit
-    for task in request.suite:
-        mine = [j for j in jobs if j.task == task]
-        if task in ("mcq", "retrieval"):
-            total, source = _records(paths["mcq"]), mcq_source(request, encoders, paths["mcq"])
-            for p in request.pairings:
-                done = [j for j in mine if j.result is not None and p in j.result.summary["pairings"]]
-                not_scored = {j.model: j.skipped or _lacking(encoders[j.model], p) for j in mine if j not in done}
-                v = done[0].result.summary["pairings"][p] if done else {}
-                n = v.get("n") if task == "mcq" else v.get("n_queries")
-                why = (
-                    [f"limit {limit}: only the first {limit} questions are scored"]
-                    if limit and total and n is not None and n < total
-                    else []
-                )
-                rows.append(_set_row(task, p, source, "questions", n, total, why, not_scored, [j.model for j in done]))
-        elif task == "pairs":
-            total = _records(paths["pairs"])
-            source = (
-                f"{paths['pairs'].parent.name}/{paths['pairs'].name}"
-                if request.pairs_data
-                else "the embedded CompoSET-style mini set"
-            )
-            done = [j for j in mine if j.result is not None]
-            not_scored = {j.model: j.skipped for j in mine if j.result is None}
-            s = done[0].result.summary if done else {}
-            levels = s.get("levels") or []
-            n = s["overall"]["n"] // max(len(levels), 1) if done else None  # pooled over levels: per pair here
-            why = (
-                [f"limit {limit}: only the first {limit} pairs are scored"]
-                if limit and total and n is not None and n < total
-                else []
-            )
-            detail = (
-                [f"each pair at {len(levels)} caption levels, {', '.join(levels)}: {n * len(levels)} items pooled"]
-                if len(levels) > 1 and n is not None
-                else []
-            )
-            if s.get("skipped_levels"):
-                detail.append(f"caption level(s) {', '.join(s['skipped_levels'])} not scored: not every pair has them")
-            rows.append(
-                _set_row(
-                    task, None, source, "pairs", n, total, why, not_scored, [j.model for j in done], "; ".join(detail)
-                )
-            )
-        else:
-            done = [j for j in mine if j.result is not None]
-            not_scored = {j.model: j.skipped for j in mine if j.result is None}
-            name, data = _benchmark_spec(task)
-            n = done[0].result.summary["n"] if done else None
-            why = [f"limit {limit}: at most {limit} items per split"] if limit else []
-            rows.append(
-                _set_row(
-                    task,
-                    None,
-                    f"{name} ({'your copy' if data else 'its manifest'})",
-                    "items",
-                    n,
-                    None,
-                    why,
-                    not_scored,
-                    [j.model for j in done],
-                )
-            )
+    rows: list[dict[str, Any]] = []
+    for entry in request.suite:
+        mine = [j for j in jobs if j.spec == entry]
+        rows += _SET_ROWS.get(parse_spec(entry)[0].metadata.data_kind, _set_rows_own)(
+            request, entry, mine, encoders, paths
+        )
     return rows
+
+
+def _set_rows_saber(
+    request: CompareRequest, entry: str, mine: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]
+) -> list[dict[str, Any]]:
+    """An MCQ-file task: one row per pairing."""
+    rows, limit = [], request.limit
+    total, source = _records(paths["saber"]), mcq_source(request, encoders, paths["saber"])
+    for p in request.pairings:
+        done = [j for j in mine if j.result is not None and p in j.result.summary["pairings"]]
+        not_scored = {j.model: j.skipped or _lacking(encoders[j.model], p) for j in mine if j not in done}
+        v = done[0].result.summary["pairings"][p] if done else {}
+        n = v.get("n", v.get("n_queries"))  # questions (MCQ) or queries (retrieval)
+        why = (
+            [f"limit {limit}: only the first {limit} questions are scored"]
+            if limit and total and n is not None and n < total
+            else []
+        )
+        rows.append(_set_row(entry, p, source, "questions", n, total, why, not_scored, [j.model for j in done]))
+    return rows
+
+
+def _set_rows_composet(
+    request: CompareRequest, entry: str, mine: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]
+) -> list[dict[str, Any]]:
+    """A Pairs-file task: one row, its pairs counted once however many caption levels were pooled."""
+    limit, path = request.limit, paths["composet"]
+    total = _records(path)
+    source = f"{path.parent.name}/{path.name}" if request.pairs_data else "the embedded CompoSET-style mini set"
+    done = [j for j in mine if j.result is not None]
+    not_scored = {j.model: j.skipped for j in mine if j.result is None}
+    s = done[0].result.summary if done else {}
+    levels = s.get("levels") or []
+    n = s["overall"]["n"] // max(len(levels), 1) if done else None  # pooled over levels: per pair here
+    why = (
+        [f"limit {limit}: only the first {limit} pairs are scored"]
+        if limit and total and n is not None and n < total
+        else []
+    )
+    detail = (
+        [f"each pair at {len(levels)} caption levels, {', '.join(levels)}: {n * len(levels)} items pooled"]
+        if len(levels) > 1 and n is not None
+        else []
+    )
+    if s.get("skipped_levels"):
+        detail.append(f"caption level(s) {', '.join(s['skipped_levels'])} not scored: not every pair has them")
+    return [
+        _set_row(entry, None, source, "pairs", n, total, why, not_scored, [j.model for j in done], "; ".join(detail))
+    ]
+
+
+def _set_rows_own(
+    request: CompareRequest, entry: str, mine: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]
+) -> list[dict[str, Any]]:
+    """A task with data of its own (a published benchmark): one row, its items counted by the result."""
+    done = [j for j in mine if j.result is not None]
+    not_scored = {j.model: j.skipped for j in mine if j.result is None}
+    name, _, data = entry.removeprefix(BENCHMARK_PREFIX).partition("=")
+    n = done[0].result.summary.get("n") if done else None
+    why = [f"limit {request.limit}: at most {request.limit} items per split"] if request.limit else []
+    source = f"{name.strip()} ({'your copy' if data.strip() else 'its manifest'})"
+    return [_set_row(entry, None, source, "items", n, None, why, not_scored, [j.model for j in done])]
+
+
+_SET_ROWS = {"saber": _set_rows_saber, "composet": _set_rows_composet}  # by data kind; other kinds: _set_rows_own
 
 
 def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any], paths: dict[str, Path]) -> Result:
@@ -853,14 +858,14 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
     unknown = unknown_word_rows(jobs)
     verdict = leader_verdict(board, sort_by)
     used = set_used(request, jobs, encoders, paths)
-    notes = [f"{j.model}: {j.task} n/a ({j.skipped})" for j in jobs if j.skipped]
+    notes = [f"{j.model}: {j.spec} n/a ({j.skipped})" for j in jobs if j.skipped]
     notes += [f"{j.model}: {n}" for j in jobs if j.result is not None for n in j.result.notes]
     summary = {
         "models": models,
         "suite": list(request.suite),
         "pairings": list(request.pairings),
-        "data": str(paths.get("mcq")) if "mcq" in paths else None,
-        "pairs_data": str(paths.get("pairs")) if "pairs" in paths else None,
+        "data": str(paths["saber"]) if paths.get("saber") else None,
+        "pairs_data": str(paths["composet"]) if paths.get("composet") else None,
         "leaderboard": board,
         "sort_by": sort_by,
         "leader": verdict["leader"],
@@ -875,16 +880,17 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
         "by_n": by_n,
         "by_edit_type": by_edit,
         "unknown_words": unknown,
-        "from_cache": sorted(f"{j.model}:{j.task}" for j in jobs if j.from_cache),
+        "from_cache": sorted(f"{j.model}:{j.spec}" for j in jobs if j.from_cache),
     }
     prov = provenance(
-        paths.get("mcq") or paths.get("pairs"), None, {**request.settings(), "kind": "compare"}, request.seed
+        paths.get("saber") or paths.get("composet"), None, {**request.settings(), "kind": "compare"}, request.seed
     )
     prov["encoders"] = [{"id": e.id, "fingerprint": e.fingerprint} for e in encoders.values()]
-    if "pairs" in paths:
+    pairs_path = paths.get("composet")
+    if pairs_path is not None:
         from bindlab.data.schema import file_sha256
 
-        prov["pairs_dataset"] = {"path": str(paths["pairs"].resolve()), "sha256": file_sha256(paths["pairs"])}
+        prov["pairs_dataset"] = {"path": str(pairs_path.resolve()), "sha256": file_sha256(pairs_path)}
     tables = {
         "leaderboard": board,
         "set_used": used,
@@ -914,7 +920,6 @@ def _assemble(request: CompareRequest, jobs: list[_Job], encoders: dict[str, Any
 __all__ = [
     "CompareRequest",
     "LEADER_RULE",
-    "TASKS",
     "UNKNOWN_COLUMN",
     "cache_dir",
     "cache_key",
@@ -931,4 +936,7 @@ __all__ = [
     "score_rows",
     "set_used",
     "set_used_text",
+    "run_task",
+    "suite_choices",
+    "benchmark_entry",
 ]

@@ -8,16 +8,14 @@ process, so moving between pairs never re-embeds anything and the tab shows the 
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bindlab.config import home
-from bindlab.data.pairs_schema import PairItem, load_pairs
-from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs, parse_verbosity
-from bindlab.provenance import provenance
+from bindlab.data.pairs_schema import PairItem
+from bindlab.eval.pairs import parse_verbosity
 from bindlab.studies.access import check_model_access
 from bindlab.studies.common import get_encoder
 from bindlab.studies.memo import forget_under, remember
@@ -89,35 +87,21 @@ def run_pairs(request: PairsRequest, progress: Progress | None = None) -> Result
 
 
 def _run(request: PairsRequest, progress: Progress | None) -> tuple[Result, list[PairItem]]:
-    encoder = get_encoder(request.model, request.device, request.batch_size)  # an unknown id fails before the file
-    path = Path(request.data)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path}: file not found; generate one with 'python -m bindlab generate composet --out DIR'"
-        )
-    pairs, report = load_pairs(path, strict=not request.skip_bad)
-    pairs = pairs[: request.limit] if request.limit else pairs
-    t = time.perf_counter()
-    summary, rows = evaluate_pairs(pairs, path.parent, encoder, request.verbosity, progress=progress, seed=request.seed)
-    settings = {
-        "kind": "pairs",
-        "verbosity": request.verbosity,
-        "limit": request.limit,
-        "batch_size": request.batch_size,
-        "skipped_lines": len(report.skipped),
-        "seconds": round(time.perf_counter() - t, 3),
-    }
-    summary = {**summary, "n_pairs": len(pairs), "group": summary["overall"]["group"]}
-    result = Result(
-        "pairs",
-        summary,
-        rows,
-        provenance=provenance(path, encoder, settings, request.seed),
-        primary_metric="group",
-        tables={"by_edit_type": by_edit_type_rows(summary)},
-        notes=[report.summary()] if report.skipped else [],
+    """Encoder first (an unknown id fails before the file is read), then the pairs, then the task's scoring
+    (:mod:`bindlab.tasks.composet`, the one Compare runs too)."""
+    from bindlab.tasks import TaskOptions, get_task
+    from bindlab.tasks.composet import load
+
+    encoder = get_encoder(request.model, request.device, request.batch_size)
+    options = TaskOptions(
+        verbosity=request.verbosity,
+        limit=request.limit,
+        seed=request.seed,
+        batch_size=request.batch_size,
+        skip_bad=request.skip_bad,
     )
-    return result, pairs
+    pairs, report = load(request.data, options)
+    return get_task("pairs").score(encoder, pairs, report, request.data, options, progress), pairs
 
 
 # --- the Pairs tab's session: one scored file in memory -----------------------------------------------------------

@@ -27,7 +27,7 @@ from bindlab.ui.layout import pinned
 
 MODEL_CHOICES = ["bow", "minilm", "toy:clip", "toy:shared", "toy:negclip", "toy:lit-minilm"]
 DEFAULT_MODELS = MODEL_CHOICES[:4]  # four: public mode's per-request cap (limits().max_compare_models)
-SUITE_CHOICES = [("SABER MCQ", "mcq"), ("retrieval mAP", "retrieval"), ("Pairs 2x2", "pairs")]
+SUITE_CHOICES = cs.suite_choices()  # (label, name) of the registry's tasks over bindlab's generated data
 DIFF_COLUMNS = {
     "id": "question",
     "pairing": "pairing",
@@ -82,7 +82,7 @@ def status_markdown(result: Any) -> str:
             f"**{ag['mean_spearman']:.3f}** (CompoSET: 0.56) · variance explained by scene "
             f"**{v['scene']:.1%}**, by model **{v['model']:.1%}**"
         )
-    elif "pairs" in s["suite"]:
+    elif s.get("pairs_data"):  # a Pairs task in the suite
         parts.append("Per-scene agreement needs two or more image+text models scored on pairs.")
     if s["from_cache"]:
         parts.append(f"From cache: {md_text(', '.join(s['from_cache']))}")
@@ -94,7 +94,7 @@ def _suite(suite: list[str] | None, benchmark: str) -> list[str]:
     tasks = list(suite or [])
     bench = (benchmark or "").strip()
     if bench:
-        tasks.append(bench if bench.startswith("benchmark:") else f"benchmark:{bench}")
+        tasks.append(cs.benchmark_entry(bench))
     return tasks
 
 
@@ -212,7 +212,7 @@ def build_tab() -> dict[str, Any]:
             elem_id="cmp-models",
         )
         suite = gr.CheckboxGroup(
-            SUITE_CHOICES, value=["mcq", "retrieval", "pairs"], label="Suite", scale=2, elem_id="cmp-suite"
+            SUITE_CHOICES, value=[name for _, name in SUITE_CHOICES], label="Suite", scale=2, elem_id="cmp-suite"
         )
         pairing = gr.Radio(["tt", "ti", "it", "ii"], value="tt", label="MCQ pairing", scale=1, elem_id="cmp-pairing")
     with gr.Row():

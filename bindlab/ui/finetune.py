@@ -535,8 +535,7 @@ def build_tab() -> dict[str, Any]:
     status = gr.Markdown(elem_id="ft-status")
     bar = gr.HTML(elem_id="ft-progress")
     curves = gr.Plot(label="Loss and validation triplet accuracy", elem_id="ft-curves")
-    # columns sized by their content, as in the other tables: a fixed share per column let one long value with no place
-    # to break (a base model's folder_name_with_underscores) widen its column and push the table past its box
+    # columns sized by their content: a fixed share let one unbroken value widen its column past the table's box
     jobs = gr.Dataframe(
         headers=SHOWN_JOB_COLUMNS,
         label="All jobs",

@@ -56,7 +56,7 @@ def test_a_caption_set_row_gives_the_tokenizers_answers_and_a_damaged_row_is_ign
 
 
 def test_accuracy_by_n_intervals_equal_a_loop_over_the_rows():
-    from bindlab.studies.browse import _accuracy_by_n
+    from bindlab.tasks.saber import accuracy_by_n_rows as _accuracy_by_n
 
     rng = np.random.default_rng(0)
     rows = [

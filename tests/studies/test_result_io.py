@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import bindlab
-from bindlab.studies.result import RESULT_FILE_FORMAT, SUMMARY_ONLY_NOTE, Result
+from bindlab.result import RESULT_FILE_FORMAT, SUMMARY_ONLY_NOTE, Result
 from tests.cli_run import run
 
 FIELDS = ("feature", "summary", "rows", "figures_data", "provenance", "primary_metric", "tables", "notes")
