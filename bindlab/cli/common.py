@@ -7,8 +7,8 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, Field, dataclass, fields
 from typing import Any
 
 
@@ -207,6 +207,44 @@ class Parser(argparse.ArgumentParser):
             choices = ", ".join(map(repr, action.visible()))
             raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {choices})")
         super()._check_value(action, value)
+
+
+# --- flags from dataclass fields ------------------------------------------------------------------------------------
+FIELD_TYPES: dict[str, type] = {"int": int, "float": float}  # a field's annotation -> argparse `type=`
+
+
+def field_argument(f: Field, **override: Any) -> tuple[str, dict[str, Any]]:
+    """The flag and ``add_argument`` keywords of a dataclass field whose metadata carries its ``help`` (and, where
+    the flag needs them, ``flag``, ``metavar``, ``choices``, ``type``, ``required``, ``cli_default``): the field's
+    name is the destination, its default the flag's (``cli_default`` where the command line's differs), a ``bool``
+    a switch; ``override`` replaces any keyword (a command's own help text of a shared option)."""
+    meta = f.metadata
+    kw: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+    if meta.get("required"):
+        kw["required"] = True
+    else:
+        kw["default"] = meta.get("cli_default", None if f.default is MISSING else f.default)
+    if str(f.type) == "bool":
+        kw["action"] = "store_true"
+    elif meta.get("type", FIELD_TYPES.get(str(f.type))):
+        kw["type"] = meta.get("type", FIELD_TYPES.get(str(f.type)))
+    kw.update({k: meta[k] for k in ("metavar", "choices") if k in meta})
+    kw.update(override)
+    return meta.get("flag") or "--" + f.name.replace("_", "-"), kw
+
+
+def option_fields(cls: Any, names: Sequence[str] | None = None) -> list[Field]:
+    """The fields of dataclass ``cls`` that are flags (a ``help`` in their metadata), in ``names``' order if given."""
+    flags = {f.name: f for f in fields(cls) if "help" in f.metadata}
+    return [flags[n] for n in names] if names is not None else list(flags.values())
+
+
+def add_fields(p: argparse.ArgumentParser, cls: Any, names: Sequence[str] | None = None, **overrides: Any) -> None:
+    """One flag per option field of ``cls`` (:func:`option_fields`, :func:`field_argument`); ``overrides`` maps a
+    field's name to the keywords it replaces."""
+    for f in option_fields(cls, names):
+        flag, kw = field_argument(f, **overrides.get(f.name, {}))
+        p.add_argument(flag, **kw)
 
 
 # Shared options, added in one order by every command that scores a model: --data, --model, the command's own,
