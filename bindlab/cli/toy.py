@@ -7,7 +7,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from bindlab.cli.common import OUT_HELP, Groups, _write_json, add_fields, option_fields
+from bindlab.cli.common import OUT_HELP, Groups, _write_json, add_fields, add_run_option, option_fields
 
 
 def _train_request(a: argparse.Namespace) -> Any:
@@ -104,7 +104,7 @@ def _add_train_toy(g: Groups) -> None:
 
 def _add_eval_toy(g: Groups) -> None:
     e = g.eval.add_parser("toy", help="single-object retrieval and image MCQs on rendered scenes (toy model card)")
-    e.add_argument("--model", required=True, help="encoder id with text and images, e.g. toy:clip")
+    add_run_option(e, "model", required=True, default=None, help="encoder id with text and images, e.g. toy:clip")
     e.add_argument(
         "--sample",
         type=int,
@@ -112,7 +112,7 @@ def _add_eval_toy(g: Groups) -> None:
         help="held-out single-object renders (0 = all 1008 shape x attribute combinations)",
     )
     e.add_argument("--per-size", type=int, default=40, help="MCQs per N = 2..10")
-    e.add_argument("--seed", type=int, default=0, help="seed of the sampled renders and MCQs")
+    add_run_option(e, "seed", metavar=None, help="seed of the sampled renders and MCQs")
     e.add_argument("--out", help=OUT_HELP)
     e.add_argument(
         "--card", action="store_true", help="also write the model card README.md into the toy model's folder"

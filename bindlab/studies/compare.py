@@ -33,7 +33,7 @@ from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
+from bindlab.studies.validate import check_run_options, data_input, input_path, run_option
 
 TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
 PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
@@ -89,10 +89,10 @@ class CompareRequest:
     pairs_data: str | Path | None = None  # Pairs JSONL; None = the embedded CompoSET-style mini set
     pairings: Sequence[str] | str = ("tt",)  # MCQ / retrieval pairings
     verbosity: str = "all"  # caption level of the pairs
-    limit: int = 0  # first N questions / pairs / items per split; 0 = all
-    seed: int = 0  # bootstrap seed
-    batch_size: int | None = None
-    device: str = "auto"
+    limit: int = run_option("limit")  # first N questions / pairs / items per split; 0 = all
+    seed: int = run_option("seed")  # bootstrap seed
+    batch_size: int | None = run_option("batch_size")
+    device: str = run_option("device")
     use_cache: bool = True  # read and write the per-model results under $BINDLAB_HOME/compare
 
     def __post_init__(self) -> None:
@@ -100,11 +100,7 @@ class CompareRequest:
         self.suite = parse_suite(self.suite)
         self.pairings = parse_pairings(self.pairings)
         parse_verbosity(self.verbosity)
-        self.limit = nonneg_int(self.limit, "limit")
-        self.seed = nonneg_int(self.seed, "seed")
-        if self.batch_size is not None:
-            self.batch_size = positive_int(self.batch_size, "batch_size")
-        self.device = check_device(self.device)
+        check_run_options(self)  # limit, seed, batch size, device (RunOptions; the models are parse_models')
         self.data = str(self.data).strip() or None if self.data else None
         self.pairs_data = str(self.pairs_data).strip() or None if self.pairs_data else None
         for name, kind in (("data", "mcq"), ("pairs_data", "pairs")):  # inside the allowed roots; datasets read

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.studies.result import Result
+from bindlab.studies.validate import check_run_options, run_option
 from bindlab.train.toy_config import ModelSize, TrainConfig
 
 __all__ = [
@@ -82,18 +83,19 @@ def run_toy_train(request: ToyTrainRequest) -> Result:
 class ToyEvalRequest:
     """Single-object retrieval and image MCQs on rendered scenes, optionally written up as the model's card."""
 
-    model: str  # an encoder with text and images, e.g. toy:clip
+    model: str = run_option("model", required=True)  # an encoder with text and images, e.g. toy:clip
     sample: int = 0  # held-out single-object renders (0 = every shape x attribute combination)
     per_size: int = 40  # MCQs per N = 2..10 (0 = no MCQs)
-    seed: int = 0
+    seed: int = run_option("seed")
     card: bool = False  # also write README.md (the model card) into the toy model's folder
     card_notes: tuple[str, ...] = ()  # lines for the card's training section
 
     def __post_init__(self) -> None:
         from bindlab.studies.validate import encoder_id
 
+        check_run_options(self)  # model, seed (RunOptions)
         encoder_id(self.model)
-        for name in ("sample", "per_size", "seed"):
+        for name in ("sample", "per_size"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
