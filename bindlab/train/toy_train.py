@@ -233,6 +233,211 @@ def _saved_caption_seconds(out: Path) -> float:
     return total
 
 
+@dataclass
+class _LitData:
+    """What a lit run trains against: the pool's cached captions (and its twins'), the targets built from them (the
+    scene's and the twin's), the phrase table, the ranked metric, and the twin scenes."""
+
+    captions: Any = None
+    twin_captions: Any = None
+    targets: Any = None
+    table: Any = None
+    ranking: Any = None
+    twins: Any = None
+
+
+def _lit_data(cfg: TrainConfig, mcfg: Any, model: Any, pool: Any, out: Path, state: TrainState) -> _LitData:
+    """The captions a lit run embeds once (cached in ``out``) and the targets it pulls images towards; a slot head's
+    phrase grid is set in ``model``, the embedding time in ``state``."""
+    import torch
+
+    from bindlab.train.toy_lit import WHITENER_SCENES, caption_cache, discriminant_targets
+
+    discriminant = cfg.lit_target == "discriminant"
+    phrases = cfg.lit_target == "phrases"
+    ranked = phrases and bool(
+        cfg.target_rank_steps or cfg.image_rank_weight or cfg.image_margin_weight or cfg.image_bias_weight
+    )
+    captions = twin_captions = targets = table = ranking = None
+    blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
+    # the scenes whose captions are embedded: the whitener's, the ranked metric's (--rank-scenes), or all
+    first = WHITENER_SCENES if phrases and not (blend or ranked) else (cfg.rank_scenes or None)
+    captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
+    twins = pool.twin_scenes()
+    if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
+        twin_captions = caption_cache(
+            pool.scenes[:first],
+            cfg.seed,
+            cfg.text,
+            out / "twin_captions.npz",
+            cfg.captions_per_scene,
+            twins=twins[:first],
+        )
+    if phrases:
+        targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
+        if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
+            from bindlab.train.toy_lit import phrase_grid, phrase_table
+
+            grid = phrase_grid(phrase_table(cfg.text), table, metric)
+            model.image_head.phrases.copy_(torch.from_numpy(grid))
+    if discriminant:
+        targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
+    fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
+    if fresh:
+        state.caption_seconds = fresh
+    else:
+        state.caption_seconds = state.caption_seconds or _saved_caption_seconds(out)
+    return _LitData(captions, twin_captions, targets, table, ranking, twins)
+
+
+def _step_loss(cfg: TrainConfig, model: Any, step: int, pool: Any, tokenizer: Any, pairs: Any, data: _LitData) -> Any:
+    """The loss of training step ``step``: its batch (a lit batch against cached captions or targets, else scenes and
+    their captions through the text tower), then the contrastive or target loss and the optional terms."""
+    import torch
+
+    if data.captions is not None:
+        from bindlab.train.toy_lit import lit_batch
+
+        phrases = cfg.lit_target == "phrases"
+        batch = lit_batch(
+            pool,
+            None if phrases else data.captions,
+            step,
+            cfg.batch_size,
+            cfg.seed,
+            cfg.hard_share,
+            None if phrases else data.twin_captions,
+            cfg.twin_share,
+        )
+        pixels = batch.pixels
+        if data.targets is not None:  # the scene's (or its twin's) discriminant or phrase point
+            own = data.targets[0][batch.scenes]
+            txt = torch.from_numpy(
+                own if data.targets[1] is None else np.where(batch.twin[:, None], data.targets[1][batch.scenes], own)
+            )
+        else:
+            txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
+    else:
+        pixels, ids = make_batch(
+            pool,
+            tokenizer,
+            step,
+            cfg.batch_size,
+            cfg.seed,
+            cfg.hard_share,
+            cfg.twin_share,
+            pairs,
+            cfg.pair_share,
+        )
+        txt = model.encode_text(torch.from_numpy(ids))
+    if cfg.slot_count_weight:  # the slot head's counts, from the same pass as the embeddings
+        img, counts = model.encode_image_counts(torch.from_numpy(pixels))
+        shown = [data.twins[i] if t else pool.scenes[i] for i, t in zip(batch.scenes, batch.twin, strict=True)]
+    else:
+        img = model.encode_image(torch.from_numpy(pixels))
+    if data.targets is not None:
+        loss = cosine_loss(img, txt)
+        if cfg.target_pair_weight and batch.twin.any():
+            loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
+        if cfg.target_contrastive:
+            loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
+        if cfg.image_rank_weight and batch.twin.any():
+            loss = loss + cfg.image_rank_weight * image_rank_loss(
+                img, batch.scenes, batch.twin, data.captions, data.twin_captions, step, cfg.image_rank_scale
+            )
+        if cfg.image_margin_weight and batch.twin.any():
+            loss = loss + cfg.image_margin_weight * image_margin_loss(
+                img, txt, batch.scenes, batch.twin, data.captions, data.twin_captions, step
+            )
+        if cfg.image_bias_weight and batch.twin.any():
+            loss = loss + cfg.image_bias_weight * image_bias_loss(
+                img, txt, batch.scenes, batch.twin, data.captions, data.twin_captions, step
+            )
+    else:
+        loss = contrastive_loss(img, txt, model.logit_scale)
+    if cfg.slot_count_weight:
+        loss = loss + cfg.slot_count_weight * slot_count_loss(counts, shown)
+    return loss
+
+
+def _training_record(
+    cfg: TrainConfig, state: TrainState, model: Any, mcfg: Any, heldout: Any, earlier: list, data: _LitData
+) -> dict[str, Any]:
+    """The run's ``training.json`` record: steps, times, losses, its settings and model config, the held-out pairs,
+    the earlier stages, and for a lit run what its captions and targets were."""
+    n_params = sum(p.numel() for p in model.parameters())
+    record = {
+        "finished": state.step >= cfg.steps,
+        "steps": state.step,
+        "train_seconds": round(state.seconds, 1),
+        "render_seconds": round(state.render_seconds, 1),
+        "parameters": n_params,
+        "final_loss": state.loss,
+        "temperature": state.temperature,
+        "losses": state.losses,
+        "resumed_from": state.resumed_from,
+        "schedule": state.schedule,
+        "train_config": asdict(cfg),
+        "model_config": mcfg.to_json(),
+        "threads": cfg.threads,
+        "heldout_combinations": sorted(map(list, heldout)),
+    }
+    if earlier:
+        record["earlier_stages"] = earlier
+    if data.captions is not None:
+        captions, twin_captions, table, ranking = data.captions, data.twin_captions, data.table, data.ranking
+        from bindlab.train.toy_lit import WHITENER_SCENES
+
+        phrases, discriminant = cfg.lit_target == "phrases", cfg.lit_target == "discriminant"
+        record["captions"] = {
+            "text_model": cfg.text,
+            "per_scene": cfg.captions_per_scene,
+            "captions": captions.n_captions,
+            "distinct": len(captions.texts),
+            "embed_seconds": round(state.caption_seconds, 1),
+            "cache": "captions.npz",
+            "clean_holdout": True,
+            "target": cfg.lit_target,
+        }
+        if cfg.target_contrastive or cfg.target_pair_weight:
+            record["captions"].update(
+                target_contrastive=cfg.target_contrastive, target_pair_weight=cfg.target_pair_weight
+            )
+        if cfg.image_rank_weight:
+            record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
+        if cfg.image_margin_weight:
+            record["captions"]["image_margin_weight"] = cfg.image_margin_weight
+        if cfg.image_bias_weight:
+            record["captions"]["image_bias_weight"] = cfg.image_bias_weight
+        if cfg.slot_count_weight:
+            record["captions"]["slot_count_weight"] = cfg.slot_count_weight
+        if phrases:
+            record["captions"].update(
+                target_shrink=cfg.target_shrink,
+                target_bag_weight=cfg.target_bag_weight,
+                whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
+                phrases=len(table.pairs),
+                phrase_seconds=round(table.seconds, 1),
+            )
+            if cfg.target_caption_weight:
+                record["captions"].update(target_caption_weight=cfg.target_caption_weight)
+            if ranking is not None:
+                record["captions"]["ranked_metric"] = ranking.record()
+        if discriminant:
+            record["captions"].update(
+                target_shrink=cfg.target_shrink,
+                target_twin_weight=cfg.target_twin_weight,
+                target_pair_weight=cfg.target_pair_weight,
+            )
+        if twin_captions is not None:
+            record["captions"].update(
+                twin_captions=int((twin_captions.index >= 0).sum()),
+                twin_distinct=len(twin_captions.texts),
+                twin_cache="twin_captions.npz",
+            )
+    return record
+
+
 def train_toy(
     cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None, pool_cache: str | Path | None = None
 ) -> dict[str, Any]:
@@ -310,108 +515,16 @@ def train_toy(
         else None
     )
     state.render_seconds += time.perf_counter() - t_render
-    captions = twin_captions = targets = table = ranking = None
-    if lit:
-        from bindlab.train.toy_lit import WHITENER_SCENES, caption_cache, discriminant_targets
-
-        blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
-        # the scenes whose captions are embedded: the whitener's, the ranked metric's (--rank-scenes), or all
-        first = WHITENER_SCENES if phrases and not (blend or ranked) else (cfg.rank_scenes or None)
-        captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
-        twins = pool.twin_scenes()
-        if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
-            twin_captions = caption_cache(
-                pool.scenes[:first],
-                cfg.seed,
-                cfg.text,
-                out / "twin_captions.npz",
-                cfg.captions_per_scene,
-                twins=twins[:first],
-            )
-        if phrases:
-            targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
-            if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
-                from bindlab.train.toy_lit import phrase_grid, phrase_table
-
-                grid = phrase_grid(phrase_table(cfg.text), table, metric)
-                model.image_head.phrases.copy_(torch.from_numpy(grid))
-        if discriminant:
-            targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
-        fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
-        if fresh:
-            state.caption_seconds = fresh
-        else:
-            state.caption_seconds = state.caption_seconds or _saved_caption_seconds(out)
+    data = _lit_data(cfg, mcfg, model, pool, out, state) if lit else _LitData()
     for cb in callbacks:
         cb.on_train_start(state)
     model.train()
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
-        if captions is not None:
-            from bindlab.train.toy_lit import lit_batch
-
-            batch = lit_batch(
-                pool,
-                None if phrases else captions,
-                state.step,
-                cfg.batch_size,
-                cfg.seed,
-                cfg.hard_share,
-                None if phrases else twin_captions,
-                cfg.twin_share,
-            )
-            pixels = batch.pixels
-            if targets is not None:  # the scene's (or its twin's) discriminant or phrase point
-                own = targets[0][batch.scenes]
-                txt = torch.from_numpy(
-                    own if targets[1] is None else np.where(batch.twin[:, None], targets[1][batch.scenes], own)
-                )
-            else:
-                txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
-        else:
-            pixels, ids = make_batch(
-                pool,
-                tokenizer,
-                state.step,
-                cfg.batch_size,
-                cfg.seed,
-                cfg.hard_share,
-                cfg.twin_share,
-                pairs,
-                cfg.pair_share,
-            )
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
-        if captions is None:
-            txt = model.encode_text(torch.from_numpy(ids))
-        if cfg.slot_count_weight:  # the slot head's counts, from the same pass as the embeddings
-            img, counts = model.encode_image_counts(torch.from_numpy(pixels))
-            shown = [twins[i] if t else pool.scenes[i] for i, t in zip(batch.scenes, batch.twin, strict=True)]
-        else:
-            img = model.encode_image(torch.from_numpy(pixels))
-        if targets is not None:
-            loss = cosine_loss(img, txt)
-            if cfg.target_pair_weight and batch.twin.any():
-                loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
-            if cfg.target_contrastive:
-                loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
-            if cfg.image_rank_weight and batch.twin.any():
-                loss = loss + cfg.image_rank_weight * image_rank_loss(
-                    img, batch.scenes, batch.twin, captions, twin_captions, state.step, cfg.image_rank_scale
-                )
-            if cfg.image_margin_weight and batch.twin.any():
-                loss = loss + cfg.image_margin_weight * image_margin_loss(
-                    img, txt, batch.scenes, batch.twin, captions, twin_captions, state.step
-                )
-            if cfg.image_bias_weight and batch.twin.any():
-                loss = loss + cfg.image_bias_weight * image_bias_loss(
-                    img, txt, batch.scenes, batch.twin, captions, twin_captions, state.step
-                )
-        else:
-            loss = contrastive_loss(img, txt, model.logit_scale)
-        if cfg.slot_count_weight:
-            loss = loss + cfg.slot_count_weight * slot_count_loss(counts, shown)
+        loss = _step_loss(cfg, model, state.step, pool, tokenizer, pairs, data)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -434,72 +547,7 @@ def train_toy(
             break
     for cb in callbacks:
         cb.on_train_end(state)
-    n_params = sum(p.numel() for p in model.parameters())
-    record = {
-        "finished": state.step >= cfg.steps,
-        "steps": state.step,
-        "train_seconds": round(state.seconds, 1),
-        "render_seconds": round(state.render_seconds, 1),
-        "parameters": n_params,
-        "final_loss": state.loss,
-        "temperature": state.temperature,
-        "losses": state.losses,
-        "resumed_from": state.resumed_from,
-        "schedule": state.schedule,
-        "train_config": asdict(cfg),
-        "model_config": mcfg.to_json(),
-        "threads": cfg.threads,
-        "heldout_combinations": sorted(map(list, heldout)),
-    }
-    if earlier:
-        record["earlier_stages"] = earlier
-    if captions is not None:
-        record["captions"] = {
-            "text_model": cfg.text,
-            "per_scene": cfg.captions_per_scene,
-            "captions": captions.n_captions,
-            "distinct": len(captions.texts),
-            "embed_seconds": round(state.caption_seconds, 1),
-            "cache": "captions.npz",
-            "clean_holdout": True,
-            "target": cfg.lit_target,
-        }
-        if cfg.target_contrastive or cfg.target_pair_weight:
-            record["captions"].update(
-                target_contrastive=cfg.target_contrastive, target_pair_weight=cfg.target_pair_weight
-            )
-        if cfg.image_rank_weight:
-            record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
-        if cfg.image_margin_weight:
-            record["captions"]["image_margin_weight"] = cfg.image_margin_weight
-        if cfg.image_bias_weight:
-            record["captions"]["image_bias_weight"] = cfg.image_bias_weight
-        if cfg.slot_count_weight:
-            record["captions"]["slot_count_weight"] = cfg.slot_count_weight
-        if phrases:
-            record["captions"].update(
-                target_shrink=cfg.target_shrink,
-                target_bag_weight=cfg.target_bag_weight,
-                whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
-                phrases=len(table.pairs),
-                phrase_seconds=round(table.seconds, 1),
-            )
-            if cfg.target_caption_weight:
-                record["captions"].update(target_caption_weight=cfg.target_caption_weight)
-            if ranking is not None:
-                record["captions"]["ranked_metric"] = ranking.record()
-        if discriminant:
-            record["captions"].update(
-                target_shrink=cfg.target_shrink,
-                target_twin_weight=cfg.target_twin_weight,
-                target_pair_weight=cfg.target_pair_weight,
-            )
-        if twin_captions is not None:
-            record["captions"].update(
-                twin_captions=int((twin_captions.index >= 0).sum()),
-                twin_distinct=len(twin_captions.texts),
-                twin_cache="twin_captions.npz",
-            )
+    record = _training_record(cfg, state, model, mcfg, heldout, earlier, data)
     if record["finished"]:
         model.eval()
         save_model(out, model, tokenizer, record)
