@@ -394,10 +394,11 @@ def run_task(
         >>> bindlab.run_task("mcq", "bow", limit=20).primary
     """
     from bindlab.studies.compare import run_task as run
+    from bindlab.studies.validate import check_device
     from bindlab.tasks import TaskOptions
 
     model_id, own_device, own_batch = _ref(model)
-    device = own_device if device == "auto" else device
+    device = check_device(own_device if device == "auto" else device)  # before any load, as the requests do
     batch = own_batch if batch_size is None else batch_size
     options = TaskOptions(pairings=pairings, verbosity=verbosity, limit=limit, seed=seed, batch_size=batch)
     with progress_for(progress, task) as report:

@@ -590,7 +590,7 @@ def run_replay(
     import urllib.request
     import uuid
 
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     work = Path(tempfile.mkdtemp(prefix="bindlab-replay-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
     home = work / "home"
@@ -762,7 +762,7 @@ def _job_statuses(home: Path) -> list[dict[str, Any]]:
 
 def _restart_leftovers(env: dict[str, str], home: Path, work: Path) -> float:
     """MiB left under ``uploads/`` and ``datasets/`` once the app has started again on the same home."""
-    from bindlab.bench_browser import running_app
+    from bindlab.speed.browser import running_app
 
     with running_app(env=env, timeout_s=300, log=work / "app2.log"):
         pass
@@ -779,8 +779,8 @@ def run_fair(model: str, visitors: int, max_steps: int = 20, timeout_s: float = 
     the job time limit."""
     import concurrent.futures
 
-    from bindlab.bench_browser import running_app
     from bindlab.config import LIMIT_DEFAULTS
+    from bindlab.speed.browser import running_app
 
     work = Path(tempfile.mkdtemp(prefix="bindlab-fair-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
     home = work / "home"

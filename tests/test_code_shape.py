@@ -17,8 +17,7 @@ MAX_LINES = 100  # lines from ``def`` to the function's last line, docstring inc
 
 # "module path:function" -> its length today. Shrink it: split a function where the split names a real step.
 LONG_FUNCTIONS: dict[str, int] = {
-    "cli/toy.py:add_commands": 306,
-    "train/toy/train.py:train_toy": 271,
+    "train/toy/train.py:train_toy": 114,
     "ui/finetune.py:build_tab": 189,
     "present/exports.py:walkthrough_export": 159,
     "ui/browse.py:build_tab": 151,
@@ -31,7 +30,7 @@ LONG_FUNCTIONS: dict[str, int] = {
     "train/toy/card.py:_lit_card_text": 117,
     "data/hf_datasets.py:export_dataset": 117,
     "ui/grounding.py:build_tab": 113,
-    "train/toy/train.py:__post_init__": 113,
+    "train/toy/config.py:__post_init__": 113,
     "present/figures.py:pairs_by_edit_type": 105,
     "data/composet.py:generate_composet": 104,
 }

@@ -7,9 +7,11 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, Field, dataclass, fields
 from typing import Any
+
+from bindlab.studies.validate import DEVICE_HELP, RunOptions  # noqa: F401 - DEVICE_HELP: the --device help
 
 
 def _write_json(path: str | None, obj: Any) -> None:
@@ -209,11 +211,54 @@ class Parser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
+# --- flags from dataclass fields ------------------------------------------------------------------------------------
+FIELD_TYPES: dict[str, type] = {"int": int, "float": float}  # a field's annotation -> argparse `type=`
+
+
+def field_argument(f: Field, **override: Any) -> tuple[str, dict[str, Any]]:
+    """The flag and ``add_argument`` keywords of a dataclass field whose metadata carries its ``help`` (and, where
+    the flag needs them, ``flag``, ``metavar``, ``choices``, ``type``, ``required``, ``cli_default``): the field's
+    name is the destination, its default the flag's (``cli_default`` where the command line's differs), a ``bool``
+    a switch; ``override`` replaces any keyword (a command's own help text of a shared option)."""
+    meta = f.metadata
+    kw: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+    if meta.get("required"):
+        kw["required"] = True
+    else:
+        kw["default"] = meta.get("cli_default", None if f.default is MISSING else f.default)
+    if str(f.type) == "bool":
+        kw["action"] = "store_true"
+    elif meta.get("type", FIELD_TYPES.get(str(f.type))):
+        kw["type"] = meta.get("type", FIELD_TYPES.get(str(f.type)))
+    kw.update({k: meta[k] for k in ("metavar", "choices") if k in meta})
+    kw.update(override)
+    return meta.get("flag") or "--" + f.name.replace("_", "-"), kw
+
+
+def option_fields(cls: Any, names: Sequence[str] | None = None) -> list[Field]:
+    """The fields of dataclass ``cls`` that are flags (a ``help`` in their metadata), in ``names``' order if given."""
+    flags = {f.name: f for f in fields(cls) if "help" in f.metadata}
+    return [flags[n] for n in names] if names is not None else list(flags.values())
+
+
+def add_fields(p: argparse.ArgumentParser, cls: Any, names: Sequence[str] | None = None, **overrides: Any) -> None:
+    """One flag per option field of ``cls`` (:func:`option_fields`, :func:`field_argument`); ``overrides`` maps a
+    field's name to the keywords it replaces."""
+    for f in option_fields(cls, names):
+        flag, kw = field_argument(f, **overrides.get(f.name, {}))
+        p.add_argument(flag, **kw)
+
+
 # Shared options, added in one order by every command that scores a model: --data, --model, the command's own,
 # then add_run_args (--device, --batch-size, --limit, --seed, --skip-bad), then add_output_args (--out, --per-item,
-# --export, --export-formats).
-DEVICE_HELP = "auto|cpu|cuda|cuda:N|mps; auto (the default) takes cuda if there is one, else mps, else cpu"
+# --export, --export-formats). The run options' flags are built from bindlab.studies.validate.RunOptions' fields.
 OUT_HELP = "write the results JSON (summary + provenance) here"
+
+
+def add_run_option(p: argparse.ArgumentParser, name: str, **override: Any) -> None:
+    """The flag of one run option (a :class:`bindlab.studies.validate.RunOptions` field); ``override`` replaces a
+    keyword of it (a command's own help text or default)."""
+    add_fields(p, RunOptions, [name], **{name: override})
 
 
 def add_data_model(
@@ -227,12 +272,15 @@ def add_data_model(
 ) -> None:
     """``--data`` then ``--model`` (or ``--models``): the first options of a command that scores a model."""
     p.add_argument("--data", required=data_required, default=data_default, help=data)
-    p.add_argument(model_flag, required=True, help=model)
+    if model_flag == "--model":
+        add_run_option(p, "model", required=True, default=None, help=model)
+    else:
+        p.add_argument(model_flag, required=True, help=model)
 
 
 def add_device(p: argparse.ArgumentParser, default: str | None = "auto") -> None:
     """``--device`` with the one help text every command shares."""
-    p.add_argument("--device", default=default, metavar="DEVICE", help=DEVICE_HELP)
+    add_run_option(p, "device", default=default)
 
 
 def add_run_args(
@@ -250,21 +298,13 @@ def add_run_args(
     ``--no-progress`` where the command draws a progress bar (``progress``)."""
     add_device(p)
     if batch_size is not False:
-        p.add_argument(
-            "--batch-size",
-            type=int,
-            default=batch_size,
-            metavar="N",
-            help=batch_help or "texts or images per encoder forward pass",
-        )
+        add_run_option(p, "batch_size", default=batch_size, **({"help": batch_help} if batch_help else {}))
     if limit:
-        p.add_argument("--limit", type=int, default=0, metavar="N", help=limit)
+        add_run_option(p, "limit", help=limit)
     if seed:
-        p.add_argument("--seed", type=int, default=0, metavar="N", help=seed)
+        add_run_option(p, "seed", help=seed)
     if skip_bad:
-        p.add_argument(
-            "--skip-bad", action="store_true", help="skip malformed lines (reported) instead of refusing the file"
-        )
+        add_run_option(p, "skip_bad")
     if progress:
         p.add_argument(
             "--no-progress",

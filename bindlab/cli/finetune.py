@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bindlab.cli.common import Groups, _write_export, _write_json, add_device, add_output_args
+from bindlab.cli.common import Groups, _write_export, _write_json, add_device, add_output_args, add_run_option
 
 
 # --- triplets, finetune, jobs ------------------------------------------------------------------------------------
@@ -422,7 +422,7 @@ def _add_jobs(g: Groups) -> None:
         "generated on the fly",
     )
     c.add_argument("--pairings", default="auto", help="tt,ti,it,ii or auto (all the model and data allow)")
-    c.add_argument("--limit", type=int, default=0, help="first N questions only (0 = all)")
+    add_run_option(c, "limit", metavar=None, help="first N questions only (0 = all)")
     c.add_argument(
         "--attention-limit",
         type=int,

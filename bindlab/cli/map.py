@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, add_data_model
+from bindlab.cli.common import Groups, _export_args, _write_export, _write_json, add_data_model, add_run_option
 
 
 # --- map ---------------------------------------------------------------------------------------------------------
@@ -71,8 +71,12 @@ def add_commands(g: Groups) -> None:
         data_default="",
     )
     p.add_argument("--n-objects", default="all", help="numbers of objects to keep, e.g. 2,3 or 2-4")
-    p.add_argument(
-        "--limit", type=int, default=DEFAULT_LIMIT, help=f"at most this many questions (seeded sample, 1..{MAX_LIMIT})"
+    add_run_option(
+        p,
+        "limit",
+        default=DEFAULT_LIMIT,
+        metavar=None,
+        help=f"at most this many questions (seeded sample, 1..{MAX_LIMIT})",
     )
     p.add_argument("--method", choices=METHODS, default="umap", help="layout (UMAP layouts are cached on disk)")
     p.add_argument("--color", choices=COLOR_BY, default="role", help="colour points by")
@@ -84,7 +88,7 @@ def add_commands(g: Groups) -> None:
     )
     p.add_argument("--min-dist", type=float, default=0.1, help="UMAP minimum distance")
     p.add_argument("--metric", choices=METRICS, default="cosine", help="UMAP distance")
-    p.add_argument("--seed", type=int, default=0, help="subset sampling and UMAP seed")
+    add_run_option(p, "seed", metavar=None, help="subset sampling and UMAP seed")
     p.add_argument("--thumb-size", type=int, default=64, help="hover thumbnail side in pixels (0 = none)")
     p.add_argument("--out", required=True, help="HTML file to write (map.html); the layout JSON goes next to it")
     _export_args(p)

@@ -21,7 +21,7 @@ from bindlab.analysis import attention as att
 from bindlab.config import LIMIT_ENV, limits
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_device
+from bindlab.studies.validate import check_run_options, run_option
 
 __all__ = [
     "DIRECTIONS",
@@ -52,10 +52,13 @@ def _whole(value: Any, name: str, low: int = 0) -> int:
     return int(value)
 
 
+MODEL_EMPTY = "{name} is empty; pick an encoder with a text transformer, e.g. minilm or toy:clip"
+
+
 def _model(value: str | None, name: str, required: bool = True) -> str:
     value = (value or "").strip()
     if required and not value:
-        raise ValueError(f"{name} is empty; pick an encoder with a text transformer, e.g. minilm or toy:clip")
+        raise ValueError(MODEL_EMPTY.format(name=name))
     return value
 
 
@@ -72,32 +75,29 @@ class AttentionRequest:
         compare: a second encoder id ('' = none); adds its curves and the per-layer ratio second / first.
         direction: ``later_to_earlier`` (any model) or ``earlier_to_later`` (bidirectional models only).
         seed: bootstrap seed of the intervals and the ratio.
-        device: ``auto|cpu|cuda|cuda:N|mps``.
+        device: as :class:`~bindlab.studies.validate.RunOptions` takes it.
         n_boot: bootstrap resamples (>= 1).
     """
 
-    model: str
+    model: str = run_option("model", required=True, empty=MODEL_EMPTY.format(name="model"))
     data: str | Path = ""
-    limit: int = 0
+    limit: int = run_option("limit")
     compare: str = ""
     direction: str = "later_to_earlier"
-    seed: int = 0
-    device: str = "auto"
+    seed: int = run_option("seed")
+    device: str = run_option("device")
     n_boot: int = 1000
 
     def __post_init__(self) -> None:
-        self.model = _model(self.model, "model")
+        check_run_options(self)  # model, limit, seed, device (RunOptions)
         self.compare = _model(self.compare, "compare", required=False)
         self.data = str(self.data or "").strip()
         if self.data:
             from bindlab.studies.validate import data_input
 
             self.data = str(data_input(self.data, "data", "captions"))  # a datasets folder becomes its JSONL
-        self.limit = _whole(self.limit, "limit (captions per set, 0 = all)")
         self.direction = att.check_direction(self.direction)
-        self.seed = _whole(self.seed, "seed")
         self.n_boot = _whole(self.n_boot, "n_boot", low=1)
-        self.device = check_device(self.device or "auto")
         from bindlab.studies.validate import check_options  # allowed data roots and size caps, as the CLI entry
 
         check_options({"data": self.data or None, "limit": self.limit, "n_boot": self.n_boot})
@@ -116,13 +116,13 @@ class CaptionRequest:
         id: a label for the caption (set · id, or "free text").
     """
 
-    model: str
+    model: str = run_option("model", required=True)  # '' = minilm
     text: str
     bindings: str | Sequence[Sequence[str]]
     direction: str = "later_to_earlier"
     layer: int = 0
     id: str = "free text"
-    device: str = "auto"
+    device: str = run_option("device")
     head: int | None = None  # the head whose word x word map to show (None = mean over heads)
 
     def __post_init__(self) -> None:
@@ -150,7 +150,7 @@ class CaptionRequest:
         self.direction = att.check_direction(self.direction)
         layer = self.layer or 0  # a slider sends floats: read 3.0 as layer 3
         self.layer = _whole(int(layer) if isinstance(layer, float) and np.isfinite(layer) else layer, "layer")
-        self.device = check_device(self.device or "auto")
+        check_run_options(self)  # device (RunOptions)
         if self.head is not None:
             self.head = _whole(self.head, "head")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bindlab.result import Result
 from bindlab.studies.common import get_encoder
-from bindlab.studies.validate import check_device, input_path, nonneg_int, positive_int
+from bindlab.studies.validate import check_run_options, input_path, run_option
 
 SOURCES = ("auto", "local", "hub")
 TASKS = ("itt", "tot")
@@ -27,16 +27,20 @@ class BenchmarkRequest:
     """
 
     name: str  # manifest name (winoground, colorswap, sugarcrepe, sugarcrepe_pp, aro_vg_attribution) or .json path
-    model: str  # encoder id (image+text, or text-only for task "tot")
+    model: str = run_option(  # image+text, or text-only for task "tot"
+        "model",
+        required=True,
+        empty="model: give an encoder id, e.g. toy:clip, hf:/path/to/clip (or minilm for --task tot)",
+    )
     data: str | None = None  # local copy in the published format (overrides the manifest's path)
     images: str | None = None  # image folder (COCO val2017 for SugarCrepe/SugarCrepe++, VG images for ARO)
     split: str | None = None  # split name(s), comma-separated; None = all
     task: str | None = None  # "itt" (image-to-text, the default) or "tot" (SugarCrepe++ text-only)
     source: str = "auto"  # auto | local | hub
-    limit: int = 0  # at most N items per split; 0 = all
-    batch_size: int | None = None  # encoder batch size; None = the backend's default
-    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
-    seed: int = 0  # bootstrap seed of the 95 % intervals
+    limit: int = run_option("limit")  # at most N items per split; 0 = all
+    batch_size: int | None = run_option("batch_size")  # None = the backend's default
+    device: str = run_option("device")
+    seed: int = run_option("seed")  # bootstrap seed of the 95 % intervals
 
     def __post_init__(self) -> None:
         self.name = (self.name or "").strip()
@@ -45,18 +49,11 @@ class BenchmarkRequest:
                 "name: give a benchmark name (winoground, colorswap, sugarcrepe, sugarcrepe_pp, "
                 "aro_vg_attribution) or a manifest .json path"
             )
-        self.model = (self.model or "").strip()
-        if not self.model:
-            raise ValueError("model: give an encoder id, e.g. toy:clip, hf:/path/to/clip (or minilm for --task tot)")
+        check_run_options(self)  # model, limit, batch size, device, seed (RunOptions)
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {list(SOURCES)}, got {self.source!r}")
         if self.task is not None and self.task.lower() not in TASKS:
             raise ValueError(f"task must be one of {list(TASKS)}, got {self.task!r}")
-        self.limit = nonneg_int(self.limit, "limit")
-        if self.batch_size is not None:
-            self.batch_size = positive_int(self.batch_size, "batch_size")
-        self.seed = nonneg_int(self.seed, "seed")
-        self.device = check_device(self.device)
         from bindlab.data.adapters import check_benchmark_name
 
         self.name = check_benchmark_name(self.name)  # public mode: a manifest's name only, one message otherwise

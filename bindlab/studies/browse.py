@@ -30,7 +30,7 @@ from bindlab.studies.common import IMAGE_MODELS, embedded_data_for, get_encoder,
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_device, data_input, nonneg_int, positive_int
+from bindlab.studies.validate import check_run_options, data_input, run_option
 
 _LOCK = threading.Lock()
 
@@ -46,12 +46,12 @@ class McqRequest:
     """
 
     data: str | Path  # MCQ JSONL file; image paths are relative to its folder
-    model: str  # encoder id, e.g. "minilm", "bow", "toy:clip"
+    model: str = run_option("model", required=True, empty="model: give an encoder id, e.g. minilm, bow or toy:clip")
     pairings: Sequence[str] | str = ("tt",)  # query->candidate modalities, subset of PAIRINGS; becomes a list
-    limit: int = 0  # score only the first N questions; 0 = all
-    batch_size: int | None = None  # encoder batch size; None = the backend's default
-    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
-    skip_bad: bool = False  # skip malformed lines (reported in the notes) instead of refusing the file
+    limit: int = run_option("limit")  # score only the first N questions; 0 = all
+    batch_size: int | None = run_option("batch_size")  # None = the backend's default
+    device: str = run_option("device")
+    skip_bad: bool = run_option("skip_bad")  # malformed lines are reported in the notes
 
     def __post_init__(self) -> None:
         if not str(self.data or "").strip():
@@ -60,14 +60,8 @@ class McqRequest:
                 "(make one with 'python -m bindlab generate saber --out DIR')"
             )
         self.data = data_input(self.data, "data", "mcq")  # inside the allowed data roots; a datasets folder read
-        self.model = (self.model or "").strip()
-        if not self.model:
-            raise ValueError("model: give an encoder id, e.g. minilm, bow or toy:clip")
+        check_run_options(self)  # model, limit, batch size, device (RunOptions)
         self.pairings = parse_pairings(self.pairings)
-        self.limit = nonneg_int(self.limit, "limit")
-        if self.batch_size is not None:
-            self.batch_size = positive_int(self.batch_size, "batch_size")
-        self.device = check_device(self.device)
 
 
 def load_questions(request: McqRequest) -> tuple[list[MCQ], LoadReport]:

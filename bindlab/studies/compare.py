@@ -36,7 +36,7 @@ from bindlab.provenance import provenance
 from bindlab.result import Result
 from bindlab.studies.common import get_encoder
 from bindlab.studies.progress import Progress
-from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
+from bindlab.studies.validate import check_run_options, data_input, input_path, run_option
 from bindlab.tasks import BENCHMARK_PREFIX, Task, TaskOptions, list_tasks, parse_spec, with_options
 
 
@@ -110,10 +110,10 @@ class CompareRequest:
     pairs_data: str | Path | None = None  # Pairs JSONL; None = the embedded CompoSET-style mini set
     pairings: Sequence[str] | str = ("tt",)  # MCQ / retrieval pairings
     verbosity: str = "all"  # caption level of the pairs
-    limit: int = 0  # first N questions / pairs / items per split; 0 = all
-    seed: int = 0  # bootstrap seed
-    batch_size: int | None = None
-    device: str = "auto"
+    limit: int = run_option("limit")  # first N questions / pairs / items per split; 0 = all
+    seed: int = run_option("seed")  # bootstrap seed
+    batch_size: int | None = run_option("batch_size")
+    device: str = run_option("device")
     use_cache: bool = True  # read and write the per-model results under $BINDLAB_HOME/compare
 
     def __post_init__(self) -> None:
@@ -121,11 +121,7 @@ class CompareRequest:
         self.suite = parse_suite(self.suite)
         self.pairings = parse_pairings(self.pairings)
         parse_verbosity(self.verbosity)
-        self.limit = nonneg_int(self.limit, "limit")
-        self.seed = nonneg_int(self.seed, "seed")
-        if self.batch_size is not None:
-            self.batch_size = positive_int(self.batch_size, "batch_size")
-        self.device = check_device(self.device)
+        check_run_options(self)  # limit, seed, batch size, device (RunOptions; the models are parse_models')
         self.data = str(self.data).strip() or None if self.data else None
         self.pairs_data = str(self.pairs_data).strip() or None if self.pairs_data else None
         for name, kind in (("data", "mcq"), ("pairs_data", "pairs")):  # inside the allowed roots; datasets read
@@ -332,7 +328,7 @@ def run_task(
     task, path = parse_spec(entry)
     options = options or TaskOptions()
     options = with_options(options, pairings=parse_pairings(options.pairings))
-    encoder = get_encoder(model, check_device(device), options.batch_size)
+    encoder = get_encoder(model, device, options.batch_size)  # the device checked by the caller (bindlab.run_task)
     reason = task.unable(encoder, options)
     if reason:
         raise ValueError(f"{model} cannot be scored on {task.metadata.name}: {reason}")

@@ -24,7 +24,16 @@ from typing import Any
 from bindlab.config import LIMIT_ENV, limits
 from bindlab.studies.access import check_model_access
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_options, data_input, encoder_id, finite_float, input_path, nonneg_int
+from bindlab.studies.validate import (
+    check_options,
+    check_run_options,
+    data_input,
+    encoder_id,
+    finite_float,
+    input_path,
+    nonneg_int,
+    run_option,
+)
 from bindlab.train.compare import (
     LABELS,
     display_labels,
@@ -573,7 +582,7 @@ class FinetuneCompareRequest:
     job: str  # job id, as `finetune` / `jobs list` print it
     data: str = ""  # MCQ JSONL; empty = the embedded mini benchmark
     pairings: str = "auto"  # tt,ti,it,ii or auto (every pairing the model and the data allow)
-    limit: int = 0  # first N questions only (0 = all)
+    limit: int = run_option("limit")  # first N questions only (0 = all)
     attention_limit: int | None = 200  # attention margins on the first N query captions (0 = all, None = skip)
     report: bool = True  # the separated report: in-format vs out-of-template / unseen-word / held-out, with CIs
 
@@ -585,7 +594,7 @@ class FinetuneCompareRequest:
         object.__setattr__(self, "data", str(self.data or "").strip())
         if self.data:  # inside the allowed data roots; a datasets folder becomes its mcq.jsonl
             object.__setattr__(self, "data", str(data_input(self.data, "data", "mcq")))
-        object.__setattr__(self, "limit", nonneg_int(self.limit, "limit"))
+        check_run_options(self)  # limit (RunOptions)
         if self.attention_limit is not None:
             object.__setattr__(self, "attention_limit", nonneg_int(self.attention_limit, "attention_limit"))
 

@@ -27,7 +27,7 @@ from bindlab.analysis.grounding_controls import grounding_audit
 from bindlab.data.factors import FACTORS, FactorIndex, load_index
 from bindlab.eval.metrics import TIE_TOL
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_device
+from bindlab.studies.validate import check_run_options, run_option
 
 __all__ = [
     "ALIGNMENTS",
@@ -111,6 +111,9 @@ def parse_factors(spec: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(factors))
 
 
+MODEL_EMPTY = "model is empty; enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip"
+
+
 # ---------------------------------------------------------------------------------------------- the request
 @dataclass
 class GroundingRequest:
@@ -125,8 +128,7 @@ class GroundingRequest:
         controls: also run the controls (attraction, mismatched directions, image prototype, selective gate).
         n_boot: bootstrap resamples of the selective-grounding gate (>= 1).
         seed: bootstrap seed.
-        device: ``auto|cpu|cuda|cuda:N|mps``.
-        batch_size: images per encoder batch (>= 1).
+        device, batch_size: as :class:`~bindlab.studies.validate.RunOptions` takes them (here 64 images per batch).
         protocol: ``"context"`` (split by nuisance context) or ``"combination"`` (unseen combinations of the two
             non-target factors; every value, context and replica in every split).
         align: ``"none"``, ``"shared"`` (one map ``A_shared``) or ``"factor"`` (one map ``A_f`` per factor): also
@@ -135,22 +137,20 @@ class GroundingRequest:
     """
 
     data: str | Path
-    model: str
+    model: str = run_option("model", required=True, empty=MODEL_EMPTY)
     factors: str | Sequence[str] = "all"
     alpha: str | float = "auto"
     controls: bool = True
     n_boot: int = 2000
-    seed: int = 0
-    device: str = "auto"
-    batch_size: int = 64
+    seed: int = run_option("seed")
+    device: str = run_option("device")
+    batch_size: int = run_option("batch_size", default=64)
     settings: dict[str, Any] = field(default_factory=dict, repr=False)  # extra settings for the provenance
     protocol: str = "context"
     align: str = "none"
 
     def __post_init__(self) -> None:
-        self.model = (self.model or "").strip()
-        if not self.model:
-            raise ValueError("model is empty; enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+        check_run_options(self)  # model, seed, device, batch size (RunOptions)
         from bindlab.studies.access import check_model_access
 
         check_model_access(self.model)  # public mode: a listed id or the visitor's own job, before a grid is made
@@ -158,9 +158,6 @@ class GroundingRequest:
         self.factors = parse_factors(self.factors)
         self.alpha = check_alpha(self.alpha)
         self.n_boot = _int_at_least(self.n_boot, 1, "n_boot")
-        self.batch_size = _int_at_least(self.batch_size, 1, "batch_size")
-        self.seed = _int_at_least(self.seed, 0, "seed")
-        self.device = check_device(self.device or "auto")
         self.protocol = check_protocol(str(self.protocol or "context").strip())
         self.align = str(self.align or "none").strip()
         if self.align not in ALIGNMENTS:

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from bindlab.data.factors import load_index, signal_grids
-from bindlab.studies.grounding import check_protocol, open_session
+from bindlab.studies.grounding import MODEL_EMPTY, check_protocol, open_session
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
+from bindlab.studies.validate import check_run_options, run_option
 
 __all__ = ["SweepRequest", "resolve_signal_grid", "run_grounding_sweep", "sweep_row"]
 
@@ -39,23 +40,18 @@ class SweepRequest:
     """
 
     data: str | Path
-    model: str
+    model: str = run_option("model", required=True, empty=MODEL_EMPTY)
     factor: str = "pattern"
     protocol: str = "context"
-    device: str = "auto"
-    batch_size: int = 64
+    device: str = run_option("device")
+    batch_size: int = run_option("batch_size", default=64)
 
     def __post_init__(self) -> None:
-        self.model = (self.model or "").strip()
-        if not self.model:
-            raise ValueError("model is empty; enter an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+        check_run_options(self)  # model, device, batch size (RunOptions)
         from bindlab.studies.access import check_model_access
 
         check_model_access(self.model)  # public mode: a listed id or the visitor's own job, before a grid is made
         self.data = str(self.data or "").strip()
-        from bindlab.studies.validate import check_device
-
-        self.device = check_device(self.device or "auto")
         if self.factor != "pattern":
             raise ValueError(
                 f"factor {self.factor!r}: the signal-strength sweep blends each pattern with its plain "

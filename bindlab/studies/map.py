@@ -48,7 +48,9 @@ from bindlab.analysis.embedding_map import (
 from bindlab.studies.result import Result
 from bindlab.studies.validate import (
     check_options,  # allowed data roots and size caps, as the CLI entry
+    check_run_options,
     encoder_id,
+    run_option,
 )
 
 MAX_LIMIT = 2000  # questions per map: 2000 x 5 items x 2 modalities = 20,000 points, about what a browser can draw
@@ -83,18 +85,21 @@ __all__ = [
 class MapRequest:
     """One map: which points (model, file, subset) and how to lay them out. Validated on construction."""
 
-    model: str = DEFAULT_MODEL  # encoder id (minilm, bow, toy:clip, ...); image points when it embeds images
+    model: str = run_option(
+        "model", default=DEFAULT_MODEL
+    )  # encoder id (minilm, bow, toy:clip, ...); image points when it embeds images
     data: str = ""  # MCQ JSONL; empty = the embedded mini benchmark (with images for image models)
     n_objects: tuple[int, ...] | None = None  # N values to keep (None = every N); "2,3", "2-4", [2, 3] are parsed
-    limit: int = DEFAULT_LIMIT  # at most this many questions (seeded sample), 1..MAX_LIMIT
+    limit: int = run_option("limit", default=DEFAULT_LIMIT)  # at most this many questions (seeded sample), 1..MAX_LIMIT
     method: str = "umap"  # layout, one of METHODS
     color: str = "role"  # colour points by, one of COLOR_BY
     n_neighbors: int = DEFAULT_N_NEIGHBORS  # UMAP neighbourhood size (2..MAX_N_NEIGHBORS, below the points)
     min_dist: float = 0.1  # UMAP minimum distance, in [0, 1]
     metric: str = "cosine"  # UMAP distance, one of METRICS
-    seed: int = 0  # subset sampling and UMAP seed
+    seed: int = run_option("seed")  # subset sampling and UMAP seed
 
     def __post_init__(self) -> None:
+        check_run_options(self)  # model, limit, seed (RunOptions; the caps and the map's own range below)
         model = encoder_id(self.model, DEFAULT_MODEL)  # a malformed id is refused before anything loads
         sizes = parse_n_objects(self.n_objects if not isinstance(self.n_objects, tuple) else list(self.n_objects))
         if self.method not in METHODS:

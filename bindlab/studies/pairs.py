@@ -21,7 +21,7 @@ from bindlab.studies.common import get_encoder
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.progress import Progress
 from bindlab.studies.result import Result
-from bindlab.studies.validate import check_device, data_input, nonneg_int, positive_int
+from bindlab.studies.validate import check_run_options, data_input, run_option
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
 OUTCOMES = ("all", "group pass", "group fail", "I2T fail", "T2I fail")
@@ -47,13 +47,15 @@ class PairsRequest:
     """
 
     data: str | Path  # Pairs JSONL file; image paths are relative to its folder
-    model: str  # image+text encoder id, e.g. "toy:clip"
+    model: str = run_option(
+        "model", required=True, empty="model: give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip"
+    )
     verbosity: str = "all"  # caption level scored: short | medium | long | all
-    limit: int = 0  # score only the first N pairs; 0 = all
-    batch_size: int | None = None  # encoder batch size; None = the backend's default
-    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
-    seed: int = 0  # bootstrap seed of the 95 % intervals
-    skip_bad: bool = False  # skip malformed lines (reported in the notes) instead of refusing the file
+    limit: int = run_option("limit")  # score only the first N pairs; 0 = all
+    batch_size: int | None = run_option("batch_size")  # None = the backend's default
+    device: str = run_option("device")
+    seed: int = run_option("seed")  # bootstrap seed of the 95 % intervals
+    skip_bad: bool = run_option("skip_bad")  # malformed lines are reported in the notes
 
     def __post_init__(self) -> None:
         if not str(self.data or "").strip():
@@ -62,15 +64,8 @@ class PairsRequest:
                 "(make one with 'python -m bindlab generate composet --out DIR')"
             )
         self.data = data_input(self.data, "data", "pairs")  # inside the allowed data roots; a datasets folder read
-        self.model = (self.model or "").strip()
-        if not self.model:
-            raise ValueError("model: give an image+text encoder id, e.g. toy:clip or hf:/path/to/clip")
+        check_run_options(self)  # model, limit, batch size, device, seed (RunOptions)
         parse_verbosity(self.verbosity)
-        self.limit = nonneg_int(self.limit, "limit")
-        if self.batch_size is not None:
-            self.batch_size = positive_int(self.batch_size, "batch_size")
-        self.seed = nonneg_int(self.seed, "seed")
-        self.device = check_device(self.device)
 
 
 def run_pairs(request: PairsRequest, progress: Progress | None = None) -> Result:

@@ -19,6 +19,7 @@ import math
 import os
 import stat
 from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,95 @@ def check_device(value: Any, name: str = "device", lims: Limits | None = None) -
     return text
 
 
+# --- the options every run shares ------------------------------------------------------------------------------------
+DEVICE_HELP = "auto|cpu|cuda|cuda:N|mps; auto (the default) takes cuda if there is one, else mps, else cpu"
+
+
+def _check_model(value: Any, f: Field) -> str:
+    text = str(value or "").strip()
+    if not text and "empty" in f.metadata:
+        raise ValueError(f.metadata["empty"])
+    return text
+
+
+def _check_device(value: Any, f: Field) -> str:
+    return check_device(value or "auto")  # None or "" (an empty box in a tab): auto
+
+
+def _check_batch_size(value: Any, f: Field) -> int | None:
+    return None if value is None else positive_int(value, "batch_size")
+
+
+def _check_limit(value: Any, f: Field) -> int:
+    return nonneg_int(value, "limit")
+
+
+def _check_seed(value: Any, f: Field) -> int:
+    return _between(0, SEED_MAX, " (2**32 - 1: numpy's seed range)")(value, "seed", limits())
+
+
+def _run(default: Any, help: str, check: Callable[[Any, Field], Any], cap: str | None = None, **cli: Any) -> Any:  # noqa: A002
+    return field(default=default, metadata={"help": help, "check": check, "cap": cap, **cli})
+
+
+@dataclass
+class RunOptions:
+    """The options every run of a model shares, defined and checked here once: which encoder, on which device, how
+    many items per forward pass, how many items, which seed, and whether malformed lines are skipped.
+
+    Every study's request declares the ones it takes with :func:`run_option` (at its own position; a request may
+    change a default or the help text, never the check) and calls :func:`check_run_options` first thing in
+    ``__post_init__``; the CLI builds ``--device``, ``--batch-size``, ``--limit``, ``--seed`` and ``--skip-bad``
+    from these fields (:func:`bindlab.cli.common.add_run_args`), and :func:`check_options` checks them with the same
+    functions, under the caps in force (``cap``: a :class:`bindlab.config.Limits` field).
+    """
+
+    model: str = _run("", "encoder id, e.g. minilm, bow or toy:clip", _check_model)
+    device: str = _run("auto", DEVICE_HELP, _check_device, metavar="DEVICE")
+    batch_size: int | None = _run(
+        None,
+        "texts or images per encoder forward pass",
+        _check_batch_size,
+        "max_batch_size",
+        metavar="N",
+        cli_default=64,
+        type=int,
+    )
+    limit: int = _run(0, "score only the first N items (0 = all)", _check_limit, "max_questions", metavar="N", type=int)
+    seed: int = _run(0, "bootstrap seed", _check_seed, metavar="N", type=int)
+    skip_bad: bool = _run(False, "skip malformed lines (reported) instead of refusing the file", lambda v, f: bool(v))
+
+    def __post_init__(self) -> None:
+        check_run_options(self)
+
+
+def run_option(name: str, *, required: bool = False, **change: Any) -> Any:
+    """A request's field for the run option ``name`` (a :class:`RunOptions` field): its default, help text and check,
+    with ``default`` or ``help`` changed where the request's differ; ``required``: no default (a positional field);
+    ``empty``: for ``model``, the message when it is empty (else an empty id passes).
+    """
+    base = RunOptions.__dataclass_fields__[name]
+    meta = {**base.metadata, **{k: v for k, v in change.items() if k != "default"}, "run_option": name}
+    if required:
+        return field(metadata=meta)
+    return field(default=change.get("default", base.default), metadata=meta)
+
+
+def run_options(request: Any) -> list[Field]:
+    """The run option fields a request (or its class) declares, in its order."""
+    return [f for f in fields(request) if "check" in f.metadata]
+
+
+def check_run_options(request: Any) -> None:
+    """Check every run option ``request`` declares, in place (frozen dataclasses too), each with its one check.
+
+    Raises:
+        ValueError: one line naming the option, the value and what to do.
+    """
+    for f in run_options(request):
+        object.__setattr__(request, f.name, f.metadata["check"](getattr(request, f.name), f))
+
+
 def _float(lo: float | None = None, hi: float | None = None, lo_open: bool = False):
     return lambda v, name, lims: finite_float(v, name, lo, hi, lo_open)
 
@@ -287,8 +377,6 @@ def _lines_a(v: Any, name: str, lims: Limits) -> Any:
 
 # option name (argparse dest, or the app's keyword) -> check(value, name, limits). None values are skipped.
 OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
-    "batch_size": _pos("max_batch_size"),
-    "limit": _nonneg("max_questions"),
     "sample": _nonneg("max_questions"),
     "eval_sample": _nonneg("max_questions"),
     "attention_limit": _nonneg("max_questions"),
@@ -326,9 +414,24 @@ OPTION_RULES: dict[str, Callable[[Any, str, Limits], Any]] = {
     "hard_share": _float(0.0, 1.0),
     "holdout_words": _float(0.0, 0.5, lo_open=True),
     "lines_a": _lines_a,
-    "seed": _between(0, SEED_MAX, " (2**32 - 1: numpy's seed range)"),
-    "device": check_device,
 }
+
+
+def _run_rule(f: Field) -> Callable[[Any, str, Limits], Any]:
+    """A run option's check as an :data:`OPTION_RULES` entry: its one check, then its cap."""
+
+    def check(v: Any, name: str, lims: Limits) -> Any:
+        value = f.metadata["check"](v, f)
+        cap = f.metadata["cap"]
+        return capped(value, name, cap, lims) if cap and value is not None else value
+
+    return check
+
+
+OPTION_RULES.update(
+    {name: _run_rule(RunOptions.__dataclass_fields__[name]) for name in ("batch_size", "limit", "seed")}
+)
+OPTION_RULES["device"] = check_device  # strict here: an empty --device is a mistake, not auto
 
 INPUT_PATHS = ("data", "images", "config", "vocab_from")  # user-given files/folders that are read
 OUTPUT_FILES = ("per_item",)  # always files
@@ -391,18 +494,23 @@ def check_caption(text: str, lims: Limits | None = None) -> str:
 
 
 __all__ = [
+    "DEVICE_HELP",
     "OPTION_RULES",
     "SEED_MAX",
+    "RunOptions",
     "capped",
     "check_caption",
     "check_device",
     "check_options",
+    "check_run_options",
     "finite_float",
     "input_path",
     "nonneg_int",
     "output_dir",
     "output_file",
     "positive_int",
+    "run_option",
+    "run_options",
 ]
 
 

@@ -21,10 +21,10 @@ def _noop(*args, **kwargs):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"limit": -1}, r"limit \(captions per set, 0 = all\) must be at least 0, got -1"),
-        ({"limit": 2.5}, "limit .* must be a whole number, got 2.5"),
+        ({"limit": -1}, r"--limit must be 0 or more, got -1 \(0 means all\)"),  # the run options' one message
+        ({"limit": 2.5}, "--limit must be a whole number, got 2.5"),
         ({"direction": "sideways"}, "sideways"),
-        ({"seed": -3}, "seed must be at least 0, got -3"),
+        ({"seed": -3}, "--seed must be between 0 and .*, got -3"),
         ({"n_boot": 0}, "n_boot must be at least 1, got 0"),
         ({"model": " "}, "model is empty"),
     ],
@@ -158,7 +158,7 @@ def test_tab_errors_are_messages():
 
     from bindlab.ui import attention as tab
 
-    with pytest.raises(gr.Error, match="at least 0, got -2"):
+    with pytest.raises(gr.Error, match="0 or more, got -2"):
         tab.compute("minilm", "", "", -2, "later_to_earlier", 0, progress=_noop)
     with pytest.raises(gr.Error, match="the limit is 512 words"):
         tab.analyse_text("minilm", "later_to_earlier", "word " * 600, "red:cube, blue:ball", 0)

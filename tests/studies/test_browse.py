@@ -138,7 +138,7 @@ def test_skipped_lines_are_a_note_and_a_warning(small_benchmark, tmp_path, capsy
         ({"pairings": ""}, "unknown pairing"),
         ({"model": "  "}, "model: give an encoder id"),
         ({"data": ""}, "data: give an MCQ JSONL file"),
-        ({"device": ""}, "device must be"),
+        ({"device": "gpu"}, "unknown device .gpu.; choose auto"),
     ],
 )
 def test_bad_requests_are_refused_naming_the_value(small_benchmark, kwargs, match):

@@ -181,7 +181,7 @@ def test_user_errors_are_one_line(setup, capsys):
         ("factors", "size", "factor 'size': choose from shape, hue, pattern"),
         ("factors", "", "choose from shape, hue, pattern"),
         ("n_boot", 0, "n_boot must be at least 1, got 0"),
-        ("batch_size", 0, "batch_size must be at least 1, got 0"),
+        ("batch_size", 0, "batch-size must be at least 1, got 0"),
         ("seed", 1.5, "seed must be a whole number, got 1.5"),
         ("model", "  ", "model is empty"),
     ],

@@ -105,7 +105,7 @@ def test_run_pairs_limit_and_seed(pairs_setup):
     [
         ({"limit": -1}, "--limit must be 0 or more, got -1"),
         ({"batch_size": 0}, "--batch-size must be at least 1, got 0"),
-        ({"seed": -2}, "--seed must be 0 or more, got -2"),
+        ({"seed": -2}, "--seed must be between 0 and .*, got -2"),
         ({"verbosity": "huge"}, "huge"),
         ({"model": ""}, "model: give an image\\+text encoder id"),
         ({"data": " "}, "data: give a Pairs JSONL file"),

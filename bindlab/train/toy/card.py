@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import Field, fields
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +338,44 @@ def shown_path(path: str) -> str:
         return str(Path(path).resolve().relative_to(repo_root()))
     except ValueError:
         return Path(path).name
+
+
+def setting_flag(f: Field) -> str:
+    """A training setting's ``train toy`` flag (:class:`~bindlab.train.toy.config.TrainConfig`'s field metadata)."""
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def command_args(t: dict[str, Any], values: dict[str, Any] | None = None) -> list[str]:
+    """The flags and values that the reproduce command of a recorded ``train_config`` ``t`` names, in the config's
+    field order: each setting its field's ``shown`` rule admits (by default: set), a ``lit`` one only for
+    ``--arch lit``, the model sizes that are set (:class:`~bindlab.train.toy.config.ModelSize`); ``values`` replaces
+    the written value of a setting (and names it)."""
+    from bindlab.train.toy.config import ModelSize, TrainConfig
+
+    values = values or {}
+    args: list[str] = []
+    for f in fields(TrainConfig):
+        meta = f.metadata
+        if meta.get("sizes"):
+            sizes = t.get(f.name) or {}
+            args += [x for g in fields(ModelSize) if sizes.get(g.name) for x in (setting_flag(g), str(sizes[g.name]))]
+        elif "help" not in meta or (meta.get("lit") and t.get("arch") != "lit"):
+            continue
+        elif f.name in values:
+            args += [setting_flag(f), str(values[f.name])]
+        elif meta["shown"](t) if "shown" in meta else bool(t.get(f.name)):
+            args += [setting_flag(f), str(meta["value"](t) if "value" in meta else t[f.name])]
+    return args
+
+
+def train_command(t: dict[str, Any], out: str = "DIR", init: str | None = None) -> str:
+    """The ``train toy`` command line of one recorded ``train_config`` ``t`` (model size overrides included), writing
+    to ``out`` (after ``--arch`` and ``--text``); ``init`` replaces its ``--init-from`` folder (a stage's predecessor
+    in a sequence), else a recorded one is shown relative to the repository."""
+    start = init or (shown_path(t["init_from"]) if t.get("init_from") else None)
+    args = command_args(t, {"init_from": start} if start else {})
+    at = 4 if t.get("arch") == "lit" else 2
+    return " ".join(["python -m bindlab train toy", *args[:at], "--out", out, *args[at:]])
 
 
 _COMBO_LABELS = {

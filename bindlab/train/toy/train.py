@@ -39,223 +39,11 @@ from typing import Any
 import numpy as np
 
 from bindlab.encoders.toy.backend import save_model
-from bindlab.encoders.toy.models import ARCHS, ToyConfig
 from bindlab.encoders.toy.tokenizer import WordTokenizer
 from bindlab.train.phrase_metric import RANK_SCALE
-from bindlab.train.toy.data import OBJECT_WEIGHTS, TWIN_LAYOUTS, heldout_combinations, load_pool, make_batch
-from bindlab.train.toy.lit import PHRASE_BAG_WEIGHT, TARGET_SHRINK, TARGET_TWIN_WEIGHT
+from bindlab.train.toy.config import ModelSize, TrainConfig  # noqa: F401 - the settings, where callers import them
+from bindlab.train.toy.data import load_pool, make_batch
 from bindlab.train.toy.pairs import load_pair_twins
-
-# Architectures of the shipped models (small enough for 2 shared CPU cores).
-ARCH_DEFAULTS: dict[str, dict[str, Any]] = {
-    "clip": dict(width=64, heads=4, layers=4, text_layers=3, embed_dim=64, image_size=64, patch_size=16, stem="deep"),
-    "shared": dict(width=64, heads=4, layers=4, embed_dim=64, image_size=64, patch_size=16, stem="deep"),
-    # toy:clip's image tower; embed_dim is set to the frozen text model's dimension (MiniLM: 384)
-    "lit": dict(width=64, heads=4, layers=4, image_size=64, patch_size=16, stem="deep"),
-}
-LIT_TARGETS = ("captions", "discriminant", "phrases")  # what a lit image is trained towards (TrainConfig.lit_target)
-TEXT_DIMS = {"minilm": 384}  # frozen text models of --arch lit (known dimensions; others are measured)
-
-
-@dataclass
-class TrainConfig:
-    """Settings of one training run (recorded in ``training.json``)."""
-
-    arch: str = "clip"  # "clip", "shared" or "lit"
-    steps: int = 6000  # optimizer steps (the shipped models)
-    batch_size: int = 128  # scenes per step (in-batch negatives)
-    lr: float = 1.5e-3  # peak learning rate (AdamW)
-    warmup: int = 60  # linear warm-up steps, then cosine decay to 0
-    weight_decay: float = 0.05
-    seed: int = 0  # fixes init, pool, batch order and captions
-    pool_size: int = 10000  # pre-rendered training scenes
-    hard_share: float = 0.5  # share of each batch in shape-hard groups (bindlab.train.toy.data.shape_hard_groups)
-    checkpoint_every: int = 100  # steps between checkpoints
-    threads: int = 1  # torch CPU threads; on a busy 2-core machine 1 thread ran ~10x faster than 2 (measured)
-    render_workers: int = 2  # processes that render the pool
-    model: dict[str, Any] = field(default_factory=dict)  # ToyConfig overrides (tests use tiny ones)
-    holdout_fraction: float = (
-        0.0  # share of shape x attribute pairs no training scene shows (toy_data.heldout_combinations)
-    )
-    twin_share: float = (
-        0.0  # binding twins added per batch, as a share of batch_size (toy_data.make_batch; NegCLIP-style)
-    )
-    init_from: str = ""  # start from this toy model folder's weights (a finetune) instead of a fresh init
-    pair_share: float = 0.0  # CompoSET-style pair twins added per batch, as a share of batch_size (toy_pairs)
-    pair_scenes: int = 3000  # pair twins rendered for the run (one attribute edit per scene)
-    text: str = ""  # lit: the frozen text model ("minilm" when empty)
-    captions_per_scene: int = 4  # lit: cached captions per pool scene (toy_lit.CAPTIONS_PER_SCENE)
-    lit_target: str = (
-        "captions"  # lit: "captions" (InfoNCE with one cached caption per scene), "discriminant", "phrases"
-    )
-    target_shrink: float = TARGET_SHRINK  # lit discriminant and phrases: covariance shrinkage
-    target_twin_weight: float = TARGET_TWIN_WEIGHT  # lit discriminant: weight of the twin's caption mean (lam)
-    target_pair_weight: float = 0.0  # lit discriminant: weight of the scene-twin difference term (twins in the batch)
-    target_bag_weight: float = PHRASE_BAG_WEIGHT  # lit phrases: weight of the scene's bag of pairings (lam)
-    target_contrastive: float = (
-        0.0  # lit discriminant/phrases: weight of InfoNCE between images and the batch's targets
-    )
-    target_caption_weight: float = (
-        0.0  # lit phrases: share of the scene's caption mean in its target (toy_lit.blend_targets)
-    )
-    target_rank_steps: int = (
-        0  # lit phrases: learn the phrase metric by ranking captions vs twins (train.phrase_metric)
-    )
-    image_rank_weight: float = 0.0  # lit phrases: weight of the twin ranking loss on the image embeddings themselves
-    rank_scenes: int = 0  # lit phrases: fit the ranked metric on the first N pool scenes' captions (0 = all)
-    image_rank_scale: float = RANK_SCALE  # its margins' scale in the logistic (large: every wrong sign costs alike)
-    image_margin_weight: float = 0.0  # lit phrases: weight of the images' twin margins regressed onto the targets'
-    image_bias_weight: float = (
-        0.0  # lit phrases: weight of the twin difference's caption component pinned to the targets'
-    )
-    twin_layout: str = "same"  # binding twins' objects in their scene's slots, or "shuffled" (toy_data.shuffled_slots)
-    slot_count_weight: float = 0.0  # lit slot head: weight of its counts regressed onto the scene's objects
-    max_objects: int = 4  # pool scenes have 1..max_objects objects (toy_data.OBJECT_WEIGHTS)
-    render_size: int = 0  # draw the pool at this side and shrink it to the model's (0: draw at the model's side)
-    render_share: float = 1.0  # share of the pool drawn at render_size (toy_data.pool_render_sizes); the rest native
-
-    def __post_init__(self) -> None:
-        if self.arch not in ARCHS:
-            raise ValueError(f"unknown toy arch {self.arch!r}; choose one of {ARCHS}")
-        for name in ("steps", "batch_size", "pool_size", "checkpoint_every"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.batch_size < 2:
-            raise ValueError("batch_size must be at least 2 (contrastive training needs negatives)")
-        if not 0 <= self.twin_share <= 1:
-            raise ValueError(f"twin_share must be between 0 and 1, got {self.twin_share}")
-        if not 0 <= self.pair_share <= 1:
-            raise ValueError(f"pair_share must be between 0 and 1, got {self.pair_share}")
-        if self.twin_layout not in TWIN_LAYOUTS:
-            raise ValueError(f"unknown twin layout {self.twin_layout!r}; choose one of {TWIN_LAYOUTS}")
-        if self.max_objects not in OBJECT_WEIGHTS:
-            raise ValueError(f"max_objects must be one of {sorted(OBJECT_WEIGHTS)}, got {self.max_objects}")
-        if self.render_size and not 32 <= int(self.render_size) <= 512:
-            raise ValueError(f"render_size must be 0 (the model's side) or 32-512 px, got {self.render_size}")
-        if not 0 < self.render_share <= 1:
-            raise ValueError(f"render_share must be in (0, 1], got {self.render_share}")
-        if self.render_share < 1 and not self.render_size:
-            raise ValueError("--render-share is the share of the pool drawn at --render-size: give --render-size too")
-        if self.pair_share > 0 and int(self.pair_scenes) < 1:
-            raise ValueError(f"pair_scenes must be at least 1, got {self.pair_scenes}")
-        if self.init_from and not (Path(self.init_from) / "model.safetensors").is_file():
-            raise ValueError(
-                f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
-                "a folder written by 'train toy', e.g. bindlab/assets/toy-clip"
-            )
-        if self.arch == "lit":
-            if self.pair_share:
-                raise ValueError(
-                    "--arch lit trains with cached captions of the pool and its binding twins only: no --pair-twins"
-                )
-            if not self.text:
-                self.text = "minilm"
-            if int(self.captions_per_scene) < 1:
-                raise ValueError(f"captions_per_scene must be at least 1, got {self.captions_per_scene}")
-            if self.lit_target not in LIT_TARGETS:
-                raise ValueError(f"unknown lit target {self.lit_target!r}; choose one of {LIT_TARGETS}")
-            if self.lit_target != "captions" and int(self.captions_per_scene) < 2:
-                raise ValueError(
-                    f"--lit-target {self.lit_target} needs at least 2 captions per scene (its metric is "
-                    "their within-scene covariance)"
-                )
-            if self.lit_target == "discriminant" and not 0 <= self.target_twin_weight < 1:
-                raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
-            if self.lit_target == "phrases" and not 0 <= self.target_bag_weight < 1:
-                raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
-            if not 0 <= self.target_caption_weight <= 1:
-                raise ValueError(f"target_caption_weight must be in [0, 1], got {self.target_caption_weight}")
-            if int(self.target_rank_steps) < 0:
-                raise ValueError(f"target_rank_steps must be at least 0, got {self.target_rank_steps}")
-            if self.target_rank_steps and self.lit_target != "phrases":
-                raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
-            if int(self.rank_scenes) < 0:
-                raise ValueError(f"rank_scenes must be at least 0, got {self.rank_scenes}")
-            if self.rank_scenes and not self.target_rank_steps:
-                raise ValueError("--rank-scenes is for --target-rank-steps (the scenes its metric is fitted on)")
-            needs_all = [
-                f"--{n.replace('_', '-')}"
-                for n in ("target_caption_weight", "image_rank_weight", "image_margin_weight", "image_bias_weight")
-                if getattr(self, n)
-            ]
-            if self.rank_scenes and needs_all:
-                raise ValueError(
-                    f"--rank-scenes embeds only the first scenes' captions; {needs_all[0]} needs every "
-                    "pool scene's (leave --rank-scenes out)"
-                )
-            for name in ("image_rank_weight", "image_margin_weight", "image_bias_weight"):  # twin terms on images
-                if getattr(self, name) < 0:
-                    raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
-                if getattr(self, name) and (self.lit_target != "phrases" or not self.twin_share):
-                    raise ValueError(
-                        f"--{name.replace('_', '-')} is for --lit-target phrases with twins in the batch (--twin-share)"
-                    )
-            if not self.image_rank_scale > 0:
-                raise ValueError(f"image_rank_scale must be positive, got {self.image_rank_scale}")
-            if self.target_caption_weight and self.lit_target != "phrases":
-                raise ValueError(
-                    "--target-caption-weight is for --lit-target phrases (the share of the scene's "
-                    "caption mean in its phrase target)"
-                )
-            if self.lit_target != "captions" and self.target_shrink <= 0:
-                raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
-            if self.target_pair_weight < 0:
-                raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
-            if self.target_pair_weight and not self.twin_share:
-                raise ValueError("--target-pair-weight needs twins in the batch (--twin-share)")
-            if self.target_pair_weight and self.lit_target == "captions":
-                raise ValueError("--target-pair-weight is for --lit-target discriminant or phrases")
-            if self.target_contrastive < 0:
-                raise ValueError(f"target_contrastive must be at least 0, got {self.target_contrastive}")
-            if self.target_contrastive and self.lit_target == "captions":
-                raise ValueError(
-                    "--target-contrastive is for --lit-target discriminant or phrases (captions "
-                    "training is contrastive already)"
-                )
-            if self.model.get("head_slots") and self.lit_target != "phrases":
-                raise ValueError("--head-slots is for --lit-target phrases (its slots sum the targets' phrases)")
-            if self.slot_count_weight < 0:
-                raise ValueError(f"slot_count_weight must be at least 0, got {self.slot_count_weight}")
-            if self.slot_count_weight and not self.model.get("head_slots"):
-                raise ValueError("--slot-count-weight supervises a slot head's counts: give --head-slots K too")
-        elif self.model.get("head_slots"):
-            raise ValueError(f"--head-slots is for --arch lit --lit-target phrases; {self.arch} has no phrase grid")
-        elif self.slot_count_weight:
-            raise ValueError(f"--slot-count-weight is for --arch lit with --head-slots; {self.arch} has no slot head")
-        elif self.text:
-            raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
-        elif self.lit_target != "captions":
-            raise ValueError(f"--lit-target is for --arch lit; {self.arch} trains its own text tower")
-        self.heldout()  # checks holdout_fraction
-
-    @property
-    def clean_holdout(self) -> bool:
-        """Whether the held-out pairs are kept out of colour slots too (lit runs: yes)."""
-        return self.arch == "lit"
-
-    def heldout(self) -> frozenset[tuple[str, str]]:
-        """The held-out (shape, attribute) pairs of this run."""
-        return frozenset(heldout_combinations(self.holdout_fraction, self.seed))
-
-    def model_config(self, vocab_size: int) -> ToyConfig:
-        extra: dict[str, Any] = {}
-        if self.arch == "lit":
-            extra = {"text_model": self.text, "embed_dim": text_dim(self.text), "max_text_len": 0}
-            vocab_size = 0
-            if self.model.get("head_slots"):
-                from bindlab.data.render import RENDER_VOCAB
-
-                extra.update(head_shapes=len(RENDER_VOCAB.objects), head_attributes=len(RENDER_VOCAB.attributes))
-        return ToyConfig(arch=self.arch, vocab_size=vocab_size, **{**ARCH_DEFAULTS[self.arch], **self.model, **extra})
-
-
-def text_dim(text_model: str) -> int:
-    """The embedding dimension of a frozen text model (:data:`TEXT_DIMS`, else measured on one text)."""
-    if text_model in TEXT_DIMS:
-        return TEXT_DIMS[text_model]
-    from bindlab.encoders.base import load_encoder
-
-    return int(load_encoder(text_model, device="cpu").embed_texts(["a red cube"]).shape[1])
 
 
 @dataclass
@@ -445,6 +233,211 @@ def _saved_caption_seconds(out: Path) -> float:
     return total
 
 
+@dataclass
+class _LitData:
+    """What a lit run trains against: the pool's cached captions (and its twins'), the targets built from them (the
+    scene's and the twin's), the phrase table, the ranked metric, and the twin scenes."""
+
+    captions: Any = None
+    twin_captions: Any = None
+    targets: Any = None
+    table: Any = None
+    ranking: Any = None
+    twins: Any = None
+
+
+def _lit_data(cfg: TrainConfig, mcfg: Any, model: Any, pool: Any, out: Path, state: TrainState) -> _LitData:
+    """The captions a lit run embeds once (cached in ``out``) and the targets it pulls images towards; a slot head's
+    phrase grid is set in ``model``, the embedding time in ``state``."""
+    import torch
+
+    from bindlab.train.toy.lit import WHITENER_SCENES, caption_cache, discriminant_targets
+
+    discriminant = cfg.lit_target == "discriminant"
+    phrases = cfg.lit_target == "phrases"
+    ranked = phrases and bool(
+        cfg.target_rank_steps or cfg.image_rank_weight or cfg.image_margin_weight or cfg.image_bias_weight
+    )
+    captions = twin_captions = targets = table = ranking = None
+    blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
+    # the scenes whose captions are embedded: the whitener's, the ranked metric's (--rank-scenes), or all
+    first = WHITENER_SCENES if phrases and not (blend or ranked) else (cfg.rank_scenes or None)
+    captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
+    twins = pool.twin_scenes()
+    if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
+        twin_captions = caption_cache(
+            pool.scenes[:first],
+            cfg.seed,
+            cfg.text,
+            out / "twin_captions.npz",
+            cfg.captions_per_scene,
+            twins=twins[:first],
+        )
+    if phrases:
+        targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
+        if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
+            from bindlab.train.toy.lit import phrase_grid, phrase_table
+
+            grid = phrase_grid(phrase_table(cfg.text), table, metric)
+            model.image_head.phrases.copy_(torch.from_numpy(grid))
+    if discriminant:
+        targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
+    fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
+    if fresh:
+        state.caption_seconds = fresh
+    else:
+        state.caption_seconds = state.caption_seconds or _saved_caption_seconds(out)
+    return _LitData(captions, twin_captions, targets, table, ranking, twins)
+
+
+def _step_loss(cfg: TrainConfig, model: Any, step: int, pool: Any, tokenizer: Any, pairs: Any, data: _LitData) -> Any:
+    """The loss of training step ``step``: its batch (a lit batch against cached captions or targets, else scenes and
+    their captions through the text tower), then the contrastive or target loss and the optional terms."""
+    import torch
+
+    if data.captions is not None:
+        from bindlab.train.toy.lit import lit_batch
+
+        phrases = cfg.lit_target == "phrases"
+        batch = lit_batch(
+            pool,
+            None if phrases else data.captions,
+            step,
+            cfg.batch_size,
+            cfg.seed,
+            cfg.hard_share,
+            None if phrases else data.twin_captions,
+            cfg.twin_share,
+        )
+        pixels = batch.pixels
+        if data.targets is not None:  # the scene's (or its twin's) discriminant or phrase point
+            own = data.targets[0][batch.scenes]
+            txt = torch.from_numpy(
+                own if data.targets[1] is None else np.where(batch.twin[:, None], data.targets[1][batch.scenes], own)
+            )
+        else:
+            txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
+    else:
+        pixels, ids = make_batch(
+            pool,
+            tokenizer,
+            step,
+            cfg.batch_size,
+            cfg.seed,
+            cfg.hard_share,
+            cfg.twin_share,
+            pairs,
+            cfg.pair_share,
+        )
+        txt = model.encode_text(torch.from_numpy(ids))
+    if cfg.slot_count_weight:  # the slot head's counts, from the same pass as the embeddings
+        img, counts = model.encode_image_counts(torch.from_numpy(pixels))
+        shown = [data.twins[i] if t else pool.scenes[i] for i, t in zip(batch.scenes, batch.twin, strict=True)]
+    else:
+        img = model.encode_image(torch.from_numpy(pixels))
+    if data.targets is not None:
+        loss = cosine_loss(img, txt)
+        if cfg.target_pair_weight and batch.twin.any():
+            loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
+        if cfg.target_contrastive:
+            loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
+        if cfg.image_rank_weight and batch.twin.any():
+            loss = loss + cfg.image_rank_weight * image_rank_loss(
+                img, batch.scenes, batch.twin, data.captions, data.twin_captions, step, cfg.image_rank_scale
+            )
+        if cfg.image_margin_weight and batch.twin.any():
+            loss = loss + cfg.image_margin_weight * image_margin_loss(
+                img, txt, batch.scenes, batch.twin, data.captions, data.twin_captions, step
+            )
+        if cfg.image_bias_weight and batch.twin.any():
+            loss = loss + cfg.image_bias_weight * image_bias_loss(
+                img, txt, batch.scenes, batch.twin, data.captions, data.twin_captions, step
+            )
+    else:
+        loss = contrastive_loss(img, txt, model.logit_scale)
+    if cfg.slot_count_weight:
+        loss = loss + cfg.slot_count_weight * slot_count_loss(counts, shown)
+    return loss
+
+
+def _training_record(
+    cfg: TrainConfig, state: TrainState, model: Any, mcfg: Any, heldout: Any, earlier: list, data: _LitData
+) -> dict[str, Any]:
+    """The run's ``training.json`` record: steps, times, losses, its settings and model config, the held-out pairs,
+    the earlier stages, and for a lit run what its captions and targets were."""
+    n_params = sum(p.numel() for p in model.parameters())
+    record = {
+        "finished": state.step >= cfg.steps,
+        "steps": state.step,
+        "train_seconds": round(state.seconds, 1),
+        "render_seconds": round(state.render_seconds, 1),
+        "parameters": n_params,
+        "final_loss": state.loss,
+        "temperature": state.temperature,
+        "losses": state.losses,
+        "resumed_from": state.resumed_from,
+        "schedule": state.schedule,
+        "train_config": asdict(cfg),
+        "model_config": mcfg.to_json(),
+        "threads": cfg.threads,
+        "heldout_combinations": sorted(map(list, heldout)),
+    }
+    if earlier:
+        record["earlier_stages"] = earlier
+    if data.captions is not None:
+        captions, twin_captions, table, ranking = data.captions, data.twin_captions, data.table, data.ranking
+        from bindlab.train.toy.lit import WHITENER_SCENES
+
+        phrases, discriminant = cfg.lit_target == "phrases", cfg.lit_target == "discriminant"
+        record["captions"] = {
+            "text_model": cfg.text,
+            "per_scene": cfg.captions_per_scene,
+            "captions": captions.n_captions,
+            "distinct": len(captions.texts),
+            "embed_seconds": round(state.caption_seconds, 1),
+            "cache": "captions.npz",
+            "clean_holdout": True,
+            "target": cfg.lit_target,
+        }
+        if cfg.target_contrastive or cfg.target_pair_weight:
+            record["captions"].update(
+                target_contrastive=cfg.target_contrastive, target_pair_weight=cfg.target_pair_weight
+            )
+        if cfg.image_rank_weight:
+            record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
+        if cfg.image_margin_weight:
+            record["captions"]["image_margin_weight"] = cfg.image_margin_weight
+        if cfg.image_bias_weight:
+            record["captions"]["image_bias_weight"] = cfg.image_bias_weight
+        if cfg.slot_count_weight:
+            record["captions"]["slot_count_weight"] = cfg.slot_count_weight
+        if phrases:
+            record["captions"].update(
+                target_shrink=cfg.target_shrink,
+                target_bag_weight=cfg.target_bag_weight,
+                whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
+                phrases=len(table.pairs),
+                phrase_seconds=round(table.seconds, 1),
+            )
+            if cfg.target_caption_weight:
+                record["captions"].update(target_caption_weight=cfg.target_caption_weight)
+            if ranking is not None:
+                record["captions"]["ranked_metric"] = ranking.record()
+        if discriminant:
+            record["captions"].update(
+                target_shrink=cfg.target_shrink,
+                target_twin_weight=cfg.target_twin_weight,
+                target_pair_weight=cfg.target_pair_weight,
+            )
+        if twin_captions is not None:
+            record["captions"].update(
+                twin_captions=int((twin_captions.index >= 0).sum()),
+                twin_distinct=len(twin_captions.texts),
+                twin_cache="twin_captions.npz",
+            )
+    return record
+
+
 def train_toy(
     cfg: TrainConfig, out: str | Path, callbacks: list[Callback] | None = None, pool_cache: str | Path | None = None
 ) -> dict[str, Any]:
@@ -522,108 +515,16 @@ def train_toy(
         else None
     )
     state.render_seconds += time.perf_counter() - t_render
-    captions = twin_captions = targets = table = ranking = None
-    if lit:
-        from bindlab.train.toy.lit import WHITENER_SCENES, caption_cache, discriminant_targets
-
-        blend = phrases and cfg.target_caption_weight > 0  # phrase targets with a share of the caption mean
-        # the scenes whose captions are embedded: the whitener's, the ranked metric's (--rank-scenes), or all
-        first = WHITENER_SCENES if phrases and not (blend or ranked) else (cfg.rank_scenes or None)
-        captions = caption_cache(pool.scenes[:first], cfg.seed, cfg.text, out / "captions.npz", cfg.captions_per_scene)
-        twins = pool.twin_scenes()
-        if (cfg.twin_share > 0 and (blend or not phrases)) or discriminant or ranked:
-            twin_captions = caption_cache(
-                pool.scenes[:first],
-                cfg.seed,
-                cfg.text,
-                out / "twin_captions.npz",
-                cfg.captions_per_scene,
-                twins=twins[:first],
-            )
-        if phrases:
-            targets, table, ranking, metric = lit_phrase_targets(cfg, pool, captions, twin_captions)
-            if mcfg.head_slots:  # the slot head's fixed phrase grid, in the targets' metric
-                from bindlab.train.toy.lit import phrase_grid, phrase_table
-
-                grid = phrase_grid(phrase_table(cfg.text), table, metric)
-                model.image_head.phrases.copy_(torch.from_numpy(grid))
-        if discriminant:
-            targets = discriminant_targets(captions, twin_captions, cfg.target_shrink, cfg.target_twin_weight)
-        fresh = captions.seconds + (twin_captions.seconds if twin_captions is not None else 0.0)
-        if fresh:
-            state.caption_seconds = fresh
-        else:
-            state.caption_seconds = state.caption_seconds or _saved_caption_seconds(out)
+    data = _lit_data(cfg, mcfg, model, pool, out, state) if lit else _LitData()
     for cb in callbacks:
         cb.on_train_start(state)
     model.train()
     t0, base = time.perf_counter(), state.seconds
     while state.step < cfg.steps:
-        if captions is not None:
-            from bindlab.train.toy.lit import lit_batch
-
-            batch = lit_batch(
-                pool,
-                None if phrases else captions,
-                state.step,
-                cfg.batch_size,
-                cfg.seed,
-                cfg.hard_share,
-                None if phrases else twin_captions,
-                cfg.twin_share,
-            )
-            pixels = batch.pixels
-            if targets is not None:  # the scene's (or its twin's) discriminant or phrase point
-                own = targets[0][batch.scenes]
-                txt = torch.from_numpy(
-                    own if targets[1] is None else np.where(batch.twin[:, None], targets[1][batch.scenes], own)
-                )
-            else:
-                txt = torch.from_numpy(batch.embeddings)  # frozen: cached embeddings, no gradient
-        else:
-            pixels, ids = make_batch(
-                pool,
-                tokenizer,
-                state.step,
-                cfg.batch_size,
-                cfg.seed,
-                cfg.hard_share,
-                cfg.twin_share,
-                pairs,
-                cfg.pair_share,
-            )
         lr = lr_at(state.step, cfg)
         for g in opt.param_groups:
             g["lr"] = lr
-        if captions is None:
-            txt = model.encode_text(torch.from_numpy(ids))
-        if cfg.slot_count_weight:  # the slot head's counts, from the same pass as the embeddings
-            img, counts = model.encode_image_counts(torch.from_numpy(pixels))
-            shown = [twins[i] if t else pool.scenes[i] for i, t in zip(batch.scenes, batch.twin, strict=True)]
-        else:
-            img = model.encode_image(torch.from_numpy(pixels))
-        if targets is not None:
-            loss = cosine_loss(img, txt)
-            if cfg.target_pair_weight and batch.twin.any():
-                loss = loss + cfg.target_pair_weight * twin_difference_loss(img, txt, batch.scenes, batch.twin)
-            if cfg.target_contrastive:
-                loss = loss + cfg.target_contrastive * contrastive_loss(img, txt, model.logit_scale)
-            if cfg.image_rank_weight and batch.twin.any():
-                loss = loss + cfg.image_rank_weight * image_rank_loss(
-                    img, batch.scenes, batch.twin, captions, twin_captions, state.step, cfg.image_rank_scale
-                )
-            if cfg.image_margin_weight and batch.twin.any():
-                loss = loss + cfg.image_margin_weight * image_margin_loss(
-                    img, txt, batch.scenes, batch.twin, captions, twin_captions, state.step
-                )
-            if cfg.image_bias_weight and batch.twin.any():
-                loss = loss + cfg.image_bias_weight * image_bias_loss(
-                    img, txt, batch.scenes, batch.twin, captions, twin_captions, state.step
-                )
-        else:
-            loss = contrastive_loss(img, txt, model.logit_scale)
-        if cfg.slot_count_weight:
-            loss = loss + cfg.slot_count_weight * slot_count_loss(counts, shown)
+        loss = _step_loss(cfg, model, state.step, pool, tokenizer, pairs, data)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -646,72 +547,7 @@ def train_toy(
             break
     for cb in callbacks:
         cb.on_train_end(state)
-    n_params = sum(p.numel() for p in model.parameters())
-    record = {
-        "finished": state.step >= cfg.steps,
-        "steps": state.step,
-        "train_seconds": round(state.seconds, 1),
-        "render_seconds": round(state.render_seconds, 1),
-        "parameters": n_params,
-        "final_loss": state.loss,
-        "temperature": state.temperature,
-        "losses": state.losses,
-        "resumed_from": state.resumed_from,
-        "schedule": state.schedule,
-        "train_config": asdict(cfg),
-        "model_config": mcfg.to_json(),
-        "threads": cfg.threads,
-        "heldout_combinations": sorted(map(list, heldout)),
-    }
-    if earlier:
-        record["earlier_stages"] = earlier
-    if captions is not None:
-        record["captions"] = {
-            "text_model": cfg.text,
-            "per_scene": cfg.captions_per_scene,
-            "captions": captions.n_captions,
-            "distinct": len(captions.texts),
-            "embed_seconds": round(state.caption_seconds, 1),
-            "cache": "captions.npz",
-            "clean_holdout": True,
-            "target": cfg.lit_target,
-        }
-        if cfg.target_contrastive or cfg.target_pair_weight:
-            record["captions"].update(
-                target_contrastive=cfg.target_contrastive, target_pair_weight=cfg.target_pair_weight
-            )
-        if cfg.image_rank_weight:
-            record["captions"].update(image_rank_weight=cfg.image_rank_weight, image_rank_scale=cfg.image_rank_scale)
-        if cfg.image_margin_weight:
-            record["captions"]["image_margin_weight"] = cfg.image_margin_weight
-        if cfg.image_bias_weight:
-            record["captions"]["image_bias_weight"] = cfg.image_bias_weight
-        if cfg.slot_count_weight:
-            record["captions"]["slot_count_weight"] = cfg.slot_count_weight
-        if phrases:
-            record["captions"].update(
-                target_shrink=cfg.target_shrink,
-                target_bag_weight=cfg.target_bag_weight,
-                whitener_scenes=min(WHITENER_SCENES, len(captions.index)),
-                phrases=len(table.pairs),
-                phrase_seconds=round(table.seconds, 1),
-            )
-            if cfg.target_caption_weight:
-                record["captions"].update(target_caption_weight=cfg.target_caption_weight)
-            if ranking is not None:
-                record["captions"]["ranked_metric"] = ranking.record()
-        if discriminant:
-            record["captions"].update(
-                target_shrink=cfg.target_shrink,
-                target_twin_weight=cfg.target_twin_weight,
-                target_pair_weight=cfg.target_pair_weight,
-            )
-        if twin_captions is not None:
-            record["captions"].update(
-                twin_captions=int((twin_captions.index >= 0).sum()),
-                twin_distinct=len(twin_captions.texts),
-                twin_cache="twin_captions.npz",
-            )
+    record = _training_record(cfg, state, model, mcfg, heldout, earlier, data)
     if record["finished"]:
         model.eval()
         save_model(out, model, tokenizer, record)
