@@ -274,20 +274,22 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
-def drift_permutation_test(embeddings: Sequence[np.ndarray], base: int = 0) -> dict[str, Any]:
+def drift_permutation_test(
+    embeddings: Sequence[np.ndarray], base: int = 0, n_perm: int = 2000, seed: int = 0
+) -> dict[str, Any]:
     """Does a finetune move general sentences further than a change of training seed does? Drift is >= 0 by
     construction, so it is tested against its own null, not against 0.
 
     ``embeddings`` holds the same sentences embedded by the base model (index ``base``) and by the tuned model of
-    each training seed. The statistic of a model k is the mean over items of its distance to the others (1 - cosine,
-    per sentence, averaged over the other models) minus the mean distance among the others. Under the null the base
-    is exchangeable with the tuned seeds (a finetune moves the sentences no more than reseeding it does), so every
-    relabelling of which model is "the base" is equally likely; p is the share of labels whose statistic is at least
-    the base's (the base's own label included), so with s seeds p is at least ``1 / (s + 1)``.
+    each training seed. For a sentence and a model k, the statistic is k's mean distance (1 - cosine) to the other
+    models minus the mean distance among the others. Under the null the base is exchangeable with the tuned seeds
+    (a finetune moves a sentence no more than reseeding it does), so which model carries the base label is a
+    random draw for every sentence: the null distribution relabels each sentence independently (``n_perm`` Monte
+    Carlo draws), and p is ``(1 + #draws at least the observed mean) / (1 + n_perm)``.
 
     Returns:
         ``{"drift" (mean distance base -> tuned), "seed_drift" (mean distance between tuned seeds), "statistic",
-        "p", "n_labels"}``.
+        "p", "n_labels", "n_perm"}``.
 
     Raises:
         ValueError: fewer than two tuned seeds, or embeddings of different shapes.
@@ -297,20 +299,22 @@ def drift_permutation_test(embeddings: Sequence[np.ndarray], base: int = 0) -> d
         raise ValueError("drift_permutation_test needs the base and at least two tuned seeds")
     if any(x.shape != e[0].shape for x in e):
         raise ValueError("drift_permutation_test needs every model's embeddings of the same sentences")
-    e = [x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12) for x in e]
-    m = len(e)
-    dist = np.zeros((m, m))
-    for i in range(m):
-        for j in range(i + 1, m):
-            dist[i, j] = dist[j, i] = float(np.mean(1.0 - np.einsum("nd,nd->n", e[i], e[j])))
-
-    def stat(k: int) -> tuple[float, float, float]:
-        rest = [i for i in range(m) if i != k]
-        to_k = float(np.mean(dist[k, rest]))
-        among = float(np.mean([dist[i, j] for a, i in enumerate(rest) for j in rest[a + 1 :]]))
-        return to_k - among, to_k, among
-
-    stats = [stat(k)[0] for k in range(m)]
-    s_base, drift, seed_drift = stat(base)
-    p = sum(1 for x in stats if x >= s_base - 1e-15) / m
-    return {"drift": drift, "seed_drift": seed_drift, "statistic": s_base, "p": p, "n_labels": m}
+    e = np.stack([x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12) for x in e])  # (m, n, d)
+    m, n = e.shape[:2]
+    dist = 1.0 - np.einsum("ind,jnd->ijn", e, e)  # (m, m, n) per sentence
+    total = dist.sum(axis=(0, 1)) / 2  # (n,) sum over pairs
+    to_k = dist.sum(axis=1) / (m - 1)  # (m, n)
+    among = (total[None, :] - to_k * (m - 1)) / ((m - 1) * (m - 2) / 2)
+    stat = to_k - among  # (m, n)
+    observed = float(stat[base].mean())
+    rng = np.random.default_rng(seed)
+    draws = stat[rng.integers(0, m, size=(n_perm, n)), np.arange(n)[None, :]].mean(axis=1)
+    p = (1 + int((draws >= observed - 1e-12).sum())) / (1 + n_perm)
+    return {
+        "drift": float(to_k[base].mean()),
+        "seed_drift": float(among[base].mean()),
+        "statistic": observed,
+        "p": p,
+        "n_labels": m,
+        "n_perm": n_perm,
+    }
