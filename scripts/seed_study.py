@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import numpy as np  # noqa: E402
 
-from bindlab.eval.metrics import bootstrap_ci  # noqa: E402
+from bindlab.eval.metrics import bootstrap_ci, task_chance  # noqa: E402
 
 # the control rows, named as the separated report names them
 DRIFT = "control: general-sentence similarity drift from base"
@@ -111,7 +111,7 @@ def report_rows(
                 "evaluation": g["evaluation"],
                 "kind": "triplets",
                 "format": g["format"],
-                "chance": 0.5,
+                "chance": task_chance("triplet"),
                 "items": g["rows"],
                 "key": tuple((r["query"], r["positive"], r["negative"]) for r in g["rows"]),
             }
@@ -233,7 +233,7 @@ def study(
                 "evaluation": T2I,
                 "kind": "control",
                 "format": "control",
-                "chance": 1 / len(images),
+                "chance": task_chance("one_of", len(images)),
                 "higher_is_better": True,
             }
         )
@@ -452,7 +452,7 @@ def seed_table(pieces: dict[str, Any], n_boot: int = 2000, boot_seed: int = 0) -
         known = next((r for r in pieces["rows"] if r["evaluation"] == ev), None)
         row: dict[str, Any] = {
             "evaluation": ev,
-            "chance": known["chance"] if known else (1 / base[ev].size if ev == T2I else None),
+            "chance": known["chance"] if known else (task_chance("one_of", base[ev].size) if ev == T2I else None),
             "n": int(base[ev].size),
             "base": float(base[ev].mean()),
             "models": {},

@@ -74,6 +74,40 @@ def choice_chance(positives: int, negatives: int = 1) -> float:
     return 1.0 / comb(positives + negatives, positives)
 
 
+# every benchmark kind's item shape: (positives, negatives) that must all order right, and how many such independent
+# orders an item needs (a 2x2 item's text score asks each of its two images to prefer its own caption)
+TASK_SHAPES: dict[str, tuple[int, int, int]] = {
+    "triplet": (1, 1, 1),  # query nearer the positive than the negative
+    "choice": (1, 1, 1),  # SugarCrepe / ARO: one caption against one negative
+    "sugarcrepe_pp_itt": (2, 1, 1),  # both paraphrases above the negative: 1/3
+    "sugarcrepe_pp_tot": (1, 2, 1),  # the paraphrase pair's similarity highest of the three pairs: 1/3
+    "pairs_i2t": (1, 1, 2),  # each image prefers its own caption: 1/4
+    "pairs_t2i": (1, 1, 2),  # each caption prefers its own image: 1/4
+    "pairs_group": (2, 2, 1),  # both matched scores above both mismatched (CompoSET / Winoground Group): 1/6
+}
+
+
+def task_chance(kind: str, candidates: int | None = None) -> float:
+    """Chance of a benchmark item from its shape, through :func:`choice_chance`: the one place chance is computed.
+
+    ``kind`` is a key of :data:`TASK_SHAPES` or ``"one_of"`` (one right answer among ``candidates``: a 4-way
+    guess, R@1 among n, top-1 over a factor's values: ``1 / candidates``). A 2x2 item's text or image score is two
+    independent one-against-one orders (1/4); its Group score needs both matched scores above both mismatched ones
+    (``choice_chance(2, 2)`` = 1/6).
+
+    Raises:
+        ValueError: an unknown kind, or ``one_of`` without at least two candidates.
+    """
+    if kind == "one_of":
+        if candidates is None or candidates < 2:
+            raise ValueError(f"one_of chance needs at least two candidates, got {candidates}")
+        return choice_chance(1, candidates - 1)
+    if kind not in TASK_SHAPES:
+        raise ValueError(f"unknown task kind {kind!r}; use one_of or one of {', '.join(TASK_SHAPES)}")
+    k, m, times = TASK_SHAPES[kind]
+    return choice_chance(k, m) ** times
+
+
 def chance_label(lo: float | None, hi: float | None, chance: float | None) -> str:
     """ "above chance" / "below chance" when the 95 % interval ``[lo, hi]`` lies wholly above / below ``chance``,
     else "at chance"; "" without an interval or a chance level."""

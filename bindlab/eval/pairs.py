@@ -21,9 +21,9 @@ import numpy as np
 from bindlab.data.pairs_schema import VERBOSITIES, PairItem
 from bindlab.encoders.base import Encoder, EncoderError
 from bindlab.encoders.service import embed_image_files, embed_texts
-from bindlab.eval.metrics import bootstrap_ci
+from bindlab.eval.metrics import bootstrap_ci, task_chance
 
-CHANCE: dict[str, float] = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
+CHANCE: dict[str, float] = {k: task_chance(f"pairs_{k}") for k in ("i2t", "t2i", "group")}
 METRICS: tuple[str, ...] = ("i2t", "t2i", "group")
 Progress = Callable[[float, str], None]
 

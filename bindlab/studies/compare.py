@@ -27,7 +27,7 @@ import numpy as np
 from bindlab.analysis.agreement import scene_agreement
 from bindlab.config import LIMIT_ENV, __version__, home, limits, public_mode
 from bindlab.eval.mcq import PAIRINGS, parse_pairings
-from bindlab.eval.metrics import bootstrap_ci, chance_label
+from bindlab.eval.metrics import bootstrap_ci, chance_label, task_chance
 from bindlab.eval.pairs import parse_verbosity
 from bindlab.provenance import provenance
 from bindlab.studies.browse import get_encoder
@@ -36,7 +36,7 @@ from bindlab.studies.result import Result
 from bindlab.studies.validate import check_device, data_input, input_path, nonneg_int, positive_int
 
 TASKS = ("mcq", "retrieval", "pairs")  # plus "benchmark:NAME" or "benchmark:NAME=PATH"
-PAIRS_CHANCE = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
+PAIRS_CHANCE = {k: task_chance(f"pairs_{k}") for k in ("i2t", "t2i", "group")}
 
 
 # --- the request ------------------------------------------------------------------------------------------------

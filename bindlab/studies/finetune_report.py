@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from bindlab.eval.metrics import task_chance
+
 Progress = Callable[[float, str], None]
 
 
@@ -312,7 +314,7 @@ def separated_report(
                 "source": "triplets",
                 "in_format": g["format"] == "in-format",
                 "higher_is_better": True,
-                "chance": 0.5,
+                "chance": task_chance("triplet"),
                 **_compared({label: _triplet_credit(encoders[label], g["rows"]) for label in labels}),
             }
         )
@@ -352,7 +354,7 @@ def separated_report(
                 "format": "control",
                 "in_format": False,
                 "higher_is_better": True,
-                "chance": 1 / len(items),
+                "chance": task_chance("one_of", len(items)),
                 **_compared({label: _t2i_items(encoders[label], items) for label in labels}),
             }
         )
