@@ -330,6 +330,16 @@ def load_credits(path: Path) -> dict[str, dict[str, np.ndarray]]:
 GENERAL = "__general_embeddings__"  # each model's general-sentence embeddings (the drift test's own null)
 
 
+def _earlier_job(log: Path) -> str | None:
+    """The job id a seed's earlier finetune log names (``job ID submitted``), if any."""
+    if not log.is_file():
+        return None
+    for line in log.read_text().splitlines():
+        if line.startswith("job ") and " submitted" in line:
+            return line.split()[1]
+    return None
+
+
 def _train_seed(config: Path, seed: int, folder: Path, env: dict[str, str]) -> dict[str, Any]:
     """Run one finetune (a subprocess, so a crash leaves the other seeds alone); its result JSON in ``folder``."""
     import subprocess
@@ -338,6 +348,16 @@ def _train_seed(config: Path, seed: int, folder: Path, env: dict[str, str]) -> d
     if out.is_file():
         return json.loads(out.read_text())
     folder.mkdir(parents=True, exist_ok=True)
+    earlier = _earlier_job(folder / "finetune.log")
+    if earlier:  # a run stopped while its job went on: wait for that job instead of training the seed again
+        from bindlab.studies.finetune import job_info
+
+        while (info := job_info(earlier, log_lines=0))["status"]["state"] in ("queued", "running"):
+            time.sleep(5)
+        if info["status"]["state"] == "done":
+            res = {"job_id": earlier, "model_id": f"lora:{earlier}", **job_info(earlier)["result"]}
+            out.write_text(json.dumps(res, indent=1))
+            return res
     t0 = time.time()
     cmd = [sys.executable, "-m", "bindlab", "finetune", "--config", str(config), "--seed", str(seed)]
     with open(folder / "finetune.log", "w") as log:
@@ -371,9 +391,12 @@ def run_seeds(
         raise SystemExit(f"{root} holds seeds of another config ({frozen}); use a new --dir")
     frozen.write_text(json.dumps(cfg, indent=1))
     jobs = {}
-    for s in seeds:
+
+    def train(s: int) -> None:
         print(f"seed {s}: finetune", file=sys.stderr, flush=True)
         jobs[s] = job_setup(_train_seed(frozen, s, root / f"seed-{s}", env)["job_id"])
+
+    train(seeds[0])  # the first seed fixes the rows; every later one is trained, then scored at once
     first = jobs[seeds[0]]
     mcq_path = Path(data) if data else None
     if mcq_path is None:
@@ -405,6 +428,8 @@ def run_seeds(
         print(f"base scored ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     credits: dict[Any, Any] = {"base": load_credits(_credit_file(base_dir))["base"]}
     for s in seeds:
+        if s not in jobs:
+            train(s)
         j = jobs[s]
         for what in ("base", "lines_a"):
             if j[what] != first[what]:

@@ -88,7 +88,11 @@ def base_vocab(questions: Sequence[Any]) -> Any:
     return RENDER_VOCAB if objects and objects <= set(RENDER_VOCAB.objects) else SABER_VOCAB
 
 
-VOCABULARIES = {"seen": "words seen in training", "unseen": "words no training text contains"}
+VOCABULARIES = {
+    "seen": "words seen in training",
+    "mixed": "words seen in training mixed with words no training text contains",
+    "unseen": "words no training text contains",
+}
 
 
 def training_words(rows: Sequence[dict[str, Any]]) -> frozenset[str]:
@@ -99,11 +103,26 @@ def training_words(rows: Sequence[dict[str, Any]]) -> frozenset[str]:
     return frozenset(w for r in rows for k in ("query", "positive", "negative") for w in words_of(str(r.get(k, ""))))
 
 
+def is_seen(word: str, seen: frozenset[str]) -> bool:
+    """A word counts as seen when training text holds it, or holds it below the word (the same stem, or a word it
+    starts or that starts it: held-out *cup* inside training's *cupcake*, :func:`bindlab.data.holdout.related`), so
+    a leaked held-out word of an existing set is read as seen without retraining."""
+    from bindlab.data.holdout import related
+
+    w = word.lower()
+    return w in seen or any(related(w, t) for t in seen)
+
+
 def question_vocabulary(q: Any, seen: frozenset[str]) -> str:
-    """``"seen"`` when every attribute and object of the question's candidates occurs in training texts, else
-    ``"unseen"``."""
-    words = {w.lower() for c in (q.query, *q.candidates) for pair in c.bindings for w in pair}
-    return "seen" if words <= seen else "unseen"
+    """``"seen"`` when every attribute and object of the question's candidates occurs in training texts
+    (:func:`is_seen`), ``"unseen"`` when none does, ``"mixed"`` otherwise."""
+    return words_vocabulary({w for c in (q.query, *q.candidates) for pair in c.bindings for w in pair}, seen)
+
+
+def words_vocabulary(words: set[str], seen: frozenset[str]) -> str:
+    """``"seen"`` / ``"mixed"`` / ``"unseen"``: all, some or none of ``words`` seen in training (:func:`is_seen`)."""
+    known = sum(is_seen(w, seen) for w in {w.lower() for w in words})
+    return "seen" if known == len({w.lower() for w in words}) else "unseen" if known == 0 else "mixed"
 
 
 def split_vocab(vocab: Any, seen: frozenset[str]) -> dict[str, Any]:
@@ -113,8 +132,8 @@ def split_vocab(vocab: Any, seen: frozenset[str]) -> dict[str, Any]:
 
     out = {}
     for key, keep in (("seen", True), ("unseen", False)):
-        objects = tuple(o for o in vocab.objects if (o.lower() in seen) == keep)
-        attributes = tuple(a for a in vocab.attributes if (a.name.lower() in seen) == keep)
+        objects = tuple(o for o in vocab.objects if is_seen(o, seen) == keep)
+        attributes = tuple(a for a in vocab.attributes if is_seen(a.name, seen) == keep)
         out[key] = Vocabulary(objects, attributes) if min(len(objects), len(attributes)) >= 3 else None
     return out
 
@@ -179,8 +198,7 @@ def _triplet_groups(
         if split == "train":
             continue
         for r in rows:
-            words = {w.lower() for pair in r.get("bindings") or [] for w in pair}
-            v = "seen" if words <= seen else "unseen"
+            v = words_vocabulary({w for pair in r.get("bindings") or [] for w in pair}, seen)
             groups.setdefault((split, r.get("template") or DEFAULT_TEMPLATE, v), []).append(r)
     out = []
     for (split, t, v), rows in groups.items():
