@@ -373,7 +373,8 @@ def evaluate_pairs(
 
 def by_edit_type_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Flat rows ``{edit_type, category, origin, n, i2t, t2i, group}`` for tables and the bar chart (edit-type order);
-    ``origin`` is "composet" for the paper's edit types, "bindlab" for bindlab's own, else the file's or "other"."""
+    ``origin`` is "composet" for edit types named in the paper, "bindlab" for those in a category the paper names under
+    bindlab's name, else the file's or "other"."""
     from bindlab.data.composet import EDIT_TYPES, edit_origin
 
     by = summary["by_edit_type"]

@@ -316,11 +316,20 @@ def numbers_text(r: dict[str, Any]) -> str:
     return f"{r['value']:.3f}, 95% CI {lo:.3f}–{hi:.3f}, chance {r['chance']:.3f}"
 
 
+# what is known about an edit type's origin (the paper's text names six edit types, in four categories of 16 types):
+# named in the paper; in a category the paper names, under bindlab's name; or neither (e.g. Winoground tags)
+ORIGIN_LABELS: dict[str, str] = {
+    "composet": "edit types named in the CompoSET paper",
+    "bindlab": "edit types in a category the paper names, under bindlab's name",
+    "other": "edit types outside the paper's categories",
+}
+
+
 def origin_line(summary: dict[str, Any]) -> str:
-    """The headline by origin: Group of the CompoSET paper's edit types and of bindlab's own, each with its 95 % CI
-    (chance 0.167) and its n scored (pair, caption level) rows, e.g. "the paper's edit types: Group 0.043 (95% CI …,
-    n 120 rows) · bindlab's own: …"; "" when the set has neither (e.g. Winoground tags)."""
-    names = {"composet": "the CompoSET paper's edit types", "bindlab": "bindlab's own edit types"}
+    """The headline by origin (:data:`ORIGIN_LABELS`): Group of the edit types named in the CompoSET paper and of
+    those in a category the paper names under bindlab's name, each with its 95 % CI (chance 0.167) and its n scored
+    (pair, caption level) rows; "" when the set has neither (e.g. Winoground tags)."""
+    names = {k: ORIGIN_LABELS[k] for k in ("composet", "bindlab")}
     by = summary.get("by_origin") or {}
     parts = [
         f"{names[o]}: Group {by[o]['group']:.3f} (95% CI {by[o]['group_ci95'][0]:.3f}–{by[o]['group_ci95'][1]:.3f},"
