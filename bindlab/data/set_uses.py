@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 USES = ("fresh", "selection", "training")
-RECORD = Path(__file__).with_name("set_uses.json")
+RECORD = Path(__file__).with_name("set_uses.json")  # packaged: pyproject package-data needs "data/set_uses.json"
 
 
 @lru_cache(maxsize=1)
