@@ -46,11 +46,18 @@ def _item_summary(values: np.ndarray) -> dict[str, Any]:
     return {"value": float(np.mean(v)) if v.size else float("nan"), "ci95": [lo, hi], "n": int(v.size)}
 
 
-def _compared(values: dict[str, np.ndarray]) -> dict[str, Any]:
+ONE_RUN = "items of one training run: no seed variance (scripts/seed_study.py gives the interval over seeds)"
+DRIFT_NOTE = (
+    "drift is >= 0 by construction; its interval is no test against 0 (seed_study.py tests it against its own null)"
+)
+
+
+def _compared(values: dict[str, np.ndarray], note: str = ONE_RUN) -> dict[str, Any]:
     """Each model's summary (``models``) and, for every model after the first (the base), the **paired** change:
     per item the model's value minus the base's on the same item, its mean and percentile bootstrap 95 % interval
     (``paired``). Items are the same questions, triplets or sentences for every model, so the paired interval is
-    much tighter than two separate ones and is what says whether a row moved."""
+    much tighter than two separate ones; it is over the items of one training run (``interval_over``), so it says
+    whether this run moved a row, not whether the finetune procedure does."""
     from bindlab.eval.metrics import bootstrap_ci
 
     labels = list(values)
@@ -59,7 +66,7 @@ def _compared(values: dict[str, np.ndarray]) -> dict[str, Any]:
     for label in labels[1:]:
         d = np.asarray(values[label], dtype=np.float64) - base
         lo, hi = bootstrap_ci(d)
-        paired[label] = {"change": float(d.mean()) if d.size else float("nan"), "ci95": [lo, hi]}
+        paired[label] = {"change": float(d.mean()) if d.size else float("nan"), "ci95": [lo, hi], "interval_over": note}
     return {"models": {label: _item_summary(v) for label, v in values.items()}, "paired": paired}
 
 
@@ -347,7 +354,7 @@ def separated_report(
             "in_format": False,
             "higher_is_better": False,
             "chance": None,
-            **_compared({label: forget[label]["drift"] for label in labels}),
+            **_compared({label: forget[label]["drift"] for label in labels}, DRIFT_NOTE),
         }
     )
     entries.append(
