@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import numpy as np  # noqa: E402
 
-from bindlab.eval.metrics import bootstrap_ci  # noqa: E402
+from bindlab.eval.metrics import bootstrap_ci, task_chance  # noqa: E402
 
 # the control rows, named as the separated report names them
 DRIFT = "control: general-sentence similarity drift from base"
@@ -111,7 +111,7 @@ def report_rows(
                 "evaluation": g["evaluation"],
                 "kind": "triplets",
                 "format": g["format"],
-                "chance": 0.5,
+                "chance": task_chance("triplet"),
                 "items": g["rows"],
                 "key": tuple((r["query"], r["positive"], r["negative"]) for r in g["rows"]),
             }
@@ -233,7 +233,7 @@ def study(
                 "evaluation": T2I,
                 "kind": "control",
                 "format": "control",
-                "chance": 1 / len(images),
+                "chance": task_chance("one_of", len(images)),
                 "higher_is_better": True,
             }
         )
@@ -288,9 +288,294 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+# ---- run mode: one command trains and scores a study's seeds, one folder per seed, resumable ---------------------
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` -> ``[0, 1, 2, 3, 4]``; ``"0,2,5"`` -> ``[0, 2, 5]`` (ranges and lists may mix)."""
+    out: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if "-" in part[1:]:
+            a, b = part.split("-", 1)
+            out += list(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    if not out or len(set(out)) != len(out):
+        raise SystemExit(f"--seeds {text!r}: give distinct seeds, e.g. 0-4 or 0,1,2")
+    return out
+
+
+def _credit_file(folder: Path) -> Path:
+    return folder / "credits.npz"
+
+
+def _save_credits(path: Path, credits: dict[str, dict[str, np.ndarray]]) -> None:
+    """``{model: {evaluation: values}}`` as one npz (keys ``model::evaluation``), written atomically."""
+    flat = {f"{m}::{e}": v for m, rows in credits.items() for e, v in rows.items()}
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, **flat)
+    tmp.replace(path)
+
+
+def load_credits(path: Path) -> dict[str, dict[str, np.ndarray]]:
+    """The inverse of :func:`_save_credits`."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    with np.load(path) as z:
+        for k in z.files:
+            m, e = k.split("::", 1)
+            out.setdefault(m, {})[e] = z[k]
+    return out
+
+
+GENERAL = "__general_embeddings__"  # each model's general-sentence embeddings (the drift test's own null)
+
+
+def _earlier_job(log: Path) -> str | None:
+    """The job id a seed's earlier finetune log names (``job ID submitted``), if any."""
+    if not log.is_file():
+        return None
+    for line in log.read_text().splitlines():
+        if line.startswith("job ") and " submitted" in line:
+            return line.split()[1]
+    return None
+
+
+def _train_seed(config: Path, seed: int, folder: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Run one finetune (a subprocess, so a crash leaves the other seeds alone); its result JSON in ``folder``."""
+    import subprocess
+
+    out = folder / "finetune.json"
+    if out.is_file():
+        return json.loads(out.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    earlier = _earlier_job(folder / "finetune.log")
+    if earlier:  # a run stopped while its job went on: wait for that job instead of training the seed again
+        from bindlab.studies.finetune import job_info
+
+        while (info := job_info(earlier, log_lines=0))["status"]["state"] in ("queued", "running"):
+            time.sleep(5)
+        if info["status"]["state"] == "done":
+            res = {"job_id": earlier, "model_id": f"lora:{earlier}", **job_info(earlier)["result"]}
+            out.write_text(json.dumps(res, indent=1))
+            return res
+    t0 = time.time()
+    cmd = [sys.executable, "-m", "bindlab", "finetune", "--config", str(config), "--seed", str(seed)]
+    with open(folder / "finetune.log", "w") as log:
+        rc = subprocess.call([*cmd, "--out", str(out)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    if rc != 0 or not out.is_file():
+        raise SystemExit(f"seed {seed}: finetune failed (rc {rc}); see {folder / 'finetune.log'}")
+    res = json.loads(out.read_text())
+    (folder / "timing.json").write_text(json.dumps({"finetune_s": round(time.time() - t0, 1)}))
+    return res
+
+
+def run_seeds(
+    config: Path, seeds: list[int], root: Path, data: str | None, pairings: tuple[str, ...]
+) -> dict[str, Any]:
+    """Train and score every seed not yet done under ``root`` (``root/seed-S/``: the finetune's result, log and
+    per-item credits; ``root/base/``: the base model's credits; ``root/home``: the jobs). Returns the study's pieces
+    for :func:`seed_table`: ``{"seeds", "rows", "labels", "credits": {"base": ..., seed: ...}}``."""
+    import os
+
+    from bindlab.data.schema import load_mcqs
+    from bindlab.encoders.base import load_encoder
+    from bindlab.train.compare import display_labels, job_models, report_models
+    from bindlab.train.general_sentences import general_sentences
+
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ["BINDLAB_HOME"] = str((root / "home").resolve())
+    env = dict(os.environ)
+    cfg = json.loads(config.read_text())
+    frozen = root / "config.json"
+    if frozen.is_file() and json.loads(frozen.read_text()) != cfg:
+        raise SystemExit(f"{root} holds seeds of another config ({frozen}); use a new --dir")
+    frozen.write_text(json.dumps(cfg, indent=1))
+    jobs = {}
+
+    def train(s: int) -> None:
+        print(f"seed {s}: finetune", file=sys.stderr, flush=True)
+        jobs[s] = job_setup(_train_seed(frozen, s, root / f"seed-{s}", env)["job_id"])
+
+    train(seeds[0])  # the first seed fixes the rows; every later one is trained, then scored at once
+    first = jobs[seeds[0]]
+    mcq_path = Path(data) if data else None
+    if mcq_path is None:
+        from bindlab.studies.finetune import default_compare_data
+
+        mcq_path = default_compare_data(first["id"])
+    questions, _ = load_mcqs(mcq_path)
+    rows = report_rows(first["config"], questions, mcq_path, pairings)
+    keys = [[r["evaluation"], str(hash(r["key"]))] for r in rows]
+    images = None
+    models = [m for m in report_models(first["lines_a"]) if m != "base"]
+
+    def score(enc: Any, base_general: np.ndarray) -> dict[str, np.ndarray]:
+        got = item_credits(enc, rows, mcq_path.parent, base_general, images)
+        got[GENERAL] = enc.embed_texts(general_sentences())
+        return got
+
+    base_dir = root / "base"
+    base_dir.mkdir(exist_ok=True)
+    base = load_encoder(first["base"])
+    if "image" in base.modalities:
+        from bindlab.train.finetune import single_object_set
+
+        images = single_object_set()
+    base_general = base.embed_texts(general_sentences())
+    if not _credit_file(base_dir).is_file():
+        t0 = time.time()
+        _save_credits(_credit_file(base_dir), {"base": score(base, base_general)})
+        print(f"base scored ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    credits: dict[Any, Any] = {"base": load_credits(_credit_file(base_dir))["base"]}
+    for s in seeds:
+        if s not in jobs:
+            train(s)
+        j = jobs[s]
+        for what in ("base", "lines_a"):
+            if j[what] != first[what]:
+                raise SystemExit(f"seed {s} differs in {what}: {j[what]!r} vs {first[what]!r}")
+        folder = root / f"seed-{s}"
+        if not _credit_file(folder).is_file():
+            other = report_rows(j["config"], questions, mcq_path, pairings)
+            if [[r["evaluation"], str(hash(r["key"]))] for r in other] != keys:
+                raise SystemExit(f"seed {s} evaluates other rows or items; use the same data with eval_rows 0")
+            t0 = time.time()
+            ids = job_models(j["id"], j["base"])
+            _save_credits(_credit_file(folder), {m: score(load_encoder(ids[m]), base_general) for m in models})
+            timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
+            timing["score_s"] = round(time.time() - t0, 1)
+            (folder / "timing.json").write_text(json.dumps(timing))
+            print(f"seed {s} scored ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+        credits[s] = load_credits(_credit_file(folder))
+    return {
+        "seeds": seeds,
+        "jobs": {s: jobs[s]["id"] for s in seeds},
+        "base_model": first["base"],
+        "config": {k: v for k, v in cfg.items() if k != "seed"},
+        "data": str(mcq_path),
+        "rows": [{k: r[k] for k in ("evaluation", "kind", "format", "chance")} for r in rows],
+        "controls": images is not None,
+        "labels": {m: display_labels(first["lines_a"])[m] for m in models},
+        "credits": credits,
+    }
+
+
+def seed_table(pieces: dict[str, Any], n_boot: int = 2000, boot_seed: int = 0) -> dict[str, Any]:
+    """Every row's change against the base over the seeds: mean over seeds, seed spread, the two-level (seeds, then
+    items) 95 % interval, its p and the Holm-adjusted p across the report's whole family of tests, and the verdict
+    (holds / mixed / n.s.: :func:`bindlab.eval.metrics.hierarchical_bootstrap`). Drift is tested against its own
+    null (:func:`bindlab.eval.metrics.drift_permutation_test`: is the base further from the tuned seeds than they
+    are from each other?), not against 0."""
+    from bindlab.eval.metrics import drift_permutation_test, hierarchical_bootstrap, holm
+
+    seeds = pieces["seeds"]
+    base = pieces["credits"]["base"]
+    models = list(pieces["labels"])
+    names = [r["evaluation"] for r in pieces["rows"]] + [DRIFT, PARAPHRASE] + ([T2I] if T2I in base else [])
+    rows = []
+    for ev in names:
+        known = next((r for r in pieces["rows"] if r["evaluation"] == ev), None)
+        row: dict[str, Any] = {
+            "evaluation": ev,
+            "chance": known["chance"] if known else (task_chance("one_of", base[ev].size) if ev == T2I else None),
+            "n": int(base[ev].size),
+            "base": float(base[ev].mean()),
+            "models": {},
+        }
+        for m in models:
+            tuned = [pieces["credits"][s][m][ev] for s in seeds]
+            if ev == DRIFT:
+                emb = [base[GENERAL]] + [pieces["credits"][s][m][GENERAL] for s in seeds]
+                stat = {"per_seed": [float(t.mean()) for t in tuned], "mean": float(np.mean([t.mean() for t in tuned]))}
+                stat["seed_sd"] = float(np.std(stat["per_seed"], ddof=1)) if len(seeds) > 1 else 0.0
+                if len(seeds) >= 2:
+                    perm = drift_permutation_test(emb)
+                    stat.update(ci95=None, p=perm["p"], null=perm, test="permutation of the base label")
+                    stat["verdict"] = "holds" if perm["p"] <= 0.05 else "n.s."
+                else:
+                    stat.update(ci95=None, p=float("nan"), verdict="one seed", test="none (one seed)")
+            else:
+                stat = hierarchical_bootstrap([t - base[ev] for t in tuned], n_boot=n_boot, seed=boot_seed)
+                stat["test"] = "hierarchical bootstrap"
+            stat["value_per_seed"] = [float(t.mean()) for t in tuned]
+            row["models"][m] = stat
+        rows.append(row)
+    family = [(i, m) for i, r in enumerate(rows) for m in models]
+    adj = holm([rows[i]["models"][m]["p"] for i, m in family])
+    for (i, m), a in zip(family, adj, strict=True):
+        st = rows[i]["models"][m]
+        st["p_holm"] = a
+        if st["verdict"] in ("holds", "mixed") and not a <= 0.05:
+            st["verdict"] = "n.s. (Holm)"
+    return {k: v for k, v in pieces.items() if k != "credits"} | {
+        "n_boot": n_boot,
+        "boot_seed": boot_seed,
+        "family_size": len(family),
+        "rows": rows,
+    }
+
+
+def _p(x: float | None) -> str:
+    return "—" if x is None or not np.isfinite(x) else ("<.001" if x < 0.001 else f"{x:.3f}".lstrip("0"))
+
+
+def seed_markdown(res: dict[str, Any]) -> str:
+    """The per-seed table: one line per row and tuned model — seeds, base, each seed's value, the mean change over
+    seeds ± its seed sd, the two-level 95 % interval, raw and Holm-adjusted p, and the verdict."""
+    seeds = res["seeds"]
+    head = ["row", "model", "n", "chance", "base", "per seed (" + ", ".join(str(s) for s in seeds) + ")"]
+    head += ["Δ mean ± seed sd", "95 % interval (seeds, then items)", "p", "p (Holm)", "verdict"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in res["rows"]:
+        for m, st in r["models"].items():
+            if r["evaluation"] == DRIFT:
+                null = st.get("null") or {}
+                delta = f"{st['mean']:.3f} ± {st['seed_sd']:.3f}"
+                ci = f"seed-to-seed {null['seed_drift']:.3f} (own null)" if null else "—"
+            else:
+                delta = f"{_signed(st['mean'])} ± {st['seed_sd']:.3f}"
+                ci = f"[{_signed(st['ci95'][0])}, {_signed(st['ci95'][1])}]"
+            cells = [
+                r["evaluation"],
+                res["labels"][m],
+                str(r["n"]),
+                "—" if r["chance"] is None else f"{r['chance']:.3f}",
+                f"{r['base']:.3f}",
+                ", ".join(f"{v:.3f}" for v in st["value_per_seed"]),
+                delta,
+                ci,
+                _p(st["p"]),
+                _p(st["p_holm"]),
+                st["verdict"],
+            ]
+            out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def write_block(path: Path, section: str, table: str) -> None:
+    """Replace the text between ``<!-- seed-study:SECTION -->`` and ``<!-- /seed-study:SECTION -->`` in a Markdown
+    file with ``table`` (the markers stay); a file without the markers is refused."""
+    start, end = f"<!-- seed-study:{section} -->", f"<!-- /seed-study:{section} -->"
+    text = path.read_text()
+    if start not in text or end not in text:
+        raise SystemExit(f"{path} has no {start} ... {end} block; add the two markers where the table goes")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--jobs", required=True, help="comma-separated finished job ids (same config, different --seed)")
+    p.add_argument("--jobs", help="comma-separated finished job ids (same config, different --seed)")
+    p.add_argument(
+        "--config",
+        help="run mode: a finetune config (JSON); trains and scores every --seeds seed not yet done under --dir",
+    )
+    p.add_argument("--seeds", default="0-4", help="run mode: training seeds, e.g. 0-4 or 0,1,2 (default 0-4)")
+    p.add_argument("--dir", help="run mode: the study's folder (one seed-S folder per seed; rerun to resume)")
+    p.add_argument("--train-only", action="store_true", help="run mode: train and score, write no table yet")
+    p.add_argument("--report", help="run mode: a Markdown file whose seed-study block (--section) gets the table")
+    p.add_argument("--section", default="seed-study", help="the block's name in --report (default seed-study)")
     p.add_argument("--data", help="MCQ JSONL (default: the job's default compare data, as `jobs compare`)")
     p.add_argument("--out", default="study.json", help="where to write the study (JSON)")
     p.add_argument("--markdown", action="store_true", help="print the Markdown table")
@@ -303,12 +588,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed (default 0)")
     a = p.parse_args(argv)
-    job_ids = [j.strip() for j in a.jobs.split(",") if j.strip()]
-    if not job_ids:
-        p.error("--jobs needs at least one job id")
     from bindlab.eval.mcq import parse_pairings
 
-    res = study(job_ids, a.data, a.n_boot, a.boot_seed, tuple(parse_pairings(a.pairings)))
+    pairings = tuple(parse_pairings(a.pairings))
+    if a.config:
+        if not a.dir:
+            p.error("--config needs --dir (the study's folder)")
+        pieces = run_seeds(Path(a.config), parse_seeds(a.seeds), Path(a.dir), a.data, pairings)
+        if a.train_only:
+            return 0
+        res = seed_table(pieces, a.n_boot, a.boot_seed)
+        out = Path(a.dir) / "study.json" if a.out == "study.json" else Path(a.out)
+        out.write_text(json.dumps(res, indent=1))
+        table = seed_markdown(res)
+        (Path(a.dir) / "study.md").write_text(table + "\n")
+        if a.report:
+            write_block(Path(a.report), a.section, table)
+        if a.markdown:
+            print(table)
+        print(f"wrote {out}", file=sys.stderr)
+        return 0
+    job_ids = [j.strip() for j in (a.jobs or "").split(",") if j.strip()]
+    if not job_ids:
+        p.error("give --jobs ID,ID,... (finished jobs) or --config with --dir (run mode)")
+    res = study(job_ids, a.data, a.n_boot, a.boot_seed, pairings)
     Path(a.out).write_text(json.dumps(res, indent=1))
     if a.markdown:
         print(markdown(res))

@@ -10,7 +10,8 @@ from bindlab.cli.common import OUT_HELP, Groups, _write_json
 def cmd_audit_splits(a: argparse.Namespace) -> None:
     from bindlab.studies.audit import audit_splits, format_audits
 
-    result = audit_splits(a.data, a.toy)
+    models = [m.strip() for m in (a.models or "").split(",") if m.strip()]
+    result = audit_splits(a.data, a.toy, models)
     print(format_audits(result))
     _write_json(a.out, result)
     if not all(r["clean"] for r in result.values()):
@@ -34,6 +35,12 @@ def add_commands(g: Groups) -> None:
         metavar="MODEL",
         help="a toy model (toy:shared, or a folder 'train toy' wrote): regenerate "
         "its training streams from training.json and scan them",
+    )
+    p.add_argument(
+        "--models",
+        default="minilm",
+        help="comma-separated models whose tokenizers check held-out words below the word "
+        "(e.g. cup inside cupcake's WordPiece pieces; default minilm)",
     )
     p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_audit_splits)

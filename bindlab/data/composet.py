@@ -13,8 +13,9 @@ appear or move). Every foil is the base scene with exactly **one** edit from :da
 
 Sixteen edit types in CompoSET's four categories. Seven of them are **the paper's six** (modify/swap colour,
 modify/swap material, modify transparency, and its modify presence drawn as two, ``add_object`` / ``remove_object``:
-:data:`PAPER_NAMES`); the other nine are bindlab's own, edits this renderer can draw inside the edited objects'
-discs. Every generated item carries its ``edit_origin`` ("composet" or "bindlab"), and the evaluation reports the
+:data:`PAPER_NAMES`); the other nine are in a category the paper names, under bindlab's name (the paper has 16 edit
+types in these four categories, but the text bindlab follows names only six, so whether these nine match the
+paper's other types is not known): edits this renderer can draw inside the edited objects' discs. Every generated item carries its ``edit_origin`` ("composet" or "bindlab"), and the evaluation reports the
 paper's types and bindlab's apart (``by_origin``) beside every edit type's row. ``modify_size`` departs from the
 paper, which excludes absolute size: here it is one object's size relative to the rest of the scene, but its captions
 say "large" / "small".
@@ -65,7 +66,8 @@ EDIT_TYPES: dict[str, str] = {
 }
 CATEGORIES: tuple[str, ...] = ("attribute", "count", "spatial", "state_presence")
 # The CompoSET paper's own edit types among these, with the paper's name: its modify_presence is drawn here as two
-# edit types (an object added, an object removed). Every other edit type is bindlab's own (origin "bindlab").
+# edit types (an object added, an object removed). Every other edit type is in a category the paper names, under
+# bindlab's name (origin "bindlab"; the paper's other ten types are not named in the text bindlab follows).
 PAPER_NAMES: dict[str, str] = {
     "modify_color": "modify_color",
     "swap_color": "swap_color",

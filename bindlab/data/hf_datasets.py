@@ -420,7 +420,8 @@ LIMITS = {
     "(three candidates can tie with a bag of words) and 1/4 above.",
     "pairs": "Rendered 2-D scenes, one edit per pair. CompoSET names six edit types (modify_color, swap_color, "
     "modify_material, swap_material, modify_transparency, modify_presence — here add_object / "
-    "remove_object); the others are bindlab's own, and each record's `edit_origin` says which. Captions "
+    "remove_object); the others are in a category the paper names, under bindlab's name, and each record's "
+    "`edit_origin` says which (composet / bindlab). Captions "
     "come from templates.",
     "triplets": "Template sentences over a closed vocabulary; held-out words, templates and combinations are named "
     "by the split column.",

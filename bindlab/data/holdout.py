@@ -13,9 +13,11 @@ from held-out words alone.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,9 +61,88 @@ def check_fraction(fraction: float) -> float:
     return f
 
 
+_SUFFIXES = ("ing", "ies", "es", "ed", "er", "est", "ly", "y", "s")
+
+
+def word_stem(word: str) -> str:
+    """A light suffix-stripping stem (``snowy`` -> ``snow``, ``striped`` -> ``strip``); a stem shorter than three
+    letters keeps the word (``red`` stays ``red``)."""
+    w = word.lower()
+    for suf in _SUFFIXES:
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            return w[: -len(suf)]
+    return w
+
+
+def related(a: str, b: str, pieces: Any = None) -> str:
+    """Why a held-out word ``a`` and a training word ``b`` count as one below the word: "stem" (same
+    :func:`word_stem`), "pieces" (with a tokenizer ``pieces(word) -> list[str]``: ``a``'s pieces start ``b``'s, e.g.
+    WordPiece ``cup`` and ``cup ##cake``; not the other way, or every held-out word whose first piece is a short word
+    would leak), "prefix" (without one: one word starts the other, at least three letters); "" otherwise."""
+    a, b = a.lower(), b.lower()
+    if a == b:
+        return ""
+    if word_stem(a) == word_stem(b):
+        return "stem"
+    if pieces is not None:
+        pa, pb = list(pieces(a)), list(pieces(b))
+        return "pieces" if pa and len(pa) < len(pb) and pb[: len(pa)] == pa else ""
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return "prefix" if len(short) >= 3 and long_.startswith(short) else ""
+
+
+def near_leaks(
+    held: Iterable[str], trained: Iterable[str], tokenizers: Mapping[str, Any] | None = None
+) -> list[dict[str, str]]:
+    """Held-out words that training text contains below the word: ``{"held", "trained", "why", "tokenizer"}`` for
+    every held-out word and training word that :func:`related` joins, by stem and by each tokenizer's pieces
+    (``tokenizers``: name -> ``pieces(word)``; none: the letters). Multi-word held-out entries are checked word by
+    word."""
+    held_words = sorted({w for h in held for w in h.lower().split()})
+    train_words = sorted({w.lower() for w in trained} - set(held_words))
+    out: list[dict[str, str]] = []
+    checks = dict(tokenizers or {}) or {"letters": None}
+    cache: dict[tuple[str, str], list[str]] = {}
+    for name, fn in checks.items():
+        pieces = None
+        if fn is not None:
+
+            def pieces(w: str, fn: Any = fn, name: str = name) -> list[str]:
+                if (name, w) not in cache:
+                    cache[name, w] = list(fn(w))
+                return cache[name, w]
+
+        for h in held_words:
+            for t in train_words:
+                why = related(h, t, pieces)
+                if why and not any(o["held"] == h and o["trained"] == t and o["why"] == why for o in out):
+                    out.append({"held": h, "trained": t, "why": why, "tokenizer": name if why == "pieces" else ""})
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _generator_words() -> frozenset[str]:
+    """Every single word the triplet generator can write in an object, attribute or scene phrase."""
+    from bindlab.data import triplet_templates as tt
+
+    words: set[str] = set()
+    for name in dir(tt):
+        v = getattr(tt, name)
+        if isinstance(v, tuple) and v and all(isinstance(x, str) for x in v):
+            words.update(w.strip(",.") for x in v for w in x.lower().split())
+    words.update(w for o in OBJECT_POOL for w in o.lower().split())
+    words.update(w for fam in ATTRIBUTE_FAMILIES for x in fam.words for w in x.lower().split())
+    return frozenset(w for w in words if w.isalpha())
+
+
 def _take(words: list[str], fraction: float, rng: random.Random, minimum: int = 0) -> list[str]:
+    """Sample ``fraction`` of ``words`` (at least ``minimum``), never a word with a relative below the word among
+    the generator's other words (:func:`related`), unless too few remain for ``minimum``."""
     k = min(len(words), max(minimum, round(fraction * len(words))))
-    return rng.sample(sorted(words), k)
+    vocab = _generator_words()
+    safe = [w for w in sorted(words) if not any(related(p, v) for p in w.lower().split() for v in vocab if v != p)]
+    pool = safe if len(safe) >= k else sorted(words)
+    return rng.sample(pool, k)
 
 
 def select_holdout(fraction: float, seed: int = 0) -> HeldOutWords:
@@ -143,8 +224,11 @@ __all__ = [
     "HOLDOUT_FILE",
     "HeldOutWords",
     "check_fraction",
+    "near_leaks",
     "read_holdout",
     "saber_vocab_from",
+    "related",
     "select_holdout",
+    "word_stem",
     "write_holdout",
 ]

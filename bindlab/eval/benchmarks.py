@@ -24,7 +24,7 @@ from bindlab.data.adapters import Benchmark
 from bindlab.data.adapters.base import ChoiceItem, same_bag
 from bindlab.encoders.base import Encoder, EncoderError
 from bindlab.encoders.service import embed_image_files, embed_texts
-from bindlab.eval.metrics import bootstrap_ci, choice_chance
+from bindlab.eval.metrics import bootstrap_ci, choice_chance, task_chance
 from bindlab.eval.pairs import METRICS, pass_table, score_block
 
 
@@ -207,7 +207,7 @@ def evaluate_benchmark(
     lo, hi = bootstrap_ci(model.astype(np.float64), seed=seed)
     # tot: the paraphrase pair's similarity must be the highest of the three pairwise ones (1/3); itt: every positive
     # caption above the negative (1/(k+1): SugarCrepe++'s two paraphrases 1/3, one caption 1/2)
-    chance = 1 / 3 if task == "tot" else choice_chance(len(items[0].positives))
+    chance = task_chance("sugarcrepe_pp_tot") if task == "tot" else choice_chance(len(items[0].positives))
     splits = len(acc["by_group"]) > 1 and bench.adapter != "aro_vg_attribution"
     if bench.adapter == "aro_vg_attribution":
         native = {"name": "macro accuracy over attribute pairs (>= 25 items)", "value": acc["macro"]}

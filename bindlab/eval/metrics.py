@@ -1,4 +1,5 @@
-"""Pure numpy metrics: tie-aware MCQ credit, average precision, recall@k, bootstrap intervals.
+"""Pure numpy metrics: tie-aware MCQ credit, average precision, recall@k, bootstrap intervals (over items, and
+over training seeds then items), Holm adjustment, the drift test against its own null.
 
 Every function takes arrays and returns numbers/arrays; no I/O, no models. Tests check them against naive loops
 and ``sklearn.metrics``.
@@ -7,6 +8,8 @@ and ``sklearn.metrics``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +72,40 @@ def choice_chance(positives: int, negatives: int = 1) -> float:
     if positives < 1 or negatives < 1:
         raise ValueError(f"a choice item needs at least one positive and one negative, got {positives} and {negatives}")
     return 1.0 / comb(positives + negatives, positives)
+
+
+# every benchmark kind's item shape: (positives, negatives) that must all order right, and how many such independent
+# orders an item needs (a 2x2 item's text score asks each of its two images to prefer its own caption)
+TASK_SHAPES: dict[str, tuple[int, int, int]] = {
+    "triplet": (1, 1, 1),  # query nearer the positive than the negative
+    "choice": (1, 1, 1),  # SugarCrepe / ARO: one caption against one negative
+    "sugarcrepe_pp_itt": (2, 1, 1),  # both paraphrases above the negative: 1/3
+    "sugarcrepe_pp_tot": (1, 2, 1),  # the paraphrase pair's similarity highest of the three pairs: 1/3
+    "pairs_i2t": (1, 1, 2),  # each image prefers its own caption: 1/4
+    "pairs_t2i": (1, 1, 2),  # each caption prefers its own image: 1/4
+    "pairs_group": (2, 2, 1),  # both matched scores above both mismatched (CompoSET / Winoground Group): 1/6
+}
+
+
+def task_chance(kind: str, candidates: int | None = None) -> float:
+    """Chance of a benchmark item from its shape, through :func:`choice_chance`: the one place chance is computed.
+
+    ``kind`` is a key of :data:`TASK_SHAPES` or ``"one_of"`` (one right answer among ``candidates``: a 4-way
+    guess, R@1 among n, top-1 over a factor's values: ``1 / candidates``). A 2x2 item's text or image score is two
+    independent one-against-one orders (1/4); its Group score needs both matched scores above both mismatched ones
+    (``choice_chance(2, 2)`` = 1/6).
+
+    Raises:
+        ValueError: an unknown kind, or ``one_of`` without at least two candidates.
+    """
+    if kind == "one_of":
+        if candidates is None or candidates < 2:
+            raise ValueError(f"one_of chance needs at least two candidates, got {candidates}")
+        return choice_chance(1, candidates - 1)
+    if kind not in TASK_SHAPES:
+        raise ValueError(f"unknown task kind {kind!r}; use one_of or one of {', '.join(TASK_SHAPES)}")
+    k, m, times = TASK_SHAPES[kind]
+    return choice_chance(k, m) ** times
 
 
 def chance_label(lo: float | None, hi: float | None, chance: float | None) -> str:
@@ -187,3 +224,131 @@ def bootstrap_ci(
         means = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
     alpha = (1 - level) / 2
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+
+
+def hierarchical_bootstrap(
+    deltas: Sequence[np.ndarray], n_boot: int = 2000, level: float = 0.95, seed: int = 0
+) -> dict[str, Any]:
+    """Two-level bootstrap of a trained model's change against its base over training seeds.
+
+    Each resample draws as many training seeds as were given, with replacement, then, for every seed drawn, that
+    seed's items (questions, triplets, sentences) with replacement, and averages the per-seed means: the interval
+    carries the seed-to-seed variance of the training as well as the items' sampling variance.
+
+    Args:
+        deltas: one ``(n_s,)`` array per training seed of per-item changes (tuned - base; NaNs ignored).
+        n_boot: resamples.
+        level: interval coverage.
+        seed: bootstrap seed.
+
+    Returns:
+        ``{"n_seeds", "per_seed" (each seed's mean change), "mean" (mean over seeds), "seed_sd" (sd of the per-seed
+        means, ddof 1; 0 for one seed), "ci95" [lo, hi], "p" (two-sided bootstrap p of "mean change = 0": twice the
+        smaller tail share of resamples at or beyond 0, with the +1 correction), "verdict"}``. The verdict is
+        "holds" when the interval excludes 0 and every seed's mean has the sign of the overall mean, "mixed" when
+        the interval excludes 0 but some seed's sign differs, "n.s." when the interval includes 0, and "one seed"
+        when only one seed was given (no seed variance is measured, so no claim about the training holds).
+
+    Raises:
+        ValueError: no seeds, or a seed without items.
+    """
+    arrays = [np.asarray(d, dtype=np.float64) for d in deltas]
+    arrays = [d[~np.isnan(d)] for d in arrays]
+    if not arrays or any(d.size == 0 for d in arrays):
+        raise ValueError("hierarchical_bootstrap needs at least one seed, each with at least one item")
+    s = len(arrays)
+    rng = np.random.default_rng(seed)
+    # item level: for every seed, n_boot x s independent item resamples (one per slot a seed can be drawn into)
+    item_means = np.stack([d[rng.integers(0, d.size, size=(n_boot, s, d.size))].mean(axis=2) for d in arrays])
+    picks = rng.integers(0, s, size=(n_boot, s))  # seed level
+    boots = item_means[picks, np.arange(n_boot)[:, None], np.arange(s)[None, :]].mean(axis=1)
+    per_seed = [float(d.mean()) for d in arrays]
+    mean = float(np.mean(per_seed))
+    alpha = (1 - level) / 2
+    lo, hi = float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))
+    tail = min(int((boots <= 0).sum()), int((boots >= 0).sum()))
+    p = min(1.0, 2 * (tail + 1) / (n_boot + 1))
+    return {
+        "n_seeds": s,
+        "per_seed": per_seed,
+        "mean": mean,
+        "seed_sd": float(np.std(per_seed, ddof=1)) if s > 1 else 0.0,
+        "ci95": [lo, hi],
+        "p": p,
+        "verdict": seed_verdict(lo, hi, per_seed),
+    }
+
+
+def seed_verdict(lo: float, hi: float, per_seed: Sequence[float]) -> str:
+    """ "holds" / "mixed" / "n.s." / "one seed" for an interval over seeds and the seeds' own means (see
+    :func:`hierarchical_bootstrap`)."""
+    if len(per_seed) < 2:
+        return "one seed"
+    if lo <= 0 <= hi:
+        return "n.s."
+    sign = 1.0 if lo > 0 else -1.0
+    return "holds" if all(x * sign > 0 for x in per_seed) else "mixed"
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
+
+    The i-th smallest of m p-values is multiplied by ``m - i`` (i from 0), the results made non-decreasing in that
+    order and capped at 1; returned in the input order. NaN p-values are left NaN and do not count in m.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out.tolist()
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    out[order] = adj
+    return out.tolist()
+
+
+def drift_permutation_test(
+    embeddings: Sequence[np.ndarray], base: int = 0, n_perm: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Does a finetune move general sentences further than a change of training seed does? Drift is >= 0 by
+    construction, so it is tested against its own null, not against 0.
+
+    ``embeddings`` holds the same sentences embedded by the base model (index ``base``) and by the tuned model of
+    each training seed. For a sentence and a model k, the statistic is k's mean distance (1 - cosine) to the other
+    models minus the mean distance among the others. Under the null the base is exchangeable with the tuned seeds
+    (a finetune moves a sentence no more than reseeding it does), so which model carries the base label is a
+    random draw for every sentence: the null distribution relabels each sentence independently (``n_perm`` Monte
+    Carlo draws), and p is ``(1 + #draws at least the observed mean) / (1 + n_perm)``.
+
+    Returns:
+        ``{"drift" (mean distance base -> tuned), "seed_drift" (mean distance between tuned seeds), "statistic",
+        "p", "n_labels", "n_perm"}``.
+
+    Raises:
+        ValueError: fewer than two tuned seeds, or embeddings of different shapes.
+    """
+    e = [np.asarray(x, dtype=np.float64) for x in embeddings]
+    if len(e) < 3:
+        raise ValueError("drift_permutation_test needs the base and at least two tuned seeds")
+    if any(x.shape != e[0].shape for x in e):
+        raise ValueError("drift_permutation_test needs every model's embeddings of the same sentences")
+    e = np.stack([x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12) for x in e])  # (m, n, d)
+    m, n = e.shape[:2]
+    dist = 1.0 - np.einsum("ind,jnd->ijn", e, e)  # (m, m, n) per sentence
+    total = dist.sum(axis=(0, 1)) / 2  # (n,) sum over pairs
+    to_k = dist.sum(axis=1) / (m - 1)  # (m, n)
+    among = (total[None, :] - to_k * (m - 1)) / ((m - 1) * (m - 2) / 2)
+    stat = to_k - among  # (m, n)
+    observed = float(stat[base].mean())
+    rng = np.random.default_rng(seed)
+    draws = stat[rng.integers(0, m, size=(n_perm, n)), np.arange(n)[None, :]].mean(axis=1)
+    p = (1 + int((draws >= observed - 1e-12).sum())) / (1 + n_perm)
+    return {
+        "drift": float(to_k[base].mean()),
+        "seed_drift": float(among[base].mean()),
+        "statistic": observed,
+        "p": p,
+        "n_labels": m,
+        "n_perm": n_perm,
+    }

@@ -21,9 +21,9 @@ import numpy as np
 from bindlab.data.pairs_schema import VERBOSITIES, PairItem
 from bindlab.encoders.base import Encoder, EncoderError
 from bindlab.encoders.service import embed_image_files, embed_texts
-from bindlab.eval.metrics import bootstrap_ci
+from bindlab.eval.metrics import bootstrap_ci, task_chance
 
-CHANCE: dict[str, float] = {"i2t": 0.25, "t2i": 0.25, "group": 1 / 6}
+CHANCE: dict[str, float] = {k: task_chance(f"pairs_{k}") for k in ("i2t", "t2i", "group")}
 METRICS: tuple[str, ...] = ("i2t", "t2i", "group")
 Progress = Callable[[float, str], None]
 
@@ -373,7 +373,8 @@ def evaluate_pairs(
 
 def by_edit_type_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Flat rows ``{edit_type, category, origin, n, i2t, t2i, group}`` for tables and the bar chart (edit-type order);
-    ``origin`` is "composet" for the paper's edit types, "bindlab" for bindlab's own, else the file's or "other"."""
+    ``origin`` is "composet" for edit types named in the paper, "bindlab" for those in a category the paper names under
+    bindlab's name, else the file's or "other"."""
     from bindlab.data.composet import EDIT_TYPES, edit_origin
 
     by = summary["by_edit_type"]

@@ -6,10 +6,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from bindlab.eval.metrics import task_chance
 from bindlab.present.figures import SIDE_LEGEND, add_chance_by_n, message_figure
 from bindlab.present.safe_text import plot_text
 
-PAIRS_CHANCE_GROUP = 1 / 6
+PAIRS_CHANCE_GROUP = task_chance("pairs_group")
 
 
 def by_n_figure(rows: list[dict[str, Any]], pairing: str | None = None, chance: float = 0.25) -> go.Figure:
@@ -76,7 +77,7 @@ def by_edit_type_figure(rows: list[dict[str, Any]], metric: str = "group") -> go
                 hovertemplate="%{x}: %{y:.3f}<extra>" + plot_text(model) + "</extra>",
             )
         )
-    chance = PAIRS_CHANCE_GROUP if metric == "group" else 0.25
+    chance = task_chance(f"pairs_{metric}")
     fig.add_hline(
         y=chance,
         line_dash="dash",

@@ -212,7 +212,7 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
     if not rows:
         return message_figure("no pairs to summarise")
     fig = go.Figure()
-    # the CompoSET paper's own edit types are marked "◆"; bindlab's own carry no mark (a line under the title says so)
+    # edit types the CompoSET paper names are marked "◆"; its categories under bindlab's names are not (see the title)
     paper = any(r.get("origin") == "composet" for r in rows)
     labels = [
         f"{'◆ ' if r.get('origin') == 'composet' else ''}{plot_text(r['edit_type'])} "
@@ -286,7 +286,7 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
     height = max(360, 110 + 46 * len(rows))
     # the legend 64 px below the axis, clear of its title, even when Gradio gives the title a 100 px top margin
     # the mark's meaning is a small line under the title (the x title has no room for it at 1280 px)
-    notes = (["◆ = an edit type of the CompoSET paper"] if paper else []) + (
+    notes = (["◆ = named in the CompoSET paper; unmarked: its categories, bindlab's names"] if paper else []) + (
         ["n = pairs × caption levels scored; bars: 95% CI"] if any("pairs" in r for r in rows) else []
     )
     shown = f"{title}<br><sup>{' · '.join(notes)}</sup>" if notes else title

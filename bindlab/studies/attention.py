@@ -2,7 +2,7 @@
 
 An :class:`AttentionRequest` validates what a face asked for; :func:`run_attention` loads the caption sets, runs
 one (or two, with ``compare``) encoders' text transformers over them and returns the one
-:class:`~bindlab.studies.result.Result` both faces format, bootstrap seed included, so ``attention --out`` and the
+:class:`~bindlab.result.Result` both faces format, bootstrap seed included, so ``attention --out`` and the
 tab give the same numbers. :func:`caption_view` is the tab's one-caption path (word x word attention at one layer),
 with the caption's length checked before anything is tokenised. The maths lives in :mod:`bindlab.analysis.attention`.
 """
@@ -19,8 +19,8 @@ import numpy as np
 
 from bindlab.analysis import attention as att
 from bindlab.config import LIMIT_ENV, limits
+from bindlab.result import Result
 from bindlab.studies.progress import Progress
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_run_options, run_option
 
 __all__ = [

@@ -7,12 +7,32 @@ Two scans, each independent of the generator's bookkeeping: a triplet folder's t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 
-def audit_splits(data: str | Path | None = None, toy: str | None = None) -> dict[str, Any]:
-    """``{"triplets": report, "toy": report}`` for what was given (at least one); each report has ``clean``.
+def tokenizers_of(models: Sequence[str]) -> dict[str, Any]:
+    """``{model: pieces(word)}``: each model's own tokenizer (WordPiece for ``minilm`` and ``toy:lit-minilm``); a
+    model with a word-level tokenizer (the other toys) reads a word whole, and the stem and letter checks cover it."""
+    from bindlab.encoders.base import load_encoder
+
+    out: dict[str, Any] = {}
+    for m in models:
+        tok = getattr(load_encoder(m), "tokenizer", None)
+        if tok is not None and hasattr(tok, "tokenize"):
+            out[m] = tok.tokenize
+        else:
+            out[m] = lambda w: [w]
+    return out
+
+
+def audit_splits(
+    data: str | Path | None = None, toy: str | None = None, models: Sequence[str] = ("minilm",)
+) -> dict[str, Any]:
+    """``{"triplets": report, "toy": report}`` for what was given (at least one); each report has ``clean``. The
+    triplet audit also checks held-out words below the word, by stem and with the tokenizer of each of ``models``
+    (the models the set is used with; default the bundled MiniLM's WordPiece).
 
     Raises:
         DataError: neither given, or the toy model has no ``training.json``.
@@ -26,7 +46,7 @@ def audit_splits(data: str | Path | None = None, toy: str | None = None) -> dict
         from bindlab.data.triplets.audit import audit_triplets
         from bindlab.studies.validate import data_input
 
-        out["triplets"] = audit_triplets(data_input(str(data)))
+        out["triplets"] = audit_triplets(data_input(str(data)), tokenizers_of(models))
     if toy:
         from bindlab.train.toy.audit import audit_toy
 
@@ -47,4 +67,4 @@ def format_audits(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["audit_splits", "format_audits"]
+__all__ = ["audit_splits", "format_audits", "tokenizers_of"]

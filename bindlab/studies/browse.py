@@ -1,7 +1,7 @@
 """Browse: the SABER MCQ study (``eval mcq``, ``eval retrieval``) and the Browse tab's session.
 
 :func:`run_mcq` and :func:`run_retrieval` are the one pipeline both faces call: load the questions, embed and score
-them (``bindlab.eval``), and return a :class:`~bindlab.studies.result.Result` with provenance. The Browse tab's
+them (``bindlab.eval``), and return a :class:`~bindlab.result.Result` with provenance. The Browse tab's
 :class:`ScoredSet` is built from :func:`run_mcq`'s result and memoised per (file contents, encoder id, pairing) in
 this process, so switching questions never re-embeds anything and the tab shows the numbers ``eval mcq`` prints.
 """
@@ -25,11 +25,11 @@ from bindlab.eval.mcq import (
     parse_pairings,
 )
 from bindlab.eval.metrics import TIE_TOL
+from bindlab.result import Result
 from bindlab.studies.access import check_model_access
 from bindlab.studies.common import IMAGE_MODELS, embedded_data_for, get_encoder, needs_images
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.progress import Progress
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_run_options, data_input, run_option
 
 _LOCK = threading.Lock()

@@ -9,7 +9,7 @@ numbers) before any job folder is made; :func:`submit_finetune` then queues it t
 (:func:`job_progress`: phase, step of total, loss, time left) to a ``(fraction, message)`` callback until it ends.
 :func:`run_finetune_compare` scores the three models of a finished job (base, ``lora:<job>/unscaled``,
 ``lora:<job>``) on one MCQ file — through the cached MCQ pipeline, with the attention binding margins of each per
-layer — and returns a :class:`~bindlab.studies.result.Result` (its progress names each part, k of n; its notes say
+layer — and returns a :class:`~bindlab.result.Result` (its progress names each part, k of n; its notes say
 how many captions the model truncated); the tables' shaping is :mod:`bindlab.train.compare` and
 :mod:`bindlab.train.compare_attention`.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.config import LIMIT_ENV, limits
+from bindlab.result import Result
 from bindlab.studies.access import check_model_access
-from bindlab.studies.result import Result
 from bindlab.studies.validate import (
     check_options,
     check_run_options,

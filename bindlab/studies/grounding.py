@@ -1,7 +1,7 @@
 """Matched visual grounding on a factor grid (the ``ground`` command and the Grounding tab): one study, two faces.
 
 A :class:`GroundingRequest` validates what a face asked for; :func:`run_grounding` runs it and returns the one
-:class:`~bindlab.studies.result.Result` both faces format, so ``ground --out`` and the tab's report give the same
+:class:`~bindlab.result.Result` both faces format, so ``ground --out`` and the tab's report give the same
 numbers. Underneath, a :class:`GroundingSession` holds one grid's image embeddings (computed once through the
 persistent embedding cache) and the native text queries of each factor; :meth:`GroundingSession.state` builds and
 memoises the :class:`~bindlab.analysis.grounding.GroundingState` of a factor, after which moving alpha is vector
@@ -26,7 +26,7 @@ from bindlab.analysis.grounding import ALPHA_GRID, GroundingState, native_querie
 from bindlab.analysis.grounding_controls import grounding_audit
 from bindlab.data.factors import FACTORS, FactorIndex, load_index
 from bindlab.eval.metrics import TIE_TOL
-from bindlab.studies.result import Result
+from bindlab.result import Result
 from bindlab.studies.validate import check_run_options, run_option
 
 __all__ = [

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from bindlab.data.factors import load_index, signal_grids
+from bindlab.eval.metrics import task_chance
+from bindlab.result import Result
 from bindlab.studies.grounding import MODEL_EMPTY, check_protocol, open_session
 from bindlab.studies.progress import Progress
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_run_options, run_option
 
 __all__ = ["SweepRequest", "resolve_signal_grid", "run_grounding_sweep", "sweep_row"]
@@ -178,7 +179,7 @@ def run_grounding_sweep(request: SweepRequest, progress: Progress | None = None)
         "full_signal": {k: rows[0][k] for k in ("native", "matched", "gain", "alpha")},
         "weakest": {k: nonzero[-1][k] for k in ("gamma", "native", "matched", "gain", "cosine")},
         "gain_at_zero": zero[0]["gain"] if zero else None,
-        "chance": 1.0 / len(load_index(grids[0][1], check_images=False).values(request.factor)),
+        "chance": task_chance("one_of", len(load_index(grids[0][1], check_images=False).values(request.factor))),
         "full_signal_gain": rows[0]["gain"],
         "sweep": rows,
     }

@@ -3,7 +3,7 @@
 A :class:`MapRequest` validates every input before work starts (the subset size is capped, the UMAP settings must
 be finite). :func:`run_map` is the one function the ``map`` command and the Map tab call: it embeds the subset
 (:func:`prepare_map`, through the embedding cache), reads the layout from the disk cache or computes it
-(:func:`cached_layout`) and returns a :class:`~bindlab.studies.result.Result`. The tab embeds once and asks for
+(:func:`cached_layout`) and returns a :class:`~bindlab.result.Result`. The tab embeds once and asks for
 PCA, then UMAP, on the same :class:`~bindlab.analysis.embedding_map.MapData` (``prepared``), so the second layout
 never re-embeds. A result's map, and so a session's, keeps no vectors (164 MB for 10,000 ``bow`` points): a layout
 or a point's neighbours read them back from the embedding cache (:func:`map_vectors`), the same float32 values, so
@@ -45,7 +45,7 @@ from bindlab.analysis.embedding_map import (
     selection_summary,
     summary_line,
 )
-from bindlab.studies.result import Result
+from bindlab.result import Result
 from bindlab.studies.validate import (
     check_options,  # allowed data roots and size caps, as the CLI entry
     check_run_options,

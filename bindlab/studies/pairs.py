@@ -1,7 +1,7 @@
 """Pairs: the 2x2 pairs study (``eval pairs``) and the Pairs tab's session.
 
 :func:`run_pairs` is the one pipeline both faces call: load a Pairs file, score every pair Winoground-style
-(``bindlab.eval.pairs``) and return a :class:`~bindlab.studies.result.Result` with provenance. The Pairs tab's
+(``bindlab.eval.pairs``) and return a :class:`~bindlab.result.Result` with provenance. The Pairs tab's
 :class:`ScoredPairs` is built from that result and memoised per (file, mtime, encoder id, verbosity) in this
 process, so moving between pairs never re-embeds anything and the tab shows the numbers ``eval pairs`` prints.
 """
@@ -16,11 +16,11 @@ from typing import Any
 from bindlab.config import home
 from bindlab.data.pairs_schema import PairItem
 from bindlab.eval.pairs import parse_verbosity
+from bindlab.result import Result
 from bindlab.studies.access import check_model_access
 from bindlab.studies.common import get_encoder
 from bindlab.studies.memo import forget_under, remember
 from bindlab.studies.progress import Progress
-from bindlab.studies.result import Result
 from bindlab.studies.validate import check_run_options, data_input, run_option
 
 DEFAULT_SETTINGS = {"scenes": 6, "foils_per_scene": 15, "seed": 0, "size": 160}
@@ -295,11 +295,20 @@ def numbers_text(r: dict[str, Any]) -> str:
     return f"{r['value']:.3f}, 95% CI {lo:.3f}–{hi:.3f}, chance {r['chance']:.3f}"
 
 
+# what is known about an edit type's origin (the paper's text names six edit types, in four categories of 16 types):
+# named in the paper; in a category the paper names, under bindlab's name; or neither (e.g. Winoground tags)
+ORIGIN_LABELS: dict[str, str] = {
+    "composet": "edit types named in the CompoSET paper",
+    "bindlab": "edit types in a category the paper names, under bindlab's name",
+    "other": "edit types outside the paper's categories",
+}
+
+
 def origin_line(summary: dict[str, Any]) -> str:
-    """The headline by origin: Group of the CompoSET paper's edit types and of bindlab's own, each with its 95 % CI
-    (chance 0.167) and its n scored (pair, caption level) rows, e.g. "the paper's edit types: Group 0.043 (95% CI …,
-    n 120 rows) · bindlab's own: …"; "" when the set has neither (e.g. Winoground tags)."""
-    names = {"composet": "the CompoSET paper's edit types", "bindlab": "bindlab's own edit types"}
+    """The headline by origin (:data:`ORIGIN_LABELS`): Group of the edit types named in the CompoSET paper and of
+    those in a category the paper names under bindlab's name, each with its 95 % CI (chance 0.167) and its n scored
+    (pair, caption level) rows; "" when the set has neither (e.g. Winoground tags)."""
+    names = {k: ORIGIN_LABELS[k] for k in ("composet", "bindlab")}
     by = summary.get("by_origin") or {}
     parts = [
         f"{names[o]}: Group {by[o]['group']:.3f} (95% CI {by[o]['group_ci95'][0]:.3f}–{by[o]['group_ci95'][1]:.3f},"

@@ -2,7 +2,7 @@
 
 :class:`ToyTrainRequest` and :class:`ToyEvalRequest` validate their inputs before any work starts;
 :func:`run_toy_train` and :func:`run_toy_eval` are what ``train toy`` and ``eval toy`` call, and return a
-:class:`~bindlab.studies.result.Result`. The training loop is :mod:`bindlab.train.toy.train`, the evaluations
+:class:`~bindlab.result.Result`. The training loop is :mod:`bindlab.train.toy.train`, the evaluations
 :mod:`bindlab.train.toy.eval`, the card :mod:`bindlab.train.toy.card`.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from bindlab.studies.result import Result
+from bindlab.result import Result
 from bindlab.studies.validate import check_run_options, run_option
 from bindlab.train.toy.config import ModelSize, TrainConfig
 

@@ -12,24 +12,18 @@ from typing import Any
 
 from bindlab.data.pairs_schema import PairItem, load_pairs
 from bindlab.data.schema import LoadReport
-from bindlab.eval.metrics import choice_chance
+from bindlab.eval.metrics import TASK_SHAPES, task_chance
 from bindlab.eval.pairs import by_edit_type_rows, evaluate_pairs
 from bindlab.provenance import provenance
 from bindlab.result import Result
 from bindlab.tasks.base import Task, TaskMetadata, TaskOptions, register_task
 from bindlab.tasks.summaries import PairsSummary
 
-# each image picks its caption (two choices of one against one: I2T, T2I); Group: both matched pairs above both
-# mismatched ones, two positives against two negatives
-METRIC_SHAPES = {"group": [(2, 2)], "i2t": [(1, 1), (1, 1)], "t2i": [(1, 1), (1, 1)]}
-
 
 def metric_chance(metric: str) -> float:
-    """The chance of a 2x2 item on ``metric`` (Group 1/6, I2T and T2I 1/4): the product of its choices' chance."""
-    out = 1.0
-    for shape in METRIC_SHAPES[metric]:
-        out *= choice_chance(*shape)
-    return out
+    """The chance of a 2x2 item on ``metric`` (Group 1/6, I2T and T2I 1/4):
+    :func:`bindlab.eval.metrics.task_chance` of ``pairs_<metric>``, the one place chance is computed."""
+    return task_chance(f"pairs_{metric}")
 
 
 def load(data: str | Path, options: TaskOptions) -> tuple[list[PairItem], LoadReport]:
@@ -57,7 +51,7 @@ class PairsTask(Task):
         data_kind="composet",
         citation="CompoSET-style 2x2 pairs scored as Winoground (Thrush et al., CVPR 2022)",
         source="bindlab generate composet",
-        item_shape=METRIC_SHAPES["group"][0],
+        item_shape=TASK_SHAPES["pairs_group"][:2],  # two positives against two negatives: 1/6
         chance_note="I2T and T2I: 1/4",
         version=3,
     )

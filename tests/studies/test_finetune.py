@@ -341,6 +341,8 @@ def test_a_row_is_unseen_when_one_of_its_words_is_not_in_training():
     rows = [{"query": " ".join(sorted(words)), "positive": "", "negative": ""}]
     assert question_vocabulary(q, training_words(rows)) == "seen"
     rows[0]["query"] = " ".join(sorted(words)[1:])
+    assert question_vocabulary(q, training_words(rows)) == "mixed"  # one word missing: seen and unseen mixed
+    rows[0]["query"] = "nothing here"
     assert question_vocabulary(q, training_words(rows)) == "unseen"
 
 

@@ -196,7 +196,7 @@ def test_the_pairs_memo_keeps_only_the_most_recent_files(pairs_setup, tmp_path, 
 
 
 def test_every_edit_type_carries_its_origin_and_the_paper_s_types_are_scored_apart(pairs_setup, capsys):
-    """Issue 28, item 3: a generated item says whether its edit type is the CompoSET paper's or bindlab's own; the
+    """Issue 28, item 3: a generated item says whether its edit type is named in the CompoSET paper or in a category it names under bindlab's name; the
     evaluation scores the two apart (their n adding up to the whole), every edit-type row names its origin, the CLI
     and the tab print the by-origin line, and the chart marks the paper's types."""
     from bindlab.data.composet import EDIT_ORIGIN, PAPER_NAMES
@@ -223,7 +223,7 @@ def test_every_edit_type_carries_its_origin_and_the_paper_s_types_are_scored_apa
     rows = study.edit_type_table(s)
     assert all(r["origin"] == EDIT_ORIGIN[r["edit_type"]] for r in rows)
     assert main(["eval", "pairs", "--data", data, "--model", model, "--verbosity", "short"]) == 0
-    line = f"the CompoSET paper's edit types: Group {by['composet']['group']:.3f}"
+    line = f"edit types named in the CompoSET paper: Group {by['composet']['group']:.3f}"
     assert line in capsys.readouterr().out
     summary, *_ = tab.score(data, model, "short", progress=_noop_progress)
     assert line in html.unescape(summary).replace("\\", "")  # Markdown-escaped as text in the tab

@@ -74,21 +74,31 @@ def audit_rows(
     held_words: frozenset[str] = frozenset(),
     held_templates: list[str] | None = None,
     examples: int = 3,
+    tokenizers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Count, per split, the texts that use a held-out template or contain a held-out word.
 
     Returns:
         ``{"held_templates", "held_words" (count), "rows" {split: n}, "template_uses" {split: {template: n}},
         "template_leaks" {split: n texts}, "word_leaks" {split: n texts}, "examples": [...], "clean": bool}``;
-        ``clean`` is true when no training-side text (:data:`TRAINING_SPLITS`) uses a held-out template or word.
+        ``clean`` is true when no training-side text (:data:`TRAINING_SPLITS`) uses a held-out template or word,
+        and no training word holds a held-out word below the word (``"near_leaks"``:
+        :func:`bindlab.data.holdout.near_leaks`, by stem and by each of ``tokenizers``' pieces, e.g. held-out
+        *cup* in training's *cupcake*, *snowy* beside *snow*).
     """
+    from bindlab.data.holdout import near_leaks
+
     held_t = set(_held_templates(rows) if held_templates is None else held_templates)
     uses: dict[str, Counter] = {}
     template_leaks: Counter = Counter()
     word_leaks: Counter = Counter()
     found: list[dict[str, Any]] = []
+    trained_words: set[str] = set()
     for r in rows:
         split = r["split"]
+        if split in TRAINING_SPLITS:
+            for field in ("query", "positive", "negative"):
+                trained_words.update(words_of(r[field]))
         attrs = {a.lower() for a, _ in r["bindings"]}
         objs = {o.lower() for _, o in r["bindings"]}
         for field in ("query", "positive", "negative"):
@@ -117,7 +127,8 @@ def audit_rows(
                         "words": bad_w,
                     }
                 )
-    clean = not any(template_leaks[s] or word_leaks[s] for s in TRAINING_SPLITS)
+    near = near_leaks(held_words, trained_words, tokenizers) if held_words else []
+    clean = not any(template_leaks[s] or word_leaks[s] for s in TRAINING_SPLITS) and not near
     return {
         "held_templates": sorted(held_t),
         "held_words": len(held_words),
@@ -126,11 +137,12 @@ def audit_rows(
         "template_leaks": dict(template_leaks),
         "word_leaks": dict(word_leaks),
         "examples": found,
+        "near_leaks": near,
         "clean": clean,
     }
 
 
-def audit_triplets(data: str | Path) -> dict[str, Any]:
+def audit_triplets(data: str | Path, tokenizers: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`audit_rows` for a triplet folder (``triplets.jsonl`` and, when present, ``holdout_vocab.json``)."""
     from bindlab.data.holdout import HOLDOUT_FILE, read_holdout
     from bindlab.data.triplets.io import load_triplets
@@ -139,7 +151,7 @@ def audit_triplets(data: str | Path) -> dict[str, Any]:
     folder = folder if folder.is_dir() else folder.parent
     rows = load_triplets(folder)
     held = read_holdout(folder / HOLDOUT_FILE).words if (folder / HOLDOUT_FILE).is_file() else frozenset()
-    return {"data": str(folder), **audit_rows(rows, frozenset(w.lower() for w in held))}
+    return {"data": str(folder), **audit_rows(rows, frozenset(w.lower() for w in held), tokenizers=tokenizers)}
 
 
 def format_audit(report: dict[str, Any]) -> str:
@@ -160,10 +172,13 @@ def format_audit(report: dict[str, Any]) -> str:
         out.append(
             f"  leak in {e['split']} {e['id']} ({e['field']}): {e['templates'] or ''} {e['words'] or ''} {e['text']!r}"
         )
+    for n in report.get("near_leaks", []):
+        how = f"{n['tokenizer']} pieces" if n["why"] == "pieces" else n["why"]
+        out.append(f"  held-out word {n['held']!r} inside training's {n['trained']!r} ({how})")
     out.append(
-        "clean: no train/val text uses a held-out template or word"
+        "clean: no train/val text uses a held-out template or word, whole or below the word"
         if report["clean"]
-        else "NOT CLEAN: held-out templates or words occur in training rows (see above)"
+        else "NOT CLEAN: held-out templates or words occur in training rows, whole or below the word (see above)"
     )
     return "\n".join(out)
 

@@ -176,7 +176,7 @@ class TrainConfig:
         choices=TWIN_LAYOUTS,
         shown=lambda t: bool(t.get("twin_share")) and t.get("twin_layout", "same") != "same",
     )
-    pair_share: float = _setting(  # train.toy_pairs
+    pair_share: float = _setting(  # train.toy.pairs
         0.0,
         "add CompoSET-style pair twins (a Pairs-set scene and the same scene with one attribute edit, "
         "all twelve contexts) as hard negatives, this share of the batch size per step",
