@@ -42,10 +42,6 @@ def test_no_text_calls_a_selection_set_fresh(rel):
     assert not bad, f"{rel} calls selection sets fresh: {bad}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="README.md is the lead's to edit: apply the replacement sentence of issue 55's report, then drop this mark",
-)
 def test_readme_calls_the_mixed_subset_what_it_is():
     text = " ".join(_text("README.md").split())
     assert ".452 → .351 unscaled on fresh questions" not in text

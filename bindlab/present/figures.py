@@ -6,6 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from bindlab.eval.metrics import task_chance
 from bindlab.present.safe_text import plot_text
 
 SUBSET_COLOURS = {"all": "#1f77b4", "independent": "#2ca02c", "nested": "#ff7f0e"}
@@ -268,9 +269,10 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
                 xanchor="left",
                 font=dict(color="#888", size=11),
             )
+    text_chance, group_chance = task_chance("pairs_i2t"), task_chance("pairs_group")
     for x, name, dash, colour in (
-        (0.25, "chance I2T / T2I (0.25)", "dash", "grey"),
-        (1 / 6, "chance Group (0.167)", "dot", "#2ca02c"),
+        (text_chance, f"chance I2T / T2I ({text_chance:.2f})", "dash", "grey"),
+        (group_chance, f"chance Group ({group_chance:.3f})", "dot", "#2ca02c"),
     ):
         fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
         fig.add_trace(
@@ -283,13 +285,12 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
                 line=dict(color=colour, dash=dash, width=1.5),
             )
         )
-    height = max(360, 110 + 46 * len(rows))
-    # the legend 64 px below the axis, clear of its title, even when Gradio gives the title a 100 px top margin
-    # the mark's meaning is a small line under the title (the x title has no room for it at 1280 px)
-    notes = (["◆ = named in the CompoSET paper; unmarked: its categories, bindlab's names"] if paper else []) + (
+    # a short line per note under the title (one long line was cut off); the legend at the figure's foot, below the x title
+    notes = (["◆ = named in the CompoSET paper; unmarked: its categories under bindlab's names"] if paper else []) + (
         ["n = pairs × caption levels scored; bars: 95% CI"] if any("pairs" in r for r in rows) else []
     )
-    shown = f"{title}<br><sup>{' · '.join(notes)}</sup>" if notes else title
+    height = max(400, 170 + 46 * len(rows) + 18 * len(notes))
+    shown = "<br>".join([title, *(f"<sup>{n}</sup>" for n in notes)])
     fig.update_layout(
         title=shown,
         barmode="group",
@@ -297,7 +298,7 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
         yaxis=dict(autorange="reversed", automargin=True, type="category"),
         height=height,
         bargap=0.25,
-        margin=dict(l=10, r=20, t=70 if notes else 50, b=40),
-        legend=dict(orientation="h", y=-64 / (height - 140), yanchor="top", traceorder="normal"),
+        margin=dict(l=10, r=20, t=50 + 20 * len(notes), b=120),
+        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", traceorder="normal"),
     )
     return fig
