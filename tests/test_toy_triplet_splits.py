@@ -4,6 +4,7 @@ re-write the test questions, and everything still in the renderable vocabulary."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,28 @@ def test_without_holdouts_the_old_three_splits(tmp_path):
         wt.toy_triplets(per_size=10, seed=5, holdout_templates=("attributive",))
     with pytest.raises(ValueError, match="holdout-words"):
         wt.toy_triplets(per_size=10, seed=5, holdout_fraction=0.9)
+
+
+def test_two_processes_making_them_at_once_get_one_whole_set(tmp_path):
+    """Two first jobs at once (two visitors, or a CLI beside the app) on an empty home: one process writes the folder
+    while the other waits, and both get the same complete set (before, the second could read a half-written one)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "BINDLAB_HOME": str(tmp_path / "home")}
+    code = "from bindlab.studies.walkthrough import toy_triplets; print(toy_triplets(per_size=20, seed=9))"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    folders = {out.strip().splitlines()[-1] for out, _ in outs}
+    assert len(folders) == 1
+    folder = folders.pop()
+    assert folder.startswith(str(tmp_path / "home"))
+    stats = json.loads((Path(folder) / "stats.json").read_text())
+    assert stats["n_rows"] == len(load_triplets(folder)) > 0

@@ -663,10 +663,8 @@ def toy_triplets(
       "pattern", ...), which their tokenizer reads as ``[UNK]``; every object and attribute stays renderable.
     """
     from bindlab.config import home
-    from bindlab.data.render import RENDER_VOCAB
-    from bindlab.data.saber import generate_saber
+    from bindlab.data.files import build_once
     from bindlab.data.templates import DEFAULT_TEMPLATE, check_template
-    from bindlab.data.triplets import UNSEEN_WORDS_SPLIT, template_split, write_triplets
 
     for t in holdout_templates:
         check_template(t)
@@ -677,8 +675,18 @@ def toy_triplets(
         f"-ht{''.join(t[0] for t in holdout_templates)}" if holdout_templates else ""
     )
     out = home() / "data" / f"toy-triplets-{per_size}-s{seed}{tag}"
-    if (out / "triplets.jsonl").is_file():
-        return out
+    # made by one process at a time (two visitors' first jobs, a CLI beside the app); stats.json is written last
+    build_once(out / "stats.json", lambda: _write_toy_triplets(out, per_size, seed, held, holdout_templates))
+    return out
+
+
+def _write_toy_triplets(out: Path, per_size: int, seed: int, held: Any, holdout_templates: tuple[str, ...]) -> None:
+    """:func:`toy_triplets`' folder ``out``, written."""
+    from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.saber import generate_saber
+    from bindlab.data.templates import DEFAULT_TEMPLATE
+    from bindlab.data.triplets import UNSEEN_WORDS_SPLIT, template_split, write_triplets
+
     vocab = _without(RENDER_VOCAB, held)
     questions = generate_saber(per_size=per_size, sizes=TRIPLET_SIZES, seed=seed, vocab=vocab)
     rows = [r for i, q in enumerate(questions) for r in _question_rows(q, _split_of(i), DEFAULT_TEMPLATE)]
@@ -709,7 +717,6 @@ def toy_triplets(
         },
         holdout=held,
     )
-    return out
 
 
 def finetune_config(**overrides: Any) -> dict[str, Any]:

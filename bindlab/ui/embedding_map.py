@@ -259,6 +259,7 @@ def add_umap(
     return (_figure(state, color, search), state, _status(state, " (from cache)" if res.summary["from_cache"] else ""))
 
 
+@friendly
 def recolor(
     state: dict[str, Any] | None, color: str, search: str = "", join: bool = False, point: str = ""
 ) -> tuple[Any, str]:

@@ -190,6 +190,11 @@ def test_neighbours_search_and_selection_in_the_tab(small_benchmark):
     hits = ms.search_points(m.points, word)
     assert fig.data[-1].name.startswith("search") and len(fig.data[-1].x) == len(hits) and f"**{len(hits)}**" in note
     assert "no caption contains" in tab.recolor(state, "role", "qqqq")[1]
+    # a search past the cap is one clear toast naming the cap, not a generic error
+    import gradio as gr
+
+    with pytest.raises(gr.Error, match="search: at most .* characters"):
+        tab.recolor(state, "role", "red " * 5000)
     # joining the clicked point's question draws lines from its query to its 4 candidates
     fig, _ = tab.recolor(state, "role", "", True, point)
     assert next(t for t in fig.data if t.mode == "lines").x.count(None) == 4
