@@ -531,7 +531,12 @@ def seed_markdown(res: dict[str, Any]) -> str:
             if r["evaluation"] == DRIFT:
                 null = st.get("null") or {}
                 delta = f"{st['mean']:.3f} ± {st['seed_sd']:.3f}"
-                ci = f"seed-to-seed {null['seed_drift']:.3f} (own null)" if null else "—"
+                # the null's two distances in one unit (1 - cos), side by side; the Δ column is the report's drift
+                ci = (
+                    f"base→tuned {null['drift']:.3f} vs seed-to-seed {null['seed_drift']:.3f} (1 − cos; own null)"
+                    if null
+                    else "—"
+                )
             else:
                 delta = f"{_signed(st['mean'])} ± {st['seed_sd']:.3f}"
                 ci = f"[{_signed(st['ci95'][0])}, {_signed(st['ci95'][1])}]"

@@ -183,9 +183,15 @@ def _lit_phrase_lines(training: dict[str, Any]) -> list[str]:
             f"per scene of the first {c.get('whitener_scenes', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
             if not (t.get("target_caption_weight") or t.get("target_rank_steps"))
             else f"- captions in real English estimate W (those of the first {c.get('whitener_scenes', 0):,} pool scenes) "
-            f"and {_caption_uses(t)}: {c.get('per_scene', t.get('captions_per_scene'))} per scene of all "
-            f"{t.get('pool_size', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
-            f"plus {c.get('twin_captions', 0):,} of their binding twins, "
+            f"and {_caption_uses(t)}: {c.get('per_scene', t.get('captions_per_scene'))} per scene of "
+            + (
+                f"the first {t['rank_scenes']:,} of the {t.get('pool_size', 0):,} pool scenes (`--rank-scenes "
+                f"{t['rank_scenes']}`: {c.get('captions', 0):,} captions, plus {c.get('twin_captions', 0):,} of those "
+                "scenes' binding twins, "
+                if t.get("rank_scenes")
+                else f"all {t.get('pool_size', 0):,} pool scenes ({c.get('captions', 0):,} captions, "
+                f"plus {c.get('twin_captions', 0):,} of their binding twins, "
+            )
         )
         + f"{c.get('distinct', 0):,} distinct), written with all four sentence templates of `bindlab.data.templates` "
         "(attributive 'a red cube', predicative 'the cube is red', relative 'a cube that is red', with 'a cube with a "
