@@ -28,6 +28,7 @@ from bindlab.ui.layout import pinned
 CSS = """
 #ft-status table {display: block; max-width: 100%; overflow-x: auto}
 #ft-status table th {white-space: normal; word-break: keep-all; overflow-wrap: normal; hyphens: none}
+#ft-jobs td, #ft-jobs td * {overflow-wrap: anywhere}
 #ft-jobs th, #ft-compare th, #ft-compare-triplets th, #ft-compare-attention th {white-space: normal; word-break: keep-all; overflow-wrap: normal}
 #ft-jobs th *, #ft-compare th *, #ft-compare-triplets th *, #ft-compare-attention th * {white-space: normal; word-break: keep-all; overflow-wrap: normal}
 .ft-bar {background:#eee; border-radius:6px; height:18px; width:100%; overflow:hidden}

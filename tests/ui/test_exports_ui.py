@@ -113,7 +113,9 @@ def test_finetune_downloads_after_compare_with_the_separated_report(app_url, pag
         "compare_all.zip",
     } <= names
     report = pd.read_csv(path)
-    assert {"in-format", "out-of-template", "unseen words", "held-out construction", "control"} <= set(report["format"])
+    assert {"in-format", "out-of-template", "unseen words", "held-out construction", "control"} <= set(
+        report["format"]
+    ), (job, report[["evaluation", "format"]].to_dict(orient="records"))  # once seen missing in CI: say what was there
     flat = " ".join(shown.split())  # the page's table wraps long cells
     assert all(f in flat for f in set(report["format"])), [
         f for f in set(report["format"]) if f not in flat
