@@ -47,8 +47,10 @@ __all__ = [
 
 
 # --- models ------------------------------------------------------------------------------------------------------
-def load_encoder(model: str, device: str = "auto", batch_size: int | None = None) -> Any:
-    """Load an encoder by id, once per process (the instance the CLI and the app share).
+def load_encoder(model: str, device: str = "auto", batch_size: int | None = None, dtype: str = "auto") -> Any:
+    """Load an encoder by id, once per process (the instance the CLI and the app share). ``dtype`` (``auto``,
+    ``float32``, ``bfloat16``, ``float16``) is the precision a hub model runs in; ``auto`` is bfloat16 on a recent GPU
+    and float32 on CPU; the bundled models always run in float32.
 
     Example:
         >>> enc = bindlab.load_encoder("minilm")
@@ -57,13 +59,15 @@ def load_encoder(model: str, device: str = "auto", batch_size: int | None = None
 
     Raises:
         bindlab.encoders.base.EncoderError: an unknown id or a model that cannot load, with what to do.
-        ValueError: a device this machine does not have (e.g. ``"cuda"`` without a GPU), saying what to use.
+        ValueError: a device this machine does not have (e.g. ``"cuda"`` without a GPU), or an unknown dtype, saying
+            what to use.
     """
     from bindlab.encoders import service
     from bindlab.studies.access import check_model_access
-    from bindlab.studies.validate import check_device
+    from bindlab.studies.validate import RunOptions
 
-    options = service.loader_options(check_device(device), batch_size)  # the device is checked before any load
+    run = RunOptions(device=device, dtype=dtype)  # device and dtype checked before any load
+    options = service.loader_options(run.device, batch_size, run.dtype)
     return service.get_encoder(check_model_access(str(model)), **options)
 
 
@@ -114,23 +118,28 @@ def wrap_transformers(model: Any, processor: Any, name: str, batch_size: int = 3
     return register(HFDualEncoder.from_objects(model, processor, name, batch_size=batch_size))
 
 
-def _ref(model: Any, name: str | None = None) -> tuple[str, str, int | None]:
-    """``(encoder id, device, batch size)`` that load exactly this model through the studies' own loader."""
+def _ref(model: Any, name: str | None = None) -> tuple[str, str, int | None, str]:
+    """``(encoder id, device, batch size, dtype)`` that load exactly this model through the studies' own loader."""
     from bindlab.encoders import service
     from bindlab.encoders.adopted import adopt as _adopt
     from bindlab.encoders.adopted import is_encoder
 
     if isinstance(model, str):
-        return model, "auto", None
+        return model, "auto", None, "auto"
     if is_encoder(model):
         recipe = service.recipe(model)
         if recipe is not None:  # loaded by id (load_encoder): the same options reach the same instance
             model_id, options = recipe
-            return model_id, str(options.get("device", "auto")), options.get("batch_size")
+            return (
+                model_id,
+                str(options.get("device", "auto")),
+                options.get("batch_size"),
+                str(options.get("dtype", "auto")),
+            )
         if not model.id.startswith("py:"):
             service.keep(model)  # an encoder built another way: the studies use this instance for its id
-        return model.id, "auto", None
-    return _adopt(model, name=name).id, "auto", None
+        return model.id, "auto", None, "auto"
+    return _adopt(model, name=name).id, "auto", None, "auto"
 
 
 def _data(data: Any) -> str | None:
@@ -170,7 +179,7 @@ def evaluate_mcq(
     from bindlab.studies.browse import McqRequest, parse_pairings, run_mcq
     from bindlab.studies.common import embedded_data_for
 
-    model_id, device, batch = _ref(model, name)
+    model_id, device, batch, dtype = _ref(model, name)
     pairings = parse_pairings(pairings)
     with progress_for(progress, "evaluate_mcq") as report:  # the embedded set's first rendering is on the bar too
         path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch, progress=report)
@@ -181,6 +190,7 @@ def evaluate_mcq(
             limit=limit,
             batch_size=batch,
             device=device,
+            dtype=dtype,
             skip_bad=skip_bad,
         )
         return run_mcq(request, report)
@@ -204,7 +214,7 @@ def evaluate_retrieval(
     from bindlab.studies.browse import McqRequest, parse_pairings, run_retrieval
     from bindlab.studies.common import embedded_data_for
 
-    model_id, device, batch = _ref(model, name)
+    model_id, device, batch, dtype = _ref(model, name)
     pairings = parse_pairings(pairings)
     with progress_for(progress, "evaluate_retrieval") as report:  # the embedded set's first rendering is on the bar too
         path = _data(data) or embedded_data_for(model_id, pairings, device=device, batch_size=batch, progress=report)
@@ -215,6 +225,7 @@ def evaluate_retrieval(
             limit=limit,
             batch_size=batch,
             device=device,
+            dtype=dtype,
             skip_bad=skip_bad,
         )
         return run_retrieval(request, report)
@@ -246,7 +257,7 @@ def evaluate_pairs(
     """
     from bindlab.studies.pairs import PairsRequest, default_pairs_dataset, run_pairs
 
-    model_id, device, batch = _ref(model, name)
+    model_id, device, batch, dtype = _ref(model, name)
     path = _data(data) or default_pairs_dataset()
     request = PairsRequest(
         data=path,
@@ -255,6 +266,7 @@ def evaluate_pairs(
         limit=limit,
         batch_size=batch,
         device=device,
+        dtype=dtype,
         seed=seed,
         skip_bad=skip_bad,
     )
@@ -283,7 +295,7 @@ def evaluate_benchmark(
     """
     from bindlab.studies.benchmark import BenchmarkRequest, run_benchmark
 
-    model_id, device, batch = _ref(model, name)
+    model_id, device, batch, dtype = _ref(model, name)
     return run_benchmark(
         BenchmarkRequest(
             name=benchmark,
@@ -296,6 +308,7 @@ def evaluate_benchmark(
             limit=limit,
             batch_size=batch,
             device=device,
+            dtype=dtype,
             seed=seed,
         )
     )
@@ -378,6 +391,7 @@ def run_task(
     batch_size: int | None = None,
     device: str = "auto",
     progress: Any = True,
+    dtype: str = "auto",
 ) -> Result:
     """One model on one task of the registry — the run Compare makes for each model and task.
 
@@ -394,15 +408,17 @@ def run_task(
         >>> bindlab.run_task("mcq", "bow", limit=20).primary
     """
     from bindlab.studies.compare import run_task as run
-    from bindlab.studies.validate import check_device
+    from bindlab.studies.validate import RunOptions
     from bindlab.tasks import TaskOptions
 
-    model_id, own_device, own_batch = _ref(model)
-    device = check_device(own_device if device == "auto" else device)  # before any load, as the requests do
+    model_id, own_device, own_batch, own_dtype = _ref(model)
+    checked = RunOptions(  # before any load, as the requests do; an encoder loaded by id keeps its own options
+        device=own_device if device == "auto" else device, dtype=own_dtype if dtype == "auto" else dtype
+    )
     batch = own_batch if batch_size is None else batch_size
     options = TaskOptions(pairings=pairings, verbosity=verbosity, limit=limit, seed=seed, batch_size=batch)
     with progress_for(progress, task) as report:
-        return run(task, model_id, _data(data), options, device, report)
+        return run(task, model_id, _data(data), options, checked.device, report, checked.dtype)
 
 
 def ground(
@@ -425,7 +441,7 @@ def ground(
     """
     from bindlab.studies.grounding import GroundingRequest, run_grounding
 
-    model_id, device, batch = _ref(model)
+    model_id, device, batch, dtype = _ref(model)
     request = GroundingRequest(
         data=str(data or ""),
         model=model_id,
@@ -435,6 +451,7 @@ def ground(
         n_boot=n_boot,
         seed=seed,
         device=device,
+        dtype=dtype,
         batch_size=batch or 64,
         protocol=protocol,
         align=align,

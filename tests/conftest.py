@@ -144,8 +144,8 @@ def tiny_st_holdout_jobs() -> dict[str, str]:
     """
 
     def build(folder: Path) -> dict[str, str]:
-        from bindlab.data.holdout import select_holdout
         from bindlab.data.triplets import Variants, generate_triplets, write_triplets
+        from bindlab.data.triplets.holdout import select_holdout
         from bindlab.encoders.tiny import build_tiny
         from bindlab.jobs.manager import JobManager
 

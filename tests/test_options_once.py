@@ -184,6 +184,7 @@ def test_every_request_takes_its_run_options_from_run_options(module, name):
 
 def test_run_options_are_checked_once_with_one_message_each():
     assert RunOptions(model=" bow ", device=" cpu ", batch_size="8").batch_size == 8
+    assert RunOptions(dtype=" BFloat16 ").dtype == "bfloat16" and RunOptions(dtype=None).dtype == "auto"
     for kwargs, message in [
         ({"limit": -1}, "--limit must be 0 or more"),
         ({"limit": 2.5}, "--limit must be a whole number"),
@@ -191,6 +192,7 @@ def test_run_options_are_checked_once_with_one_message_each():
         ({"seed": -3}, "--seed must be between 0 and"),
         ({"seed": 2**32}, "--seed must be between 0 and"),
         ({"device": "tpu"}, "choose auto, cpu, cuda, cuda:N or mps"),
+        ({"dtype": "bf16"}, "unknown dtype 'bf16'; choose auto, float32, bfloat16 or float16"),
     ]:
         with pytest.raises(ValueError, match=message):
             RunOptions(**kwargs)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bindlab.data.holdout import read_holdout, saber_vocab_from
 from bindlab.data.render import RENDER_VOCAB
 from bindlab.data.triplets import load_triplets, words_of
+from bindlab.data.triplets.holdout import read_holdout, saber_vocab_from
 from bindlab.studies import walkthrough as wt
 
 IN_FORMAT = ("train", "val", "test")

@@ -21,7 +21,9 @@ def cmd_attention(a: argparse.Namespace) -> None:
     from bindlab.studies.attention import AttentionRequest, run_attention
     from bindlab.studies.progress import progress_for
 
-    request = AttentionRequest(a.model, a.data, a.limit, a.compare, a.direction, seed=a.seed, device=a.device)
+    request = AttentionRequest(
+        a.model, a.data, a.limit, a.compare, a.direction, seed=a.seed, device=a.device, dtype=a.dtype
+    )
     with progress_for(not a.no_progress, "attention") as report:
         result = run_attention(request, report)
     res = result.summary

@@ -67,6 +67,7 @@ def _request(a: argparse.Namespace):
         limit=a.limit,
         batch_size=a.batch_size,
         device=a.device,
+        dtype=a.dtype,
         skip_bad=a.skip_bad,
     )
 

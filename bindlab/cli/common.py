@@ -250,7 +250,7 @@ def add_fields(p: argparse.ArgumentParser, cls: Any, names: Sequence[str] | None
 
 
 # Shared options, added in one order by every command that scores a model: --data, --model, the command's own,
-# then add_run_args (--device, --batch-size, --limit, --seed, --skip-bad), then add_output_args (--out, --per-item,
+# then add_run_args (--device, --dtype, --batch-size, --limit, --seed, --skip-bad), then add_output_args (--out, --per-item,
 # --export, --export-formats). The run options' flags are built from bindlab.studies.validate.RunOptions' fields.
 OUT_HELP = "write the results JSON (summary + provenance) here"
 
@@ -293,10 +293,11 @@ def add_run_args(
     skip_bad: bool = False,
     progress: bool = True,
 ) -> None:
-    """``--device``, ``--batch-size`` (``batch_size=False``: none; None: no default of its own), then ``--limit``,
+    """``--device``, ``--dtype``, ``--batch-size`` (``batch_size=False``: none; None: no default of its own), then ``--limit``,
     ``--seed`` and ``--skip-bad`` where the command has them (``limit``/``seed`` are their help texts), and
     ``--no-progress`` where the command draws a progress bar (``progress``)."""
     add_device(p)
+    add_run_option(p, "dtype")
     if batch_size is not False:
         add_run_option(p, "batch_size", default=batch_size, **({"help": batch_help} if batch_help else {}))
     if limit:

@@ -68,6 +68,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
         seed=a.seed,
         batch_size=a.batch_size,
         device=a.device,
+        dtype=a.dtype,
         use_cache=not a.no_cache,
     )
     with progress_for(not a.no_progress, "compare") as report:

@@ -16,9 +16,9 @@ from bindlab.cli.common import Groups, _write_export, _write_json, add_device, a
 # --- triplets, finetune, jobs ------------------------------------------------------------------------------------
 def _triplet_variants(a: argparse.Namespace):
     """Templates and held-out words of ``generate triplets`` (None when none was asked for)."""
-    from bindlab.data.holdout import select_holdout
     from bindlab.data.templates import parse_templates
     from bindlab.data.triplets import Variants
+    from bindlab.data.triplets.holdout import select_holdout
 
     templates = parse_templates(a.templates) if a.templates else None
     held_templates = parse_templates(a.holdout_templates) if a.holdout_templates else ()

@@ -60,6 +60,7 @@ def cmd_ground(a: argparse.Namespace) -> None:
         n_boot=a.n_boot,
         seed=a.seed,
         device=a.device,
+        dtype=a.dtype,
         batch_size=a.batch_size,
         protocol=a.protocol,
         align=a.align,
@@ -104,7 +105,9 @@ def cmd_ground(a: argparse.Namespace) -> None:
 def cmd_ground_sweep(a: argparse.Namespace) -> None:
     from bindlab.studies.grounding_sweep import SweepRequest, run_grounding_sweep
 
-    result = run_grounding_sweep(SweepRequest(a.data or "", a.model, a.factor, a.protocol, a.device, a.batch_size))
+    result = run_grounding_sweep(
+        SweepRequest(a.data or "", a.model, a.factor, a.protocol, a.device, a.batch_size, dtype=a.dtype)
+    )
     model = result.provenance["encoder"]["id"]
     print(
         f"{model} {a.factor} signal-strength sweep ({a.protocol} holdout; alpha re-selected on validation and "

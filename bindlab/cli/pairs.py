@@ -59,6 +59,7 @@ def cmd_eval_pairs(a: argparse.Namespace) -> None:
         limit=a.limit,
         batch_size=a.batch_size,
         device=a.device,
+        dtype=a.dtype,
         seed=a.seed,
         skip_bad=a.skip_bad,
     )
@@ -108,6 +109,7 @@ def cmd_eval_benchmark(a: argparse.Namespace) -> None:
             limit=a.limit,
             batch_size=a.batch_size,
             device=a.device,
+            dtype=a.dtype,
             seed=a.seed,
         )
     )

@@ -18,6 +18,7 @@ the cache (no concurrent SQLite writers across ranks or nodes) and scores.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -43,6 +44,8 @@ from bindlab.encoders.base import (
 from bindlab.encoders.cache import EmbeddingCache, content_key, content_keys, word_keys
 
 Progress = Callable[[int, int], None]
+
+log = logging.getLogger(__name__)
 
 _DEFAULT_CACHE: EmbeddingCache | None = None
 # Loaded encoders, least recently used first; at most limits().max_loaded_models of them (the oldest is dropped).
@@ -179,14 +182,19 @@ def _instance_key(eid: EncoderId, options: dict[str, Any]) -> tuple[str, str, tu
     return str(eid), weights, tuple(sorted((k, repr(v)) for k, v in options.items()))
 
 
-def loader_options(device: str = "auto", batch_size: int | None = None) -> dict[str, Any]:
-    """The options :func:`get_encoder` passes for a device and batch size: none with the defaults, so the backend's
-    own apply and the caller shares the instance the tabs use."""
+FLOAT32_BACKENDS = ("toy", "bow", "st", "py")  # they ignore a dtype (hf, open_clip, qwen3vl run in it; lora: its base)
+
+
+def loader_options(device: str = "auto", batch_size: int | None = None, dtype: str = "auto") -> dict[str, Any]:
+    """The options :func:`get_encoder` passes for a device, batch size and dtype: none with the defaults, so the
+    backend's own apply and the caller shares the instance the tabs use."""
     options: dict[str, Any] = {}
     if device != "auto" or batch_size is not None:
         options["device"] = device
     if batch_size is not None:
         options["batch_size"] = batch_size
+    if dtype != "auto":
+        options["dtype"] = dtype
     return options
 
 
@@ -210,6 +218,10 @@ def get_encoder(model: str, **options: Any) -> Encoder:
             found = _INSTANCES.get(key)
         if found is not None:
             return found
+        if options.get("dtype") not in (None, "auto", "float32") and eid.backend in FLOAT32_BACKENDS:
+            log.warning(
+                "%s runs in float32: dtype %s applies to hub models (hf:, open_clip:, qwen3vl:)", eid, options["dtype"]
+            )
         encoder = load_parsed(eid, **options)
         with _LOCK:
             _INSTANCES[key] = encoder

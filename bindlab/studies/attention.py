@@ -87,6 +87,7 @@ class AttentionRequest:
     seed: int = run_option("seed")
     device: str = run_option("device")
     n_boot: int = 1000
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         check_run_options(self)  # model, limit, seed, device (RunOptions)
@@ -124,6 +125,7 @@ class CaptionRequest:
     id: str = "free text"
     device: str = run_option("device")
     head: int | None = None  # the head whose word x word map to show (None = mean over heads)
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         self.model = (self.model or "").strip() or "minilm"
@@ -155,11 +157,11 @@ class CaptionRequest:
             self.head = _whole(self.head, "head")
 
 
-def _encoder(model: str, device: str = "auto") -> Any:
+def _encoder(model: str, device: str = "auto", dtype: str = "auto") -> Any:
     """The encoder, loaded once per process and shared with the other tabs."""
     from bindlab.studies.common import get_encoder
 
-    return get_encoder(model, device)
+    return get_encoder(model, device, dtype=dtype)
 
 
 def _data_path(data: str, encoders: Sequence[Any] = ()) -> Path:
@@ -209,8 +211,8 @@ def run_attention(request: AttentionRequest, progress: Progress | None = None) -
     t = time.perf_counter()
     if progress:
         progress(0.0, f"loading {request.model}")
-    enc = _encoder(request.model, request.device)  # weights load on first use
-    enc2 = _encoder(request.compare, request.device) if request.compare else None
+    enc = _encoder(request.model, request.device, request.dtype)  # weights load on first use
+    enc2 = _encoder(request.compare, request.device, request.dtype) if request.compare else None
     path = _data_path(str(request.data), [e for e in (enc, enc2) if e is not None])
     sets = att.load_caption_sets(path, limit=request.limit)
     runs = att.run_attention(enc, sets, request.direction, progress=progress)
@@ -260,7 +262,7 @@ def caption_view(request: CaptionRequest) -> dict[str, Any]:
         ValueError: bindings not in the caption, fewer than two objects, or a direction the model cannot give.
     """
     cap = att.Caption(request.text, tuple(tuple(b) for b in request.bindings), request.id)
-    enc = _encoder(request.model, request.device)
+    enc = _encoder(request.model, request.device, request.dtype)
     access = att.attention_access(enc)
     if request.head is not None and request.head >= access.num_heads:
         raise ValueError(f"head {request.head} does not exist: {enc.id} has heads 0 to {access.num_heads - 1}")

@@ -41,6 +41,7 @@ class BenchmarkRequest:
     batch_size: int | None = run_option("batch_size")  # None = the backend's default
     device: str = run_option("device")
     seed: int = run_option("seed")  # bootstrap seed of the 95 % intervals
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         self.name = (self.name or "").strip()
@@ -78,7 +79,7 @@ def run_benchmark(request: BenchmarkRequest) -> Result:
     from bindlab.tasks import TaskOptions
     from bindlab.tasks.published import for_manifest
 
-    encoder = get_encoder(request.model, request.device, request.batch_size)
+    encoder = get_encoder(request.model, request.device, request.batch_size, request.dtype)
     options = TaskOptions(
         limit=request.limit,
         seed=request.seed,

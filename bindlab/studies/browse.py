@@ -52,6 +52,7 @@ class McqRequest:
     batch_size: int | None = run_option("batch_size")  # None = the backend's default
     device: str = run_option("device")
     skip_bad: bool = run_option("skip_bad")  # malformed lines are reported in the notes
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         if not str(self.data or "").strip():
@@ -113,7 +114,9 @@ def _run(request: McqRequest, kind: str, progress: Progress | None) -> tuple[Res
     task's scoring (:mod:`bindlab.tasks.saber`, the one Compare runs too)."""
     from bindlab.tasks import TaskOptions, get_task
 
-    encoder = get_encoder(request.model, request.device, request.batch_size)  # cheap: weights load on first use
+    encoder = get_encoder(
+        request.model, request.device, request.batch_size, request.dtype
+    )  # cheap: weights load on first use
     _expect_from_size(request)
     questions, report = load_questions(request)
     options = TaskOptions(pairings=list(request.pairings), limit=request.limit, batch_size=request.batch_size)
@@ -160,7 +163,7 @@ class ScoredSet:
     @cached_property
     def _embeddings(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """``{modality: (queries (q, d), candidates (q, 4, d))}`` from the embedding cache (filled by run_mcq)."""
-        encoder = get_encoder(self.request.model, self.request.device, self.request.batch_size)
+        encoder = get_encoder(self.request.model, self.request.device, self.request.batch_size, self.request.dtype)
         return {
             m: embed_questions(self.questions, self.path.parent, encoder, m)
             for m in dict.fromkeys(PAIRINGS[self.pairing])

@@ -101,16 +101,16 @@ def default_dataset_for(encoders: Sequence[Any], images: bool = False, progress:
     return default_dataset(images=images or closed, progress=progress)
 
 
-def get_encoder(model: str, device: str = "auto", batch_size: int | None = None) -> Any:
-    """Load an encoder once per process (thread-safe) and per (resolved weights, device, batch size); later calls
-    reuse it, whatever spelling of a local folder they use (:func:`bindlab.encoders.service.get_encoder`).
+def get_encoder(model: str, device: str = "auto", batch_size: int | None = None, dtype: str = "auto") -> Any:
+    """Load an encoder once per process (thread-safe) and per (resolved weights, device, batch size, dtype); later
+    calls reuse it, whatever spelling of a local folder they use (:func:`bindlab.encoders.service.get_encoder`).
 
     With the defaults the backend's own defaults apply (what the tabs use); a command passes its options.
     """
     from bindlab.encoders import service
 
     check_model_access(model)  # public mode: a visitor loads only their own jobs' lora: models
-    return service.get_encoder(model, **service.loader_options(device, batch_size))
+    return service.get_encoder(model, **service.loader_options(device, batch_size, dtype))
 
 
 IMAGE_MODELS = ("toy:clip", "toy:shared")  # the bundled image+text encoders, preferred in this order

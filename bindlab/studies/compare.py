@@ -115,6 +115,7 @@ class CompareRequest:
     batch_size: int | None = run_option("batch_size")
     device: str = run_option("device")
     use_cache: bool = True  # read and write the per-model results under $BINDLAB_HOME/compare
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         self.models = parse_models(self.models)
@@ -318,6 +319,7 @@ def run_task(
     options: TaskOptions | None = None,
     device: str = "auto",
     progress: Progress | None = None,
+    dtype: str = "auto",
 ) -> Result:
     """One model on one suite entry, as :func:`run_compare` runs it (not cached): the data given, else the entry's
     path, else the comparison's default for the task's data kind, else the task's own.
@@ -328,7 +330,9 @@ def run_task(
     task, path = parse_spec(entry)
     options = options or TaskOptions()
     options = with_options(options, pairings=parse_pairings(options.pairings))
-    encoder = get_encoder(model, device, options.batch_size)  # the device checked by the caller (bindlab.run_task)
+    encoder = get_encoder(
+        model, device, options.batch_size, dtype
+    )  # device and dtype checked by the caller (bindlab.run_task)
     reason = task.unable(encoder, options)
     if reason:
         raise ValueError(f"{model} cannot be scored on {task.metadata.name}: {reason}")
@@ -358,7 +362,9 @@ def run_compare(request: CompareRequest, progress: Progress | None = None) -> Re
         ``per_scene_margin``, ``agreement``, ``unknown_words``. The leaderboard labels each score with a chance
         level above / at / below chance by its 95 % interval and gives each model's ``unknown words %``.
     """
-    encoders = {m: get_encoder(m, request.device, request.batch_size) for m in request.models}  # unknown ids first
+    encoders = {
+        m: get_encoder(m, request.device, request.batch_size, request.dtype) for m in request.models
+    }  # unknown ids first
     paths = _resolve_paths(request, encoders, progress)
     jobs = [_Job(t, m) for m in request.models for t in request.suite]
     for k, job in enumerate(jobs):

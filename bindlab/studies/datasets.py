@@ -332,6 +332,70 @@ def session_uploads(session: str | None) -> Path:
     return uploads_root() / name
 
 
+# A session's upload folder names the server process that made it, so a server starting up can delete what a server
+# that is gone left (its sessions ended with it) without touching the folders of another server sharing the home.
+SERVER_MARK = ".server"
+
+
+def _start_ticks(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22); "" where unreadable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[19]  # after "pid (comm)": state is field 3, starttime field 22
+
+
+def this_server() -> str:
+    """This process as a server mark: ``"<pid> <start ticks>"`` (a reused pid has other start ticks)."""
+    return f"{os.getpid()} {_start_ticks(os.getpid())}"
+
+
+def server_alive(mark: str) -> bool:
+    """True while the process a :func:`this_server` mark names still runs (a mark that cannot be read: False)."""
+    pid_text, _, ticks = mark.strip().partition(" ")
+    try:
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's process: it runs
+        pass
+    return not ticks or _start_ticks(pid) in ("", ticks)
+
+
+def session_upload_folder(session: str | None) -> Path:
+    """:func:`session_uploads`, made, and marked with this server (:data:`SERVER_MARK`) on first use."""
+    parent = session_uploads(session)
+    parent.mkdir(parents=True, exist_ok=True)
+    mark = parent / SERVER_MARK
+    if not mark.is_file():
+        mark.write_text(this_server())
+    return parent
+
+
+def sweep_orphan_uploads() -> int:
+    """Delete the upload folders whose server is gone (run at start-up): a session ends with its server, so what it
+    uploaded has no owner. Folders of a live server (another app on the same home) and unmarked ones (the age sweep
+    takes those) stay. Returns how many went."""
+    root = uploads_root()
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for folder in root.iterdir():
+        mark = folder / SERVER_MARK
+        if folder.is_symlink() or not folder.is_dir() or not mark.is_file():
+            continue
+        try:
+            alive = server_alive(mark.read_text()[:64])
+        except OSError:
+            continue
+        if not alive:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 def _safe_name(name: str) -> str:
     base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name).name).lstrip(".")[:100]
     return base or "upload"
@@ -384,8 +448,7 @@ def store_upload(files: str | os.PathLike | Sequence[str | os.PathLike], kind: s
         raise ValueError(f"upload one {what}, got {len(paths)} files")
     if folder_kind and names[0][1:] not in {_safe_name(p.name) for p in paths}:
         raise ValueError(f"a {what} needs a file named {names[0][1:]} among the uploaded files")
-    parent = session_uploads(session)
-    parent.mkdir(parents=True, exist_ok=True)
+    parent = session_upload_folder(session)
     dest = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=parent))  # the kind in the name: list_uploads filters by it
     for p in paths:
         shutil.copyfile(p, dest / _safe_name(p.name))
@@ -396,8 +459,7 @@ def _store_zip(archive: Path, kind: str, session: str | None) -> Path:
     """Unpack an uploaded zip into a fresh folder of the session's uploads; return its data file (a file kind) or
     the folder (a folder kind). Nothing is kept when the zip is refused."""
     what, names = _check_kind(kind)
-    parent = session_uploads(session)
-    parent.mkdir(parents=True, exist_ok=True)
+    parent = session_upload_folder(session)
     dest = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=parent))
     try:
         unzip_bounded(archive, dest)
@@ -600,7 +662,9 @@ __all__ = [
     "list_uploads",
     "offered_choices",
     "resolve_choice",
+    "session_upload_folder",
     "session_uploads",
+    "sweep_orphan_uploads",
     "set_choices",
     "shown_copy",
     "shown_image",

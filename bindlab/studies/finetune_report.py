@@ -112,9 +112,9 @@ def training_words(rows: Sequence[dict[str, Any]]) -> frozenset[str]:
 
 def is_seen(word: str, seen: frozenset[str]) -> bool:
     """A word counts as seen when training text holds it, or holds it below the word (the same stem, or a word it
-    starts or that starts it: held-out *cup* inside training's *cupcake*, :func:`bindlab.data.holdout.related`), so
+    starts or that starts it: held-out *cup* inside training's *cupcake*, :func:`bindlab.data.triplets.holdout.related`), so
     a leaked held-out word of an existing set is read as seen without retraining."""
-    from bindlab.data.holdout import related
+    from bindlab.data.triplets.holdout import related
 
     w = word.lower()
     return w in seen or any(related(w, t) for t in seen)

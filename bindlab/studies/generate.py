@@ -60,7 +60,7 @@ def generate_saber_set(
         base = SABER_VOCAB
     vocab = base
     if vocab_from:
-        from bindlab.data.holdout import saber_vocab_from
+        from bindlab.data.triplets.holdout import saber_vocab_from
 
         vocab = saber_vocab_from(vocab_from, base)
         settings.update(vocab_from=str(vocab_from), n_objects=len(vocab.objects), n_attributes=len(vocab.attributes))

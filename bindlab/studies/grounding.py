@@ -148,6 +148,7 @@ class GroundingRequest:
     settings: dict[str, Any] = field(default_factory=dict, repr=False)  # extra settings for the provenance
     protocol: str = "context"
     align: str = "none"
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         check_run_options(self)  # model, seed, device, batch size (RunOptions)
@@ -308,7 +309,12 @@ def _index_key(folder: str | Path) -> str:
 
 
 def open_session(
-    data: str | Path, model: str, progress: Progress | None = None, device: str = "auto", batch_size: int = 64
+    data: str | Path,
+    model: str,
+    progress: Progress | None = None,
+    device: str = "auto",
+    batch_size: int = 64,
+    dtype: str = "auto",
 ) -> GroundingSession:
     """Load (or reuse) the session of grid ``data`` embedded with encoder ``model``.
 
@@ -316,17 +322,19 @@ def open_session(
     process pays only the cache read. Raises ``EncoderError``/``DataError``/``ValueError`` with a readable message.
     """
     from bindlab.encoders.base import EncoderError
-    from bindlab.encoders.service import embed_image_files, embed_texts, get_encoder
+    from bindlab.encoders.service import embed_image_files, embed_texts, get_encoder, loader_options
     from bindlab.studies.access import check_model_access
 
     check_model_access(model)  # before the session cache: a visitor reuses only their own jobs' lora: models
-    key = (_index_key(data), model.strip())
+    key = (_index_key(data), model.strip() if dtype == "auto" else f"{model.strip()}|{dtype}")
     with _SESSIONS_LOCK:
         if key in _SESSIONS:
             _SESSIONS.move_to_end(key)
             return _SESSIONS[key]
     index = load_index(data)
-    encoder = get_encoder(model.strip(), device=device, batch_size=batch_size)  # the process's one instance of it
+    encoder = get_encoder(
+        model.strip(), **loader_options(device, batch_size, dtype)
+    )  # the process's one instance of it
     if "image" not in encoder.modalities or "text" not in encoder.modalities:
         raise EncoderError(
             f"{encoder.id} is not an image+text encoder; grounding needs both towers (e.g. toy:clip, hf:/path/to/clip)"
@@ -573,7 +581,14 @@ def run_grounding(request: GroundingRequest, progress: Progress | None = None) -
     """
     t = time.perf_counter()
     grid = resolve_grid(request.data, progress)
-    session = open_session(grid, request.model, progress=progress, device=request.device, batch_size=request.batch_size)
+    session = open_session(
+        grid,
+        request.model,
+        progress=progress,
+        device=request.device,
+        batch_size=request.batch_size,
+        dtype=request.dtype,
+    )
     if request.protocol != "context":
         session = session.view(request.protocol)
     reports = {

@@ -46,6 +46,7 @@ class SweepRequest:
     protocol: str = "context"
     device: str = run_option("device")
     batch_size: int = run_option("batch_size", default=64)
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         check_run_options(self)  # model, device, batch size (RunOptions)
@@ -161,7 +162,9 @@ def run_grounding_sweep(request: SweepRequest, progress: Progress | None = None)
     for i, (gamma, folder) in enumerate(grids):
         if progress:
             progress(i / len(grids), f"gamma {gamma:g}: embedding and grounding ({i + 1}/{len(grids)})")
-        session = open_session(folder, request.model, device=request.device, batch_size=request.batch_size)
+        session = open_session(
+            folder, request.model, device=request.device, batch_size=request.batch_size, dtype=request.dtype
+        )
         encoder = encoder or session.encoder
         if request.protocol != "context":
             session = session.view(request.protocol)

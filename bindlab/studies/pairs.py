@@ -56,6 +56,7 @@ class PairsRequest:
     device: str = run_option("device")
     seed: int = run_option("seed")  # bootstrap seed of the 95 % intervals
     skip_bad: bool = run_option("skip_bad")  # malformed lines are reported in the notes
+    dtype: str = run_option("dtype")  # the precision a hub model runs in
 
     def __post_init__(self) -> None:
         if not str(self.data or "").strip():
@@ -87,7 +88,7 @@ def _run(request: PairsRequest, progress: Progress | None) -> tuple[Result, list
     from bindlab.tasks import TaskOptions, get_task
     from bindlab.tasks.composet import load
 
-    encoder = get_encoder(request.model, request.device, request.batch_size)
+    encoder = get_encoder(request.model, request.device, request.batch_size, request.dtype)
     options = TaskOptions(
         verbosity=request.verbosity,
         limit=request.limit,

@@ -278,6 +278,11 @@ def check_device(value: Any, name: str = "device", lims: Limits | None = None) -
 
 # --- the options every run shares ------------------------------------------------------------------------------------
 DEVICE_HELP = "auto|cpu|cuda|cuda:N|mps; auto (the default) takes cuda if there is one, else mps, else cpu"
+DTYPE_HELP = (
+    "auto|float32|bfloat16|float16: the precision a hub model (hf:, open_clip:, qwen3vl:) runs in; auto (the default) "
+    "is bfloat16 on a GPU that has it (else float16) and float32 on CPU, where half precision falls back to float32 "
+    "with a warning; the bundled models (toy:, minilm, bow) always run in float32"
+)
 
 
 def _check_model(value: Any, f: Field) -> str:
@@ -289,6 +294,15 @@ def _check_model(value: Any, f: Field) -> str:
 
 def _check_device(value: Any, f: Field) -> str:
     return check_device(value or "auto")  # None or "" (an empty box in a tab): auto
+
+
+def _check_dtype(value: Any, f: Field) -> str:
+    from bindlab.encoders.runtime import DTYPES
+
+    name = str(value or "auto").strip().lower()  # None or "" (an empty box in a tab): auto
+    if name not in DTYPES:
+        raise ValueError(f"unknown dtype {value!r}; choose {', '.join(DTYPES[:-1])} or {DTYPES[-1]}")
+    return name
 
 
 def _check_batch_size(value: Any, f: Field) -> int | None:
@@ -309,18 +323,19 @@ def _run(default: Any, help: str, check: Callable[[Any, Field], Any], cap: str |
 
 @dataclass
 class RunOptions:
-    """The options every run of a model shares, defined and checked here once: which encoder, on which device, how
-    many items per forward pass, how many items, which seed, and whether malformed lines are skipped.
+    """The options every run of a model shares, defined and checked here once: which encoder, on which device and in
+    which precision, how many items per forward pass, how many items, which seed, and whether malformed lines are skipped.
 
     Every study's request declares the ones it takes with :func:`run_option` (at its own position; a request may
     change a default or the help text, never the check) and calls :func:`check_run_options` first thing in
-    ``__post_init__``; the CLI builds ``--device``, ``--batch-size``, ``--limit``, ``--seed`` and ``--skip-bad``
+    ``__post_init__``; the CLI builds ``--device``, ``--dtype``, ``--batch-size``, ``--limit``, ``--seed`` and ``--skip-bad``
     from these fields (:func:`bindlab.cli.common.add_run_args`), and :func:`check_options` checks them with the same
     functions, under the caps in force (``cap``: a :class:`bindlab.config.Limits` field).
     """
 
     model: str = _run("", "encoder id, e.g. minilm, bow or toy:clip", _check_model)
     device: str = _run("auto", DEVICE_HELP, _check_device, metavar="DEVICE")
+    dtype: str = _run("auto", DTYPE_HELP, _check_dtype, metavar="DTYPE")
     batch_size: int | None = _run(
         None,
         "texts or images per encoder forward pass",

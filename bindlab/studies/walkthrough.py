@@ -562,17 +562,17 @@ TOY_HOLDOUT_TEMPLATES = ("predicative", "relative", "with")  # the training quer
 def toy_holdout(fraction: float = TOY_HOLDOUT_FRACTION, seed: int = TRIPLET_SEED) -> Any:
     """A seeded ``fraction`` of the renderable vocabulary held out of the toy triplets' training text.
 
-    Stratified like :func:`bindlab.data.holdout.select_holdout`: ``fraction`` of the objects and of each attribute
+    Stratified like :func:`bindlab.data.triplets.holdout.select_holdout`: ``fraction`` of the objects and of each attribute
     category (colour, material, pattern, ...), rounded, so every category loses about the same share. The words
     stay renderable (the toy models saw them in their own image-caption training); only the finetune never does.
 
     Returns:
-        A :class:`bindlab.data.holdout.HeldOutWords` (objects and attribute names, sorted).
+        A :class:`bindlab.data.triplets.holdout.HeldOutWords` (objects and attribute names, sorted).
     """
     import random
 
-    from bindlab.data.holdout import HeldOutWords, check_fraction
     from bindlab.data.render import RENDER_VOCAB
+    from bindlab.data.triplets.holdout import HeldOutWords, check_fraction
 
     f = check_fraction(fraction)
     rng = random.Random(f"bindlab-toy-holdout:{seed}:{f!r}")

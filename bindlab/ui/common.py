@@ -463,7 +463,8 @@ def trim_heap() -> None:
 
 def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float = 3600.0) -> None:
     """When a session ends (``demo.unload``): stop its running requests at their next model turn and delete its
-    uploads; old uploads go every ``every_s`` seconds."""
+    uploads; old uploads go every ``every_s`` seconds, and at start-up those of a server that stopped (its sessions
+    ended with it)."""
     global _UPLOAD_SWEEPER
 
     def end(request: gr.Request) -> None:
@@ -481,6 +482,9 @@ def install_uploads(demo: gr.Blocks, every_s: float = 600.0, older_than_s: float
 
     demo.unload(end)
     if _UPLOAD_SWEEPER is None or not _UPLOAD_SWEEPER.is_alive():
+        gone = datasets.sweep_orphan_uploads()  # once at start-up: the uploads of a server that stopped
+        if gone:
+            log.info("deleted the uploads of %d sessions of a server that stopped", gone)
 
         def loop() -> None:
             while True:

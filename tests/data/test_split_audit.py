@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bindlab.cli import main
-from bindlab.data.holdout import select_holdout
 from bindlab.data.triplets import Variants, generate_triplets, write_triplets
 from bindlab.data.triplets.audit import audit_rows, template_uses
+from bindlab.data.triplets.holdout import select_holdout
 
 HELD = select_holdout(0.2, seed=4)
 
@@ -81,7 +81,7 @@ def test_a_held_out_word_in_a_training_row_is_caught(held_out_run):
 
 def test_cli_exit_status_says_clean_or_not(tmp_path, held_out_run, capsys):
     rows, stats = held_out_run
-    from bindlab.data.holdout import write_holdout
+    from bindlab.data.triplets.holdout import write_holdout
 
     write_triplets(tmp_path / "ok", rows, stats, HELD)
     assert main(["audit-splits", str(tmp_path / "ok"), "--out", str(tmp_path / "ok.json")]) == 0

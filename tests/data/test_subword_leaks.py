@@ -9,9 +9,9 @@ import json
 import pytest
 
 from bindlab.cli import main
-from bindlab.data.holdout import HeldOutWords, near_leaks, related, select_holdout, word_stem
 from bindlab.data.triplets import Variants, generate_triplets, write_triplets
 from bindlab.data.triplets.audit import audit_rows
+from bindlab.data.triplets.holdout import HeldOutWords, near_leaks, related, select_holdout, word_stem
 
 LEAKS = {("cup", "cupcake"), ("boat", "boathouse"), ("tree", "treehouse"), ("snowy", "snow")}
 
@@ -70,7 +70,7 @@ def test_generated_set_with_the_old_choice_is_flagged_and_todays_choice_is_clean
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_selection_avoids_related_pairs(seed):
-    from bindlab.data.holdout import _generator_words
+    from bindlab.data.triplets.holdout import _generator_words
 
     held = select_holdout(0.2, seed)
     assert near_leaks(held.words, _generator_words() - held.words) == []

@@ -10,7 +10,6 @@ import pytest
 
 from bindlab.analysis.attention import locate_bindings
 from bindlab.cli import main
-from bindlab.data.holdout import read_holdout, saber_vocab_from, select_holdout, write_holdout
 from bindlab.data.saber import SABER_VOCAB, generate_saber, max_size
 from bindlab.data.schema import load_mcqs
 from bindlab.data.templates import TEMPLATES, WITH_NOUNS, caption_problems, parse_templates, render
@@ -25,6 +24,7 @@ from bindlab.data.triplets import (
     words_of,
 )
 from bindlab.data.triplets.example import family_name
+from bindlab.data.triplets.holdout import read_holdout, saber_vocab_from, select_holdout, write_holdout
 from bindlab.data.vocab import ATTRIBUTE_BY_NAME, caption
 from bindlab.encoders.attention_access import WORD
 
@@ -212,8 +212,8 @@ def test_triplet_texts_agree():
     texts = [r[k] for r in rows for k in ("query", "positive", "negative")]
     assert [t for t in texts if grammar_problems(t)] == []
     assert not PLURAL_ONLY & {o for r in rows for _, o in r["bindings"]}
-    from bindlab.data.triplet_templates import ATTRIBUTE_POOL
     from bindlab.data.triplets.example import template_allows
+    from bindlab.data.triplets.template_engine import ATTRIBUTE_POOL
 
     queries = [
         query_text([(a, "kite"), ("red", "scissors")], t)

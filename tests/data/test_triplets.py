@@ -13,18 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bindlab.data.schema import DataError
-from bindlab.data.triplet_templates import (
-    AMBIGUOUS_PRONOUNS,
-    ANIMALS,
-    ATTRIBUTE_POOL,
-    FOODS,
-    OBJECT_POOL,
-    OPENERS,
-    PLANTS,
-    REGISTERS,
-    RESERVED_WORDS,
-    filler_vocabulary,
-)
 from bindlab.data.triplets import (
     CONSTRUCTIONS,
     HELD_OUT,
@@ -47,6 +35,18 @@ from bindlab.data.triplets import (
     validate,
     words_of,
     write_triplets,
+)
+from bindlab.data.triplets.template_engine import (
+    AMBIGUOUS_PRONOUNS,
+    ANIMALS,
+    ATTRIBUTE_POOL,
+    FOODS,
+    OBJECT_POOL,
+    OPENERS,
+    PLANTS,
+    REGISTERS,
+    RESERVED_WORDS,
+    filler_vocabulary,
 )
 
 

@@ -21,28 +21,45 @@ pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[2]
 WITHIN_S = 2.0  # the issue asks for a second; two here, on a loaded 2-core runner (1.07 s seen at load 12, CI)
+PROGRESS_WITHIN_S = 5.0  # and then what it does: a loaded runner showed "queue 1/1" first on a free queue
 
 # Inside an output's status tracker: the description gr.Progress sent, or the queue position Gradio shows.
-ANNOUNCED_JS = """([sel, answer]) => {
+ANNOUNCED_JS = """([sel, answer, progressOnly]) => {
   const root = document.querySelector(sel);
   if (!root) return null;
   const wrap = root.closest('.block') || root;
   const desc = [...wrap.querySelectorAll('.progress-level-inner')].map(e => e.innerText.trim()).join(' ').trim();
   if (desc) return 'progress: ' + desc;
   const text = [...wrap.querySelectorAll('.progress-text')].map(e => e.innerText.trim()).join(' ');
-  if (/queue/i.test(text)) return 'queue: ' + text;
+  if (/queue/i.test(text) && !progressOnly) return 'queue: ' + text;
   const done = answer && document.querySelector(answer);
   if (done && done.innerText.trim()) return 'answered';
   return null;
 }"""
 
 
-def announced(page, selector: str, answer: str | None = None, timeout_s: float = 30) -> tuple[str, float]:
+def announced(
+    page, selector: str, answer: str | None = None, timeout_s: float = 30, progress_only: bool = False
+) -> tuple[str, float]:
     """(what the page showed, seconds until it showed) for the output ``selector``; ``answer``: an element whose text
-    means the work is already done (then nothing needed announcing)."""
+    means the work is already done (then nothing needed announcing); ``progress_only``: wait past a queue position
+    for the progress description (or the answer)."""
     t0 = time.perf_counter()
-    handle = page.wait_for_function(ANNOUNCED_JS, arg=[selector, answer], timeout=timeout_s * 1000, polling=50)
+    handle = page.wait_for_function(
+        ANNOUNCED_JS, arg=[selector, answer, progress_only], timeout=timeout_s * 1000, polling=50
+    )
     return handle.json_value(), time.perf_counter() - t0
+
+
+def announced_with_progress(page, selector: str, answer: str | None = None) -> tuple[str, float, float]:
+    """``(the progress text, seconds until the first announcement, seconds until the progress text)``: on a free queue
+    Gradio may show "queue 1/1" for a moment before the action starts (longer on a loaded machine); what matters is
+    that something shows at once and the action then says what it does."""
+    first = announced(page, selector, answer)
+    if first[0].startswith("queue: "):
+        then = announced(page, selector, answer, progress_only=True)
+        return then[0], first[1], first[1] + then[1]
+    return first[0], first[1], first[1]
 
 
 @pytest.fixture
@@ -94,13 +111,15 @@ def test_long_actions_announce_themselves_within_a_second(fresh_app, browser):
             if button:
                 page.get_by_role("tab", name=tab).click()
                 page.click(button)
-            seen[tab] = announced(page, output)
+            seen[tab] = announced_with_progress(page, output)
             answered(page, answer)
     finally:
         ctx.close()
     slow = {k: v for k, v in seen.items() if v[1] > WITHIN_S}
     assert not slow, f"announced after more than {WITHIN_S} s: {slow} (all: {seen})"
     assert all(v[0].startswith("progress: ") for v in seen.values()), f"a bare spinner or queue only: {seen}"
+    late = {k: v for k, v in seen.items() if v[2] > PROGRESS_WITHIN_S}
+    assert not late, f"said what it does after more than {PROGRESS_WITHIN_S} s: {late} (all: {seen})"
 
 
 @pytest.mark.slow  # the cold first Browse view first (tens of seconds on a 2-core machine), then one click
@@ -115,11 +134,12 @@ def test_walkthrough_step3_announces_itself_on_a_cold_server(fresh_app, browser)
         answered(page, "#bl-summary")  # the page load's first view done: the queue is free
         page.get_by_role("tab", name="Walkthrough").click()
         page.click("#wt-images-run")
-        seen = announced(page, "#wt-images-result", "#wt-images-fix")
+        seen = announced_with_progress(page, "#wt-images-result", "#wt-images-fix")
     finally:
         ctx.close()
     assert seen[0].startswith("progress: "), f"a bare spinner, the queue, or nothing cold to announce: {seen}"
     assert seen[1] <= WITHIN_S, f"announced {seen[1]:.2f} s after the click: {seen}"
+    assert seen[2] <= PROGRESS_WITHIN_S, f"said what it does {seen[2]:.2f} s after the click: {seen}"
 
 
 def test_a_queued_click_shows_its_place(fresh_app, browser):

@@ -26,18 +26,20 @@ seed); every example of the two deferred_bind types is ``heldout``. Each example
 Two optional axes (:class:`Variants`; without them the output is unchanged): the query's sentence template
 (:mod:`bindlab.data.templates`; rows then carry ``template``, and each held-out template gets the test examples
 re-written in it as ``test_template_<name>``, ids ``ex000123-<name>-a``), and held-out words
-(:mod:`bindlab.data.holdout`: no train/val/test/heldout text contains one; half of the test examples are planned from
+(:mod:`bindlab.data.triplets.holdout`: no train/val/test/heldout text contains one; half of the test examples are planned from
 them alone, split ``test_unseen_words``).
 
-The package, by concern: :mod:`~.spec` (construction types, splits, limits), :mod:`~.words` (word positions,
-permutations), :mod:`~.example` (assembling an example), :mod:`~.validate` (the B.3/B.4 rules), :mod:`~.engines`
-(who writes the positive: templates or a language model), :mod:`~.plan` (diversity controls, caps, splits),
-:mod:`~.generate` (the loop) and :mod:`~.io` (files). Everything public is re-exported here.
+The package, by concern — everything that writes triplet text lives here: :mod:`~.spec` (construction types,
+splits, limits), :mod:`~.template_engine` (the word lists by family and kind, the engine contract and the template
+engine), :mod:`~.holdout` (held-out words), :mod:`~.words` (word positions, permutations), :mod:`~.example`
+(assembling an example), :mod:`~.validate` (the B.3/B.4 rules), :mod:`~.engines` (who writes the positive: templates
+or a language model), :mod:`~.plan` (diversity controls, caps, splits), :mod:`~.generate` (the loop), :mod:`~.audit`
+(split leaks) and :mod:`~.io` (files). Everything public is re-exported here. The query's sentence templates
+(:mod:`bindlab.data.templates`) stay outside: the SABER MCQ generator writes with them too.
 """
 
 from __future__ import annotations
 
-from bindlab.data.triplet_templates import ExamplePlan, TemplateEngine, WrittenExample
 from bindlab.data.triplets.engines import Engine, EngineOutputError, HFEngine, make_engine, parse_engine_json
 from bindlab.data.triplets.example import Example, assemble, negative_maps, query_text
 from bindlab.data.triplets.generate import Variants, generate_examples, generate_triplets
@@ -54,6 +56,7 @@ from bindlab.data.triplets.spec import (
     is_split,
     template_split,
 )
+from bindlab.data.triplets.template_engine import ExamplePlan, TemplateEngine, WrittenExample
 from bindlab.data.triplets.validate import binding_distance, validate
 from bindlab.data.triplets.words import article_errors, permute_words, words_of
 

@@ -83,10 +83,10 @@ def audit_rows(
         "template_leaks" {split: n texts}, "word_leaks" {split: n texts}, "examples": [...], "clean": bool}``;
         ``clean`` is true when no training-side text (:data:`TRAINING_SPLITS`) uses a held-out template or word,
         and no training word holds a held-out word below the word (``"near_leaks"``:
-        :func:`bindlab.data.holdout.near_leaks`, by stem and by each of ``tokenizers``' pieces, e.g. held-out
+        :func:`bindlab.data.triplets.holdout.near_leaks`, by stem and by each of ``tokenizers``' pieces, e.g. held-out
         *cup* in training's *cupcake*, *snowy* beside *snow*).
     """
-    from bindlab.data.holdout import near_leaks
+    from bindlab.data.triplets.holdout import near_leaks
 
     held_t = set(_held_templates(rows) if held_templates is None else held_templates)
     uses: dict[str, Counter] = {}
@@ -144,7 +144,7 @@ def audit_rows(
 
 def audit_triplets(data: str | Path, tokenizers: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`audit_rows` for a triplet folder (``triplets.jsonl`` and, when present, ``holdout_vocab.json``)."""
-    from bindlab.data.holdout import HOLDOUT_FILE, read_holdout
+    from bindlab.data.triplets.holdout import HOLDOUT_FILE, read_holdout
     from bindlab.data.triplets.io import load_triplets
 
     folder = Path(data)

@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any, Protocol
 
-from bindlab.data.triplet_templates import ExamplePlan, TemplateEngine, WrittenExample
+from bindlab.data.triplets.template_engine import ExamplePlan, TemplateEngine, WrittenExample
 
 
 class Engine(Protocol):

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bindlab.data.templates import DEFAULT_TEMPLATE, allows, group_phrase, join_groups
-from bindlab.data.triplet_templates import FAMILY_OF, ExamplePlan, Pair, WrittenExample
 from bindlab.data.triplets.spec import NEGATIVE_KINDS
+from bindlab.data.triplets.template_engine import FAMILY_OF, ExamplePlan, Pair, WrittenExample
 from bindlab.data.triplets.words import permute_words
 from bindlab.data.vocab import conjoin, with_article
 

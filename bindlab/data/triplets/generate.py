@@ -9,13 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bindlab.data.holdout import HeldOutWords
 from bindlab.data.templates import DEFAULT_TEMPLATE, WITH_NOUNS, check_template
-from bindlab.data.triplet_templates import ATTRIBUTE_POOL, FAMILY_OF, OBJECT_POOL
 from bindlab.data.triplets.engines import Engine, EngineOutputError, make_engine
 from bindlab.data.triplets.example import Example, assemble, query_text, template_allows
+from bindlab.data.triplets.holdout import HeldOutWords
 from bindlab.data.triplets.plan import UsageTracker, WordPools, assign_splits, construction_schedule, plan_example
 from bindlab.data.triplets.spec import UNSEEN_WORDS_SPLIT, template_split
+from bindlab.data.triplets.template_engine import ATTRIBUTE_POOL, FAMILY_OF, OBJECT_POOL
 from bindlab.data.triplets.validate import validate
 
 
@@ -63,7 +63,7 @@ class Variants:
     def predicative_forms(self) -> tuple[str, ...]:
         """The ``predicative`` construction's forms whose sentence template is not held out (all without variants):
         a held-out template occurs in no text outside its own test split."""
-        from bindlab.data.triplet_templates import PREDICATIVE_FORMS
+        from bindlab.data.triplets.template_engine import PREDICATIVE_FORMS
 
         return tuple(f for f, t in PREDICATIVE_FORMS.items() if t not in self.holdout_templates)
 

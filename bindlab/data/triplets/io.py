@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bindlab.data.holdout import HeldOutWords, write_holdout
 from bindlab.data.schema import DataError, read_jsonl, write_jsonl
+from bindlab.data.triplets.holdout import HeldOutWords, write_holdout
 from bindlab.data.triplets.spec import (
     CONSTRUCTIONS,
     NEGATIVE_KINDS,

@@ -9,21 +9,6 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from bindlab.data.templates import NOUN_ATTRIBUTES
-from bindlab.data.triplet_templates import (
-    ATTRIBUTE_FAMILIES,
-    ATTRIBUTE_POOL,
-    OBJECT_POOL,
-    OPENERS,
-    PLACES,
-    REFERENCE_PAIRS,
-    REGISTERS,
-    TIMES,
-    WEATHERS,
-    AttributeFamily,
-    ExamplePlan,
-    Pair,
-    object_kind,
-)
 from bindlab.data.triplets.example import Example
 from bindlab.data.triplets.spec import (
     ADJACENT_TYPES,
@@ -39,6 +24,21 @@ from bindlab.data.triplets.spec import (
     MAX_DISTRACTORS,
     MIN_WORDS,
     N_OBJECTS,
+)
+from bindlab.data.triplets.template_engine import (
+    ATTRIBUTE_FAMILIES,
+    ATTRIBUTE_POOL,
+    OBJECT_POOL,
+    OPENERS,
+    PLACES,
+    REFERENCE_PAIRS,
+    REGISTERS,
+    TIMES,
+    WEATHERS,
+    AttributeFamily,
+    ExamplePlan,
+    Pair,
+    object_kind,
 )
 
 

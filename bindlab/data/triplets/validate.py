@@ -11,7 +11,6 @@ import re
 from collections import Counter
 
 from bindlab.data.templates import DEFAULT_TEMPLATE, TEMPLATES, grammar_problems
-from bindlab.data.triplet_templates import AMBIGUOUS_PRONOUNS, FAMILY_OF, REFERENCE_PAIRS, Pair
 from bindlab.data.triplets.example import Example, group_by_object, query_text
 from bindlab.data.triplets.spec import (
     ADJACENT_TYPES,
@@ -21,6 +20,7 @@ from bindlab.data.triplets.spec import (
     N_OBJECTS,
     NEGATIVE_KINDS,
 )
+from bindlab.data.triplets.template_engine import AMBIGUOUS_PRONOUNS, FAMILY_OF, REFERENCE_PAIRS, Pair
 from bindlab.data.triplets.words import article_errors, folded, words_of
 
 WORD_RE = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bindlab.data.saber import SABER_VOCAB, Vocabulary
-from bindlab.data.triplet_templates import ATTRIBUTE_FAMILIES, KINDS, OBJECT_POOL, object_kind
+from bindlab.data.triplets.template_engine import ATTRIBUTE_FAMILIES, KINDS, OBJECT_POOL, object_kind
 from bindlab.data.vocab import ATTRIBUTE_BY_NAME
 
 HOLDOUT_FILE = "holdout_vocab.json"
@@ -123,7 +123,7 @@ def near_leaks(
 @functools.lru_cache(maxsize=1)
 def _generator_words() -> frozenset[str]:
     """Every single word the triplet generator can write in an object, attribute or scene phrase."""
-    from bindlab.data import triplet_templates as tt
+    from bindlab.data.triplets import template_engine as tt
 
     words: set[str] = set()
     for name in dir(tt):
