@@ -23,15 +23,11 @@ LONG_FUNCTIONS: dict[str, int] = {
     "ui/browse.py:build_tab": 151,
     "ui/embedding_map.py:build_tab": 129,
     "ui/pairs.py:build_tab": 124,
-    "studies/finetune_report.py:separated_report": 124,
     "data/composet.py:candidate_edits": 124,
     "ui/attention.py:build_tab": 122,
     "train/finetune.py:train": 121,
     "train/toy/card.py:_lit_card_text": 117,
-    "data/hf_datasets.py:export_dataset": 117,
     "ui/grounding.py:build_tab": 113,
-    "train/toy/config.py:__post_init__": 113,
-    "present/figures.py:pairs_by_edit_type": 105,
     "data/composet.py:generate_composet": 104,
 }
 

@@ -254,6 +254,71 @@ def _scalar(v: Any) -> str:
     return json.dumps(str(v), ensure_ascii=False)
 
 
+def _write_parquet(kind: str, path: Path, folder: Path) -> tuple[dict[str, dict[str, Any]], int, int]:
+    """Write the set's records as parquet shards of ``folder`` (made here; images embedded as bytes, row groups of
+    :data:`ROWS_PER_GROUP`, a new shard past :data:`SHARD_BYTES` of images); returns ``(features, rows, arrow
+    bytes)``.
+
+    Raises:
+        DataError: records of different shapes, or none.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    base = path.parent
+
+    def image(rel: str) -> dict[str, Any]:
+        return {"bytes": read_bytes_bounded(resolve_image_field(base, rel, str(path))), "path": rel}
+
+    features: dict[str, dict[str, Any]] | None = None
+    shards: list[Path] = []
+    writer: Any = None
+    batch: list[dict[str, Any]] = []
+    shard_bytes = n_rows = arrow_bytes = 0
+    schema: Any = None
+
+    def flush() -> None:
+        nonlocal writer, shard_bytes, batch, arrow_bytes
+        if not batch:
+            return
+        if writer is None:
+            shards.append(folder / f"shard-{len(shards):05d}.parquet")
+            writer = pq.ParquetWriter(shards[-1], schema)
+        table = pa.Table.from_pylist(batch, schema=schema)
+        arrow_bytes += table.nbytes
+        writer.write_table(table)
+        batch = []
+        if shard_bytes >= SHARD_BYTES:
+            writer.close()
+            writer, shard_bytes = None, 0
+
+    for rec in _records(kind, path):
+        row = {**_columns(kind, rec, image), "record": json.dumps(rec, ensure_ascii=False)}
+        if features is None:
+            features = {k: _feature(v) for k, v in row.items()}
+            hf_meta = {"info": {"features": features}}
+            schema = pa.Table.from_pylist([row]).schema.with_metadata({b"huggingface": json.dumps(hf_meta).encode()})
+        elif list(row) != list(features):
+            raise DataError(
+                f"{path}: record {n_rows + 1} has other fields than the first (images on some "
+                "records only?); a set's records must share one shape to export"
+            )
+        shard_bytes += sum(len(x["bytes"]) for x in _image_structs(row))
+        batch.append(row)
+        n_rows += 1
+        if len(batch) >= ROWS_PER_GROUP:
+            flush()
+    flush()
+    if writer is not None:
+        writer.close()
+    if not n_rows or features is None:
+        raise DataError(f"{path}: no records to export")
+    for i, shard in enumerate(shards):
+        shard.rename(folder / f"{SPLIT}-{i:05d}-of-{len(shards):05d}.parquet")
+    return features, n_rows, arrow_bytes
+
+
 def export_dataset(data: str | os.PathLike, out: str | os.PathLike, name: str | None = None) -> Path:
     """Write the bindlab set ``data`` (file or folder) as a Hugging Face datasets folder ``out`` (see the module).
 
@@ -269,8 +334,6 @@ def export_dataset(data: str | os.PathLike, out: str | os.PathLike, name: str | 
         DataError: not a bindlab set, a record bindlab's loader refuses, a missing image, or an ``out`` that holds
             other files.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from bindlab.config import __version__
 
@@ -283,59 +346,8 @@ def export_dataset(data: str | os.PathLike, out: str | os.PathLike, name: str | 
         raise DataError(f"{out}: write the export outside the set's own folder ({path.parent})")
     staging = Path(tempfile.mkdtemp(prefix=".export-", dir=_parent(out)))  # renamed into place when complete
     try:
-        (staging / "data").mkdir()
         base = path.parent
-
-        def image(rel: str) -> dict[str, Any]:
-            return {"bytes": read_bytes_bounded(resolve_image_field(base, rel, str(path))), "path": rel}
-
-        features: dict[str, dict[str, Any]] | None = None
-        shards: list[Path] = []
-        writer: Any = None
-        batch: list[dict[str, Any]] = []
-        shard_bytes = n_rows = arrow_bytes = 0
-        schema: Any = None
-
-        def flush() -> None:
-            nonlocal writer, shard_bytes, batch, arrow_bytes
-            if not batch:
-                return
-            if writer is None:
-                shards.append(staging / "data" / f"shard-{len(shards):05d}.parquet")
-                writer = pq.ParquetWriter(shards[-1], schema)
-            table = pa.Table.from_pylist(batch, schema=schema)
-            arrow_bytes += table.nbytes
-            writer.write_table(table)
-            batch = []
-            if shard_bytes >= SHARD_BYTES:
-                writer.close()
-                writer, shard_bytes = None, 0
-
-        for rec in _records(kind, path):
-            row = {**_columns(kind, rec, image), "record": json.dumps(rec, ensure_ascii=False)}
-            if features is None:
-                features = {k: _feature(v) for k, v in row.items()}
-                hf_meta = {"info": {"features": features}}
-                schema = pa.Table.from_pylist([row]).schema.with_metadata(
-                    {b"huggingface": json.dumps(hf_meta).encode()}
-                )
-            elif list(row) != list(features):
-                raise DataError(
-                    f"{path}: record {n_rows + 1} has other fields than the first (images on some "
-                    "records only?); a set's records must share one shape to export"
-                )
-            shard_bytes += sum(len(x["bytes"]) for x in _image_structs(row))
-            batch.append(row)
-            n_rows += 1
-            if len(batch) >= ROWS_PER_GROUP:
-                flush()
-        flush()
-        if writer is not None:
-            writer.close()
-        if not n_rows or features is None:
-            raise DataError(f"{path}: no records to export")
-        for i, shard in enumerate(shards):
-            shard.rename(staging / "data" / f"{SPLIT}-{i:05d}-of-{len(shards):05d}.parquet")
+        features, n_rows, arrow_bytes = _write_parquet(kind, path, staging / "data")
         (staging / "bindlab").mkdir()
         meta: dict[str, Any] = {}
         for side in SIDE_FILES:

@@ -197,6 +197,42 @@ def compare_by_n(
     return fig
 
 
+def _ci_error_bars(vals: list[Any], cis: list[Any]) -> dict[str, Any] | None:
+    """Plotly error bars from each value's 95 % interval ``(low, high)`` (None where a value has none); None when no
+    value has one."""
+    if not any(c is not None for c in cis):
+        return None
+    return dict(
+        type="data",
+        symmetric=False,
+        thickness=1.2,
+        width=3,
+        color="#444",
+        array=[None if c is None else c[1] - float(v) for c, v in zip(cis, vals, strict=True)],
+        arrayminus=[None if c is None else float(v) - c[0] for c, v in zip(cis, vals, strict=True)],
+    )
+
+
+def _pairs_chance_lines(fig: go.Figure) -> None:
+    """The 2x2 chance levels (:func:`bindlab.eval.metrics.task_chance`) as dashed vertical lines named in the legend."""
+    text_chance, group_chance = task_chance("pairs_i2t"), task_chance("pairs_group")
+    for x, name, dash, colour in (
+        (text_chance, f"chance I2T / T2I ({text_chance:.2f})", "dash", "grey"),
+        (group_chance, f"chance Group ({group_chance:.3f})", "dot", "#2ca02c"),
+    ):
+        fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                name=name,
+                hoverinfo="skip",  # legend entry
+                line=dict(color=colour, dash=dash, width=1.5),
+            )
+        )
+
+
 def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by edit type") -> go.Figure:
     """Horizontal grouped bars of I2T / T2I / Group per edit type, every edit type on the axis with its n.
 
@@ -224,19 +260,6 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
     for key, label, colour in (("group", "Group", "#2ca02c"), ("t2i", "T2I", "#ff7f0e"), ("i2t", "I2T", "#1f77b4")):
         vals = [r.get(key) for r in rows]
         cis = [r.get(f"{key}_ci95") if v is not None else None for r, v in zip(rows, vals, strict=True)]
-        error = (
-            dict(
-                type="data",
-                symmetric=False,
-                thickness=1.2,
-                width=3,
-                color="#444",
-                array=[None if c is None else c[1] - float(v) for c, v in zip(cis, vals, strict=True)],
-                arrayminus=[None if c is None else float(v) - c[0] for c, v in zip(cis, vals, strict=True)],
-            )
-            if any(c is not None for c in cis)
-            else None
-        )
         text = [
             "no pairs" if v is None else f"{float(v):.3f}" + (f" (95% CI {c[0]:.3f}–{c[1]:.3f})" if c else "")
             for v, c in zip(vals, cis, strict=True)
@@ -252,7 +275,7 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
                 textposition="outside",
                 textfont=dict(size=10, color=colour),
                 cliponaxis=False,
-                error_x=error,
+                error_x=_ci_error_bars(vals, cis),
                 customdata=[[r["n"], s] for r, s in zip(rows, text, strict=True)],
                 hovertemplate="%{y}: %{customdata[1]}<extra>" + label + "</extra>",
             )
@@ -269,22 +292,7 @@ def pairs_by_edit_type(rows: list[dict[str, Any]], title: str = "2x2 scores by e
                 xanchor="left",
                 font=dict(color="#888", size=11),
             )
-    text_chance, group_chance = task_chance("pairs_i2t"), task_chance("pairs_group")
-    for x, name, dash, colour in (
-        (text_chance, f"chance I2T / T2I ({text_chance:.2f})", "dash", "grey"),
-        (group_chance, f"chance Group ({group_chance:.3f})", "dot", "#2ca02c"),
-    ):
-        fig.add_vline(x=x, line=dict(color=colour, dash=dash, width=1.5))
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="lines",
-                name=name,
-                hoverinfo="skip",  # legend entry
-                line=dict(color=colour, dash=dash, width=1.5),
-            )
-        )
+    _pairs_chance_lines(fig)
     # a short line per note under the title (one long line was cut off); the legend at the figure's foot, below the x title
     notes = (["◆ = named in the CompoSET paper; unmarked: its categories under bindlab's names"] if paper else []) + (
         ["n = pairs × caption levels scored; bars: 95% CI"] if any("pairs" in r for r in rows) else []

@@ -286,9 +286,7 @@ def separated_report(
         {"change", "ci95"}}}`` (``paired``: each finetuned model minus the base, item by item) in reading order:
         MCQs, triplets, controls.
     """
-    from bindlab.eval.mcq import evaluate_mcq, question_chance
     from bindlab.train.finetune import load_splits
-    from bindlab.train.general_sentences import general_sentences
 
     data = Path(str(config["data"]))
     data_dir = data if data.is_dir() else data.parent
@@ -298,7 +296,6 @@ def separated_report(
     sets = _mcq_sets(questions, trained, seen, seed=benchmark_seed(mcq_path))
     entries: list[dict[str, Any]] = []
     n_steps, done = len(encoders) * (len(sets) + 2), 0
-    labels = list(encoders)
 
     def tick(msg: str) -> None:
         nonlocal done
@@ -307,83 +304,108 @@ def separated_report(
             progress(done / n_steps, msg)
 
     for s in sets:
-        credits = {}
-        order = [q.id for q in s["questions"]]
-        for label in labels:
-            res, items = evaluate_mcq(s["questions"], data_dir, encoders[label], ["tt"])
-            by_id = {r["id"]: r["credit"] for r in items}
-            credits[label] = np.array([by_id[i] for i in order])  # item order fixed: the changes are paired
-            tick(f"report: {s['evaluation']} ({label})")
-        entries.append(
-            {
-                "evaluation": s["evaluation"],
-                "kind": "mcq",
-                "format": s["format"],
-                "template": s["template"],
-                "vocabulary": s["vocabulary"],
-                "source": s["source"],
-                "in_format": s["format"] == "in-format",
-                "higher_is_better": True,
-                "chance": float(np.mean(question_chance(s["questions"]))),
-                **_compared(credits),
-            }
-        )
-    for g in _triplet_groups(splits, trained, seen):
-        entries.append(
-            {
-                "evaluation": g["evaluation"],
-                "kind": "triplets",
-                "format": g["format"],
-                "template": g["template"],
-                "vocabulary": g["vocabulary"],
-                "source": "triplets",
-                "in_format": g["format"] == "in-format",
-                "higher_is_better": True,
-                "chance": task_chance("triplet"),
-                **_compared({label: _triplet_credit(encoders[label], g["rows"]) for label in labels}),
-            }
-        )
+        entries.append(_mcq_entry(s, encoders, data_dir, tick))
+    entries += [_triplet_entry(g, encoders) for g in _triplet_groups(splits, trained, seen)]
     tick("report: triplets")
-    base_general = encoders[labels[0]].embed_texts(general_sentences())
-    forget = {label: _forgetting_items(encoders[label], base_general) for label in labels}
-    entries.append(
-        {
-            "evaluation": "control: general-sentence similarity drift from base",
-            "kind": "control",
-            "format": "control",
-            "in_format": False,
-            "higher_is_better": False,
-            "chance": None,
-            **_compared({label: forget[label]["drift"] for label in labels}, DRIFT_NOTE),
-        }
-    )
-    entries.append(
-        {
-            "evaluation": "control: paraphrase R@1 (general sentences)",
-            "kind": "control",
-            "format": "control",
-            "in_format": False,
-            "higher_is_better": True,
-            "chance": None,
-            **_compared({label: forget[label]["paraphrase_r1"] for label in labels}),
-        }
-    )
-    if "image" in encoders[labels[0]].modalities:
-        from bindlab.train.finetune import single_object_set
-
-        items = single_object_set()  # rendered once, for all three models
-        entries.append(
-            {
-                "evaluation": "control: single-object text->image R@1",
-                "kind": "control",
-                "format": "control",
-                "in_format": False,
-                "higher_is_better": True,
-                "chance": task_chance("one_of", len(items)),
-                **_compared({label: _t2i_items(encoders[label], items) for label in labels}),
-            }
-        )
+    entries += _control_entries(encoders)
     tick("report: forgetting controls")
     for e in entries:
         e["n"] = next(iter(e["models"].values()))["n"]
     return entries
+
+
+def _mcq_entry(
+    s: dict[str, Any], encoders: dict[str, Any], data_dir: Path, tick: Callable[[str], None]
+) -> dict[str, Any]:
+    """The report's row of one MCQ set (:func:`_mcq_sets`): every model on its questions (text pairing), with the
+    changes paired item by item."""
+    from bindlab.eval.mcq import evaluate_mcq, question_chance
+
+    credits = {}
+    order = [q.id for q in s["questions"]]
+    for label, encoder in encoders.items():
+        _, items = evaluate_mcq(s["questions"], data_dir, encoder, ["tt"])
+        by_id = {r["id"]: r["credit"] for r in items}
+        credits[label] = np.array([by_id[i] for i in order])  # item order fixed: the changes are paired
+        tick(f"report: {s['evaluation']} ({label})")
+    return {
+        "evaluation": s["evaluation"],
+        "kind": "mcq",
+        "format": s["format"],
+        "template": s["template"],
+        "vocabulary": s["vocabulary"],
+        "source": s["source"],
+        "in_format": s["format"] == "in-format",
+        "higher_is_better": True,
+        "chance": float(np.mean(question_chance(s["questions"]))),
+        **_compared(credits),
+    }
+
+
+def _triplet_entry(g: dict[str, Any], encoders: dict[str, Any]) -> dict[str, Any]:
+    """The report's row of one triplet group (:func:`_triplet_groups`): every model's triplet credit."""
+    return {
+        "evaluation": g["evaluation"],
+        "kind": "triplets",
+        "format": g["format"],
+        "template": g["template"],
+        "vocabulary": g["vocabulary"],
+        "source": "triplets",
+        "in_format": g["format"] == "in-format",
+        "higher_is_better": True,
+        "chance": task_chance("triplet"),
+        **_compared({label: _triplet_credit(enc, g["rows"]) for label, enc in encoders.items()}),
+    }
+
+
+def _control(
+    evaluation: str,
+    values: dict[str, np.ndarray],
+    higher_is_better: bool,
+    chance: float | None = None,
+    note: str = ONE_RUN,
+) -> dict[str, Any]:
+    """A control row: not a binding evaluation, so no format; ``note`` says what its paired interval is over."""
+    return {
+        "evaluation": evaluation,
+        "kind": "control",
+        "format": "control",
+        "in_format": False,
+        "higher_is_better": higher_is_better,
+        "chance": chance,
+        **_compared(values, note),
+    }
+
+
+def _control_entries(encoders: dict[str, Any]) -> list[dict[str, Any]]:
+    """The forgetting controls: general-sentence similarity drift from the base (the first model), paraphrase R@1,
+    and for an image model single-object text->image R@1."""
+    from bindlab.train.general_sentences import general_sentences
+
+    labels = list(encoders)
+    base_general = encoders[labels[0]].embed_texts(general_sentences())
+    forget = {label: _forgetting_items(encoders[label], base_general) for label in labels}
+    out = [
+        _control(
+            "control: general-sentence similarity drift from base",
+            {label: forget[label]["drift"] for label in labels},
+            False,
+            note=DRIFT_NOTE,
+        ),
+        _control(
+            "control: paraphrase R@1 (general sentences)", {k: f["paraphrase_r1"] for k, f in forget.items()}, True
+        ),
+    ]
+    if "image" in encoders[labels[0]].modalities:
+        from bindlab.train.finetune import single_object_set
+
+        items = single_object_set()  # rendered once, for all three models
+        out.append(
+            _control(
+                "control: single-object text->image R@1",
+                {label: _t2i_items(enc, items) for label, enc in encoders.items()},
+                True,
+                chance=task_chance("one_of", len(items)),
+            )
+        )
+    return out

@@ -87,9 +87,15 @@ def test_finetune_downloads_after_compare_with_the_separated_report(app_url, pag
     job, mcq = finished_job
     page.goto(app_url)
     page.get_by_role("tab", name="Finetune").click(timeout=180_000)
+    # the tab's first view fills the job list and picks a job of its own: choose ours after it, or the compare may
+    # run on whichever job that view picked (CI's shared home holds many)
+    page.wait_for_function("(id) => (document.querySelector('#ft-jobs') || {}).innerText?.includes(id)", arg=job)
     set_dropdown(page, "ft-job", job)
     page.wait_for_function(
-        "() => { const s = document.querySelector('#ft-state'); return s && s.innerText === 'done'; }", timeout=120_000
+        "(id) => { const s = document.querySelector('#ft-state'); const st = document.querySelector('#ft-status');"
+        " return s && s.innerText === 'done' && st.innerText.includes(id); }",
+        arg=job,
+        timeout=120_000,
     )
     box = page.locator("#ft-mcq input, #ft-mcq textarea").first
     box.fill(mcq)
@@ -99,6 +105,7 @@ def test_finetune_downloads_after_compare_with_the_separated_report(app_url, pag
         "() => document.querySelector('#ft-report').innerText.includes('out-of-template')", timeout=600_000
     )  # a row's format: the "in-format" header is there from the start
     shown = page.inner_text("#ft-report")
+    assert job in page.inner_text("#ft-status"), "the compare ran on another job than the one chosen"
 
     path, names = download_export(page, "ft", "compare_report.csv", tmp_path)
     assert "Error" not in page.inner_text("#ft-export-note")

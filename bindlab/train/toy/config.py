@@ -351,6 +351,15 @@ class TrainConfig:
     )
 
     def __post_init__(self) -> None:
+        self._check_shared()
+        if self.arch == "lit":
+            self._check_lit()
+        else:
+            self._check_not_lit()
+        self.heldout()  # checks holdout_fraction
+
+    def _check_shared(self) -> None:
+        """The settings every arch reads."""
         if self.arch not in ARCHS:
             raise ValueError(f"unknown toy arch {self.arch!r}; choose one of {ARCHS}")
         for name in ("steps", "batch_size", "pool_size", "checkpoint_every"):
@@ -379,90 +388,94 @@ class TrainConfig:
                 f"init_from {self.init_from!r} is not a toy model folder (no model.safetensors); give "
                 "a folder written by 'train toy', e.g. bindlab/assets/toy-clip"
             )
-        if self.arch == "lit":
-            if self.pair_share:
+
+    def _check_lit(self) -> None:
+        """The LiT settings (a frozen text tower, targets, twin terms), with ``text`` defaulting to minilm."""
+        if self.pair_share:
+            raise ValueError(
+                "--arch lit trains with cached captions of the pool and its binding twins only: no --pair-twins"
+            )
+        if not self.text:
+            self.text = "minilm"
+        if int(self.captions_per_scene) < 1:
+            raise ValueError(f"captions_per_scene must be at least 1, got {self.captions_per_scene}")
+        if self.lit_target not in LIT_TARGETS:
+            raise ValueError(f"unknown lit target {self.lit_target!r}; choose one of {LIT_TARGETS}")
+        if self.lit_target != "captions" and int(self.captions_per_scene) < 2:
+            raise ValueError(
+                f"--lit-target {self.lit_target} needs at least 2 captions per scene (its metric is "
+                "their within-scene covariance)"
+            )
+        if self.lit_target == "discriminant" and not 0 <= self.target_twin_weight < 1:
+            raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
+        if self.lit_target == "phrases" and not 0 <= self.target_bag_weight < 1:
+            raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
+        if not 0 <= self.target_caption_weight <= 1:
+            raise ValueError(f"target_caption_weight must be in [0, 1], got {self.target_caption_weight}")
+        if int(self.target_rank_steps) < 0:
+            raise ValueError(f"target_rank_steps must be at least 0, got {self.target_rank_steps}")
+        if self.target_rank_steps and self.lit_target != "phrases":
+            raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
+        if int(self.rank_scenes) < 0:
+            raise ValueError(f"rank_scenes must be at least 0, got {self.rank_scenes}")
+        if self.rank_scenes and not self.target_rank_steps:
+            raise ValueError("--rank-scenes is for --target-rank-steps (the scenes its metric is fitted on)")
+        needs_all = [
+            f"--{n.replace('_', '-')}"
+            for n in ("target_caption_weight", "image_rank_weight", "image_margin_weight", "image_bias_weight")
+            if getattr(self, n)
+        ]
+        if self.rank_scenes and needs_all:
+            raise ValueError(
+                f"--rank-scenes embeds only the first scenes' captions; {needs_all[0]} needs every "
+                "pool scene's (leave --rank-scenes out)"
+            )
+        for name in ("image_rank_weight", "image_margin_weight", "image_bias_weight"):  # twin terms on images
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
+            if getattr(self, name) and (self.lit_target != "phrases" or not self.twin_share):
                 raise ValueError(
-                    "--arch lit trains with cached captions of the pool and its binding twins only: no --pair-twins"
+                    f"--{name.replace('_', '-')} is for --lit-target phrases with twins in the batch (--twin-share)"
                 )
-            if not self.text:
-                self.text = "minilm"
-            if int(self.captions_per_scene) < 1:
-                raise ValueError(f"captions_per_scene must be at least 1, got {self.captions_per_scene}")
-            if self.lit_target not in LIT_TARGETS:
-                raise ValueError(f"unknown lit target {self.lit_target!r}; choose one of {LIT_TARGETS}")
-            if self.lit_target != "captions" and int(self.captions_per_scene) < 2:
-                raise ValueError(
-                    f"--lit-target {self.lit_target} needs at least 2 captions per scene (its metric is "
-                    "their within-scene covariance)"
-                )
-            if self.lit_target == "discriminant" and not 0 <= self.target_twin_weight < 1:
-                raise ValueError(f"target_twin_weight must be in [0, 1), got {self.target_twin_weight}")
-            if self.lit_target == "phrases" and not 0 <= self.target_bag_weight < 1:
-                raise ValueError(f"target_bag_weight must be in [0, 1), got {self.target_bag_weight}")
-            if not 0 <= self.target_caption_weight <= 1:
-                raise ValueError(f"target_caption_weight must be in [0, 1], got {self.target_caption_weight}")
-            if int(self.target_rank_steps) < 0:
-                raise ValueError(f"target_rank_steps must be at least 0, got {self.target_rank_steps}")
-            if self.target_rank_steps and self.lit_target != "phrases":
-                raise ValueError("--target-rank-steps is for --lit-target phrases (it learns their metric)")
-            if int(self.rank_scenes) < 0:
-                raise ValueError(f"rank_scenes must be at least 0, got {self.rank_scenes}")
-            if self.rank_scenes and not self.target_rank_steps:
-                raise ValueError("--rank-scenes is for --target-rank-steps (the scenes its metric is fitted on)")
-            needs_all = [
-                f"--{n.replace('_', '-')}"
-                for n in ("target_caption_weight", "image_rank_weight", "image_margin_weight", "image_bias_weight")
-                if getattr(self, n)
-            ]
-            if self.rank_scenes and needs_all:
-                raise ValueError(
-                    f"--rank-scenes embeds only the first scenes' captions; {needs_all[0]} needs every "
-                    "pool scene's (leave --rank-scenes out)"
-                )
-            for name in ("image_rank_weight", "image_margin_weight", "image_bias_weight"):  # twin terms on images
-                if getattr(self, name) < 0:
-                    raise ValueError(f"{name} must be at least 0, got {getattr(self, name)}")
-                if getattr(self, name) and (self.lit_target != "phrases" or not self.twin_share):
-                    raise ValueError(
-                        f"--{name.replace('_', '-')} is for --lit-target phrases with twins in the batch (--twin-share)"
-                    )
-            if not self.image_rank_scale > 0:
-                raise ValueError(f"image_rank_scale must be positive, got {self.image_rank_scale}")
-            if self.target_caption_weight and self.lit_target != "phrases":
-                raise ValueError(
-                    "--target-caption-weight is for --lit-target phrases (the share of the scene's "
-                    "caption mean in its phrase target)"
-                )
-            if self.lit_target != "captions" and self.target_shrink <= 0:
-                raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
-            if self.target_pair_weight < 0:
-                raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
-            if self.target_pair_weight and not self.twin_share:
-                raise ValueError("--target-pair-weight needs twins in the batch (--twin-share)")
-            if self.target_pair_weight and self.lit_target == "captions":
-                raise ValueError("--target-pair-weight is for --lit-target discriminant or phrases")
-            if self.target_contrastive < 0:
-                raise ValueError(f"target_contrastive must be at least 0, got {self.target_contrastive}")
-            if self.target_contrastive and self.lit_target == "captions":
-                raise ValueError(
-                    "--target-contrastive is for --lit-target discriminant or phrases (captions "
-                    "training is contrastive already)"
-                )
-            if self.model.get("head_slots") and self.lit_target != "phrases":
-                raise ValueError("--head-slots is for --lit-target phrases (its slots sum the targets' phrases)")
-            if self.slot_count_weight < 0:
-                raise ValueError(f"slot_count_weight must be at least 0, got {self.slot_count_weight}")
-            if self.slot_count_weight and not self.model.get("head_slots"):
-                raise ValueError("--slot-count-weight supervises a slot head's counts: give --head-slots K too")
-        elif self.model.get("head_slots"):
+        if not self.image_rank_scale > 0:
+            raise ValueError(f"image_rank_scale must be positive, got {self.image_rank_scale}")
+        if self.target_caption_weight and self.lit_target != "phrases":
+            raise ValueError(
+                "--target-caption-weight is for --lit-target phrases (the share of the scene's "
+                "caption mean in its phrase target)"
+            )
+        if self.lit_target != "captions" and self.target_shrink <= 0:
+            raise ValueError(f"target_shrink must be positive, got {self.target_shrink}")
+        if self.target_pair_weight < 0:
+            raise ValueError(f"target_pair_weight must be at least 0, got {self.target_pair_weight}")
+        if self.target_pair_weight and not self.twin_share:
+            raise ValueError("--target-pair-weight needs twins in the batch (--twin-share)")
+        if self.target_pair_weight and self.lit_target == "captions":
+            raise ValueError("--target-pair-weight is for --lit-target discriminant or phrases")
+        if self.target_contrastive < 0:
+            raise ValueError(f"target_contrastive must be at least 0, got {self.target_contrastive}")
+        if self.target_contrastive and self.lit_target == "captions":
+            raise ValueError(
+                "--target-contrastive is for --lit-target discriminant or phrases (captions "
+                "training is contrastive already)"
+            )
+        if self.model.get("head_slots") and self.lit_target != "phrases":
+            raise ValueError("--head-slots is for --lit-target phrases (its slots sum the targets' phrases)")
+        if self.slot_count_weight < 0:
+            raise ValueError(f"slot_count_weight must be at least 0, got {self.slot_count_weight}")
+        if self.slot_count_weight and not self.model.get("head_slots"):
+            raise ValueError("--slot-count-weight supervises a slot head's counts: give --head-slots K too")
+
+    def _check_not_lit(self) -> None:
+        """A LiT-only setting on another arch is refused, naming the arch."""
+        if self.model.get("head_slots"):
             raise ValueError(f"--head-slots is for --arch lit --lit-target phrases; {self.arch} has no phrase grid")
-        elif self.slot_count_weight:
+        if self.slot_count_weight:
             raise ValueError(f"--slot-count-weight is for --arch lit with --head-slots; {self.arch} has no slot head")
-        elif self.text:
+        if self.text:
             raise ValueError(f"--text is for --arch lit (a frozen text tower); {self.arch} trains its own")
-        elif self.lit_target != "captions":
+        if self.lit_target != "captions":
             raise ValueError(f"--lit-target is for --arch lit; {self.arch} trains its own text tower")
-        self.heldout()  # checks holdout_fraction
 
     @property
     def clean_holdout(self) -> bool:
