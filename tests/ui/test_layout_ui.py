@@ -15,8 +15,7 @@ conditions (issue 30, item 2): the app runs with a fresh ``HOME`` outside /tmp a
 unset, and no error toast may show after any step, nor a traceback in the app's output by the end.
 
 Both walks take minutes (this one about 200 s of a two-worker run; the finetune report, *Compare base vs finetuned*, minutes
-even for a 2-step job on a busy machine), so both are marked slow: left out of the README's test command, run by CI
-(``.ci/run`` runs ``pytest -m slow`` after it).
+even for a 2-step job on a busy machine), so both are marked slow: left out of the README's test command (and CI's), run with ``python -m pytest -m slow``.
 """
 
 from __future__ import annotations
