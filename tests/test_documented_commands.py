@@ -139,6 +139,7 @@ SCENARIOS: dict[tuple[str, str], dict] = {
     ("docs/scale.md", "python -m bindlab bench --only vs_library,mcq_warm,eval_mcq_pipeline"): {
         "cls": "parse"
     },  # two real architectures built on the fly and 13,500 questions: minutes
+    ("docs/scale.md", "bench --only eval_mcq_pipeline --out pipe.json"): {"cls": "parse"},  # the quiet runs: 9 min
     # --- docs/finetune_results.md ---
     ("docs/finetune_results.md", "toy_compare.json"): {"cls": "slow"},  # 992 s at load 11 (doc: 2.7 + 6 min)
     ("docs/finetune_results.md", "trip-minilm"): {
