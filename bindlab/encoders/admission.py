@@ -9,9 +9,12 @@ between model turns. So:
   ``heavy_items`` items through the model (cached items cost nothing); it shares the model batch by batch with
   everyone (:data:`bindlab.encoders.service.MODEL_TURN`), so a small request finishes after a few turns whatever
   else runs.
-- **Heavy requests are bounded.** When a request crosses ``heavy_items`` it needs a heavy slot: at most one per
-  session and one per client address, and at most ``max_heavy`` on the server. Without one it stops at once with
-  :class:`Busy` ("try again in about N s", from the recent heavy requests' durations) instead of waiting in line.
+- **Heavy requests are bounded, and served in turn.** When a request crosses ``heavy_items`` it needs a heavy
+  slot: at most one per session and one per client address, and at most ``max_heavy`` on the server. Without one it
+  stops at once with :class:`Busy` (it does not hold a thread of the server while it waits) but takes a place in
+  line: the message says which place and about when the turn comes (from the recent heavy requests' durations).
+  Slots go to the line in order: a newcomer takes a free slot only when nobody waits for it, and a visitor whose
+  turn came has ``TURN_KEPT_S`` seconds to ask again before the place passes to the next.
 - **Every request has a time limit** (``max_seconds``): past it, the next model turn raises :class:`OverTime`, so
   work a visitor abandoned stops by itself.
 - **Work stops when its visitor leaves.** When a browser session ends (the page is closed; the app's
@@ -57,11 +60,24 @@ class Scope:
     heavy: bool = False
 
 
+@dataclass
+class Ticket:
+    """A visitor's place in line for a heavy slot (:func:`_take_heavy`)."""
+
+    keys: tuple[str, ...]
+    seen: float  # when the visitor last asked
+    called: float | None = None  # when a slot was first free for it
+
+
 _SCOPE: ContextVar[Scope | None] = ContextVar("bindlab_request_scope", default=None)
 _LOCK = threading.Lock()
 _HEAVY_KEYS: set[str] = set()  # sessions / addresses with a heavy request running
 _HEAVY_RUNNING = 0
 _RECENT_HEAVY_S: deque[float] = deque(maxlen=20)  # durations of recent heavy requests, for "try again in N s"
+_LINE: list[Ticket] = []  # visitors waiting for a heavy slot, in the order they first asked
+TURN_KEPT_S = 90.0  # a free slot waits this long for the visitor whose turn it is
+TICKET_IDLE_S = 1800.0  # a place in line not asked about for this long is given up
+MAX_LINE = 500  # places in line; past it a request is refused without one
 _LEFT: dict[str, float] = {}  # "session:<hash>" of sessions that ended -> when (a session hash never comes back)
 LEFT_KEEP_S = 6 * 3600.0  # how long an ended session is remembered (far beyond any request's time limit)
 
@@ -108,6 +124,7 @@ def request_scope(keys: tuple[str, ...], max_seconds: float, heavy_items: int, m
                 _HEAVY_RUNNING -= 1
                 _HEAVY_KEYS.difference_update(scope.keys)
                 _RECENT_HEAVY_S.append(time.monotonic() - scope.started)
+                _tidy_line(time.monotonic(), scope.max_heavy)
 
 
 def charge(n: int) -> None:
@@ -139,8 +156,34 @@ def expect(n: int) -> None:
     _take_heavy(scope, n)
 
 
+def line_length() -> int:
+    """How many visitors wait for a heavy slot now."""
+    with _LOCK:
+        return len(_LINE)
+
+
+def _tidy_line(now: float, max_heavy: int) -> None:
+    """Drop the places whose turn came and passed unused, those of closed pages and those nobody asked about for
+    long; start the turn clock of the places a free slot waits for. Call with ``_LOCK`` held."""
+    free = max(0, max_heavy - _HEAVY_RUNNING)
+    _LINE[:] = [
+        t
+        for t in _LINE
+        if now - t.seen <= TICKET_IDLE_S
+        and (t.called is None or now - t.called <= TURN_KEPT_S)
+        and not any(k in _LEFT for k in t.keys)  # the page that asked was closed
+    ]
+    for t in _LINE[:free]:
+        if t.called is None:
+            t.called = now
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def _take_heavy(scope: Scope, n: int) -> None:
-    """A heavy slot for ``scope``, or :class:`Busy` (see the module docstring)."""
+    """A heavy slot for ``scope``, or :class:`Busy` with its place in line (see the module docstring)."""
     global _HEAVY_RUNNING
     with _LOCK:
         mine = [k for k in scope.keys if k in _HEAVY_KEYS]
@@ -149,11 +192,31 @@ def _take_heavy(scope: Scope, n: int) -> None:
                 f"you already have a large request running; this one needs the model for {n:,}+ "
                 f"items too: wait for the first to finish (about {_wait_hint()} s), then try again"
             )
-        if _HEAVY_RUNNING >= scope.max_heavy:
+        now = time.monotonic()
+        _tidy_line(now, scope.max_heavy)
+        free = max(0, scope.max_heavy - _HEAVY_RUNNING)
+        place = next((i for i, t in enumerate(_LINE) if set(t.keys) & set(scope.keys)), None)
+        if place is None and free > len(_LINE):  # a slot nobody waits for
+            place = -1
+        elif place is None:
+            if len(_LINE) >= MAX_LINE:
+                raise Busy(
+                    f"the server is busy with {_HEAVY_RUNNING} large requests and {len(_LINE)} visitors wait for "
+                    f"one; try again in about {_wait_hint()} s (small requests still run now)"
+                )
+            _LINE.append(Ticket(scope.keys, now))
+            place = len(_LINE) - 1
+        if place >= free:
+            _LINE[place].seen = now
+            turns = -(-(place + 1 - free) // max(1, scope.max_heavy))  # slots to free up before this place's
             raise Busy(
-                f"the server is busy with {_HEAVY_RUNNING} large requests; try again in about {_wait_hint()} s "
-                "(small requests still run now)"
+                f"the server is busy with {_HEAVY_RUNNING} large request{'s' if _HEAVY_RUNNING != 1 else ''}: "
+                f"you are {_ordinal(place + 1)} in line for the next; try again in about {turns * _wait_hint()} s "
+                f"(your place is kept, and the slot waits {TURN_KEPT_S:.0f} s for you once free; small requests "
+                "still run now)"
             )
+        if place >= 0:
+            del _LINE[place]
         _HEAVY_RUNNING += 1
         _HEAVY_KEYS.update(scope.keys)
         scope.heavy = True

@@ -11,6 +11,14 @@ import pytest
 from bindlab.encoders import admission, service
 
 
+@pytest.fixture(autouse=True)
+def _empty_line():
+    """Each test starts with nobody in line for a heavy slot (the line is the process's, like the slots)."""
+    admission._LINE.clear()
+    yield
+    admission._LINE.clear()
+
+
 def _scope(session: str, address: str = "1.2.3.4", seconds: float = 0, heavy_items: int = 100, max_heavy: int = 2):
     return admission.request_scope((f"session:{session}", f"addr:{address}"), seconds, heavy_items, max_heavy)
 
@@ -27,6 +35,44 @@ def test_light_requests_are_never_refused_while_heavy_ones_run():
                         admission.charge(1)  # crossing it: no slot left
             assert admission.heavy_running() == 2
     assert admission.heavy_running() == 0  # every slot is given back
+
+
+def test_heavy_requests_are_served_in_turn():
+    """With the slot taken, each refused visitor gets a place in line and an estimate; the freed slot goes to the
+    first in line, not to whoever asks first, and a newcomer queues behind the others."""
+    with _scope("a", "10.0.0.1", max_heavy=1):
+        admission.charge(100)
+        for i, visitor in enumerate("bc"):
+            with _scope(visitor, f"10.0.0.{i + 2}", max_heavy=1), pytest.raises(admission.Busy) as e:
+                admission.charge(100)
+            assert f"you are {['1st', '2nd'][i]} in line" in str(e.value) and "try again in about" in str(e.value)
+    assert admission.line_length() == 2
+    with _scope("d", "10.0.0.9", max_heavy=1), pytest.raises(admission.Busy, match="3rd in line"):
+        admission.charge(100)  # a newcomer does not take the free slot from those waiting
+    with _scope("c", "10.0.0.3", max_heavy=1), pytest.raises(admission.Busy, match="2nd in line"):
+        admission.charge(100)  # not c's turn yet
+    with _scope("b", "10.0.0.2", max_heavy=1):
+        admission.charge(100)  # b's turn
+        assert admission.line_length() == 2
+    with _scope("c", "10.0.0.3", max_heavy=1):
+        admission.charge(100)  # then c's, from another tab of the same address too
+    assert admission.line_length() == 1 and admission.heavy_running() == 0
+
+
+def test_a_turn_not_taken_passes_to_the_next(monkeypatch):
+    """A visitor who does not come back within TURN_KEPT_S of the slot freeing loses the place; so does one whose
+    page was closed."""
+    monkeypatch.setattr(admission, "TURN_KEPT_S", 0.05)
+    with _scope("a", "10.0.0.1", max_heavy=1):
+        admission.charge(100)
+        for i, visitor in enumerate("bcd"):
+            with _scope(visitor, f"10.0.0.{i + 2}", max_heavy=1), pytest.raises(admission.Busy):
+                admission.charge(100)
+    time.sleep(0.1)  # b's turn came and went
+    admission.visitor_left("session:c")  # c closed the page
+    with _scope("d", "10.0.0.4", max_heavy=1):
+        admission.charge(100)
+    assert admission.line_length() == 0
 
 
 def test_one_heavy_request_per_session_and_per_address():
@@ -121,11 +167,12 @@ def test_a_request_announced_as_heavy_is_refused_before_its_first_batch(small_be
     with _scope("holder", "10.0.0.1", heavy_items=100, max_heavy=1):
         admission.charge(100)  # the only heavy slot
         with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
-            with pytest.raises(admission.Busy, match="busy with 1 large requests"):
+            with pytest.raises(admission.Busy, match="busy with 1 large request: you are 1st in line"):
                 evaluate_mcq(questions, path.parent, enc)
     assert calls == []  # refused before the first batch
     evaluate_mcq(questions, path.parent, enc)  # outside a request: embeds (and caches) everything
     calls.clear()
+    admission._LINE.clear()  # big's place in line, given up
     with _scope("holder", "10.0.0.1", heavy_items=100, max_heavy=1):
         admission.charge(100)
         with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
@@ -145,7 +192,7 @@ def test_browse_announces_a_large_file_from_its_line_count_before_parsing_it(sma
     with _scope("holder", "10.0.0.1", heavy_items=100, max_heavy=1):
         admission.charge(100)
         with _scope("big", "10.0.0.2", heavy_items=100, max_heavy=1):
-            with pytest.raises(admission.Busy, match="busy with 1 large requests"):
+            with pytest.raises(admission.Busy, match="busy with 1 large request: you are 1st in line"):
                 browse.run_mcq(browse.McqRequest(data=path, model="bow"))
             assert parsed == []
             res = browse.run_mcq(browse.McqRequest(data=path, model="bow", limit=10))  # 50 texts: light, it runs
