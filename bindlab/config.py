@@ -288,7 +288,7 @@ LIMIT_DEFAULTS: dict[str, tuple[int, int]] = {
     "max_loaded_models": (12, 5),
     "max_request_seconds": (0, 300),
     "heavy_request_items": (0, 2_000),
-    "max_heavy_requests": (4, 2),
+    "max_heavy_requests": (4, 1),
     "session_state_seconds": (0, 1_800),
     "scored_memory_mb": (1_024, 256),
     "max_jobs_per_session": (4, 1),

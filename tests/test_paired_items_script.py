@@ -43,3 +43,26 @@ def test_files_with_other_items_are_refused(tmp_path):
     other = _write(tmp_path / "other.jsonl", [1, 1], ids=["q1", "q0"])
     with pytest.raises(SystemExit, match="other items"):
         mod.main(["--base", base, "--runs", other])
+
+
+def test_a_family_table_carries_the_two_level_interval_and_holm(tmp_path):
+    """Three seeds that all gain hold; a row where the seeds disagree is mixed or n.s.; Holm p >= raw p."""
+    mod = _script()
+    rng = np.random.default_rng(0)
+    base_v = rng.integers(0, 2, 60).astype(float)
+    base = _write(tmp_path / "base.jsonl", list(base_v))
+    ups = [_write(tmp_path / f"up{s}.jsonl", list(np.maximum(base_v, rng.integers(0, 2, 60)))) for s in range(3)]
+    flips = [_write(tmp_path / f"f{s}.jsonl", list(rng.integers(0, 2, 60).astype(float))) for s in range(3)]
+    rows = [
+        {"row": "gains", "base": base, "runs": ups, "key": "credit"},
+        {"row": "noise", "base": base, "runs": flips, "key": "credit"},
+    ]
+    table = mod.family_table(rows)
+    lines = table.splitlines()
+    assert lines[0].startswith("| row | n | base | per seed |") and len(lines) == 4
+    gains, noise = (line.split(" | ") for line in lines[2:])
+    assert gains[-1].rstrip(" |") == "holds" and noise[-1].rstrip(" |") in {"n.s.", "mixed"}
+    p_raw, p_holm = (float(x.replace("<", "")) for x in gains[6:8])
+    assert p_holm >= p_raw
+    res = mod.paired(base_v, [np.maximum(base_v, 1.0)] * 3)
+    assert res["seeds"]["verdict"] == "holds" and res["seeds"]["n_seeds"] == 3
