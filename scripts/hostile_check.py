@@ -310,7 +310,7 @@ def _told_wait(said: str, default_s: float = 30.0) -> float:
 def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: float = 3600.0) -> dict[str, Any]:
     """(c) ``visitors`` heavy visitors at once, each at its own address (as a Space's proxy reports it) scoring the
     largest allowed upload with ``model`` (a fresh file each, so no cache answers); a visitor who is refused comes
-    back when it is told (at most 60 s later, as a patient person pressing again) until it is served. Meanwhile a
+    back when it is told (or after 30 s, as a patient person pressing again) until it is served. Meanwhile a
     light visitor scores 20 questions every few seconds. Reports the light requests' seconds (target <= 10 s), what
     each heavy visitor got (the places it was told, when it was served and how long its score took: served in turn
     and within the request limit), and the server's memory high-water mark (target < 4 GB)."""
@@ -370,7 +370,7 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
                     if "in line" not in said and "busy" not in said and "already have" not in said:
                         return {"visitor": i, "outcome": "error", "at_s": round(t - t0, 1), "said": said[:300]}
                     told.append(said)
-                    time.sleep(min(60.0, _told_wait(said)))
+                    time.sleep(min(30.0, _told_wait(said)))
             return {"visitor": i, "outcome": "not served", "refusals": len(told), "last_told": told[-1][:200]}
 
         stop = threading.Event()

@@ -557,6 +557,43 @@ def seed_markdown(res: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def claims_markdown(res: dict[str, Any], rows: list[str]) -> str:
+    """A short table of a study's headline rows (a model card's): per row and tuned model the seeds used, base, the
+    tuned mean ± its seed sd, the change with its two-level 95 % interval, the Holm p (adjusted across the *whole*
+    study's family, not just these rows) and the verdict. ``rows`` are evaluation names as the study writes them;
+    an unknown one is refused."""
+    by_name = {r["evaluation"]: r for r in res["rows"]}
+    missing = [r for r in rows if r not in by_name]
+    if missing:
+        raise SystemExit(f"the study has no row {missing[0]!r}")
+    head = "| claim | model | seeds | base | tuned, mean ± seed sd | Δ [95 % interval, seeds then items] | p (Holm) | verdict |"
+    out = [head, "|---|---|---|---|---|---|---|---|"]
+    for name in rows:
+        r = by_name[name]
+        for m, st in r["models"].items():
+            vals = np.asarray(st["value_per_seed"], dtype=float)
+            if r["evaluation"] == DRIFT:
+                null = st.get("null") or {}
+                change = f"{st['mean']:.3f} (base→tuned {null.get('drift', float('nan')):.3f} vs seed-to-seed " + (
+                    f"{null.get('seed_drift', float('nan')):.3f}; own null)"
+                )
+            else:
+                change = f"{_signed(st['mean'])} [{_signed(st['ci95'][0])}, {_signed(st['ci95'][1])}]"
+            sd = float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0
+            cells = [
+                f"{name} (n = {r['n']})",
+                res["labels"][m],
+                f"{len(vals)} ({', '.join(str(x) for x in res['seeds'])})",
+                f"{r['base']:.3f}",
+                f"{vals.mean():.3f} ± {sd:.3f}",
+                change,
+                _p(st["p_holm"]),
+                st["verdict"],
+            ]
+            out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def write_block(path: Path, section: str, table: str) -> None:
     """Replace the text between ``<!-- seed-study:SECTION -->`` and ``<!-- /seed-study:SECTION -->`` in a Markdown
     file with ``table`` (the markers stay); a file without the markers is refused."""
@@ -590,12 +627,25 @@ def main(argv: list[str] | None = None) -> int:
         help="MCQ pairings of the questions given, e.g. tt,ti,it (default tt; "
         "image pairings need an image model and an MCQ file with images)",
     )
+    p.add_argument(
+        "--claims",
+        help="instead: a study JSON (--out of a run) whose headline rows (--rows) go into --report's block as a "
+        "short table (a model card's)",
+    )
+    p.add_argument("--rows", default="", help="with --claims: evaluation names, separated by ';'")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed (default 0)")
     a = p.parse_args(argv)
     from bindlab.eval.mcq import parse_pairings
 
     pairings = tuple(parse_pairings(a.pairings))
+    if a.claims:
+        table = claims_markdown(json.loads(Path(a.claims).read_text()), [r for r in a.rows.split(";") if r])
+        if a.report:
+            write_block(Path(a.report), a.section, table)
+        else:
+            print(table)
+        return 0
     if a.config:
         if not a.dir:
             p.error("--config needs --dir (the study's folder)")

@@ -1,0 +1,45 @@
+"""The model cards' headline tables over training seeds are rendered from the shipped seed studies
+(docs/seed-studies/*.json) by ``scripts/seed_study.py --claims``: regenerate each block and diff it with the card."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.script_module import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+CARDS = {
+    "bindlab/assets/toy-shared/README.md": "docs/seed-studies/toy-shared-finetune.json",
+    "bindlab/assets/toy-lit-minilm/README.md": "docs/seed-studies/toy-lit-minilm-finetune.json",
+}
+START, END = "<!-- seed-study:card-finetune -->", "<!-- /seed-study:card-finetune -->"
+
+
+def _block(text: str) -> str:
+    return text.split(START, 1)[1].split(END, 1)[0].strip()
+
+
+@pytest.mark.parametrize("card", sorted(CARDS))
+def test_card_claims_regenerate_from_the_shipped_study(card):
+    mod = load_script("seed_study")
+    shown = _block((ROOT / card).read_text())
+    rows = []
+    for line in shown.splitlines()[2:]:
+        name = re.sub(r" \(n = \d+\)$", "", line.split(" | ")[0].lstrip("| "))
+        if name not in rows:
+            rows.append(name)
+    assert rows, f"{card}: the block has no rows"
+    study = json.loads((ROOT / CARDS[card]).read_text())
+    assert mod.claims_markdown(study, rows) == shown
+    assert study["seeds"] == [0, 1, 2, 3, 4]  # a procedure's claims: five seeds
+
+
+def test_an_unknown_row_is_refused():
+    mod = load_script("seed_study")
+    study = json.loads((ROOT / CARDS["bindlab/assets/toy-shared/README.md"]).read_text())
+    with pytest.raises(SystemExit, match="no row"):
+        mod.claims_markdown(study, ["no such row"])
