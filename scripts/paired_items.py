@@ -72,11 +72,13 @@ def _p_text(p: float) -> str:
     return "<.001" if p < 0.001 else f"{p:.3f}".lstrip("0")
 
 
-def family_table(rows: list[dict], n_boot: int = 2000, seed: int = 0) -> str:
-    """One Markdown table of several comparisons with the Holm adjustment across them (see the module docstring)."""
+def family_table(rows: list[dict], n_boot: int = 2000, seed: int = 0, root: Path | None = None) -> str:
+    """One Markdown table of several comparisons with the Holm adjustment across them (see the module docstring);
+    relative file names are read from ``root`` (the rows file's folder)."""
+    root = root or Path(".")
     results = []
     for r in rows:
-        base, runs = _load_runs(r["base"], list(r["runs"]), r.get("key", "credit"))
+        base, runs = _load_runs(str(root / r["base"]), [str(root / x) for x in r["runs"]], r.get("key", "credit"))
         results.append((r, len(base), paired(base, runs, n_boot, seed)))
     adjusted = holm([res["seeds"]["p"] for _, _, res in results])
     out = [
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--family", help="instead: a JSON list of {row, base, runs, key}; one table, Holm across rows")
     a = p.parse_args(argv)
     if a.family:
-        print(family_table(json.loads(Path(a.family).read_text())))
+        print(family_table(json.loads(Path(a.family).read_text()), root=Path(a.family).parent))
         return 0
     if not (a.base and a.runs):
         p.error("give --base and --runs, or --family")

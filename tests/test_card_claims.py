@@ -43,3 +43,15 @@ def test_an_unknown_row_is_refused():
     study = json.loads((ROOT / CARDS["bindlab/assets/toy-shared/README.md"]).read_text())
     with pytest.raises(SystemExit, match="no row"):
         mod.claims_markdown(study, ["no such row"])
+
+
+def test_the_negclip_card_table_regenerates_from_its_per_item_files():
+    """toy:negclip's finetune stage over three seeds: the card's table is paired_items --family on the shipped
+    per-item files (each seed's model and both bases scored on the same items)."""
+    mod = load_script("paired_items")
+    folder = ROOT / "docs/seed-studies/toy-negclip-stage2"
+    rows = json.loads((folder / "rows.json").read_text())
+    assert all(len(r["runs"]) >= 3 for r in rows)  # the issue's minimum for this stage
+    card = (ROOT / "bindlab/assets/toy-negclip/README.md").read_text()
+    shown = card.split("<!-- seed-study:card-stage2 -->", 1)[1].split("<!-- /seed-study:card-stage2 -->", 1)[0]
+    assert mod.family_table(rows, root=folder) == shown.strip()

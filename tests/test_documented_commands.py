@@ -177,6 +177,7 @@ SCENARIOS: dict[tuple[str, str], dict] = {
         "cls": "parse"
     },  # 2 x 14-17 min of training + 3 of captions
     ("docs/reproductions.md", "--out runs/tw-s0"): {"cls": "parse"},  # 4 min of training per seed
+    ("docs/reproductions.md", "--out runs/negclip-v1"): {"cls": "parse"},  # 11 + 3 x 22 min of training
     ("docs/reproductions.md", "--out runs/clip-s0"): {"cls": "parse"},  # 3 + 2 + 4 min of training per seed
     ("docs/reproductions.md", "--attention-loss 0.1"): {"cls": "slow"},  # 248 s at load 4-7 (two jobs, two compares)
     ("docs/reproductions.md", "--supervision image"): {"cls": "parse"},  # 6 + 19 min finetunes, 2 x 4 min compares
