@@ -307,6 +307,14 @@ def _told_wait(said: str, default_s: float = 30.0) -> float:
     return float(m.group(1)) if m else default_s
 
 
+def _first_place(said: str) -> int:
+    """The place in line a refusal told ("you are 3rd in line" -> 3); 0 for a visitor served at once."""
+    import re
+
+    m = re.search(r"you are (\d+)(?:st|nd|rd|th) in line", said)
+    return int(m.group(1)) if m else 0
+
+
 def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: float = 3600.0) -> dict[str, Any]:
     """(c) ``visitors`` heavy visitors at once, each at its own address (as a Space's proxy reports it) scoring the
     largest allowed upload with ``model`` (a fresh file each, so no cache answers); a visitor who is refused comes
@@ -394,10 +402,13 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
         watcher.join(timeout=150)
         served = [o for o in outcomes if o["outcome"] == "scored"]
         order = [o["visitor"] for o in sorted(served, key=lambda o: o["served_at_s"])]
+        # the order the server saw them arrive: the place each was first told (none: served at once)
+        arrived = [o["visitor"] for o in sorted(served, key=lambda o: (_first_place(o["first_told"]), o["visitor"]))]
         _say(report, "heavy", outcomes)
         _say(report, "served", f"{len(served)} of {visitors}")
+        _say(report, "arrival_order", arrived)
         _say(report, "served_order", order)
-        _say(report, "served_in_turn", len(served) == visitors and order == sorted(order))
+        _say(report, "served_in_turn", len(served) == visitors and order == arrived)
         _say(report, "heavy_seconds_max", max((o["seconds"] for o in served), default=None))
         _say(report, "request_limit_s", public["max_request_seconds"])
         _say(

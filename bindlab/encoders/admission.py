@@ -58,6 +58,7 @@ class Scope:
     max_heavy: int  # heavy requests running on the server at once
     items: int = 0
     heavy: bool = False
+    expected: int = 0  # items the request announced it will send (expect), for the wait estimates of others
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Ticket:
 _SCOPE: ContextVar[Scope | None] = ContextVar("bindlab_request_scope", default=None)
 _LOCK = threading.Lock()
 _HEAVY_KEYS: set[str] = set()  # sessions / addresses with a heavy request running
+_RUNNING: list[Scope] = []  # the heavy requests holding a slot
 _HEAVY_RUNNING = 0
 _RECENT_HEAVY_S: deque[float] = deque(maxlen=20)  # durations of recent heavy requests, for "try again in N s"
 _LINE: list[Ticket] = []  # visitors waiting for a heavy slot, in the order they first asked
@@ -97,9 +99,28 @@ def heavy_running() -> int:
         return _HEAVY_RUNNING
 
 
-def _wait_hint() -> int:
-    typical = sorted(_RECENT_HEAVY_S)[len(_RECENT_HEAVY_S) // 2] if _RECENT_HEAVY_S else 60.0
-    return max(5, int(round(typical / 5.0)) * 5)
+def _typical_s() -> float | None:
+    """The median duration of the recent heavy requests (None before the first has finished)."""
+    return sorted(_RECENT_HEAVY_S)[len(_RECENT_HEAVY_S) // 2] if _RECENT_HEAVY_S else None
+
+
+def _left_s(scope: Scope, now: float) -> float | None:
+    """How long a running heavy request still needs, from the share of its announced items done so far."""
+    if scope.items <= 0 or scope.expected <= scope.items:
+        return None
+    return (now - scope.started) * (scope.expected - scope.items) / scope.items
+
+
+def _wait_hint(turns: int = 1) -> int:
+    """Seconds until ``turns`` heavy slots have come free, rounded to 5 s: the first when the soonest running request
+    is projected to end (from its progress), each further one a typical heavy request's duration (the recent
+    median; before any finished, the running requests' projected total; 60 s when nothing is known)."""
+    now = time.monotonic()
+    lefts = [x for x in (_left_s(r, now) for r in _RUNNING) if x is not None]
+    totals = [now - r.started + x for r, x in ((r, _left_s(r, now)) for r in _RUNNING) if x is not None]
+    typical = _typical_s() or (max(totals) if totals else 60.0)
+    first = min(lefts) if lefts else typical
+    return max(5, int(round((first + (max(1, turns) - 1) * typical) / 5.0)) * 5)
 
 
 @contextmanager
@@ -123,6 +144,8 @@ def request_scope(keys: tuple[str, ...], max_seconds: float, heavy_items: int, m
             with _LOCK:
                 _HEAVY_RUNNING -= 1
                 _HEAVY_KEYS.difference_update(scope.keys)
+                if scope in _RUNNING:
+                    _RUNNING.remove(scope)
                 _RECENT_HEAVY_S.append(time.monotonic() - scope.started)
                 _tidy_line(time.monotonic(), scope.max_heavy)
 
@@ -150,7 +173,10 @@ def expect(n: int) -> None:
     that makes it heavy, it takes a heavy slot now or stops with :class:`Busy` *before* any model work, instead of
     after its first batches. Counts nothing (the items are charged as they pass); no-op outside a scope."""
     scope = _SCOPE.get()
-    if scope is None or scope.heavy or not scope.heavy_items or n < scope.heavy_items:
+    if scope is None:
+        return
+    scope.expected = max(scope.expected, scope.items + n)  # what the others' wait estimates read
+    if scope.heavy or not scope.heavy_items or n < scope.heavy_items:
         return
     check_time()
     _take_heavy(scope, n)
@@ -211,7 +237,7 @@ def _take_heavy(scope: Scope, n: int) -> None:
             turns = -(-(place + 1 - free) // max(1, scope.max_heavy))  # slots to free up before this place's
             raise Busy(
                 f"the server is busy with {_HEAVY_RUNNING} large request{'s' if _HEAVY_RUNNING != 1 else ''}: "
-                f"you are {_ordinal(place + 1)} in line for the next; try again in about {turns * _wait_hint()} s "
+                f"you are {_ordinal(place + 1)} in line for the next; try again in about {_wait_hint(turns)} s "
                 f"(your place is kept, and the slot waits {TURN_KEPT_S:.0f} s for you once free; small requests "
                 "still run now)"
             )
@@ -219,6 +245,7 @@ def _take_heavy(scope: Scope, n: int) -> None:
             del _LINE[place]
         _HEAVY_RUNNING += 1
         _HEAVY_KEYS.update(scope.keys)
+        _RUNNING.append(scope)
         scope.heavy = True
 
 

@@ -59,6 +59,20 @@ def test_heavy_requests_are_served_in_turn():
     assert admission.line_length() == 1 and admission.heavy_running() == 0
 
 
+def test_the_wait_estimate_follows_the_running_requests_progress(monkeypatch):
+    """Before any heavy request has finished, the estimate comes from the running one's progress: half of its
+    announced items done after 40 s -> about 40 s left for the first in line, 80 s more for each place behind."""
+    monkeypatch.setattr(admission, "_RECENT_HEAVY_S", admission.deque(maxlen=20))
+    with _scope("a", "10.0.0.1", max_heavy=1) as running:
+        admission.expect(1000)
+        running.started -= 40.0  # it began 40 s ago
+        admission.charge(500)  # and has sent half its items
+        with _scope("b", "10.0.0.2", max_heavy=1), pytest.raises(admission.Busy, match="about 40 s"):
+            admission.charge(100)
+        with _scope("c", "10.0.0.3", max_heavy=1), pytest.raises(admission.Busy, match="about 120 s"):
+            admission.charge(100)
+
+
 def test_a_turn_not_taken_passes_to_the_next(monkeypatch):
     """A visitor who does not come back within TURN_KEPT_S of the slot freeing loses the place; so does one whose
     page was closed."""
