@@ -104,9 +104,14 @@ def _typical_s() -> float | None:
     return sorted(_RECENT_HEAVY_S)[len(_RECENT_HEAVY_S) // 2] if _RECENT_HEAVY_S else None
 
 
+PROJECT_AFTER = 0.2  # share of its announced items a request must have sent before its pace is projected
+
+
 def _left_s(scope: Scope, now: float) -> float | None:
-    """How long a running heavy request still needs, from the share of its announced items done so far."""
-    if scope.items <= 0 or scope.expected <= scope.items:
+    """How long a running heavy request still needs, from the share of its announced items done so far (None before
+    it has sent ``PROJECT_AFTER`` of them: its first batches run faster than the rest, and a projection from them
+    told the 6th in line "about 90 s" for a wait of 18 minutes)."""
+    if scope.items <= 0 or scope.items < PROJECT_AFTER * scope.expected or scope.expected <= scope.items:
         return None
     return (now - scope.started) * (scope.expected - scope.items) / scope.items
 
@@ -114,11 +119,11 @@ def _left_s(scope: Scope, now: float) -> float | None:
 def _wait_hint(turns: int = 1) -> int:
     """Seconds until ``turns`` heavy slots have come free, rounded to 5 s: the first when the soonest running request
     is projected to end (from its progress), each further one a typical heavy request's duration (the recent
-    median; before any finished, the running requests' projected total; 60 s when nothing is known)."""
+    median; before any finished, the running requests' projected total, at least 60 s)."""
     now = time.monotonic()
     lefts = [x for x in (_left_s(r, now) for r in _RUNNING) if x is not None]
     totals = [now - r.started + x for r, x in ((r, _left_s(r, now)) for r in _RUNNING) if x is not None]
-    typical = _typical_s() or (max(totals) if totals else 60.0)
+    typical = _typical_s() or max([60.0, *totals])
     first = min(lefts) if lefts else typical
     return max(5, int(round((first + (max(1, turns) - 1) * typical) / 5.0)) * 5)
 

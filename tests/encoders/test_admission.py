@@ -73,6 +73,20 @@ def test_the_wait_estimate_follows_the_running_requests_progress(monkeypatch):
             admission.charge(100)
 
 
+def test_no_projection_from_a_requests_first_batches(monkeypatch):
+    """Under PROJECT_AFTER of its announced items sent, a running request's pace is not projected (its first
+    batches are faster than the rest): the estimate falls back to 60 s a turn."""
+    monkeypatch.setattr(admission, "_RECENT_HEAVY_S", admission.deque(maxlen=20))
+    with _scope("a", "10.0.0.1", max_heavy=1) as running:
+        admission.expect(10_000)
+        running.started -= 2.0
+        admission.charge(500)  # 5 % in 2 s: would project 40 s in all
+        with _scope("b", "10.0.0.2", max_heavy=1), pytest.raises(admission.Busy, match="about 60 s"):
+            admission.charge(100)
+        with _scope("c", "10.0.0.3", max_heavy=1), pytest.raises(admission.Busy, match="about 120 s"):
+            admission.charge(100)
+
+
 def test_a_turn_not_taken_passes_to_the_next(monkeypatch):
     """A visitor who does not come back within TURN_KEPT_S of the slot freeing loses the place; so does one whose
     page was closed."""
