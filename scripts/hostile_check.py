@@ -47,6 +47,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -314,16 +315,12 @@ def run(model: str, trials: int, memory_model: str = "bow", busy_timeout_s: floa
 
 def _told_wait(said: str, default_s: float = 30.0) -> float:
     """The seconds a refusal told the visitor to wait ("try again in about N s")."""
-    import re
-
     m = re.search(r"try again in about (\d+) s", said)
     return float(m.group(1)) if m else default_s
 
 
 def _first_place(said: str) -> int:
     """The place in line a refusal told ("you are 3rd in line" -> 3); 0 for a visitor served at once."""
-    import re
-
     m = re.search(r"you are (\d+)(?:st|nd|rd|th) in line", said)
     return int(m.group(1)) if m else 0
 

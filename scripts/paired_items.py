@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import numpy as np  # noqa: E402
 
-from bindlab.eval.metrics import bootstrap_ci, hierarchical_bootstrap, holm  # noqa: E402
+from bindlab.eval.metrics import bootstrap_ci, hierarchical_bootstrap, holm, p_text  # noqa: E402
 
 
 def per_item(path: str, key: str) -> tuple[list[str], np.ndarray]:
@@ -68,10 +68,6 @@ def _load_runs(base_path: str, run_paths: list[str], key: str) -> tuple[np.ndarr
     return base, runs
 
 
-def _p_text(p: float) -> str:
-    return "<.001" if p < 0.001 else f"{p:.3f}".lstrip("0")
-
-
 def family_table(rows: list[dict], n_boot: int = 2000, seed: int = 0, root: Path | None = None) -> str:
     """One Markdown table of several comparisons with the Holm adjustment across them (see the module docstring);
     relative file names are read from ``root`` (the rows file's folder)."""
@@ -93,7 +89,7 @@ def family_table(rows: list[dict], n_boot: int = 2000, seed: int = 0, root: Path
         per_seed = ", ".join(f"{x['mean']:.3f}" for x in res["runs"])
         out.append(
             f"| {r['row']} | {n} | {res['base']:.3f} | {per_seed} | {h['mean']:+.3f} ± {h['seed_sd']:.3f} | "
-            f"[{h['ci95'][0]:+.3f}, {h['ci95'][1]:+.3f}] | {_p_text(h['p'])} | {_p_text(p_adj)} | {verdict} |"
+            f"[{h['ci95'][0]:+.3f}, {h['ci95'][1]:+.3f}] | {p_text(h['p'])} | {p_text(p_adj)} | {verdict} |"
         )
     return "\n".join(out)
 
@@ -122,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     h = res["seeds"]
     print(
         f"over seeds, then items: {h['mean']:+.3f} ± {h['seed_sd']:.3f} [{h['ci95'][0]:+.3f}, {h['ci95'][1]:+.3f}], "
-        f"p {_p_text(h['p'])}, {h['verdict']}"
+        f"p {p_text(h['p'])}, {h['verdict']}"
     )
     return 0
 

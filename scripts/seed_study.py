@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import numpy as np  # noqa: E402
 
-from bindlab.eval.metrics import bootstrap_ci, task_chance  # noqa: E402
+from bindlab.eval.metrics import bootstrap_ci, p_text, task_chance  # noqa: E402
 
 # the control rows, named as the separated report names them
 DRIFT = "control: general-sentence similarity drift from base"
@@ -515,10 +515,6 @@ def seed_table(pieces: dict[str, Any], n_boot: int = 2000, boot_seed: int = 0) -
     }
 
 
-def _p(x: float | None) -> str:
-    return "—" if x is None or not np.isfinite(x) else ("<.001" if x < 0.001 else f"{x:.3f}".lstrip("0"))
-
-
 def seed_markdown(res: dict[str, Any]) -> str:
     """The per-seed table: one line per row and tuned model — seeds, base, each seed's value, the mean change over
     seeds ± its seed sd, the two-level 95 % interval, raw and Holm-adjusted p, and the verdict."""
@@ -549,8 +545,8 @@ def seed_markdown(res: dict[str, Any]) -> str:
                 ", ".join(f"{v:.3f}" for v in st["value_per_seed"]),
                 delta,
                 ci,
-                _p(st["p"]),
-                _p(st["p_holm"]),
+                p_text(st["p"]),
+                p_text(st["p_holm"]),
                 st["verdict"],
             ]
             out.append("| " + " | ".join(cells) + " |")
@@ -587,7 +583,7 @@ def claims_markdown(res: dict[str, Any], rows: list[str]) -> str:
                 f"{r['base']:.3f}",
                 f"{vals.mean():.3f} ± {sd:.3f}",
                 change,
-                _p(st["p_holm"]),
+                p_text(st["p_holm"]),
                 st["verdict"],
             ]
             out.append("| " + " | ".join(cells) + " |")

@@ -47,7 +47,7 @@ class Left(ValueError):
     """The visitor who asked closed the page; the request was stopped."""
 
 
-@dataclass
+@dataclass(eq=False)  # one request is one scope: compared (and removed from the running list) by identity
 class Scope:
     """One request's account: who asked (session, client address), when it must end, what it has used."""
 
@@ -72,9 +72,7 @@ class Ticket:
 
 _SCOPE: ContextVar[Scope | None] = ContextVar("bindlab_request_scope", default=None)
 _LOCK = threading.Lock()
-_HEAVY_KEYS: set[str] = set()  # sessions / addresses with a heavy request running
-_RUNNING: list[Scope] = []  # the heavy requests holding a slot
-_HEAVY_RUNNING = 0
+_RUNNING: list[Scope] = []  # the heavy requests holding a slot (their keys: the sessions / addresses running one)
 _RECENT_HEAVY_S: deque[float] = deque(maxlen=20)  # durations of recent heavy requests, for "try again in N s"
 _LINE: list[Ticket] = []  # visitors waiting for a heavy slot, in the order they first asked
 TURN_KEPT_S = 90.0  # a free slot waits this long for the visitor whose turn it is
@@ -96,7 +94,7 @@ def visitor_left(key: str) -> None:
 def heavy_running() -> int:
     """How many heavy requests hold a slot now."""
     with _LOCK:
-        return _HEAVY_RUNNING
+        return len(_RUNNING)
 
 
 def _typical_s() -> float | None:
@@ -121,8 +119,9 @@ def _wait_hint(turns: int = 1) -> int:
     is projected to end (from its progress), each further one a typical heavy request's duration (the recent
     median; before any finished, the running requests' projected total, at least 60 s)."""
     now = time.monotonic()
-    lefts = [x for x in (_left_s(r, now) for r in _RUNNING) if x is not None]
-    totals = [now - r.started + x for r, x in ((r, _left_s(r, now)) for r in _RUNNING) if x is not None]
+    projected = [(r, x) for r, x in ((r, _left_s(r, now)) for r in _RUNNING) if x is not None]
+    lefts = [x for _, x in projected]
+    totals = [now - r.started + x for r, x in projected]
     typical = _typical_s() or max([60.0, *totals])
     first = min(lefts) if lefts else typical
     return max(5, int(round((first + (max(1, turns) - 1) * typical) / 5.0)) * 5)
@@ -138,7 +137,6 @@ def request_scope(keys: tuple[str, ...], max_seconds: float, heavy_items: int, m
         heavy_items: items through the model that make the request heavy (0: never).
         max_heavy: heavy requests at once on the server.
     """
-    global _HEAVY_RUNNING
     scope = Scope(tuple(k for k in keys if k), time.monotonic(), max_seconds, heavy_items, max_heavy)
     token = _SCOPE.set(scope)
     try:
@@ -147,10 +145,7 @@ def request_scope(keys: tuple[str, ...], max_seconds: float, heavy_items: int, m
         _SCOPE.reset(token)
         if scope.heavy:
             with _LOCK:
-                _HEAVY_RUNNING -= 1
-                _HEAVY_KEYS.difference_update(scope.keys)
-                if scope in _RUNNING:
-                    _RUNNING.remove(scope)
+                _RUNNING.remove(scope)
                 _RECENT_HEAVY_S.append(time.monotonic() - scope.started)
                 _tidy_line(time.monotonic(), scope.max_heavy)
 
@@ -196,7 +191,7 @@ def line_length() -> int:
 def _tidy_line(now: float, max_heavy: int) -> None:
     """Drop the places whose turn came and passed unused, those of closed pages and those nobody asked about for
     long; start the turn clock of the places a free slot waits for. Call with ``_LOCK`` held."""
-    free = max(0, max_heavy - _HEAVY_RUNNING)
+    free = max(0, max_heavy - len(_RUNNING))
     _LINE[:] = [
         t
         for t in _LINE
@@ -215,9 +210,9 @@ def _ordinal(n: int) -> str:
 
 def _take_heavy(scope: Scope, n: int) -> None:
     """A heavy slot for ``scope``, or :class:`Busy` with its place in line (see the module docstring)."""
-    global _HEAVY_RUNNING
     with _LOCK:
-        mine = [k for k in scope.keys if k in _HEAVY_KEYS]
+        running = len(_RUNNING)
+        mine = [k for r in _RUNNING for k in r.keys if k in scope.keys]
         if mine:
             raise Busy(
                 f"you already have a large request running; this one needs the model for {n:,}+ "
@@ -225,14 +220,14 @@ def _take_heavy(scope: Scope, n: int) -> None:
             )
         now = time.monotonic()
         _tidy_line(now, scope.max_heavy)
-        free = max(0, scope.max_heavy - _HEAVY_RUNNING)
+        free = max(0, scope.max_heavy - running)
         place = next((i for i, t in enumerate(_LINE) if set(t.keys) & set(scope.keys)), None)
         if place is None and free > len(_LINE):  # a slot nobody waits for
             place = -1
         elif place is None:
             if len(_LINE) >= MAX_LINE:
                 raise Busy(
-                    f"the server is busy with {_HEAVY_RUNNING} large requests and {len(_LINE)} visitors wait for "
+                    f"the server is busy with {running} large requests and {len(_LINE)} visitors wait for "
                     f"one; try again in about {_wait_hint()} s (small requests still run now)"
                 )
             _LINE.append(Ticket(scope.keys, now))
@@ -241,15 +236,13 @@ def _take_heavy(scope: Scope, n: int) -> None:
             _LINE[place].seen = now
             turns = -(-(place + 1 - free) // max(1, scope.max_heavy))  # slots to free up before this place's
             raise Busy(
-                f"the server is busy with {_HEAVY_RUNNING} large request{'s' if _HEAVY_RUNNING != 1 else ''}: "
+                f"the server is busy with {running} large request{'s' if running != 1 else ''}: "
                 f"you are {_ordinal(place + 1)} in line for the next; try again in about {_wait_hint(turns)} s "
                 f"(your place is kept, and the slot waits {TURN_KEPT_S:.0f} s for you once free; small requests "
                 "still run now)"
             )
         if place >= 0:
             del _LINE[place]
-        _HEAVY_RUNNING += 1
-        _HEAVY_KEYS.update(scope.keys)
         _RUNNING.append(scope)
         scope.heavy = True
 

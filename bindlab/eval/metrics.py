@@ -290,6 +290,13 @@ def seed_verdict(lo: float, hi: float, per_seed: Sequence[float]) -> str:
     return "holds" if all(x * sign > 0 for x in per_seed) else "mixed"
 
 
+def p_text(p: float | None) -> str:
+    """A p-value as the reports print it: ``<.001``, ``.036``, ``1.000``; ``—`` for none (or NaN)."""
+    if p is None or not np.isfinite(p):
+        return "—"
+    return "<.001" if p < 0.001 else f"{p:.3f}".lstrip("0")
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
 
