@@ -322,19 +322,19 @@ def open_session(
     process pays only the cache read. Raises ``EncoderError``/``DataError``/``ValueError`` with a readable message.
     """
     from bindlab.encoders.base import EncoderError
-    from bindlab.encoders.service import embed_image_files, embed_texts, get_encoder, loader_options
+    from bindlab.encoders.service import embed_image_files, embed_texts, get_encoder, instance_key, loader_options
     from bindlab.studies.access import check_model_access
 
     check_model_access(model)  # before the session cache: a visitor reuses only their own jobs' lora: models
-    key = (_index_key(data), model.strip() if dtype == "auto" else f"{model.strip()}|{dtype}")
+    options = loader_options(device, batch_size, dtype)
+    # the grid's index and the encoder instance the session embeds with (weights fingerprint, device, dtype, batch)
+    key = (_index_key(data), instance_key(model.strip(), **options))
     with _SESSIONS_LOCK:
         if key in _SESSIONS:
             _SESSIONS.move_to_end(key)
             return _SESSIONS[key]
     index = load_index(data)
-    encoder = get_encoder(
-        model.strip(), **loader_options(device, batch_size, dtype)
-    )  # the process's one instance of it
+    encoder = get_encoder(model.strip(), **options)  # the process's one instance of it
     if "image" not in encoder.modalities or "text" not in encoder.modalities:
         raise EncoderError(
             f"{encoder.id} is not an image+text encoder; grounding needs both towers (e.g. toy:clip, hf:/path/to/clip)"

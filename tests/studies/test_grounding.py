@@ -297,3 +297,28 @@ def test_the_session_cache_is_capped_by_bytes_and_shares_the_encoder(setup, tmp_
     assert list(gs._SESSIONS.values()) == [second]  # the older grid went for the newer
     assert gs.open_session(copy, model) is second
     gs.clear_sessions()
+
+
+def test_a_session_is_one_encoder_instance_device_and_weights_included(setup, tmp_path):
+    """The session cache used to key on the model id and dtype only: a grid opened on one device was served for
+    another, and retrained weights in the same folder got the old embeddings back."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    root, model = setup
+    gs.clear_sessions()
+    folder = tmp_path / "clip"
+    shutil.copytree(model.removeprefix("hf:"), folder)
+    ours = f"hf:{folder}"
+    auto = gs.open_session(root / "grid", ours)
+    assert gs.open_session(root / "grid", ours) is auto
+    cpu = gs.open_session(root / "grid", ours, device="cpu")
+    assert cpu is not auto and gs.open_session(root / "grid", ours, device="cpu") is cpu
+    weights = folder / "model.safetensors"
+    tensors = {k: v + 0.05 if v.is_floating_point() else v for k, v in load_file(weights).items()}
+    save_file(tensors, weights, metadata={"format": "pt"})
+    retrained = gs.open_session(root / "grid", ours)
+    assert retrained is not auto
+    assert not np.allclose(retrained.embeddings, auto.embeddings)
+    gs.clear_sessions()
