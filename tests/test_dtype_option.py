@@ -71,3 +71,10 @@ def test_a_bundled_model_says_it_runs_in_float32(caplog):
     with caplog.at_level(logging.WARNING):
         bindlab.load_encoder("bow", dtype="bfloat16")
     assert "runs in float32: dtype bfloat16 applies to hub models" in caplog.text
+
+
+def test_a_finetuned_model_over_a_bundled_base_says_it_runs_in_float32(tiny_st_job, caplog):
+    """``lora:`` runs its base: over an ``st:`` base a dtype was ignored without a word (hf bases take it)."""
+    with caplog.at_level(logging.WARNING):
+        bindlab.load_encoder(f"lora:{tiny_st_job['job']}", dtype="bfloat16")
+    assert f"lora:{tiny_st_job['job']} (base {tiny_st_job['model']}) runs in float32: dtype bfloat16" in caplog.text

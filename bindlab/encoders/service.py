@@ -185,6 +185,12 @@ def _instance_key(eid: EncoderId, options: dict[str, Any]) -> tuple[str, str, tu
 FLOAT32_BACKENDS = ("toy", "bow", "st", "py")  # they ignore a dtype (hf, open_clip, qwen3vl run in it; lora: its base)
 
 
+def _runs_float32(encoder: Encoder) -> bool:
+    """Whether ``encoder`` ignores a dtype: a bundled backend, or a ``lora:`` model over one (it runs its base)."""
+    base = getattr(encoder, "base", None) if parse_encoder_id(encoder.id).backend == "lora" else None
+    return parse_encoder_id((base or encoder).id).backend in FLOAT32_BACKENDS
+
+
 def loader_options(device: str = "auto", batch_size: int | None = None, dtype: str = "auto") -> dict[str, Any]:
     """The options :func:`get_encoder` passes for a device, batch size and dtype: none with the defaults, so the
     backend's own apply and the caller shares the instance the tabs use."""
@@ -218,11 +224,13 @@ def get_encoder(model: str, **options: Any) -> Encoder:
             found = _INSTANCES.get(key)
         if found is not None:
             return found
-        if options.get("dtype") not in (None, "auto", "float32") and eid.backend in FLOAT32_BACKENDS:
-            log.warning(
-                "%s runs in float32: dtype %s applies to hub models (hf:, open_clip:, qwen3vl:)", eid, options["dtype"]
-            )
         encoder = load_parsed(eid, **options)
+        if options.get("dtype") not in (None, "auto", "float32") and _runs_float32(encoder):
+            log.warning(
+                "%s runs in float32: dtype %s applies to hub models (hf:, open_clip:, qwen3vl:)",
+                f"{eid} (base {encoder.base.id})" if eid.backend == "lora" else eid,
+                options["dtype"],
+            )
         with _LOCK:
             _INSTANCES[key] = encoder
             _RECIPES[id(encoder)] = (model, dict(options))
