@@ -7,7 +7,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from bindlab.cli.common import OUT_HELP, Groups, _write_json, add_fields, add_run_option, option_fields
+from bindlab.cli.common import OUT_HELP, Groups, _write_json, _write_per_item, add_fields, add_run_option, option_fields
 
 
 def _train_request(a: argparse.Namespace) -> Any:
@@ -68,6 +68,7 @@ def cmd_eval_toy(a: argparse.Namespace) -> None:
     for line in res.notes:
         print(line)
     _write_json(a.out, {**res.summary, "provenance": res.provenance})
+    _write_per_item(getattr(a, "per_item", None), res.rows)
 
 
 def add_commands(g: Groups) -> None:
@@ -114,6 +115,11 @@ def _add_eval_toy(g: Groups) -> None:
     e.add_argument("--per-size", type=int, default=40, help="MCQs per N = 2..10")
     add_run_option(e, "seed", metavar=None, help="seed of the sampled renders and MCQs")
     e.add_argument("--out", help=OUT_HELP)
+    e.add_argument(
+        "--per-item",
+        metavar="FILE",
+        help="write each single-object render's hits (t2i, i2t: 0/1) and its combination (seen / unseen) as JSONL",
+    )
     e.add_argument(
         "--card", action="store_true", help="also write the model card README.md into the toy model's folder"
     )

@@ -252,17 +252,61 @@ def hierarchical_bootstrap(
     Raises:
         ValueError: no seeds, or a seed without items.
     """
-    arrays = [np.asarray(d, dtype=np.float64) for d in deltas]
+    arrays = _items_per_seed(deltas, "hierarchical_bootstrap")
+    rng = np.random.default_rng(seed)
+    item_means = np.stack([_item_resample_means(d, n_boot, len(arrays), rng) for d in arrays])
+    return _over_seeds(item_means, [float(d.mean()) for d in arrays], rng, level)
+
+
+def hierarchical_bootstrap_gap(
+    groups: Sequence[tuple[np.ndarray, np.ndarray]], n_boot: int = 2000, level: float = 0.95, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`hierarchical_bootstrap` of a gap between two sets of items within each training seed, e.g. retrieval
+    of the pairs a model was shown minus the pairs it never saw, where every seed holds out its own pairs (so the
+    items are not paired across the two sets, nor across seeds).
+
+    Each resample draws the seeds with replacement, then for every seed drawn each set's items with replacement
+    (the two sets apart), and averages the per-seed gaps ``mean(first) - mean(second)``. Returns the same fields.
+
+    Raises:
+        ValueError: no seeds, or a seed with an empty set.
+    """
+    firsts = _items_per_seed([a for a, _ in groups], "hierarchical_bootstrap_gap")
+    seconds = _items_per_seed([b for _, b in groups], "hierarchical_bootstrap_gap")
+    rng = np.random.default_rng(seed)
+    s = len(firsts)
+    item_means = np.stack(
+        [
+            _item_resample_means(a, n_boot, s, rng) - _item_resample_means(b, n_boot, s, rng)
+            for a, b in zip(firsts, seconds, strict=True)
+        ]
+    )
+    return _over_seeds(
+        item_means, [float(a.mean() - b.mean()) for a, b in zip(firsts, seconds, strict=True)], rng, level
+    )
+
+
+def _items_per_seed(values: Sequence[np.ndarray], who: str) -> list[np.ndarray]:
+    arrays = [np.asarray(d, dtype=np.float64) for d in values]
     arrays = [d[~np.isnan(d)] for d in arrays]
     if not arrays or any(d.size == 0 for d in arrays):
-        raise ValueError("hierarchical_bootstrap needs at least one seed, each with at least one item")
-    s = len(arrays)
-    rng = np.random.default_rng(seed)
-    # item level: for every seed, n_boot x s independent item resamples (one per slot a seed can be drawn into)
-    item_means = np.stack([d[rng.integers(0, d.size, size=(n_boot, s, d.size))].mean(axis=2) for d in arrays])
-    picks = rng.integers(0, s, size=(n_boot, s))  # seed level
+        raise ValueError(f"{who} needs at least one seed, each with at least one item")
+    return arrays
+
+
+def _item_resample_means(d: np.ndarray, n_boot: int, slots: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n_boot, slots)`` means of item resamples of one seed: one independent resample per slot a seed can be
+    drawn into at the seed level."""
+    return d[rng.integers(0, d.size, size=(n_boot, slots, d.size))].mean(axis=2)
+
+
+def _over_seeds(
+    item_means: np.ndarray, per_seed: list[float], rng: np.random.Generator, level: float
+) -> dict[str, Any]:
+    """The seed level of the two-level bootstrap over ``item_means`` ``(seeds, n_boot, seeds)``, and its summary."""
+    s, n_boot = item_means.shape[0], item_means.shape[1]
+    picks = rng.integers(0, s, size=(n_boot, s))
     boots = item_means[picks, np.arange(n_boot)[:, None], np.arange(s)[None, :]].mean(axis=1)
-    per_seed = [float(d.mean()) for d in arrays]
     mean = float(np.mean(per_seed))
     alpha = (1 - level) / 2
     lo, hi = float(np.quantile(boots, alpha)), float(np.quantile(boots, 1 - alpha))

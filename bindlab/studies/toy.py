@@ -134,11 +134,12 @@ def run_toy_eval(request: ToyEvalRequest) -> Result:
         exposed=exposed,
         text_reference=getattr(encoder, "text_encoder", None),
     )
+    rows = result["single_object"].pop("items")  # per render: what --per-item writes, not the summary
     settings = {"sample": request.sample, "per_size": request.per_size, "seconds": round(time.perf_counter() - t, 1)}
     notes = summary_lines(result)
     if request.card:
         notes.append(f"wrote {_write_card(Path(folder), request, result)}")
-    return Result("toy", result, provenance=provenance(None, encoder, settings, request.seed), notes=notes)
+    return Result("toy", result, rows=rows, provenance=provenance(None, encoder, settings, request.seed), notes=notes)
 
 
 def summary_lines(result: dict[str, Any]) -> list[str]:

@@ -153,6 +153,13 @@ def test_training_records_the_heldout_list_and_eval_splits_seen_unseen(tmp_path,
     res = run_toy_eval(ToyEvalRequest(model=f"toy:{twin}", sample=200, per_size=0, card=True))
     split = res.summary["single_object"]["by_combination"]
     assert split["seen"]["n"] + split["unseen"]["n"] == 200 and split["unseen"]["n"] > 10
+    # the per-item rows (eval toy --per-item) are the hits behind every split's top-1, item for item
+    assert len(res.rows) == 200 and "items" not in res.summary["single_object"]
+    for kind, fig in split.items():
+        mine = [r for r in res.rows if r["combination"] == kind or (kind == "unseen" and r["combination"] != "seen")]
+        assert len(mine) == fig["n"], kind
+        for key in ("t2i", "i2t"):
+            assert np.mean([r[key] for r in mine]) == pytest.approx(fig[f"{key}_top1"]), (kind, key)
     card = (twin / "README.md").read_text()
     assert "Seen vs unseen combinations" in card and "151 of the 1,008" in card
     assert "binding hard negatives" in card and "Finetuned from" in card and "--twin-share 0.5" in card

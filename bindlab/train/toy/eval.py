@@ -190,7 +190,51 @@ def evaluate_single_objects(
     items, captions, pixels = render_single_objects(sample, seed, size, workers)
     img = encoder.embed_images(list(pixels))
     txt = encoder.embed_texts(captions)
-    return {**single_object_scores(img, txt, items, heldout, exposed), "render_size": size}
+    return {
+        **single_object_scores(img, txt, items, heldout, exposed),
+        "render_size": size,
+        "items": single_object_rows(img, txt, items, captions, heldout, exposed),
+    }
+
+
+def single_object_rows(
+    img: np.ndarray,
+    txt: np.ndarray,
+    items: list[tuple[str, str, str]],
+    captions: list[str],
+    heldout: frozenset[Combo] = frozenset(),
+    exposed: frozenset[Combo] = frozenset(),
+) -> list[dict[str, Any]]:
+    """One row per render: its pair, caption, ``combination`` (seen / unseen_clean / unseen_colour_slot; unseen
+    without ``exposed``; None for a model trained without held-out pairs) and whether its caption ranks it first
+    among all renders (``t2i``) and it ranks its caption first (``i2t``), as 0/1 — the hits behind the top-1 figures
+    of :func:`single_object_scores`, so figures over seeds can be resampled by item."""
+    sim = img @ txt.T
+    t2i = sim.argmax(0) == np.arange(len(items))
+    i2t = sim.argmax(1) == np.arange(len(items))
+
+    def combination(pair: Combo) -> str | None:
+        if not heldout:
+            return None
+        if pair not in heldout:
+            return "seen"
+        if not exposed:
+            return "unseen"
+        return "unseen_colour_slot" if pair in exposed else "unseen_clean"
+
+    return [
+        {
+            "item": i,
+            "shape": s,
+            "attribute": a,
+            "form": form,
+            "caption": captions[i],
+            "combination": combination((s, a)),
+            "t2i": int(t2i[i]),
+            "i2t": int(i2t[i]),
+        }
+        for i, (s, a, form) in enumerate(items)
+    ]
 
 
 def evaluate_image_mcq(
