@@ -319,6 +319,22 @@ def _told_wait(said: str, default_s: float = 30.0) -> float:
     return float(m.group(1)) if m else default_s
 
 
+def estimate_errors(estimates: list[tuple[float, float, float]]) -> dict[str, Any]:
+    """How the waits told to visitors in line compared with the waits they had: ``(told at s, estimate s, actual
+    wait s)`` per refusal -> the count, the median and largest ratio actual/estimate, and the share within a factor
+    of two either way (a first guess and an estimate late in a long line are both in it)."""
+    ratios = [actual / told for _, told, actual in estimates if told > 0]
+    if not ratios:
+        return {"n": 0}
+    return {
+        "n": len(ratios),
+        "median_ratio": round(statistics.median(ratios), 2),
+        "max_ratio": round(max(ratios), 2),
+        "min_ratio": round(min(ratios), 2),
+        "within_2x": round(sum(0.5 <= r <= 2 for r in ratios) / len(ratios), 2),
+    }
+
+
 def _first_place(said: str) -> int:
     """The place in line a refusal told ("you are 3rd in line" -> 3); 0 for a visitor served at once."""
     m = re.search(r"you are (\d+)(?:st|nd|rd|th) in line", said)
@@ -371,6 +387,7 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
         def one(i: int, c: Any, data: str) -> dict[str, Any]:
             time.sleep(0.1 * i)  # they arrive in this order, a moment apart
             told: list[str] = []
+            told_at: list[float] = []  # seconds since the start when each refusal came
             while time.perf_counter() - t0 < timeout_s:
                 t = time.perf_counter()
                 try:
@@ -382,12 +399,19 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
                         "seconds": round(time.perf_counter() - t, 1),
                         "refusals": len(told),
                         "first_told": told[0][:200] if told else "",
+                        # (when told, the estimate, the wait it turned out to be) for each refusal with a place
+                        "estimates": [
+                            (round(at, 1), _told_wait(x), round(t - t0 - at, 1))
+                            for at, x in zip(told_at, told, strict=True)
+                            if _first_place(x)
+                        ],
                     }
                 except Exception as e:  # noqa: BLE001 - a refusal comes back as the client's error
                     said = _said(e)
                     if "in line" not in said and "busy" not in said and "already have" not in said:
                         return {"visitor": i, "outcome": "error", "at_s": round(t - t0, 1), "said": said[:300]}
                     told.append(said)
+                    told_at.append(time.perf_counter() - t0)
                     time.sleep(min(30.0, _told_wait(said)))
             return {"visitor": i, "outcome": "not served", "refusals": len(told), "last_told": told[-1][:200]}
 
@@ -420,6 +444,7 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
         _say(report, "served_order", order)
         _say(report, "served_in_turn", len(served) == visitors and order == arrived)
         _say(report, "heavy_seconds_max", max((o["seconds"] for o in served), default=None))
+        _say(report, "estimates", estimate_errors([e for o in served for e in o["estimates"]]))
         _say(report, "request_limit_s", public["max_request_seconds"])
         _say(
             report,
