@@ -46,12 +46,29 @@ def test_an_unknown_row_is_refused():
 
 
 def test_the_negclip_card_table_regenerates_from_its_per_item_files():
-    """toy:negclip's finetune stage over three seeds: the card's table is paired_items --family on the shipped
+    """toy:negclip's finetune stage over five seeds: the card's table is paired_items --family on the shipped
     per-item files (each seed's model and both bases scored on the same items)."""
     mod = load_script("paired_items")
     folder = ROOT / "docs/seed-studies/toy-negclip-stage2"
     rows = json.loads((folder / "rows.json").read_text())
-    assert all(len(r["runs"]) >= 3 for r in rows)  # the issue's minimum for this stage
+    assert all(len(r["runs"]) >= 5 for r in rows)  # the issue's minimum for a procedure
     card = (ROOT / "bindlab/assets/toy-negclip/README.md").read_text()
     shown = card.split("<!-- seed-study:card-stage2 -->", 1)[1].split("<!-- /seed-study:card-stage2 -->", 1)[0]
     assert mod.family_table(rows, root=folder) == shown.strip()
+
+
+def test_the_clip_card_gap_table_regenerates_from_its_per_item_files():
+    """The toy:clip recipe's seen-vs-never-shown gap over five training seeds (short runs): the card's table and
+    reproductions.md's are combination_gap over the shipped per-item files (eval toy --per-item)."""
+    mod = load_script("combination_gap")
+    folder = ROOT / "docs/seed-studies/toy-clip-short-gap"
+    runs = [str(folder / f"item-seed-{s}.jsonl") for s in range(5)]
+    table = mod.gap_table(runs, ["t2i", "i2t"], "unseen_clean")
+    for doc, tag in (
+        ("bindlab/assets/toy-clip/README.md", "card-gap"),
+        ("docs/reproductions.md", "toy-clip-short-gap"),
+    ):
+        text = (ROOT / doc).read_text()
+        shown = text.split(f"<!-- seed-study:{tag} -->", 1)[1].split(f"<!-- /seed-study:{tag} -->", 1)[0]
+        assert shown.strip() == table, doc
+    assert all(line.rstrip().endswith("| holds |") for line in table.splitlines()[2:])
