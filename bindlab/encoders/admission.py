@@ -108,9 +108,13 @@ PROJECT_AFTER = 0.2  # share of its announced items a request must have sent bef
 def _left_s(scope: Scope, now: float) -> float | None:
     """How long a running heavy request still needs, from the share of its announced items done so far (None before
     it has sent ``PROJECT_AFTER`` of them: its first batches run faster than the rest, and a projection from them
-    told the 6th in line "about 90 s" for a wait of 18 minutes)."""
-    if scope.items <= 0 or scope.items < PROJECT_AFTER * scope.expected or scope.expected <= scope.items:
+    told the 6th in line "about 90 s" for a wait of 18 minutes; None when it announced nothing). Once it has sent
+    all it announced it is finishing (scoring, writing its answer): 0. Counting it unknown then told the 1st in line
+    "about 240 s" five seconds before its slot came free, and the slot waits only ``TURN_KEPT_S`` for it."""
+    if scope.expected <= 0 or scope.items <= 0 or scope.items < PROJECT_AFTER * scope.expected:
         return None
+    if scope.items >= scope.expected:
+        return 0.0
     return (now - scope.started) * (scope.expected - scope.items) / scope.items
 
 

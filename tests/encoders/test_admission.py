@@ -87,6 +87,23 @@ def test_no_projection_from_a_requests_first_batches(monkeypatch):
             admission.charge(100)
 
 
+def test_a_request_that_sent_all_it_announced_is_about_to_finish(monkeypatch):
+    """Measured under load: a request scoring after its last batch counted as unknown, so the 1st in line was told
+    "about 240 s" (the typical turn) five seconds before the slot came free — and the slot waits only TURN_KEPT_S."""
+    monkeypatch.setattr(admission, "_RECENT_HEAVY_S", admission.deque([240.0], maxlen=20))
+    with _scope("a", "10.0.0.1", max_heavy=1) as running:
+        admission.expect(1000)
+        running.started -= 200.0
+        admission.charge(1000)  # everything it announced is sent
+        with _scope("b", "10.0.0.2", max_heavy=1), pytest.raises(admission.Busy, match="about 5 s"):
+            admission.charge(100)
+        with _scope("c", "10.0.0.3", max_heavy=1), pytest.raises(admission.Busy, match="about 240 s"):
+            admission.charge(100)  # then one typical turn for the next place
+        running.expected = 0  # a request that announced nothing is not projected: a typical turn
+        with _scope("b", "10.0.0.2", max_heavy=1), pytest.raises(admission.Busy, match="about 240 s"):
+            admission.charge(100)
+
+
 def test_a_turn_not_taken_passes_to_the_next(monkeypatch):
     """A visitor who does not come back within TURN_KEPT_S of the slot freeing loses the place; so does one whose
     page was closed."""
