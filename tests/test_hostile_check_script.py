@@ -6,7 +6,8 @@ from tests.script_module import load_script
 
 SAID = (
     "the server is busy with 1 large request: you are 4th in line for the next; try again in about 240 s "
-    "(your place is kept, and the slot waits 90 s for you once free; small requests still run now)"
+    "(your place is kept: the slot waits 90 s for you once free, and if you come later you go next after whoever "
+    "took it; small requests still run now)"
 )
 
 

@@ -14,7 +14,9 @@ between model turns. So:
   stops at once with :class:`Busy` (it does not hold a thread of the server while it waits) but takes a place in
   line: the message says which place and about when the turn comes (from the recent heavy requests' durations).
   Slots go to the line in order: a newcomer takes a free slot only when nobody waits for it, and a visitor whose
-  turn came has ``TURN_KEPT_S`` seconds to ask again before the place passes to the next.
+  turn came has ``TURN_KEPT_S`` seconds to ask again before the turn passes to the next. A visitor who comes back
+  later (a wait estimate can run long) is not sent to the back: it goes next after those already called, once; a
+  second missed turn gives the place up.
 - **Every request has a time limit** (``max_seconds``): past it, the next model turn raises :class:`OverTime`, so
   work a visitor abandoned stops by itself.
 - **Work stops when its visitor leaves.** When a browser session ends (the page is closed; the app's
@@ -68,6 +70,7 @@ class Ticket:
     keys: tuple[str, ...]
     seen: float  # when the visitor last asked
     called: float | None = None  # when a slot was first free for it
+    missed: bool = False  # its turn came and passed once; the next missed turn gives the place up
 
 
 _SCOPE: ContextVar[Scope | None] = ContextVar("bindlab_request_scope", default=None)
@@ -75,6 +78,7 @@ _LOCK = threading.Lock()
 _RUNNING: list[Scope] = []  # the heavy requests holding a slot (their keys: the sessions / addresses running one)
 _RECENT_HEAVY_S: deque[float] = deque(maxlen=20)  # durations of recent heavy requests, for "try again in N s"
 _LINE: list[Ticket] = []  # visitors waiting for a heavy slot, in the order they first asked
+_MISSED: list[Ticket] = []  # places whose turn came and passed unused (once): next after the called when they ask
 TURN_KEPT_S = 90.0  # a free slot waits this long for the visitor whose turn it is
 TICKET_IDLE_S = 1800.0  # a place in line not asked about for this long is given up
 MAX_LINE = 500  # places in line; past it a request is refused without one
@@ -187,22 +191,27 @@ def expect(n: int) -> None:
 
 
 def line_length() -> int:
-    """How many visitors wait for a heavy slot now."""
+    """How many visitors wait for a heavy slot now (not counting those whose turn passed while they were away)."""
     with _LOCK:
         return len(_LINE)
 
 
 def _tidy_line(now: float, max_heavy: int) -> None:
-    """Drop the places whose turn came and passed unused, those of closed pages and those nobody asked about for
-    long; start the turn clock of the places a free slot waits for. Call with ``_LOCK`` held."""
+    """Set aside the places whose turn came and passed unused (a second time: drop them), drop those of closed pages
+    and those nobody asked about for long; start the turn clock of the places a free slot waits for. Call with
+    ``_LOCK`` held."""
     free = max(0, max_heavy - len(_RUNNING))
-    _LINE[:] = [
-        t
-        for t in _LINE
-        if now - t.seen <= TICKET_IDLE_S
-        and (t.called is None or now - t.called <= TURN_KEPT_S)
-        and not any(k in _LEFT for k in t.keys)  # the page that asked was closed
-    ]
+
+    def alive(t: Ticket) -> bool:
+        return now - t.seen <= TICKET_IDLE_S and not any(k in _LEFT for k in t.keys)  # asked lately, page open
+
+    passed = [t for t in _LINE if t.called is not None and now - t.called > TURN_KEPT_S]
+    _LINE[:] = [t for t in _LINE if alive(t) and not any(t is p for p in passed)]
+    for t in passed:
+        t.called = None
+    _MISSED[:] = [t for t in _MISSED + [t for t in passed if not t.missed] if alive(t)]
+    for t in _MISSED:
+        t.missed = True
     for t in _LINE[:free]:
         if t.called is None:
             t.called = now
@@ -226,6 +235,11 @@ def _take_heavy(scope: Scope, n: int) -> None:
         _tidy_line(now, scope.max_heavy)
         free = max(0, scope.max_heavy - running)
         place = next((i for i, t in enumerate(_LINE) if set(t.keys) & set(scope.keys)), None)
+        late = next((t for t in _MISSED if set(t.keys) & set(scope.keys)), None)
+        if place is None and late is not None:  # back after its turn passed: next after those already called
+            _MISSED.remove(late)
+            place = sum(1 for t in _LINE if t.called is not None)
+            _LINE.insert(place, late)
         if place is None and free > len(_LINE):  # a slot nobody waits for
             place = -1
         elif place is None:
@@ -242,8 +256,8 @@ def _take_heavy(scope: Scope, n: int) -> None:
             raise Busy(
                 f"the server is busy with {running} large request{'s' if running != 1 else ''}: "
                 f"you are {_ordinal(place + 1)} in line for the next; try again in about {_wait_hint(turns)} s "
-                f"(your place is kept, and the slot waits {TURN_KEPT_S:.0f} s for you once free; small requests "
-                "still run now)"
+                f"(your place is kept: the slot waits {TURN_KEPT_S:.0f} s for you once free, and if you come later "
+                "you go next after whoever took it; small requests still run now)"
             )
         if place >= 0:
             del _LINE[place]
