@@ -13,7 +13,8 @@ public data roots), drives it through ``gradio_client`` as scripted visitors wou
     the ratio's target is at most 2. The second visitor waits at most ``--busy-timeout`` seconds; past that the
     ratio is reported as a lower bound;
 (c) with ``--visitors N``: N heavy visitors at once, each coming back when told until served, and a light one
-    meanwhile (the light requests' seconds, each heavy visitor's place and time, served in turn, the peak);
+    meanwhile (the light requests' seconds, each heavy visitor's place and time, served in turn, the peak); with
+    ``--trust`` they come back exactly when told (not every 30 s), so an estimate that ran long costs a turn;
 (d) with ``--sessions N``: N visitors one after another, each keeping a Map and a Browse score of its own upload:
     the memory each active session holds (target <= +150 MB) and what is left after they all leave (<= +300 MB);
 (e) with ``--flood N``: N POSTs of a page-load event, each with a fresh session hash and no page (no heartbeat), as
@@ -35,6 +36,7 @@ Usage::
 
     python scripts/hostile_check.py [--model minilm] [--json out.json]
     python scripts/hostile_check.py --visitors 10      # (c) ten heavy visitors and a light one
+    python scripts/hostile_check.py --visitors 10 --trust      # (c), each coming back exactly when told
     python scripts/hostile_check.py --sessions 6 --model bow   # (d) memory held per session, and after they leave
     python scripts/hostile_check.py --flood 1000               # (e) fresh session hashes with no page
     python scripts/hostile_check.py --replay                   # (f) every attack at full size, one server
@@ -341,10 +343,14 @@ def _first_place(said: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: float = 3600.0) -> dict[str, Any]:
+def run_crowd(
+    model: str, visitors: int, light_every_s: float = 3.0, timeout_s: float = 3600.0, trust: bool = False
+) -> dict[str, Any]:
     """(c) ``visitors`` heavy visitors at once, each at its own address (as a Space's proxy reports it) scoring the
     largest allowed upload with ``model`` (a fresh file each, so no cache answers); a visitor who is refused comes
-    back when it is told (or after 30 s, as a patient person pressing again) until it is served. Meanwhile a
+    back when it is told (or after 30 s, as a patient person pressing again; with ``trust``, exactly when told, as a
+    person believing the estimate would, so a visitor told too long a wait misses its turn) until it is served.
+    Meanwhile a
     light visitor scores 20 questions every few seconds. Reports the light requests' seconds (target <= 10 s), what
     each heavy visitor got (the places it was told, when it was served and how long its score took: served in turn
     and within the request limit), and the server's memory high-water mark (target < 4 GB)."""
@@ -358,7 +364,7 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
     public = {k: v[1] for k, v in LIMIT_DEFAULTS.items()}
     work = Path(tempfile.mkdtemp(prefix="bindlab-crowd-"))
     env = {"BINDLAB_PUBLIC": "1", "BINDLAB_HOME": str(work / "home"), "BINDLAB_DATA_ROOTS": ""}
-    report: dict[str, Any] = {"model": model, "visitors": visitors, "cpus": os.cpu_count()}
+    report: dict[str, Any] = {"model": model, "visitors": visitors, "trust": trust, "cpus": os.cpu_count()}
     _say(report, "load_before", os.getloadavg())
     with running_app(env=env, timeout_s=300, log=work / "app.log") as (url, _, _):
         pid = _server_pid(int(url.rsplit(":", 1)[1]))
@@ -412,7 +418,7 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
                         return {"visitor": i, "outcome": "error", "at_s": round(t - t0, 1), "said": said[:300]}
                     told.append(said)
                     told_at.append(time.perf_counter() - t0)
-                    time.sleep(min(30.0, _told_wait(said)))
+                    time.sleep(_told_wait(said) if trust else min(30.0, _told_wait(said)))
             return {"visitor": i, "outcome": "not served", "refusals": len(told), "last_told": told[-1][:200]}
 
         stop = threading.Event()
@@ -443,6 +449,8 @@ def run_crowd(model: str, visitors: int, light_every_s: float = 3.0, timeout_s: 
         _say(report, "arrival_order", arrived)
         _say(report, "served_order", order)
         _say(report, "served_in_turn", len(served) == visitors and order == arrived)
+        # how many places later than its arrival each was served (a missed turn puts one behind the next called)
+        _say(report, "served_later_by", {v: order.index(v) - arrived.index(v) for v in arrived if v in order})
         _say(report, "heavy_seconds_max", max((o["seconds"] for o in served), default=None))
         _say(report, "estimates", estimate_errors([e for o in served for e in o["estimates"]]))
         _say(report, "request_limit_s", public["max_request_seconds"])
@@ -995,6 +1003,11 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: this many heavy visitors at once and a light one (check (c); default: off)",
     )
     ap.add_argument(
+        "--trust",
+        action="store_true",
+        help="(c) the heavy visitors come back exactly when told, not every 30 s (a missed turn is then possible)",
+    )
+    ap.add_argument(
         "--sessions",
         type=int,
         default=0,
@@ -1081,12 +1094,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0 if growth <= 150 and kept <= 300 else 4
     if a.visitors:
-        report = run_crowd(a.model, a.visitors)
+        report = run_crowd(a.model, a.visitors, trust=a.trust)
         if a.json:
             Path(a.json).write_text(json.dumps(report, indent=2) + "\n")
         light, peak = report["light_request_s"]["max"], report["peak_mb"]
         within = (report["heavy_seconds_max"] or 0) <= report["request_limit_s"]
-        ok = light is not None and light <= 10 and peak < 4096 and report["served_in_turn"] and within
+        # trusting visitors may miss a turn (an estimate that ran long): served all, not necessarily in turn
+        in_turn = report["served"] == f"{a.visitors} of {a.visitors}" if a.trust else report["served_in_turn"]
+        ok = light is not None and light <= 10 and peak < 4096 and in_turn and within
         print(
             f"(c) {a.visitors} heavy visitors: {report['served']} served, in turn: {report['served_in_turn']}, "
             f"slowest {report['heavy_seconds_max']} s (limit {report['request_limit_s']} s); light request at most "
