@@ -350,8 +350,7 @@ def run_crowd(
     largest allowed upload with ``model`` (a fresh file each, so no cache answers); a visitor who is refused comes
     back when it is told (or after 30 s, as a patient person pressing again; with ``trust``, exactly when told, as a
     person believing the estimate would, so a visitor told too long a wait misses its turn) until it is served.
-    Meanwhile a
-    light visitor scores 20 questions every few seconds. Reports the light requests' seconds (target <= 10 s), what
+    Meanwhile a light visitor scores 20 questions every few seconds. Reports the light requests' seconds (target <= 10 s), what
     each heavy visitor got (the places it was told, when it was served and how long its score took: served in turn
     and within the request limit), and the server's memory high-water mark (target < 4 GB)."""
     import concurrent.futures

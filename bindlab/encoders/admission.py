@@ -205,13 +205,15 @@ def _tidy_line(now: float, max_heavy: int) -> None:
     def alive(t: Ticket) -> bool:
         return now - t.seen <= TICKET_IDLE_S and not any(k in _LEFT for k in t.keys)  # asked lately, page open
 
-    passed = [t for t in _LINE if t.called is not None and now - t.called > TURN_KEPT_S]
-    _LINE[:] = [t for t in _LINE if alive(t) and not any(t is p for p in passed)]
-    for t in passed:
-        t.called = None
-    _MISSED[:] = [t for t in _MISSED + [t for t in passed if not t.missed] if alive(t)]
-    for t in _MISSED:
-        t.missed = True
+    waiting = []
+    for t in filter(alive, _LINE):
+        if t.called is None or now - t.called <= TURN_KEPT_S:
+            waiting.append(t)
+        elif not t.missed:  # its turn passed unused, the first time: set aside until it asks again
+            t.called, t.missed = None, True
+            _MISSED.append(t)
+    _LINE[:] = waiting
+    _MISSED[:] = filter(alive, _MISSED)
     for t in _LINE[:free]:
         if t.called is None:
             t.called = now
@@ -235,8 +237,8 @@ def _take_heavy(scope: Scope, n: int) -> None:
         _tidy_line(now, scope.max_heavy)
         free = max(0, scope.max_heavy - running)
         place = next((i for i, t in enumerate(_LINE) if set(t.keys) & set(scope.keys)), None)
-        late = next((t for t in _MISSED if set(t.keys) & set(scope.keys)), None)
-        if place is None and late is not None:  # back after its turn passed: next after those already called
+        late = None if place is not None else next((t for t in _MISSED if set(t.keys) & set(scope.keys)), None)
+        if late is not None:  # back after its turn passed: next after those already called
             _MISSED.remove(late)
             place = sum(1 for t in _LINE if t.called is not None)
             _LINE.insert(place, late)
